@@ -1,0 +1,137 @@
+"""Time and ids, injected rather than patched.
+
+The runtime never reads the wall clock or a random generator directly: it asks the
+:class:`Clock` and the :class:`IdFactory` it was given. Under test both are deterministic:
+:class:`StepClock` advances by a fixed step on every read and :class:`SequentialIds` counts,
+so two runs of the same agent produce byte-identical contexts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "DEFAULT_START",
+    "Clock",
+    "IdFactory",
+    "RandomIds",
+    "SequentialIds",
+    "StepClock",
+    "SystemClock",
+    "parse_datetime",
+]
+
+#: The instant a deterministic clock starts at unless told otherwise.
+DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Anything with a ``now()`` that returns an aware :class:`datetime`."""
+
+    def now(self) -> datetime: ...
+
+
+@runtime_checkable
+class IdFactory(Protocol):
+    """Makes a new id with the given prefix, such as ``call`` or ``run``."""
+
+    def __call__(self, prefix: str) -> str: ...
+
+
+class SystemClock:
+    """The wall clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class StepClock:
+    """A clock that starts at ``start`` and moves ``step`` forward on every read.
+
+    The first read returns ``start``. Reads are thread-safe, so concurrent tool calls
+    still get distinct, ordered instants.
+    """
+
+    def __init__(
+        self, start: datetime = DEFAULT_START, step: timedelta = timedelta(seconds=1)
+    ) -> None:
+        if start.tzinfo is None:
+            raise ValueError(
+                f"StepClock(start={start!r}) needs an aware datetime; give it a timezone, "
+                "for example datetime(2025, 1, 1, tzinfo=UTC)."
+            )
+        if step < timedelta(0):
+            raise ValueError(f"StepClock(step={step!r}) must not go backwards; use a step >= 0.")
+        self.start = start
+        self.step = step
+        self._reads = 0
+        self._lock = threading.Lock()
+
+    @property
+    def reads(self) -> int:
+        """How many times :meth:`now` has been called."""
+        return self._reads
+
+    def now(self) -> datetime:
+        with self._lock:
+            value = self.start + self.step * self._reads
+            self._reads += 1
+        return value
+
+    def __repr__(self) -> str:
+        return f"StepClock(start={self.start.isoformat()}, step={self.step}, reads={self._reads})"
+
+
+class SequentialIds:
+    """Ids counted per prefix: ``call_1``, ``call_2``, ``run_1``..."""
+
+    def __init__(self) -> None:
+        self._counters: defaultdict[str, itertools.count[int]] = defaultdict(
+            lambda: itertools.count(1)
+        )
+        self._lock = threading.Lock()
+
+    def __call__(self, prefix: str) -> str:
+        with self._lock:
+            number = next(self._counters[prefix])
+        return f"{prefix}_{number}"
+
+    def __repr__(self) -> str:
+        return "SequentialIds()"
+
+
+class RandomIds:
+    """Random ids, as providers make them: ``call_`` plus 24 hex digits."""
+
+    def __call__(self, prefix: str) -> str:
+        return f"{prefix}_{uuid.uuid4().hex[:24]}"
+
+    def __repr__(self) -> str:
+        return "RandomIds()"
+
+
+def parse_datetime(value: str | datetime, *, what: str = "a datetime") -> datetime:
+    """Parse an ISO 8601 instant; a naive one is taken as UTC."""
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(
+                f"{what}: {value!r} is not an ISO 8601 date and time; expected something "
+                "like '2025-01-01T00:00:00Z'."
+            ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,160 @@
+"""Types shared by the codecs, and the lookup of a codec by name or URL path."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..context import INVALID_ARGUMENTS_KEY, ToolCall
+from ..exceptions import CodecError
+from ..tools import ToolSpec
+
+__all__ = [
+    "Codec",
+    "Completion",
+    "DecodedRequest",
+    "Usage",
+    "codec_for_path",
+    "get_codec",
+    "parse_arguments",
+]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage of one model call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's reply, whatever the wire format: text, tool calls, usage, model."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str | None = None
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    response_id: str | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        """What the runtime records in the iteration's metadata for this call."""
+        data: dict[str, Any] = {"model": self.model, "stop_reason": self.stop_reason}
+        if self.usage is not None:
+            data["usage"] = self.usage.to_dict()
+        return data
+
+
+@dataclass(frozen=True)
+class DecodedRequest:
+    """A request body read back into provider-neutral form."""
+
+    model: str | None
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    stream: bool = False
+
+
+class Codec(Protocol):
+    """The four functions every wire-format module provides."""
+
+    name: str
+
+    def encode_request(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[ToolSpec] = (),
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> dict[str, Any]: ...
+
+    def decode_request(self, body: Mapping[str, Any]) -> DecodedRequest: ...
+
+    def decode_response(self, body: Mapping[str, Any]) -> Completion: ...
+
+    def encode_response(
+        self, completion: Completion, *, response_id: str, created: int = 0
+    ) -> dict[str, Any]: ...
+
+
+_CODECS = {
+    "openai_chat": "pytest_agentctx.codecs.openai_chat",
+    "anthropic_messages": "pytest_agentctx.codecs.anthropic_messages",
+}
+
+# URL path endings that identify a wire format (any base URL or version prefix).
+_PATHS = (
+    ("/chat/completions", "openai_chat"),
+    ("/messages", "anthropic_messages"),
+)
+
+
+def get_codec(name: str) -> Codec:
+    """The codec module called ``name`` (``openai_chat`` or ``anthropic_messages``)."""
+    try:
+        module_name = _CODECS[name]
+    except KeyError:
+        raise CodecError(f"No codec called {name!r}; the codecs are {sorted(_CODECS)}.") from None
+    module: Codec = importlib.import_module(module_name)
+    return module
+
+
+def codec_for_path(path: str) -> Codec | None:
+    """The codec whose endpoint ``path`` is, or ``None`` for other endpoints."""
+    trimmed = path.rstrip("/")
+    for suffix, name in _PATHS:
+        if trimmed.endswith(suffix):
+            return get_codec(name)
+    return None
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict; invalid JSON is kept under ``INVALID_ARGUMENTS_KEY``."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            return {INVALID_ARGUMENTS_KEY: raw}
+        if isinstance(value, dict):
+            return value
+    return {INVALID_ARGUMENTS_KEY: raw if isinstance(raw, str) else json.dumps(raw)}
+
+
+def require(body: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``body[key]`` if it has the expected type, else a :class:`CodecError`."""
+    if not isinstance(body, Mapping):
+        raise CodecError(f"{where}: expected a JSON object, got {type(body).__name__}.")
+    if key not in body:
+        raise CodecError(
+            f"{where}: the JSON has no {key!r} field (it has {sorted(body)}). Is this "
+            "really a response of this wire format?"
+        )
+    value = body[key]
+    if not isinstance(value, kind):
+        raise CodecError(
+            f"{where}: field {key!r} is a {type(value).__name__}, expected "
+            f"{getattr(kind, '__name__', kind)}."
+        )
+    return value

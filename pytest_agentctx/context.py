@@ -1,0 +1,390 @@
+"""The nested iteration context: one :class:`Iteration` per pass of the agent loop.
+
+Everything in pytest-agentctx produces an :class:`AgentContext` (the runtime, the capture of
+HTTP traffic) or consumes one (assertions, snapshots, reports). The models are pydantic v2
+and immutable: every update returns a new context and leaves the old one as it was.
+
+This module imports nothing else of the package but its exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._seq import Seq
+from .exceptions import ContextStateError
+
+__all__ = [
+    "INVALID_ARGUMENTS_KEY",
+    "AgentContext",
+    "Iteration",
+    "Message",
+    "Role",
+    "ToolCall",
+    "ToolResult",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+#: Key under which a tool call keeps arguments that the model sent as invalid JSON.
+INVALID_ARGUMENTS_KEY = "__invalid_json_arguments__"
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="iso8601")
+
+
+def _now(at: datetime | None) -> datetime:
+    return at if at is not None else datetime.now(UTC)
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for: its id, the tool's name and the arguments."""
+
+    model_config = _FROZEN
+    __match_args__: ClassVar[tuple[str, ...]] = ("name", "arguments", "id")
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the model sent them: a JSON object (or the invalid raw text)."""
+        raw = self.arguments.get(INVALID_ARGUMENTS_KEY)
+        if isinstance(raw, str) and len(self.arguments) == 1:
+            return raw
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+class ToolResult(BaseModel):
+    """The result of one tool call, fed back to the model as a ``tool`` message."""
+
+    model_config = _FROZEN
+    __match_args__: ClassVar[tuple[str, ...]] = ("name", "content", "tool_call_id", "is_error")
+
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+    def to_message(self) -> Message:
+        """The ``tool`` message that carries this result in the conversation."""
+        return Message(
+            role="tool",
+            content=self.content,
+            tool_call_id=self.tool_call_id,
+            name=self.name,
+            is_error=self.is_error,
+        )
+
+
+class Message(BaseModel):
+    """One message of the conversation.
+
+    ``tool_calls`` is set on assistant messages that ask for tools; ``tool_call_id``,
+    ``name`` and ``is_error`` are set on ``tool`` messages that carry a result.
+    """
+
+    model_config = _FROZEN
+    __match_args__: ClassVar[tuple[str, ...]] = ("role", "content", "tool_calls")
+
+    role: Role
+    content: str | None = None
+    tool_calls: Seq[ToolCall] = Field(default_factory=Seq)
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The provider-neutral JSON form of this message (defaults left out)."""
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [call.model_dump(mode="json") for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            data["name"] = self.name
+        if self.is_error:
+            data["is_error"] = True
+        return data
+
+
+class Iteration(BaseModel):
+    """One pass of the agent loop: the messages it added, the tools it called, its times.
+
+    ``tool_calls`` holds every tool call the assistant asked for in this iteration
+    (``[]`` when it answered without tools, never ``None``). ``completed_at`` is ``None``
+    while the iteration is in progress. ``metadata`` holds extensions such as the model
+    and the token usage of the iteration's model call.
+    """
+
+    model_config = _FROZEN
+    __match_args__: ClassVar[tuple[str, ...]] = (
+        "number",
+        "messages",
+        "tool_calls",
+        "started_at",
+        "completed_at",
+        "metadata",
+    )
+
+    number: int = Field(ge=1)
+    messages: Seq[Message] = Field(default_factory=Seq)
+    tool_calls: Seq[ToolCall] = Field(default_factory=Seq)
+    started_at: datetime
+    completed_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_complete(self) -> bool:
+        """Whether the iteration has ended (``completed_at`` is set)."""
+        return self.completed_at is not None
+
+    @property
+    def pending_tool_calls(self) -> list[ToolCall]:
+        """Tool calls of this iteration that no tool message has answered yet."""
+        answered = {m.tool_call_id for m in self.messages if m.role == "tool"}
+        return [call for call in self.tool_calls if call.id not in answered]
+
+    def _replace(self, **changes: Any) -> Iteration:
+        return self.model_copy(update=changes)
+
+
+class AgentContext(BaseModel):
+    """The whole run: ``iterations`` and the number of the ``current_iteration``.
+
+    Build one with :meth:`new` and update it with the ``add_*`` methods; each returns a new
+    context. Every update takes an optional ``at=`` timestamp (the runtime passes its
+    deterministic clock's time); without it the wall clock in UTC is used.
+    """
+
+    model_config = _FROZEN
+    __match_args__: ClassVar[tuple[str, ...]] = ("iterations", "current_iteration")
+
+    iterations: Seq[Iteration]
+    current_iteration: int = Field(ge=1)
+    created_at: datetime
+    updated_at: datetime
+
+    # -- construction ------------------------------------------------------------------
+
+    @classmethod
+    def new(
+        cls, input: str, *, system_prompt: str | None = None, at: datetime | None = None
+    ) -> AgentContext:
+        """Start a run: iteration 1 holds the system message (if any) and the user message."""
+        if not isinstance(input, str):
+            raise ContextStateError(
+                f"AgentContext.new() takes the user's input as a str, got "
+                f"{type(input).__name__}: {input!r}. Pass the text of the first user message."
+            )
+        now = _now(at)
+        messages: list[Message] = []
+        if system_prompt is not None:
+            messages.append(Message(role="system", content=system_prompt))
+        messages.append(Message(role="user", content=input))
+        first = Iteration(number=1, messages=Seq(messages), started_at=now)
+        return cls.model_construct(
+            iterations=Seq([first]), current_iteration=1, created_at=now, updated_at=now
+        )
+
+    # -- updates (each returns a new context) ------------------------------------------
+
+    def _current(self) -> Iteration:
+        return self.iterations[-1]
+
+    def _with_current(self, iteration: Iteration, now: datetime) -> AgentContext:
+        return self.model_copy(
+            update={"iterations": self.iterations.with_last(iteration), "updated_at": now}
+        )
+
+    def add_assistant_message(
+        self,
+        content: str | None,
+        tool_calls: Iterable[ToolCall] = (),
+        *,
+        at: datetime | None = None,
+    ) -> AgentContext:
+        """Add the model's reply to the current iteration.
+
+        A reply with tool calls leaves the iteration open until :meth:`add_tool_results`;
+        a reply without tool calls is a final answer and completes the iteration.
+        """
+        current = self._current()
+        if current.is_complete:
+            raise ContextStateError(
+                f"add_assistant_message(): iteration {current.number} is already complete "
+                "(the assistant gave its final answer). Call add_user_message() to start a "
+                "new turn before adding another assistant message."
+            )
+        if current.pending_tool_calls:
+            ids = ", ".join(call.id for call in current.pending_tool_calls)
+            raise ContextStateError(
+                f"add_assistant_message(): iteration {current.number} still waits for the "
+                f"results of tool calls {ids}. Call add_tool_results() with them first."
+            )
+        calls = Seq(tool_calls)
+        for call in calls:
+            if not isinstance(call, ToolCall):
+                raise ContextStateError(
+                    f"add_assistant_message(): tool_calls must hold ToolCall objects, got "
+                    f"{type(call).__name__}: {call!r}. Build them with "
+                    "ToolCall(id=..., name=..., arguments={...})."
+                )
+        seen = {call.id for call in current.tool_calls}
+        for call in calls:
+            if call.id in seen:
+                raise ContextStateError(
+                    f"add_assistant_message(): tool call id {call.id!r} is used twice in "
+                    f"iteration {current.number}; every tool call needs its own id."
+                )
+            seen.add(call.id)
+        now = _now(at)
+        message = Message(role="assistant", content=content, tool_calls=calls)
+        updated = current._replace(
+            messages=current.messages.append(message),
+            tool_calls=Seq([*current.tool_calls, *calls]) if calls else current.tool_calls,
+            completed_at=None if calls else now,
+        )
+        return self._with_current(updated, now)
+
+    def add_tool_results(
+        self, results: Iterable[ToolResult], *, at: datetime | None = None
+    ) -> AgentContext:
+        """Append the tool results, complete the current iteration and open the next one.
+
+        The results must answer exactly the tool calls still pending in the current
+        iteration (in any order).
+        """
+        current = self._current()
+        pending = current.pending_tool_calls
+        if not pending:
+            raise ContextStateError(
+                f"add_tool_results(): iteration {current.number} has no pending tool call to "
+                "answer. Add an assistant message with tool_calls first."
+            )
+        result_list = list(results)
+        for result in result_list:
+            if not isinstance(result, ToolResult):
+                raise ContextStateError(
+                    f"add_tool_results(): expected ToolResult objects, got "
+                    f"{type(result).__name__}: {result!r}."
+                )
+        given = [r.tool_call_id for r in result_list]
+        expected = [c.id for c in pending]
+        if sorted(given) != sorted(expected):
+            raise ContextStateError(
+                f"add_tool_results(): got results for tool call ids {given}, but iteration "
+                f"{current.number} waits for exactly {expected}. Give one ToolResult per "
+                "pending tool call."
+            )
+        now = _now(at)
+        messages = current.messages
+        for result in result_list:
+            messages = messages.append(result.to_message())
+        completed = current._replace(messages=messages, completed_at=now)
+        following = Iteration(number=current.number + 1, started_at=now)
+        return self.model_copy(
+            update={
+                "iterations": self.iterations.with_last(completed).append(following),
+                "current_iteration": following.number,
+                "updated_at": now,
+            }
+        )
+
+    def add_user_message(self, content: str, *, at: datetime | None = None) -> AgentContext:
+        """Add a user message: a new turn of a multi-turn conversation.
+
+        After a final answer this opens a new iteration; in an iteration that has no
+        assistant message yet, the message joins it.
+        """
+        current = self._current()
+        if current.pending_tool_calls:
+            ids = ", ".join(call.id for call in current.pending_tool_calls)
+            raise ContextStateError(
+                f"add_user_message(): iteration {current.number} still waits for the results "
+                f"of tool calls {ids}; providers reject a user message before them. Call "
+                "add_tool_results() first."
+            )
+        now = _now(at)
+        message = Message(role="user", content=content)
+        if current.is_complete:
+            following = Iteration(
+                number=current.number + 1, messages=Seq([message]), started_at=now
+            )
+            return self.model_copy(
+                update={
+                    "iterations": self.iterations.append(following),
+                    "current_iteration": following.number,
+                    "updated_at": now,
+                }
+            )
+        return self._with_current(current._replace(messages=current.messages.append(message)), now)
+
+    def with_iteration_metadata(
+        self, metadata: Mapping[str, Any], *, at: datetime | None = None
+    ) -> AgentContext:
+        """Merge ``metadata`` into the current iteration's metadata."""
+        current = self._current()
+        merged = {**current.metadata, **metadata}
+        return self._with_current(
+            current._replace(metadata=merged), at if at is not None else self.updated_at
+        )
+
+    # -- queries -----------------------------------------------------------------------
+
+    def extract_tool_calls(self) -> list[ToolCall]:
+        """The tool calls of the last assistant message of the current iteration."""
+        for message in reversed(self._current().messages):
+            if message.role == "assistant":
+                return list(message.tool_calls)
+        return []
+
+    def get_all_messages(self) -> list[Message]:
+        """Every message of every iteration, in order."""
+        return [message for iteration in self.iterations for message in iteration.messages]
+
+    def to_messages(self) -> list[dict[str, Any]]:
+        """The conversation in the provider-neutral JSON form that the codecs encode."""
+        return [message.to_dict() for message in self.get_all_messages()]
+
+    def get_iteration(self, number: int) -> Iteration | None:
+        """The iteration with this number (from 1), or ``None`` if there is none."""
+        if 1 <= number <= len(self.iterations):
+            iteration = self.iterations[number - 1]
+            if iteration.number == number:
+                return iteration
+        return next((it for it in self.iterations if it.number == number), None)
+
+    def get_iteration_messages(self, number: int) -> list[Message]:
+        """The messages of the iteration with this number, or ``[]`` if there is none."""
+        iteration = self.get_iteration(number)
+        return list(iteration.messages) if iteration is not None else []
+
+    def exceeded_max_iterations(self, max_iterations: int) -> bool:
+        """Whether the current iteration is at or past ``max_iterations``.
+
+        The limit belongs to the agent's definition and is passed in; the context never
+        stores it.
+        """
+        return self.current_iteration >= max_iterations
+
+    @property
+    def final_output(self) -> str | None:
+        """The content of the last assistant message if it is a final answer, else None."""
+        current = self._current()
+        if not current.is_complete:
+            return None
+        for message in reversed(current.messages):
+            if message.role == "assistant":
+                return None if message.tool_calls else message.content
+        return None
+
+    @property
+    def all_tool_calls(self) -> list[ToolCall]:
+        """Every tool call of the run, in order."""
+        return [call for iteration in self.iterations for call in iteration.tool_calls]

@@ -1,0 +1,116 @@
+"""Exceptions raised by pytest-agentctx.
+
+Every exception derives from :class:`AgentCtxError`, so ``except AgentCtxError`` catches
+everything this package raises on purpose. Each message says what was given, what was
+expected, and what to do next.
+
+Hierarchy::
+
+    AgentCtxError
+    ├── ContextStateError          an update that the context's state does not allow
+    ├── HistoryError
+    │   ├── EmptyHistory           a model call with no conversation entries
+    │   └── LastEntryNotUserMessage  a model call whose last entry is the assistant's
+    ├── MaxIterationsExceeded      the agent wanted more iterations than it may have
+    ├── ToolDefinitionError        a function that cannot become a tool
+    ├── AgentDefinitionError       an Agent with an invalid model, tools or limits
+    ├── ProviderError              no provider for a model, or its SDK is not installed
+    ├── CodecError                 wire JSON that does not have the expected shape
+    ├── FakeLLMError
+    │   ├── UnexpectedModelCall    more model calls than replies were scripted
+    │   └── UnusedScriptedReplies  scripted replies that the test never consumed
+    └── FakeToolsError             a tool replacement that cannot work
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .context import AgentContext
+
+__all__ = [
+    "AgentCtxError",
+    "AgentDefinitionError",
+    "CodecError",
+    "ContextStateError",
+    "EmptyHistory",
+    "FakeLLMError",
+    "FakeToolsError",
+    "HistoryError",
+    "LastEntryNotUserMessage",
+    "MaxIterationsExceeded",
+    "ProviderError",
+    "ToolDefinitionError",
+    "UnexpectedModelCall",
+    "UnusedScriptedReplies",
+]
+
+
+class AgentCtxError(Exception):
+    """Base class of every error pytest-agentctx raises on purpose."""
+
+
+class ContextStateError(AgentCtxError):
+    """An update of an :class:`AgentContext` that its current state does not allow.
+
+    For example adding an assistant message to an iteration that is already complete,
+    or tool results whose call ids were never requested.
+    """
+
+
+class HistoryError(AgentCtxError):
+    """The conversation history is not in a state that can be sent to a model."""
+
+
+class EmptyHistory(HistoryError):
+    """The history has no entry: there is nothing to send to the model."""
+
+
+class LastEntryNotUserMessage(HistoryError):
+    """The last history entry is the assistant's: a model call needs a user turn last."""
+
+
+class MaxIterationsExceeded(AgentCtxError):
+    """The agent asked for another iteration after its ``max_iterations`` were used.
+
+    The context of the run so far is kept in :attr:`context`, so a test can still
+    assert on what the agent did.
+    """
+
+    def __init__(self, message: str, *, context: AgentContext, max_iterations: int) -> None:
+        super().__init__(message)
+        self.context = context
+        self.max_iterations = max_iterations
+
+
+class ToolDefinitionError(AgentCtxError):
+    """A function cannot be turned into a tool (bad signature, missing annotation...)."""
+
+
+class AgentDefinitionError(AgentCtxError):
+    """An :class:`Agent` was defined with an invalid model name, tool set or limit."""
+
+
+class ProviderError(AgentCtxError):
+    """No provider serves a model, or the provider's SDK is not installed."""
+
+
+class CodecError(AgentCtxError):
+    """Wire-format JSON that does not have the shape its codec expects."""
+
+
+class FakeLLMError(AgentCtxError):
+    """The scripted fake model was used differently from its script."""
+
+
+class UnexpectedModelCall(FakeLLMError):
+    """The agent made more model calls than replies were scripted."""
+
+
+class UnusedScriptedReplies(FakeLLMError):
+    """The test ended with scripted replies that no model call consumed."""
+
+
+class FakeToolsError(AgentCtxError):
+    """A ``fake_tools.replace(...)`` call that cannot work (no result, two results...)."""

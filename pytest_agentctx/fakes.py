@@ -1,0 +1,402 @@
+"""Scripted stand-ins for the model and the tools.
+
+:class:`FakeLLM` answers the SDKs' model calls at the HTTP transport, in the real wire
+format of whichever endpoint was called (OpenAI chat completions or Anthropic Messages), so
+the real ``openai``/``anthropic`` SDK parses every reply. One script serves either provider.
+
+:class:`FakeTools` replaces tools by name with canned results or raised errors, and keeps a
+ledger of every tool call the runtime made.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+
+from .clock import IdFactory, SequentialIds
+from .codecs.base import Codec, Completion, DecodedRequest, Usage, codec_for_path
+from .context import ToolCall
+from .exceptions import (
+    CodecError,
+    FakeLLMError,
+    FakeToolsError,
+    UnexpectedModelCall,
+    UnusedScriptedReplies,
+)
+from .transport import Interceptor
+
+__all__ = [
+    "FakeLLM",
+    "FakeModelCall",
+    "FakeToolCall",
+    "FakeTools",
+    "ScriptedReply",
+    "estimate_tokens",
+]
+
+_ID_PREFIX = {
+    "openai_chat": ("call", "chatcmpl"),
+    "anthropic_messages": ("toolu", "msg"),
+}
+
+ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic token estimate: one token per four characters, at least one."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+@dataclass(frozen=True)
+class _ScriptedCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One scripted model reply: text, tool calls, or an HTTP error."""
+
+    content: str | None = None
+    tool_calls: tuple[_ScriptedCall, ...] = ()
+    usage: Usage | None = None
+    model: str | None = None
+    status: int = 200
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.status != 200:
+            return f"error {self.status}: {self.error!r}"
+        parts = []
+        if self.content is not None:
+            parts.append(f"text {self.content[:50]!r}")
+        for call in self.tool_calls:
+            parts.append(f"tool call {call.name}({json.dumps(call.arguments, sort_keys=True)})")
+        return ", ".join(parts) or "an empty reply"
+
+
+@dataclass(frozen=True)
+class FakeModelCall:
+    """A model call the fake answered: the endpoint, the request and the reply served."""
+
+    path: str
+    wire_format: str
+    body: dict[str, Any]
+    request: DecodedRequest
+    reply: ScriptedReply | None
+    response: dict[str, Any] | None
+
+
+def _scripted_call(spec: ToolCallSpec) -> _ScriptedCall:
+    if isinstance(spec, ToolCall):
+        return _ScriptedCall(spec.name, dict(spec.arguments), spec.id or None)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+        return _ScriptedCall(spec[0], dict(spec[1]))
+    if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+        return _ScriptedCall(spec["name"], dict(spec.get("arguments") or {}), spec.get("id"))
+    raise FakeLLMError(
+        f"fake_llm.reply(tool_calls=...): cannot read {spec!r} as a tool call. Give a "
+        "ToolCall, a ('name', {arguments}) pair or {'name': ..., 'arguments': {...}}."
+    )
+
+
+class FakeLLM:
+    """A scripted model, answering at the HTTP transport in the real wire format.
+
+    >>> fake = FakeLLM()
+    >>> fake.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("Sunny in Paris.")
+    FakeLLM(2 scripted, 0 served)
+    """
+
+    def __init__(self, *, ids: IdFactory | None = None) -> None:
+        self._ids = ids or SequentialIds()
+        self._script: list[ScriptedReply] = []
+        self._position = 0
+        self.calls: list[FakeModelCall] = []
+        self.unexpected: list[FakeModelCall] = []
+        self._interceptor = Interceptor(self.handle)
+
+    # -- scripting -------------------------------------------------------------------
+
+    def reply(
+        self,
+        content: str | None = None,
+        *,
+        tool_calls: Iterable[ToolCallSpec] = (),
+        usage: Usage | Mapping[str, int] | None = None,
+        model: str | None = None,
+    ) -> FakeLLM:
+        """Script the next reply: text, tool calls, or both. Returns the fake, to chain."""
+        calls = tuple(_scripted_call(spec) for spec in tool_calls)
+        if content is None and not calls:
+            raise FakeLLMError(
+                "fake_llm.reply() needs content, tool_calls or both; an empty reply would "
+                "leave the agent with nothing to do. Example: fake_llm.reply('Done.')."
+            )
+        if isinstance(usage, Mapping):
+            usage = Usage(
+                input_tokens=int(usage.get("input_tokens", 0)),
+                output_tokens=int(usage.get("output_tokens", 0)),
+            )
+        self._script.append(ScriptedReply(content, calls, usage, model))
+        return self
+
+    def reply_tool_call(self, name: str, /, **arguments: Any) -> FakeLLM:
+        """Script a reply that calls one tool: ``reply_tool_call("get_weather", city="Paris")``."""
+        return self.reply(tool_calls=[(name, arguments)])
+
+    def fail(self, status: int = 500, message: str = "scripted failure") -> FakeLLM:
+        """Script an HTTP error reply (not retried by the SDKs)."""
+        if not 400 <= status <= 599:
+            raise FakeLLMError(
+                f"fake_llm.fail(status={status}) needs an HTTP error status from 400 to 599."
+            )
+        self._script.append(ScriptedReply(status=status, error=message))
+        return self
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def remaining(self) -> list[ScriptedReply]:
+        """The scripted replies no call has consumed yet."""
+        return self._script[self._position :]
+
+    @property
+    def requests(self) -> list[DecodedRequest]:
+        """Every model request answered so far, decoded into neutral form."""
+        return [call.request for call in self.calls]
+
+    def verify(self) -> None:
+        """Raise if the agent made more calls than scripted, or left replies unused."""
+        if self.unexpected:
+            first = self.unexpected[0]
+            raise UnexpectedModelCall(
+                f"fake_llm: the agent made {len(self.calls) + len(self.unexpected)} model "
+                f"calls but only {len(self._script)} replies were scripted. The first "
+                f"unscripted call went to {first.path} with "
+                f"{len(first.request.messages)} messages, the last: "
+                f"{_last_message(first.request)}. Script another reply with "
+                "fake_llm.reply(...), or find why the agent did not stop."
+            )
+        if self.remaining:
+            listed = "; ".join(
+                f"#{self._position + i + 1}: {reply.describe()}"
+                for i, reply in enumerate(self.remaining)
+            )
+            raise UnusedScriptedReplies(
+                f"fake_llm: {len(self.remaining)} of {len(self._script)} scripted replies "
+                f"were never used ({listed}). The agent stopped earlier than the script "
+                "expects: remove those replies or check why the agent ended."
+            )
+
+    # -- serving ---------------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response | None:
+        """Answer a model call; return ``None`` for requests to other endpoints."""
+        if request.method != "POST":
+            return None
+        codec = codec_for_path(request.url.path)
+        if codec is None:
+            return None
+        try:
+            body = json.loads(request.content or b"{}")
+            decoded = codec.decode_request(body)
+        except (json.JSONDecodeError, CodecError) as exc:
+            return _error_response(
+                400, f"pytest-agentctx fake_llm could not read the request: {exc}"
+            )
+        if self._position >= len(self._script):
+            call = FakeModelCall(request.url.path, codec.name, body, decoded, None, None)
+            self.unexpected.append(call)
+            return _error_response(
+                400,
+                f"pytest-agentctx fake_llm: model call #{len(self.calls) + len(self.unexpected)} "
+                f"was not scripted (only {len(self._script)} replies were). Script another "
+                "reply with fake_llm.reply(...).",
+            )
+        reply = self._script[self._position]
+        self._position += 1
+        if reply.status != 200:
+            self.calls.append(
+                FakeModelCall(request.url.path, codec.name, body, decoded, reply, None)
+            )
+            return _error_response(reply.status, reply.error or "scripted failure")
+        response = self._encode(codec, reply, decoded, body)
+        self.calls.append(
+            FakeModelCall(request.url.path, codec.name, body, decoded, reply, response)
+        )
+        return httpx2.Response(
+            200,
+            content=json.dumps(response, ensure_ascii=False).encode(),
+            headers={"content-type": "application/json"},
+        )
+
+    def _encode(
+        self, codec: Codec, reply: ScriptedReply, decoded: DecodedRequest, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        call_prefix, response_prefix = _ID_PREFIX.get(codec.name, ("call", "resp"))
+        calls = tuple(
+            ToolCall(id=call.id or self._ids(call_prefix), name=call.name, arguments=call.arguments)
+            for call in reply.tool_calls
+        )
+        usage = reply.usage or Usage(
+            input_tokens=estimate_tokens(json.dumps(body.get("messages", []), sort_keys=True)),
+            output_tokens=estimate_tokens(
+                (reply.content or "") + "".join(c.arguments_json for c in calls)
+            ),
+        )
+        completion = Completion(
+            content=reply.content,
+            tool_calls=calls,
+            model=reply.model or decoded.model,
+            usage=usage,
+        )
+        return codec.encode_response(completion, response_id=self._ids(response_prefix))
+
+    # -- installation ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Answer model calls from now on."""
+        self._interceptor.start()
+
+    def stop(self) -> None:
+        """Stop answering model calls."""
+        self._interceptor.stop()
+
+    def __enter__(self) -> FakeLLM:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
+
+
+def _last_message(request: DecodedRequest) -> str:
+    if not request.messages:
+        return "none"
+    last = request.messages[-1]
+    return f"{last.get('role')} {str(last.get('content'))[:60]!r}"
+
+
+def _error_response(status: int, message: str) -> httpx2.Response:
+    body = {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
+    return httpx2.Response(
+        status,
+        content=json.dumps(body).encode(),
+        headers={"content-type": "application/json", "x-should-retry": "false"},
+    )
+
+
+# -- tools ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FakeToolCall:
+    """One entry of the :class:`FakeTools` ledger."""
+
+    name: str
+    arguments: dict[str, Any]
+    iteration: int
+    tool_call_id: str
+    replaced: bool
+
+
+@dataclass
+class _Replacement:
+    result: Any = None
+    raises: BaseException | None = None
+    fn: Callable[..., Any] | None = None
+
+
+_MISSING: Any = object()
+
+
+@dataclass
+class FakeTools:
+    """Replaces tools by name and records every tool call the runtime makes.
+
+    >>> tools = FakeTools().replace("get_weather", "sunny")
+    >>> tools = tools.replace("book", raises=TimeoutError("down"))
+    >>> sorted(tools.replaced)
+    ['book', 'get_weather']
+    """
+
+    calls: list[FakeToolCall] = field(default_factory=list)
+    _replacements: dict[str, _Replacement] = field(default_factory=dict)
+
+    def replace(
+        self,
+        name: str,
+        result: Any = _MISSING,
+        *,
+        raises: BaseException | None = None,
+        fn: Callable[..., Any] | None = None,
+    ) -> FakeTools:
+        """Answer calls to tool ``name`` with ``result``, by raising ``raises``, or with ``fn``.
+
+        ``fn`` receives the validated arguments as keywords. Returns the fakes, to chain.
+        """
+        given = [
+            what
+            for what, value in (("result", result), ("raises", raises), ("fn", fn))
+            if value is not _MISSING and value is not None
+        ]
+        if len(given) != 1:
+            raise FakeToolsError(
+                f"fake_tools.replace({name!r}, ...) needs exactly one of result=, raises= or "
+                f"fn=; got {given or 'none'}. Example: fake_tools.replace({name!r}, 'sunny')."
+            )
+        if raises is not None and not isinstance(raises, BaseException):
+            raise FakeToolsError(
+                f"fake_tools.replace({name!r}, raises=...) needs an exception instance, got "
+                f"{raises!r}. Example: raises=TimeoutError('service down')."
+            )
+        self._replacements[name] = _Replacement(
+            result=None if result is _MISSING else result, raises=raises, fn=fn
+        )
+        return self
+
+    @property
+    def replaced(self) -> set[str]:
+        """The names of the replaced tools."""
+        return set(self._replacements)
+
+    def calls_to(self, name: str) -> list[FakeToolCall]:
+        """The ledger entries of one tool."""
+        return [call for call in self.calls if call.name == name]
+
+    def override_for(self, name: str) -> Callable[..., Any] | None:
+        """The function that answers tool ``name`` instead of the real one, if replaced."""
+        replacement = self._replacements.get(name)
+        if replacement is None:
+            return None
+
+        def answer(**arguments: Any) -> Any:
+            if replacement.raises is not None:
+                raise replacement.raises
+            if replacement.fn is not None:
+                return replacement.fn(**arguments)
+            return replacement.result
+
+        return answer
+
+    def record(self, call: ToolCall, iteration: int) -> None:
+        """Add a call to the ledger (the runtime calls this for every tool call)."""
+        self.calls.append(
+            FakeToolCall(
+                call.name, dict(call.arguments), iteration, call.id, call.name in self._replacements
+            )
+        )
+
+    def names(self) -> Sequence[str]:
+        """The names of the tools called, in order."""
+        return [call.name for call in self.calls]
