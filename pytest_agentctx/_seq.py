@@ -96,10 +96,10 @@ class Seq(Sequence[T], Generic[T]):
         if isinstance(index, slice):
             return list(self)[index]
         length = len(self)
-        if index < 0:
-            index += length
-        if not 0 <= index < length:
+        position = index + length if index < 0 else index
+        if not 0 <= position < length:
             raise IndexError(f"index {index} out of range for a sequence of {length} items")
+        index = position
         if index < self._size:
             return self._items[index]
         return self._tail

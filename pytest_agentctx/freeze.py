@@ -6,92 +6,99 @@ freezegun's defaults:
 
 * ``real_asyncio=True``: event loops keep real monotonic time, so ``asyncio.sleep``,
   ``wait_for``, ``httpx2`` timeouts and the SDKs' retries do not hang.
-* A default ignore list of the standard library and of libraries that never need their
-  clock frozen (the SDKs, ``httpx2``, pydantic, pytest...). On every start freezegun walks
-  every loaded module and lists its attributes; with the SDKs imported that walk dominates
-  the cost of a test. Modules on the list are skipped (and calls made from them see real
-  time, which is what timeouts and retries need). Your own modules are still patched.
+* A skip list for freezegun's module walk. On every start freezegun walks every loaded
+  module, lists its attributes (``dir()``) and hashes the names, to find copies of
+  ``time.time``, ``datetime`` and friends made by ``from time import time``. With the SDKs
+  imported that walk is most of the cost of a test. The standard library and libraries
+  that never need their clock frozen (the SDKs, ``httpx2``, pydantic, pytest...) are not
+  walked: their own ``from time import monotonic`` copies keep real time, which is what
+  their timeouts and retries need. Your modules are still walked and patched, and
+  ``datetime.datetime``, ``time.time`` and the other module-level functions are frozen for
+  every caller, as with plain freezegun.
+
+Unlike freezegun's ``ignore=`` list, the skip list does not make calls *from* those modules
+see real time: freezegun's ``ignore`` looks five frames up the stack, so ignoring pytest or
+asyncio would unfreeze every test. ``ignore=`` is still available for that purpose.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any
 
 from .clock import DEFAULT_START, parse_datetime
 
-__all__ = ["DEFAULT_IGNORE", "FrozenClock"]
+__all__ = ["DEFAULT_SKIP", "FrozenClock"]
 
-_LIBRARIES = (
-    "_pytest",
-    "pytest",
-    "pluggy",
-    "iniconfig",
-    "pytest_asyncio",
-    "pytest_agentctx",
-    "xdist",
-    "execnet",
-    "openai",
-    "anthropic",
-    "httpx2",
-    "httpcore2",
-    "httpx",
-    "httpcore",
-    "h11",
-    "h2",
-    "hpack",
-    "hyperframe",
-    "anyio",
-    "sniffio",
-    "certifi",
-    "idna",
-    "distro",
-    "jiter",
-    "pydantic",
-    "pydantic_core",
-    "annotated_types",
-    "typing_extensions",
-    "typing_inspection",
-    "freezegun",
-    "dateutil",
-    "six",
-    "yaml",
-    "_yaml",
-    "vcr",
-    "wrapt",
-    "syrupy",
-    "dirty_equals",
-    "respx",
-    "tiktoken",
-    "regex",
-    "docstring_parser",
-    "tqdm",
-    "pygments",
-    "_distutils_hack",
-    "pkg_resources",
-    "setuptools",
-    "importlib_metadata",
-    "zipp",
+_LIBRARIES = frozenset(
+    {
+        "_pytest",
+        "pytest",
+        "pluggy",
+        "py",
+        "iniconfig",
+        "pytest_asyncio",
+        "pytest_agentctx",
+        "xdist",
+        "execnet",
+        "openai",
+        "anthropic",
+        "httpx2",
+        "httpcore2",
+        "httpx",
+        "httpcore",
+        "h11",
+        "h2",
+        "hpack",
+        "hyperframe",
+        "anyio",
+        "sniffio",
+        "certifi",
+        "idna",
+        "distro",
+        "jiter",
+        "pydantic",
+        "pydantic_core",
+        "annotated_types",
+        "typing_extensions",
+        "typing_inspection",
+        "freezegun",
+        "dateutil",
+        "six",
+        "yaml",
+        "_yaml",
+        "vcr",
+        "wrapt",
+        "syrupy",
+        "dirty_equals",
+        "respx",
+        "tiktoken",
+        "regex",
+        "docstring_parser",
+        "tqdm",
+        "pygments",
+        "_distutils_hack",
+        "pkg_resources",
+        "setuptools",
+        "importlib_metadata",
+        "zipp",
+    }
 )
 
-# "test" is a stdlib package name that users' test packages share: never ignore it.
-_STDLIB = tuple(sorted(n for n in sys.stdlib_module_names if n not in ("datetime", "time", "test")))
-
-
-def _prefixes(name: str, *, bare: bool) -> tuple[str, ...]:
-    # freezegun compares with str.startswith: a bare name also matches longer module names
-    # ("re" would match "research"), so bare names are used only where that cannot bite.
-    return (f"{name}.", name) if bare else (f"{name}.",)
-
-
-#: Module name prefixes that :class:`FrozenClock` neither scans nor freezes by default.
-DEFAULT_IGNORE: tuple[str, ...] = (
-    *(p for n in _STDLIB for p in _prefixes(n, bare=n.startswith("_"))),
-    *(p for n in _LIBRARIES for p in _prefixes(n, bare=len(n) >= 6 or n.startswith("_"))),
+#: Top-level package names whose modules :class:`FrozenClock` does not walk by default:
+#: the standard library (except ``test``, a name users' test packages share) and the
+#: libraries above. Matching is by top-level name, never by string prefix.
+DEFAULT_SKIP: frozenset[str] = (
+    frozenset(n for n in sys.stdlib_module_names if n not in ("datetime", "time", "test"))
+    | _LIBRARIES
 )
+
+
+def _top_level(name: str) -> str:
+    return name.partition(".")[0]
 
 
 class FrozenClock:
@@ -105,12 +112,16 @@ class FrozenClock:
         self,
         start: datetime | str = DEFAULT_START,
         *,
+        skip: Iterable[str] = (),
+        default_skip: bool = True,
         ignore: Iterable[str] = (),
-        default_ignore: bool = True,
     ) -> None:
         self.initial = parse_datetime(start, what="FrozenClock(start=...)")
-        extra = tuple(ignore)
-        self.ignore: tuple[str, ...] = (*DEFAULT_IGNORE, *extra) if default_ignore else extra
+        extra = frozenset(_top_level(name) for name in skip)
+        #: Top-level package names whose modules are not walked on start.
+        self.skip: frozenset[str] = (DEFAULT_SKIP | extra) if default_skip else extra
+        #: freezegun's ``ignore``: calls made from these modules see real time.
+        self.ignore: tuple[str, ...] = tuple(ignore)
         self._freezer: Any = None
         self._factory: Any = None
 
@@ -128,7 +139,8 @@ class FrozenClock:
         # freezegun works in naive UTC; give it the instant without its offset.
         naive_utc = self.initial.astimezone(UTC).replace(tzinfo=None)
         self._freezer = freeze_time(naive_utc, real_asyncio=True, ignore=list(self.ignore))
-        self._factory = self._freezer.start()
+        with _skipping(self.skip):
+            self._factory = self._freezer.start()
         return self
 
     def stop(self) -> None:
@@ -181,3 +193,35 @@ class FrozenClock:
     def __repr__(self) -> str:
         state = self.now().isoformat() if self.active else "stopped"
         return f"FrozenClock({state})"
+
+
+class _skipping:
+    """While active, freezegun's module walk passes over modules of the skipped packages."""
+
+    def __init__(self, skip: frozenset[str]) -> None:
+        self.skip = skip
+        self._original: Callable[[ModuleType], list[tuple[str, Any]]] | None = None
+
+    def __enter__(self) -> None:
+        import freezegun.api as api
+
+        original = getattr(api, "_get_cached_module_attributes", None)
+        if original is None:  # a freezegun without the hook: walk everything, as it would
+            return
+        skip = self.skip
+
+        def walk(module: ModuleType) -> list[tuple[str, Any]]:
+            if _top_level(getattr(module, "__name__", "") or "") in skip:
+                return []
+            result: list[tuple[str, Any]] = original(module)
+            return result
+
+        self._original = original
+        setattr(api, "_get_cached_module_attributes", walk)  # noqa: B010
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._original is not None:
+            import freezegun.api as api
+
+            setattr(api, "_get_cached_module_attributes", self._original)  # noqa: B010
+            self._original = None

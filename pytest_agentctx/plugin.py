@@ -6,7 +6,8 @@ All behaviour lives in the package's modules; this file wires them into pytest.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -15,7 +16,16 @@ from .fakes import FakeLLM, FakeTools
 from .freeze import FrozenClock
 from .runtime import AgentRuntime
 
+
+@dataclass(frozen=True)
+class _ClockSettings:
+    start: datetime
+    step: timedelta
+    ignore: tuple[str, ...]
+
+
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+_CLOCK_KEY = pytest.StashKey[_ClockSettings]()
 _FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
 
 
@@ -40,13 +50,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "agent_clock_ignore",
-        "Extra module prefixes that frozen_clock leaves on real time (one per line).",
+        "Module prefixes whose calls see real time under frozen_clock (freezegun's ignore).",
         type="linelist",
         default=[],
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_CLOCK_KEY] = _clock_settings(config)
     config.addinivalue_line(
         "markers",
         "agent(**options): an agent test; options configure pytest-agentctx for this test.",
@@ -65,31 +76,25 @@ def pytest_runtest_makereport(
     return report
 
 
-def _clock_start(config: pytest.Config) -> str:
-    value = config.getoption("agent_clock_start") or config.getini("agent_clock_start")
-    return str(value)
-
-
-def _clock_step(config: pytest.Config) -> timedelta:
-    raw = config.getini("agent_clock_step")
+def _clock_settings(config: pytest.Config) -> _ClockSettings:
+    """Read and check the clock options once, at configure time (bad values: usage error)."""
+    start_text = str(config.getoption("agent_clock_start") or config.getini("agent_clock_start"))
     try:
-        seconds = float(raw)
-    except ValueError:
-        raise pytest.UsageError(
-            f"agent_clock_step = {raw!r} is not a number of seconds; set it to e.g. 1 or 0.5."
-        ) from None
-    if seconds < 0:
-        raise pytest.UsageError(f"agent_clock_step = {raw!r} must not be negative.")
-    return timedelta(seconds=seconds)
-
-
-def _parse_start(config: pytest.Config) -> str:
-    value = _clock_start(config)
-    try:
-        parse_datetime(value, what="agent_clock_start")
+        start = parse_datetime(start_text, what="agent_clock_start")
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return value
+    raw_step = str(config.getini("agent_clock_step"))
+    try:
+        seconds = float(raw_step)
+    except ValueError:
+        raise pytest.UsageError(
+            f"agent_clock_step = {raw_step!r} is not a number of seconds; "
+            "set it to e.g. 1 or 0.5 in your pytest configuration."
+        ) from None
+    if seconds < 0:
+        raise pytest.UsageError(f"agent_clock_step = {raw_step!r} must not be negative.")
+    ignore = tuple(str(line) for line in config.getini("agent_clock_ignore"))
+    return _ClockSettings(start, timedelta(seconds=seconds), ignore)
 
 
 @pytest.fixture
@@ -104,8 +109,8 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
 
     If the test also uses ``fake_tools``, the runtime answers tools through it.
     """
-    config = request.config
-    clock = StepClock(parse_datetime(_parse_start(config)), _clock_step(config))
+    settings = request.config.stash[_CLOCK_KEY]
+    clock = StepClock(settings.start, settings.step)
     overrides = (
         request.getfixturevalue("fake_tools") if "fake_tools" in request.fixturenames else None
     )
@@ -139,8 +144,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture
 def frozen_clock(request: pytest.FixtureRequest) -> Iterator[FrozenClock]:
     """The wall clock frozen (freezegun, ``real_asyncio=True``) at ``agent_clock_start``."""
-    config = request.config
-    extra = tuple(str(line) for line in config.getini("agent_clock_ignore"))
-    clock = FrozenClock(_parse_start(config), ignore=extra)
+    settings = request.config.stash[_CLOCK_KEY]
+    clock = FrozenClock(settings.start, ignore=settings.ignore)
     with clock:
         yield clock

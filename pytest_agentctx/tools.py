@@ -114,7 +114,7 @@ class Tool:
             raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}: {fn!r}.")
         self.fn = fn
         self.name: str = name or str(getattr(fn, "__name__", ""))
-        if not _NAME.match(self.name):
+        if not _NAME.fullmatch(self.name):
             raise ToolDefinitionError(
                 f"Tool name {self.name!r} is not allowed: providers accept 1 to 64 letters, "
                 "digits, '_' or '-'. Pass @tool(name='...') with such a name."
@@ -159,9 +159,13 @@ class Tool:
                 )
             default = ... if param.default is inspect.Parameter.empty else param.default
             doc = arg_docs.get(param.name)
-            fields[param.name] = (
+            # The parameter's name is the field's alias: as a field name, names such as
+            # `schema`, `json` or `_x` clash with BaseModel or are refused by pydantic.
+            fields[f"arg_{len(fields)}"] = (
                 annotation,
-                Field(default, description=doc) if doc else Field(default),
+                Field(default, alias=param.name, description=doc)
+                if doc
+                else Field(default, alias=param.name),
             )
         model_name = "".join(part.title() for part in self.name.replace("-", "_").split("_"))
         return create_model(
@@ -193,7 +197,9 @@ class Tool:
                 "send a JSON object that matches the tool's schema"
             )
         model = self._args_model.model_validate(dict(arguments))
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {
+            str(info.alias): getattr(model, name) for name, info in type(model).model_fields.items()
+        }
 
     async def invoke(self, arguments: Mapping[str, Any], run_context: RunContext) -> Any:
         """Validate the arguments, then call the function (awaiting it if async)."""

@@ -1,0 +1,316 @@
+"""How the cost of updating an :class:`AgentContext` grows with the number of iterations.
+
+The context is immutable: every update returns a new context. Done naively (copy the list
+of iterations on every update), building a run of ``n`` iterations costs ``O(n**2)``.
+pytest-agentctx shares storage between a context and the one it came from (``Seq``), so
+each update should cost the same at iteration 10,000 as at iteration 10.
+
+Each iteration here is what the agent loop does for one tool round:
+``add_assistant_message(None, [ToolCall(...)])`` then ``add_tool_results([ToolResult(...)])``,
+with a fixed ``at=`` timestamp. The same steps run on :class:`NaiveContext`, a frozen
+pydantic model with plain ``list`` fields whose updates copy the list of iterations
+(``model_copy(update={"iterations": [*old[:-1], new]})``), which is what a user or a rival
+library writes first. Both use the package's own ``Message``/``ToolCall``/``ToolResult``
+models; the naive one skips the package's state checks, which only flatters it.
+
+Run it alone with ``.venv/bin/python benchmarks/bench_context.py [--quick]``; ``run.py``
+runs it with the other benchmarks and prints the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_agentctx import AgentContext, Message, ToolCall, ToolResult
+
+FULL_SIZES: tuple[int, ...] = (1_000, 2_000, 5_000, 10_000)
+QUICK_SIZES: tuple[int, ...] = (250, 500, 1_000)
+FULL_REPEATS = 5
+QUICK_REPEATS = 2
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+
+Round = tuple[ToolCall, ToolResult]
+
+
+class _Updatable(Protocol):
+    def add_assistant_message(
+        self, content: str | None, tool_calls: Iterable[ToolCall] = (), *, at: datetime
+    ) -> Any: ...
+
+    def add_tool_results(self, results: Iterable[ToolResult], *, at: datetime) -> Any: ...
+
+
+# -- the naive alternative ----------------------------------------------------------------
+
+_NAIVE_CONFIG = ConfigDict(frozen=True, extra="forbid")
+
+
+class NaiveIteration(BaseModel):
+    """An iteration with plain list fields."""
+
+    model_config = _NAIVE_CONFIG
+
+    number: int
+    messages: list[Message] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    started_at: datetime
+    completed_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class NaiveContext(BaseModel):
+    """An immutable context whose every update copies the whole list of iterations."""
+
+    model_config = _NAIVE_CONFIG
+
+    iterations: list[NaiveIteration]
+    current_iteration: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def new(cls, input: str, *, at: datetime) -> NaiveContext:
+        first = NaiveIteration(
+            number=1, messages=[Message(role="user", content=input)], started_at=at
+        )
+        return cls(iterations=[first], current_iteration=1, created_at=at, updated_at=at)
+
+    def add_assistant_message(
+        self, content: str | None, tool_calls: Iterable[ToolCall] = (), *, at: datetime
+    ) -> NaiveContext:
+        current = self.iterations[-1]
+        calls = list(tool_calls)
+        message = Message(role="assistant", content=content, tool_calls=calls)
+        updated = current.model_copy(
+            update={
+                "messages": [*current.messages, message],
+                "tool_calls": [*current.tool_calls, *calls],
+                "completed_at": None if calls else at,
+            }
+        )
+        return self.model_copy(
+            update={"iterations": [*self.iterations[:-1], updated], "updated_at": at}
+        )
+
+    def add_tool_results(self, results: Iterable[ToolResult], *, at: datetime) -> NaiveContext:
+        current = self.iterations[-1]
+        messages = [*current.messages, *(result.to_message() for result in results)]
+        completed = current.model_copy(update={"messages": messages, "completed_at": at})
+        following = NaiveIteration(number=current.number + 1, started_at=at)
+        return self.model_copy(
+            update={
+                "iterations": [*self.iterations[:-1], completed, following],
+                "current_iteration": following.number,
+                "updated_at": at,
+            }
+        )
+
+
+# -- the workload -------------------------------------------------------------------------
+
+
+def make_rounds(n: int) -> list[Round]:
+    """The tool calls and results of ``n`` iterations, built before any timer starts."""
+    rounds: list[Round] = []
+    for i in range(n):
+        call = ToolCall(id=f"call_{i}", name="lookup", arguments={"query": f"q{i}"})
+        rounds.append((call, ToolResult(tool_call_id=call.id, name="lookup", content=f"r{i}")))
+    return rounds
+
+
+def _run_rounds(ctx: _Updatable, rounds: Sequence[Round]) -> Any:
+    for call, result in rounds:
+        ctx = ctx.add_assistant_message(None, [call], at=AT)
+        ctx = ctx.add_tool_results([result], at=AT)
+    return ctx
+
+
+def build_agentctx(rounds: Sequence[Round]) -> AgentContext:
+    """A context of ``len(rounds)`` completed iterations, through the public API."""
+    ctx: AgentContext = _run_rounds(AgentContext.new("benchmark", at=AT), rounds)
+    return ctx
+
+
+def build_naive(rounds: Sequence[Round]) -> NaiveContext:
+    """The same run on the copy-the-list model."""
+    ctx: NaiveContext = _run_rounds(NaiveContext.new("benchmark", at=AT), rounds)
+    return ctx
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+def best_of(repeats: int, func: Callable[[], object]) -> float:
+    """The shortest of ``repeats`` wall-clock timings of ``func()``, in seconds.
+
+    ``gc.collect()`` runs before each timing; the collector stays enabled during it, as in
+    a real test run.
+    """
+    timings: list[float] = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        func()
+        timings.append(time.perf_counter() - start)
+    return min(timings)
+
+
+@dataclass(frozen=True)
+class ScalingRow:
+    """One size: best total time and time per iteration for both implementations."""
+
+    n: int
+    agentctx_total_s: float
+    agentctx_per_iter_us: float
+    naive_total_s: float
+    naive_per_iter_us: float
+
+    @property
+    def speedup(self) -> float:
+        return self.naive_total_s / self.agentctx_total_s
+
+
+@dataclass(frozen=True)
+class SerializationResult:
+    """Cost of a JSON round trip of the largest context (informational)."""
+
+    n: int
+    json_bytes: int
+    dump_s: float
+    validate_s: float
+
+
+@dataclass(frozen=True)
+class ContextResults:
+    sizes: tuple[int, ...]
+    repeats: int
+    rows: list[ScalingRow]
+    serialization: SerializationResult
+
+    def growth(self, attr: str) -> float:
+        """Per-iteration cost at the largest size over that at the smallest (linear: ~1)."""
+        first, last = self.rows[0], self.rows[-1]
+        return float(getattr(last, attr)) / float(getattr(first, attr))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sizes": list(self.sizes),
+            "repeats": self.repeats,
+            "rows": [{**asdict(row), "speedup": row.speedup} for row in self.rows],
+            "agentctx_growth": self.growth("agentctx_per_iter_us"),
+            "naive_growth": self.growth("naive_per_iter_us"),
+            "serialization": asdict(self.serialization),
+        }
+
+
+def check_equivalent(n: int = 50) -> None:
+    """Both implementations produce the same data (so they do the same work)."""
+    rounds = make_rounds(n)
+    ours = build_agentctx(rounds).model_dump(mode="json")
+    naive = build_naive(rounds).model_dump(mode="json")
+    if ours != naive:
+        raise AssertionError("NaiveContext and AgentContext disagree; the comparison is unfair")
+    if len(ours["iterations"]) != n + 1:
+        raise AssertionError(f"expected {n + 1} iterations, got {len(ours['iterations'])}")
+
+
+def measure_scaling(sizes: Sequence[int], repeats: int) -> list[ScalingRow]:
+    rows: list[ScalingRow] = []
+    for n in sizes:
+        rounds = make_rounds(n)
+        ours = best_of(repeats, partial(build_agentctx, rounds))
+        naive = best_of(repeats, partial(build_naive, rounds))
+        rows.append(
+            ScalingRow(
+                n=n,
+                agentctx_total_s=ours,
+                agentctx_per_iter_us=ours / n * 1e6,
+                naive_total_s=naive,
+                naive_per_iter_us=naive / n * 1e6,
+            )
+        )
+    return rows
+
+
+def measure_serialization(n: int, repeats: int) -> SerializationResult:
+    ctx = build_agentctx(make_rounds(n))
+    text = ctx.model_dump_json()
+    dump = best_of(repeats, ctx.model_dump_json)
+    validate = best_of(repeats, lambda: AgentContext.model_validate_json(text))
+    if AgentContext.model_validate_json(text) != ctx:
+        raise AssertionError("model_validate_json(model_dump_json()) did not round-trip")
+    return SerializationResult(n=n, json_bytes=len(text.encode()), dump_s=dump, validate_s=validate)
+
+
+def run(*, quick: bool = False) -> ContextResults:
+    """Run the context benchmarks (full sizes, or small ones with ``quick``)."""
+    sizes = QUICK_SIZES if quick else FULL_SIZES
+    repeats = QUICK_REPEATS if quick else FULL_REPEATS
+    check_equivalent()
+    rows = measure_scaling(sizes, repeats)
+    serialization = measure_serialization(sizes[-1], min(repeats, 3))
+    return ContextResults(sizes=sizes, repeats=repeats, rows=rows, serialization=serialization)
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+
+def markdown(results: ContextResults) -> str:
+    """The results as Markdown tables."""
+    lines = [
+        f"### Context scaling (best of {results.repeats}; one iteration = "
+        "add_assistant_message + add_tool_results)",
+        "",
+        "| iterations | AgentContext total | AgentContext per iteration "
+        "| naive copy total | naive per iteration | naive / AgentContext |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results.rows:
+        lines.append(
+            f"| {row.n:,} | {row.agentctx_total_s * 1e3:,.1f} ms "
+            f"| {row.agentctx_per_iter_us:,.1f} µs | {row.naive_total_s * 1e3:,.1f} ms "
+            f"| {row.naive_per_iter_us:,.1f} µs | {row.speedup:,.1f}x |"
+        )
+    first, last = results.rows[0].n, results.rows[-1].n
+    ours = results.growth("agentctx_per_iter_us")
+    naive = results.growth("naive_per_iter_us")
+    serialization = results.serialization
+    lines += [
+        "",
+        f"Per-iteration cost at {last:,} / at {first:,} iterations (linear = 1.0): "
+        f"AgentContext **{ours:.2f}**, naive copy **{naive:.2f}** "
+        f"(quadratic would be ~{last / first:.0f}).",
+        "",
+        f"### JSON round trip of a {serialization.n:,}-iteration context "
+        f"(informational, best of {min(results.repeats, 3)})",
+        "",
+        "| JSON size | model_dump_json() | AgentContext.model_validate_json() |",
+        "|---:|---:|---:|",
+        f"| {serialization.json_bytes / 1e6:,.2f} MB | {serialization.dump_s * 1e3:,.1f} ms "
+        f"| {serialization.validate_s * 1e3:,.1f} ms |",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="small sizes, fewer repeats")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    args = parser.parse_args(argv)
+    results = run(quick=args.quick)
+    print(json.dumps(results.to_json(), indent=2) if args.json else markdown(results))
+
+
+if __name__ == "__main__":
+    main()

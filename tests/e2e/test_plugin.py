@@ -1,0 +1,293 @@
+"""End-to-end tests of the plugin: options, markers and fixtures in real pytest runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+AGENT_MODULE = '''
+from pytest_agentctx import Agent, tool
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather in a city."""
+    return f"sunny in {city}"
+
+@tool
+def get_time(city: str) -> str:
+    """Time in a city."""
+    return "12:00"
+
+AGENT = Agent(name="w", model="openai:gpt-4o-mini", tools=[get_weather, get_time])
+'''
+
+
+def test_help_lists_the_option_group_and_ini_keys(agent_pytester: pytest.Pytester) -> None:
+    result = agent_pytester.runpytest("--help")
+
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-agentctx: deterministic tests of LLM agents:",
+            "*--agent-clock-start=ISO8601*",
+            "*agent_clock_start (string):*",
+            "*agent_clock_step (string):*",
+            "*agent_clock_ignore (linelist):*",
+        ]
+    )
+    assert result.ret == 0
+
+
+def test_markers_are_registered(agent_pytester: pytest.Pytester) -> None:
+    result = agent_pytester.runpytest("--markers")
+
+    result.stdout.fnmatch_lines(["@pytest.mark.agent(**options):*", "@pytest.mark.integration:*"])
+
+
+def test_fixtures_are_listed_with_their_docs(agent_pytester: pytest.Pytester) -> None:
+    result = agent_pytester.runpytest("--fixtures")
+
+    for name, doc in (
+        ("agent_runtime", "An :class:`AgentRuntime` with a stepping clock and sequential ids."),
+        ("fake_llm", "A scripted model that answers the openai/anthropic SDKs*"),
+        ("fake_tools", "Replace tools by name*"),
+        ("frozen_clock", "The wall clock frozen*"),
+    ):
+        result.stdout.fnmatch_lines([f"{name} -- *pytest_agentctx/plugin.py:*", f"    {doc}"])
+
+
+def test_an_agent_run_passes_with_a_scripted_model(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_run="""
+        from weather_mod import AGENT
+        from pytest_agentctx import AgentContext, Iteration, ToolCall
+
+        async def test_run(agent_runtime, fake_llm):
+            fake_llm.reply_tool_call("get_weather", city="Paris").reply("Sunny.")
+            result = await agent_runtime.run(AGENT, "Weather in Paris?")
+            match result.context:
+                case AgentContext(iterations=[
+                    Iteration(number=1, tool_calls=[ToolCall(name="get_weather"), *_]), *_
+                ]):
+                    pass
+                case _:
+                    raise AssertionError(result.context)
+            assert result.output == "Sunny."
+        """
+    )
+
+    result = agent_pytester.runpytest()
+
+    result.assert_outcomes(passed=1)
+
+
+def test_two_pytest_runs_give_identical_context_json(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_dump="""
+        import os
+        from weather_mod import AGENT
+
+        async def test_dump(agent_runtime, fake_llm):
+            fake_llm.reply(tool_calls=[("get_weather", {"city": "Paris"}),
+                                       ("get_time", {"city": "Paris"})]).reply("Done.")
+            result = await agent_runtime.run(AGENT, "Paris?")
+            with open(os.environ["DUMP_TO"], "w") as out:
+                out.write(result.context.model_dump_json())
+        """
+    )
+    dumps = []
+    for run in (1, 2):
+        target = agent_pytester.path / f"run{run}.json"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("DUMP_TO", str(target))
+            agent_pytester.runpytest_subprocess().assert_outcomes(passed=1)
+        dumps.append(target.read_text())
+
+    assert dumps[0] == dumps[1]
+    assert json.loads(dumps[0])["iterations"][0]["tool_calls"][1]["id"] == "call_2"
+
+
+def test_unused_scripted_replies_fail_the_test(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_unused="""
+        from weather_mod import AGENT
+
+        async def test_unused(agent_runtime, fake_llm):
+            fake_llm.reply("Sunny.").reply("A reply nobody asks for.")
+            await agent_runtime.run(AGENT, "Paris?")
+        """
+    )
+
+    result = agent_pytester.runpytest()
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*UnusedScriptedReplies: fake_llm: 1 of 2 scripted replies were never used*"]
+    )
+
+
+def test_an_unscripted_model_call_fails_with_the_fakes_message(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_overrun="""
+        from weather_mod import AGENT
+
+        async def test_overrun(agent_runtime, fake_llm):
+            fake_llm.reply_tool_call("get_weather", city="Paris")
+            await agent_runtime.run(AGENT, "Paris?")
+        """
+    )
+
+    result = agent_pytester.runpytest()
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*BadRequestError*model call #2 was not scripted*"])
+
+
+def test_a_swallowed_unscripted_call_still_fails_the_test(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_swallowed="""
+        import openai
+        from weather_mod import AGENT
+
+        async def test_swallowed(agent_runtime, fake_llm):
+            try:
+                await agent_runtime.run(AGENT, "Paris?")
+            except openai.BadRequestError:
+                pass
+        """
+    )
+
+    result = agent_pytester.runpytest()
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*UnexpectedModelCall: fake_llm: the agent made 1 model calls*"])
+
+
+def test_fake_tools_answer_in_place_of_the_real_tool(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_tools="""
+        from weather_mod import AGENT
+
+        async def test_tools(agent_runtime, fake_llm, fake_tools):
+            fake_tools.replace("get_weather", raises=TimeoutError("station down"))
+            fake_llm.reply_tool_call("get_weather", city="Paris").reply("Sorry.")
+            result = await agent_runtime.run(AGENT, "Paris?")
+            tool_message = result.context.get_iteration_messages(1)[-1]
+            assert tool_message.is_error
+            assert tool_message.content == "Tool get_weather failed: TimeoutError: station down"
+            assert [c.name for c in fake_tools.calls] == ["get_weather"]
+        """
+    )
+
+    agent_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_frozen_clock_freezes_wall_time_and_keeps_asyncio_working(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makepyfile(
+        test_clock="""
+        import asyncio, time
+        from datetime import datetime, timezone
+
+        async def test_clock(frozen_clock):
+            assert datetime.now(timezone.utc) == datetime(2025, 1, 1, tzinfo=timezone.utc)
+            before = time.time()
+            await asyncio.wait_for(asyncio.sleep(0.01), timeout=5)
+            assert time.time() == before
+            frozen_clock.tick(90)
+            assert datetime.now(timezone.utc).minute == 1
+        """
+    )
+
+    agent_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_clock_start_is_configurable_in_the_ini(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "agent_clock_start = 2030-06-01T12:00:00Z\nagent_clock_step = 0.5\n"
+    )
+    agent_pytester.makepyfile(
+        test_start="""
+        from datetime import datetime, timezone
+
+        async def test_start(agent_runtime, frozen_clock):
+            first = agent_runtime.clock.now()
+            assert first == datetime(2030, 6, 1, 12, tzinfo=timezone.utc)
+            assert (agent_runtime.clock.now() - first).total_seconds() == 0.5
+            assert frozen_clock.now() == first
+        """
+    )
+
+    agent_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_command_line_clock_start_overrides_the_ini(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(
+        test_cli="""
+        async def test_cli(agent_runtime):
+            assert agent_runtime.clock.now().year == 2031
+        """
+    )
+
+    result = agent_pytester.runpytest("--agent-clock-start=2031-01-01")
+
+    result.assert_outcomes(passed=1)
+
+
+def test_an_invalid_clock_start_is_a_usage_error(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(
+        test_bad="""
+        async def test_bad(agent_runtime):
+            pass
+        """
+    )
+
+    result = agent_pytester.runpytest("--agent-clock-start=yesterday")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent_clock_start: 'yesterday' is not an ISO 8601 date*"])
+
+
+def test_an_invalid_clock_step_is_a_usage_error(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makeini("[pytest]\nagent_clock_step = fast\n")
+    agent_pytester.makepyfile(
+        test_bad="""
+        def test_bad(agent_runtime):
+            pass
+        """
+    )
+
+    result = agent_pytester.runpytest()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent_clock_step = 'fast' is not a number of seconds*"])
+
+
+def test_frozen_clock_leaves_ignored_modules_on_real_time(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "agent_clock_ignore =\n    realtime_mod\n"
+    )
+    agent_pytester.makepyfile(realtime_mod="import time\ndef now():\n    return time.time()\n")
+    agent_pytester.makepyfile(
+        test_ignore="""
+        import time
+        import realtime_mod
+
+        def test_ignore(frozen_clock):
+            assert time.time() == 1735689600.0
+            assert realtime_mod.now() > 1735689600.0 + 86400
+        """
+    )
+
+    agent_pytester.runpytest().assert_outcomes(passed=1)
