@@ -151,19 +151,26 @@ def build_naive(rounds: Sequence[Round]) -> NaiveContext:
 # -- measuring ----------------------------------------------------------------------------
 
 
-def best_of(repeats: int, func: Callable[[], object]) -> float:
-    """The shortest of ``repeats`` wall-clock timings of ``func()``, in seconds.
+def time_once(func: Callable[[], object], *, collector: bool = True) -> float:
+    """One wall-clock timing of ``func()``, in seconds, after a ``gc.collect()``.
 
-    ``gc.collect()`` runs before each timing; the collector stays enabled during it, as in
-    a real test run.
+    The collector stays enabled during the timing, as in a real test run, unless
+    ``collector`` is false.
     """
-    timings: list[float] = []
-    for _ in range(repeats):
-        gc.collect()
+    gc.collect()
+    if not collector:
+        gc.disable()
+    try:
         start = time.perf_counter()
         func()
-        timings.append(time.perf_counter() - start)
-    return min(timings)
+        return time.perf_counter() - start
+    finally:
+        gc.enable()
+
+
+def best_of(repeats: int, func: Callable[[], object]) -> float:
+    """The shortest of ``repeats`` timings of ``func()`` (see :func:`time_once`)."""
+    return min(time_once(func) for _ in range(repeats))
 
 
 @dataclass(frozen=True)
@@ -172,13 +179,33 @@ class ScalingRow:
 
     n: int
     agentctx_total_s: float
-    agentctx_per_iter_us: float
     naive_total_s: float
-    naive_per_iter_us: float
+    agentctx_nogc_total_s: float
+
+    @property
+    def agentctx_per_iter_us(self) -> float:
+        return self.agentctx_total_s / self.n * 1e6
+
+    @property
+    def naive_per_iter_us(self) -> float:
+        return self.naive_total_s / self.n * 1e6
+
+    @property
+    def agentctx_nogc_per_iter_us(self) -> float:
+        return self.agentctx_nogc_total_s / self.n * 1e6
 
     @property
     def speedup(self) -> float:
         return self.naive_total_s / self.agentctx_total_s
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            **asdict(self),
+            "agentctx_per_iter_us": self.agentctx_per_iter_us,
+            "naive_per_iter_us": self.naive_per_iter_us,
+            "agentctx_nogc_per_iter_us": self.agentctx_nogc_per_iter_us,
+            "speedup": self.speedup,
+        }
 
 
 @dataclass(frozen=True)
@@ -207,9 +234,10 @@ class ContextResults:
         return {
             "sizes": list(self.sizes),
             "repeats": self.repeats,
-            "rows": [{**asdict(row), "speedup": row.speedup} for row in self.rows],
+            "rows": [row.to_json() for row in self.rows],
             "agentctx_growth": self.growth("agentctx_per_iter_us"),
             "naive_growth": self.growth("naive_per_iter_us"),
+            "agentctx_nogc_growth": self.growth("agentctx_nogc_per_iter_us"),
             "serialization": asdict(self.serialization),
         }
 
@@ -226,21 +254,33 @@ def check_equivalent(n: int = 50) -> None:
 
 
 def measure_scaling(sizes: Sequence[int], repeats: int) -> list[ScalingRow]:
-    rows: list[ScalingRow] = []
-    for n in sizes:
-        rounds = make_rounds(n)
-        ours = best_of(repeats, partial(build_agentctx, rounds))
-        naive = best_of(repeats, partial(build_naive, rounds))
-        rows.append(
-            ScalingRow(
-                n=n,
-                agentctx_total_s=ours,
-                agentctx_per_iter_us=ours / n * 1e6,
-                naive_total_s=naive,
-                naive_per_iter_us=naive / n * 1e6,
-            )
+    """Best of ``repeats`` for every size and implementation.
+
+    The repeats are interleaved (every size and implementation once per round) so that a
+    burst of load from other processes does not land on one size only.
+    """
+    rounds = {n: make_rounds(n) for n in sizes}
+    jobs: dict[str, tuple[Callable[[Sequence[Round]], object], bool]] = {
+        "agentctx": (build_agentctx, True),
+        "naive": (build_naive, True),
+        "agentctx_nogc": (build_agentctx, False),
+    }
+    best: dict[tuple[int, str], float] = {}
+    for _ in range(repeats):
+        for n in sizes:
+            for name, (build, collector) in jobs.items():
+                elapsed = time_once(partial(build, rounds[n]), collector=collector)
+                key = (n, name)
+                best[key] = min(elapsed, best.get(key, elapsed))
+    return [
+        ScalingRow(
+            n=n,
+            agentctx_total_s=best[n, "agentctx"],
+            naive_total_s=best[n, "naive"],
+            agentctx_nogc_total_s=best[n, "agentctx_nogc"],
         )
-    return rows
+        for n in sizes
+    ]
 
 
 def measure_serialization(n: int, repeats: int) -> SerializationResult:
@@ -273,24 +313,28 @@ def markdown(results: ContextResults) -> str:
         "add_assistant_message + add_tool_results)",
         "",
         "| iterations | AgentContext total | AgentContext per iteration "
-        "| naive copy total | naive per iteration | naive / AgentContext |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| naive copy total | naive per iteration | naive / AgentContext "
+        "| AgentContext per iteration, gc off |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results.rows:
         lines.append(
             f"| {row.n:,} | {row.agentctx_total_s * 1e3:,.1f} ms "
             f"| {row.agentctx_per_iter_us:,.1f} µs | {row.naive_total_s * 1e3:,.1f} ms "
-            f"| {row.naive_per_iter_us:,.1f} µs | {row.speedup:,.1f}x |"
+            f"| {row.naive_per_iter_us:,.1f} µs | {row.speedup:,.1f}x "
+            f"| {row.agentctx_nogc_per_iter_us:,.1f} µs |"
         )
     first, last = results.rows[0].n, results.rows[-1].n
     ours = results.growth("agentctx_per_iter_us")
     naive = results.growth("naive_per_iter_us")
+    nogc = results.growth("agentctx_nogc_per_iter_us")
     serialization = results.serialization
     lines += [
         "",
-        f"Per-iteration cost at {last:,} / at {first:,} iterations (linear = 1.0): "
-        f"AgentContext **{ours:.2f}**, naive copy **{naive:.2f}** "
-        f"(quadratic would be ~{last / first:.0f}).",
+        f"Per-iteration cost at {last:,} / at {first:,} iterations "
+        f"(constant per iteration = 1.0, pure O(n²) total = {last / first:.0f}): "
+        f"AgentContext **{ours:.2f}**, naive copy **{naive:.2f}**, "
+        f"AgentContext with gc off {nogc:.2f}.",
         "",
         f"### JSON round trip of a {serialization.n:,}-iteration context "
         f"(informational, best of {min(results.repeats, 3)})",

@@ -347,8 +347,12 @@ class FakeTools:
         """
         given = [
             what
-            for what, value in (("result", result), ("raises", raises), ("fn", fn))
-            if value is not _MISSING and value is not None
+            for what, present in (
+                ("result", result is not _MISSING),  # None is a valid result
+                ("raises", raises is not None),
+                ("fn", fn is not None),
+            )
+            if present
         ]
         if len(given) != 1:
             raise FakeToolsError(

@@ -35,6 +35,8 @@ def _sync_dispatch(request: httpx2.Request) -> httpx2.Response | None:
     for handler in reversed(list(_handlers)):
         response = handler(request)
         if inspect.isawaitable(response):
+            if inspect.iscoroutine(response):
+                response.close()  # never awaited: close it, or Python warns when it is collected
             raise TypeError(
                 f"The interceptor handler {handler!r} returned an awaitable for a request "
                 "made by a sync client; give sync clients a handler that returns a response."

@@ -112,7 +112,12 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     system = body.get("system")
     if system:
         messages.append({"role": "system", "content": _text_of(system)})
-    for turn in raw_turns:
+    for index, turn in enumerate(raw_turns):
+        if not isinstance(turn, Mapping):
+            raise CodecError(
+                f"anthropic_messages.decode_request: messages[{index}] is a "
+                f"{type(turn).__name__}, expected a JSON object with a 'role'."
+            )
         role = turn.get("role")
         content = turn.get("content")
         if isinstance(content, str):
@@ -121,6 +126,11 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
         for block in content or []:
+            if not isinstance(block, Mapping):
+                raise CodecError(
+                    f"anthropic_messages.decode_request: messages[{index}].content holds a "
+                    f"{type(block).__name__}, expected content blocks (JSON objects)."
+                )
             kind = block.get("type")
             if kind == "text":
                 texts.append(block.get("text", ""))

@@ -100,10 +100,12 @@ _CODECS = {
     "anthropic_messages": "pytest_agentctx.codecs.anthropic_messages",
 }
 
-# URL path endings that identify a wire format (any base URL or version prefix).
+# URL path endings that identify a wire format (any base URL). The Anthropic SDK always
+# posts to ``/v1/messages``; a bare ``/messages`` would also claim OpenAI's Assistants
+# endpoint ``/v1/threads/{id}/messages``.
 _PATHS = (
     ("/chat/completions", "openai_chat"),
-    ("/messages", "anthropic_messages"),
+    ("/v1/messages", "anthropic_messages"),
 )
 
 

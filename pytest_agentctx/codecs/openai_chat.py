@@ -97,7 +97,12 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     """A chat completions request body in neutral form."""
     raw_messages = require(body, "messages", list, "openai_chat.decode_request")
     messages: list[dict[str, Any]] = []
-    for raw in raw_messages:
+    for index, raw in enumerate(raw_messages):
+        if not isinstance(raw, Mapping):
+            raise CodecError(
+                f"openai_chat.decode_request: messages[{index}] is a {type(raw).__name__}, "
+                "expected a JSON object with a 'role'."
+            )
         role = raw.get("role")
         if role == "developer":
             role = "system"
@@ -128,6 +133,15 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     )
 
 
+def _decode_tool_call(call: Any, where: str) -> ToolCall:
+    function = require(call, "function", Mapping, where)
+    return ToolCall(
+        id=call.get("id") or "",
+        name=function.get("name") or "",
+        arguments=parse_arguments(function.get("arguments")),
+    )
+
+
 def decode_response(body: Mapping[str, Any]) -> Completion:
     """A chat completions response body as a :class:`Completion`."""
     choices = require(body, "choices", list, "openai_chat.decode_response")
@@ -138,12 +152,8 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
     choice = choices[0]
     message = require(choice, "message", Mapping, "openai_chat.decode_response choices[0]")
     calls = tuple(
-        ToolCall(
-            id=call.get("id") or "",
-            name=call.get("function", {}).get("name", ""),
-            arguments=parse_arguments(call.get("function", {}).get("arguments")),
-        )
-        for call in message.get("tool_calls") or []
+        _decode_tool_call(call, f"openai_chat.decode_response choices[0].message.tool_calls[{i}]")
+        for i, call in enumerate(message.get("tool_calls") or [])
     )
     usage_data = body.get("usage")
     usage = (

@@ -1,0 +1,240 @@
+"""Unit tests of pytest_agentctx.codecs.base: shared codec types, codec lookup, arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from pytest_agentctx.codecs import anthropic_messages, openai_chat
+from pytest_agentctx.codecs.base import (
+    Completion,
+    DecodedRequest,
+    Usage,
+    codec_for_path,
+    get_codec,
+    parse_arguments,
+    require,
+)
+from pytest_agentctx.context import INVALID_ARGUMENTS_KEY
+from pytest_agentctx.exceptions import CodecError
+
+# -- Usage ---------------------------------------------------------------------------
+
+
+async def test_usage_total_tokens_is_input_plus_output():
+    assert Usage(input_tokens=92, output_tokens=17).total_tokens == 109
+
+
+async def test_usage_defaults_to_zero_tokens():
+    assert Usage() == Usage(input_tokens=0, output_tokens=0)
+
+
+async def test_usage_to_dict_has_input_output_and_total():
+    assert Usage(input_tokens=92, output_tokens=17).to_dict() == {
+        "input_tokens": 92,
+        "output_tokens": 17,
+        "total_tokens": 109,
+    }
+
+
+# -- Completion ----------------------------------------------------------------------
+
+
+async def test_completion_metadata_holds_model_stop_reason_and_usage():
+    completion = Completion(
+        content="YES",
+        model="gpt-4o-mini-2024-07-18",
+        usage=Usage(input_tokens=146, output_tokens=3),
+        stop_reason="stop",
+        response_id="chatcmpl-1",
+    )
+
+    assert completion.metadata() == {
+        "model": "gpt-4o-mini-2024-07-18",
+        "stop_reason": "stop",
+        "usage": {"input_tokens": 146, "output_tokens": 3, "total_tokens": 149},
+    }
+
+
+async def test_completion_metadata_leaves_usage_out_when_unknown():
+    completion = Completion(content="YES", model="gpt-4o-mini", stop_reason="stop")
+
+    assert completion.metadata() == {"model": "gpt-4o-mini", "stop_reason": "stop"}
+
+
+async def test_completion_defaults_to_an_empty_reply():
+    assert Completion() == Completion(
+        content=None,
+        tool_calls=(),
+        model=None,
+        usage=None,
+        stop_reason=None,
+        response_id=None,
+    )
+
+
+# -- DecodedRequest ------------------------------------------------------------------
+
+
+async def test_decoded_request_defaults_to_no_tools_and_no_stream():
+    request = DecodedRequest(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+
+    match request:
+        case DecodedRequest(model="gpt-4o-mini", tools=[], stream=False):
+            pass
+        case _:
+            pytest.fail(f"unexpected defaults: {request!r}")
+
+
+# -- get_codec -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [("openai_chat", openai_chat), ("anthropic_messages", anthropic_messages)],
+)
+async def test_get_codec_returns_the_codec_module_of_that_name(name, module):
+    assert get_codec(name) is module
+
+
+async def test_get_codec_unknown_name_lists_the_codecs():
+    with pytest.raises(
+        CodecError,
+        match=r"No codec called 'gemini'; the codecs are \['anthropic_messages', 'openai_chat'\]",
+    ):
+        get_codec("gemini")
+
+
+@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages"])
+async def test_every_codec_provides_its_name_and_the_four_functions(name):
+    codec = get_codec(name)
+
+    assert codec.name == name
+    for function in ("encode_request", "decode_request", "decode_response", "encode_response"):
+        assert callable(getattr(codec, function)), function
+
+
+# -- codec_for_path ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/v1/chat/completions", "openai_chat"),
+        ("/v1/chat/completions/", "openai_chat"),
+        ("/api/v1/chat/completions", "openai_chat"),
+        ("/openai/deployments/gpt-4o/chat/completions", "openai_chat"),
+        ("/v1/messages", "anthropic_messages"),
+        ("/v1/messages/", "anthropic_messages"),
+        ("/gateway/anthropic/v1/messages", "anthropic_messages"),
+    ],
+)
+async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected):
+    codec = codec_for_path(path)
+
+    assert codec is not None
+    assert codec.name == expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/embeddings",
+        "/v1/responses",
+        "/v1/models",
+        "/v1/messages/count_tokens",
+        "/v1/messages/batches",
+        "/v1/threads/thread_abc123/messages",
+        "/v1/chat/completions/chatcmpl-123/messages",
+        "/",
+        "",
+    ],
+)
+async def test_codec_for_path_is_none_for_other_endpoints(path):
+    assert codec_for_path(path) is None
+
+
+# -- parse_arguments -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"country":"Crumpet"}', {"country": "Crumpet"}),
+        ('{"population": 123124}', {"population": 123124}),
+        ({"city": "Paris"}, {"city": "Paris"}),
+        ("{}", {}),
+        ("", {}),
+        (None, {}),
+    ],
+)
+async def test_parse_arguments_reads_json_objects_and_mappings(raw, expected):
+    assert parse_arguments(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ('{"city": "Par', '{"city": "Par'),
+        ("city=Paris", "city=Paris"),
+        ("[1, 2]", "[1, 2]"),
+        ('"Paris"', '"Paris"'),
+        ("42", "42"),
+        (["Paris"], '["Paris"]'),
+        (42, "42"),
+    ],
+)
+async def test_parse_arguments_keeps_anything_but_an_object_as_invalid_raw_text(raw, kept):
+    assert parse_arguments(raw) == {INVALID_ARGUMENTS_KEY: kept}
+
+
+async def test_parse_arguments_copies_a_mapping():
+    original: dict[str, Any] = {"city": "Paris"}
+
+    parsed = parse_arguments(original)
+    parsed["city"] = "Lyon"
+
+    assert original == {"city": "Paris"}
+
+
+# -- require -------------------------------------------------------------------------
+
+
+async def test_require_returns_the_field_when_it_has_the_expected_type():
+    body = {"choices": [{"index": 0}], "model": "gpt-4o-mini"}
+
+    assert require(body, "choices", list, "here") == [{"index": 0}]
+
+
+async def test_require_accepts_any_of_several_types():
+    assert require({"content": "text"}, "content", (str, list), "here") == "text"
+
+
+async def test_require_rejects_a_body_that_is_not_an_object():
+    with pytest.raises(CodecError, match=r"^decode: expected a JSON object, got list\.$"):
+        require([1, 2], "choices", list, "decode")  # type: ignore[arg-type]
+
+
+async def test_require_names_the_missing_field_and_the_fields_present():
+    body = {"error": {"message": "Incorrect API key provided"}, "type": "error"}
+
+    with pytest.raises(
+        CodecError,
+        match=r"^decode: the JSON has no 'choices' field \(it has \['error', 'type'\]\)\. "
+        r"Is this really a response of this wire format\?$",
+    ):
+        require(body, "choices", list, "decode")
+
+
+async def test_require_names_the_wrong_type_and_the_expected_one():
+    with pytest.raises(
+        CodecError, match=r"^decode: field 'choices' is a dict, expected list\.$"
+    ):
+        require({"choices": {}}, "choices", list, "decode")
+
+
+async def test_require_names_an_abstract_expected_type():
+    with pytest.raises(CodecError, match=r"field 'message' is a str, expected Mapping\.$"):
+        require({"message": "hello"}, "message", Mapping, "decode")
