@@ -19,7 +19,16 @@ Hierarchy::
     ├── FakeLLMError
     │   ├── UnexpectedModelCall    more model calls than replies were scripted
     │   └── UnusedScriptedReplies  scripted replies that the test never consumed
-    └── FakeToolsError             a tool replacement that cannot work
+    ├── FakeToolsError             a tool replacement that cannot work
+    ├── LoopbackError              a loopback provider server that cannot start or serve
+    ├── PatternError               a pattern or trajectory check that cannot work as given
+    ├── MismatchError              matches() found mismatches (also an AssertionError)
+    ├── SnapshotError              a value or option the snapshot serializer cannot handle
+    └── CassetteError
+        ├── CassetteFormatError    a cassette file that cannot be read
+        ├── CassetteMiss           a request the cassette has no recording for
+        ├── StaleCassette          recorded interactions the test never used
+        └── NetworkBlocked         a connection to the network during an offline replay
 """
 
 from __future__ import annotations
@@ -27,10 +36,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .context import AgentContext
+    from .matching import Mismatch
 
 __all__ = [
     "AgentCtxError",
+    "CassetteError",
+    "CassetteFormatError",
+    "CassetteMiss",
+    "NetworkBlocked",
+    "StaleCassette",
     "AgentDefinitionError",
     "CodecError",
     "ContextStateError",
@@ -39,8 +56,12 @@ __all__ = [
     "FakeToolsError",
     "HistoryError",
     "LastEntryNotUserMessage",
+    "LoopbackError",
     "MaxIterationsExceeded",
+    "MismatchError",
+    "PatternError",
     "ProviderError",
+    "SnapshotError",
     "ToolDefinitionError",
     "UnexpectedModelCall",
     "UnusedScriptedReplies",
@@ -114,3 +135,60 @@ class UnusedScriptedReplies(FakeLLMError):
 
 class FakeToolsError(AgentCtxError):
     """A ``fake_tools.replace(...)`` call that cannot work (no result, two results...)."""
+
+
+class LoopbackError(AgentCtxError):
+    """The loopback provider server cannot start, is not running, or failed a request.
+
+    Script mistakes (a reply too many, one unused) raise the :class:`FakeLLMError`
+    subclasses instead, as they do for the fake model.
+    """
+
+
+class PatternError(AgentCtxError):
+    """A pattern or trajectory check that cannot work as written.
+
+    For example ``Unordered()`` with a pattern that is not a pattern, or a trajectory
+    ``mode`` that does not exist. Raised when the pattern is built or first used.
+    """
+
+
+class MismatchError(AgentCtxError, AssertionError):
+    """``matches()`` found mismatches; every one is in :attr:`mismatches`, with its path.
+
+    It is also an :class:`AssertionError`, so pytest reports it as a failed assertion.
+    """
+
+    def __init__(self, message: str, *, mismatches: Sequence[Mismatch]) -> None:
+        super().__init__(message)
+        self.mismatches = list(mismatches)
+
+
+class SnapshotError(AgentCtxError):
+    """A value or an option that the agent snapshot serializer cannot handle."""
+
+
+class CassetteError(AgentCtxError):
+    """A problem with recording or replaying HTTP traffic."""
+
+
+class CassetteFormatError(CassetteError):
+    """A cassette file that cannot be read: bad YAML/JSON or an unknown structure."""
+
+
+class CassetteMiss(CassetteError, AssertionError):
+    """A request that the cassette holds no (unused) recording for.
+
+    It is also an :class:`AssertionError`: the test fails rather than errors.
+    """
+
+
+class StaleCassette(CassetteError, AssertionError):
+    """Recorded interactions that the test never used: the agent's requests drifted."""
+
+
+class NetworkBlocked(CassetteError, ConnectionError):
+    """A connection to a non-loopback address while replaying offline.
+
+    It is also a :class:`ConnectionError`, so HTTP libraries report it as one.
+    """

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import httpx2
 
@@ -28,13 +29,15 @@ from .exceptions import (
     UnexpectedModelCall,
     UnusedScriptedReplies,
 )
-from .transport import Interceptor
+from .transport import Interceptor, make_response
 
 __all__ = [
     "FakeLLM",
     "FakeModelCall",
     "FakeToolCall",
     "FakeTools",
+    "ScriptedAnswer",
+    "ScriptedModel",
     "ScriptedReply",
     "estimate_tokens",
 ]
@@ -93,7 +96,24 @@ class FakeModelCall:
     response: dict[str, Any] | None
 
 
-def _scripted_call(spec: ToolCallSpec) -> _ScriptedCall:
+@dataclass(frozen=True)
+class ScriptedAnswer:
+    """A scripted model's answer to one model call, before a transport sends it.
+
+    Status 200 carries the ``completion`` and its wire-format ``response`` JSON; an error
+    status carries the ``error`` message. ``request`` is ``None`` when the request could
+    not be read.
+    """
+
+    status: int
+    codec: Codec
+    request: DecodedRequest | None
+    completion: Completion | None = None
+    response: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def _scripted_call(spec: ToolCallSpec, owner: str = "fake_llm") -> _ScriptedCall:
     if isinstance(spec, ToolCall):
         return _ScriptedCall(spec.name, dict(spec.arguments), spec.id or None)
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
@@ -101,26 +121,31 @@ def _scripted_call(spec: ToolCallSpec) -> _ScriptedCall:
     if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
         return _ScriptedCall(spec["name"], dict(spec.get("arguments") or {}), spec.get("id"))
     raise FakeLLMError(
-        f"fake_llm.reply(tool_calls=...): cannot read {spec!r} as a tool call. Give a "
+        f"{owner}.reply(tool_calls=...): cannot read {spec!r} as a tool call. Give a "
         "ToolCall, a ('name', {arguments}) pair or {'name': ..., 'arguments': {...}}."
     )
 
 
-class FakeLLM:
-    """A scripted model, answering at the HTTP transport in the real wire format.
+class ScriptedModel:
+    """A script of model replies, and the answers it gives, whatever carries them.
 
-    >>> fake = FakeLLM()
-    >>> fake.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("Sunny in Paris.")
-    FakeLLM(2 scripted, 0 served)
+    The shared part of :class:`FakeLLM` (answering at the transport) and
+    :class:`~pytest_agentctx.loopback.LoopbackProvider` (answering on a socket): the
+    scripting methods, the log of calls, :meth:`verify`, and :meth:`answer`, which turns
+    a request body into the next scripted reply in the endpoint's wire format. Safe to
+    call from several threads.
     """
+
+    #: How messages name the object (``fake_llm.reply(...)``).
+    _name: ClassVar[str] = "model"
 
     def __init__(self, *, ids: IdFactory | None = None) -> None:
         self._ids = ids or SequentialIds()
         self._script: list[ScriptedReply] = []
         self._position = 0
+        self._lock = threading.Lock()
         self.calls: list[FakeModelCall] = []
         self.unexpected: list[FakeModelCall] = []
-        self._interceptor = Interceptor(self.handle)
 
     # -- scripting -------------------------------------------------------------------
 
@@ -131,13 +156,14 @@ class FakeLLM:
         tool_calls: Iterable[ToolCallSpec] = (),
         usage: Usage | Mapping[str, int] | None = None,
         model: str | None = None,
-    ) -> FakeLLM:
+    ) -> Self:
         """Script the next reply: text, tool calls, or both. Returns the fake, to chain."""
-        calls = tuple(_scripted_call(spec) for spec in tool_calls)
+        calls = tuple(_scripted_call(spec, self._name) for spec in tool_calls)
         if content is None and not calls:
             raise FakeLLMError(
-                "fake_llm.reply() needs content, tool_calls or both; an empty reply would "
-                "leave the agent with nothing to do. Example: fake_llm.reply('Done.')."
+                f"{self._name}.reply() needs content, tool_calls or both; an empty reply "
+                "would leave the agent with nothing to do. Example: "
+                f"{self._name}.reply('Done.')."
             )
         if isinstance(usage, Mapping):
             usage = Usage(
@@ -147,15 +173,15 @@ class FakeLLM:
         self._script.append(ScriptedReply(content, calls, usage, model))
         return self
 
-    def reply_tool_call(self, name: str, /, **arguments: Any) -> FakeLLM:
+    def reply_tool_call(self, name: str, /, **arguments: Any) -> Self:
         """Script a reply that calls one tool: ``reply_tool_call("get_weather", city="Paris")``."""
         return self.reply(tool_calls=[(name, arguments)])
 
-    def fail(self, status: int = 500, message: str = "scripted failure") -> FakeLLM:
+    def fail(self, status: int = 500, message: str = "scripted failure") -> Self:
         """Script an HTTP error reply (not retried by the SDKs)."""
         if not 400 <= status <= 599:
             raise FakeLLMError(
-                f"fake_llm.fail(status={status}) needs an HTTP error status from 400 to 599."
+                f"{self._name}.fail(status={status}) needs an HTTP error status from 400 to 599."
             )
         self._script.append(ScriptedReply(status=status, error=message))
         return self
@@ -177,12 +203,12 @@ class FakeLLM:
         if self.unexpected:
             first = self.unexpected[0]
             raise UnexpectedModelCall(
-                f"fake_llm: the agent made {len(self.calls) + len(self.unexpected)} model "
+                f"{self._name}: the agent made {len(self.calls) + len(self.unexpected)} model "
                 f"calls but only {len(self._script)} replies were scripted. The first "
                 f"unscripted call went to {first.path} with "
                 f"{len(first.request.messages)} messages, the last: "
                 f"{_last_message(first.request)}. Script another reply with "
-                "fake_llm.reply(...), or find why the agent did not stop."
+                f"{self._name}.reply(...), or find why the agent did not stop."
             )
         if self.remaining:
             listed = "; ".join(
@@ -190,56 +216,60 @@ class FakeLLM:
                 for i, reply in enumerate(self.remaining)
             )
             raise UnusedScriptedReplies(
-                f"fake_llm: {len(self.remaining)} of {len(self._script)} scripted replies "
+                f"{self._name}: {len(self.remaining)} of {len(self._script)} scripted replies "
                 f"were never used ({listed}). The agent stopped earlier than the script "
                 "expects: remove those replies or check why the agent ended."
             )
 
-    # -- serving ---------------------------------------------------------------------
+    # -- answering -------------------------------------------------------------------
 
-    def handle(self, request: httpx2.Request) -> httpx2.Response | None:
-        """Answer a model call; return ``None`` for requests to other endpoints."""
-        if request.method != "POST":
-            return None
-        codec = codec_for_path(request.url.path)
+    def answer(self, path: str, content: bytes) -> ScriptedAnswer | None:
+        """Answer a model call to ``path`` with body ``content``: the next scripted reply.
+
+        Returns ``None`` when ``path`` is no model endpoint. A body that cannot be read,
+        and a call beyond the script, get a 400 answer (and the latter is logged in
+        :attr:`unexpected`).
+        """
+        codec = codec_for_path(path)
         if codec is None:
             return None
         try:
-            body = json.loads(request.content or b"{}")
+            body = json.loads(content or b"{}")
             decoded = codec.decode_request(body)
-        except (json.JSONDecodeError, CodecError) as exc:
-            return _error_response(
-                400, f"pytest-agentctx fake_llm could not read the request: {exc}"
-            )
-        if self._position >= len(self._script):
-            call = FakeModelCall(request.url.path, codec.name, body, decoded, None, None)
-            self.unexpected.append(call)
-            return _error_response(
+        except (ValueError, CodecError) as exc:
+            return ScriptedAnswer(
                 400,
-                f"pytest-agentctx fake_llm: model call #{len(self.calls) + len(self.unexpected)} "
-                f"was not scripted (only {len(self._script)} replies were). Script another "
-                "reply with fake_llm.reply(...).",
+                codec,
+                None,
+                error=f"pytest-agentctx {self._name} could not read the request: {exc}",
             )
-        reply = self._script[self._position]
-        self._position += 1
-        if reply.status != 200:
-            self.calls.append(
-                FakeModelCall(request.url.path, codec.name, body, decoded, reply, None)
-            )
-            return _error_response(reply.status, reply.error or "scripted failure")
-        response = self._encode(codec, reply, decoded, body)
-        self.calls.append(
-            FakeModelCall(request.url.path, codec.name, body, decoded, reply, response)
-        )
-        return httpx2.Response(
-            200,
-            content=json.dumps(response, ensure_ascii=False).encode(),
-            headers={"content-type": "application/json"},
-        )
+        with self._lock:
+            if self._position >= len(self._script):
+                self.unexpected.append(FakeModelCall(path, codec.name, body, decoded, None, None))
+                return ScriptedAnswer(
+                    400,
+                    codec,
+                    decoded,
+                    error=f"pytest-agentctx {self._name}: model call "
+                    f"#{len(self.calls) + len(self.unexpected)} was not scripted (only "
+                    f"{len(self._script)} replies were). Script another reply with "
+                    f"{self._name}.reply(...).",
+                )
+            reply = self._script[self._position]
+            self._position += 1
+            if reply.status != 200:
+                self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, None))
+                return ScriptedAnswer(
+                    reply.status, codec, decoded, error=reply.error or "scripted failure"
+                )
+            completion = self._completion(codec, reply, decoded, body)
+            response = codec.encode_response(completion, response_id=completion.response_id or "")
+            self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, response))
+            return ScriptedAnswer(200, codec, decoded, completion, response)
 
-    def _encode(
+    def _completion(
         self, codec: Codec, reply: ScriptedReply, decoded: DecodedRequest, body: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    ) -> Completion:
         call_prefix, response_prefix = _ID_PREFIX.get(codec.name, ("call", "resp"))
         calls = tuple(
             ToolCall(id=call.id or self._ids(call_prefix), name=call.name, arguments=call.arguments)
@@ -251,13 +281,45 @@ class FakeLLM:
                 (reply.content or "") + "".join(c.arguments_json for c in calls)
             ),
         )
-        completion = Completion(
+        return Completion(
             content=reply.content,
             tool_calls=calls,
             model=reply.model or decoded.model,
             usage=usage,
+            response_id=self._ids(response_prefix),
         )
-        return codec.encode_response(completion, response_id=self._ids(response_prefix))
+
+
+class FakeLLM(ScriptedModel):
+    """A scripted model, answering at the HTTP transport in the real wire format.
+
+    >>> fake = FakeLLM()
+    >>> fake.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("Sunny in Paris.")
+    FakeLLM(2 scripted, 0 served)
+    """
+
+    _name = "fake_llm"
+
+    def __init__(self, *, ids: IdFactory | None = None) -> None:
+        super().__init__(ids=ids)
+        self._interceptor = Interceptor(self.handle)
+
+    # -- serving ---------------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> Any:
+        """Answer a model call; return ``None`` for requests to other endpoints."""
+        if request.method != "POST":
+            return None
+        answer = self.answer(request.url.path, request.content)
+        if answer is None:
+            return None
+        if answer.status != 200:
+            return _error_response(answer.status, answer.error or "scripted failure")
+        return make_response(
+            200,
+            content=json.dumps(answer.response, ensure_ascii=False).encode(),
+            headers={"content-type": "application/json"},
+        )
 
     # -- installation ----------------------------------------------------------------
 
@@ -287,9 +349,9 @@ def _last_message(request: DecodedRequest) -> str:
     return f"{last.get('role')} {str(last.get('content'))[:60]!r}"
 
 
-def _error_response(status: int, message: str) -> httpx2.Response:
+def _error_response(status: int, message: str) -> Any:
     body = {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
-    return httpx2.Response(
+    return make_response(
         status,
         content=json.dumps(body).encode(),
         headers={"content-type": "application/json", "x-should-retry": "false"},

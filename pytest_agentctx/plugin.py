@@ -5,13 +5,20 @@ All behaviour lives in the package's modules; this file wires them into pytest.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from .cassettes import Cassette, NetworkGuard, Redactor
+from .cassettes.redact import DEFAULT_SECRET_ENV
+from .cassettes.session import RecordMode
+from .cassettes.settings import CassetteSettings, TestOptions, cassette_path
 from .clock import SequentialIds, StepClock, parse_datetime
+from .exceptions import CassetteError, CassetteMiss
 from .fakes import FakeLLM, FakeTools
 from .freeze import FrozenClock
 from .runtime import AgentRuntime
@@ -25,6 +32,10 @@ class _ClockSettings:
 
 
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+_CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
+_CASSETTE_KEY = pytest.StashKey[Cassette | None]()
+#: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
+_AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 _CLOCK_KEY = pytest.StashKey[_ClockSettings]()
 _FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
 
@@ -54,10 +65,65 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    group.addoption(
+        "--agent-record",
+        dest="agent_record",
+        nargs="?",
+        const="rewrite",
+        default=None,
+        metavar="MODE",
+        help="Record agent tests' HTTP traffic: rewrite (default when given), missing, new. "
+        "Without it, cassettes are replayed offline (ini: agent_record_mode).",
+    )
+    group.addoption(
+        "--agent-cassette-dir",
+        dest="agent_cassette_dir",
+        default=None,
+        metavar="DIR",
+        help="Folder of the cassettes, relative to the rootdir (ini: agent_cassette_dir).",
+    )
+    group.addoption(
+        "--agent-record-failing",
+        dest="agent_record_failing",
+        action="store_true",
+        default=False,
+        help="Also save recordings of tests that fail (by default a failing test keeps "
+        "its old cassette).",
+    )
+    parser.addini("agent_cassette_dir", "Folder of the cassettes.", default="cassettes")
+    parser.addini(
+        "agent_record_mode", "Record mode when --agent-record is not given.", default="none"
+    )
+    parser.addini("agent_all_tests", "Treat every test as an agent test (cassettes).", type="bool")
+    parser.addini(
+        "agent_allow_unused",
+        "Do not fail tests that leave recorded interactions unused.",
+        type="bool",
+    )
+    parser.addini(
+        "agent_allowed_hosts",
+        "Hosts (names or addresses) agent tests may reach while replaying.",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "agent_match_ignore",
+        "Request body fields (dotted paths) left out of cassette matching.",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("agent_cassette_format", "Format of new cassettes: json or yaml.", default="json")
+    parser.addini(
+        "agent_secret_env",
+        "More environment variables whose values are redacted from cassettes.",
+        type="linelist",
+        default=[],
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CLOCK_KEY] = _clock_settings(config)
+    config.stash[_CASSETTE_SETTINGS_KEY] = _cassette_settings(config)
     config.addinivalue_line(
         "markers",
         "agent(**options): an agent test; options configure pytest-agentctx for this test.",
@@ -95,6 +161,139 @@ def _clock_settings(config: pytest.Config) -> _ClockSettings:
         raise pytest.UsageError(f"agent_clock_step = {raw_step!r} must not be negative.")
     ignore = tuple(str(line) for line in config.getini("agent_clock_ignore"))
     return _ClockSettings(start, timedelta(seconds=seconds), ignore)
+
+
+def _cassette_settings(config: pytest.Config) -> CassetteSettings:
+    workerinput = getattr(config, "workerinput", None)
+    run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+    try:
+        return CassetteSettings.build(
+            rootpath=config.rootpath,
+            directory=config.getoption("agent_cassette_dir")
+            or str(config.getini("agent_cassette_dir")),
+            cli_mode=config.getoption("agent_record"),
+            ini_mode=str(config.getini("agent_record_mode")),
+            all_tests=bool(config.getini("agent_all_tests")),
+            allow_unused=bool(config.getini("agent_allow_unused")),
+            allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
+            ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
+            cassette_format=str(config.getini("agent_cassette_format")),
+            secret_env=[str(e) for e in config.getini("agent_secret_env")],
+            record_failing=bool(config.getoption("agent_record_failing")),
+            run_id=run_id,
+        )
+    except CassetteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _is_agent_test(item: pytest.Item, settings: CassetteSettings) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if "fake_llm" in fixtures:
+        return False
+    return (
+        settings.all_tests
+        or item.get_closest_marker("agent") is not None
+        or bool(fixtures & _AGENT_FIXTURES)
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    try:
+        result = yield
+    except BaseException as exc:
+        cassette = item.stash.get(_CASSETTE_KEY, None)
+        if cassette is not None and cassette.misses:
+            raise CassetteMiss(cassette.miss_message(cassette.misses[0])) from exc
+        raise
+    cassette = item.stash.get(_CASSETTE_KEY, None)
+    if cassette is not None:
+        cassette.check()
+    return result
+
+
+@pytest.fixture
+def agent_cassette_config() -> dict[str, object]:
+    """Override to configure this package's cassettes for a folder or module, like
+    pytest-recording's ``vcr_config``: ``match_ignore`` (dotted body paths),
+    ``body_hook`` (a function normalising request bodies before matching),
+    ``allowed_hosts`` and ``redact_values`` (more literal secrets)."""
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | None]:
+    item = request.node
+    settings = request.config.stash[_CASSETTE_SETTINGS_KEY]
+    if not isinstance(item, pytest.Item) or not _is_agent_test(item, settings):
+        yield None
+        return
+    marker_kwargs: dict[str, object] = {}
+    for marker in reversed(list(item.iter_markers("agent"))):
+        marker_kwargs.update(marker.kwargs)
+    config = dict(request.getfixturevalue("agent_cassette_config"))
+    try:
+        options = TestOptions.resolve(settings, marker_kwargs, where=f"{item.nodeid}")
+    except CassetteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    cls = getattr(item, "cls", None)
+    path = cassette_path(
+        settings,
+        rootpath=request.config.rootpath,
+        module_path=Path(str(item.path)),
+        test_name=item.name,
+        class_name=cls.__name__ if cls is not None else None,
+        override=options.cassette,
+    )
+    redactor = Redactor(
+        env=(*DEFAULT_SECRET_ENV, *settings.secret_env),
+        extra_values=tuple(str(v) for v in config.get("redact_values", ())),
+    )
+    body_hook = config.get("body_hook")
+    cassette = Cassette(
+        path,
+        mode=options.mode,
+        test_id=item.nodeid,
+        redactor=redactor,
+        ignored_fields=(*options.ignore_fields, *config.get("match_ignore", ())),
+        body_hook=body_hook if callable(body_hook) else None,
+        allow_unused=options.allow_unused,
+        shared=options.cassette is not None,
+    )
+    guard = (
+        NetworkGuard(
+            (*options.allowed_hosts, *config.get("allowed_hosts", ())),
+            reason=f"replaying {path.name}",
+        )
+        if cassette.mode is RecordMode.NONE
+        else None
+    )
+    item.stash[_CASSETTE_KEY] = cassette
+    cassette.start()
+    if guard is not None:
+        guard.start()
+    try:
+        yield cassette
+    finally:
+        if guard is not None:
+            guard.stop()
+        cassette.stop()
+        item.stash[_CASSETTE_KEY] = None
+    if cassette.records:
+        call = item.stash.get(_REPORT_KEY, {}).get("call")
+        if call is not None and (call.passed or settings.record_failing):
+            cassette.save(settings.run_id)
+
+
+@pytest.fixture
+def agent_cassette(_agentctx_cassette: Cassette | None) -> Cassette:
+    """The test's cassette: its path, mode and interactions, recorded or replayed."""
+    if _agentctx_cassette is None:
+        raise CassetteError(
+            "agent_cassette is not available in a test that uses fake_llm: the fake model "
+            "answers its requests, so it has no cassette. Remove one of the two fixtures."
+        )
+    return _agentctx_cassette
 
 
 @pytest.fixture

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..context import ToolCall
 from ..exceptions import CodecError
 from ..tools import ToolSpec
 from .base import Completion, DecodedRequest, Usage, parse_arguments, require
+from .sse import SSEEvent, parse_sse, split_text
 
-__all__ = ["decode_request", "decode_response", "encode_request", "encode_response", "name"]
+__all__ = [
+    "decode_request",
+    "decode_response",
+    "decode_stream",
+    "encode_request",
+    "encode_response",
+    "encode_stream",
+    "name",
+]
 
 name = "anthropic_messages"
 
@@ -172,6 +182,18 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     )
 
 
+def _decode_usage(usage_data: Any) -> Usage | None:
+    """Usage of a message; cached input tokens count as input tokens."""
+    if not isinstance(usage_data, Mapping):
+        return None
+    return Usage(
+        input_tokens=int(usage_data.get("input_tokens") or 0)
+        + int(usage_data.get("cache_read_input_tokens") or 0)
+        + int(usage_data.get("cache_creation_input_tokens") or 0),
+        output_tokens=int(usage_data.get("output_tokens") or 0),
+    )
+
+
 def decode_response(body: Mapping[str, Any]) -> Completion:
     """A Messages response body as a :class:`Completion`."""
     blocks = require(body, "content", list, "anthropic_messages.decode_response")
@@ -189,22 +211,11 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
                     arguments=parse_arguments(block.get("input")),
                 )
             )
-    usage_data = body.get("usage")
-    usage = (
-        Usage(
-            input_tokens=int(usage_data.get("input_tokens") or 0)
-            + int(usage_data.get("cache_read_input_tokens") or 0)
-            + int(usage_data.get("cache_creation_input_tokens") or 0),
-            output_tokens=int(usage_data.get("output_tokens") or 0),
-        )
-        if isinstance(usage_data, Mapping)
-        else None
-    )
     return Completion(
         content="".join(texts) if texts else None,
         tool_calls=tuple(calls),
         model=body.get("model"),
-        usage=usage,
+        usage=_decode_usage(body.get("usage")),
         stop_reason=body.get("stop_reason"),
         response_id=body.get("id"),
     )
@@ -233,3 +244,160 @@ def encode_response(
         "stop_sequence": None,
         "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
     }
+
+
+# -- streaming (``stream: true``) ------------------------------------------------------
+
+#: The data of a ``ping`` event, byte for byte as the API sends it.
+_PING = '{"type": "ping"}'
+
+
+def _event(kind: str, **fields: Any) -> SSEEvent:
+    data = {"type": kind, **fields}
+    return SSEEvent(kind, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def encode_stream(completion: Completion, *, response_id: str, created: int = 0) -> list[SSEEvent]:
+    """The events Anthropic streams for ``completion`` (a request with ``stream: true``).
+
+    In order, each with its ``event:`` name as the API sends them: ``message_start`` (the
+    message with no content, its input tokens), for each content block (the text, then one
+    per tool call) ``content_block_start``, its deltas (``text_delta`` pieces, or
+    ``input_json_delta`` fragments of the tool input after an empty one) and
+    ``content_block_stop``, with a ``ping`` after the first block starts;
+    ``message_delta`` (``stop_reason`` and the usage) and ``message_stop``. ``created`` is
+    accepted for symmetry with the other codecs; Messages streams carry no timestamp.
+    """
+    usage = completion.usage or Usage()
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if completion.content:
+        blocks.append(
+            (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": piece} for piece in split_text(completion.content)],
+            )
+        )
+    for call in completion.tool_calls:
+        fragments = (
+            split_text(json.dumps(call.arguments, ensure_ascii=False)) if call.arguments else []
+        )
+        blocks.append(
+            (
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+                [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *fragments]],
+            )
+        )
+    events = [
+        _event(
+            "message_start",
+            message={
+                "id": response_id,
+                "type": "message",
+                "role": "assistant",
+                "model": completion.model or "unknown",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": min(1, usage.output_tokens),
+                },
+            },
+        )
+    ]
+    for index, (start, deltas) in enumerate(blocks):
+        events.append(_event("content_block_start", index=index, content_block=start))
+        if index == 0:
+            events.append(SSEEvent("ping", _PING))
+        events.extend(_event("content_block_delta", index=index, delta=delta) for delta in deltas)
+        events.append(_event("content_block_stop", index=index))
+    if not blocks:
+        events.append(SSEEvent("ping", _PING))
+    events.append(
+        _event(
+            "message_delta",
+            delta={
+                "stop_reason": completion.stop_reason
+                or ("tool_use" if completion.tool_calls else "end_turn"),
+                "stop_sequence": None,
+            },
+            usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        )
+    )
+    events.append(_event("message_stop"))
+    return events
+
+
+def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
+    """A streamed message (its events, or the raw body) as a :class:`Completion`.
+
+    Joins the deltas the way the SDK does: text deltas into their text block, tool input
+    fragments into their ``tool_use`` block's input; usage from ``message_start`` updated
+    by ``message_delta``. Thinking blocks and ``ping`` events are skipped; an ``error``
+    event raises :class:`CodecError`.
+    """
+    if isinstance(events, (bytes, str)):
+        events = parse_sse(events)
+    message: Mapping[str, Any] = {}
+    usage_data: dict[str, Any] = {}
+    stop_reason: str | None = None
+    blocks: dict[int, dict[str, Any]] = {}
+    parts: dict[int, list[str]] = {}
+    for position, item in enumerate(events):
+        if item.event == "ping" or not item.data:
+            continue
+        where = f"anthropic_messages.decode_stream event #{position} ({item.event})"
+        try:
+            data = json.loads(item.data)
+        except json.JSONDecodeError as exc:
+            raise CodecError(
+                f"{where}: the data is not JSON ({exc}): {item.data[:80]!r}. Is this a "
+                "Messages stream?"
+            ) from None
+        kind = require(data, "type", str, where)
+        if kind == "error":
+            raise CodecError(f"{where}: the stream reports an error: {data.get('error')!r}.")
+        if kind == "message_start":
+            message = require(data, "message", Mapping, where)
+            usage_data.update(message.get("usage") or {})
+        elif kind == "content_block_start":
+            index = require(data, "index", int, where)
+            blocks[index] = dict(require(data, "content_block", Mapping, where))
+            parts[index] = []
+        elif kind == "content_block_delta":
+            index = require(data, "index", int, where)
+            delta = require(data, "delta", Mapping, where)
+            if index not in parts:
+                raise CodecError(
+                    f"{where}: a delta for content block {index}, which never started. "
+                    "Is the stream complete and in order?"
+                )
+            if delta.get("type") == "text_delta":
+                parts[index].append(delta.get("text", ""))
+            elif delta.get("type") == "input_json_delta":
+                parts[index].append(delta.get("partial_json", ""))
+        elif kind == "message_delta":
+            stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
+            usage_data.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for index, block in sorted(blocks.items()):
+        joined = "".join(parts[index])
+        if block.get("type") == "text":
+            texts.append(block.get("text", "") + joined)
+        elif block.get("type") == "tool_use":
+            calls.append(
+                ToolCall(
+                    id=block.get("id") or "",
+                    name=block.get("name", ""),
+                    arguments=parse_arguments(joined or block.get("input")),
+                )
+            )
+    return Completion(
+        content="".join(texts) if texts else None,
+        tool_calls=tuple(calls),
+        model=message.get("model"),
+        usage=_decode_usage(usage_data) if usage_data else None,
+        stop_reason=stop_reason,
+        response_id=message.get("id"),
+    )

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..context import ToolCall
 from ..exceptions import CodecError
 from ..tools import ToolSpec
 from .base import Completion, DecodedRequest, Usage, parse_arguments, require
+from .sse import DONE, SSEEvent, parse_sse, split_text
 
-__all__ = ["decode_request", "decode_response", "encode_request", "encode_response", "name"]
+__all__ = [
+    "decode_request",
+    "decode_response",
+    "decode_stream",
+    "encode_request",
+    "encode_response",
+    "encode_stream",
+    "name",
+]
 
 name = "openai_chat"
 
@@ -142,6 +152,15 @@ def _decode_tool_call(call: Any, where: str) -> ToolCall:
     )
 
 
+def _decode_usage(usage_data: Any) -> Usage | None:
+    if not isinstance(usage_data, Mapping):
+        return None
+    return Usage(
+        input_tokens=int(usage_data.get("prompt_tokens") or 0),
+        output_tokens=int(usage_data.get("completion_tokens") or 0),
+    )
+
+
 def decode_response(body: Mapping[str, Any]) -> Completion:
     """A chat completions response body as a :class:`Completion`."""
     choices = require(body, "choices", list, "openai_chat.decode_response")
@@ -155,20 +174,11 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
         _decode_tool_call(call, f"openai_chat.decode_response choices[0].message.tool_calls[{i}]")
         for i, call in enumerate(message.get("tool_calls") or [])
     )
-    usage_data = body.get("usage")
-    usage = (
-        Usage(
-            input_tokens=int(usage_data.get("prompt_tokens") or 0),
-            output_tokens=int(usage_data.get("completion_tokens") or 0),
-        )
-        if isinstance(usage_data, Mapping)
-        else None
-    )
     return Completion(
         content=_content_text(message.get("content")),
         tool_calls=calls,
         model=body.get("model"),
-        usage=usage,
+        usage=_decode_usage(body.get("usage")),
         stop_reason=choice.get("finish_reason"),
         response_id=body.get("id"),
     )
@@ -213,3 +223,149 @@ def encode_response(
             "total_tokens": usage.total_tokens,
         },
     }
+
+
+# -- streaming (``stream: true``) ------------------------------------------------------
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_stream(
+    completion: Completion, *, response_id: str, created: int = 0, include_usage: bool = False
+) -> list[SSEEvent]:
+    """The events OpenAI streams for ``completion`` (a request with ``stream: true``).
+
+    In order, as the API sends them: a chunk with ``role`` (carrying the first tool call's
+    ``id`` and ``name`` when there is no text), the text in token-like pieces, for each tool
+    call a chunk with its ``index``, ``id`` and ``name`` and then its arguments in pieces, a
+    chunk with ``finish_reason`` and an empty delta, with ``include_usage`` (the request's
+    ``stream_options.include_usage``) a last chunk with no choices and the usage, and
+    ``data: [DONE]``. With ``include_usage`` every chunk has ``"usage": null``, as OpenAI
+    sends it.
+    """
+    model = completion.model or "unknown"
+    calls = completion.tool_calls
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> SSEEvent:
+        data: dict[str, Any] = {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if include_usage:
+            data["usage"] = None
+        return SSEEvent(None, _json(data))
+
+    def announce(index: int, call: ToolCall) -> dict[str, Any]:
+        return {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+
+    first: dict[str, Any] = {
+        "role": "assistant",
+        "content": None if completion.content is None else "",
+    }
+    announced = completion.content is None and bool(calls)
+    if announced:
+        first["tool_calls"] = [announce(0, calls[0])]
+    first["refusal"] = None
+    events = [chunk(first)]
+    events.extend(chunk({"content": piece}) for piece in split_text(completion.content or ""))
+    for index, call in enumerate(calls):
+        if not (announced and index == 0):
+            events.append(chunk({"tool_calls": [announce(index, call)]}))
+        events.extend(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in split_text(call.arguments_json)
+        )
+    finish_reason = completion.stop_reason or ("tool_calls" if calls else "stop")
+    events.append(chunk({}, finish_reason))
+    if include_usage:
+        usage = completion.usage or Usage()
+        data = {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        }
+        events.append(SSEEvent(None, _json(data)))
+    events.append(SSEEvent(None, DONE))
+    return events
+
+
+def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
+    """A streamed chat completion (its events, or the raw body) as a :class:`Completion`.
+
+    Joins the text and tool-call deltas the way the SDK does (tool calls by ``index``,
+    argument fragments concatenated); usage comes from the chunk that carries it, if the
+    request asked for one. Stops at ``data: [DONE]``.
+    """
+    if isinstance(events, (bytes, str)):
+        events = parse_sse(events)
+    response_id: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: Usage | None = None
+    texts: list[str] | None = None
+    calls: dict[int, dict[str, Any]] = {}
+    for position, item in enumerate(events):
+        if item.data == DONE:
+            break
+        where = f"openai_chat.decode_stream event #{position}"
+        try:
+            chunk = json.loads(item.data)
+        except json.JSONDecodeError as exc:
+            raise CodecError(
+                f"{where}: the data is not JSON ({exc}): {item.data[:80]!r}. Is this a chat "
+                "completions stream?"
+            ) from None
+        if not isinstance(chunk, Mapping):
+            raise CodecError(f"{where}: expected a JSON object, got {type(chunk).__name__}.")
+        if chunk.get("error"):
+            raise CodecError(f"{where}: the stream reports an error: {chunk['error']!r}.")
+        response_id = chunk.get("id") or response_id
+        model = chunk.get("model") or model
+        usage = _decode_usage(chunk.get("usage")) or usage
+        for choice in require(chunk, "choices", list, where):
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str):
+                texts = texts if texts is not None else []
+                texts.append(content)
+            for call in delta.get("tool_calls") or []:
+                slot = calls.setdefault(call.get("index", 0), {"id": "", "name": "", "args": []})
+                slot["id"] = call.get("id") or slot["id"]
+                function = call.get("function") or {}
+                slot["name"] += function.get("name") or ""
+                slot["args"].append(function.get("arguments") or "")
+            stop_reason = choice.get("finish_reason") or stop_reason
+    return Completion(
+        content=None if texts is None else "".join(texts),
+        tool_calls=tuple(
+            ToolCall(
+                id=slot["id"], name=slot["name"], arguments=parse_arguments("".join(slot["args"]))
+            )
+            for _, slot in sorted(calls.items())
+        ),
+        model=model,
+        usage=usage,
+        stop_reason=stop_reason,
+        response_id=response_id,
+    )

@@ -587,6 +587,27 @@ async def test_final_output_of_an_answer_without_content_is_none() -> None:
     assert started().add_assistant_message(None).final_output is None
 
 
+async def test_final_output_is_none_when_a_complete_iteration_ends_asking_for_tools() -> None:
+    # A captured run can stop (max iterations) right after its tool calls were answered.
+    asking = Message(role="assistant", content="Let me check.", tool_calls=[WEATHER_CALL])
+    context = AgentContext(
+        iterations=[
+            Iteration(
+                number=1,
+                messages=[USER, asking, WEATHER_MESSAGE],
+                tool_calls=[WEATHER_CALL],
+                started_at=T0,
+                completed_at=at(1),
+            )
+        ],
+        current_iteration=1,
+        created_at=T0,
+        updated_at=at(1),
+    )
+
+    assert context.final_output is None
+
+
 async def test_all_tool_calls_lists_every_call_of_the_run_in_order() -> None:
     assert [call.id for call in multi_turn().all_tool_calls] == ["call_1", "call_2", "call_3"]
 

@@ -229,9 +229,7 @@ async def test_require_names_the_missing_field_and_the_fields_present():
 
 
 async def test_require_names_the_wrong_type_and_the_expected_one():
-    with pytest.raises(
-        CodecError, match=r"^decode: field 'choices' is a dict, expected list\.$"
-    ):
+    with pytest.raises(CodecError, match=r"^decode: field 'choices' is a dict, expected list\.$"):
         require({"choices": {}}, "choices", list, "decode")
 
 

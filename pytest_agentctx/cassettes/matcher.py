@@ -1,0 +1,178 @@
+"""LLM-aware request matching: method, host, path, query and the normalised JSON body.
+
+A request's key is built once; the cassette keeps an index from key to the recorded
+interactions with that key, in order, so replay costs the same whatever the cassette size
+and identical requests replay their recorded answers in order. Bodies are compared as
+canonical JSON (sorted keys, no whitespace) with volatile fields removed: a default list
+plus the user's own, given as dotted paths (``metadata.user_id``; ``*`` matches any key
+or list index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+__all__ = [
+    "DEFAULT_IGNORED_FIELDS",
+    "NO_JSON",
+    "RequestKey",
+    "json_diff",
+    "make_key",
+    "strip_fields",
+]
+
+#: Body fields that change from run to run without changing what the agent asks.
+DEFAULT_IGNORED_FIELDS: tuple[str, ...] = (
+    "user",
+    "metadata.user_id",
+    "prompt_cache_key",
+    "safety_identifier",
+)
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+BodyHook = Callable[[Any], Any]
+
+#: What :func:`parse_json` returns for a body that is not JSON.
+NO_JSON: Any = object()
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    """What two requests must share to match."""
+
+    method: str
+    host: str
+    path: str
+    query: tuple[tuple[str, str], ...]
+    body: str
+
+    def describe(self) -> str:
+        query = "&".join(f"{k}={v}" for k, v in self.query)
+        return f"{self.method} {self.host}{self.path}{'?' + query if query else ''}"
+
+
+def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme):
+        host = f"{host}:{parts.port}"
+    query = tuple(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+    return host, parts.path or "/", query
+
+
+def strip_fields(value: Any, paths: Iterable[Sequence[str]]) -> Any:
+    """A copy of ``value`` without the fields at the given split dotted paths."""
+    result = value
+    for path in paths:
+        result = _strip(result, list(path))
+    return result
+
+
+def _strip(value: Any, path: list[str]) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        if not rest:
+            if head == "*":
+                return {}
+            return {k: v for k, v in value.items() if k != head}
+        return {k: (_strip(v, rest) if head in ("*", k) else v) for k, v in value.items()}
+    if isinstance(value, list):
+        if head == "*":
+            return [_strip(item, rest) for item in value] if rest else []
+        if head.isdigit() and int(head) < len(value):
+            index = int(head)
+            if not rest:
+                return value[:index] + value[index + 1 :]
+            return [*value[:index], _strip(value[index], rest), *value[index + 1 :]]
+    return value
+
+
+def canonical_body(
+    body_json: Any, raw: bytes | None, ignored: Sequence[Sequence[str]], hook: BodyHook | None
+) -> str:
+    """The body part of a key: canonical JSON, or a digest of non-JSON bytes."""
+    if body_json is NO_JSON:
+        if not raw:
+            return ""
+        return "sha256:" + hashlib.sha256(raw).hexdigest()
+    value = strip_fields(body_json, ignored)
+    if hook is not None:
+        value = hook(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_json(raw: bytes | None) -> Any:
+    """The JSON value of ``raw``, or a marker when it is not JSON."""
+    if not raw:
+        return NO_JSON
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return NO_JSON
+
+
+def make_key(
+    method: str,
+    url: str,
+    body_json: Any,
+    raw: bytes | None,
+    *,
+    ignored: Sequence[Sequence[str]],
+    hook: BodyHook | None = None,
+) -> RequestKey:
+    """The match key of one request (pass ``body_json=parse_json(raw)`` when unknown)."""
+    host, path, query = _host(url)
+    return RequestKey(
+        method.upper(), host, path, query, canonical_body(body_json, raw, ignored, hook)
+    )
+
+
+def json_diff(expected: Any, actual: Any, path: str = "", limit: int = 20) -> list[str]:
+    """Field-level differences, one ``path: expected != actual`` line each."""
+    out: list[str] = []
+    _diff(expected, actual, path, out, limit)
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _diff(expected: Any, actual: Any, path: str, out: list[str], limit: int) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in actual:
+                out.append(f"{sub}: recorded {_short(expected[key])}, now missing")
+            elif key not in expected:
+                out.append(f"{sub}: not recorded, now {_short(actual[key])}")
+            else:
+                _diff(expected[key], actual[key], sub, out, limit)
+            if len(out) >= limit:
+                return
+        return
+    if isinstance(expected, list) and isinstance(actual, list):
+        for index in range(max(len(expected), len(actual))):
+            sub = f"{path}[{index}]"
+            if index >= len(actual):
+                out.append(f"{sub}: recorded {_short(expected[index])}, now missing")
+            elif index >= len(expected):
+                out.append(f"{sub}: not recorded, now {_short(actual[index])}")
+            else:
+                _diff(expected[index], actual[index], sub, out, limit)
+            if len(out) >= limit:
+                return
+        return
+    if expected != actual or type(expected) is not type(actual):
+        out.append(f"{path or '(body)'}: recorded {_short(expected)} != now {_short(actual)}")

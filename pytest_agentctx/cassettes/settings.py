@@ -1,0 +1,159 @@
+"""The cassette options of a session and of one test, read and checked in one place."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import CassetteError
+from .matcher import DEFAULT_IGNORED_FIELDS
+from .session import RecordMode
+
+__all__ = ["MARKER_OPTIONS", "CassetteSettings", "TestOptions", "cassette_path", "parse_mode"]
+
+#: Keyword options of ``@pytest.mark.agent(...)`` that the cassettes understand.
+MARKER_OPTIONS = ("cassette", "allow_unused", "record_mode", "allowed_hosts", "match_ignore")
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
+
+
+def parse_mode(value: str, *, where: str) -> RecordMode:
+    """A record mode from its name, or a clear error naming where it came from."""
+    try:
+        return RecordMode(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(mode.value for mode in RecordMode)
+        raise CassetteError(
+            f"{where}: record mode {value!r} does not exist; choose one of {choices} "
+            "(e.g. pytest --agent-record=missing)."
+        ) from None
+
+
+@dataclass(frozen=True)
+class CassetteSettings:
+    """Session-wide cassette settings (command line over ini)."""
+
+    directory: Path
+    mode: RecordMode = RecordMode.NONE
+    mode_from_command_line: bool = False
+    all_tests: bool = False
+    allow_unused: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    ignore_fields: tuple[str, ...] = DEFAULT_IGNORED_FIELDS
+    extension: str = ".json"
+    secret_env: tuple[str, ...] = ()
+    record_failing: bool = False
+    run_id: str = ""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        rootpath: Path,
+        directory: str,
+        cli_mode: str | None,
+        ini_mode: str,
+        all_tests: bool,
+        allow_unused: bool,
+        allowed_hosts: Iterable[str],
+        ignore_fields: Iterable[str],
+        cassette_format: str,
+        secret_env: Iterable[str],
+        record_failing: bool,
+        run_id: str,
+    ) -> CassetteSettings:
+        fmt = cassette_format.strip().lower()
+        if fmt not in ("json", "yaml"):
+            raise CassetteError(
+                f"agent_cassette_format = {cassette_format!r}; expected json or yaml."
+            )
+        mode = parse_mode(cli_mode, where="--agent-record") if cli_mode else None
+        path = Path(directory)
+        return cls(
+            directory=path if path.is_absolute() else rootpath / path,
+            mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
+            mode_from_command_line=mode is not None,
+            all_tests=all_tests,
+            allow_unused=allow_unused,
+            allowed_hosts=tuple(allowed_hosts),
+            ignore_fields=(*DEFAULT_IGNORED_FIELDS, *ignore_fields),
+            extension=f".{fmt}",
+            secret_env=tuple(secret_env),
+            record_failing=record_failing,
+            run_id=run_id,
+        )
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """Per-test options from ``@pytest.mark.agent(...)`` laid over the session settings."""
+
+    cassette: str | None = None
+    allow_unused: bool = False
+    mode: RecordMode = RecordMode.NONE
+    allowed_hosts: tuple[str, ...] = ()
+    ignore_fields: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def resolve(
+        cls, settings: CassetteSettings, marker_kwargs: Mapping[str, Any], *, where: str
+    ) -> TestOptions:
+        mode = settings.mode
+        if "record_mode" in marker_kwargs and not settings.mode_from_command_line:
+            mode = parse_mode(str(marker_kwargs["record_mode"]), where=where)
+        cassette = marker_kwargs.get("cassette")
+        if cassette is not None and (not isinstance(cassette, str) or not cassette.strip()):
+            raise CassetteError(
+                f"{where}: cassette={cassette!r}; give a file name such as "
+                "cassette='weather_shared' (relative to the cassette directory) or a path."
+            )
+        hosts = marker_kwargs.get("allowed_hosts", ())
+        fields = marker_kwargs.get("match_ignore", ())
+        for name, value in (("allowed_hosts", hosts), ("match_ignore", fields)):
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise CassetteError(
+                    f"{where}: {name}={value!r}; expected a list of strings, e.g. {name}=['...']."
+                )
+        return cls(
+            cassette=cassette,
+            allow_unused=bool(marker_kwargs.get("allow_unused", settings.allow_unused)),
+            mode=mode,
+            allowed_hosts=(*settings.allowed_hosts, *hosts),
+            ignore_fields=(*settings.ignore_fields, *fields),
+            extra={k: v for k, v in marker_kwargs.items() if k not in MARKER_OPTIONS},
+        )
+
+    def with_mode(self, mode: RecordMode) -> TestOptions:
+        return replace(self, mode=mode)
+
+
+def cassette_path(
+    settings: CassetteSettings,
+    *,
+    rootpath: Path,
+    module_path: Path,
+    test_name: str,
+    class_name: str | None,
+    override: str | None,
+) -> Path:
+    """Where a test's cassette lives.
+
+    By default ``<dir>/<module path without .py>/<Class.>test_name<ext>``; a marker's
+    ``cassette=`` names a shared file relative to ``<dir>`` (or an absolute path).
+    """
+    if override:
+        path = Path(override)
+        if not path.suffix:
+            path = path.with_suffix(settings.extension)
+        return path if path.is_absolute() else settings.directory / path
+    try:
+        relative = module_path.relative_to(rootpath)
+    except ValueError:
+        relative = Path(module_path.name)
+    folder = settings.directory / relative.with_suffix("")
+    name = f"{class_name}.{test_name}" if class_name else test_name
+    return folder / f"{_UNSAFE.sub('_', name)}{settings.extension}"

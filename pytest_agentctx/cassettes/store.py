@@ -1,0 +1,316 @@
+"""Reading and writing cassette files.
+
+The package writes its own format: a JSON (default) or YAML document::
+
+    {"cassette": "pytest-agentctx", "version": 1, "interactions": [
+        {"request": {"method": "POST", "url": "...", "headers": {...}, "body": {"json": {...}}},
+         "response": {"status": 200, "headers": {...}, "body": {"sse": [...]}}}]}
+
+Bodies are stored decoded and readable (see :mod:`.body`); keys are sorted; secrets were
+redacted before anything was written. Writes are atomic (a temporary file renamed over the
+old one) and serialised across processes with a file lock, so ``pytest -n`` workers that
+record into one shared cassette keep every interaction.
+
+It also reads the vcrpy YAML cassettes other tools write (pytest-recording, vcrpy,
+pydantic-ai's ``parsed_body`` variant, gzip ``!!binary`` bodies, pretty-printed bodies), so
+existing cassettes replay without conversion.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import CassetteFormatError
+from .body import Body, decompress, encode_body
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "Interaction",
+    "dump_cassette",
+    "load_cassette",
+    "locked",
+    "write_cassette",
+]
+
+FORMAT_NAME = "pytest-agentctx"
+FORMAT_VERSION = 1
+
+#: Response headers that describe the wire encoding of a body stored decoded.
+_ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+@dataclass
+class Interaction:
+    """One recorded request and its response, in stored form."""
+
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: Body
+    status: int
+    response_headers: dict[str, str]
+    response_body: Body
+    #: Where it came from (``path#index``), for messages.
+    origin: str = ""
+    _request_json: Any = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request": {
+                "method": self.method,
+                "url": self.url,
+                "headers": self.request_headers,
+                "body": self.request_body,
+            },
+            "response": {
+                "status": self.status,
+                "headers": self.response_headers,
+                "body": self.response_body,
+            },
+        }
+
+    @property
+    def is_stream(self) -> bool:
+        return bool(self.response_body and "sse" in self.response_body)
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def _headers(raw: Any) -> dict[str, str]:
+    """Headers of any stored shape as a dict of lower-case names to strings."""
+    result: dict[str, str] = {}
+    if not raw:
+        return result
+    items = raw.items() if isinstance(raw, Mapping) else raw
+    for name, value in items:
+        if isinstance(value, list):
+            text = ", ".join(str(v) for v in value)
+        else:
+            text = "" if value is None else str(value)
+        result[str(name).lower()] = text
+    return result
+
+
+def _as_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
+
+
+def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
+    version = data.get("version")
+    if version != FORMAT_VERSION:
+        raise CassetteFormatError(
+            f"{where}: cassette format version {version!r}; this pytest-agentctx reads version "
+            f"{FORMAT_VERSION}. Re-record it: pytest --agent-record, or upgrade pytest-agentctx."
+        )
+    out = []
+    for index, item in enumerate(data.get("interactions") or []):
+        try:
+            request, response = item["request"], item["response"]
+            out.append(
+                Interaction(
+                    method=str(request["method"]).upper(),
+                    url=str(request["url"]),
+                    request_headers=_headers(request.get("headers")),
+                    request_body=request.get("body"),
+                    status=int(response["status"]),
+                    response_headers=_headers(response.get("headers")),
+                    response_body=response.get("body"),
+                    origin=f"{where}#{index}",
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CassetteFormatError(
+                f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
+                "each needs request.method, request.url and response.status. Fix the file or "
+                "re-record it with pytest --agent-record."
+            ) from None
+    return out
+
+
+def _vcr_body(container: Mapping[str, Any], headers: dict[str, str], is_response: bool) -> Body:
+    if "parsed_body" in container:  # pydantic-ai's serializer
+        return {"json": container["parsed_body"]}
+    raw_body = container.get("body")
+    if is_response and isinstance(raw_body, Mapping):
+        raw_body = raw_body.get("string")
+    raw = _as_bytes(raw_body)
+    decoded, ok = decompress(raw, headers.get("content-encoding"))
+    if not ok:
+        return {"base64": base64.b64encode(raw).decode("ascii")}
+    return encode_body(decoded, headers.get("content-type"))
+
+
+def _from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
+    out = []
+    for index, item in enumerate(data.get("interactions") or []):
+        try:
+            request, response = item["request"], item["response"]
+            request_headers = _headers(request.get("headers"))
+            response_headers = _headers(response.get("headers"))
+            status = response["status"]
+            code = int(status["code"] if isinstance(status, Mapping) else status)
+            interaction = Interaction(
+                method=str(request["method"]).upper(),
+                url=str(request["uri"]),
+                request_headers={
+                    k: v for k, v in request_headers.items() if k not in _ENCODING_HEADERS
+                },
+                request_body=_vcr_body(request, request_headers, False),
+                status=code,
+                response_headers={
+                    k: v for k, v in response_headers.items() if k not in _ENCODING_HEADERS
+                },
+                response_body=_vcr_body(response, response_headers, True),
+                origin=f"{where}#{index}",
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CassetteFormatError(
+                f"{where}: vcrpy interaction #{index} is malformed ({type(exc).__name__}: "
+                f"{exc}); expected request.method/uri and response.status.code."
+            ) from None
+        out.append(interaction)
+    return out
+
+
+def _parse(text: str, path: Path) -> Any:
+    where = str(path)
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CassetteFormatError(
+                f"{where}: not valid JSON ({exc}). Restore it from version control or "
+                "re-record it with pytest --agent-record."
+            ) from None
+    try:
+        import yaml
+    except ImportError:
+        raise CassetteFormatError(
+            f"{where}: reading YAML cassettes needs PyYAML. Run: pip install pyyaml"
+        ) from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise CassetteFormatError(
+            f"{where}: not valid YAML ({exc}). Restore it from version control or "
+            "re-record it with pytest --agent-record."
+        ) from None
+
+
+def parse_cassette(text: str, path: Path) -> list[Interaction]:
+    """The interactions in a cassette's text (native or vcrpy format)."""
+    data = _parse(text, path)
+    if data is None:
+        return []
+    if not isinstance(data, Mapping) or not isinstance(data.get("interactions", []), list):
+        raise CassetteFormatError(
+            f"{path}: expected a mapping with an 'interactions' list, got "
+            f"{type(data).__name__}. Is this a cassette?"
+        )
+    if data.get("cassette") == FORMAT_NAME:
+        return _from_native(data, str(path))
+    return _from_vcr(data, str(path))
+
+
+_cache: dict[Path, tuple[int, int, list[Interaction]]] = {}
+
+
+def load_cassette(path: Path) -> list[Interaction]:
+    """The interactions of the cassette at ``path`` (``[]`` if there is none).
+
+    Parsed files are cached by modification time and size, so tests that share a
+    cassette parse it once per process.
+    """
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return []
+    cached = _cache.get(path)
+    if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+        return list(cached[2])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CassetteFormatError(
+            f"{path}: not UTF-8 text. A compressed cassette (.yaml.gz) must be unpacked first."
+        ) from None
+    interactions = parse_cassette(text, path)
+    _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
+    return list(interactions)
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def dump_cassette(interactions: list[Interaction], path: Path) -> str:
+    """The text of a cassette in the package's format (JSON, or YAML by extension)."""
+    data = {
+        "cassette": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "interactions": [interaction.to_dict() for interaction in interactions],
+    }
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        text: str = yaml.dump(
+            data, Dumper=dumper, sort_keys=True, allow_unicode=True, default_flow_style=False
+        )
+        return text
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _lock_path(path: Path) -> Path:
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    folder = Path(tempfile.gettempdir()) / "pytest-agentctx-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{digest}.lock"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[Path]:
+    """Hold an exclusive lock for ``path`` across processes (the lock lives in the temp dir,
+    so cassette folders get no lock files). Yields the lock file's path."""
+    lock_file = _lock_path(path)
+    with open(lock_file, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield lock_file
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def write_cassette(path: Path, interactions: list[Interaction]) -> None:
+    """Write atomically: a temporary file beside ``path``, flushed, then renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = dump_cassette(interactions, path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        raise
+    _cache.pop(path, None)

@@ -1,0 +1,572 @@
+"""Snapshots of the iteration context: a syrupy extension, its serializer and assertion.
+
+``assert result.context == agent_snapshot`` stores the context in
+``__snapshots__/<test module>/<test name>.agentctx``, one file per snapshot, and compares
+later runs with it. The file is plain text, one value per line, each line led by the path
+of its value, so a behaviour change is a small diff in review::
+
+    # pytest-agentctx snapshot, format 1
+    AgentContext
+    iterations = [2 items]
+    iterations[0] = Iteration
+    iterations[0].number = 1
+    iterations[0].messages = [3 items]
+    iterations[0].messages[0] = Message
+    iterations[0].messages[0].role = 'user'
+    iterations[0].messages[0].content = 'Weather in Paris?'
+    ...
+
+Every model is expanded field by field (fields at their default value are left out, so a
+new optional field does not change old snapshots). Timestamps are written as offsets from
+the run's start (``<t+3s>``), generated ids as ``<id:1>``, ``<id:2>`` in first-seen order.
+:class:`SnapshotOptions` adds hooks for other volatile values and projections for long runs
+(the last N iterations, selected fields, truncated strings).
+
+The first line names the format version. A snapshot written in another version fails with
+a request to re-run pytest with ``--snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
+from datetime import date, datetime, time, timedelta
+from enum import Enum
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from syrupy.assertion import DiffMode, SnapshotAssertion
+from syrupy.data import SnapshotCollection
+from syrupy.exceptions import TaintedSnapshotError
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SnapshotIndex
+
+from ._paths import compile_globs, segment
+from ._seq import Seq
+from .context import AgentContext
+from .exceptions import SnapshotError
+from .runtime import RunResult
+
+__all__ = [
+    "FILE_EXTENSION",
+    "FORMAT_VERSION",
+    "AgentSnapshotAssertion",
+    "AgentSnapshotExtension",
+    "SnapshotOptions",
+    "serialize",
+]
+
+#: Bumped whenever the serialized form changes; old snapshots then need --snapshot-update.
+FORMAT_VERSION = 1
+#: The extension of snapshot files.
+FILE_EXTENSION = "agentctx"
+HEADER = f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
+
+_NO_DEFAULT: Any = object()
+
+
+def _as_globs(value: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    globs = tuple(value)
+    for glob in globs:
+        if not isinstance(glob, str) or not glob:
+            raise SnapshotError(
+                f"SnapshotOptions({what}=...): {glob!r} is not a path glob; give strings such "
+                "as 'iterations[*].metadata' or 'latency_ms'."
+            )
+    return globs
+
+
+def _positive(value: int | None, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SnapshotError(
+            f"SnapshotOptions({what}={value!r}): expected a whole number of at least 1, "
+            f"or None for no limit."
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    """How a value is written into a snapshot: volatile values and projections.
+
+    - ``normalize``: ``{path glob: replacement}`` for values that change from run to run.
+      The replacement is written as it is, or, if it is a function, the function receives
+      the value and its result is written like any value.
+    - ``ids``: names of the fields and keys whose string values are generated ids, written
+      as ``<id:1>``, ``<id:2>``... in first-seen order (the same id, the same number).
+    - ``last``: keep only the last N iterations of the run.
+    - ``fields``: keep only the values at these path globs (and everything below them).
+    - ``omit``: leave out the values at these path globs.
+    - ``truncate``: cut strings longer than this many characters.
+
+    Path globs: ``*`` is any run of characters inside one path segment, ``**`` any run
+    across segments, and a bare name (``latency_ms``) matches that field anywhere.
+    """
+
+    normalize: Mapping[str, Any] = field(default_factory=dict)
+    ids: tuple[str, ...] = ("id", "*_id")
+    last: int | None = None
+    fields: tuple[str, ...] = ()
+    omit: tuple[str, ...] = ()
+    truncate: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.normalize, Mapping):
+            raise SnapshotError(
+                f"SnapshotOptions(normalize={self.normalize!r}): expected a mapping of path "
+                "globs to replacements, e.g. {'**.latency_ms': '<latency>'}."
+            )
+        _as_globs(list(self.normalize), "normalize")
+        object.__setattr__(self, "normalize", dict(self.normalize))
+        object.__setattr__(self, "ids", _as_globs(self.ids, "ids"))
+        object.__setattr__(self, "fields", _as_globs(self.fields, "fields"))
+        object.__setattr__(self, "omit", _as_globs(self.omit, "omit"))
+        _positive(self.last, "last")
+        _positive(self.truncate, "truncate")
+
+    def merged(
+        self,
+        *,
+        normalize: Mapping[str, Any] | None = None,
+        ids: Iterable[str] | None = None,
+        last: int | None = None,
+        fields: str | Iterable[str] | None = None,
+        omit: str | Iterable[str] | None = None,
+        truncate: int | None = None,
+    ) -> SnapshotOptions:
+        """These options with more: ``normalize`` and ``omit`` add, the others replace."""
+        return SnapshotOptions(
+            normalize={**self.normalize, **(normalize or {})},
+            ids=self.ids if ids is None else tuple(ids),
+            last=self.last if last is None else last,
+            fields=self.fields if fields is None else _as_globs(fields, "fields"),
+            omit=(*self.omit, *_as_globs(omit, "omit")),
+            truncate=self.truncate if truncate is None else truncate,
+        )
+
+    def describe(self) -> str | None:
+        """The projection in words, for the snapshot's header (``None`` if there is none)."""
+        parts = []
+        if self.last is not None:
+            parts.append(f"last {self.last} iterations")
+        if self.fields:
+            parts.append(f"fields {', '.join(self.fields)}")
+        if self.omit:
+            parts.append(f"without {', '.join(self.omit)}")
+        if self.truncate is not None:
+            parts.append(f"strings cut at {self.truncate} characters")
+        return "; ".join(parts) or None
+
+
+_DEFAULT_OPTIONS = SnapshotOptions()
+_FIELD_SPECS: dict[type, list[tuple[str, str, Any]]] = {}
+
+
+def _field_specs(cls: type[BaseModel]) -> list[tuple[str, str, Any]]:
+    """(name, ".name", default) for each field of a model, in declaration order."""
+    specs = _FIELD_SPECS.get(cls)
+    if specs is None:
+        specs = []
+        for name, info in cls.model_fields.items():
+            if info.is_required():
+                default = _NO_DEFAULT
+            elif info.default_factory is not None:
+                default = info.default_factory()  # type: ignore[call-arg]
+            else:
+                default = info.default
+            specs.append((name, "." + name, default))
+        _FIELD_SPECS[cls] = specs
+    return specs
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if default is _NO_DEFAULT:
+        return False
+    if value is default:
+        return True
+    return type(value) is type(default) and bool(value == default)
+
+
+def _sort_key(key: Any) -> tuple[int, str]:
+    return (0, key) if isinstance(key, str) else (1, repr(key))
+
+
+class _Writer:
+    """Writes one value into lines; one writer per snapshot (ids and the start are its own)."""
+
+    def __init__(self, options: SnapshotOptions) -> None:
+        self.lines: list[str] = []
+        self.start: datetime | None = None
+        self.id_numbers: dict[str, str] = {}
+        self.id_keys = compile_globs(options.ids)
+        self.id_cache: dict[Any, bool] = {}
+        self.truncate = options.truncate
+        self.last = options.last
+        self.normalize_re = compile_globs(options.normalize)
+        self.replacements = list(options.normalize.values())
+        self.omit_re = compile_globs(options.omit)
+        self.fields_re = compile_globs(options.fields)
+        self.keeping = self.fields_re is None
+        if self.normalize_re is None and self.omit_re is None and self.fields_re is None:
+            self.value = self.write  # type: ignore[method-assign]
+
+    # -- lines ---------------------------------------------------------------------------
+
+    def line(self, path: str, text: str) -> None:
+        if self.keeping:
+            self.lines.append(f"{path} = {text}" if path else text)
+
+    def value(self, path: str, value: Any, key: Any) -> None:
+        """Write ``value`` at ``path``, applying ``omit``, ``normalize`` and ``fields``."""
+        if self.omit_re is not None and self.omit_re.fullmatch(path):
+            return
+        if self.normalize_re is not None:
+            found = self.normalize_re.fullmatch(path)
+            if found is not None and found.lastgroup is not None:
+                replacement = self.replacements[int(found.lastgroup[1:])]
+                if not callable(replacement):
+                    self.line(path, str(replacement))
+                    return
+                try:
+                    value = replacement(value)
+                except Exception as exc:
+                    raise SnapshotError(
+                        f"The normalize hook for {path} raised {type(exc).__name__}: {exc} "
+                        f"on {value!r}. Fix the hook so it accepts every value at that path."
+                    ) from exc
+        if not self.keeping and self.fields_re is not None and self.fields_re.fullmatch(path):
+            self.keeping = True
+            try:
+                self.write(path, value, key)
+            finally:
+                self.keeping = False
+            return
+        self.write(path, value, key)
+
+    # -- values --------------------------------------------------------------------------
+
+    def write(self, path: str, value: Any, key: Any) -> None:
+        kind = type(value)
+        if kind is str:
+            if key is not None and self.is_id_key(key):
+                self.line(path, self.generated_id(value))
+            else:
+                self.text(path, value)
+        elif kind is int or kind is float or kind is bool or value is None:
+            self.line(path, repr(value))
+        elif kind is datetime:
+            self.line(path, self.instant(value))
+        elif isinstance(value, BaseModel):
+            self.model(path, value)
+        elif isinstance(value, Mapping):
+            self.mapping(path, value)
+        elif isinstance(value, (list, tuple, Seq)):
+            self.sequence(path, value)
+        else:
+            self.other(path, value, key)
+
+    def other(self, path: str, value: Any, key: Any) -> None:
+        if isinstance(value, Enum):
+            self.line(path, f"{type(value).__name__}.{value.name}")
+        elif isinstance(value, str):
+            self.write(path, str(value), key)
+        elif isinstance(value, datetime):
+            self.line(path, self.instant(value))
+        elif isinstance(value, (date, time)):
+            self.line(path, value.isoformat())
+        elif isinstance(value, (set, frozenset)):
+            self.sequence(path, sorted(value, key=repr), brackets="{}")
+        elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            self.sequence(path, value)
+        elif is_dataclass(value) and not isinstance(value, type):
+            self.line(path, type(value).__name__)
+            prefix = f"{path}." if path else ""
+            for item in fields(value):
+                if item.repr:
+                    self.value(prefix + item.name, getattr(value, item.name), item.name)
+        elif type(value).__repr__ is object.__repr__:
+            raise SnapshotError(
+                f"Cannot snapshot {path or 'the value'}: a {type(value).__name__} has no "
+                "stable text form (its repr holds a memory address). Convert it first, or "
+                f"give agent_snapshot(normalize={{{(path or '**')!r}: '<{type(value).__name__}>'}})."
+            )
+        else:
+            self.line(path, repr(value))
+
+    def is_id_key(self, key: Any) -> bool:
+        known = self.id_cache.get(key)
+        if known is None:
+            known = bool(
+                isinstance(key, str)
+                and self.id_keys is not None
+                and self.id_keys.fullmatch(key) is not None
+            )
+            self.id_cache[key] = known
+        return known
+
+    def generated_id(self, value: str) -> str:
+        number = self.id_numbers.get(value)
+        if number is None:
+            number = self.id_numbers[value] = f"<id:{len(self.id_numbers) + 1}>"
+        return number
+
+    def instant(self, value: datetime) -> str:
+        if self.start is None:
+            self.start = value
+        try:
+            delta = value - self.start
+        except TypeError:
+            return value.isoformat()
+        micros = delta // timedelta(microseconds=1)
+        sign = "-" if micros < 0 else "+"
+        seconds, fraction = divmod(abs(micros), 1_000_000)
+        if fraction:
+            return f"<t{sign}{seconds}.{fraction:06d}".rstrip("0") + "s>"
+        return f"<t{sign}{seconds}s>"
+
+    def text(self, path: str, value: str) -> None:
+        cut = 0
+        if self.truncate is not None and len(value) > self.truncate:
+            cut = len(value) - self.truncate
+            value = value[: self.truncate]
+        if "\n" in value:
+            lines = value.split("\n")
+            if all(line.isprintable() for line in lines):
+                self.line(path, "|")
+                if self.keeping:
+                    self.lines.extend(f"  | {line}" if line else "  |" for line in lines)
+                    if cut:
+                        self.lines.append(f"  … (+{cut} chars)")
+                return
+        self.line(path, f"{value!r} … (+{cut} chars)" if cut else repr(value))
+
+    def model(self, path: str, value: BaseModel) -> None:
+        cls = type(value)
+        self.line(path, cls.__name__)
+        root_run = cls is AgentContext and self.start is None
+        if root_run:
+            self.start = value.created_at  # type: ignore[attr-defined]
+        data = value.__dict__
+        for name, suffix, default in _field_specs(cls):
+            item = data[name] if name in data else getattr(value, name)
+            if _is_default(item, default):
+                continue
+            child = path + suffix if path else name
+            if root_run and name == "iterations" and self.last is not None:
+                self.sequence(child, item, skip=max(0, len(item) - self.last))
+            else:
+                self.value(child, item, name)
+
+    def mapping(self, path: str, value: Mapping[Any, Any]) -> None:
+        if not value:
+            self.line(path, "{}")
+            return
+        keys = sorted(value, key=_sort_key) if len(value) > 1 else list(value)
+        for key in keys:
+            self.value(segment(path, key), value[key], key)
+
+    def sequence(
+        self, path: str, value: Sequence[Any], *, skip: int = 0, brackets: str = "[]"
+    ) -> None:
+        size = len(value)
+        opening, closing = brackets
+        if not size:
+            self.line(path, opening + closing)
+            return
+        count = f"{size} item" if size == 1 else f"{size} items"
+        if skip:
+            count += f", the first {skip} left out"
+        self.line(path, f"{opening}{count}{closing}")
+        for index, item in enumerate(islice(value, skip, None), start=skip):
+            self.value(f"{path}[{index}]", item, None)
+
+
+def serialize(data: Any, options: SnapshotOptions | None = None) -> str:
+    """The snapshot text of ``data``: a header, then one value per line."""
+    options = options or _DEFAULT_OPTIONS
+    writer = _Writer(options)
+    lines = writer.lines
+    lines.append(HEADER)
+    projection = options.describe()
+    if projection is not None:
+        lines.append(f"# projection: {projection}")
+    if isinstance(data, RunResult):
+        writer.line("", "RunResult")
+        writer.value("agent", data.agent.name, "agent")
+        writer.value("output", data.output, "output")
+        writer.value("context", data.context, "context")
+    else:
+        writer.value("", data, None)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _header_of(text: str | bytes | None) -> str:
+    if text is None:
+        return "(empty)"
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return text.split("\n", 1)[0][:80] or "(empty)"
+
+
+class AgentSnapshotExtension(SingleFileSnapshotExtension):
+    """A syrupy extension: one ``.agentctx`` text file per snapshot, in the agent format.
+
+    Use it through the ``agent_snapshot`` fixture, or with syrupy's own fixture:
+    ``snapshot.use_extension(AgentSnapshotExtension)``.
+    """
+
+    file_extension = FILE_EXTENSION
+    _write_mode = WriteMode.TEXT
+
+    def serialize(
+        self,
+        data: SerializableData,
+        *,
+        exclude: PropertyFilter | None = None,
+        include: PropertyFilter | None = None,
+        matcher: PropertyMatcher | None = None,
+    ) -> str:
+        """The snapshot text of ``data`` with the default options."""
+        if exclude is not None or include is not None:
+            raise SnapshotError(
+                "The agent snapshot extension does not take syrupy's include=/exclude=; "
+                "use agent_snapshot(fields=[...]) or agent_snapshot(omit=[...]) instead."
+            )
+        return serialize(data)
+
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> SerializableData | None:
+        """The stored text, or ``None``; a file in another format is tainted (rewrite it)."""
+        try:
+            text = Path(snapshot_location).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        if not text.startswith(HEADER + "\n"):
+            raise TaintedSnapshotError(snapshot_data=text)
+        return text
+
+    @classmethod
+    def write_snapshot_collection(
+        cls,
+        *,
+        snapshot_collection: SnapshotCollection,
+        name_order: dict[str, int] | None = None,
+    ) -> None:
+        """Write the snapshot atomically: a temporary file, then a rename over the old one."""
+        location = Path(snapshot_collection.location)
+        data = next(iter(snapshot_collection)).data
+        if not isinstance(data, str):
+            raise SnapshotError(
+                f"Cannot write {location}: expected the snapshot text, got "
+                f"{type(data).__name__}."
+            )
+        location.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{location.name}.", suffix=".part", dir=location.parent
+        )
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+                stream.write(data)
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, location)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+@dataclass(eq=False, order=False, repr=False)
+class AgentSnapshotAssertion(SnapshotAssertion):
+    """The ``agent_snapshot`` fixture: ``assert result.context == agent_snapshot``.
+
+    Call it to change the options of one assertion:
+    ``assert ctx == agent_snapshot(last=3, truncate=200, omit=["**.metadata"])``.
+    """
+
+    options: SnapshotOptions = field(default_factory=SnapshotOptions)
+    _call_options: SnapshotOptions | None = field(init=False, default=None)
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: SnapshotAssertion, options: SnapshotOptions | None = None
+    ) -> AgentSnapshotAssertion:
+        """An agent snapshot assertion for the same test as syrupy's ``snapshot``."""
+        return cls(
+            session=snapshot.session,
+            extension_class=AgentSnapshotExtension,
+            test_location=snapshot.test_location,
+            update_snapshots=snapshot.update_snapshots,
+            update_new_snapshots_only=snapshot.update_new_snapshots_only,
+            options=options or SnapshotOptions(),
+        )
+
+    def __call__(
+        self,
+        *,
+        diff: SnapshotIndex | None = None,
+        diff_data: SerializableData | None = None,
+        exclude: PropertyFilter | None = None,
+        include: PropertyFilter | None = None,
+        extension_class: type[Any] | None = None,
+        matcher: PropertyMatcher | None = None,
+        name: SnapshotIndex | None = None,
+        normalize: Mapping[str, Any] | None = None,
+        last: int | None = None,
+        fields: str | Sequence[str] | None = None,
+        omit: str | Sequence[str] | None = None,
+        truncate: int | None = None,
+    ) -> AgentSnapshotAssertion:
+        """Options for the next assertion only (and syrupy's ``name=``, ``diff=``)."""
+        if exclude is not None or include is not None or matcher is not None:
+            raise SnapshotError(
+                "agent_snapshot does not take syrupy's include=, exclude= or matcher=; use "
+                "agent_snapshot(fields=[...]), omit=[...] or normalize={path: replacement}."
+            )
+        if any(value is not None for value in (normalize, last, fields, omit, truncate)):
+            previous = self._call_options
+            self._call_options = self.options.merged(
+                normalize=normalize, last=last, fields=fields, omit=omit, truncate=truncate
+            )
+            self._post_assert_actions.append(lambda: setattr(self, "_call_options", previous))
+        super().__call__(
+            diff=diff, diff_data=diff_data, extension_class=extension_class, name=name
+        )
+        return self
+
+    def _serialize(self, data: SerializableData) -> str:
+        return serialize(data, self._call_options or self.options)
+
+    def get_assert_diff(self, *, diff_mode: DiffMode = DiffMode.DETAILED) -> list[str]:
+        """Syrupy's diff, with what to run next."""
+        result = self.executions[self.num_executions - 1]
+        if isinstance(result.exception, TaintedSnapshotError):
+            return [
+                f"The snapshot file {result.snapshot_location} is not in pytest-agentctx "
+                f"snapshot format {FORMAT_VERSION}; its first line is "
+                f"{_header_of(result.exception.snapshot_data)!r}.",
+                "Re-run pytest with --snapshot-update to rewrite it, then review the diff.",
+            ]
+        lines = super().get_assert_diff(diff_mode=diff_mode)
+        if result.success:
+            return lines
+        if result.exception is not None:
+            return lines
+        if result.recalled_data is None:
+            lines.append("Re-run pytest with --snapshot-update to create it.")
+        else:
+            lines.append(
+                "If the change is intended, re-run pytest with --snapshot-update and review "
+                "the diff of the snapshot file."
+            )
+        return lines

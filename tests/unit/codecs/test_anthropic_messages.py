@@ -1,0 +1,809 @@
+"""Unit tests of pytest_agentctx.codecs.anthropic_messages (POST /v1/messages).
+
+The response bodies are copied from real recordings in the compatibility corpus
+(pydantic-ai ``test_anthropic_tool_output``, crewAI parallel tool use and function calling,
+pydantic-ai 400) so the decoder is proved on what Anthropic really sends.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from anthropic.types import Message as AnthropicMessage
+
+from pytest_agentctx.codecs import anthropic_messages
+from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.tools import ToolSpec
+
+WEATHER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "description": "The city's name."}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+WEATHER_SPEC = ToolSpec("get_weather", "Current weather for a city.", WEATHER_SCHEMA)
+
+# pydantic-ai: a tool call without text, with the cache fields of the usage.
+TOOL_USE_RESPONSE: dict[str, Any] = {
+    "content": [
+        {
+            "id": "toolu_01X9wcHKKAZD9tBC711xipPa",
+            "input": {},
+            "name": "get_user_country",
+            "type": "tool_use",
+        }
+    ],
+    "id": "msg_012TXW181edhmR5JCsQRsBKx",
+    "model": "claude-sonnet-4-5-20250929",
+    "role": "assistant",
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "type": "message",
+    "usage": {
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "input_tokens": 445,
+        "output_tokens": 23,
+        "service_tier": "standard",
+    },
+}
+
+# crewAI: text, then three parallel tool calls.
+PARALLEL_RESPONSE: dict[str, Any] = {
+    "model": "claude-sonnet-4-6",
+    "id": "msg_01XeN1XTXZgmPyLMMGjivabb",
+    "type": "message",
+    "role": "assistant",
+    "content": [
+        {"type": "text", "text": "I'll execute all 3 parallel searches simultaneously right now!"},
+        {
+            "type": "tool_use",
+            "id": "toolu_01NwzvrxEz6tvT3A8ydvMtHu",
+            "name": "parallel_local_search_one",
+            "input": {"query": "latest OpenAI model release notes"},
+            "caller": {"type": "direct"},
+        },
+        {
+            "type": "tool_use",
+            "id": "toolu_01YCxzSB1suk9uPVC1uwfHz9",
+            "name": "parallel_local_search_two",
+            "input": {"query": "latest Anthropic model release notes"},
+            "caller": {"type": "direct"},
+        },
+        {
+            "type": "tool_use",
+            "id": "toolu_01Mauvxzv58eDY7pUt9HMKGy",
+            "name": "parallel_local_search_three",
+            "input": {"query": "latest Gemini model release notes"},
+            "caller": {"type": "direct"},
+        },
+    ],
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "usage": {
+        "input_tokens": 914,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": 169,
+        "service_tier": "standard",
+        "inference_geo": "global",
+    },
+}
+
+# crewAI: the final text answer.
+TEXT_RESPONSE: dict[str, Any] = {
+    "model": "claude-sonnet-4-5-20250929",
+    "id": "msg_014zmtEjjH4Qx8ntiJdbk36e",
+    "type": "message",
+    "role": "assistant",
+    "content": [
+        {
+            "type": "text",
+            "text": "The weather in Tokyo is currently sunny and 72°F (approximately 22°C).",
+        }
+    ],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {
+        "input_tokens": 701,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": 22,
+        "service_tier": "standard",
+    },
+}
+
+# pydantic-ai: what Anthropic answers to a bad request (status 400).
+ERROR_RESPONSE: dict[str, Any] = {
+    "error": {
+        "message": "This model does not support effort level 'xhigh'.",
+        "type": "invalid_request_error",
+    },
+    "request_id": "req_011Ca7jT9AHpgXgdv8igm4z9",
+    "type": "error",
+}
+
+# A whole conversation in the runtime's neutral form (without the tool result's ``name``,
+# which the Messages wire has no place for).
+CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "You answer weather questions."},
+    {"role": "user", "content": "Weather in Paris and Lyon?"},
+    {
+        "role": "assistant",
+        "content": "Looking it up.",
+        "tool_calls": [
+            {"id": "toolu_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+            {"id": "toolu_2", "name": "get_weather", "arguments": {"city": "Lyon"}},
+        ],
+    },
+    {"role": "tool", "content": "18 degrees celsius in Paris", "tool_call_id": "toolu_1"},
+    {
+        "role": "tool",
+        "content": "Tool get_weather failed: TimeoutError: down",
+        "tool_call_id": "toolu_2",
+        "is_error": True,
+    },
+    {"role": "assistant", "content": "Paris: 18 degrees; Lyon: unknown."},
+]
+
+
+def _encode(messages: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+    return anthropic_messages.encode_request(model="claude-haiku-4-5", messages=messages, **options)
+
+
+# -- encode_request ------------------------------------------------------------------
+
+
+async def test_encode_request_puts_the_system_prompt_at_the_top_level():
+    body = _encode([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+
+    assert body == {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 1024,
+        "system": "Be brief.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+    }
+
+
+async def test_encode_request_joins_several_system_messages_with_a_blank_line():
+    body = _encode(
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "system", "content": "Answer in French."},
+            {"role": "user", "content": "Hi"},
+        ]
+    )
+
+    assert body["system"] == "Be brief.\n\nAnswer in French."
+
+
+async def test_encode_request_without_system_messages_has_no_system_field():
+    assert "system" not in _encode([{"role": "user", "content": "Hi"}])
+
+
+@pytest.mark.parametrize(
+    ("message", "turn"),
+    [
+        pytest.param(
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+            id="user",
+        ),
+        pytest.param(
+            {"role": "assistant", "content": "Sunny."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Sunny."}]},
+            id="assistant-text",
+        ),
+        pytest.param(
+            {
+                "role": "assistant",
+                "content": "Looking it up.",
+                "tool_calls": [
+                    {"id": "toolu_1", "name": "get_weather", "arguments": {"city": "Paris"}}
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Looking it up."},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    },
+                ],
+            },
+            id="assistant-text-and-tool-calls",
+        ),
+        pytest.param(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "toolu_1", "name": "get_user_country", "arguments": {}}],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_user_country", "input": {}}
+                ],
+            },
+            id="assistant-tool-calls-only",
+        ),
+        pytest.param(
+            {
+                "role": "tool",
+                "content": "18 degrees celsius",
+                "tool_call_id": "toolu_1",
+                "name": "get_weather",
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "18 degrees celsius",
+                    }
+                ],
+            },
+            id="tool-result",
+        ),
+        pytest.param(
+            {
+                "role": "tool",
+                "content": "Tool get_weather failed: TimeoutError: down",
+                "tool_call_id": "toolu_1",
+                "name": "get_weather",
+                "is_error": True,
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "Tool get_weather failed: TimeoutError: down",
+                        "is_error": True,
+                    }
+                ],
+            },
+            id="tool-error-result",
+        ),
+    ],
+)
+async def test_encode_request_writes_each_role_as_a_turn_of_content_blocks(message, turn):
+    assert _encode([message])["messages"] == [turn]
+
+
+async def test_encode_request_merges_consecutive_tool_results_into_one_user_turn():
+    body = _encode(
+        [
+            {"role": "user", "content": "Weather in Paris and Lyon?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "toolu_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+                    {"id": "toolu_2", "name": "get_weather", "arguments": {"city": "Lyon"}},
+                ],
+            },
+            {"role": "tool", "content": "18 degrees", "tool_call_id": "toolu_1"},
+            {"role": "tool", "content": "12 degrees", "tool_call_id": "toolu_2"},
+        ]
+    )
+
+    assert [turn["role"] for turn in body["messages"]] == ["user", "assistant", "user"]
+    assert body["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 degrees"},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "12 degrees"},
+    ]
+
+
+async def test_encode_request_merges_consecutive_user_messages_into_one_turn():
+    body = _encode([{"role": "user", "content": "Hi."}, {"role": "user", "content": "Weather?"}])
+
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Hi."}, {"type": "text", "text": "Weather?"}],
+        }
+    ]
+
+
+async def test_encode_request_merges_a_user_message_after_tool_results_into_their_turn():
+    body = _encode(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "toolu_1", "name": "get_weather", "arguments": {}}],
+            },
+            {"role": "tool", "content": "18 degrees", "tool_call_id": "toolu_1"},
+            {"role": "user", "content": "And tomorrow?"},
+        ]
+    )
+
+    assert body["messages"][1:] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 degrees"},
+                {"type": "text", "text": "And tomorrow?"},
+            ],
+        }
+    ]
+
+
+async def test_encode_request_sends_tool_specs_with_an_input_schema():
+    body = _encode([{"role": "user", "content": "Hi"}], tools=[WEATHER_SPEC])
+
+    assert body["tools"] == [
+        {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "input_schema": WEATHER_SCHEMA,
+        }
+    ]
+
+
+async def test_encode_request_sends_the_default_max_tokens_when_none_is_set():
+    assert _encode([{"role": "user", "content": "Hi"}])["max_tokens"] == 1024
+
+
+async def test_encode_request_sends_max_tokens_and_temperature():
+    body = _encode([{"role": "user", "content": "Hi"}], max_tokens=256, temperature=0.0)
+
+    assert (body["max_tokens"], body["temperature"]) == (256, 0.0)
+
+
+async def test_encode_request_leaves_out_unset_tools_and_temperature():
+    assert sorted(_encode([{"role": "user", "content": "Hi"}])) == [
+        "max_tokens",
+        "messages",
+        "model",
+    ]
+
+
+async def test_encode_request_rejects_an_unknown_role():
+    with pytest.raises(
+        CodecError,
+        match=r"anthropic_messages\.encode_request: message role 'developer' is not one of "
+        r"system, user, assistant, tool\.",
+    ):
+        _encode([{"role": "developer", "content": "Be brief."}])
+
+
+# -- decode_request ------------------------------------------------------------------
+
+
+async def test_decode_request_inverts_encode_request():
+    body = _encode(CONVERSATION, tools=[WEATHER_SPEC], max_tokens=512)
+
+    assert anthropic_messages.decode_request(body) == DecodedRequest(
+        model="claude-haiku-4-5",
+        messages=CONVERSATION,
+        tools=[
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": WEATHER_SCHEMA,
+            }
+        ],
+        stream=False,
+    )
+
+
+async def test_decode_request_reads_a_real_recorded_request():
+    # crewAI, second request: string user content, three tool_use blocks, three
+    # tool_result blocks in one user turn, a top-level system prompt.
+    body = {
+        "max_tokens": 4096,
+        "messages": [
+            {"role": "user", "content": "\nCurrent Task: emit exactly 3 tool calls."},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01NwzvrxEz6tvT3A8ydvMtHu",
+                        "name": "parallel_local_search_one",
+                        "input": {"query": "latest OpenAI model release notes"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01YCxzSB1suk9uPVC1uwfHz9",
+                        "name": "parallel_local_search_two",
+                        "input": {"query": "latest Anthropic model release notes"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_01NwzvrxEz6tvT3A8ydvMtHu",
+                        "content": "[one] latest OpenAI model release notes",
+                    },
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_01YCxzSB1suk9uPVC1uwfHz9",
+                        "content": "[two] latest Anthropic model release notes",
+                    },
+                ],
+            },
+        ],
+        "model": "claude-sonnet-4-6",
+        "stop_sequences": ["\nObservation:"],
+        "stream": False,
+        "system": "You are Parallel Tool Agent. You follow tool instructions precisely.",
+        "tools": [
+            {
+                "name": "parallel_local_search_one",
+                "description": "Local search tool #1 for concurrency testing.",
+                "input_schema": {
+                    "properties": {"query": {"description": "Search query", "type": "string"}},
+                    "required": ["query"],
+                    "type": "object",
+                },
+            }
+        ],
+    }
+
+    assert anthropic_messages.decode_request(body) == DecodedRequest(
+        model="claude-sonnet-4-6",
+        messages=[
+            {
+                "role": "system",
+                "content": "You are Parallel Tool Agent. You follow tool instructions precisely.",
+            },
+            {"role": "user", "content": "\nCurrent Task: emit exactly 3 tool calls."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "toolu_01NwzvrxEz6tvT3A8ydvMtHu",
+                        "name": "parallel_local_search_one",
+                        "arguments": {"query": "latest OpenAI model release notes"},
+                    },
+                    {
+                        "id": "toolu_01YCxzSB1suk9uPVC1uwfHz9",
+                        "name": "parallel_local_search_two",
+                        "arguments": {"query": "latest Anthropic model release notes"},
+                    },
+                ],
+            },
+            {
+                "role": "tool",
+                "content": "[one] latest OpenAI model release notes",
+                "tool_call_id": "toolu_01NwzvrxEz6tvT3A8ydvMtHu",
+            },
+            {
+                "role": "tool",
+                "content": "[two] latest Anthropic model release notes",
+                "tool_call_id": "toolu_01YCxzSB1suk9uPVC1uwfHz9",
+            },
+        ],
+        tools=[
+            {
+                "name": "parallel_local_search_one",
+                "description": "Local search tool #1 for concurrency testing.",
+                "parameters": {
+                    "properties": {"query": {"description": "Search query", "type": "string"}},
+                    "required": ["query"],
+                    "type": "object",
+                },
+            }
+        ],
+        stream=False,
+    )
+
+
+async def test_decode_request_reads_a_system_prompt_given_as_text_blocks():
+    decoded = anthropic_messages.decode_request(
+        {
+            "model": "claude-haiku-4-5",
+            "max_tokens": 1024,
+            "system": [
+                {"type": "text", "text": "Be brief. "},
+                {
+                    "type": "text",
+                    "text": "Answer in French.",
+                    "cache_control": {"type": "ephemeral"},
+                },
+            ],
+            "messages": [{"role": "user", "content": "Hi"}],
+        }
+    )
+
+    assert decoded.messages == [
+        {"role": "system", "content": "Be brief. Answer in French."},
+        {"role": "user", "content": "Hi"},
+    ]
+
+
+async def test_decode_request_reads_tool_result_content_given_as_blocks():
+    decoded = anthropic_messages.decode_request(
+        {
+            "model": "claude-haiku-4-5",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_1",
+                            "content": [{"type": "text", "text": "18 degrees"}],
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+
+    assert decoded.messages == [
+        {"role": "tool", "content": "18 degrees", "tool_call_id": "toolu_1"}
+    ]
+
+
+async def test_decode_request_reads_the_stream_flag():
+    decoded = anthropic_messages.decode_request(
+        {"model": "claude-haiku-4-5", "messages": [], "stream": True}
+    )
+
+    assert decoded.stream is True
+
+
+async def test_decode_request_without_messages_is_a_codec_error():
+    with pytest.raises(
+        CodecError,
+        match=r"anthropic_messages\.decode_request: the JSON has no 'messages' field",
+    ):
+        anthropic_messages.decode_request({"model": "claude-haiku-4-5", "prompt": "Hi"})
+
+
+async def test_decode_request_with_a_turn_that_is_not_an_object_is_a_codec_error():
+    with pytest.raises(
+        CodecError,
+        match=r"anthropic_messages\.decode_request: messages\[0\] is a str, expected a JSON "
+        r"object",
+    ):
+        anthropic_messages.decode_request({"model": "claude-haiku-4-5", "messages": ["Hi"]})
+
+
+async def test_decode_request_with_a_content_block_that_is_not_an_object_is_a_codec_error():
+    with pytest.raises(
+        CodecError,
+        match=r"anthropic_messages\.decode_request: messages\[0\]\.content holds a int",
+    ):
+        anthropic_messages.decode_request(
+            {"model": "claude-haiku-4-5", "messages": [{"role": "user", "content": [42]}]}
+        )
+
+
+# -- decode_response -----------------------------------------------------------------
+
+
+async def test_decode_response_reads_a_real_tool_use_reply():
+    assert anthropic_messages.decode_response(TOOL_USE_RESPONSE) == Completion(
+        content=None,
+        tool_calls=(
+            ToolCall(id="toolu_01X9wcHKKAZD9tBC711xipPa", name="get_user_country", arguments={}),
+        ),
+        model="claude-sonnet-4-5-20250929",
+        usage=Usage(input_tokens=445, output_tokens=23),
+        stop_reason="tool_use",
+        response_id="msg_012TXW181edhmR5JCsQRsBKx",
+    )
+
+
+async def test_decode_response_reads_a_real_text_reply():
+    assert anthropic_messages.decode_response(TEXT_RESPONSE) == Completion(
+        content="The weather in Tokyo is currently sunny and 72°F (approximately 22°C).",
+        tool_calls=(),
+        model="claude-sonnet-4-5-20250929",
+        usage=Usage(input_tokens=701, output_tokens=22),
+        stop_reason="end_turn",
+        response_id="msg_014zmtEjjH4Qx8ntiJdbk36e",
+    )
+
+
+async def test_decode_response_reads_text_and_parallel_tool_calls_in_order():
+    completion = anthropic_messages.decode_response(PARALLEL_RESPONSE)
+
+    match completion:
+        case Completion(
+            content="I'll execute all 3 parallel searches simultaneously right now!",
+            tool_calls=(
+                ToolCall(
+                    "parallel_local_search_one",
+                    {"query": "latest OpenAI model release notes"},
+                    "toolu_01NwzvrxEz6tvT3A8ydvMtHu",
+                ),
+                ToolCall(
+                    "parallel_local_search_two", {"query": "latest Anthropic model release notes"}
+                ),
+                ToolCall(
+                    "parallel_local_search_three", {"query": "latest Gemini model release notes"}
+                ),
+            ),
+            stop_reason="tool_use",
+        ):
+            pass
+        case _:
+            pytest.fail(f"unexpected completion: {completion!r}")
+
+
+async def test_decode_response_counts_cache_read_and_cache_creation_tokens_as_input():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["usage"].update(
+        input_tokens=12, cache_read_input_tokens=2048, cache_creation_input_tokens=300
+    )
+
+    assert anthropic_messages.decode_response(body).usage == Usage(
+        input_tokens=12 + 2048 + 300, output_tokens=22
+    )
+
+
+async def test_decode_response_reads_null_cache_token_counts_as_zero():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["usage"].update(cache_read_input_tokens=None, cache_creation_input_tokens=None)
+
+    assert anthropic_messages.decode_response(body).usage == Usage(701, 22)
+
+
+async def test_decode_response_without_usage_has_no_usage():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    del body["usage"]
+
+    assert anthropic_messages.decode_response(body).usage is None
+
+
+async def test_decode_response_skips_thinking_blocks():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["content"].insert(
+        0, {"type": "thinking", "thinking": "The user wants Tokyo.", "signature": "EqQB..."}
+    )
+
+    assert anthropic_messages.decode_response(body).content == TEXT_RESPONSE["content"][0]["text"]
+
+
+async def test_decode_response_joins_several_text_blocks():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["content"] = [{"type": "text", "text": "Sunny "}, {"type": "text", "text": "today."}]
+
+    assert anthropic_messages.decode_response(body).content == "Sunny today."
+
+
+async def test_decode_response_with_no_content_blocks_has_no_content():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["content"] = []
+
+    assert anthropic_messages.decode_response(body).content is None
+
+
+async def test_decode_response_keeps_invalid_json_tool_input_under_the_invalid_key():
+    body = copy.deepcopy(TOOL_USE_RESPONSE)
+    body["content"][0]["input"] = '{"country": "Mex'
+
+    assert anthropic_messages.decode_response(body).tool_calls[0].arguments == {
+        INVALID_ARGUMENTS_KEY: '{"country": "Mex'
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            ERROR_RESPONSE,
+            r"anthropic_messages\.decode_response: the JSON has no 'content' field "
+            r"\(it has \['error', 'request_id', 'type'\]\)",
+            id="error-body",
+        ),
+        pytest.param(
+            [TEXT_RESPONSE],
+            r"anthropic_messages\.decode_response: expected a JSON object, got list",
+            id="not-an-object",
+        ),
+        pytest.param(
+            {**TEXT_RESPONSE, "content": "Sunny."},
+            r"anthropic_messages\.decode_response: field 'content' is a str, expected list",
+            id="content-not-a-list",
+        ),
+    ],
+)
+async def test_decode_response_of_a_malformed_body_is_a_codec_error_saying_what_is_wrong(
+    body, message
+):
+    with pytest.raises(CodecError, match=message):
+        anthropic_messages.decode_response(body)
+
+
+# -- encode_response -----------------------------------------------------------------
+
+
+async def test_encode_response_of_a_text_reply_is_accepted_by_the_anthropic_sdk():
+    body = anthropic_messages.encode_response(
+        Completion(content="Sunny.", model="claude-haiku-4-5", usage=Usage(12, 3)),
+        response_id="msg_1",
+    )
+
+    parsed = AnthropicMessage.model_validate(body)
+
+    assert parsed.id == "msg_1"
+    assert parsed.model == "claude-haiku-4-5"
+    assert parsed.stop_reason == "end_turn"
+    assert [block.model_dump(exclude_none=True) for block in parsed.content] == [
+        {"type": "text", "text": "Sunny."}
+    ]
+    assert (parsed.usage.input_tokens, parsed.usage.output_tokens) == (12, 3)
+
+
+async def test_encode_response_of_text_and_tool_calls_is_accepted_by_the_anthropic_sdk():
+    body = anthropic_messages.encode_response(
+        Completion(
+            content="Looking it up.",
+            tool_calls=(
+                ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Paris"}),
+                ToolCall(id="toolu_2", name="get_weather", arguments={"city": "Lyon"}),
+            ),
+            model="claude-haiku-4-5",
+        ),
+        response_id="msg_1",
+    )
+
+    parsed = AnthropicMessage.model_validate(body)
+
+    assert parsed.stop_reason == "tool_use"
+    assert [block.model_dump(exclude_none=True) for block in parsed.content] == [
+        {"type": "text", "text": "Looking it up."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+        {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Lyon"}},
+    ]
+
+
+async def test_encode_response_then_decode_response_gives_the_completion_back():
+    completion = Completion(
+        content="Looking it up.",
+        tool_calls=(ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Paris"}),),
+        model="claude-haiku-4-5",
+        usage=Usage(input_tokens=20, output_tokens=9),
+        stop_reason="tool_use",
+        response_id="msg_7",
+    )
+
+    body = anthropic_messages.encode_response(completion, response_id="msg_7")
+
+    assert anthropic_messages.decode_response(body) == completion
+
+
+async def test_encode_response_keeps_an_explicit_stop_reason():
+    body = anthropic_messages.encode_response(
+        Completion(content="Sunny and", stop_reason="max_tokens"), response_id="msg_1"
+    )
+
+    assert body["stop_reason"] == "max_tokens"
+
+
+async def test_encode_response_fills_unknown_model_and_zero_usage():
+    body = anthropic_messages.encode_response(Completion(content="hi"), response_id="msg_1")
+
+    assert body == {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "unknown",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }

@@ -1,0 +1,779 @@
+"""Unit tests of pytest_agentctx.codecs.openai_chat (POST /v1/chat/completions).
+
+The response bodies are copied from real recordings in the compatibility corpus
+(simonw/llm ``test_tool_use_chain_of_two_calls``, crewAI parallel tool calls, openinference
+401) so the decoder is proved on what OpenAI really sends.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from openai.types.chat import ChatCompletion
+
+from pytest_agentctx.codecs import openai_chat
+from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.tools import ToolSpec
+
+WEATHER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "description": "The city's name."}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+WEATHER_SPEC = ToolSpec("get_weather", "Current weather for a city.", WEATHER_SCHEMA)
+
+# simonw/llm, first reply: one tool call, no text.
+TOOL_CALL_RESPONSE: dict[str, Any] = {
+    "id": "chatcmpl-BWpGNGdPONTwxHkZVxbqctQSBDmTn",
+    "object": "chat.completion",
+    "created": 1747163251,
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_TTY8UFNo7rNCaOBUNtlRSvMG",
+                        "type": "function",
+                        "function": {
+                            "name": "lookup_population",
+                            "arguments": '{"country":"Crumpet"}',
+                        },
+                    }
+                ],
+                "refusal": None,
+                "annotations": [],
+            },
+            "logprobs": None,
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {
+        "prompt_tokens": 92,
+        "completion_tokens": 17,
+        "total_tokens": 109,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    },
+    "service_tier": "default",
+    "system_fingerprint": "fp_0392822090",
+}
+
+# simonw/llm, last reply: the final text answer.
+TEXT_RESPONSE: dict[str, Any] = {
+    "id": "chatcmpl-BWpGTZY785VsZipCO0bAvF7Z7tjdA",
+    "object": "chat.completion",
+    "created": 1747163257,
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "YES",
+                "refusal": None,
+                "annotations": [],
+            },
+            "logprobs": None,
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {
+        "prompt_tokens": 146,
+        "completion_tokens": 3,
+        "total_tokens": 149,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    },
+    "service_tier": "default",
+    "system_fingerprint": "fp_0392822090",
+}
+
+# crewAI: three parallel tool calls in one reply.
+PARALLEL_RESPONSE: dict[str, Any] = {
+    "id": "chatcmpl-DAldZHfQGVcV3FNwAJAtNooU3PAU7",
+    "object": "chat.completion",
+    "created": 1771458769,
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_kz1qLLRsugXwWiQMeH9oFAep",
+                        "type": "function",
+                        "function": {
+                            "name": "parallel_local_search_one",
+                            "arguments": '{"query": "latest OpenAI model release notes"}',
+                        },
+                    },
+                    {
+                        "id": "call_yNouGq1Kv6P5W9fhTng6acZi",
+                        "type": "function",
+                        "function": {
+                            "name": "parallel_local_search_two",
+                            "arguments": '{"query": "latest Anthropic model release notes"}',
+                        },
+                    },
+                    {
+                        "id": "call_O7MqnuniDmyT6a0BS31GTunB",
+                        "type": "function",
+                        "function": {
+                            "name": "parallel_local_search_three",
+                            "arguments": '{"query": "latest Gemini model release notes"}',
+                        },
+                    },
+                ],
+                "refusal": None,
+                "annotations": [],
+            },
+            "logprobs": None,
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {"prompt_tokens": 259, "completion_tokens": 78, "total_tokens": 337},
+    "service_tier": "default",
+    "system_fingerprint": "fp_414ba99a04",
+}
+
+# openinference: what OpenAI answers to a bad API key (status 401).
+ERROR_RESPONSE: dict[str, Any] = {
+    "error": {
+        "message": "Incorrect API key provided: sk-fake-key.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+}
+
+# A whole conversation in the neutral form the runtime sends (AgentContext.to_messages()
+# without the fields the chat completions wire has no place for).
+CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "You answer weather questions."},
+    {"role": "user", "content": "Weather in Paris and Lyon?"},
+    {
+        "role": "assistant",
+        "content": "Looking it up.",
+        "tool_calls": [
+            {"id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+            {"id": "call_2", "name": "get_weather", "arguments": {"city": "Lyon"}},
+        ],
+    },
+    {"role": "tool", "content": "18 degrees celsius in Paris", "tool_call_id": "call_1"},
+    {"role": "tool", "content": "Weather service down", "tool_call_id": "call_2"},
+    {"role": "assistant", "content": "Paris: 18 degrees; Lyon: unknown."},
+]
+
+
+def _response_with_message(message: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["choices"][0]["message"] = message
+    body.update(extra)
+    return body
+
+
+# -- encode_request ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "wire"),
+    [
+        pytest.param(
+            {"role": "system", "content": "Be brief."},
+            {"role": "system", "content": "Be brief."},
+            id="system",
+        ),
+        pytest.param(
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "user", "content": "Weather in Paris?"},
+            id="user",
+        ),
+        pytest.param(
+            {"role": "user", "content": None},
+            {"role": "user", "content": ""},
+            id="user-without-content",
+        ),
+        pytest.param(
+            {"role": "assistant", "content": "Sunny."},
+            {"role": "assistant", "content": "Sunny."},
+            id="assistant-text",
+        ),
+        pytest.param(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    }
+                ],
+            },
+            id="assistant-tool-calls",
+        ),
+        pytest.param(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "name": "get_weather",
+                        "arguments": {INVALID_ARGUMENTS_KEY: '{"city": "Par'},
+                    }
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Par'},
+                    }
+                ],
+            },
+            id="assistant-invalid-json-arguments-sent-back-as-the-model-wrote-them",
+        ),
+        pytest.param(
+            {
+                "role": "tool",
+                "content": "18 degrees celsius",
+                "tool_call_id": "call_1",
+                "name": "get_weather",
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees celsius"},
+            id="tool-result",
+        ),
+        pytest.param(
+            {
+                "role": "tool",
+                "content": "Tool get_weather failed: TimeoutError: down",
+                "tool_call_id": "call_1",
+                "name": "get_weather",
+                "is_error": True,
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call_1",
+                "content": "Tool get_weather failed: TimeoutError: down",
+            },
+            id="tool-error-result-has-no-is_error-field-on-this-wire",
+        ),
+    ],
+)
+async def test_encode_request_writes_each_role_in_the_chat_completions_shape(message, wire):
+    body = openai_chat.encode_request(model="gpt-4o-mini", messages=[message])
+
+    assert body == {"model": "gpt-4o-mini", "messages": [wire]}
+
+
+async def test_encode_request_rejects_an_unknown_role():
+    with pytest.raises(
+        CodecError,
+        match=r"openai_chat\.encode_request: message role 'function' is not one of "
+        r"system, user, assistant, tool\.",
+    ):
+        openai_chat.encode_request(
+            model="gpt-4o-mini", messages=[{"role": "function", "content": "x"}]
+        )
+
+
+async def test_encode_request_sends_tool_specs_as_functions():
+    body = openai_chat.encode_request(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+        tools=[WEATHER_SPEC],
+    )
+
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": WEATHER_SCHEMA,
+            },
+        }
+    ]
+
+
+async def test_encode_request_sends_max_tokens_as_max_completion_tokens_and_temperature():
+    body = openai_chat.encode_request(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=256,
+        temperature=0.0,
+    )
+
+    assert body == {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_completion_tokens": 256,
+        "temperature": 0.0,
+    }
+
+
+async def test_encode_request_leaves_out_unset_tools_max_tokens_and_temperature():
+    body = openai_chat.encode_request(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+    )
+
+    assert sorted(body) == ["messages", "model"]
+
+
+# -- decode_request ------------------------------------------------------------------
+
+
+async def test_decode_request_inverts_encode_request():
+    body = openai_chat.encode_request(
+        model="gpt-4o-mini", messages=CONVERSATION, tools=[WEATHER_SPEC], temperature=0.2
+    )
+
+    assert openai_chat.decode_request(body) == DecodedRequest(
+        model="gpt-4o-mini",
+        messages=CONVERSATION,
+        tools=[
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": WEATHER_SCHEMA,
+            }
+        ],
+        stream=False,
+    )
+
+
+async def test_decode_request_reads_a_real_recorded_request():
+    # simonw/llm, third request: history with a tool call and its result, no "content"
+    # on the assistant message, arguments as the SDK re-serialised them.
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": "Can the country of Crumpet have dragons? Answer with only YES or NO",
+            },
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "id": "call_TTY8UFNo7rNCaOBUNtlRSvMG",
+                        "function": {
+                            "name": "lookup_population",
+                            "arguments": '{"country": "Crumpet"}',
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_TTY8UFNo7rNCaOBUNtlRSvMG", "content": "123124"},
+        ],
+        "model": "gpt-4o-mini",
+        "stream": False,
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "lookup_population",
+                    "description": "Returns the current population of the specified country",
+                    "parameters": {
+                        "properties": {"country": {"type": "string"}},
+                        "required": ["country"],
+                        "type": "object",
+                    },
+                },
+            }
+        ],
+    }
+
+    assert openai_chat.decode_request(body) == DecodedRequest(
+        model="gpt-4o-mini",
+        messages=[
+            {
+                "role": "user",
+                "content": "Can the country of Crumpet have dragons? Answer with only YES or NO",
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_TTY8UFNo7rNCaOBUNtlRSvMG",
+                        "name": "lookup_population",
+                        "arguments": {"country": "Crumpet"},
+                    }
+                ],
+            },
+            {"role": "tool", "content": "123124", "tool_call_id": "call_TTY8UFNo7rNCaOBUNtlRSvMG"},
+        ],
+        tools=[
+            {
+                "name": "lookup_population",
+                "description": "Returns the current population of the specified country",
+                "parameters": {
+                    "properties": {"country": {"type": "string"}},
+                    "required": ["country"],
+                    "type": "object",
+                },
+            }
+        ],
+        stream=False,
+    )
+
+
+async def test_decode_request_reads_developer_messages_as_system():
+    decoded = openai_chat.decode_request(
+        {"model": "o3-mini", "messages": [{"role": "developer", "content": "Be brief."}]}
+    )
+
+    assert decoded.messages == [{"role": "system", "content": "Be brief."}]
+
+
+async def test_decode_request_joins_the_text_parts_of_a_content_array():
+    decoded = openai_chat.decode_request(
+        {
+            "model": "gpt-4o",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is in "},
+                        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                        {"type": "text", "text": "this picture?"},
+                    ],
+                }
+            ],
+        }
+    )
+
+    assert decoded.messages == [{"role": "user", "content": "What is in this picture?"}]
+
+
+async def test_decode_request_keeps_invalid_json_arguments_as_raw_text():
+    decoded = openai_chat.decode_request(
+        {
+            "model": "gpt-4o-mini",
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city": "Par'},
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+
+    assert decoded.messages[0]["tool_calls"] == [
+        {
+            "id": "call_1",
+            "name": "get_weather",
+            "arguments": {INVALID_ARGUMENTS_KEY: '{"city": "Par'},
+        }
+    ]
+
+
+async def test_decode_request_reads_the_stream_flag():
+    decoded = openai_chat.decode_request({"model": "gpt-4o-mini", "messages": [], "stream": True})
+
+    assert decoded.stream is True
+
+
+async def test_decode_request_without_messages_is_a_codec_error():
+    with pytest.raises(
+        CodecError, match=r"openai_chat\.decode_request: the JSON has no 'messages' field"
+    ):
+        openai_chat.decode_request({"model": "gpt-4o-mini", "prompt": "hi"})
+
+
+async def test_decode_request_with_a_message_that_is_not_an_object_is_a_codec_error():
+    with pytest.raises(
+        CodecError,
+        match=r"openai_chat\.decode_request: messages\[1\] is a str, expected a JSON object",
+    ):
+        openai_chat.decode_request(
+            {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}, "hello"]}
+        )
+
+
+# -- decode_response -----------------------------------------------------------------
+
+
+async def test_decode_response_reads_a_real_tool_call_reply():
+    assert openai_chat.decode_response(TOOL_CALL_RESPONSE) == Completion(
+        content=None,
+        tool_calls=(
+            ToolCall(
+                id="call_TTY8UFNo7rNCaOBUNtlRSvMG",
+                name="lookup_population",
+                arguments={"country": "Crumpet"},
+            ),
+        ),
+        model="gpt-4o-mini-2024-07-18",
+        usage=Usage(input_tokens=92, output_tokens=17),
+        stop_reason="tool_calls",
+        response_id="chatcmpl-BWpGNGdPONTwxHkZVxbqctQSBDmTn",
+    )
+
+
+async def test_decode_response_reads_a_real_text_reply():
+    assert openai_chat.decode_response(TEXT_RESPONSE) == Completion(
+        content="YES",
+        tool_calls=(),
+        model="gpt-4o-mini-2024-07-18",
+        usage=Usage(input_tokens=146, output_tokens=3),
+        stop_reason="stop",
+        response_id="chatcmpl-BWpGTZY785VsZipCO0bAvF7Z7tjdA",
+    )
+
+
+async def test_decode_response_keeps_parallel_tool_calls_in_order():
+    completion = openai_chat.decode_response(PARALLEL_RESPONSE)
+
+    match completion.tool_calls:
+        case (
+            ToolCall(
+                "parallel_local_search_one",
+                {"query": "latest OpenAI model release notes"},
+                "call_kz1qLLRsugXwWiQMeH9oFAep",
+            ),
+            ToolCall(
+                "parallel_local_search_two", {"query": "latest Anthropic model release notes"}
+            ),
+            ToolCall("parallel_local_search_three", {"query": "latest Gemini model release notes"}),
+        ):
+            pass
+        case _:
+            pytest.fail(f"unexpected tool calls: {completion.tool_calls}")
+
+
+async def test_decode_response_keeps_invalid_json_arguments_under_the_invalid_key():
+    body = _response_with_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"'},
+                }
+            ],
+        }
+    )
+
+    assert openai_chat.decode_response(body).tool_calls == (
+        ToolCall(
+            id="call_1", name="get_weather", arguments={INVALID_ARGUMENTS_KEY: '{"city": "Paris"'}
+        ),
+    )
+
+
+async def test_decode_response_joins_a_content_array_into_text():
+    body = _response_with_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Sunny "}, {"type": "text", "text": "today."}],
+        }
+    )
+
+    assert openai_chat.decode_response(body).content == "Sunny today."
+
+
+async def test_decode_response_without_usage_has_no_usage():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    del body["usage"]
+
+    assert openai_chat.decode_response(body).usage is None
+
+
+async def test_decode_response_reads_null_token_counts_as_zero():
+    body = _response_with_message(
+        TEXT_RESPONSE["choices"][0]["message"],
+        usage={"prompt_tokens": None, "completion_tokens": 5, "total_tokens": 5},
+    )
+
+    assert openai_chat.decode_response(body).usage == Usage(input_tokens=0, output_tokens=5)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(
+            ERROR_RESPONSE,
+            r"openai_chat\.decode_response: the JSON has no 'choices' field \(it has \['error'\]\)",
+            id="error-body",
+        ),
+        pytest.param(
+            [TEXT_RESPONSE],
+            r"openai_chat\.decode_response: expected a JSON object, got list",
+            id="not-an-object",
+        ),
+        pytest.param(
+            {"id": "chatcmpl-1", "choices": {"index": 0}},
+            r"openai_chat\.decode_response: field 'choices' is a dict, expected list",
+            id="choices-not-a-list",
+        ),
+        pytest.param(
+            {"id": "chatcmpl-1", "choices": []},
+            r"openai_chat\.decode_response: 'choices' is empty; the response holds no reply",
+            id="no-choices",
+        ),
+        pytest.param(
+            {"id": "chatcmpl-1", "choices": [{"index": 0, "finish_reason": "stop"}]},
+            r"choices\[0\]: the JSON has no 'message' field \(it has \['finish_reason', 'index'\]\)",
+            id="choice-without-message",
+        ),
+        pytest.param(
+            {"id": "chatcmpl-1", "choices": ["YES"]},
+            r"choices\[0\]: expected a JSON object, got str",
+            id="choice-not-an-object",
+        ),
+        pytest.param(
+            _response_with_message({"role": "assistant", "content": None, "tool_calls": ["x"]}),
+            r"message\.tool_calls\[0\]: expected a JSON object, got str",
+            id="tool-call-not-an-object",
+        ),
+        pytest.param(
+            _response_with_message(
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1"}]}
+            ),
+            r"message\.tool_calls\[0\]: the JSON has no 'function' field \(it has \['id'\]\)",
+            id="tool-call-without-function",
+        ),
+    ],
+)
+async def test_decode_response_of_a_malformed_body_is_a_codec_error_saying_what_is_wrong(
+    body, message
+):
+    with pytest.raises(CodecError, match=message):
+        openai_chat.decode_response(body)
+
+
+# -- encode_response -----------------------------------------------------------------
+
+
+async def test_encode_response_of_a_text_reply_is_accepted_by_the_openai_sdk():
+    body = openai_chat.encode_response(
+        Completion(content="Sunny.", model="gpt-4o-mini", usage=Usage(12, 3)),
+        response_id="chatcmpl_1",
+        created=1747163257,
+    )
+
+    parsed = ChatCompletion.model_validate(body)
+
+    assert parsed.id == "chatcmpl_1"
+    assert parsed.created == 1747163257
+    assert parsed.model == "gpt-4o-mini"
+    assert parsed.choices[0].message.content == "Sunny."
+    assert parsed.choices[0].message.tool_calls is None
+    assert parsed.choices[0].finish_reason == "stop"
+    assert parsed.usage is not None
+    assert (
+        parsed.usage.prompt_tokens,
+        parsed.usage.completion_tokens,
+        parsed.usage.total_tokens,
+    ) == (12, 3, 15)
+
+
+async def test_encode_response_of_tool_calls_is_accepted_by_the_openai_sdk():
+    body = openai_chat.encode_response(
+        Completion(
+            tool_calls=(
+                ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),
+                ToolCall(id="call_2", name="get_weather", arguments={"city": "Lyon"}),
+            ),
+            model="gpt-4o-mini",
+        ),
+        response_id="chatcmpl_1",
+    )
+
+    parsed = ChatCompletion.model_validate(body)
+
+    assert parsed.choices[0].finish_reason == "tool_calls"
+    assert parsed.choices[0].message.content is None
+    assert [
+        (call.id, call.function.name, call.function.arguments)  # type: ignore[union-attr]
+        for call in parsed.choices[0].message.tool_calls or []
+    ] == [
+        ("call_1", "get_weather", '{"city":"Paris"}'),
+        ("call_2", "get_weather", '{"city":"Lyon"}'),
+    ]
+
+
+async def test_encode_response_then_decode_response_gives_the_completion_back():
+    completion = Completion(
+        content="Looking it up.",
+        tool_calls=(ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),),
+        model="gpt-4o-mini",
+        usage=Usage(input_tokens=20, output_tokens=9),
+        stop_reason="tool_calls",
+        response_id="chatcmpl_7",
+    )
+
+    body = openai_chat.encode_response(completion, response_id="chatcmpl_7")
+
+    assert openai_chat.decode_response(body) == completion
+
+
+async def test_encode_response_keeps_an_explicit_stop_reason():
+    body = openai_chat.encode_response(
+        Completion(content="Sunny and", stop_reason="length"), response_id="chatcmpl_1"
+    )
+
+    assert body["choices"][0]["finish_reason"] == "length"
+
+
+async def test_encode_response_fills_unknown_model_and_zero_usage():
+    body = openai_chat.encode_response(Completion(content="hi"), response_id="chatcmpl_1")
+
+    assert body == {
+        "id": "chatcmpl_1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "unknown",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "hi", "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }

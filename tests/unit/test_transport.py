@@ -1,0 +1,287 @@
+"""Unit tests of pytest_agentctx.transport: the Interceptor at the httpx2 transports.
+
+Requests that a handler answers go to ``http://127.0.0.1:9/`` (the discard port): if they
+passed through, they would fail to connect. Requests that must pass through go to a
+loopback server the test starts itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+
+from pytest_agentctx.transport import Interceptor
+
+UNREACHABLE = "http://127.0.0.1:9/v1/chat/completions"
+
+
+def _answer(text: str):
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, text=text)
+
+    return handler
+
+
+def _pass(request: httpx2.Request) -> None:
+    return None
+
+
+@pytest.fixture
+async def loopback_url() -> AsyncIterator[str]:
+    """A one-line HTTP server on 127.0.0.1 that answers every request with 'from the server'."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"from the server"
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://127.0.0.1:{port}/v1/embeddings"
+
+
+# -- answering -----------------------------------------------------------------------
+
+
+async def test_handler_answers_an_async_client_with_the_default_transport():
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(f"{request.method} {request.url}")
+        return httpx2.Response(200, json={"answered": True})
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient() as client:
+            response = await client.post(UNREACHABLE, json={"model": "gpt-4o-mini"})
+
+    assert (response.status_code, response.json()) == (200, {"answered": True})
+    assert seen == [f"POST {UNREACHABLE}"]
+
+
+async def test_handler_answers_a_sync_client_with_the_default_transport():
+    with Interceptor(_answer("intercepted")), httpx2.Client() as client:
+        response = client.get(UNREACHABLE)
+
+    assert response.text == "intercepted"
+
+
+async def test_async_handler_answers_an_async_client():
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        await asyncio.sleep(0)
+        return httpx2.Response(201, text="async answer")
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient() as client:
+            response = await client.get(UNREACHABLE)
+
+    assert (response.status_code, response.text) == (201, "async answer")
+
+
+async def test_handler_sees_the_body_of_a_streamed_async_request():
+    bodies: list[bytes] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(request.content)
+        return httpx2.Response(200)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"model": '
+        yield b'"gpt-4o-mini"}'
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient() as client:
+            await client.post(UNREACHABLE, content=chunks())
+
+    assert bodies == [b'{"model": "gpt-4o-mini"}']
+
+
+async def test_awaitable_handler_on_a_sync_client_is_a_type_error():
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200)
+
+    with (
+        Interceptor(handler),
+        httpx2.Client() as client,
+        pytest.raises(TypeError, match=r"returned an awaitable for a request made by a sync"),
+    ):
+        client.get(UNREACHABLE)
+
+
+# -- passing through -----------------------------------------------------------------
+
+
+async def test_request_no_handler_answers_reaches_the_real_async_transport(loopback_url):
+    with Interceptor(_pass):
+        async with httpx2.AsyncClient(trust_env=False) as client:
+            response = await client.post(loopback_url, json={"input": "hi"})
+
+    assert response.text == "from the server"
+
+
+async def test_request_no_handler_answers_reaches_the_real_sync_transport(loopback_url):
+    with Interceptor(_pass), httpx2.Client(trust_env=False) as client:
+        response = await asyncio.to_thread(client.get, loopback_url)
+
+    assert response.text == "from the server"
+
+
+async def test_mock_transport_clients_are_not_intercepted():
+    offered: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        offered.append(request)
+        return httpx2.Response(200, text="intercepted")
+
+    mock = httpx2.MockTransport(lambda request: httpx2.Response(200, text="from the mock"))
+    with Interceptor(handler):
+        async with httpx2.AsyncClient(transport=mock) as client:
+            response = await client.get(UNREACHABLE)
+
+    assert (response.text, offered) == ("from the mock", [])
+
+
+# -- nesting -------------------------------------------------------------------------
+
+
+async def test_newest_handler_is_asked_first():
+    with Interceptor(_answer("outer")), Interceptor(_answer("inner")):
+        async with httpx2.AsyncClient() as client:
+            response = await client.get(UNREACHABLE)
+
+    assert response.text == "inner"
+
+
+async def test_handler_returning_none_lets_an_older_handler_answer():
+    asked: list[str] = []
+
+    def newest(request: httpx2.Request) -> None:
+        asked.append("newest")
+
+    with Interceptor(_answer("older")), Interceptor(newest):
+        async with httpx2.AsyncClient() as client:
+            response = await client.get(UNREACHABLE)
+
+    assert (response.text, asked) == ("older", ["newest"])
+
+
+async def test_stopping_the_newest_interceptor_gives_requests_back_to_the_older_one():
+    outer = Interceptor(_answer("outer"))
+    inner = Interceptor(_answer("inner"))
+    with outer:
+        inner.start()
+        inner.stop()
+        async with httpx2.AsyncClient() as client:
+            response = await client.get(UNREACHABLE)
+
+    assert response.text == "outer"
+
+
+# -- installation --------------------------------------------------------------------
+
+
+async def test_start_patches_both_transports():
+    sync_original = httpx2.HTTPTransport.handle_request
+    async_original = httpx2.AsyncHTTPTransport.handle_async_request
+
+    with Interceptor(_pass):
+        patched = (
+            httpx2.HTTPTransport.handle_request,
+            httpx2.AsyncHTTPTransport.handle_async_request,
+        )
+
+    assert patched[0] is not sync_original
+    assert patched[1] is not async_original
+
+
+async def test_stop_restores_the_original_transport_methods():
+    sync_original = httpx2.HTTPTransport.handle_request
+    async_original = httpx2.AsyncHTTPTransport.handle_async_request
+
+    with Interceptor(_pass):
+        pass
+
+    assert httpx2.HTTPTransport.handle_request is sync_original
+    assert httpx2.AsyncHTTPTransport.handle_async_request is async_original
+
+
+async def test_transports_stay_patched_until_the_last_interceptor_stops():
+    sync_original = httpx2.HTTPTransport.handle_request
+    first = Interceptor(_pass)
+    second = Interceptor(_pass)
+    first.start()
+    second.start()
+
+    first.stop()
+    still_patched = httpx2.HTTPTransport.handle_request is not sync_original
+    second.stop()
+
+    assert still_patched
+    assert httpx2.HTTPTransport.handle_request is sync_original
+
+
+async def test_stop_restores_the_transport_even_when_the_block_raises():
+    async_original = httpx2.AsyncHTTPTransport.handle_async_request
+
+    with pytest.raises(RuntimeError, match="boom"), Interceptor(_pass):
+        raise RuntimeError("boom")
+
+    assert httpx2.AsyncHTTPTransport.handle_async_request is async_original
+
+
+async def test_active_reflects_start_and_stop():
+    interceptor = Interceptor(_pass)
+
+    states = [interceptor.active]
+    interceptor.start()
+    states.append(interceptor.active)
+    interceptor.stop()
+    states.append(interceptor.active)
+
+    assert states == [False, True, False]
+
+
+async def test_starting_twice_registers_the_handler_once(loopback_url):
+    asked: list[str] = []
+
+    def handler(request: httpx2.Request) -> None:
+        asked.append(request.url.path)
+
+    interceptor = Interceptor(handler)
+    interceptor.start()
+    interceptor.start()
+    try:
+        async with httpx2.AsyncClient(trust_env=False) as client:
+            await client.get(loopback_url)
+    finally:
+        interceptor.stop()
+
+    assert asked == ["/v1/embeddings"]
+
+
+async def test_one_stop_undoes_a_double_start():
+    sync_original = httpx2.HTTPTransport.handle_request
+    interceptor = Interceptor(_pass)
+    interceptor.start()
+    interceptor.start()
+
+    interceptor.stop()
+
+    assert httpx2.HTTPTransport.handle_request is sync_original
+
+
+async def test_stop_without_start_changes_nothing():
+    sync_original = httpx2.HTTPTransport.handle_request
+
+    Interceptor(_pass).stop()
+
+    assert httpx2.HTTPTransport.handle_request is sync_original
