@@ -24,10 +24,10 @@ import gc
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -151,60 +151,72 @@ def build_naive(rounds: Sequence[Round]) -> NaiveContext:
 # -- measuring ----------------------------------------------------------------------------
 
 
-def time_once(func: Callable[[], object], *, collector: bool = True) -> float:
-    """One wall-clock timing of ``func()``, in seconds, after a ``gc.collect()``.
+class Timing(NamedTuple):
+    """Seconds of wall-clock time (``perf_counter``) and of this process's CPU time."""
+
+    wall: float
+    cpu: float
+
+    def best(self, other: Timing) -> Timing:
+        """The shorter of each, taken separately."""
+        return Timing(min(self.wall, other.wall), min(self.cpu, other.cpu))
+
+
+def time_once(func: Callable[[], object], *, collector: bool = True) -> Timing:
+    """One timing of ``func()``, after a ``gc.collect()``.
 
     The collector stays enabled during the timing, as in a real test run, unless
-    ``collector`` is false.
+    ``collector`` is false. CPU time leaves out the time the process waited for a core,
+    so it is the steadier of the two on a machine shared with other work.
     """
     gc.collect()
     if not collector:
         gc.disable()
     try:
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         func()
-        return time.perf_counter() - start
+        return Timing(time.perf_counter() - wall, time.process_time() - cpu)
     finally:
         gc.enable()
 
 
-def best_of(repeats: int, func: Callable[[], object]) -> float:
+def best_of(repeats: int, func: Callable[[], object]) -> Timing:
     """The shortest of ``repeats`` timings of ``func()`` (see :func:`time_once`)."""
-    return min(time_once(func) for _ in range(repeats))
+    best = time_once(func)
+    for _ in range(repeats - 1):
+        best = best.best(time_once(func))
+    return best
+
+
+#: The implementations measured at every size: name -> (build, collector enabled).
+IMPLEMENTATIONS: dict[str, tuple[Callable[[Sequence[Round]], object], bool]] = {
+    "agentctx": (build_agentctx, True),
+    "naive": (build_naive, True),
+    "agentctx_gc_off": (build_agentctx, False),
+}
 
 
 @dataclass(frozen=True)
 class ScalingRow:
-    """One size: best total time and time per iteration for both implementations."""
+    """One size: the best timing of every implementation."""
 
     n: int
-    agentctx_total_s: float
-    naive_total_s: float
-    agentctx_nogc_total_s: float
+    timings: dict[str, Timing]
 
-    @property
-    def agentctx_per_iter_us(self) -> float:
-        return self.agentctx_total_s / self.n * 1e6
+    def total_ms(self, name: str, clock: str = "wall") -> float:
+        return float(getattr(self.timings[name], clock)) * 1e3
 
-    @property
-    def naive_per_iter_us(self) -> float:
-        return self.naive_total_s / self.n * 1e6
+    def per_iter_us(self, name: str, clock: str = "wall") -> float:
+        return float(getattr(self.timings[name], clock)) / self.n * 1e6
 
-    @property
-    def agentctx_nogc_per_iter_us(self) -> float:
-        return self.agentctx_nogc_total_s / self.n * 1e6
-
-    @property
-    def speedup(self) -> float:
-        return self.naive_total_s / self.agentctx_total_s
-
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> dict[str, Any]:
         return {
-            **asdict(self),
-            "agentctx_per_iter_us": self.agentctx_per_iter_us,
-            "naive_per_iter_us": self.naive_per_iter_us,
-            "agentctx_nogc_per_iter_us": self.agentctx_nogc_per_iter_us,
-            "speedup": self.speedup,
+            "n": self.n,
+            **{
+                f"{name}_{clock}_per_iter_us": self.per_iter_us(name, clock)
+                for name in self.timings
+                for clock in Timing._fields
+            },
         }
 
 
@@ -214,8 +226,8 @@ class SerializationResult:
 
     n: int
     json_bytes: int
-    dump_s: float
-    validate_s: float
+    dump: Timing
+    validate: Timing
 
 
 @dataclass(frozen=True)
@@ -225,20 +237,27 @@ class ContextResults:
     rows: list[ScalingRow]
     serialization: SerializationResult
 
-    def growth(self, attr: str) -> float:
+    def growth(self, name: str, clock: str = "wall") -> float:
         """Per-iteration cost at the largest size over that at the smallest (linear: ~1)."""
         first, last = self.rows[0], self.rows[-1]
-        return float(getattr(last, attr)) / float(getattr(first, attr))
+        return last.per_iter_us(name, clock) / first.per_iter_us(name, clock)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "sizes": list(self.sizes),
             "repeats": self.repeats,
             "rows": [row.to_json() for row in self.rows],
-            "agentctx_growth": self.growth("agentctx_per_iter_us"),
-            "naive_growth": self.growth("naive_per_iter_us"),
-            "agentctx_nogc_growth": self.growth("agentctx_nogc_per_iter_us"),
-            "serialization": asdict(self.serialization),
+            "growth": {
+                f"{name}_{clock}": self.growth(name, clock)
+                for name in IMPLEMENTATIONS
+                for clock in Timing._fields
+            },
+            "serialization": {
+                "n": self.serialization.n,
+                "json_bytes": self.serialization.json_bytes,
+                "dump": self.serialization.dump._asdict(),
+                "validate": self.serialization.validate._asdict(),
+            },
         }
 
 
@@ -260,27 +279,14 @@ def measure_scaling(sizes: Sequence[int], repeats: int) -> list[ScalingRow]:
     burst of load from other processes does not land on one size only.
     """
     rounds = {n: make_rounds(n) for n in sizes}
-    jobs: dict[str, tuple[Callable[[Sequence[Round]], object], bool]] = {
-        "agentctx": (build_agentctx, True),
-        "naive": (build_naive, True),
-        "agentctx_nogc": (build_agentctx, False),
-    }
-    best: dict[tuple[int, str], float] = {}
+    best: dict[int, dict[str, Timing]] = {n: {} for n in sizes}
     for _ in range(repeats):
         for n in sizes:
-            for name, (build, collector) in jobs.items():
-                elapsed = time_once(partial(build, rounds[n]), collector=collector)
-                key = (n, name)
-                best[key] = min(elapsed, best.get(key, elapsed))
-    return [
-        ScalingRow(
-            n=n,
-            agentctx_total_s=best[n, "agentctx"],
-            naive_total_s=best[n, "naive"],
-            agentctx_nogc_total_s=best[n, "agentctx_nogc"],
-        )
-        for n in sizes
-    ]
+            for name, (build, collector) in IMPLEMENTATIONS.items():
+                timing = time_once(partial(build, rounds[n]), collector=collector)
+                previous = best[n].get(name)
+                best[n][name] = timing if previous is None else previous.best(timing)
+    return [ScalingRow(n=n, timings=best[n]) for n in sizes]
 
 
 def measure_serialization(n: int, repeats: int) -> SerializationResult:
@@ -290,7 +296,7 @@ def measure_serialization(n: int, repeats: int) -> SerializationResult:
     validate = best_of(repeats, lambda: AgentContext.model_validate_json(text))
     if AgentContext.model_validate_json(text) != ctx:
         raise AssertionError("model_validate_json(model_dump_json()) did not round-trip")
-    return SerializationResult(n=n, json_bytes=len(text.encode()), dump_s=dump, validate_s=validate)
+    return SerializationResult(n=n, json_bytes=len(text.encode()), dump=dump, validate=validate)
 
 
 def run(*, quick: bool = False) -> ContextResults:
@@ -312,37 +318,48 @@ def markdown(results: ContextResults) -> str:
         f"### Context scaling (best of {results.repeats}; one iteration = "
         "add_assistant_message + add_tool_results)",
         "",
-        "| iterations | AgentContext total | AgentContext per iteration "
-        "| naive copy total | naive per iteration | naive / AgentContext "
+        "Wall = time.perf_counter, CPU = time.process_time (leaves out time spent waiting "
+        "for a core). Per-iteration figures are wall / CPU.",
+        "",
+        "| iterations | AgentContext total (wall) | AgentContext per iteration "
+        "| naive copy total (wall) | naive per iteration | naive / AgentContext (wall) "
         "| AgentContext per iteration, gc off |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def per_iter(row: ScalingRow, name: str) -> str:
+        wall, cpu = (row.per_iter_us(name, clock) for clock in Timing._fields)
+        return f"{wall:,.1f} / {cpu:,.1f} µs"
+
     for row in results.rows:
+        ratio = row.total_ms("naive") / row.total_ms("agentctx")
         lines.append(
-            f"| {row.n:,} | {row.agentctx_total_s * 1e3:,.1f} ms "
-            f"| {row.agentctx_per_iter_us:,.1f} µs | {row.naive_total_s * 1e3:,.1f} ms "
-            f"| {row.naive_per_iter_us:,.1f} µs | {row.speedup:,.1f}x "
-            f"| {row.agentctx_nogc_per_iter_us:,.1f} µs |"
+            f"| {row.n:,} | {row.total_ms('agentctx'):,.1f} ms | {per_iter(row, 'agentctx')} "
+            f"| {row.total_ms('naive'):,.1f} ms | {per_iter(row, 'naive')} | {ratio:,.2f}x "
+            f"| {per_iter(row, 'agentctx_gc_off')} |"
         )
+
+    def growth(name: str) -> str:
+        return f"{results.growth(name, 'wall'):.2f} / {results.growth(name, 'cpu'):.2f}"
+
     first, last = results.rows[0].n, results.rows[-1].n
-    ours = results.growth("agentctx_per_iter_us")
-    naive = results.growth("naive_per_iter_us")
-    nogc = results.growth("agentctx_nogc_per_iter_us")
     serialization = results.serialization
     lines += [
         "",
-        f"Per-iteration cost at {last:,} / at {first:,} iterations "
-        f"(constant per iteration = 1.0, pure O(n²) total = {last / first:.0f}): "
-        f"AgentContext **{ours:.2f}**, naive copy **{naive:.2f}**, "
-        f"AgentContext with gc off {nogc:.2f}.",
+        f"Per-iteration cost at {last:,} over that at {first:,} iterations, wall / CPU "
+        f"(constant cost per iteration = 1.0; a cost proportional to the iterations already "
+        f"held = {last / first:.1f}): AgentContext **{growth('agentctx')}**, "
+        f"naive copy **{growth('naive')}**, AgentContext with gc off {growth('agentctx_gc_off')}.",
         "",
         f"### JSON round trip of a {serialization.n:,}-iteration context "
-        f"(informational, best of {min(results.repeats, 3)})",
+        f"(informational, best of {min(results.repeats, 3)}, wall / CPU)",
         "",
-        "| JSON size | model_dump_json() | AgentContext.model_validate_json() |",
+        "| JSON size | ctx.model_dump_json() | AgentContext.model_validate_json() |",
         "|---:|---:|---:|",
-        f"| {serialization.json_bytes / 1e6:,.2f} MB | {serialization.dump_s * 1e3:,.1f} ms "
-        f"| {serialization.validate_s * 1e3:,.1f} ms |",
+        f"| {serialization.json_bytes / 1e6:,.2f} MB "
+        f"| {serialization.dump.wall * 1e3:,.1f} / {serialization.dump.cpu * 1e3:,.1f} ms "
+        f"| {serialization.validate.wall * 1e3:,.1f} / "
+        f"{serialization.validate.cpu * 1e3:,.1f} ms |",
     ]
     return "\n".join(lines)
 

@@ -6,22 +6,34 @@ loop. The runtime produces it deterministically; tests assert on it.
 
 from __future__ import annotations
 
-from ._seq import Seq
+from typing import TYPE_CHECKING, Any
+
+from ._seq import FrozenDict, Seq
+from .cassettes import Cassette, RecordMode
 from .clock import Clock, IdFactory, RandomIds, SequentialIds, StepClock, SystemClock
 from .codecs import Completion, Usage
 from .context import AgentContext, Iteration, Message, ToolCall, ToolResult
 from .exceptions import (
     AgentCtxError,
     AgentDefinitionError,
+    CassetteError,
+    CassetteFormatError,
+    CassetteMiss,
     CodecError,
     ContextStateError,
+    ConversationError,
     EmptyHistory,
     FakeLLMError,
     FakeToolsError,
     HistoryError,
     LastEntryNotUserMessage,
     MaxIterationsExceeded,
+    MismatchError,
+    NetworkBlocked,
+    PatternError,
     ProviderError,
+    SnapshotError,
+    StaleCassette,
     ToolDefinitionError,
     UnexpectedModelCall,
     UnusedScriptedReplies,
@@ -29,9 +41,33 @@ from .exceptions import (
 from .fakes import FakeLLM, FakeModelCall, FakeToolCall, FakeTools
 from .freeze import FrozenClock
 from .history import History
+from .matching import (
+    ANY,
+    AllOf,
+    AnyOf,
+    Contains,
+    Each,
+    Exact,
+    Like,
+    Mismatch,
+    Not,
+    Nowhere,
+    Pattern,
+    Predicate,
+    Regex,
+    Unordered,
+    matches,
+    mismatches,
+)
+from .persistence import PersistenceError, load_run, save_run
 from .providers import AnthropicMessagesProvider, OpenAIChatProvider, Provider
 from .runtime import Agent, AgentRuntime, RunResult
 from .tools import RunContext, Tool, ToolSpec, tool
+from .trajectory import LocatedCall, Trajectory, nested_runs, tool_calls
+from .window import ContextWindow, ContextWindowError, Pruned, TiktokenCounter
+
+if TYPE_CHECKING:
+    from .snapshot import AgentSnapshotAssertion, AgentSnapshotExtension, SnapshotOptions
 
 __version__ = "0.1.0.dev0"
 
@@ -44,11 +80,17 @@ __all__ = [
     "ToolResult",
     "History",
     "Seq",
+    "FrozenDict",
     # the runtime
     "Agent",
     "AgentRuntime",
     "RunResult",
     "RunContext",
+    "ContextWindow",
+    "Pruned",
+    "TiktokenCounter",
+    "save_run",
+    "load_run",
     "Tool",
     "ToolSpec",
     "tool",
@@ -66,25 +108,77 @@ __all__ = [
     "SequentialIds",
     "RandomIds",
     "FrozenClock",
+    # cassettes
+    "Cassette",
+    "RecordMode",
     # fakes
     "FakeLLM",
     "FakeModelCall",
     "FakeTools",
     "FakeToolCall",
+    # assertions
+    "matches",
+    "mismatches",
+    "Mismatch",
+    "Pattern",
+    "ANY",
+    "Regex",
+    "Predicate",
+    "Like",
+    "Exact",
+    "Unordered",
+    "Contains",
+    "Each",
+    "Nowhere",
+    "AllOf",
+    "AnyOf",
+    "Not",
+    # trajectories
+    "Trajectory",
+    "LocatedCall",
+    "tool_calls",
+    "nested_runs",
+    # snapshots (imported on first use: they need syrupy, and so pytest)
+    "AgentSnapshotAssertion",
+    "AgentSnapshotExtension",
+    "SnapshotOptions",
     # exceptions
     "AgentCtxError",
     "AgentDefinitionError",
+    "CassetteError",
+    "CassetteFormatError",
+    "CassetteMiss",
     "CodecError",
     "ContextStateError",
+    "ContextWindowError",
+    "ConversationError",
+    "PersistenceError",
     "EmptyHistory",
     "FakeLLMError",
     "FakeToolsError",
     "HistoryError",
     "LastEntryNotUserMessage",
     "MaxIterationsExceeded",
+    "MismatchError",
+    "NetworkBlocked",
+    "PatternError",
     "ProviderError",
+    "SnapshotError",
+    "StaleCassette",
     "ToolDefinitionError",
     "UnexpectedModelCall",
     "UnusedScriptedReplies",
     "__version__",
 ]
+
+_SNAPSHOT_NAMES = frozenset({"AgentSnapshotAssertion", "AgentSnapshotExtension", "SnapshotOptions"})
+
+
+def __getattr__(name: str) -> Any:
+    # The snapshot names import syrupy, which imports pytest: only when asked for, so that
+    # importing the package (say, for its runtime) has no pytest import.
+    if name in _SNAPSHOT_NAMES:
+        from . import snapshot
+
+        return getattr(snapshot, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

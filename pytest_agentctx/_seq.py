@@ -174,3 +174,64 @@ class Seq(Sequence[T], Generic[T]):
 def seq(items: Iterable[T] = ()) -> Seq[T]:
     """Build a :class:`Seq` from any iterable."""
     return Seq(items)
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses changes: the metadata of an immutable iteration.
+
+    It is a real ``dict`` (equal to plain dicts, JSON-serialisable, matched by mapping
+    patterns); nested dicts are frozen too. Build a changed copy with ``{**d, key: value}``.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "Iteration metadata is immutable, like the rest of the context. Build a new "
+            "context with context.with_iteration_metadata({...}) instead."
+        )
+
+    __setitem__ = __delitem__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        import copy
+
+        return FrozenDict(copy.deepcopy(dict(self), memo))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict:
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        source = dict(*args, **kwargs)
+        dict.update(self, {k: freeze(v) for k, v in source.items()})
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        dict_schema = handler.generate_schema(dict[str, Any])
+        return core_schema.no_info_after_validator_function(
+            lambda value: value if isinstance(value, FrozenDict) else FrozenDict(value),
+            dict_schema,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                cast(Any, dict), return_schema=dict_schema
+            ),
+        )
+
+
+def freeze(value: Any) -> Any:
+    """Nested dicts become :class:`FrozenDict`; everything else is returned as it is."""
+    if isinstance(value, dict) and not isinstance(value, FrozenDict):
+        return FrozenDict(value)
+    return value

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._seq import Seq
+from ._seq import FrozenDict, Seq
 from .exceptions import ContextStateError
 
 __all__ = [
@@ -137,7 +137,7 @@ class Iteration(BaseModel):
     tool_calls: Seq[ToolCall] = Field(default_factory=Seq)
     started_at: datetime
     completed_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: FrozenDict = Field(default_factory=FrozenDict)
 
     @property
     def is_complete(self) -> bool:
@@ -169,6 +169,24 @@ class AgentContext(BaseModel):
     current_iteration: int = Field(ge=1)
     created_at: datetime
     updated_at: datetime
+
+    @model_validator(mode="after")
+    def _numbered_in_order(self) -> AgentContext:
+        # Runs when a context is validated (from JSON, or built by hand); the update methods
+        # keep these invariants themselves and skip it.
+        numbers = [iteration.number for iteration in self.iterations]
+        if not numbers:
+            raise ValueError("an AgentContext needs at least one iteration")
+        if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+            raise ValueError(
+                f"iterations must be numbered consecutively (1, 2, 3...); got {numbers}"
+            )
+        if self.current_iteration != numbers[-1]:
+            raise ValueError(
+                f"current_iteration is {self.current_iteration}, but the last iteration is "
+                f"number {numbers[-1]}; they must be equal"
+            )
+        return self
 
     # -- construction ------------------------------------------------------------------
 
@@ -302,6 +320,11 @@ class AgentContext(BaseModel):
         After a final answer this opens a new iteration; in an iteration that has no
         assistant message yet, the message joins it.
         """
+        if not isinstance(content, str):
+            raise ContextStateError(
+                f"add_user_message() takes the message text as a str, got "
+                f"{type(content).__name__}: {content!r}."
+            )
         current = self._current()
         if current.pending_tool_calls:
             ids = ", ".join(call.id for call in current.pending_tool_calls)
@@ -330,7 +353,7 @@ class AgentContext(BaseModel):
     ) -> AgentContext:
         """Merge ``metadata`` into the current iteration's metadata."""
         current = self._current()
-        merged = {**current.metadata, **metadata}
+        merged = FrozenDict({**current.metadata, **metadata})
         return self._with_current(
             current._replace(metadata=merged), at if at is not None else self.updated_at
         )

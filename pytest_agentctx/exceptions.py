@@ -12,6 +12,7 @@ Hierarchy::
     │   ├── EmptyHistory           a model call with no conversation entries
     │   └── LastEntryNotUserMessage  a model call whose last entry is the assistant's
     ├── MaxIterationsExceeded      the agent wanted more iterations than it may have
+    ├── ConversationError          a turn that cannot continue the given run
     ├── ToolDefinitionError        a function that cannot become a tool
     ├── AgentDefinitionError       an Agent with an invalid model, tools or limits
     ├── ProviderError              no provider for a model, or its SDK is not installed
@@ -33,7 +34,7 @@ Hierarchy::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,6 +52,7 @@ __all__ = [
     "AgentDefinitionError",
     "CodecError",
     "ContextStateError",
+    "ConversationError",
     "EmptyHistory",
     "FakeLLMError",
     "FakeToolsError",
@@ -99,10 +101,24 @@ class MaxIterationsExceeded(AgentCtxError):
     assert on what the agent did.
     """
 
-    def __init__(self, message: str, *, context: AgentContext, max_iterations: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        context: AgentContext,
+        max_iterations: int,
+        result: Any = None,
+    ) -> None:
         super().__init__(message)
         self.context = context
         self.max_iterations = max_iterations
+        #: The failed ``RunResult`` (status ``"failed"``), which can be continued with
+        #: ``runtime.continue_conversation(exc.result, message)``.
+        self.result = result
+
+
+class ConversationError(AgentCtxError):
+    """A new turn that cannot continue the given run (in progress, or not a run result)."""
 
 
 class ToolDefinitionError(AgentCtxError):

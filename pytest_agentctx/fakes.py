@@ -20,7 +20,9 @@ from typing import Any, ClassVar, Self
 import httpx2
 
 from .clock import IdFactory, SequentialIds
+from .codecs import anthropic_messages, openai_chat
 from .codecs.base import Codec, Completion, DecodedRequest, Usage, codec_for_path
+from .codecs.sse import SSEEvent, format_sse
 from .context import ToolCall
 from .exceptions import (
     CodecError,
@@ -101,12 +103,13 @@ class ScriptedAnswer:
     """A scripted model's answer to one model call, before a transport sends it.
 
     Status 200 carries the ``completion`` and its wire-format ``response`` JSON; an error
-    status carries the ``error`` message. ``request`` is ``None`` when the request could
-    not be read.
+    status carries the ``error`` message. ``body`` and ``request`` (the request JSON, and
+    it decoded) are ``None`` when the request could not be read.
     """
 
     status: int
     codec: Codec
+    body: Any
     request: DecodedRequest | None
     completion: Completion | None = None
     response: dict[str, Any] | None = None
@@ -241,6 +244,7 @@ class ScriptedModel:
                 400,
                 codec,
                 None,
+                None,
                 error=f"pytest-agentctx {self._name} could not read the request: {exc}",
             )
         with self._lock:
@@ -249,6 +253,7 @@ class ScriptedModel:
                 return ScriptedAnswer(
                     400,
                     codec,
+                    body,
                     decoded,
                     error=f"pytest-agentctx {self._name}: model call "
                     f"#{len(self.calls) + len(self.unexpected)} was not scripted (only "
@@ -260,12 +265,12 @@ class ScriptedModel:
             if reply.status != 200:
                 self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, None))
                 return ScriptedAnswer(
-                    reply.status, codec, decoded, error=reply.error or "scripted failure"
+                    reply.status, codec, body, decoded, error=reply.error or "scripted failure"
                 )
             completion = self._completion(codec, reply, decoded, body)
             response = codec.encode_response(completion, response_id=completion.response_id or "")
             self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, response))
-            return ScriptedAnswer(200, codec, decoded, completion, response)
+            return ScriptedAnswer(200, codec, body, decoded, completion, response)
 
     def _completion(
         self, codec: Codec, reply: ScriptedReply, decoded: DecodedRequest, body: Mapping[str, Any]
@@ -315,6 +320,14 @@ class FakeLLM(ScriptedModel):
             return None
         if answer.status != 200:
             return _error_response(answer.status, answer.error or "scripted failure")
+        if answer.request is not None and answer.request.stream:
+            # A client that asked for a stream reads server-sent events; JSON would reach
+            # it as an empty stream.
+            return make_response(
+                200,
+                chunks=[format_sse([event]) for event in _stream_events(answer)],
+                headers={"content-type": "text/event-stream; charset=utf-8"},
+            )
         return make_response(
             200,
             content=json.dumps(answer.response, ensure_ascii=False).encode(),
@@ -340,6 +353,21 @@ class FakeLLM(ScriptedModel):
 
     def __repr__(self) -> str:
         return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
+
+
+def _stream_events(answer: ScriptedAnswer) -> list[SSEEvent]:
+    """A 200 answer as the events of its endpoint's stream (for ``stream: true``)."""
+    completion = answer.completion
+    if completion is None:
+        raise FakeLLMError(f"a {answer.status} answer has no reply to stream")
+    response_id = completion.response_id or ""
+    if answer.codec.name == anthropic_messages.name:
+        return anthropic_messages.encode_stream(completion, response_id=response_id)
+    options = answer.body.get("stream_options") if isinstance(answer.body, Mapping) else None
+    include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+    return openai_chat.encode_stream(
+        completion, response_id=response_id, include_usage=include_usage
+    )
 
 
 def _last_message(request: DecodedRequest) -> str:

@@ -25,8 +25,8 @@ of the value: unordered lists are matched through an index of the patterns' lite
 
 from __future__ import annotations
 
-import reprlib
 import re
+import reprlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import date, datetime, time
@@ -500,7 +500,7 @@ class Nowhere(Pattern):
         return f"Nowhere({short(self.pattern)})"
 
 
-def _flatten(kind: type, patterns: Sequence[Any]) -> list[Any]:
+def _flatten(kind: type[AllOf | AnyOf], patterns: Sequence[Any]) -> list[Any]:
     flat: list[Any] = []
     for pattern in patterns:
         if type(pattern) is kind:
@@ -647,9 +647,11 @@ def _m_eq(value: Any, pattern: Any, path: PathCell, out: Out) -> bool:
     try:
         if pattern == other:
             return True
-        problem = f"{short(value)} != {pattern!r}"
+        problem = f"{short(value)} != {short(pattern)}"
     except Exception as exc:
-        problem = f"comparing {short(value)} with {pattern!r} raised {type(exc).__name__}: {exc}"
+        problem = (
+            f"comparing {short(value)} with {short(pattern)} raised {type(exc).__name__}: {exc}"
+        )
     if out is not None:
         _miss(out, path, problem)
     return False
@@ -871,7 +873,9 @@ def _resolve(cls: type) -> Handler:
     elif issubclass(cls, BaseModel):
         handler = _m_model
     elif issubclass(cls, type):
-        handler = _m_type
+        # A class matches its instances, unless its metaclass defines ``==`` itself (as
+        # dirty-equals' classes do: ``IsPositiveInt == 3``).
+        handler = _m_type if cls.__eq__ is type.__eq__ else _m_eq
     elif issubclass(cls, Mapping):
         handler = _m_mapping
     elif cls is type(None):
@@ -981,7 +985,7 @@ def _literal_fields(pattern: Any, prefix: tuple[Any, ...], depth: int) -> Iterat
     else:
         return
     for key, sub in items.items():
-        if isinstance(sub, _LITERALS) or isinstance(sub, (Mapping, Like, BaseModel)):
+        if isinstance(sub, (*_LITERALS, Mapping, Like, BaseModel)):
             yield from _literal_fields(sub, (*prefix, key), depth + 1)
 
 

@@ -12,16 +12,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from syrupy.assertion import SnapshotAssertion
 
 from .cassettes import Cassette, NetworkGuard, Redactor
 from .cassettes.redact import DEFAULT_SECRET_ENV
 from .cassettes.session import RecordMode
 from .cassettes.settings import CassetteSettings, TestOptions, cassette_path
 from .clock import SequentialIds, StepClock, parse_datetime
-from .exceptions import CassetteError, CassetteMiss
+from .exceptions import CassetteError, CassetteMiss, NetworkBlocked
 from .fakes import FakeLLM, FakeTools
 from .freeze import FrozenClock
+from .matching import assertrepr_compare
 from .runtime import AgentRuntime
+from .snapshot import AgentSnapshotAssertion, SnapshotOptions
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class _ClockSettings:
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 _CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
 _CASSETTE_KEY = pytest.StashKey[Cassette | None]()
+_GUARD_KEY = pytest.StashKey[NetworkGuard | None]()
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
 _AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 _CLOCK_KEY = pytest.StashKey[_ClockSettings]()
@@ -121,6 +125,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """``--agent-record`` takes an optional MODE: make ``pytest --agent-record tests/x.py``
+    (and the command the miss message prints) record that test instead of taking the path
+    for a mode."""
+    modes = {mode.value for mode in RecordMode}
+    for index, arg in enumerate(args[:-1]):
+        following = args[index + 1]
+        if arg == "--agent-record" and not following.startswith("-") and following not in modes:
+            args[index] = "--agent-record=rewrite"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CLOCK_KEY] = _clock_settings(config)
     config.stash[_CASSETTE_SETTINGS_KEY] = _cassette_settings(config)
@@ -205,8 +220,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         cassette = item.stash.get(_CASSETTE_KEY, None)
         if cassette is not None and cassette.misses:
             raise CassetteMiss(cassette.miss_message(cassette.misses[0])) from exc
+        guard = item.stash.get(_GUARD_KEY, None)
+        if guard is not None and guard.blocked:
+            # The test failed because a connection was refused: say so.
+            raise NetworkBlocked(guard.message(guard.blocked[0])) from exc
         raise
     cassette = item.stash.get(_CASSETTE_KEY, None)
+    guard = item.stash.get(_GUARD_KEY, None)
+    if cassette is not None and cassette.misses:
+        cassette.check()
+    if guard is not None:
+        guard.verify()
     if cassette is not None:
         cassette.check()
     return result
@@ -259,6 +283,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
         body_hook=body_hook if callable(body_hook) else None,
         allow_unused=options.allow_unused,
         shared=options.cassette is not None,
+        run_id=settings.run_id,
     )
     guard = (
         NetworkGuard(
@@ -269,6 +294,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
         else None
     )
     item.stash[_CASSETTE_KEY] = cassette
+    item.stash[_GUARD_KEY] = guard
     cassette.start()
     if guard is not None:
         guard.start()
@@ -279,6 +305,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
             guard.stop()
         cassette.stop()
         item.stash[_CASSETTE_KEY] = None
+        item.stash[_GUARD_KEY] = None
     if cassette.records:
         call = item.stash.get(_REPORT_KEY, {}).get("call")
         if call is not None and (call.passed or settings.record_failing):
@@ -347,3 +374,28 @@ def frozen_clock(request: pytest.FixtureRequest) -> Iterator[FrozenClock]:
     clock = FrozenClock(settings.start, ignore=settings.ignore)
     with clock:
         yield clock
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """For ``==`` on the context's models or a pattern: the count, then every mismatch."""
+    return assertrepr_compare(op, left, right)
+
+
+@pytest.fixture
+def agent_snapshot_config() -> SnapshotOptions:
+    """Options of ``agent_snapshot`` (volatile values, projections); override to change."""
+    return SnapshotOptions()
+
+
+@pytest.fixture
+def agent_snapshot(
+    snapshot: SnapshotAssertion, agent_snapshot_config: SnapshotOptions
+) -> AgentSnapshotAssertion:
+    """A syrupy snapshot of an agent run: ``assert result.context == agent_snapshot``.
+
+    Stored as ``__snapshots__/<module>/<test>.agentctx``; ``--snapshot-update`` writes it.
+    """
+    return AgentSnapshotAssertion.from_snapshot(snapshot, agent_snapshot_config)

@@ -15,16 +15,22 @@ import asyncio
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
 from .clock import Clock, IdFactory, RandomIds, SystemClock
 from .codecs.base import Completion
 from .context import AgentContext, ToolCall, ToolResult
-from .exceptions import AgentCtxError, AgentDefinitionError, MaxIterationsExceeded
+from .exceptions import (
+    AgentCtxError,
+    AgentDefinitionError,
+    ConversationError,
+    MaxIterationsExceeded,
+)
 from .providers import Provider, default_provider, split_model
 from .tools import RunContext, Tool, render_tool_output
+from .window import ContextWindow
 
 __all__ = ["Agent", "AgentRuntime", "RunResult", "ToolOverrides"]
 
@@ -54,6 +60,7 @@ class Agent:
     max_iterations: int = 10
     max_tokens: int | None = None
     temperature: float | None = None
+    window: ContextWindow | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -82,6 +89,11 @@ class Agent:
                 "its own name (pass @tool(name='...') to rename one)."
             )
         object.__setattr__(self, "tools", tools)
+        if self.window is not None and not isinstance(self.window, ContextWindow):
+            raise AgentDefinitionError(
+                f"Agent {self.name!r}: window={self.window!r}; expected a ContextWindow, "
+                "e.g. ContextWindow(max_tokens=8000)."
+            )
 
     @property
     def provider_name(self) -> str:
@@ -98,18 +110,40 @@ class Agent:
         return next((t for t in self.tools if t.name == name), None)
 
 
+RunStatus = Literal["completed", "failed"]
+
+
 @dataclass(frozen=True)
 class RunResult:
-    """The outcome of a run: its context and the final answer."""
+    """The outcome of a run: its context, the final answer and whether it completed.
+
+    A ``failed`` run (the agent ran out of iterations) keeps its context and ``error``;
+    both kinds can be continued with :meth:`AgentRuntime.continue_conversation`.
+    """
 
     agent: Agent
     context: AgentContext
     output: str | None
+    status: RunStatus = "completed"
+    error: str | None = None
 
     @property
     def iterations(self) -> int:
-        """How many iterations the run used."""
+        """How many iterations the conversation has used so far."""
         return len(self.context.iterations)
+
+    @property
+    def input(self) -> str | None:
+        """The first user message, derived from the context (never stored beside it)."""
+        for message in self.context.iterations[0].messages:
+            if message.role == "user":
+                return message.content
+        return None
+
+    @property
+    def is_finished(self) -> bool:
+        """Whether the run ended (completed or failed) rather than stopped mid-iteration."""
+        return self.status == "failed" or self.context.final_output is not None
 
 
 @dataclass
@@ -151,13 +185,90 @@ class AgentRuntime:
             raise AgentDefinitionError(
                 f"run() takes an Agent, got {type(agent).__name__}: {agent!r}."
             )
-        provider = self.provider_for(agent)
         ctx = AgentContext.new(input, system_prompt=agent.system_prompt, at=self.clock.now())
+        return await self._loop(agent, ctx, actor=actor, tenant=tenant, deps=deps)
+
+    async def continue_conversation(
+        self,
+        result: RunResult,
+        message: str,
+        *,
+        actor: Any = None,
+        tenant: Any = None,
+        deps: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Run a new turn after a finished run; returns a new result, ``result`` is unchanged.
+
+        A completed run gets the user message as a new iteration. A failed run's unanswered
+        tool calls are first closed with error results (they were never executed), so the
+        conversation stays valid for the provider. A run that is still in progress is
+        refused.
+        """
+        if not isinstance(result, RunResult):
+            raise ConversationError(
+                f"continue_conversation() takes the RunResult of an earlier run, got "
+                f"{type(result).__name__}: {result!r}."
+            )
+        ctx = result.context
+        if not result.is_finished:
+            raise ConversationError(
+                f"continue_conversation(): the run of agent {result.agent.name!r} is still in "
+                f"progress (iteration {ctx.current_iteration} has no final answer), so it "
+                "cannot take a new user message. Continue from a completed or failed run."
+            )
+        if result.status == "failed":
+            pending = ctx.iterations[-1].pending_tool_calls
+            if pending:
+                ctx = ctx.add_tool_results(
+                    [
+                        _error(call, "Not executed: the run stopped at its iteration limit.")
+                        for call in pending
+                    ],
+                    at=self.clock.now(),
+                )
+        ctx = ctx.add_user_message(message, at=self.clock.now())
+        return await self._loop(result.agent, ctx, actor=actor, tenant=tenant, deps=deps)
+
+    async def run_multi_turn(
+        self,
+        agent: Agent,
+        first: str,
+        follow_ups: Iterable[str],
+        *,
+        actor: Any = None,
+        tenant: Any = None,
+        deps: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Run ``first``, then each follow-up as a new turn; returns the last result."""
+        result = await self.run(agent, first, actor=actor, tenant=tenant, deps=deps)
+        for message in follow_ups:
+            result = await self.continue_conversation(
+                result, message, actor=actor, tenant=tenant, deps=deps
+            )
+        return result
+
+    async def _loop(
+        self,
+        agent: Agent,
+        ctx: AgentContext,
+        *,
+        actor: Any,
+        tenant: Any,
+        deps: Mapping[str, Any] | None,
+    ) -> RunResult:
+        provider = self.provider_for(agent)
         specs = [t.spec for t in agent.tools]
+        # max_iterations counts the iterations of this turn, not of the whole conversation
+        limit = ctx.current_iteration + agent.max_iterations - 1
         while True:
+            messages = ctx.get_all_messages()
+            if agent.window is not None:
+                pruned = agent.window.prune(messages)
+                messages = pruned.messages
+                ctx = ctx.with_iteration_metadata({"window": pruned.metadata()})
             body = provider.codec.encode_request(
                 model=agent.model_name,
-                messages=ctx.to_messages(),
+                messages=[message.to_dict() for message in messages],
                 tools=specs,
                 max_tokens=agent.max_tokens,
                 temperature=agent.temperature,
@@ -171,15 +282,21 @@ class AgentRuntime:
             ctx = ctx.add_assistant_message(completion.content, calls, at=self.clock.now())
             if not calls:
                 return RunResult(agent=agent, context=ctx, output=completion.content)
-            if ctx.exceeded_max_iterations(agent.max_iterations):
+            if ctx.exceeded_max_iterations(limit):
                 names = ", ".join(c.name for c in calls)
-                raise MaxIterationsExceeded(
+                message = (
                     f"Agent {agent.name!r} used its {agent.max_iterations} iterations and "
                     f"still asked for tools ({names}) in iteration {ctx.current_iteration}. "
                     "Raise Agent(max_iterations=...) if that many steps are right, or look at "
-                    "exc.context to see why it did not finish.",
+                    "exc.context to see why it did not finish."
+                )
+                raise MaxIterationsExceeded(
+                    message,
                     context=ctx,
                     max_iterations=agent.max_iterations,
+                    result=RunResult(
+                        agent=agent, context=ctx, output=None, status="failed", error=message
+                    ),
                 )
             results = [
                 await self._execute(agent, call, ctx.current_iteration, actor, tenant, deps)

@@ -30,24 +30,32 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import date, datetime, time, timedelta
 from enum import Enum
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 from syrupy.assertion import DiffMode, SnapshotAssertion
+from syrupy.constants import SYMBOL_ELLIPSIS
 from syrupy.data import SnapshotCollection
 from syrupy.exceptions import TaintedSnapshotError
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SnapshotIndex
+from syrupy.terminal import context_style, reset
+from syrupy.types import (
+    PropertyFilter,
+    PropertyMatcher,
+    SerializableData,
+    SerializedData,
+    SnapshotIndex,
+)
 
 from ._paths import compile_globs, segment
 from ._seq import Seq
-from .context import AgentContext
+from .context import AgentContext, Iteration, Message, ToolCall
 from .exceptions import SnapshotError
 from .runtime import RunResult
 
@@ -67,6 +75,8 @@ FILE_EXTENSION = "agentctx"
 HEADER = f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
 
 _NO_DEFAULT: Any = object()
+_OBJECT_REPR: Any = object.__repr__
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _as_globs(value: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
@@ -169,11 +179,32 @@ class SnapshotOptions:
 
 
 _DEFAULT_OPTIONS = SnapshotOptions()
-_FIELD_SPECS: dict[type, list[tuple[str, str, Any]]] = {}
 
 
-def _field_specs(cls: type[BaseModel]) -> list[tuple[str, str, Any]]:
-    """(name, ".name", default) for each field of a model, in declaration order."""
+@dataclass(frozen=True)
+class _FieldSpec:
+    name: str
+    default: Any
+    implied: type | None
+
+
+_FIELD_SPECS: dict[type, list[_FieldSpec]] = {}
+
+
+def _implied_model(annotation: Any) -> type | None:
+    """The model class a field holds (or holds a sequence of), if the annotation says so."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = get_origin(annotation)
+    if origin in (Seq, list, tuple) or (isinstance(origin, type) and issubclass(origin, Sequence)):
+        args = get_args(annotation)
+        if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+            return args[0]
+    return None
+
+
+def _field_specs(cls: type[BaseModel]) -> list[_FieldSpec]:
+    """The fields of a model in declaration order, with their defaults and model types."""
     specs = _FIELD_SPECS.get(cls)
     if specs is None:
         specs = []
@@ -184,25 +215,31 @@ def _field_specs(cls: type[BaseModel]) -> list[tuple[str, str, Any]]:
                 default = info.default_factory()  # type: ignore[call-arg]
             else:
                 default = info.default
-            specs.append((name, "." + name, default))
+            specs.append(_FieldSpec(name, default, _implied_model(info.annotation)))
         _FIELD_SPECS[cls] = specs
     return specs
 
 
-def _is_default(value: Any, default: Any) -> bool:
-    if default is _NO_DEFAULT:
-        return False
-    if value is default:
-        return True
-    return type(value) is type(default) and bool(value == default)
+class _Raw(str):
+    """Text written as it is (a summary line), not as a quoted string."""
+
+    __slots__ = ()
 
 
 def _sort_key(key: Any) -> tuple[int, str]:
     return (0, key) if isinstance(key, str) else (1, repr(key))
 
 
+def _count(size: int) -> str:
+    return f"{size} item" if size == 1 else f"{size} items"
+
+
 class _Writer:
-    """Writes one value into lines; one writer per snapshot (ids and the start are its own)."""
+    """Writes one value as lines; one writer per snapshot (ids and the start are its own).
+
+    ``value()`` applies the options' path rules and ``write()`` writes; without path rules
+    ``value`` is ``write`` itself, which keeps the common case fast.
+    """
 
     def __init__(self, options: SnapshotOptions) -> None:
         self.lines: list[str] = []
@@ -217,16 +254,25 @@ class _Writer:
         self.omit_re = compile_globs(options.omit)
         self.fields_re = compile_globs(options.fields)
         self.keeping = self.fields_re is None
-        if self.normalize_re is None and self.omit_re is None and self.fields_re is None:
+        self.suffixes: dict[Any, str] = {}
+        # Without path rules, ``value`` is ``write`` and the context's own models take a
+        # fast path that writes the very lines the general one would.
+        self.fast = (
+            self.normalize_re is None
+            and self.omit_re is None
+            and self.fields_re is None
+            and self.truncate is None
+        )
+        if self.fast:
             self.value = self.write  # type: ignore[method-assign]
-
-    # -- lines ---------------------------------------------------------------------------
+        self.id_is_id = self.is_id_key("id")
+        self.tool_call_id_is_id = self.is_id_key("tool_call_id")
 
     def line(self, path: str, text: str) -> None:
         if self.keeping:
             self.lines.append(f"{path} = {text}" if path else text)
 
-    def value(self, path: str, value: Any, key: Any) -> None:
+    def value(self, path: str, value: Any, key: Any, implied: type | None = None) -> None:
         """Write ``value`` at ``path``, applying ``omit``, ``normalize`` and ``fields``."""
         if self.omit_re is not None and self.omit_re.fullmatch(path):
             return
@@ -247,36 +293,37 @@ class _Writer:
         if not self.keeping and self.fields_re is not None and self.fields_re.fullmatch(path):
             self.keeping = True
             try:
-                self.write(path, value, key)
+                self.write(path, value, key, implied)
             finally:
                 self.keeping = False
             return
-        self.write(path, value, key)
+        self.write(path, value, key, implied)
 
-    # -- values --------------------------------------------------------------------------
-
-    def write(self, path: str, value: Any, key: Any) -> None:
+    def write(self, path: str, value: Any, key: Any, implied: type | None = None) -> None:
+        """Write ``value`` at ``path`` as one line, or as a line per field or item."""
         kind = type(value)
         if kind is str:
             if key is not None and self.is_id_key(key):
                 self.line(path, self.generated_id(value))
             else:
                 self.text(path, value)
-        elif kind is int or kind is float or kind is bool or value is None:
+        elif kind is int or kind is bool or kind is float or value is None:
             self.line(path, repr(value))
         elif kind is datetime:
             self.line(path, self.instant(value))
         elif isinstance(value, BaseModel):
-            self.model(path, value)
-        elif isinstance(value, Mapping):
+            self.model(path, value, implied)
+        elif kind is dict or isinstance(value, Mapping):
             self.mapping(path, value)
-        elif isinstance(value, (list, tuple, Seq)):
-            self.sequence(path, value)
+        elif kind is Seq or kind is list or kind is tuple:
+            self.sequence(path, value, implied)
         else:
             self.other(path, value, key)
 
     def other(self, path: str, value: Any, key: Any) -> None:
-        if isinstance(value, Enum):
+        if isinstance(value, _Raw):
+            self.line(path, value)
+        elif isinstance(value, Enum):
             self.line(path, f"{type(value).__name__}.{value.name}")
         elif isinstance(value, str):
             self.write(path, str(value), key)
@@ -285,20 +332,21 @@ class _Writer:
         elif isinstance(value, (date, time)):
             self.line(path, value.isoformat())
         elif isinstance(value, (set, frozenset)):
-            self.sequence(path, sorted(value, key=repr), brackets="{}")
+            self.sequence(path, sorted(value, key=repr), None, brackets="{}")
         elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-            self.sequence(path, value)
+            self.sequence(path, value, None)
         elif is_dataclass(value) and not isinstance(value, type):
             self.line(path, type(value).__name__)
             prefix = f"{path}." if path else ""
             for item in fields(value):
                 if item.repr:
                     self.value(prefix + item.name, getattr(value, item.name), item.name)
-        elif type(value).__repr__ is object.__repr__:
+        elif type(value).__repr__ is _OBJECT_REPR:
+            name = type(value).__name__
             raise SnapshotError(
-                f"Cannot snapshot {path or 'the value'}: a {type(value).__name__} has no "
-                "stable text form (its repr holds a memory address). Convert it first, or "
-                f"give agent_snapshot(normalize={{{(path or '**')!r}: '<{type(value).__name__}>'}})."
+                f"Cannot snapshot {path or 'the value'}: a {name} has no stable text form "
+                "(its repr holds a memory address). Convert it first, or give "
+                f"agent_snapshot(normalize={{{(path or '**')!r}: '<{name}>'}})."
             )
         else:
             self.line(path, repr(value))
@@ -327,7 +375,7 @@ class _Writer:
             delta = value - self.start
         except TypeError:
             return value.isoformat()
-        micros = delta // timedelta(microseconds=1)
+        micros = delta // _MICROSECOND
         sign = "-" if micros < 0 else "+"
         seconds, fraction = divmod(abs(micros), 1_000_000)
         if fraction:
@@ -350,45 +398,158 @@ class _Writer:
                 return
         self.line(path, f"{value!r} … (+{cut} chars)" if cut else repr(value))
 
-    def model(self, path: str, value: BaseModel) -> None:
+    def model(self, path: str, value: BaseModel, implied: type | None) -> None:
         cls = type(value)
-        self.line(path, cls.__name__)
+        if cls is not implied:
+            self.line(path, cls.__name__)
+        elif self.fast:
+            if cls is Message:
+                self.message(path, value)  # type: ignore[arg-type]
+                return
+            if cls is ToolCall:
+                self.tool_call(path, value)  # type: ignore[arg-type]
+                return
+            if cls is Iteration:
+                self.iteration(path, value)  # type: ignore[arg-type]
+                return
         root_run = cls is AgentContext and self.start is None
         if root_run:
             self.start = value.created_at  # type: ignore[attr-defined]
         data = value.__dict__
-        for name, suffix, default in _field_specs(cls):
+        prefix = path + "." if path else ""
+        for spec in _field_specs(cls):
+            name = spec.name
             item = data[name] if name in data else getattr(value, name)
-            if _is_default(item, default):
+            default = spec.default
+            if default is not _NO_DEFAULT and (
+                item is default or (type(item) is type(default) and item == default)
+            ):
                 continue
-            child = path + suffix if path else name
-            if root_run and name == "iterations" and self.last is not None:
-                self.sequence(child, item, skip=max(0, len(item) - self.last))
+            if cls is Iteration and name == "tool_calls" and _calls_of_messages(value):
+                self.value(
+                    prefix + name, _Raw(f"[{_count(len(item))}: those of the messages]"), None
+                )
+            elif root_run and name == "iterations" and self.last is not None:
+                skip = max(0, len(item) - self.last)
+                self.sequence(prefix + name, item, spec.implied, skip=skip)
             else:
-                self.value(child, item, name)
+                self.value(prefix + name, item, name, spec.implied)
+
+    # -- the fast path for the context's models: the lines ``model`` would write -------
+
+    def string(self, path: str, value: str, is_id: bool) -> None:
+        if is_id:
+            self.lines.append(f"{path} = {self.generated_id(value)}")
+        elif "\n" in value:
+            self.text(path, value)
+        else:
+            self.lines.append(f"{path} = {value!r}")
+
+    def message(self, path: str, message: Message) -> None:
+        data = message.__dict__
+        append = self.lines.append
+        append(f"{path}.role = {data['role']!r}")
+        content = data["content"]
+        if content is not None:
+            self.string(f"{path}.content", content, False)
+        calls = data["tool_calls"]
+        if calls:
+            where = f"{path}.tool_calls"
+            append(f"{where} = [{_count(len(calls))}]")
+            for index, call in enumerate(calls):
+                if type(call) is ToolCall:
+                    self.tool_call(f"{where}[{index}]", call)
+                else:
+                    self.write(f"{where}[{index}]", call, None, ToolCall)
+        tool_call_id = data["tool_call_id"]
+        if tool_call_id is not None:
+            self.string(f"{path}.tool_call_id", tool_call_id, self.tool_call_id_is_id)
+        name = data["name"]
+        if name is not None:
+            self.string(f"{path}.name", name, False)
+        if data["is_error"] is not False:
+            append(f"{path}.is_error = {data['is_error']!r}")
+
+    def tool_call(self, path: str, call: ToolCall) -> None:
+        data = call.__dict__
+        self.string(f"{path}.id", data["id"], self.id_is_id)
+        self.string(f"{path}.name", data["name"], False)
+        arguments = data["arguments"]
+        if arguments:
+            self.mapping(f"{path}.arguments", arguments)
+
+    def iteration(self, path: str, iteration: Iteration) -> None:
+        data = iteration.__dict__
+        append = self.lines.append
+        append(f"{path}.number = {data['number']!r}")
+        messages = data["messages"]
+        if messages:
+            where = f"{path}.messages"
+            append(f"{where} = [{_count(len(messages))}]")
+            for index, message in enumerate(messages):
+                if type(message) is Message:
+                    self.message(f"{where}[{index}]", message)
+                else:
+                    self.write(f"{where}[{index}]", message, None, Message)
+        calls = data["tool_calls"]
+        if calls:
+            if _calls_of_messages(iteration):
+                append(f"{path}.tool_calls = [{_count(len(calls))}: those of the messages]")
+            else:
+                self.sequence(f"{path}.tool_calls", calls, ToolCall)
+        self.write(f"{path}.started_at", data["started_at"], "started_at")
+        if data["completed_at"] is not None:
+            self.write(f"{path}.completed_at", data["completed_at"], "completed_at")
+        if data["metadata"]:
+            self.mapping(f"{path}.metadata", data["metadata"])
 
     def mapping(self, path: str, value: Mapping[Any, Any]) -> None:
         if not value:
             self.line(path, "{}")
             return
         keys = sorted(value, key=_sort_key) if len(value) > 1 else list(value)
+        suffixes = self.suffixes
         for key in keys:
-            self.value(segment(path, key), value[key], key)
+            suffix = suffixes.get(key)
+            if suffix is None:
+                suffix = suffixes[key] = segment("", key)
+                if suffix[0] != "[":
+                    suffix = suffixes[key] = "." + suffix
+            child = path + suffix if path else segment("", key)
+            self.value(child, value[key], key)
 
     def sequence(
-        self, path: str, value: Sequence[Any], *, skip: int = 0, brackets: str = "[]"
+        self,
+        path: str,
+        value: Sequence[Any],
+        implied: type | None,
+        *,
+        skip: int = 0,
+        brackets: str = "[]",
     ) -> None:
         size = len(value)
-        opening, closing = brackets
+        opening, closing = brackets[0], brackets[1]
         if not size:
             self.line(path, opening + closing)
             return
-        count = f"{size} item" if size == 1 else f"{size} items"
+        count = _count(size)
         if skip:
             count += f", the first {skip} left out"
         self.line(path, f"{opening}{count}{closing}")
+        write = self.value
         for index, item in enumerate(islice(value, skip, None), start=skip):
-            self.value(f"{path}[{index}]", item, None)
+            write(f"{path}[{index}]", item, None, implied)
+
+
+def _calls_of_messages(iteration: Any) -> bool:
+    """Whether an iteration's tool calls are exactly those of its messages, in order."""
+    calls = iteration.tool_calls
+    if not calls:
+        return False
+    from_messages = [call for message in iteration.messages for call in message.tool_calls]
+    if len(from_messages) != len(calls):
+        return False
+    return all(a is b or a == b for a, b in zip(calls, from_messages, strict=True))
 
 
 def serialize(data: Any, options: SnapshotOptions | None = None) -> str:
@@ -409,6 +570,31 @@ def serialize(data: Any, options: SnapshotOptions | None = None) -> str:
         writer.value("", data, None)
     lines.append("")
     return "\n".join(lines)
+
+
+_CONTEXT_LINES = 1
+_CHUNK = 256
+
+
+def _common_run(old: list[str], new: list[str], *, from_end: bool, limit: int | None = None) -> int:
+    """How many lines ``old`` and ``new`` share at their start (or end), up to ``limit``."""
+    most = min(len(old), len(new)) if limit is None else limit
+    size = 0
+    if from_end:
+        a, b = len(old), len(new)
+        while (
+            size + _CHUNK <= most
+            and old[a - size - _CHUNK : a - size] == new[b - size - _CHUNK : b - size]
+        ):
+            size += _CHUNK
+        while size < most and old[a - size - 1] == new[b - size - 1]:
+            size += 1
+        return size
+    while size + _CHUNK <= most and old[size : size + _CHUNK] == new[size : size + _CHUNK]:
+        size += _CHUNK
+    while size < most and old[size] == new[size]:
+        size += 1
+    return size
 
 
 def _header_of(text: str | bytes | None) -> str:
@@ -457,6 +643,27 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
             raise TaintedSnapshotError(snapshot_data=text)
         return text
 
+    def diff_lines(
+        self, serialized_data: SerializedData, snapshot_data: SerializedData
+    ) -> Iterator[str]:
+        """Syrupy's diff of the changed lines only, with one line of context around them.
+
+        The unchanged lines before and after are found with list comparisons (in C), so a
+        one-line change in a long snapshot costs a split of both texts, not a line diff.
+        """
+        old = str(snapshot_data).split("\n")
+        new = str(serialized_data).split("\n")
+        same_start = _common_run(old, new, from_end=False)
+        same_end = _common_run(old, new, from_end=True, limit=min(len(old), len(new)) - same_start)
+        start = max(0, same_start - _CONTEXT_LINES)
+        old_end = min(len(old), len(old) - same_end + _CONTEXT_LINES)
+        new_end = min(len(new), len(new) - same_end + _CONTEXT_LINES)
+        if start > 0:
+            yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
+        yield from super().diff_lines("\n".join(new[start:new_end]), "\n".join(old[start:old_end]))
+        if old_end < len(old) or new_end < len(new):
+            yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
+
     @classmethod
     def write_snapshot_collection(
         cls,
@@ -469,8 +676,7 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
         data = next(iter(snapshot_collection)).data
         if not isinstance(data, str):
             raise SnapshotError(
-                f"Cannot write {location}: expected the snapshot text, got "
-                f"{type(data).__name__}."
+                f"Cannot write {location}: expected the snapshot text, got {type(data).__name__}."
             )
         location.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(
@@ -539,9 +745,7 @@ class AgentSnapshotAssertion(SnapshotAssertion):
                 normalize=normalize, last=last, fields=fields, omit=omit, truncate=truncate
             )
             self._post_assert_actions.append(lambda: setattr(self, "_call_options", previous))
-        super().__call__(
-            diff=diff, diff_data=diff_data, extension_class=extension_class, name=name
-        )
+        super().__call__(diff=diff, diff_data=diff_data, extension_class=extension_class, name=name)
         return self
 
     def _serialize(self, data: SerializableData) -> str:

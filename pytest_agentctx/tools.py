@@ -113,6 +113,11 @@ class Tool:
         if not callable(fn):
             raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}: {fn!r}.")
         self.fn = fn
+        if name is not None and not name:
+            raise ToolDefinitionError(
+                "@tool(name='') is not allowed: give the tool a name of 1 to 64 letters, "
+                "digits, '_' or '-', or leave name out to use the function's name."
+            )
         self.name: str = name or str(getattr(fn, "__name__", ""))
         if not _NAME.fullmatch(self.name):
             raise ToolDefinitionError(
@@ -229,10 +234,27 @@ def render_tool_output(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(
-        pydantic_core.to_jsonable_python(value, fallback=repr),
+        pydantic_core.to_jsonable_python(_sorted_sets(value), fallback=_stable_repr),
         ensure_ascii=False,
         sort_keys=True,
     )
+
+
+def _sorted_sets(value: Any) -> Any:
+    """Sets in a stable order, so the same result renders the same text on every run."""
+    if isinstance(value, (set, frozenset)):
+        return sorted((_sorted_sets(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {k: _sorted_sets(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sorted_sets(v) for v in value]
+    return value
+
+
+def _stable_repr(value: Any) -> str:
+    """``repr`` of an object JSON cannot hold, without memory addresses (they vary by run)."""
+    text = repr(value)
+    return f"<{type(value).__name__}>" if " at 0x" in text else text
 
 
 @overload

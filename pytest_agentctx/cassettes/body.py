@@ -110,7 +110,9 @@ def _is_sse(raw: bytes, content_type: str) -> bool:
     if "text/event-stream" in content_type:
         return True
     head = raw[:200].lstrip()
-    return head.startswith((b"data:", b"event:", b"id:")) and b"\n\n" in raw
+    return head.startswith((b"data:", b"event:", b"id:")) and (
+        b"\n\n" in raw or b"\r\n\r\n" in raw or b"\r\r" in raw
+    )
 
 
 def encode_body(raw: bytes, content_type: str | None = None) -> Body:

@@ -5,7 +5,8 @@ interactions with that key, in order, so replay costs the same whatever the cass
 and identical requests replay their recorded answers in order. Bodies are compared as
 canonical JSON (sorted keys, no whitespace) with volatile fields removed: a default list
 plus the user's own, given as dotted paths (``metadata.user_id``; ``*`` matches any key
-or list index).
+or list index). Query parameters are compared in sorted order, without those in
+:data:`IGNORED_QUERY`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
     "DEFAULT_IGNORED_FIELDS",
+    "IGNORED_QUERY",
     "NO_JSON",
     "RequestKey",
     "json_diff",
@@ -33,6 +35,12 @@ DEFAULT_IGNORED_FIELDS: tuple[str, ...] = (
     "prompt_cache_key",
     "safety_identifier",
 )
+
+#: Query parameters that do not change what a request asks. Older ``anthropic`` SDKs (and
+#: cassettes recorded with them, e.g. pydantic-ai's) add ``?beta=true`` to the beta
+#: endpoints; current ones do not (the ``anthropic-beta`` header names the beta), so both
+#: must match each other.
+IGNORED_QUERY: frozenset[tuple[str, str]] = frozenset({("beta", "true")})
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -62,7 +70,8 @@ def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     host = (parts.hostname or "").lower()
     if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme):
         host = f"{host}:{parts.port}"
-    query = tuple(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = tuple(sorted(pair for pair in pairs if pair not in IGNORED_QUERY))
     return host, parts.path or "/", query
 
 

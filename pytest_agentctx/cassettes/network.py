@@ -36,9 +36,11 @@ def is_loopback(host: str) -> bool:
     if host.lower() in ("localhost", "localhost.localdomain"):
         return True
     try:
-        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+        address = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
 
 
 def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
@@ -91,17 +93,32 @@ class NetworkGuard:
         return any(fnmatch.fnmatch(name, pattern) for name in names for pattern in self.allowed)
 
     def check(self, host: str, port: Any) -> None:
+        """Raise :class:`NetworkBlocked` unless a connection to ``host`` is allowed."""
         if self.allows(host):
             return
         name = _resolved.get(host)
         target = f"{name} ({host}:{port})" if name else f"{host}:{port}"
         self.blocked.append(target)
-        raise NetworkBlocked(
+        raise NetworkBlocked(self.message(target))
+
+    def message(self, target: str) -> str:
+        """What a refused connection to ``target`` is told."""
+        return (
             f"pytest-agentctx blocked a connection to {target}: agent tests replay offline"
             f"{' (' + self.reason + ')' if self.reason else ''}. Record the traffic with "
             "pytest --agent-record, or allow the host with the ini option "
             "agent_allowed_hosts (names or addresses)."
         )
+
+    def verify(self) -> None:
+        """Raise :class:`NetworkBlocked` if a connection was refused, even one whose error
+        the code under test caught: a test that needed the network did not replay."""
+        if self.blocked:
+            more = len(self.blocked) - 1
+            raise NetworkBlocked(
+                self.message(self.blocked[0])
+                + (f"\n(and {more} more blocked connection(s))" if more else "")
+            )
 
     def start(self) -> None:
         with _lock:

@@ -60,23 +60,73 @@ _KEYLIKE_PARAM = re.compile(
     re.IGNORECASE,
 )
 
+#: Values shorter than this are never treated as secrets (they would redact plain words).
+_MIN_SECRET = 8
+
 
 @dataclass
 class Redactor:
-    """Replaces secrets with ``REDACTED`` in headers, URLs and (JSON or text) bodies."""
+    """Replaces secrets with ``REDACTED`` in headers, URLs and (JSON or text) bodies.
+
+    The secret values are those of the environment variables in ``env`` (read again by
+    :meth:`refresh`, so a key set after the cassette started is still scrubbed), the
+    ``extra_values``, and the values :meth:`learn` saw in requests' secret headers,
+    cookies and key-like query parameters: a server that echoes a key back in its
+    response cannot put it into a cassette.
+    """
 
     headers: frozenset[str] = DEFAULT_SECRET_HEADERS
     env: Iterable[str] = DEFAULT_SECRET_ENV
     extra_values: Iterable[str] = ()
     _values: tuple[str, ...] = field(init=False, default=())
+    _learned: set[str] = field(init=False, default_factory=set)
+    _env_values: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         self.headers = frozenset(h.lower() for h in self.headers)
-        values = [os.environ.get(name, "") for name in self.env]
-        values.extend(self.extra_values)
+        self.env = tuple(self.env)
+        self.extra_values = tuple(self.extra_values)
+        self._env_values = tuple(os.environ.get(name, "") for name in self.env)
+        self._rebuild()
+
+    def refresh(self) -> None:
+        """Read the secret environment variables again."""
+        env_values = tuple(os.environ.get(name, "") for name in self.env)
+        if env_values != self._env_values:
+            self._env_values = env_values
+            self._rebuild()
+
+    def learn(self, headers: Iterable[tuple[str, str]], url: str = "") -> None:
+        """Remember the secret values a request carries (secret headers, cookies, key-like
+        query parameters, URL credentials), to scrub them wherever they appear."""
+        found: set[str] = set()
+        for name, value in headers:
+            lowered = name.lower()
+            if lowered in ("cookie", "set-cookie"):
+                found.update(part.partition("=")[2].strip() for part in value.split(";"))
+            if lowered in self.headers:
+                found.add(value.strip())
+                scheme, _, token = value.strip().partition(" ")
+                if token and scheme.isalpha():
+                    found.add(token.strip())
+        if url:
+            parts = urlsplit(url)
+            pairs = parse_qsl(parts.query, keep_blank_values=True)
+            found.update(value for name, value in pairs if _KEYLIKE_PARAM.search(name))
+            if parts.password:
+                found.add(parts.password)
+        found = {value for value in found if len(value) >= _MIN_SECRET and value != REDACTED}
+        if not found <= self._learned:
+            self._learned |= found
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        values = [*self._env_values, *self.extra_values, *self._learned]
         # Longest first, so a key that contains another is replaced whole; short values
         # (under 8 characters) would redact ordinary words, so they are left alone.
-        self._values = tuple(sorted({v for v in values if len(v) >= 8}, key=len, reverse=True))
+        self._values = tuple(
+            sorted({v for v in values if len(v) >= _MIN_SECRET}, key=len, reverse=True)
+        )
 
     @property
     def secret_values(self) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ Modes (``--agent-record[=MODE]``):
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 from collections import deque
@@ -40,9 +41,10 @@ from .matcher import (
     json_diff,
     make_key,
     parse_json,
+    strip_fields,
 )
 from .redact import Redactor
-from .store import Interaction, load_cassette, locked, write_cassette
+from .store import Interaction, load_cassette, locked, run_marker, write_cassette
 
 __all__ = ["Cassette", "Miss", "RecordMode"]
 
@@ -87,6 +89,7 @@ class Cassette:
         body_hook: BodyHook | None = None,
         allow_unused: bool = False,
         shared: bool = False,
+        run_id: str = "",
     ) -> None:
         self.path = path
         self.test_id = test_id
@@ -97,7 +100,14 @@ class Cassette:
         self.shared = shared
         self.existed = path.exists()
         if mode is RecordMode.MISSING:
-            mode = RecordMode.NONE if self.existed else RecordMode.REWRITE
+            if not self.existed:
+                mode = RecordMode.REWRITE
+            elif run_id and _written_in_run(path, run_id):
+                # A cassette shared with a test that recorded it earlier in this run: keep
+                # what it recorded, add what this test needs.
+                mode = RecordMode.NEW
+            else:
+                mode = RecordMode.NONE
         self.mode = mode
         self.recorded_interactions: list[Interaction | None] = []
         self.misses: list[Miss] = []
@@ -137,6 +147,8 @@ class Cassette:
         )
 
     def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
+        self.redactor.refresh()
+        self.redactor.learn(request.headers.items(), str(request.url))
         url = self.redactor.url(str(request.url))
         raw = bytes(request.content or b"")
         body_json = parse_json(raw)
@@ -146,7 +158,8 @@ class Cassette:
                 request.method, url, body_json, None, ignored=self.ignored, hook=self.body_hook
             )
         else:
-            raw = self.redactor.text(raw.decode("utf-8", "replace")).encode() if raw else raw
+            with contextlib.suppress(UnicodeDecodeError):  # binary: kept byte for byte
+                raw = self.redactor.text(raw.decode("utf-8")).encode()
             key = make_key(
                 request.method, url, body_json, raw, ignored=self.ignored, hook=self.body_hook
             )
@@ -266,12 +279,14 @@ class Cassette:
             for i, k in enumerate(self._keys)
             if (k.method, k.host, k.path) == (miss.key.method, miss.key.host, miss.key.path)
         ] or list(range(len(self._keys)))
+        now = strip_fields(miss.body, self.ignored) if miss.body is not NO_JSON else None
         for position in candidates[:200]:
             recorded = self.loaded[position].request_body
             recorded_json = recorded.get("json") if recorded else None
-            diff = json_diff(recorded_json, miss.body if miss.body is not NO_JSON else None)
-            if self._keys[position].describe() != miss.key.describe():
-                diff.insert(0, f"(request line): recorded {self._keys[position].describe()}")
+            diff = json_diff(strip_fields(recorded_json, self.ignored), now)
+            line = self._keys[position].describe()
+            if line != miss.key.describe():
+                diff.insert(0, f"(request line): recorded {line} != now {miss.key.describe()}")
             if best is None or len(diff) < len(best[1]):
                 best = (position, diff)
         return best
@@ -292,7 +307,13 @@ class Cassette:
                 f"Closest recorded request: interaction #{position}{used}, "
                 f"{self._keys[position].describe()}; differences:"
             )
-            lines.extend(f"  {line}" for line in diff or ["  (only ignored fields differ)"])
+            if not diff:
+                diff = [
+                    "(the same request: every recording of it was used already)"
+                    if self._keys[position] == miss.key
+                    else "(the bodies differ outside their JSON fields: compare them by hand)"
+                ]
+            lines.extend(f"  {line}" for line in diff)
         lines.append(
             "If the agent's requests changed on purpose, re-record this test: "
             f"{self.record_command()}"
@@ -363,15 +384,27 @@ class Cassette:
         it appends, so every test's interactions are kept.
         """
         recorded = self.new_interactions
-        if not recorded:
+        if not recorded and not (
+            # A re-recorded test that no longer sends anything: its old cassette would
+            # fail as stale on every replay, so it is emptied.
+            self.mode is RecordMode.REWRITE and not self.shared and self.path.exists()
+        ):
             return False
-        with locked(self.path) as lock_file:
-            marker = lock_file.with_suffix(".run")
+        with locked(self.path):
+            marker = run_marker(self.path)
             same_run = marker.exists() and marker.read_text() == run_id
             base = _fresh_load(self.path) if self.mode is RecordMode.NEW or same_run else []
             write_cassette(self.path, base + recorded)
             marker.write_text(run_id)
         return True
+
+
+def _written_in_run(path: Path, run_id: str) -> bool:
+    with locked(path):
+        try:
+            return run_marker(path).read_text() == run_id
+        except FileNotFoundError:
+            return False
 
 
 def _fresh_load(path: Path) -> list[Interaction]:

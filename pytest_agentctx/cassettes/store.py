@@ -23,14 +23,13 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import tempfile
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write_text
 from ..exceptions import CassetteFormatError
 from .body import Body, decompress, encode_body
 
@@ -41,6 +40,7 @@ __all__ = [
     "dump_cassette",
     "load_cassette",
     "locked",
+    "run_marker",
     "write_cassette",
 ]
 
@@ -112,6 +112,24 @@ def _as_bytes(value: Any) -> bytes:
     return str(value).encode("utf-8")
 
 
+_BODY_KINDS = ("json", "sse", "text", "base64")
+
+
+def _native_body(body: Any) -> Body:
+    """A stored body, checked: ``None`` or a mapping with exactly one known kind."""
+    if body is None:
+        return None
+    if not isinstance(body, Mapping) or len(body) != 1 or next(iter(body)) not in _BODY_KINDS:
+        shown = sorted(body) if isinstance(body, Mapping) else type(body).__name__
+        raise ValueError(f"a body is {shown}; expected null or one of {', '.join(_BODY_KINDS)}")
+    kind, value = next(iter(body.items()))
+    if kind == "sse" and not isinstance(value, list):
+        raise ValueError(f"an sse body is {type(value).__name__}; expected a list of events")
+    if kind in ("text", "base64") and not isinstance(value, str):
+        raise ValueError(f"a {kind} body is {type(value).__name__}; expected a string")
+    return dict(body)
+
+
 def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
     version = data.get("version")
     if version != FORMAT_VERSION:
@@ -128,33 +146,37 @@ def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
                     method=str(request["method"]).upper(),
                     url=str(request["url"]),
                     request_headers=_headers(request.get("headers")),
-                    request_body=request.get("body"),
+                    request_body=_native_body(request.get("body")),
                     status=int(response["status"]),
                     response_headers=_headers(response.get("headers")),
-                    response_body=response.get("body"),
+                    response_body=_native_body(response.get("body")),
                     origin=f"{where}#{index}",
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CassetteFormatError(
                 f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
-                "each needs request.method, request.url and response.status. Fix the file or "
-                "re-record it with pytest --agent-record."
+                "each needs request.method, request.url and response.status, and bodies of "
+                "the form {'json': ...}, {'sse': [...]}, {'text': ...} or {'base64': ...}. "
+                "Fix the file or re-record it with pytest --agent-record."
             ) from None
     return out
 
 
-def _vcr_body(container: Mapping[str, Any], headers: dict[str, str], is_response: bool) -> Body:
+def _vcr_body(
+    container: Mapping[str, Any], headers: dict[str, str], is_response: bool
+) -> tuple[Body, bool]:
+    """The stored form of a vcrpy body, and whether its ``content-encoding`` was undone."""
     if "parsed_body" in container:  # pydantic-ai's serializer
-        return {"json": container["parsed_body"]}
+        return {"json": container["parsed_body"]}, True
     raw_body = container.get("body")
     if is_response and isinstance(raw_body, Mapping):
         raw_body = raw_body.get("string")
     raw = _as_bytes(raw_body)
     decoded, ok = decompress(raw, headers.get("content-encoding"))
     if not ok:
-        return {"base64": base64.b64encode(raw).decode("ascii")}
-    return encode_body(decoded, headers.get("content-type"))
+        return {"base64": base64.b64encode(raw).decode("ascii")}, False
+    return encode_body(decoded, headers.get("content-type")), True
 
 
 def _from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
@@ -166,18 +188,23 @@ def _from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
             response_headers = _headers(response.get("headers"))
             status = response["status"]
             code = int(status["code"] if isinstance(status, Mapping) else status)
+            response_body, decoded = _vcr_body(response, response_headers, True)
+            # A body that could not be decoded is kept as it was sent, with its encoding.
+            keep = set() if decoded else {"content-encoding"}
             interaction = Interaction(
                 method=str(request["method"]).upper(),
                 url=str(request["uri"]),
                 request_headers={
                     k: v for k, v in request_headers.items() if k not in _ENCODING_HEADERS
                 },
-                request_body=_vcr_body(request, request_headers, False),
+                request_body=_vcr_body(request, request_headers, False)[0],
                 status=code,
                 response_headers={
-                    k: v for k, v in response_headers.items() if k not in _ENCODING_HEADERS
+                    k: v
+                    for k, v in response_headers.items()
+                    if k not in _ENCODING_HEADERS or k in keep
                 },
-                response_body=_vcr_body(response, response_headers, True),
+                response_body=response_body,
                 origin=f"{where}#{index}",
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -285,6 +312,11 @@ def _lock_path(path: Path) -> Path:
     return folder / f"{digest}.lock"
 
 
+def run_marker(path: Path) -> Path:
+    """The file (beside the lock) naming the test run that last wrote ``path``."""
+    return _lock_path(path).with_suffix(".run")
+
+
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[Path]:
     """Hold an exclusive lock for ``path`` across processes (the lock lives in the temp dir,
@@ -300,17 +332,5 @@ def locked(path: Path) -> Iterator[Path]:
 
 def write_cassette(path: Path, interactions: list[Interaction]) -> None:
     """Write atomically: a temporary file beside ``path``, flushed, then renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = dump_cassette(interactions, path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise
+    atomic_write_text(path, dump_cassette(interactions, path))
     _cache.pop(path, None)

@@ -62,7 +62,9 @@ async def openai_client() -> AsyncIterator[openai.AsyncOpenAI]:
 
 @pytest.fixture
 async def anthropic_client() -> AsyncIterator[anthropic.AsyncAnthropic]:
-    async with anthropic.AsyncAnthropic(api_key="sk-ant-test", http_client=_http_client()) as client:
+    async with anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", http_client=_http_client()
+    ) as client:
         yield client
 
 
@@ -202,7 +204,9 @@ async def test_anthropic_tool_use_ids_count_toolu_1_toolu_2(fake, anthropic_clie
 
 
 async def test_a_scripted_tool_call_id_is_served_as_given(fake, openai_client):
-    fake.reply(tool_calls=[ToolCall(id="call_abc", name="get_weather", arguments={"city": "Paris"})])
+    fake.reply(
+        tool_calls=[ToolCall(id="call_abc", name="get_weather", arguments={"city": "Paris"})]
+    )
 
     completion = await _ask_openai(openai_client)
 
@@ -212,7 +216,9 @@ async def test_a_scripted_tool_call_id_is_served_as_given(fake, openai_client):
 @pytest.mark.parametrize(
     "spec",
     [
-        pytest.param(ToolCall(id="", name="get_weather", arguments={"city": "Paris"}), id="ToolCall"),
+        pytest.param(
+            ToolCall(id="", name="get_weather", arguments={"city": "Paris"}), id="ToolCall"
+        ),
         pytest.param(("get_weather", {"city": "Paris"}), id="pair"),
         pytest.param({"name": "get_weather", "arguments": {"city": "Paris"}}, id="mapping"),
     ],
@@ -475,7 +481,7 @@ async def test_a_non_llm_request_reaches_the_real_server_while_the_fake_is_activ
 ):
     fake.reply("Sunny.")
 
-    async with httpx2.AsyncClient(trust_env=False) as client:
+    async with httpx2.AsyncClient(trust_env=False, verify=_TLS) as client:
         response = await client.post(f"{loopback_url}/v1/embeddings", json={"input": "hi"})
 
     assert response.text == "from the server"
@@ -518,7 +524,9 @@ async def test_stop_gives_the_transport_back():
 
 
 async def test_reply_without_content_or_tool_calls_is_an_error():
-    with pytest.raises(FakeLLMError, match=r"fake_llm\.reply\(\) needs content, tool_calls or both"):
+    with pytest.raises(
+        FakeLLMError, match=r"fake_llm\.reply\(\) needs content, tool_calls or both"
+    ):
         FakeLLM().reply()
 
 

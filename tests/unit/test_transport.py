@@ -8,6 +8,7 @@ loopback server the test starts itself.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -16,6 +17,9 @@ import pytest
 from pytest_agentctx.transport import Interceptor
 
 UNREACHABLE = "http://127.0.0.1:9/v1/chat/completions"
+# One TLS context for the clients: building one per client costs ~80 ms. The transport is
+# still the default httpx2.(Async)HTTPTransport.
+_TLS = ssl.create_default_context()
 
 
 def _answer(text: str):
@@ -81,7 +85,7 @@ async def test_async_handler_answers_an_async_client():
         return httpx2.Response(201, text="async answer")
 
     with Interceptor(handler):
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(verify=_TLS) as client:
             response = await client.get(UNREACHABLE)
 
     assert (response.status_code, response.text) == (201, "async answer")
@@ -99,7 +103,7 @@ async def test_handler_sees_the_body_of_a_streamed_async_request():
         yield b'"gpt-4o-mini"}'
 
     with Interceptor(handler):
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(verify=_TLS) as client:
             await client.post(UNREACHABLE, content=chunks())
 
     assert bodies == [b'{"model": "gpt-4o-mini"}']
@@ -111,7 +115,7 @@ async def test_awaitable_handler_on_a_sync_client_is_a_type_error():
 
     with (
         Interceptor(handler),
-        httpx2.Client() as client,
+        httpx2.Client(verify=_TLS) as client,
         pytest.raises(TypeError, match=r"returned an awaitable for a request made by a sync"),
     ):
         client.get(UNREACHABLE)
@@ -122,14 +126,14 @@ async def test_awaitable_handler_on_a_sync_client_is_a_type_error():
 
 async def test_request_no_handler_answers_reaches_the_real_async_transport(loopback_url):
     with Interceptor(_pass):
-        async with httpx2.AsyncClient(trust_env=False) as client:
+        async with httpx2.AsyncClient(trust_env=False, verify=_TLS) as client:
             response = await client.post(loopback_url, json={"input": "hi"})
 
     assert response.text == "from the server"
 
 
 async def test_request_no_handler_answers_reaches_the_real_sync_transport(loopback_url):
-    with Interceptor(_pass), httpx2.Client(trust_env=False) as client:
+    with Interceptor(_pass), httpx2.Client(trust_env=False, verify=_TLS) as client:
         response = await asyncio.to_thread(client.get, loopback_url)
 
     assert response.text == "from the server"
@@ -155,7 +159,7 @@ async def test_mock_transport_clients_are_not_intercepted():
 
 async def test_newest_handler_is_asked_first():
     with Interceptor(_answer("outer")), Interceptor(_answer("inner")):
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(verify=_TLS) as client:
             response = await client.get(UNREACHABLE)
 
     assert response.text == "inner"
@@ -168,7 +172,7 @@ async def test_handler_returning_none_lets_an_older_handler_answer():
         asked.append("newest")
 
     with Interceptor(_answer("older")), Interceptor(newest):
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(verify=_TLS) as client:
             response = await client.get(UNREACHABLE)
 
     assert (response.text, asked) == ("older", ["newest"])
@@ -180,7 +184,7 @@ async def test_stopping_the_newest_interceptor_gives_requests_back_to_the_older_
     with outer:
         inner.start()
         inner.stop()
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(verify=_TLS) as client:
             response = await client.get(UNREACHABLE)
 
     assert response.text == "outer"
@@ -260,7 +264,7 @@ async def test_starting_twice_registers_the_handler_once(loopback_url):
     interceptor.start()
     interceptor.start()
     try:
-        async with httpx2.AsyncClient(trust_env=False) as client:
+        async with httpx2.AsyncClient(trust_env=False, verify=_TLS) as client:
             await client.get(loopback_url)
     finally:
         interceptor.stop()

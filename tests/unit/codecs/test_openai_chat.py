@@ -656,7 +656,8 @@ async def test_decode_response_reads_null_token_counts_as_zero():
         ),
         pytest.param(
             {"id": "chatcmpl-1", "choices": [{"index": 0, "finish_reason": "stop"}]},
-            r"choices\[0\]: the JSON has no 'message' field \(it has \['finish_reason', 'index'\]\)",
+            r"choices\[0\]: the JSON has no 'message' field "
+            r"\(it has \['finish_reason', 'index'\]\)",
             id="choice-without-message",
         ),
         pytest.param(

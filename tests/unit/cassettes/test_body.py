@@ -1,0 +1,205 @@
+"""Unit tests of pytest_agentctx.cassettes.body: bodies stored readable and served back."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+
+import pytest
+
+from pytest_agentctx.cassettes.body import (
+    body_bytes,
+    body_chunks,
+    decompress,
+    encode_body,
+    format_sse_event,
+    parse_sse,
+)
+
+OPENAI_STREAM = (
+    'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
+    'data: {"choices":[{"delta":{"content":"lo"}}]}\n\n'
+    "data: [DONE]\n\n"
+)
+ANTHROPIC_STREAM = (
+    "event: message_start\n"
+    'data: {"type":"message_start"}\n\n'
+    "event: ping\n"
+    'data: {"type": "ping"}\n\n'
+    "event: message_stop\n"
+    'data: {"type":"message_stop"}\n\n'
+)
+
+# -- decompress ----------------------------------------------------------------------
+
+
+async def test_decompress_undoes_gzip():
+    assert decompress(gzip.compress(b'{"a": 1}'), "gzip") == (b'{"a": 1}', True)
+
+
+async def test_decompress_undoes_zlib_wrapped_deflate():
+    assert decompress(zlib.compress(b"hello"), "deflate") == (b"hello", True)
+
+
+async def test_decompress_undoes_raw_deflate():
+    packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    raw = packer.compress(b"hello") + packer.flush()
+
+    assert decompress(raw, "deflate") == (b"hello", True)
+
+
+@pytest.mark.parametrize("encoding", [None, "", "identity", " Identity "])
+async def test_decompress_leaves_unencoded_bytes_alone(encoding):
+    assert decompress(b"plain", encoding) == (b"plain", True)
+
+
+async def test_decompress_reports_bytes_that_are_not_what_the_header_says():
+    assert decompress(b"not gzip at all", "gzip") == (b"not gzip at all", False)
+
+
+async def test_decompress_reports_an_encoding_it_does_not_know():
+    assert decompress(b"\x0b\x02\x80", "br") == (b"\x0b\x02\x80", False)
+
+
+# -- encode_body ---------------------------------------------------------------------
+
+
+async def test_empty_body_is_stored_as_none():
+    assert encode_body(b"", "application/json") is None
+
+
+async def test_json_body_is_stored_as_its_value():
+    assert encode_body(b'{"model": "gpt-4o-mini"}', "application/json; charset=utf-8") == {
+        "json": {"model": "gpt-4o-mini"}
+    }
+
+
+async def test_json_body_without_a_content_type_is_recognised():
+    assert encode_body(b'[1, {"a": true}]') == {"json": [1, {"a": True}]}
+
+
+async def test_invalid_json_with_a_json_content_type_is_stored_as_text():
+    assert encode_body(b'{"cut": ', "application/json") == {"text": '{"cut": '}
+
+
+async def test_plain_text_is_stored_as_text():
+    assert encode_body("héllo".encode(), "text/plain") == {"text": "héllo"}
+
+
+async def test_bytes_that_are_not_utf8_are_stored_as_base64():
+    raw = b"\x89PNG\r\n\x1a\n\xff\xfe"
+
+    assert encode_body(raw, "image/png") == {"base64": base64.b64encode(raw).decode()}
+
+
+async def test_event_stream_is_stored_as_one_entry_per_event():
+    body = encode_body(OPENAI_STREAM.encode(), "text/event-stream; charset=utf-8")
+
+    match body:
+        case {
+            "sse": [
+                {"data": {"choices": [{"delta": {"content": "Hel"}}]}},
+                {"data": {"choices": [{"delta": {"content": "lo"}}]}},
+                {"data": "[DONE]"},
+            ]
+        }:
+            pass
+        case _:
+            raise AssertionError(body)
+
+
+async def test_event_stream_without_a_content_type_is_recognised():
+    assert encode_body(ANTHROPIC_STREAM.encode(), None) == {
+        "sse": [
+            {"event": "message_start", "data": {"type": "message_start"}},
+            {"event": "ping", "data": {"type": "ping"}},
+            {"event": "message_stop", "data": {"type": "message_stop"}},
+        ]
+    }
+
+
+async def test_event_stream_with_crlf_line_ends_and_no_content_type_is_recognised():
+    raw = b'data: {"a":1}\r\n\r\ndata: [DONE]\r\n\r\n'
+
+    assert encode_body(raw, None) == {"sse": [{"data": {"a": 1}}, {"data": "[DONE]"}]}
+
+
+# -- parse_sse / format_sse_event ----------------------------------------------------
+
+
+async def test_parse_sse_joins_multi_line_data_with_newlines():
+    assert parse_sse("data: first\ndata: second\n\n") == [{"data": "first\nsecond"}]
+
+
+async def test_parse_sse_keeps_id_and_retry_fields():
+    assert parse_sse("id: 7\nretry: 1000\ndata: x\n\n") == [
+        {"id": "7", "retry": "1000", "data": "x"}
+    ]
+
+
+async def test_parse_sse_keeps_a_comment_only_event():
+    assert parse_sse(": keep-alive\n\ndata: x\n\n") == [{"comment": "keep-alive"}, {"data": "x"}]
+
+
+async def test_parse_sse_reads_a_last_event_without_its_blank_line():
+    assert parse_sse("data: a\n\ndata: b") == [{"data": "a"}, {"data": "b"}]
+
+
+async def test_format_sse_event_writes_fields_then_data_and_a_blank_line():
+    event = {"event": "message_stop", "data": {"type": "message_stop"}}
+
+    assert format_sse_event(event) == b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+
+async def test_format_sse_event_splits_multi_line_text_into_data_lines():
+    assert format_sse_event({"data": "first\nsecond"}) == b"data: first\ndata: second\n\n"
+
+
+async def test_format_sse_event_writes_a_comment():
+    assert format_sse_event({"comment": "keep-alive"}) == b": keep-alive\n\n"
+
+
+# -- body_chunks / body_bytes --------------------------------------------------------
+
+
+async def test_stream_is_served_one_chunk_per_event():
+    chunks = body_chunks(encode_body(ANTHROPIC_STREAM.encode(), "text/event-stream"))
+
+    assert chunks == [
+        b'event: message_start\ndata: {"type":"message_start"}\n\n',
+        b'event: ping\ndata: {"type":"ping"}\n\n',
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ]
+
+
+async def test_served_stream_parses_back_to_the_same_events():
+    stored = encode_body(OPENAI_STREAM.encode(), "text/event-stream")
+
+    assert encode_body(body_bytes(stored), "text/event-stream") == stored
+
+
+async def test_json_body_is_served_as_the_same_json_value():
+    stored = encode_body(b'{\n    "a": [1, 2.5, "\\u00e9"]\n}', "application/json")
+
+    assert json.loads(body_bytes(stored)) == {"a": [1, 2.5, "é"]}
+
+
+async def test_text_body_is_served_as_utf8():
+    assert body_chunks({"text": "héllo"}) == ["héllo".encode()]
+
+
+async def test_base64_body_is_served_as_the_original_bytes():
+    raw = bytes(range(256))
+
+    assert body_bytes(encode_body(raw, "application/octet-stream")) == raw
+
+
+async def test_empty_body_is_served_as_no_chunks():
+    assert (body_chunks(None), body_bytes(None)) == ([], b"")
+
+
+async def test_a_body_of_an_unknown_kind_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"keys \['xml'\]; expected one of json, sse, text"):
+        body_chunks({"xml": "<a/>"})

@@ -1,0 +1,761 @@
+"""Unit tests of pytest_agentctx.runtime: Agent definitions and the run loop.
+
+Runs go through the real ``openai``/``anthropic`` SDKs, answered by :class:`FakeLLM` at the
+HTTP transport; the runtime has a :class:`StepClock` and :class:`SequentialIds`, so every
+context is known to the byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from pytest_agentctx.clock import SequentialIds, StepClock
+from pytest_agentctx.codecs import openai_chat
+from pytest_agentctx.context import (
+    INVALID_ARGUMENTS_KEY,
+    AgentContext,
+    Iteration,
+    Message,
+    ToolCall,
+    ToolResult,
+)
+from pytest_agentctx.exceptions import (
+    AgentCtxError,
+    AgentDefinitionError,
+    MaxIterationsExceeded,
+    ProviderError,
+)
+from pytest_agentctx.fakes import FakeLLM, FakeToolCall, FakeTools
+from pytest_agentctx.providers import AnthropicMessagesProvider, OpenAIChatProvider
+from pytest_agentctx.runtime import Agent, AgentRuntime, RunResult
+from pytest_agentctx.tools import RunContext, Tool, tool
+
+_TLS = ssl.create_default_context()
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+SYSTEM = "You answer weather questions."
+QUESTION = "Weather in Paris?"
+
+
+def at(seconds: int) -> datetime:
+    """The StepClock's instant after ``seconds`` reads."""
+    return T0 + timedelta(seconds=seconds)
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: The city's name.
+    """
+    return f"18 degrees celsius in {city}"
+
+
+@tool
+async def get_time(city: str) -> str:
+    """Local time in a city."""
+    return f"01:00 in {city}"
+
+
+# Per provider: model, id of the fake's first tool call, stop reasons (tool call, answer).
+PROVIDERS = [
+    pytest.param("openai:gpt-4o-mini", "call_1", "tool_calls", "stop", id="openai"),
+    pytest.param("anthropic:claude-haiku-4-5", "toolu_1", "tool_use", "end_turn", id="anthropic"),
+]
+MODELS = [
+    pytest.param("openai:gpt-4o-mini", id="openai"),
+    pytest.param("anthropic:claude-haiku-4-5", id="anthropic"),
+]
+
+
+def weather_agent(model: str = "openai:gpt-4o-mini", **options: Any) -> Agent:
+    options.setdefault("tools", [get_weather, get_time])
+    return Agent(name="weather", model=model, system_prompt=SYSTEM, **options)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as started:
+        yield started
+
+
+@pytest.fixture
+async def providers() -> AsyncIterator[dict[str, Any]]:
+    """Both SDK providers, their clients built with an API key (and a shared TLS context)."""
+    async with (
+        openai.AsyncOpenAI(
+            api_key="sk-test", http_client=httpx2.AsyncClient(verify=_TLS)
+        ) as openai_client,
+        anthropic.AsyncAnthropic(
+            api_key="sk-ant-test", http_client=httpx2.AsyncClient(verify=_TLS)
+        ) as anthropic_client,
+    ):
+        yield {
+            "openai": OpenAIChatProvider(client=openai_client),
+            "anthropic": AnthropicMessagesProvider(client=anthropic_client),
+        }
+
+
+@pytest.fixture
+def runtime(providers) -> AgentRuntime:
+    return AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers=providers)
+
+
+def script_weather(fake: FakeLLM) -> None:
+    fake.reply(
+        tool_calls=[("get_weather", {"city": "Paris"})],
+        usage={"input_tokens": 50, "output_tokens": 10},
+    ).reply("Sunny, 18 degrees in Paris.", usage={"input_tokens": 80, "output_tokens": 8})
+
+
+class CannedProvider:
+    """A provider without an SDK: answers with chat completions bodies, in order."""
+
+    codec = openai_chat
+
+    def __init__(self, *bodies: dict[str, Any]) -> None:
+        self.bodies = list(bodies)
+        self.sent: list[Mapping[str, Any]] = []
+
+    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        self.sent.append(body)
+        return self.bodies.pop(0)
+
+
+def chat_body(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "local-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+
+
+# -- Agent ---------------------------------------------------------------------------
+
+
+async def test_agent_wraps_plain_functions_as_tools():
+    def get_forecast(city: str, days: int = 3) -> str:
+        """Forecast for a city."""
+        return "sunny"
+
+    agent = Agent(name="weather", model="openai:gpt-4o-mini", tools=[get_weather, get_forecast])
+
+    match agent.tools:
+        case (
+            Tool(name="get_weather"),
+            Tool(name="get_forecast", description="Forecast for a city."),
+        ):
+            pass
+        case _:
+            pytest.fail(f"tools not wrapped: {agent.tools!r}")
+
+
+async def test_agent_splits_its_model_into_provider_and_model_name():
+    agent = Agent(name="weather", model="anthropic:claude-haiku-4-5")
+
+    assert (agent.provider_name, agent.model_name) == ("anthropic", "claude-haiku-4-5")
+
+
+async def test_agent_get_tool_finds_a_tool_by_name():
+    agent = weather_agent()
+
+    assert (agent.get_tool("get_time"), agent.get_tool("book_flight")) == (get_time, None)
+
+
+@pytest.mark.parametrize("name", ["", None, 42])
+async def test_agent_needs_a_name(name):
+    with pytest.raises(AgentDefinitionError, match=r"give the agent a non-empty name"):
+        Agent(name=name, model="openai:gpt-4o-mini")
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "openai:", ":gpt-4o-mini"])
+async def test_agent_model_must_name_its_provider(model):
+    with pytest.raises(
+        AgentDefinitionError,
+        match=rf"^Agent 'weather': Model {model!r} does not name its provider; expected "
+        r"'PROVIDER:MODEL'",
+    ):
+        Agent(name="weather", model=model)
+
+
+@pytest.mark.parametrize("max_iterations", [0, -1, True, 2.5, "3", None])
+async def test_agent_max_iterations_must_be_a_whole_number_of_at_least_one(max_iterations):
+    with pytest.raises(
+        AgentDefinitionError,
+        match=rf"^Agent 'weather': max_iterations={max_iterations!r}; expected a whole number "
+        r"of at least 1\.$",
+    ):
+        Agent(name="weather", model="openai:gpt-4o-mini", max_iterations=max_iterations)
+
+
+async def test_agent_refuses_two_tools_with_one_name():
+    @tool(name="get_weather")
+    def other_weather(city: str) -> str:
+        return "rainy"
+
+    with pytest.raises(
+        AgentDefinitionError,
+        match=r"^Agent 'weather' has two tools called \['get_weather'\]; every tool needs its "
+        r"own name \(pass @tool\(name='\.\.\.'\) to rename one\)\.$",
+    ):
+        Agent(name="weather", model="openai:gpt-4o-mini", tools=[get_weather, other_weather])
+
+
+# -- a run through each SDK ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "call_id", "tool_stop", "final_stop"), PROVIDERS)
+async def test_a_run_with_a_tool_call_gives_the_whole_context(
+    fake, runtime, model, call_id, tool_stop, final_stop
+):
+    script_weather(fake)
+    provider, model_name = model.split(":")
+    call = ToolCall(id=call_id, name="get_weather", arguments={"city": "Paris"})
+
+    result = await runtime.run(weather_agent(model), QUESTION)
+
+    assert result.context == AgentContext(
+        iterations=[
+            Iteration(
+                number=1,
+                messages=[
+                    Message(role="system", content=SYSTEM),
+                    Message(role="user", content=QUESTION),
+                    Message(role="assistant", content=None, tool_calls=[call]),
+                    Message(
+                        role="tool",
+                        content="18 degrees celsius in Paris",
+                        tool_call_id=call_id,
+                        name="get_weather",
+                    ),
+                ],
+                tool_calls=[call],
+                started_at=at(0),
+                completed_at=at(2),
+                metadata={
+                    "model": model_name,
+                    "provider": provider,
+                    "stop_reason": tool_stop,
+                    "usage": {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60},
+                },
+            ),
+            Iteration(
+                number=2,
+                messages=[Message(role="assistant", content="Sunny, 18 degrees in Paris.")],
+                tool_calls=[],
+                started_at=at(2),
+                completed_at=at(3),
+                metadata={
+                    "model": model_name,
+                    "provider": provider,
+                    "stop_reason": final_stop,
+                    "usage": {"input_tokens": 80, "output_tokens": 8, "total_tokens": 88},
+                },
+            ),
+        ],
+        current_iteration=2,
+        created_at=at(0),
+        updated_at=at(3),
+    )
+
+
+@pytest.mark.parametrize("model", MODELS)
+async def test_a_run_returns_the_final_answer_and_the_number_of_iterations(fake, runtime, model):
+    script_weather(fake)
+    agent = weather_agent(model)
+
+    result = await runtime.run(agent, QUESTION)
+
+    match result:
+        case RunResult(agent=run_agent, output="Sunny, 18 degrees in Paris.", iterations=2):
+            assert run_agent is agent
+        case _:
+            pytest.fail(f"unexpected result: {result!r}")
+
+
+@pytest.mark.parametrize("model", MODELS)
+async def test_the_second_model_call_sends_the_conversation_with_the_tool_result(
+    fake, runtime, model
+):
+    script_weather(fake)
+
+    await runtime.run(weather_agent(model), QUESTION)
+
+    call_id = "call_1" if model.startswith("openai") else "toolu_1"
+    assert fake.requests[1].messages == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": QUESTION},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "name": "get_weather", "arguments": {"city": "Paris"}}],
+        },
+        {"role": "tool", "content": "18 degrees celsius in Paris", "tool_call_id": call_id},
+    ]
+
+
+async def test_a_run_sends_the_agents_tools_max_tokens_and_temperature(fake, runtime):
+    fake.reply("Sunny.")
+
+    await runtime.run(weather_agent(max_tokens=100, temperature=0.0), QUESTION)
+
+    body = fake.calls[0].body
+    assert (body["max_completion_tokens"], body["temperature"]) == (100, 0.0)
+    assert [spec["name"] for spec in fake.requests[0].tools] == ["get_weather", "get_time"]
+
+
+async def test_iteration_metadata_holds_model_provider_usage_and_stop_reason(fake, runtime):
+    fake.reply("Sunny.", model="claude-haiku-4-5-20251001")
+
+    result = await runtime.run(weather_agent("anthropic:claude-haiku-4-5"), QUESTION)
+
+    match result.context.iterations[0].metadata:
+        case {
+            "model": "claude-haiku-4-5-20251001",
+            "provider": "anthropic",
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": int(), "output_tokens": int(), "total_tokens": int()},
+        }:
+            pass
+        case metadata:
+            pytest.fail(f"unexpected metadata: {metadata}")
+
+
+async def test_timestamps_come_from_the_runtime_clock(fake, runtime):
+    script_weather(fake)
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert [(it.started_at, it.completed_at) for it in result.context.iterations] == [
+        (at(0), at(2)),
+        (at(2), at(3)),
+    ]
+
+
+async def test_an_answer_without_tools_completes_the_first_iteration(fake, runtime):
+    fake.reply("Sunny.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    match result.context:
+        case AgentContext(
+            iterations=[
+                Iteration(
+                    number=1,
+                    messages=[Message("system"), Message("user"), Message("assistant", "Sunny.")],
+                    tool_calls=[],
+                    completed_at=completed,
+                )
+            ],
+            current_iteration=1,
+        ) if completed is not None:
+            pass
+        case _:
+            pytest.fail(f"unexpected context: {result.context!r}")
+
+
+async def test_parallel_tool_calls_run_in_order_and_answer_in_one_iteration(fake, runtime):
+    fake.reply(
+        tool_calls=[("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+    ).reply("18 degrees, 01:00.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert [m.to_dict() for m in result.context.iterations[0].messages if m.role == "tool"] == [
+        {
+            "role": "tool",
+            "content": "18 degrees celsius in Paris",
+            "tool_call_id": "call_1",
+            "name": "get_weather",
+        },
+        {
+            "role": "tool",
+            "content": "01:00 in Paris",
+            "tool_call_id": "call_2",
+            "name": "get_time",
+        },
+    ]
+
+
+async def test_two_runs_give_byte_identical_contexts(providers):
+    dumps = []
+    for _ in range(2):
+        runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers=providers)
+        with FakeLLM() as fake:
+            fake.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("Sunny.")
+            result = await runtime.run(weather_agent(), QUESTION)
+        dumps.append(result.context.model_dump_json())
+
+    assert dumps[0] == dumps[1]
+
+
+# -- tool failures become error results ----------------------------------------------
+
+
+async def test_a_tool_that_raises_gives_an_error_result_to_the_model(fake, runtime):
+    @tool
+    def get_weather(city: str) -> str:
+        raise ConnectionError("weather service down")
+
+    fake.reply_tool_call("get_weather", city="Paris").reply("The weather service is down.")
+
+    result = await runtime.run(
+        weather_agent("anthropic:claude-haiku-4-5", tools=[get_weather]), QUESTION
+    )
+
+    assert result.context.iterations[0].messages[-1] == Message(
+        role="tool",
+        content="Tool get_weather failed: ConnectionError: weather service down",
+        tool_call_id="toolu_1",
+        name="get_weather",
+        is_error=True,
+    )
+    assert fake.requests[1].messages[-1] == {
+        "role": "tool",
+        "content": "Tool get_weather failed: ConnectionError: weather service down",
+        "tool_call_id": "toolu_1",
+        "is_error": True,
+    }
+    assert result.output == "The weather service is down."
+
+
+async def test_an_unknown_tool_gives_an_error_result_listing_the_tools(fake, runtime):
+    fake.reply_tool_call("get_wether", city="Paris").reply("Sorry.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert result.context.iterations[0].messages[-1] == Message(
+        role="tool",
+        content="Unknown tool 'get_wether'. Available tools: get_weather, get_time.",
+        tool_call_id="call_1",
+        name="get_wether",
+        is_error=True,
+    )
+
+
+async def test_an_unknown_tool_of_an_agent_without_tools_says_there_are_none(fake, runtime):
+    fake.reply_tool_call("get_weather", city="Paris").reply("Sorry.")
+
+    result = await runtime.run(weather_agent(tools=[]), QUESTION)
+
+    assert result.context.iterations[0].messages[-1].content == (
+        "Unknown tool 'get_weather'. Available tools: none."
+    )
+
+
+async def test_arguments_that_fail_validation_give_an_error_result(fake, runtime):
+    fake.reply_tool_call("get_weather", town="Paris").reply("Sorry.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert result.context.iterations[0].messages[-1].to_dict() == {
+        "role": "tool",
+        "content": "Invalid arguments for get_weather: city: Field required; "
+        "town: Extra inputs are not permitted",
+        "tool_call_id": "call_1",
+        "name": "get_weather",
+        "is_error": True,
+    }
+
+
+async def test_arguments_that_are_not_valid_json_give_an_error_result(fake, runtime):
+    raw = '{"city": "Par'
+    fake.reply(
+        tool_calls=[ToolCall(id="", name="get_weather", arguments={INVALID_ARGUMENTS_KEY: raw})]
+    ).reply("Sorry.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert result.context.iterations[0].messages[-1].to_dict() == {
+        "role": "tool",
+        "content": "Invalid arguments for get_weather: the arguments were not valid JSON: "
+        f"{raw!r}; send a JSON object that matches the tool's schema",
+        "tool_call_id": "call_1",
+        "name": "get_weather",
+        "is_error": True,
+    }
+
+
+# -- max_iterations ------------------------------------------------------------------
+
+
+async def test_max_iterations_exceeded_carries_the_context_of_the_run(fake, runtime):
+    fake.reply_tool_call("get_weather", city="Paris").reply_tool_call("get_weather", city="Lyon")
+
+    with pytest.raises(
+        MaxIterationsExceeded,
+        match=r"^Agent 'weather' used its 2 iterations and still asked for tools \(get_weather\) "
+        r"in iteration 2\. Raise Agent\(max_iterations=\.\.\.\)",
+    ) as raised:
+        await runtime.run(weather_agent(max_iterations=2), QUESTION)
+
+    assert raised.value.max_iterations == 2
+    match raised.value.context:
+        case AgentContext(
+            iterations=[
+                Iteration(number=1, tool_calls=[ToolCall("get_weather", {"city": "Paris"})]),
+                Iteration(
+                    number=2,
+                    tool_calls=[ToolCall("get_weather", {"city": "Lyon"})],
+                    completed_at=None,
+                ),
+            ],
+            current_iteration=2,
+        ):
+            pass
+        case context:
+            pytest.fail(f"unexpected context: {context!r}")
+
+
+async def test_max_iterations_one_allows_only_a_direct_answer(fake, runtime):
+    fake.reply_tool_call("get_weather", city="Paris")
+
+    with pytest.raises(MaxIterationsExceeded, match=r"used its 1 iterations"):
+        await runtime.run(weather_agent(max_iterations=1), QUESTION)
+
+
+# -- RunContext ----------------------------------------------------------------------
+
+
+async def test_tools_receive_a_run_context_with_agent_actor_tenant_and_deps(fake, runtime):
+    seen: list[RunContext] = []
+
+    @tool
+    def whoami(ctx: RunContext) -> str:
+        """Who is asking."""
+        seen.append(ctx)
+        return "alice"
+
+    agent = weather_agent(tools=[whoami])
+    database = object()
+    fake.reply_tool_call("whoami").reply("You are alice.")
+
+    await runtime.run(agent, "Who am I?", actor="alice", tenant="acme", deps={"db": database})
+
+    match seen:
+        case [
+            RunContext(
+                agent=run_agent,
+                iteration=1,
+                tool_call=ToolCall("whoami", {}, "call_1"),
+                clock=clock,
+                ids=ids,
+                actor="alice",
+                tenant="acme",
+                deps={"db": db},
+            )
+        ]:
+            assert (run_agent, clock, ids, db) == (agent, runtime.clock, runtime.ids, database)
+        case _:
+            pytest.fail(f"unexpected run context: {seen!r}")
+
+
+async def test_actor_tenant_and_deps_are_never_stored_on_the_context(fake, runtime):
+    @tool
+    def whoami(ctx: RunContext) -> str:
+        """Who is asking."""
+        return "someone"
+
+    fake.reply_tool_call("whoami").reply("Done.")
+
+    result = await runtime.run(
+        weather_agent(tools=[whoami]),
+        "Who am I?",
+        actor="actor-alice",
+        tenant="tenant-acme",
+        deps={"secret": "deps-value"},
+    )
+
+    dumped = result.context.model_dump_json()
+    assert [word for word in ("actor-alice", "tenant-acme", "deps-value") if word in dumped] == []
+
+
+# -- tool_overrides (FakeTools) ------------------------------------------------------
+
+
+async def test_a_replaced_tool_answers_instead_of_the_real_one(fake, providers):
+    real_calls: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        real_calls.append(city)
+        return "real"
+
+    fake_tools = FakeTools().replace("get_weather", "rainy")
+    runtime = AgentRuntime(
+        clock=StepClock(), ids=SequentialIds(), providers=providers, tool_overrides=fake_tools
+    )
+    fake.reply_tool_call("get_weather", city="Paris").reply("Rainy.")
+
+    result = await runtime.run(weather_agent(tools=[get_weather]), QUESTION)
+
+    assert result.context.iterations[0].messages[-1].content == "rainy"
+    assert real_calls == []
+
+
+async def test_every_tool_call_is_recorded_in_the_ledger_replaced_or_not(fake, providers):
+    fake_tools = FakeTools().replace("get_weather", "rainy")
+    runtime = AgentRuntime(
+        clock=StepClock(), ids=SequentialIds(), providers=providers, tool_overrides=fake_tools
+    )
+    fake.reply_tool_call("get_weather", city="Paris").reply(
+        tool_calls=[("get_time", {"city": "Paris"}), ("book_flight", {"to": "Paris"})]
+    ).reply("Done.")
+
+    await runtime.run(weather_agent(), QUESTION)
+
+    assert fake_tools.calls == [
+        FakeToolCall("get_weather", {"city": "Paris"}, 1, "call_1", True),
+        FakeToolCall("get_time", {"city": "Paris"}, 2, "call_2", False),
+        FakeToolCall("book_flight", {"to": "Paris"}, 2, "call_3", False),
+    ]
+
+
+async def test_a_replacement_that_raises_gives_an_error_result(fake, providers):
+    fake_tools = FakeTools().replace("get_weather", raises=TimeoutError("service down"))
+    runtime = AgentRuntime(
+        clock=StepClock(), ids=SequentialIds(), providers=providers, tool_overrides=fake_tools
+    )
+    fake.reply_tool_call("get_weather", city="Paris").reply("Sorry.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert (
+        result.context.iterations[0].messages[-1]
+        == ToolResult(
+            tool_call_id="call_1",
+            name="get_weather",
+            content="Tool get_weather failed: TimeoutError: service down",
+            is_error=True,
+        ).to_message()
+    )
+
+
+async def test_an_async_replacement_is_awaited(fake, providers):
+    async def forecast(city: str) -> str:
+        return f"async rain in {city}"
+
+    fake_tools = FakeTools().replace("get_weather", fn=forecast)
+    runtime = AgentRuntime(
+        clock=StepClock(), ids=SequentialIds(), providers=providers, tool_overrides=fake_tools
+    )
+    fake.reply_tool_call("get_weather", city="Paris").reply("Rainy.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert result.context.iterations[0].messages[-1].content == "async rain in Paris"
+
+
+async def test_replaced_tools_still_get_their_arguments_validated(fake, providers):
+    fake_tools = FakeTools().replace("get_weather", "rainy")
+    runtime = AgentRuntime(
+        clock=StepClock(), ids=SequentialIds(), providers=providers, tool_overrides=fake_tools
+    )
+    fake.reply_tool_call("get_weather", town="Paris").reply("Sorry.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    match result.context.iterations[0].messages[-1]:
+        case Message("tool", content, is_error=True) if content.startswith(
+            "Invalid arguments for get_weather: city: Field required"
+        ):
+            pass
+        case message:
+            pytest.fail(f"unexpected tool message: {message!r}")
+
+
+# -- providers -----------------------------------------------------------------------
+
+
+async def test_tool_calls_without_provider_ids_get_ids_from_the_runtime():
+    provider = CannedProvider(
+        chat_body(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "get_weather", "arguments": "{}"}},
+                    {
+                        "id": "",
+                        "type": "function",
+                        "function": {"name": "get_time", "arguments": '{"city": "Paris"}'},
+                    },
+                ],
+            }
+        ),
+        chat_body({"role": "assistant", "content": "Done."}),
+    )
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    result = await runtime.run(weather_agent("local:local-model"), QUESTION)
+
+    assert [call.id for call in result.context.all_tool_calls] == ["call_1", "call_2"]
+    assert [m.tool_call_id for m in result.context.iterations[0].messages if m.role == "tool"] == [
+        "call_1",
+        "call_2",
+    ]
+
+
+async def test_a_custom_provider_prefix_uses_the_given_provider():
+    provider = CannedProvider(chat_body({"role": "assistant", "content": "Hello."}))
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    result = await runtime.run(weather_agent("local:local-model"), QUESTION)
+
+    assert result.output == "Hello."
+    assert [body["model"] for body in provider.sent] == ["local-model"]
+
+
+async def test_provider_for_creates_the_default_provider_once():
+    runtime = AgentRuntime()
+    agent = weather_agent("anthropic:claude-haiku-4-5")
+
+    first = runtime.provider_for(agent)
+
+    assert isinstance(first, AnthropicMessagesProvider)
+    assert runtime.provider_for(agent) is first
+
+
+async def test_a_run_for_an_unknown_provider_prefix_is_a_provider_error():
+    with pytest.raises(ProviderError, match=r"No provider for models 'gemini:\.\.\.'"):
+        await AgentRuntime().run(weather_agent("gemini:gemini-2.0-flash"), QUESTION)
+
+
+async def test_run_refuses_anything_but_an_agent():
+    with pytest.raises(
+        AgentDefinitionError, match=r"^run\(\) takes an Agent, got str: 'weather'\.$"
+    ):
+        await AgentRuntime().run("weather", QUESTION)  # type: ignore[arg-type]
+
+
+# -- run_sync ------------------------------------------------------------------------
+
+
+async def test_run_sync_runs_the_agent_outside_an_event_loop(fake, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake.reply("Sunny.")
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds())
+
+    result = await asyncio.to_thread(runtime.run_sync, weather_agent(), QUESTION)
+
+    assert (result.output, result.iterations) == ("Sunny.", 1)
+
+
+async def test_run_sync_inside_a_running_event_loop_is_an_error():
+    with pytest.raises(
+        AgentCtxError,
+        match=r"^run_sync\(\) was called inside a running event loop, where it would block it\. "
+        r"Use `await runtime\.run\(agent, input\)` instead\.$",
+    ):
+        AgentRuntime().run_sync(weather_agent(), QUESTION)

@@ -1,0 +1,344 @@
+"""Unit tests for pytest_agentctx.snapshot: the serialized form, normalisation, projections."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.data import Snapshot, SnapshotCollection
+from syrupy.exceptions import TaintedSnapshotError
+
+from pytest_agentctx import (
+    Agent,
+    AgentContext,
+    Regex,
+    RunResult,
+    SnapshotError,
+    ToolCall,
+    ToolResult,
+    matches,
+)
+from pytest_agentctx._seq import Seq
+from pytest_agentctx.snapshot import (
+    FORMAT_VERSION,
+    HEADER,
+    AgentSnapshotExtension,
+    SnapshotOptions,
+    serialize,
+)
+
+T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def weather_run(
+    start: datetime = T0, answer: str = "18C and sunny.", call_id: str = "call_1"
+) -> AgentContext:
+    def at(seconds: float) -> datetime:
+        return start + timedelta(seconds=seconds)
+
+    ctx = AgentContext.new("Weather in Paris?", system_prompt="Be brief.", at=at(0))
+    ctx = ctx.with_iteration_metadata({"model": "gpt-4o-mini", "latency_ms": 812})
+    call = ToolCall(id=call_id, name="get_weather", arguments={"city": "Paris"})
+    ctx = ctx.add_assistant_message(None, [call], at=at(1.5))
+    result = ToolResult(tool_call_id=call_id, name="get_weather", content="18C, sunny")
+    ctx = ctx.add_tool_results([result], at=at(2))
+    return ctx.add_assistant_message(answer, at=at(3))
+
+
+def lines_of(data: Any, **options: Any) -> list[str]:
+    return serialize(data, SnapshotOptions(**options)).splitlines()
+
+
+def body(data: Any, **options: Any) -> list[str]:
+    return [line for line in lines_of(data, **options) if not line.startswith("#")]
+
+
+# -- the format ---------------------------------------------------------------------------
+
+
+async def test_first_line_names_the_format_version() -> None:
+    assert lines_of(weather_run())[0] == f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
+
+
+async def test_every_value_has_its_own_line_led_by_its_path() -> None:
+    lines = body(weather_run())
+
+    assert lines[:8] == [
+        "AgentContext",
+        "iterations = [2 items]",
+        "iterations[0].number = 1",
+        "iterations[0].messages = [4 items]",
+        "iterations[0].messages[0].role = 'system'",
+        "iterations[0].messages[0].content = 'Be brief.'",
+        "iterations[0].messages[1].role = 'user'",
+        "iterations[0].messages[1].content = 'Weather in Paris?'",
+    ]
+
+
+async def test_nested_models_are_expanded_field_by_field() -> None:
+    assert "iterations[0].messages[2].tool_calls[0].arguments.city = 'Paris'" in body(weather_run())
+
+
+async def test_fields_at_their_default_are_left_out() -> None:
+    lines = body(weather_run())
+
+    assert not [line for line in lines if line.endswith(("= None", "= False", "= []", "= {}"))]
+
+
+async def test_iteration_tool_calls_refer_to_the_messages_when_they_are_the_same() -> None:
+    assert "iterations[0].tool_calls = [1 item: those of the messages]" in body(weather_run())
+
+
+async def test_iteration_tool_calls_are_expanded_when_they_differ_from_the_messages() -> None:
+    ctx = weather_run()
+    odd = ctx.iterations[0].model_copy(update={"tool_calls": Seq([ToolCall(id="x", name="y")])})
+    ctx = ctx.model_copy(update={"iterations": ctx.iterations.with_last(odd)})
+
+    assert "iterations[1].tool_calls[0].name = 'y'" in body(ctx)
+
+
+async def test_multi_line_strings_are_written_as_blocks() -> None:
+    lines = body(weather_run(answer="Sunny.\n\nWarm."))
+
+    start = lines.index("iterations[1].messages[0].content = |")
+    assert lines[start + 1 : start + 4] == ["  | Sunny.", "  |", "  | Warm."]
+
+
+async def test_mapping_keys_are_sorted_and_quoted_when_needed() -> None:
+    assert body({"b": 1, "a-b": 2, "a": 3}) == ["a = 3", "['a-b'] = 2", "b = 1"]
+
+
+async def test_a_run_result_is_written_with_its_output_and_context() -> None:
+    agent = Agent(name="weather", model="openai:gpt-4o-mini")
+    result = RunResult(agent=agent, context=weather_run(), output="18C and sunny.")
+
+    assert body(result)[:4] == [
+        "RunResult",
+        "agent = 'weather'",
+        "output = '18C and sunny.'",
+        "context = AgentContext",
+    ]
+
+
+async def test_a_model_in_untyped_metadata_names_its_type() -> None:
+    ctx = AgentContext.new("Plan", at=T0).with_iteration_metadata({"research": weather_run()})
+
+    assert "iterations[0].metadata.research = AgentContext" in body(ctx)
+
+
+async def test_dataclasses_are_written_field_by_field() -> None:
+    @dataclass
+    class Usage:
+        tokens: int
+        model: str
+
+    assert body({"usage": Usage(3, "m")}) == [
+        "usage = Usage",
+        "usage.tokens = 3",
+        "usage.model = 'm'",
+    ]
+
+
+async def test_a_value_without_a_stable_text_form_is_refused() -> None:
+    with pytest.raises(SnapshotError, match=r"Cannot snapshot handle: a object has no stable"):
+        serialize({"handle": object()})
+
+
+async def test_the_fast_path_writes_what_the_general_path_writes() -> None:
+    ctx = weather_run(answer="two\nlines")
+
+    general = body(ctx, omit=["no_such_field"])
+
+    assert general == body(ctx)
+
+
+# -- normalisation ------------------------------------------------------------------------
+
+
+async def test_timestamps_are_offsets_from_the_run_start() -> None:
+    lines = body(weather_run())
+
+    assert "iterations[0].completed_at = <t+2s>" in lines
+    assert "iterations[0].messages[2].tool_calls[0].id = <id:1>" in lines
+    assert "created_at = <t+0s>" in lines
+
+
+async def test_fractional_offsets_keep_their_digits() -> None:
+    assert body([T0, T0 + timedelta(milliseconds=1500)]) == [
+        "[2 items]",
+        "[0] = <t+0s>",
+        "[1] = <t+1.5s>",
+    ]
+
+
+async def test_two_runs_started_at_different_times_give_the_same_snapshot() -> None:
+    later = weather_run(start=T0 + timedelta(days=30), call_id="call_zz9")
+
+    assert serialize(weather_run()) == serialize(later)
+
+
+async def test_generated_ids_are_numbered_in_first_seen_order() -> None:
+    lines = body(weather_run(call_id="toolu_01XYZ"))
+
+    assert [line for line in lines if "id" in line.split(" = ")[0].rsplit(".", 1)[-1]] == [
+        "iterations[0].messages[2].tool_calls[0].id = <id:1>",
+        "iterations[0].messages[3].tool_call_id = <id:1>",
+    ]
+
+
+async def test_id_fields_can_be_chosen() -> None:
+    assert body({"run": "r-1", "trace": "t-9"}, ids=["run", "trace"]) == [
+        "run = <id:1>",
+        "trace = <id:2>",
+    ]
+
+
+async def test_normalize_replaces_a_volatile_value() -> None:
+    lines = body(weather_run(), normalize={"**.latency_ms": "<latency>"})
+
+    assert "iterations[0].metadata.latency_ms = <latency>" in lines
+
+
+async def test_normalize_hook_receives_the_value() -> None:
+    lines = body(weather_run(), normalize={"latency_ms": lambda ms: round(ms, -3)})
+
+    assert "iterations[0].metadata.latency_ms = 1000" in lines
+
+
+async def test_a_failing_normalize_hook_is_reported_with_its_path() -> None:
+    with pytest.raises(SnapshotError, match=r"hook for iterations\[0\]\.metadata\.model raised"):
+        serialize(weather_run(), SnapshotOptions(normalize={"model": lambda m: m / 2}))
+
+
+# -- projections ---------------------------------------------------------------------------
+
+
+async def test_last_keeps_the_last_iterations_with_their_own_indexes() -> None:
+    lines = body(weather_run(), last=1)
+
+    assert "iterations = [2 items, the first 1 left out]" in lines
+    assert [line for line in lines if line.startswith("iterations[0]")] == []
+    assert "iterations[1].number = 2" in lines
+
+
+async def test_fields_keep_only_the_selected_values() -> None:
+    lines = body(weather_run(), fields=["iterations[*].messages[*].content"])
+
+    assert lines == [
+        "iterations[0].messages[0].content = 'Be brief.'",
+        "iterations[0].messages[1].content = 'Weather in Paris?'",
+        "iterations[0].messages[3].content = '18C, sunny'",
+        "iterations[1].messages[0].content = '18C and sunny.'",
+    ]
+
+
+async def test_omit_leaves_values_out() -> None:
+    lines = body(weather_run(), omit=["metadata", "**.tool_calls"])
+
+    assert not [line for line in lines if "metadata" in line or "tool_calls" in line]
+
+
+async def test_truncate_cuts_long_strings_and_says_how_much() -> None:
+    lines = body(weather_run(), truncate=5)
+
+    assert "iterations[0].messages[1].content = 'Weath' … (+12 chars)" in lines
+
+
+async def test_a_projection_is_named_in_the_header() -> None:
+    assert lines_of(weather_run(), last=1, truncate=80)[1] == (
+        "# projection: last 1 iterations; strings cut at 80 characters"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"last": 0}, r"last=0\): expected a whole number of at least 1"),
+        ({"truncate": True}, r"truncate=True\): expected a whole number"),
+        ({"fields": ["ok", ""]}, r"fields=...\): '' is not a path glob"),
+        ({"normalize": ["x"]}, r"normalize=\['x'\]\): expected a mapping"),
+    ],
+)
+async def test_invalid_options_are_refused_with_what_to_give(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SnapshotError, match=message):
+        SnapshotOptions(**options)
+
+
+async def test_merged_options_add_hooks_and_replace_projections() -> None:
+    base = SnapshotOptions(normalize={"a": "A"}, last=5, omit=("x",))
+
+    merged = base.merged(normalize={"b": "B"}, last=2, omit=["y"])
+
+    assert matches(merged, {"normalize": {"a": "A", "b": "B"}, "last": 2, "omit": ("x", "y")})
+
+
+# -- the syrupy extension ----------------------------------------------------------------------
+
+
+async def test_extension_files_have_their_own_extension() -> None:
+    assert AgentSnapshotExtension.file_extension == "agentctx"
+
+
+async def test_reading_a_file_in_another_format_taints_the_snapshot(tmp_path: Path) -> None:
+    old = tmp_path / "test_x.agentctx"
+    old.write_text("# pytest-agentctx snapshot, format 0\nAgentContext\n", encoding="utf-8")
+
+    with pytest.raises(TaintedSnapshotError):
+        AgentSnapshotExtension().read_snapshot_data_from_location(
+            snapshot_location=str(old), snapshot_name="test_x", session_id="s"
+        )
+
+
+async def test_reading_a_missing_file_gives_none(tmp_path: Path) -> None:
+    data = AgentSnapshotExtension().read_snapshot_data_from_location(
+        snapshot_location=str(tmp_path / "nope.agentctx"), snapshot_name="nope", session_id="s"
+    )
+
+    assert data is None
+
+
+async def test_writing_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    location = tmp_path / "mod" / "test_x.agentctx"
+    collection = SnapshotCollection(location=str(location))
+    collection.add(Snapshot(name="test_x", data=serialize(weather_run())))
+
+    AgentSnapshotExtension.write_snapshot_collection(snapshot_collection=collection)
+
+    assert location.read_text(encoding="utf-8").startswith(HEADER + "\n")
+    assert [p.name for p in location.parent.iterdir()] == ["test_x.agentctx"]
+
+
+async def test_diff_shows_only_the_changed_lines_and_their_neighbours() -> None:
+    old = serialize(weather_run(answer="Sunny."))
+    new = serialize(weather_run(answer="Rainy."))
+
+    diff = [
+        re.sub(r"\x1b\[[0-9;]*m", "", line)
+        for line in AgentSnapshotExtension().diff_lines(new, old)
+    ]
+
+    assert diff == [
+        "  ...",
+        "  iterations[1].messages[0].role = 'assistant'",
+        "- iterations[1].messages[0].content = 'Sunny.'",
+        "+ iterations[1].messages[0].content = 'Rainy.'",
+        "  iterations[1].started_at = <t+2s>",
+        "  ...",
+    ]
+
+
+async def test_extension_refuses_syrupy_property_filters() -> None:
+    with pytest.raises(SnapshotError, match=r"use agent_snapshot\(fields=\[\.\.\.\]\)"):
+        AgentSnapshotExtension().serialize({}, exclude=lambda prop, path: False)
+
+
+async def test_regex_in_a_test_of_the_serialized_text() -> None:
+    assert matches(
+        serialize(weather_run()), Regex(r"created_at = <t\+0s>\nupdated_at = <t\+3s>\n$")
+    )
