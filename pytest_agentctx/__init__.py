@@ -27,6 +27,7 @@ from .exceptions import (
     FakeToolsError,
     HistoryError,
     LastEntryNotUserMessage,
+    LoopbackError,
     MaxIterationsExceeded,
     MismatchError,
     NetworkBlocked,
@@ -41,6 +42,7 @@ from .exceptions import (
 from .fakes import FakeLLM, FakeModelCall, FakeToolCall, FakeTools
 from .freeze import FrozenClock
 from .history import History
+from .loopback import LoopbackProvider
 from .matching import (
     ANY,
     AllOf,
@@ -116,6 +118,7 @@ __all__ = [
     "FakeModelCall",
     "FakeTools",
     "FakeToolCall",
+    "LoopbackProvider",
     # assertions
     "matches",
     "mismatches",
@@ -158,6 +161,7 @@ __all__ = [
     "FakeToolsError",
     "HistoryError",
     "LastEntryNotUserMessage",
+    "LoopbackError",
     "MaxIterationsExceeded",
     "MismatchError",
     "NetworkBlocked",

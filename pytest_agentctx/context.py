@@ -87,6 +87,9 @@ class Message(BaseModel):
 
     ``tool_calls`` is set on assistant messages that ask for tools; ``tool_call_id``,
     ``name`` and ``is_error`` are set on ``tool`` messages that carry a result.
+    ``reasoning`` keeps, verbatim, the reasoning items a provider returned with an
+    assistant message (OpenAI Responses ``reasoning`` items, Anthropic ``thinking``
+    blocks), so the codec of that provider can send them back on the next call.
     """
 
     model_config = _FROZEN
@@ -98,6 +101,7 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    reasoning: Seq[FrozenDict] = Field(default_factory=Seq)
 
     def to_dict(self) -> dict[str, Any]:
         """The provider-neutral JSON form of this message (defaults left out)."""
@@ -110,6 +114,8 @@ class Message(BaseModel):
             data["name"] = self.name
         if self.is_error:
             data["is_error"] = True
+        if self.reasoning:
+            data["reasoning"] = [dict(item) for item in self.reasoning]
         return data
 
 
@@ -225,6 +231,7 @@ class AgentContext(BaseModel):
         content: str | None,
         tool_calls: Iterable[ToolCall] = (),
         *,
+        reasoning: Iterable[Mapping[str, Any]] = (),
         at: datetime | None = None,
     ) -> AgentContext:
         """Add the model's reply to the current iteration.
@@ -262,7 +269,12 @@ class AgentContext(BaseModel):
                 )
             seen.add(call.id)
         now = _now(at)
-        message = Message(role="assistant", content=content, tool_calls=calls)
+        message = Message(
+            role="assistant",
+            content=content,
+            tool_calls=calls,
+            reasoning=Seq(FrozenDict(item) for item in reasoning),
+        )
         updated = current._replace(
             messages=current.messages.append(message),
             tool_calls=Seq([*current.tool_calls, *calls]) if calls else current.tool_calls,

@@ -115,6 +115,24 @@ class ScriptedAnswer:
     response: dict[str, Any] | None = None
     error: str | None = None
 
+    def stream_events(self) -> list[SSEEvent]:
+        """A 200 answer as the events of its endpoint's stream (for ``stream: true``).
+
+        OpenAI streams end with a usage chunk when the request's
+        ``stream_options.include_usage`` asks for one.
+        """
+        completion = self.completion
+        if completion is None:
+            raise FakeLLMError(f"a {self.status} answer has no reply to stream")
+        response_id = completion.response_id or ""
+        if self.codec.name == anthropic_messages.name:
+            return anthropic_messages.encode_stream(completion, response_id=response_id)
+        options = self.body.get("stream_options") if isinstance(self.body, Mapping) else None
+        include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+        return openai_chat.encode_stream(
+            completion, response_id=response_id, include_usage=include_usage
+        )
+
 
 def _scripted_call(spec: ToolCallSpec, owner: str = "fake_llm") -> _ScriptedCall:
     if isinstance(spec, ToolCall):
@@ -325,7 +343,7 @@ class FakeLLM(ScriptedModel):
             # it as an empty stream.
             return make_response(
                 200,
-                chunks=[format_sse([event]) for event in _stream_events(answer)],
+                chunks=[format_sse([event]) for event in answer.stream_events()],
                 headers={"content-type": "text/event-stream; charset=utf-8"},
             )
         return make_response(
@@ -353,21 +371,6 @@ class FakeLLM(ScriptedModel):
 
     def __repr__(self) -> str:
         return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
-
-
-def _stream_events(answer: ScriptedAnswer) -> list[SSEEvent]:
-    """A 200 answer as the events of its endpoint's stream (for ``stream: true``)."""
-    completion = answer.completion
-    if completion is None:
-        raise FakeLLMError(f"a {answer.status} answer has no reply to stream")
-    response_id = completion.response_id or ""
-    if answer.codec.name == anthropic_messages.name:
-        return anthropic_messages.encode_stream(completion, response_id=response_id)
-    options = answer.body.get("stream_options") if isinstance(answer.body, Mapping) else None
-    include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-    return openai_chat.encode_stream(
-        completion, response_id=response_id, include_usage=include_usage
-    )
 
 
 def _last_message(request: DecodedRequest) -> str:

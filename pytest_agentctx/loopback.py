@@ -26,7 +26,7 @@ import selectors
 import socket
 import threading
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
@@ -34,10 +34,9 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from .clock import IdFactory
-from .codecs import anthropic_messages, openai_chat
 from .codecs.sse import SSEEvent, format_sse
 from .exceptions import LoopbackError
-from .fakes import ScriptedAnswer, ScriptedModel
+from .fakes import ScriptedModel
 
 __all__ = ["LoopbackExchange", "LoopbackProvider"]
 
@@ -372,7 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if answer.request is not None and answer.request.stream:
             log(200, streamed=True)
-            self._send_stream(_stream_events(answer), provider, gzipped, anthropic)
+            self._send_stream(answer.stream_events(), provider, gzipped, anthropic)
             return
         log(200)
         self._send_json(200, answer.response, provider, gzipped, anthropic)
@@ -459,19 +458,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         if data:
             self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
-
-
-def _stream_events(answer: ScriptedAnswer) -> list[SSEEvent]:
-    completion = answer.completion
-    assert completion is not None
-    response_id = completion.response_id or ""
-    if answer.codec.name == anthropic_messages.name:
-        return anthropic_messages.encode_stream(completion, response_id=response_id)
-    options = answer.body.get("stream_options") if isinstance(answer.body, Mapping) else None
-    include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-    return openai_chat.encode_stream(
-        completion, response_id=response_id, include_usage=include_usage
-    )
 
 
 def _accepts_gzip(accept_encoding: str) -> bool:

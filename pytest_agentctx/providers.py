@@ -19,6 +19,7 @@ from .exceptions import ProviderError
 __all__ = [
     "AnthropicMessagesProvider",
     "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
     "Provider",
     "default_provider",
     "split_model",
@@ -27,7 +28,11 @@ __all__ = [
 
 @runtime_checkable
 class Provider(Protocol):
-    """Sends a request body in its codec's wire format and returns the response body."""
+    """Sends a request body in its codec's wire format and returns the response body.
+
+    A provider that can stream also has ``async send_stream(body) -> bytes`` returning the
+    raw event stream, which the runtime decodes with ``codec.decode_stream``.
+    """
 
     codec: Codec
 
@@ -53,6 +58,12 @@ def _import_sdk(module: str, extra: str) -> Any:
             f"The {module!r} SDK is not installed, so models '{extra}:...' cannot be called. "
             f"Run: pip install 'pytest-agentctx[{extra}]'"
         ) from None
+
+
+async def _stream_bytes(method: Any, body: Mapping[str, Any]) -> bytes:
+    """The raw event-stream bytes of a streamed call, read through the SDK's transport."""
+    async with method.with_streaming_response.create(**body) as response:
+        return bytes(await response.read())
 
 
 def _json_of(raw: Any) -> dict[str, Any]:
@@ -83,6 +94,30 @@ class OpenAIChatProvider:
         raw = await self.client.chat.completions.with_raw_response.create(**body)
         return _json_of(raw)
 
+    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+        return await _stream_bytes(self.client.chat.completions, body)
+
+
+class OpenAIResponsesProvider:
+    """The OpenAI Responses API through ``openai.AsyncOpenAI`` (models ``openai-responses:...``)."""
+
+    def __init__(self, client: Any = None) -> None:
+        self.codec = get_codec("openai_responses")
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _import_sdk("openai", "openai").AsyncOpenAI()
+        return self._client
+
+    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        raw = await self.client.responses.with_raw_response.create(**body)
+        return _json_of(raw)
+
+    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+        return await _stream_bytes(self.client.responses, body)
+
 
 class AnthropicMessagesProvider:
     """Anthropic Messages through ``anthropic.AsyncAnthropic``.
@@ -105,9 +140,15 @@ class AnthropicMessagesProvider:
         raw = await self.client.messages.with_raw_response.create(**body)
         return _json_of(raw)
 
+    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+        return await _stream_bytes(self.client.messages, body)
 
-_DEFAULTS: dict[str, type[OpenAIChatProvider] | type[AnthropicMessagesProvider]] = {
+
+_DEFAULTS: dict[
+    str, type[OpenAIChatProvider] | type[OpenAIResponsesProvider] | type[AnthropicMessagesProvider]
+] = {
     "openai": OpenAIChatProvider,
+    "openai-responses": OpenAIResponsesProvider,
     "anthropic": AnthropicMessagesProvider,
 }
 

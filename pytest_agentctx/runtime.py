@@ -27,6 +27,7 @@ from .exceptions import (
     AgentDefinitionError,
     ConversationError,
     MaxIterationsExceeded,
+    ProviderError,
 )
 from .providers import Provider, default_provider, split_model
 from .tools import RunContext, Tool, render_tool_output
@@ -61,6 +62,7 @@ class Agent:
     max_tokens: int | None = None
     temperature: float | None = None
     window: ContextWindow | None = None
+    stream: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -273,13 +275,15 @@ class AgentRuntime:
                 max_tokens=agent.max_tokens,
                 temperature=agent.temperature,
             )
-            completion = provider.codec.decode_response(await provider.send(body))
+            completion = await self._complete(provider, body, stream=agent.stream)
             calls = [
                 c if c.id else c.model_copy(update={"id": self.ids("call")})
                 for c in completion.tool_calls
             ]
             ctx = ctx.with_iteration_metadata(self._metadata(agent, completion))
-            ctx = ctx.add_assistant_message(completion.content, calls, at=self.clock.now())
+            ctx = ctx.add_assistant_message(
+                completion.content, calls, reasoning=completion.reasoning, at=self.clock.now()
+            )
             if not calls:
                 return RunResult(agent=agent, context=ctx, output=completion.content)
             if ctx.exceeded_max_iterations(limit):
@@ -303,6 +307,26 @@ class AgentRuntime:
                 for call in calls
             ]
             ctx = ctx.add_tool_results(results, at=self.clock.now())
+
+    @staticmethod
+    async def _complete(provider: Provider, body: dict[str, Any], *, stream: bool) -> Completion:
+        """One model call; streamed calls are decoded from their events by the same codec."""
+        if not stream:
+            return provider.codec.decode_response(await provider.send(body))
+        body = {**body, "stream": True}
+        if provider.codec.name == "openai_chat":
+            # without it the stream carries no usage, and the context would differ
+            body["stream_options"] = {"include_usage": True}
+        codec: Any = provider.codec
+        decode_stream = getattr(codec, "decode_stream", None)
+        send_stream = getattr(provider, "send_stream", None)
+        if decode_stream is None or send_stream is None:
+            raise ProviderError(
+                f"The provider for codec {codec.name!r} cannot stream (it needs send_stream() "
+                "and a codec with decode_stream()). Use Agent(stream=False) with it."
+            )
+        completion: Completion = decode_stream(await send_stream(body))
+        return completion
 
     def run_sync(
         self,

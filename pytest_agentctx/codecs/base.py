@@ -52,6 +52,8 @@ class Completion:
     usage: Usage | None = None
     stop_reason: str | None = None
     response_id: str | None = None
+    #: Provider reasoning items returned with the reply, verbatim (see Message.reasoning).
+    reasoning: tuple[dict[str, Any], ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         """What the runtime records in the iteration's metadata for this call."""
@@ -98,6 +100,7 @@ class Codec(Protocol):
 _CODECS = {
     "openai_chat": "pytest_agentctx.codecs.openai_chat",
     "anthropic_messages": "pytest_agentctx.codecs.anthropic_messages",
+    "openai_responses": "pytest_agentctx.codecs.openai_responses",
 }
 
 # URL path endings that identify a wire format (any base URL). The Anthropic SDK always
@@ -106,6 +109,7 @@ _CODECS = {
 _PATHS = (
     ("/chat/completions", "openai_chat"),
     ("/v1/messages", "anthropic_messages"),
+    ("/v1/responses", "openai_responses"),
 )
 
 

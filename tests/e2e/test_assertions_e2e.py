@@ -51,9 +51,9 @@ def test_failed_matches_prints_the_count_then_every_path(runs: pytest.Pytester) 
     result.stdout.fnmatch_lines(
         [
             "*MismatchError: 3 mismatches:",
-            "E     current_iteration: 2 != 3",
-            "E     iterations[0].tool_calls[0].arguments.city: 'Paris' != 'Lyon'",
-            "E     iterations[1].messages[0].content: 'It is 18C and sunny.' does not match "
+            "E         current_iteration: 2 != 3",
+            "E         iterations[0].tool_calls[0].arguments.city: 'Paris' != 'Lyon'",
+            "E         iterations[1].messages[0].content: 'It is 18C and sunny.' does not match "
             "Regex('rain')",
         ]
     )
@@ -92,9 +92,10 @@ def test_comparing_two_contexts_prints_the_count_then_every_path(runs: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "E       AssertionError: assert AgentContext(2 iterations) == AgentContext(2 iterations)",
-            "E         2 mismatches:",
+            "E         3 mismatches:",
             "E           iterations[0].messages[1].tool_calls[0].arguments.city: 'Paris' != 'Lyon'",
             "E           iterations[0].tool_calls[0].arguments.city: 'Paris' != 'Lyon'",
+            "E           iterations[1].messages[0].content: 'It is 18C and sunny.' != 'It rains.'",
         ]
     )
 
@@ -111,8 +112,13 @@ def test_every_path_is_printed_with_vv_however_many(runs: pytest.Pytester) -> No
 
     result = runs.runpytest("-vv")
 
-    result.stdout.fnmatch_lines(["E         12 mismatches:", "E           [0]: -12 is rejected*"])
-    result.stdout.fnmatch_lines(["E           [11]: -1 is rejected by Predicate(positive)"])
+    result.stdout.fnmatch_lines(
+        [
+            "E         12 mismatches:",
+            "E           [0]: -12 is rejected by Predicate(positive)",
+            "E           [11]: -1 is rejected by Predicate(positive)",
+        ]
+    )
 
 
 def test_a_failed_trajectory_prints_the_paths_of_the_calls(runs: pytest.Pytester) -> None:
@@ -151,7 +157,7 @@ def test_a_negative_rule_prints_where_the_forbidden_call_is(runs: pytest.Pyteste
     result = runs.runpytest()
 
     result.stdout.fnmatch_lines(
-        ["*MismatchError: 1 mismatch:", "E     iterations[0].tool_calls[0]: ToolCall(*"]
+        ["*MismatchError: 1 mismatch:", "E         iterations[0].tool_calls[0]: ToolCall(*"]
     )
 
 

@@ -315,7 +315,9 @@ async def _replay_async(clients: Clients, cassette: Cassette, position: int) -> 
     result = await call.send()
     parsed = events = None
     if call.api not in ("http", "generic"):
-        parsed = result.parse()  # the legacy raw response parses synchronously
+        parsed = result.parse()  # openai's raw responses parse synchronously, anthropic's not
+        if inspect.isawaitable(parsed):
+            parsed = await parsed
         events = [event async for event in parsed] if call.stream else None
     return _result_problem(cassette, call, result, parsed, events, where)
 

@@ -828,6 +828,7 @@ async def test_json_dump_of_the_weather_run() -> None:
                         "tool_call_id": None,
                         "name": None,
                         "is_error": False,
+                        "reasoning": [],
                     },
                     {
                         "role": "user",
@@ -836,6 +837,7 @@ async def test_json_dump_of_the_weather_run() -> None:
                         "tool_call_id": None,
                         "name": None,
                         "is_error": False,
+                        "reasoning": [],
                     },
                     {
                         "role": "assistant",
@@ -846,6 +848,7 @@ async def test_json_dump_of_the_weather_run() -> None:
                         "tool_call_id": None,
                         "name": None,
                         "is_error": False,
+                        "reasoning": [],
                     },
                     {
                         "role": "tool",
@@ -854,6 +857,7 @@ async def test_json_dump_of_the_weather_run() -> None:
                         "tool_call_id": "call_1",
                         "name": "get_weather",
                         "is_error": False,
+                        "reasoning": [],
                     },
                 ],
                 "tool_calls": [
@@ -873,6 +877,7 @@ async def test_json_dump_of_the_weather_run() -> None:
                         "tool_call_id": None,
                         "name": None,
                         "is_error": False,
+                        "reasoning": [],
                     }
                 ],
                 "tool_calls": [],

@@ -13,7 +13,8 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.codecs.base import DecodedRequest, Usage
+from pytest_agentctx.codecs import anthropic_messages, openai_chat
+from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
 from pytest_agentctx.context import ToolCall
 from pytest_agentctx.exceptions import (
     FakeLLMError,
@@ -26,6 +27,8 @@ from pytest_agentctx.fakes import (
     FakeModelCall,
     FakeToolCall,
     FakeTools,
+    ScriptedAnswer,
+    ScriptedModel,
     ScriptedReply,
     estimate_tokens,
 )
@@ -279,6 +282,147 @@ async def test_a_scripted_model_name_replaces_the_requested_one(fake, openai_cli
     completion = await _ask_openai(openai_client)
 
     assert completion.model == "gpt-4o-mini-2024-07-18"
+
+
+# -- streaming (stream: true) ---------------------------------------------------------
+
+
+async def test_a_streaming_openai_request_gets_the_reply_as_chunks(fake, openai_client):
+    fake.reply("Sunny in Paris.")
+
+    stream = await openai_client.chat.completions.create(
+        model=OPENAI_MODEL, messages=QUESTION, stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
+        "Sunny in Paris."
+    )
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
+async def test_the_openai_stream_helper_rebuilds_scripted_tool_calls(fake, openai_client):
+    fake.reply(tool_calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Lyon"})])
+
+    async with openai_client.chat.completions.stream(
+        model=OPENAI_MODEL, messages=QUESTION
+    ) as stream:
+        completion = await stream.get_final_completion()
+
+    assert [
+        (call.id, call.function.name, call.function.arguments)  # type: ignore[union-attr]
+        for call in completion.choices[0].message.tool_calls or []
+    ] == [
+        ("call_1", "get_weather", '{"city":"Paris"}'),
+        ("call_2", "get_weather", '{"city":"Lyon"}'),
+    ]
+
+
+async def test_a_streaming_openai_request_asking_for_usage_gets_it_last(fake, openai_client):
+    fake.reply("Sunny.", usage={"input_tokens": 30, "output_tokens": 2})
+
+    stream = await openai_client.chat.completions.create(
+        model=OPENAI_MODEL,
+        messages=QUESTION,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+
+    assert chunks[-1].usage is not None
+    assert (chunks[-1].usage.prompt_tokens, chunks[-1].usage.completion_tokens) == (30, 2)
+
+
+async def test_the_anthropic_stream_helper_rebuilds_the_scripted_message(fake, anthropic_client):
+    fake.reply("Looking it up.", tool_calls=[("get_weather", {"city": "Paris"})])
+
+    async with anthropic_client.messages.stream(
+        model=ANTHROPIC_MODEL, max_tokens=1024, messages=QUESTION
+    ) as stream:
+        message = await stream.get_final_message()
+
+    assert [block.model_dump(exclude_none=True) for block in message.content] == [
+        {"type": "text", "text": "Looking it up."},
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    ]
+    assert message.stop_reason == "tool_use"
+
+
+async def test_a_streamed_call_is_recorded_as_a_streaming_request(fake, anthropic_client):
+    fake.reply("Sunny.")
+
+    stream = await anthropic_client.messages.create(
+        model=ANTHROPIC_MODEL, max_tokens=1024, messages=QUESTION, stream=True
+    )
+    async for _ in stream:
+        pass
+
+    assert [call.request.stream for call in fake.calls] == [True]
+
+
+# -- ScriptedModel.answer (the transport-free core) ----------------------------------
+
+
+async def test_answer_gives_the_next_reply_in_the_wire_format_of_the_path():
+    model = ScriptedModel().reply("Sunny.", usage={"input_tokens": 5, "output_tokens": 1})
+    body = {"model": OPENAI_MODEL, "messages": QUESTION}
+
+    answer = model.answer("/v1/chat/completions", json.dumps(body).encode())
+
+    assert answer == ScriptedAnswer(
+        status=200,
+        codec=openai_chat,
+        body=body,
+        request=DecodedRequest(model=OPENAI_MODEL, messages=QUESTION),
+        completion=Completion(
+            content="Sunny.", model=OPENAI_MODEL, usage=Usage(5, 1), response_id="chatcmpl_1"
+        ),
+        response=openai_chat.encode_response(
+            Completion(content="Sunny.", model=OPENAI_MODEL, usage=Usage(5, 1)),
+            response_id="chatcmpl_1",
+        ),
+    )
+
+
+async def test_answer_for_another_endpoint_is_none():
+    model = ScriptedModel().reply("Sunny.")
+
+    assert model.answer("/v1/embeddings", b'{"input": "hi"}') is None
+
+
+async def test_answer_to_an_unreadable_body_is_a_400_without_request():
+    answer = ScriptedModel().reply("Sunny.").answer("/v1/messages", b"{not json")
+
+    match answer:
+        case ScriptedAnswer(status=400, codec=codec, body=None, request=None, error=str(error)):
+            assert codec is anthropic_messages
+            assert error.startswith("pytest-agentctx model could not read the request: ")
+        case _:
+            pytest.fail(f"unexpected answer: {answer!r}")
+
+
+async def test_answer_beyond_the_script_is_a_400_logged_as_unexpected():
+    model = ScriptedModel()
+    body = {"model": ANTHROPIC_MODEL, "max_tokens": 10, "messages": QUESTION}
+
+    answer = model.answer("/v1/messages", json.dumps(body).encode())
+
+    assert answer is not None
+    assert (answer.status, answer.error) == (
+        400,
+        "pytest-agentctx model: model call #1 was not scripted (only 0 replies were). "
+        "Script another reply with model.reply(...).",
+    )
+    assert [call.body for call in model.unexpected] == [body]
+
+
+async def test_answer_to_a_scripted_failure_carries_its_status_and_message():
+    model = ScriptedModel().fail(503, "overloaded")
+
+    answer = model.answer("/v1/chat/completions", json.dumps({"messages": []}).encode())
+
+    assert answer is not None
+    assert (answer.status, answer.error, answer.completion) == (503, "overloaded", None)
 
 
 # -- scripted failures ---------------------------------------------------------------

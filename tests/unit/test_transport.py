@@ -11,10 +11,18 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator
 
+import httpx
 import httpx2
 import pytest
 
-from pytest_agentctx.transport import Interceptor
+from pytest_agentctx.transport import (
+    Interceptor,
+    forward_async,
+    forward_sync,
+    is_async_request,
+    make_response,
+    tee_response,
+)
 
 UNREACHABLE = "http://127.0.0.1:9/v1/chat/completions"
 # One TLS context for the clients: building one per client costs ~80 ms. The transport is
@@ -289,3 +297,221 @@ async def test_stop_without_start_changes_nothing():
     Interceptor(_pass).stop()
 
     assert httpx2.HTTPTransport.handle_request is sync_original
+
+
+# -- httpx (the original library) ----------------------------------------------------
+
+
+async def test_handler_also_answers_httpx_clients_with_an_httpx_response():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return make_response(200, content=b"intercepted")
+
+    with Interceptor(handler):
+        async with httpx.AsyncClient(verify=_TLS) as client:
+            response = await client.get(UNREACHABLE)
+
+    assert (type(response), response.text) == (httpx.Response, "intercepted")
+
+
+async def test_stop_restores_the_httpx_transport_methods_too():
+    sync_original = httpx.HTTPTransport.handle_request
+    async_original = httpx.AsyncHTTPTransport.handle_async_request
+
+    with Interceptor(_pass):
+        pass
+
+    assert httpx.HTTPTransport.handle_request is sync_original
+    assert httpx.AsyncHTTPTransport.handle_async_request is async_original
+
+
+# -- is_async_request ----------------------------------------------------------------
+
+
+async def test_is_async_request_is_true_in_a_handler_for_an_async_client():
+    seen: list[bool] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(is_async_request())
+        return httpx2.Response(200)
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            await client.get(UNREACHABLE)
+
+    assert seen == [True]
+
+
+async def test_is_async_request_is_false_in_a_handler_for_a_sync_client():
+    seen: list[bool] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(is_async_request())
+        return httpx2.Response(200)
+
+    with Interceptor(handler), httpx2.Client(verify=_TLS) as client:
+        client.get(UNREACHABLE)
+
+    assert seen == [False]
+
+
+async def test_is_async_request_is_false_outside_a_handler():
+    assert is_async_request() is False
+
+
+# -- forward_sync / forward_async ----------------------------------------------------
+
+
+async def test_forward_async_sends_the_request_to_the_real_transport(loopback_url):
+    statuses: list[int] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        response = await forward_async(request)
+        statuses.append(response.status_code)
+        return response
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient(trust_env=False, verify=_TLS) as client:
+            response = await client.get(loopback_url)
+
+    assert (statuses, response.text) == ([200], "from the server")
+
+
+async def test_forward_sync_sends_the_request_to_the_real_transport(loopback_url):
+    statuses: list[int] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        response = forward_sync(request)
+        statuses.append(response.status_code)
+        return response
+
+    with Interceptor(handler), httpx2.Client(trust_env=False, verify=_TLS) as client:
+        response = await asyncio.to_thread(client.get, loopback_url)
+
+    assert (statuses, response.text) == ([200], "from the server")
+
+
+async def test_forward_sync_outside_a_handler_is_an_error():
+    with pytest.raises(
+        RuntimeError, match=r"^forward_sync\(\) is only available inside an interceptor handler$"
+    ):
+        forward_sync(httpx2.Request("GET", UNREACHABLE))
+
+
+async def test_forward_async_outside_a_handler_is_an_error():
+    with pytest.raises(
+        RuntimeError, match=r"^forward_async\(\) is only available inside an interceptor handler$"
+    ):
+        await forward_async(httpx2.Request("GET", UNREACHABLE))
+
+
+async def test_forward_sync_for_an_async_client_says_to_use_forward_async():
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return forward_sync(request)
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            with pytest.raises(
+                RuntimeError,
+                match=r"forward_sync\(\) called for an async client; use forward_async\(\)",
+            ):
+                await client.get(UNREACHABLE)
+
+
+async def test_forward_async_for_a_sync_client_says_to_use_forward_sync():
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return asyncio.run(forward_async(request))
+
+    with (
+        Interceptor(handler),
+        httpx2.Client(verify=_TLS) as client,
+        pytest.raises(
+            RuntimeError,
+            match=r"forward_async\(\) called for a sync client; use forward_sync\(\)",
+        ),
+    ):
+        await asyncio.to_thread(client.get, UNREACHABLE)
+
+
+# -- make_response -------------------------------------------------------------------
+
+
+async def test_make_response_outside_a_handler_builds_an_httpx2_response():
+    response = make_response(201, content=b"created", headers={"x-request-id": "req_1"})
+
+    assert (type(response), response.status_code, response.content) == (
+        httpx2.Response,
+        201,
+        b"created",
+    )
+    assert response.headers["x-request-id"] == "req_1"
+
+
+async def test_make_response_without_content_has_an_empty_body():
+    assert make_response(204).content == b""
+
+
+async def test_make_response_with_chunks_keeps_each_chunk():
+    response = make_response(
+        200,
+        headers=[("content-type", "text/event-stream")],
+        chunks=[b"data: {}\n\n", b"data: [DONE]\n\n"],
+    )
+
+    assert list(response.iter_raw()) == [b"data: {}\n\n", b"data: [DONE]\n\n"]
+
+
+async def test_a_chunked_response_reaches_an_async_client_chunk_by_chunk():
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return make_response(200, chunks=[b"one ", b"two ", b"three"])
+
+    with Interceptor(handler):
+        async with (
+            httpx2.AsyncClient(verify=_TLS) as client,
+            client.stream("GET", UNREACHABLE) as response,
+        ):
+            chunks = [chunk async for chunk in response.aiter_raw()]
+
+    assert chunks == [b"one ", b"two ", b"three"]
+
+
+# -- tee_response --------------------------------------------------------------------
+
+
+async def test_tee_response_passes_the_live_body_through_and_keeps_a_copy(loopback_url):
+    copies: list[tuple[bytes, bool]] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        live = await forward_async(request)
+        return tee_response(live, lambda body, complete: copies.append((body, complete)))
+
+    with Interceptor(handler):
+        async with httpx2.AsyncClient(trust_env=False, verify=_TLS) as client:
+            response = await client.get(loopback_url)
+
+    assert response.text == "from the server"
+    assert copies == [(b"from the server", True)]
+
+
+async def test_tee_response_reports_a_body_the_client_stopped_reading(loopback_url):
+    copies: list[tuple[bytes, bool]] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        live = await forward_async(request)
+        return tee_response(live, lambda body, complete: copies.append((body, complete)))
+
+    with Interceptor(handler):
+        async with (
+            httpx2.AsyncClient(trust_env=False, verify=_TLS) as client,
+            client.stream("GET", loopback_url) as response,
+        ):
+            async for _ in response.aiter_raw():
+                break
+
+    assert copies == [(b"from the server", False)]
+
+
+async def test_tee_response_outside_a_handler_is_an_error():
+    with pytest.raises(
+        RuntimeError, match=r"^tee_response\(\) is only available inside an interceptor handler$"
+    ):
+        tee_response(httpx2.Response(200), lambda body, complete: None)
