@@ -187,18 +187,21 @@ def _sdk_client(transport: Any = None, base_url: str = REPLAY_BASE_URL) -> Any:
     return openai.OpenAI(api_key=API_KEY, base_url=base_url, max_retries=0, http_client=http_client)
 
 
-def _timed_calls(client: Any, indices: Sequence[int]) -> list[float]:
-    """Seconds of each ``chat.completions.create`` call; checks each answer."""
+def _timed_calls(client: Any, indices: Sequence[int]) -> tuple[list[float], float]:
+    """Wall seconds of each ``chat.completions.create`` call, and the CPU seconds of them
+    all (the process's own time, which other processes on the machine barely change);
+    checks each answer."""
     create = client.chat.completions.create
     out = []
     clock = time.perf_counter
+    cpu_started = time.process_time()
     for index in indices:
         started = clock()
         completion = create(**request_body(index))
         out.append(clock() - started)
         if completion.id != response_id(index):
             raise AssertionError(f"call {index} got {completion.id}")
-    return out
+    return out, time.process_time() - cpu_started
 
 
 def _floor_client(size: int) -> Any:
@@ -285,41 +288,60 @@ def write_cassetter(path: Path, size: int) -> None:
 # -- 1. replay -----------------------------------------------------------------------------
 
 
-def _summary(calls: list[float]) -> dict[str, float]:
+Plan = dict[int, int | None]
+"""Per cassette size: ``None`` replays every request in order; ``k`` sends only the last
+``k`` requests of the cassette (for tools whose cost per request grows with the position
+of the match, where a full replay does not fit the time budget)."""
+
+
+def _replay_run(
+    open_cassette: Callable[[], contextlib.AbstractContextManager[Any]],
+    client: Any,
+    size: int,
+    tail: int | None = None,
+) -> dict[str, float]:
+    indices = range(size - tail, size) if tail else range(size)
+    gc.collect()
+    started = time.perf_counter()
+    with open_cassette():
+        opened = time.perf_counter() - started
+        calls, cpu = _timed_calls(client, indices)
     return {
+        "calls": len(calls),
         "mean": sum(calls) / len(calls),
         "tail": sum(calls[-10:]) / len(calls[-10:]),
-        "total": sum(calls),
+        "cpu": cpu / len(calls),
+        "open": opened,
+        "tail_only": bool(tail),
     }
 
 
 def _best(runs: list[dict[str, float]]) -> dict[str, float]:
     """The fastest repeat (the one least disturbed by the rest of the machine)."""
-    return min(runs, key=lambda run: run["mean"])
+    best = min(runs, key=lambda run: run["mean"])
+    return {**best, "cpu": min(run["cpu"] for run in runs), "repeats": len(runs)}
 
 
 def replay_floor(size: int) -> dict[str, float]:
-    client = _floor_client(size)
-    gc.collect()
-    return _summary(_timed_calls(client, range(size)))
+    return _replay_run(contextlib.nullcontext, _floor_client(size), size)
+
+
+@contextlib.contextmanager
+def _ours(path: Path) -> Iterator[None]:
+    from pytest_agentctx.cassettes import Cassette, store
+
+    store._cache.clear()  # parse the file again, as a new test process would
+    cassette = Cassette(path)
+    cassette.start()
+    try:
+        yield
+    finally:
+        cassette.stop()
+    cassette.check()  # every interaction was replayed, nothing missed
 
 
 def replay_ours(path: Path, size: int) -> dict[str, float]:
-    from pytest_agentctx.cassettes import Cassette, store
-
-    store._cache.clear()
-    client = _sdk_client()
-    gc.collect()
-    started = time.perf_counter()
-    cassette = Cassette(path)
-    load = time.perf_counter() - started
-    cassette.start()
-    try:
-        calls = _timed_calls(client, range(size))
-    finally:
-        cassette.stop()
-    cassette.check()
-    return {**_summary(calls), "load": load}
+    return _replay_run(lambda: _ours(path), _sdk_client(), size)
 
 
 def _vcr() -> Any:
@@ -328,50 +350,31 @@ def _vcr() -> Any:
     return vcr.VCR(match_on=["method", "scheme", "host", "port", "path", "query", "body"])
 
 
-def replay_vcr(path: Path, size: int, *, tail_only: bool = False) -> dict[str, float]:
-    client = _sdk_client()
-    indices = range(max(0, size - 10), size) if tail_only else range(size)
-    gc.collect()
-    started = time.perf_counter()
-    with _vcr().use_cassette(str(path), record_mode="none"):
-        calls = _timed_calls(client, indices)
-    whole = time.perf_counter() - started
-    result = _summary(calls)
-    result["load"] = whole - result["total"]
-    return result
+def replay_vcr(path: Path, size: int, tail: int | None = None) -> dict[str, float]:
+    return _replay_run(
+        lambda: _vcr().use_cassette(str(path), record_mode="none"), _sdk_client(), size, tail
+    )
 
 
-def replay_cassetter(path: Path, size: int) -> dict[str, float]:
+def replay_cassetter(path: Path, size: int, tail: int | None = None) -> dict[str, float]:
     from cassetter import use_cassette
 
-    client = _sdk_client()
-    gc.collect()
-    started = time.perf_counter()
-    with use_cassette(str(path), record_mode="none", match_on=["method", "uri", "json_body"]):
-        calls = _timed_calls(client, range(size))
-    whole = time.perf_counter() - started
-    result = _summary(calls)
-    result["load"] = whole - result["total"]
-    return result
+    def open_cassette() -> contextlib.AbstractContextManager[Any]:
+        return use_cassette(str(path), record_mode="none", match_on=["method", "uri", "json_body"])
+
+    return _replay_run(open_cassette, _sdk_client(), size, tail)
 
 
 def _repeats(size: int, quick: bool) -> int:
     if quick:
-        return 2
-    return {10: 7, 100: 5}.get(size, 3)
+        return 1 if size >= 1000 else 2
+    return {10: 7, 100: 5, 1000: 3}.get(size, 3)
 
 
-def run_replay(
-    workdir: Path,
-    sizes: Sequence[int],
-    vcr_full: Sequence[int],
-    vcr_tail: Sequence[int],
-    quick: bool,
-) -> dict[str, Any]:
+def run_replay(workdir: Path, sizes: Sequence[int], vcr_plan: Plan, quick: bool) -> dict[str, Any]:
     """Floor, pytest-agentctx and vcrpy, interleaved within each repeat."""
-    out: dict[str, Any] = {"floor": {}, "ours": {}, "vcr": {}, "vcr_tail_only": {}}
-    # Warm-up: imports, first-call paths, a first cassette.
-    warm = workdir / "warm.json"
+    out: dict[str, Any] = {"floor": {}, "ours": {}, "vcr": {}}
+    warm = workdir / "warm.json"  # warm-up: imports, first-call paths, a first cassette
     write_ours(warm, 10)
     replay_floor(10)
     replay_ours(warm, 10)
@@ -382,42 +385,43 @@ def run_replay(
         ours_path = workdir / f"ours-{size}.json"
         write_ours(ours_path, size)
         vcr_path = workdir / f"vcr-{size}.yaml"
-        if size in vcr_full or size in vcr_tail:
+        if size in vcr_plan:
             write_vcr(vcr_path, size)
-        floor_runs, ours_runs, vcr_runs = [], [], []
+        tail = vcr_plan.get(size)
+        runs: dict[str, list[dict[str, float]]] = {"floor": [], "ours": [], "vcr": []}
         for _ in range(_repeats(size, quick)):
-            floor_runs.append(replay_floor(size))
-            ours_runs.append(replay_ours(ours_path, size))
-            if size in vcr_full:
-                vcr_runs.append(replay_vcr(vcr_path, size))
-        out["floor"][size] = _best(floor_runs)
-        out["ours"][size] = _best(ours_runs)
-        if vcr_runs:
-            out["vcr"][size] = _best(vcr_runs)
-        if size in vcr_tail and size not in vcr_full:
-            out["vcr_tail_only"][size] = replay_vcr(vcr_path, size, tail_only=True)
+            runs["floor"].append(replay_floor(size))
+            runs["ours"].append(replay_ours(ours_path, size))
+            if size in vcr_plan and (tail is None or not runs["vcr"]):
+                runs["vcr"].append(replay_vcr(vcr_path, size, tail))
+        for name, done in runs.items():
+            if done:
+                out[name][size] = _best(done)
         print(f"  replay {size}: done", file=sys.stderr, flush=True)
     return out
 
 
 def worker_cassetter_replay(payload: dict[str, Any]) -> dict[str, Any]:
     """In cassetter's venv: its floor and its replay, interleaved, per size."""
+    from cassetter._core import Cassette as RustCassette
+
     workdir = Path(payload["workdir"])
     quick = payload["quick"]
-    out: dict[str, Any] = {"floor": {}, "cassetter": {}, "errors": {}, "format": {}}
+    plan: Plan = {int(size): tail for size, tail in payload["plan"].items()}
+    out: dict[str, Any] = {"floor": {}, "cassetter": {}, "refused": {}, "format": {}}
     warm = workdir / "cassetter-warm.yaml"
     write_cassetter(warm, 10)
     replay_floor(10)
     replay_cassetter(warm, 10)
-    for size in payload["sizes"]:
+    for size, tail in plan.items():
         chosen = None
-        for suffix in (".yaml", ".toml"):
+        for suffix in (".yaml", ".toml"):  # YAML is its default; TOML if YAML is refused
             path = workdir / f"cassetter-{size}{suffix}"
             write_cassetter(path, size)
             try:
-                replay_cassetter(path, min(size, 10))
-            except Exception as exc:  # cassetter refuses the file: say why, try TOML
-                out["errors"][f"{size}{suffix}"] = f"{type(exc).__name__}: {exc}"[:300]
+                RustCassette.load(str(path))
+            except ValueError as exc:
+                out["refused"][f"{size}{suffix}"] = str(exc).splitlines()[0][:200]
                 continue
             chosen = path
             break
@@ -425,9 +429,9 @@ def worker_cassetter_replay(payload: dict[str, Any]) -> dict[str, Any]:
             continue
         out["format"][size] = chosen.suffix[1:]
         floor_runs, runs = [], []
-        for _ in range(_repeats(size, quick)):
+        for _ in range(_repeats(size, quick) if tail is None else 1):
             floor_runs.append(replay_floor(size))
-            runs.append(replay_cassetter(chosen, size))
+            runs.append(replay_cassetter(chosen, size, tail))
         out["floor"][size] = _best(floor_runs)
         out["cassetter"][size] = _best(runs)
     return out
@@ -476,30 +480,41 @@ def worker_load(payload: dict[str, Any]) -> dict[str, Any]:
     else:
         raise ValueError(kind)
     gc.collect()
+    cpu_started = time.process_time()
     started = time.perf_counter()
     try:
         count = load()
-    except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    return {"seconds": time.perf_counter() - started, "count": count}
+    except Exception as exc:  # a loader that refuses the file: report what it said
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu": time.process_time() - cpu_started,
+        "count": count,
+    }
 
 
 def _cold_loads(
     python: str, kind: str, path: Path, repeats: int, timeout: float = 120
 ) -> dict[str, Any]:
-    times, error, count = [], None, None
+    times, cpu, error, count = [], [], None, None
     for _ in range(repeats):
         result = _run_worker(python, "load", {"kind": kind, "path": str(path)}, timeout)
         if "error" in result:
             error = result["error"]
             break
         times.append(result["seconds"])
+        cpu.append(result["cpu"])
         count = result["count"]
-    return {"times": times, "error": error, "count": count}
+    return {"times": times, "cpu": cpu, "error": error, "count": count}
 
 
 def run_load(
-    workdir: Path, sizes: Sequence[int], repeats: int, vcr_repeats: int, cassetter: str | None
+    workdir: Path,
+    sizes: Sequence[int],
+    repeats: int,
+    vcr_repeats: int,
+    cassetter: str | None,
+    formats: Sequence[str] = ("yaml", "toml"),
 ) -> dict[str, Any]:
     ours_python = sys.executable
     out: dict[str, Any] = {}
@@ -515,7 +530,7 @@ def run_load(
             "vcr": _cold_loads(ours_python, "vcr", vcr_path, vcr_repeats),
         }
         if cassetter:
-            for suffix in ("yaml", "toml"):
+            for suffix in formats:
                 path = workdir / f"load-cassetter-{size}.{suffix}"
                 _run_worker(cassetter, "write-cassetter", {"path": str(path), "size": size}, 300)
                 row["bytes"][f"cassetter-{suffix}"] = path.stat().st_size
@@ -937,86 +952,91 @@ WORKERS: dict[str, Callable[[dict[str, Any]], Any]] = {
 }
 
 
+def _full_cell(run: dict[str, float] | None, floor: dict[str, float] | None) -> str:
+    if run is None:
+        return "not run"
+    if run["tail_only"]:
+        return f"not run in full (last {run['calls']:.0f} only: {_ms(run['mean'])} each)"
+    return f"{_ms(run['mean'])} ({_ratio(run['mean'], floor['mean'] if floor else None)})"
+
+
 def _replay_section(
     replay: dict[str, Any], theirs: dict[str, Any] | None, sizes: Sequence[int]
 ) -> tuple[str, dict[str, Any]]:
-    floor, ours, vcr_runs, vcr_tail = (
-        replay["floor"],
-        replay["ours"],
-        replay["vcr"],
-        replay["vcr_tail_only"],
-    )
+    floor, ours, vcr_runs = replay["floor"], replay["ours"], replay["vcr"]
     rows, tail_rows = [], []
-    verdict: dict[str, Any] = {"ratios": {}}
+    verdict: dict[str, Any] = {"ratios": {}, "cpu_ratios": {}}
     for size in sizes:
         f, o = floor[size], ours[size]
         v = vcr_runs.get(size)
         c = theirs["cassetter"].get(str(size)) if theirs else None
         cf = theirs["floor"].get(str(size)) if theirs else None
         verdict["ratios"][size] = o["mean"] / f["mean"]
-        if c:
-            fmt = theirs["format"][str(size)] if theirs else ""
-            their_cell = f"{_ms(c['mean'])} ({_ratio(c['mean'], cf['mean'] if cf else None)})"
-            if fmt != "yaml":
-                their_cell += f" [{fmt}]"
-        elif theirs is not None:
-            errors = [e for k, e in theirs["errors"].items() if k.startswith(f"{size}.")]
-            their_cell = "refused: " + errors[0].split("\n")[0][:90] if errors else "not run"
-        else:
+        verdict["cpu_ratios"][size] = o["cpu"] / f["cpu"]
+        if theirs is None:
             their_cell = "not installed"
-        if v:
-            vcr_cell = f"{_ms(v['mean'])} ({_ratio(v['mean'], f['mean'])})"
-        elif size in vcr_tail:
-            vcr_cell = "not run in full (see the tail table)"
+        elif c is None:
+            refused = [e for k, e in theirs["refused"].items() if k.startswith(f"{size}.")]
+            their_cell = f"refused ({refused[0]})" if refused else "not run"
         else:
-            vcr_cell = "not run (quadratic; the issue measured 293.5 s)"
+            their_cell = _full_cell(c, cf)
+            if theirs["format"][str(size)] != "yaml":
+                their_cell += (
+                    f"; {theirs['format'][str(size)].upper()}, its YAML loader refused the file"
+                )
         rows.append(
             [
                 f"{size:,}",
                 _ms(f["mean"]),
                 f"**{_ms(o['mean'])}** ({_ratio(o['mean'], f['mean'])})",
-                vcr_cell,
+                _ratio(o["cpu"], f["cpu"]),
+                _full_cell(v, f) if v or size <= 100 else "not run (quadratic)",
                 their_cell,
                 _ms(cf["mean"]) if cf else "n/a",
             ]
         )
-        vt = v or vcr_tail.get(size)
         tail_rows.append(
             [
                 f"{size:,}",
                 _ms(f["tail"]),
                 f"{_ms(o['tail'])} ({_ratio(o['tail'], f['tail'])})",
-                (_ms(vt["tail"]) + ("" if v else " (tail only)")) if vt else "not run",
-                _ms(c["tail"]) if c else "n/a",
-                _ms(o["load"]),
-                _ms(vt["load"]) if vt else "n/a",
-                _ms(c["load"]) if c else "n/a",
+                f"{_ms(v['tail'])} (last {v['calls']:.0f} only)"
+                if v and v["tail_only"]
+                else (_ms(v["tail"]) if v else "not run"),
+                f"{_ms(c['tail'])} (last {c['calls']:.0f} only)"
+                if c and c["tail_only"]
+                else (_ms(c["tail"]) if c else "n/a"),
+                _ms(o["open"]),
+                _ms(v["open"]) if v else "n/a",
+                _ms(c["open"]) if c else "n/a",
             ]
         )
     text = "\n\n".join(
         [
             "### 1. Replay cost per request (body matching on, openai SDK, in order)",
-            "Mean milliseconds per `client.chat.completions.create` call over the whole "
-            "cassette, best of the repeats; in brackets the ratio to the floor (the same "
-            "calls over an `httpx2.MockTransport` handing back the canned response). "
-            "cassetter runs in its own virtualenv and is compared with the floor measured "
-            "there (last column).",
+            "Mean wall time per `client.chat.completions.create` call over the whole "
+            "cassette, best of the repeats; in brackets the ratio to the floor: the same "
+            "calls over an `httpx2.MockTransport` that hands back the canned response. "
+            "*CPU ratio*: the same ratio in CPU time of the process (best of the repeats), "
+            "which the other processes on the machine disturb far less. cassetter runs in "
+            "its own virtualenv and is compared with the floor measured there (last column).",
             _table(
                 [
                     "interactions",
                     "floor (MockTransport)",
                     "pytest-agentctx",
+                    "CPU ratio",
                     "vcrpy 9.4.2",
-                    "cassetter",
+                    "cassetter 0.16.1",
                     "floor in cassetter's venv",
                 ],
                 rows,
             ),
-            "Cost of the last 10 requests of the cassette (mean per request), and the "
-            "time to open the cassette before the first call (load, index, patching). "
-            "*tail only*: vcrpy sent only the last 10 requests of the cassette (its cost "
-            "grows with the position of the match, so a full in-order replay does not fit "
-            "the time budget; nothing is extrapolated).",
+            "Cost per request of the last 10 requests of the cassette, and the time to "
+            "open the cassette before the first call (load, index, patching). "
+            "*last k only*: only the last k requests of the cassette were sent (vcrpy's "
+            "and cassetter's cost per request grows with the position of the match, so a "
+            "full in-order replay does not fit the time budget; nothing is extrapolated).",
             _table(
                 [
                     "interactions",
@@ -1180,19 +1200,20 @@ def _verdicts(
     cassetter: bool,
 ) -> str:
     rows = []
-    ratios = replay_verdict["ratios"]
+    ratios, cpu_ratios = replay_verdict["ratios"], replay_verdict["cpu_ratios"]
     worst = max(ratios.values())
     ours_means = [replay["ours"][s]["mean"] for s in ratios]
     floor_means = [replay["floor"][s]["mean"] for s in ratios]
     spread = max(ours_means) / min(ours_means)
     floor_spread = max(floor_means) / min(floor_means)
     detail = ", ".join(f"{s:,}: {r:.2f}x" for s, r in ratios.items())
+    cpu_detail = ", ".join(f"{r:.2f}x" for r in cpu_ratios.values())
     rows.append(
         [
             "replay within 1.2x of the floor, constant in size",
             "met" if worst <= 1.2 else "not met",
-            f"ratio to floor {detail}; pytest-agentctx slowest/fastest size "
-            f"{spread:.2f}x (floor {floor_spread:.2f}x)",
+            f"ratio to the floor (wall) {detail}; in CPU time {cpu_detail}; "
+            f"pytest-agentctx slowest/fastest size {spread:.2f}x (floor {floor_spread:.2f}x)",
         ]
     )
     load_parts, load_ok = [], True
@@ -1200,21 +1221,25 @@ def _verdicts(
         ours = row["ours-cassette"]
         if ours["error"]:
             load_ok = False
-            load_parts.append(f"{int(size):,}: pytest-agentctx failed")
+            load_parts.append(f"{int(size):,}: pytest-agentctx failed ({ours['error']})")
             continue
-        ours_t = _median(ours["times"])
-        vcr_t = _median(row["vcr"]["times"]) if row["vcr"]["times"] else None
+        ours_t, ours_cpu = _median(ours["times"]), _median(ours["cpu"])
         part = f"{int(size):,}: Cassette(path) {_ms(ours_t)}"
-        if vcr_t:
-            part += f", vcrpy {_ms(vcr_t)} ({vcr_t / ours_t:.0f}x)"
+        if row["vcr"]["times"]:
+            vcr_t, vcr_cpu = _median(row["vcr"]["times"]), _median(row["vcr"]["cpu"])
+            part += (
+                f", vcrpy {_ms(vcr_t)} ({vcr_t / ours_t:.1f}x slower; "
+                f"{vcr_cpu / ours_cpu:.1f}x in CPU time)"
+            )
             load_ok = load_ok and vcr_t >= 10 * ours_t
-        their = row.get("cassetter-full-yaml")
-        if cassetter and their and their["times"]:
+        their, fmt = row.get("cassetter-full-yaml"), "YAML"
+        if their is not None and not their["times"]:
+            part += ", cassetter's YAML loader refused the file"
+            their, fmt = row.get("cassetter-full-toml"), "TOML"
+        if their is not None and their["times"]:
             their_t = _median(their["times"])
-            part += f", cassetter {_ms(their_t)} ({their_t / ours_t:.1f}x)"
+            part += f", cassetter ({fmt}) {_ms(their_t)} ({their_t / ours_t:.1f}x slower)"
             load_ok = load_ok and ours_t <= their_t
-        elif cassetter and their:
-            part += ", cassetter (YAML) refused the file"
         load_parts.append(part)
     rows.append(
         [
@@ -1316,17 +1341,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         cassetter = None
 
     sizes = (10, 100, 1000) if quick else (10, 100, 1000, 5000)
-    vcr_full = (10, 100)
-    vcr_tail = () if quick else (1000,)
+    vcr_plan: Plan = {10: None, 100: None} if quick else {10: None, 100: None, 1000: 10, 5000: 3}
+    cassetter_plan: Plan = (
+        {10: None, 100: None, 1000: 10} if quick else {10: None, 100: None, 1000: None, 5000: 10}
+    )
     print("## Cassettes: pytest-agentctx, vcrpy, cassetter" + (" (--quick)" if quick else ""))
     print(flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-cassettes-") as tmp:
         workdir = Path(tmp)
-        replay = run_replay(workdir, sizes, vcr_full, vcr_tail, quick)
+        replay = run_replay(workdir, sizes, vcr_plan, quick)
         theirs = None
         if cassetter:
-            payload = {"workdir": tmp, "sizes": list(sizes), "quick": quick}
-            theirs = _run_worker(cassetter, "cassetter-replay", payload, 600)
+            payload = {"workdir": tmp, "plan": cassetter_plan, "quick": quick}
+            theirs = _run_worker(cassetter, "cassetter-replay", payload, 900)
             print("  replay cassetter: done", file=sys.stderr, flush=True)
         replay_text, replay_verdict = _replay_section(replay, theirs, sizes)
         print(replay_text + "\n", flush=True)
@@ -1337,6 +1364,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             repeats=2 if quick else 5,
             vcr_repeats=1 if quick else 3,
             cassetter=cassetter,
+            formats=("yaml",) if quick else ("yaml", "toml"),
         )
         print(_load_section(load, bool(cassetter)) + "\n", flush=True)
 

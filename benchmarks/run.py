@@ -1,7 +1,7 @@
 """Run every benchmark and print the results as Markdown.
 
-    .venv/bin/python benchmarks/run.py           # the full run (`make bench`), ~2 minutes
-    .venv/bin/python benchmarks/run.py --quick   # a smoke run while developing, ~1 minute
+    .venv/bin/python benchmarks/run.py           # the full run (`make bench`): ~100 s of CPU
+    .venv/bin/python benchmarks/run.py --quick   # a smoke run while developing: ~30 s of CPU
 
 Nothing here touches the network. See benchmarks/README.md for what each benchmark
 measures and the figures of the last full run.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -39,6 +39,67 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="iso8601")
 
 def _now(at: datetime | None) -> datetime:
     return at if at is not None else datetime.now(UTC)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _build(cls: type[_M], values: dict[str, Any]) -> _M:
+    """An instance from values that are already valid (what ``model_construct`` does,
+    without its per-field work): the update methods call it with checked values, so a
+    long run does not pay validation again and again."""
+    new = cls.__new__(cls)
+    object.__setattr__(new, "__dict__", values)
+    object.__setattr__(new, "__pydantic_fields_set__", set(values))
+    object.__setattr__(new, "__pydantic_extra__", None)
+    object.__setattr__(new, "__pydantic_private__", None)
+    return new
+
+
+def _evolve(model: _M, changes: dict[str, Any]) -> _M:
+    """A copy of ``model`` with ``changes`` (a faster ``model_copy(update=...)``)."""
+    values = {**model.__dict__, **changes}
+    new = _build(type(model), values)
+    object.__setattr__(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | set(changes))
+    return new
+
+
+def _message(
+    role: Role,
+    content: str | None,
+    *,
+    tool_calls: Seq[ToolCall] | None = None,
+    tool_call_id: str | None = None,
+    name: str | None = None,
+    is_error: bool = False,
+    reasoning: Seq[FrozenDict] | None = None,
+) -> Message:
+    return _build(
+        Message,
+        {
+            "role": role,
+            "content": content,
+            "tool_calls": tool_calls if tool_calls is not None else Seq(),
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "is_error": is_error,
+            "reasoning": reasoning if reasoning is not None else Seq(),
+        },
+    )
+
+
+def _iteration(number: int, messages: Seq[Message], started_at: datetime) -> Iteration:
+    return _build(
+        Iteration,
+        {
+            "number": number,
+            "messages": messages,
+            "tool_calls": Seq(),
+            "started_at": started_at,
+            "completed_at": None,
+            "metadata": FrozenDict(),
+        },
+    )
 
 
 class ToolCall(BaseModel):
@@ -73,9 +134,9 @@ class ToolResult(BaseModel):
 
     def to_message(self) -> Message:
         """The ``tool`` message that carries this result in the conversation."""
-        return Message(
-            role="tool",
-            content=self.content,
+        return _message(
+            "tool",
+            self.content,
             tool_call_id=self.tool_call_id,
             name=self.name,
             is_error=self.is_error,
@@ -157,7 +218,7 @@ class Iteration(BaseModel):
         return [call for call in self.tool_calls if call.id not in answered]
 
     def _replace(self, **changes: Any) -> Iteration:
-        return self.model_copy(update=changes)
+        return _evolve(self, changes)
 
 
 class AgentContext(BaseModel):
@@ -222,8 +283,8 @@ class AgentContext(BaseModel):
         return self.iterations[-1]
 
     def _with_current(self, iteration: Iteration, now: datetime) -> AgentContext:
-        return self.model_copy(
-            update={"iterations": self.iterations.with_last(iteration), "updated_at": now}
+        return _evolve(
+            self, {"iterations": self.iterations.with_last(iteration), "updated_at": now}
         )
 
     def add_assistant_message(
@@ -269,9 +330,14 @@ class AgentContext(BaseModel):
                 )
             seen.add(call.id)
         now = _now(at)
-        message = Message(
-            role="assistant",
-            content=content,
+        if content is not None and not isinstance(content, str):
+            raise ContextStateError(
+                f"add_assistant_message(): content must be a str or None, got "
+                f"{type(content).__name__}: {content!r}."
+            )
+        message = _message(
+            "assistant",
+            content,
             tool_calls=calls,
             reasoning=Seq(FrozenDict(item) for item in reasoning),
         )
@@ -317,13 +383,14 @@ class AgentContext(BaseModel):
         for result in result_list:
             messages = messages.append(result.to_message())
         completed = current._replace(messages=messages, completed_at=now)
-        following = Iteration(number=current.number + 1, started_at=now)
-        return self.model_copy(
-            update={
+        following = _iteration(current.number + 1, Seq(), now)
+        return _evolve(
+            self,
+            {
                 "iterations": self.iterations.with_last(completed).append(following),
                 "current_iteration": following.number,
                 "updated_at": now,
-            }
+            },
         )
 
     def add_user_message(self, content: str, *, at: datetime | None = None) -> AgentContext:
@@ -346,17 +413,16 @@ class AgentContext(BaseModel):
                 "add_tool_results() first."
             )
         now = _now(at)
-        message = Message(role="user", content=content)
+        message = _message("user", content)
         if current.is_complete:
-            following = Iteration(
-                number=current.number + 1, messages=Seq([message]), started_at=now
-            )
-            return self.model_copy(
-                update={
+            following = _iteration(current.number + 1, Seq([message]), now)
+            return _evolve(
+                self,
+                {
                     "iterations": self.iterations.append(following),
                     "current_iteration": following.number,
                     "updated_at": now,
-                }
+                },
             )
         return self._with_current(current._replace(messages=current.messages.append(message)), now)
 

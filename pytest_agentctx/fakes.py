@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Self
 import httpx2
 
 from .clock import IdFactory, SequentialIds
-from .codecs import anthropic_messages, openai_chat
+from .codecs import openai_chat
 from .codecs.base import Codec, Completion, DecodedRequest, Usage, codec_for_path
 from .codecs.sse import SSEEvent, format_sse
 from .context import ToolCall
@@ -125,13 +125,19 @@ class ScriptedAnswer:
         if completion is None:
             raise FakeLLMError(f"a {self.status} answer has no reply to stream")
         response_id = completion.response_id or ""
-        if self.codec.name == anthropic_messages.name:
-            return anthropic_messages.encode_stream(completion, response_id=response_id)
-        options = self.body.get("stream_options") if isinstance(self.body, Mapping) else None
-        include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
-        return openai_chat.encode_stream(
-            completion, response_id=response_id, include_usage=include_usage
-        )
+        if self.codec.name == openai_chat.name:
+            options = self.body.get("stream_options") if isinstance(self.body, Mapping) else None
+            include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+            return openai_chat.encode_stream(
+                completion, response_id=response_id, include_usage=include_usage
+            )
+        # Every other wire format streams with its own codec's events (Anthropic Messages,
+        # OpenAI Responses...): never fall back to another format's chunks.
+        encode_stream = getattr(self.codec, "encode_stream", None)
+        if encode_stream is None:
+            raise FakeLLMError(f"the {self.codec.name} wire format has no stream encoder")
+        events: list[SSEEvent] = encode_stream(completion, response_id=response_id)
+        return events
 
 
 def _scripted_call(spec: ToolCallSpec, owner: str = "fake_llm") -> _ScriptedCall:

@@ -78,6 +78,10 @@ class _Stopped(Exception):
     """The provider is stopping: abandon the response being streamed."""
 
 
+class _BadRequest(Exception):
+    """A request whose framing cannot be read (a bad ``content-length`` or chunk size)."""
+
+
 class LoopbackProvider(ScriptedModel):
     """A scripted model provider served over HTTP on ``127.0.0.1``, for the real SDKs.
 
@@ -194,7 +198,9 @@ class LoopbackProvider(ScriptedModel):
             wake = socket.socketpair()
             self._stopping.clear()
             thread = threading.Thread(
-                target=_serve, args=(server, wake[0]), name=f"loopback-{server.server_address[1]}"
+                target=_accept_loop,
+                args=(server, wake[0]),
+                name=f"loopback-{server.server_address[1]}",
             )
             thread.start()
             self._server, self._thread, self._wake = server, thread, wake
@@ -249,7 +255,7 @@ class LoopbackProvider(ScriptedModel):
             raise _Stopped
 
 
-def _serve(server: _Server, wake: socket.socket) -> None:
+def _accept_loop(server: _Server, wake: socket.socket) -> None:
     """Accept connections until ``wake`` is readable (the provider is stopping)."""
     with selectors.DefaultSelector() as selector:
         selector.register(server.socket, selectors.EVENT_READ)
@@ -272,6 +278,9 @@ class _Server(ThreadingHTTPServer):
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__((HOST, port), _Handler)
+        # A client that resets its connection before it is accepted must not leave the
+        # accept loop blocked in accept(): it would never see the provider stop.
+        self.socket.setblocking(False)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks the host name up (getfqdn); a loopback server
@@ -323,6 +332,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._respond(provider)
         except (_Stopped, ConnectionError, TimeoutError):
             self.close_connection = True
+        except _BadRequest as exc:
+            self.close_connection = True
+            message = f"pytest-agentctx loopback could not read the request body: {exc}"
+            self._send_json(400, _openai_error(400, message), provider, False, False)
         except Exception as exc:
             provider.errors.append(f"{self.command} {self.path}: {type(exc).__name__}: {exc}")
             self.close_connection = True
@@ -358,7 +371,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(405, error, provider, gzipped, anthropic)
             return
         answer = provider.answer(path, body)
-        assert answer is not None  # every model path has a codec
+        if answer is None:
+            raise LoopbackError(f"no codec answers {path}, which the server routes to a model")
         if answer.status != 200 or answer.completion is None:
             log(answer.status)
             message = answer.error or "scripted failure"
@@ -380,14 +394,22 @@ class _Handler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
             parts: list[bytes] = []
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline()
+                try:
+                    size = int(line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    raise _BadRequest(f"chunk size {line[:20]!r} is not hexadecimal") from None
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass  # trailers
                     return b"".join(parts)
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
-        length = int(self.headers.get("content-length") or 0)
+        raw = self.headers.get("content-length") or "0"
+        try:
+            length = int(raw)
+        except ValueError:
+            raise _BadRequest(f"content-length {raw!r} is not a number") from None
         return self.rfile.read(length) if length > 0 else b""
 
     # -- writing ---------------------------------------------------------------------

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import date, datetime, time
 from functools import partial
+from itertools import islice
 from types import BuiltinFunctionType, BuiltinMethodType, EllipsisType, FunctionType, MethodType
 from typing import Any, Final, Literal
 
@@ -100,7 +101,24 @@ def _miss(out: list[Mismatch], path: PathCell, message: str) -> None:
     out.append(Mismatch(format_path(path), message))
 
 
-_REPR = reprlib.Repr()
+class _ShortRepr(reprlib.Repr):
+    """``reprlib`` limits, with dict keys in their own order (``reprlib`` sorts them)."""
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        items = [
+            f"{self.repr1(key, level - 1)}: {self.repr1(x[key], level - 1)}"
+            for key in islice(x, self.maxdict)
+        ]
+        if len(x) > self.maxdict:
+            items.append("...")
+        return "{" + ", ".join(items) + "}"
+
+
+_REPR = _ShortRepr()
 _REPR.maxstring = 60
 _REPR.maxother = 70
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 4
@@ -657,42 +675,85 @@ def _m_eq(value: Any, pattern: Any, path: PathCell, out: Out) -> bool:
     return False
 
 
+_DICT, _MODEL, _MAPPING, _OBJECT, _NOT_A_RECORD = range(5)
+_ACCESS: dict[type, int] = {dict: _DICT}
+
+
+def _access(cls: type) -> int:
+    """How the fields of a ``cls`` value are read (cached per class)."""
+    kind = _ACCESS.get(cls)
+    if kind is None:
+        if issubclass(cls, dict):
+            kind = _DICT
+        elif issubclass(cls, BaseModel):
+            kind = _MODEL
+        elif issubclass(cls, Mapping):
+            kind = _MAPPING
+        elif issubclass(cls, _SCALARS) or (
+            issubclass(cls, Sequence) and not issubclass(cls, (str, bytes, bytearray))
+        ):
+            kind = _NOT_A_RECORD
+        else:
+            kind = _OBJECT
+        _ACCESS[cls] = kind
+    return kind
+
+
 def _m_mapping(value: Any, pattern: Mapping[Any, Any], path: PathCell, out: Out) -> bool:
-    if isinstance(value, _SCALARS) or _is_sequence(value):
+    """Each key of ``pattern`` against the same key, field or attribute of ``value``."""
+    access = _ACCESS.get(type(value))
+    if access is None:
+        access = _access(type(value))
+    if access == _DICT:
+        get = value.get
+    elif access == _MODEL:
+        # A model's fields are in its instance dict; properties (final_output) need getattr.
+        get = value.__dict__.get
+    elif access == _MAPPING:
+        get = _mapping_getter(value)
+    elif access == _OBJECT:
+        get = _attribute_getter(value)
+    else:
         if out is not None:
             _miss(out, path, f"expected a mapping or an object with fields, got {short(value)}")
         return False
-    return _match_mapping(value, pattern, path, out)
-
-
-def _match_mapping(value: Any, pattern: Mapping[Any, Any], path: PathCell, out: Out) -> bool:
     ok = True
-    if isinstance(value, Mapping):
-        get = value.get if isinstance(value, dict) else _mapping_getter(value)
-        for key, sub in pattern.items():
-            item = get(key, _MISSING)
-            if item is _MISSING:
-                ok = False
-                if out is None:
-                    return False
-                _miss(out, (path, key), f"missing, expected {short(sub)}")
-            elif not _match(item, sub, (path, key), out):
-                ok = False
-                if out is None:
-                    return False
-        return ok
+    handlers = _HANDLERS
     for key, sub in pattern.items():
-        item = getattr(value, key, _MISSING) if isinstance(key, str) else _MISSING
+        item = get(key, _MISSING)
+        if item is _MISSING and access == _MODEL and isinstance(key, str):
+            item = getattr(value, key, _MISSING)
         if item is _MISSING:
             ok = False
             if out is None:
                 return False
             _miss(out, (path, key), f"missing, expected {short(sub)}")
-        elif not _match(item, sub, (path, key), out):
+            continue
+        kind = type(sub)
+        if kind is str or kind is int:
+            if item == sub:
+                continue
+            ok = False
+            if out is None:
+                return False
+            _miss(out, (path, key), f"{short(item)} != {short(sub)}")
+            continue
+        handler = handlers.get(kind) or _resolve(kind)
+        if not handler(item, sub, None if out is None else (path, key), out):
             ok = False
             if out is None:
                 return False
     return ok
+
+
+_match_mapping = _m_mapping
+
+
+def _attribute_getter(obj: Any) -> Callable[[Any, Any], Any]:
+    def get(key: Any, default: Any) -> Any:
+        return getattr(obj, key, default) if isinstance(key, str) else default
+
+    return get
 
 
 def _mapping_getter(mapping: Mapping[Any, Any]) -> Callable[[Any, Any], Any]:
@@ -721,15 +782,41 @@ def _m_model(value: Any, pattern: BaseModel, path: PathCell, out: Out) -> bool:
 
 
 def _m_sequence(value: Any, pattern: Sequence[Any], path: PathCell, out: Out) -> bool:
-    if not _is_sequence(value):
+    kind = type(value)
+    if kind is list or kind is tuple or kind is Seq:
+        items = value
+    elif _is_sequence(value):
+        items = list(value)
+    else:
         if out is not None:
             _miss(out, path, f"expected a sequence, got {short(value)}")
         return False
-    items = value if type(value) is list else list(value)
     for p in pattern:
         if p is ...:
-            return _match_gapped(items, pattern, path, out)
-    return _match_items(items, pattern, path, out, _match)
+            return _match_gapped(list(items), pattern, path, out)
+    if len(items) != len(pattern):
+        if out is None:
+            return False
+        return _match_items(list(items), pattern, path, out, _match)
+    ok = True
+    handlers = _HANDLERS
+    for index, item in enumerate(items):
+        sub = pattern[index]
+        kind = type(sub)
+        if kind is str or kind is int:
+            if item == sub:
+                continue
+            ok = False
+            if out is None:
+                return False
+            _miss(out, (path, index), f"{short(item)} != {short(sub)}")
+            continue
+        handler = handlers.get(kind) or _resolve(kind)
+        if not handler(item, sub, None if out is None else (path, index), out):
+            ok = False
+            if out is None:
+                return False
+    return ok
 
 
 def _match_items(

@@ -50,13 +50,13 @@ def split_model(model: str) -> tuple[str, str]:
     return prefix, name
 
 
-def _import_sdk(module: str, extra: str) -> Any:
+def _import_sdk(module: str, extra: str, prefix: str | None = None) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
         raise ProviderError(
-            f"The {module!r} SDK is not installed, so models '{extra}:...' cannot be called. "
-            f"Run: pip install 'pytest-agentctx[{extra}]'"
+            f"The {module!r} SDK is not installed, so models '{prefix or extra}:...' cannot be "
+            f"called. Run: pip install 'pytest-agentctx[{extra}]'"
         ) from None
 
 
@@ -108,7 +108,7 @@ class OpenAIResponsesProvider:
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = _import_sdk("openai", "openai").AsyncOpenAI()
+            self._client = _import_sdk("openai", "openai", "openai-responses").AsyncOpenAI()
         return self._client
 
     async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,7 @@ __all__ = [
 FORMAT_VERSION = 1
 #: The extension of snapshot files.
 FILE_EXTENSION = "agentctx"
+#: The first line of every snapshot file.
 HEADER = f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
 
 _NO_DEFAULT: Any = object()
@@ -230,6 +231,14 @@ def _sort_key(key: Any) -> tuple[int, str]:
     return (0, key) if isinstance(key, str) else (1, repr(key))
 
 
+def _sorted_keys(mapping: Mapping[Any, Any]) -> list[Any]:
+    """The keys in order; keys of mixed types: strings first, then the others by repr."""
+    try:
+        return sorted(mapping)
+    except TypeError:
+        return sorted(mapping, key=_sort_key)
+
+
 def _count(size: int) -> str:
     return f"{size} item" if size == 1 else f"{size} items"
 
@@ -255,6 +264,7 @@ class _Writer:
         self.fields_re = compile_globs(options.fields)
         self.keeping = self.fields_re is None
         self.suffixes: dict[Any, str] = {}
+        self.instants: dict[datetime, str] = {}
         # Without path rules, ``value`` is ``write`` and the context's own models take a
         # fast path that writes the very lines the general one would.
         self.fast = (
@@ -369,8 +379,16 @@ class _Writer:
         return number
 
     def instant(self, value: datetime) -> str:
+        known = self.instants.get(value)
+        if known is not None:
+            return known
         if self.start is None:
             self.start = value
+        text = self.instants[value] = self._offset(value)
+        return text
+
+    def _offset(self, value: datetime) -> str:
+        assert self.start is not None
         try:
             delta = value - self.start
         except TypeError:
@@ -425,7 +443,12 @@ class _Writer:
                 item is default or (type(item) is type(default) and item == default)
             ):
                 continue
-            if cls is Iteration and name == "tool_calls" and _calls_of_messages(value):
+            if (
+                cls is Iteration
+                and name == "tool_calls"
+                and self.can_refer_to_messages(prefix)
+                and _calls_of_messages(item, data["messages"])
+            ):
                 self.value(
                     prefix + name, _Raw(f"[{_count(len(item))}: those of the messages]"), None
                 )
@@ -445,17 +468,23 @@ class _Writer:
         else:
             self.lines.append(f"{path} = {value!r}")
 
-    def message(self, path: str, message: Message) -> None:
+    def message(self, path: str, message: Message, gathered: list[Any] | None = None) -> None:
         data = message.__dict__
         append = self.lines.append
         append(f"{path}.role = {data['role']!r}")
         content = data["content"]
         if content is not None:
-            self.string(f"{path}.content", content, False)
+            if "\n" in content:
+                self.text(f"{path}.content", content)
+            else:
+                append(f"{path}.content = {content!r}")
         calls = data["tool_calls"]
         if calls:
             where = f"{path}.tool_calls"
+            calls = list(calls)
             append(f"{where} = [{_count(len(calls))}]")
+            if gathered is not None:
+                gathered.extend(calls)
             for index, call in enumerate(calls):
                 if type(call) is ToolCall:
                     self.tool_call(f"{where}[{index}]", call)
@@ -466,55 +495,116 @@ class _Writer:
             self.string(f"{path}.tool_call_id", tool_call_id, self.tool_call_id_is_id)
         name = data["name"]
         if name is not None:
-            self.string(f"{path}.name", name, False)
+            if "\n" in name:
+                self.text(f"{path}.name", name)
+            else:
+                append(f"{path}.name = {name!r}")
         if data["is_error"] is not False:
             append(f"{path}.is_error = {data['is_error']!r}")
 
     def tool_call(self, path: str, call: ToolCall) -> None:
         data = call.__dict__
-        self.string(f"{path}.id", data["id"], self.id_is_id)
-        self.string(f"{path}.name", data["name"], False)
+        append = self.lines.append
+        call_id = data["id"]
+        if self.id_is_id:
+            append(f"{path}.id = {self.id_numbers.get(call_id) or self.generated_id(call_id)}")
+        else:
+            self.string(f"{path}.id", call_id, False)
+        name = data["name"]
+        if "\n" in name:
+            self.text(f"{path}.name", name)
+        else:
+            append(f"{path}.name = {name!r}")
         arguments = data["arguments"]
         if arguments:
-            self.mapping(f"{path}.arguments", arguments)
+            self.fast_mapping(f"{path}.arguments", arguments)
 
     def iteration(self, path: str, iteration: Iteration) -> None:
         data = iteration.__dict__
         append = self.lines.append
         append(f"{path}.number = {data['number']!r}")
         messages = data["messages"]
+        gathered: list[Any] = []
         if messages:
             where = f"{path}.messages"
+            messages = list(messages)
             append(f"{where} = [{_count(len(messages))}]")
             for index, message in enumerate(messages):
                 if type(message) is Message:
-                    self.message(f"{where}[{index}]", message)
+                    self.message(f"{where}[{index}]", message, gathered)
                 else:
+                    gathered.extend(getattr(message, "tool_calls", ()))
                     self.write(f"{where}[{index}]", message, None, Message)
         calls = data["tool_calls"]
         if calls:
-            if _calls_of_messages(iteration):
+            calls = list(calls)
+            if _same_calls(calls, gathered):
                 append(f"{path}.tool_calls = [{_count(len(calls))}: those of the messages]")
             else:
                 self.sequence(f"{path}.tool_calls", calls, ToolCall)
-        self.write(f"{path}.started_at", data["started_at"], "started_at")
+        append(f"{path}.started_at = {self.instant(data['started_at'])}")
         if data["completed_at"] is not None:
-            self.write(f"{path}.completed_at", data["completed_at"], "completed_at")
+            append(f"{path}.completed_at = {self.instant(data['completed_at'])}")
         if data["metadata"]:
-            self.mapping(f"{path}.metadata", data["metadata"])
+            self.fast_mapping(f"{path}.metadata", data["metadata"])
+
+    def fast_mapping(self, path: str, value: Mapping[Any, Any]) -> None:
+        """``mapping`` without path rules, with the plain values written in line."""
+        append = self.lines.append
+        suffixes = self.suffixes
+        id_cache = self.id_cache
+        try:
+            keys = sorted(value)
+        except TypeError:
+            keys = sorted(value, key=_sort_key)
+        for key in keys:
+            item = value[key]
+            suffix = suffixes.get(key) or self.suffix(key)
+            kind = type(item)
+            if kind is str:
+                if id_cache.get(key) is False and "\n" not in item:
+                    append(f"{path}{suffix} = {item!r}")
+                elif self.is_id_key(key):
+                    append(f"{path}{suffix} = {self.generated_id(item)}")
+                else:
+                    self.text(path + suffix, item)
+            elif kind is int or kind is float or kind is bool or item is None:
+                append(f"{path}{suffix} = {item!r}")
+            elif isinstance(item, dict) and item:
+                self.fast_mapping(path + suffix, item)
+            else:
+                self.write(path + suffix, item, key)
+
+    def suffix(self, key: Any) -> str:
+        """What a key adds to the path of its mapping: ``.name`` or ``['a key']``."""
+        text = segment("", key)
+        text = self.suffixes[key] = text if text[0] == "[" else "." + text
+        return text
+
+    def can_refer_to_messages(self, prefix: str) -> bool:
+        """Whether an iteration's tool calls may be written as "those of the messages".
+
+        Not when a path rule may leave the messages' tool calls out of the snapshot.
+        """
+        if self.fields_re is not None:
+            return False
+        for rule in (self.omit_re, self.normalize_re):
+            if rule is not None and (
+                rule.fullmatch(f"{prefix}messages")
+                or rule.fullmatch(f"{prefix}messages[0]")
+                or rule.fullmatch(f"{prefix}messages[0].tool_calls")
+            ):
+                return False
+        return True
 
     def mapping(self, path: str, value: Mapping[Any, Any]) -> None:
         if not value:
             self.line(path, "{}")
             return
-        keys = sorted(value, key=_sort_key) if len(value) > 1 else list(value)
+        keys = _sorted_keys(value)
         suffixes = self.suffixes
         for key in keys:
-            suffix = suffixes.get(key)
-            if suffix is None:
-                suffix = suffixes[key] = segment("", key)
-                if suffix[0] != "[":
-                    suffix = suffixes[key] = "." + suffix
+            suffix = suffixes.get(key) or self.suffix(key)
             child = path + suffix if path else segment("", key)
             self.value(child, value[key], key)
 
@@ -541,13 +631,13 @@ class _Writer:
             write(f"{path}[{index}]", item, None, implied)
 
 
-def _calls_of_messages(iteration: Any) -> bool:
+def _calls_of_messages(calls: Sequence[Any], messages: Sequence[Any]) -> bool:
     """Whether an iteration's tool calls are exactly those of its messages, in order."""
-    calls = iteration.tool_calls
-    if not calls:
-        return False
-    from_messages = [call for message in iteration.messages for call in message.tool_calls]
-    if len(from_messages) != len(calls):
+    return _same_calls(calls, [call for message in messages for call in message.tool_calls])
+
+
+def _same_calls(calls: Sequence[Any], from_messages: list[Any]) -> bool:
+    if not calls or len(from_messages) != len(calls):
         return False
     return all(a is b or a == b for a, b in zip(calls, from_messages, strict=True))
 
@@ -758,19 +848,18 @@ class AgentSnapshotAssertion(SnapshotAssertion):
             return [
                 f"The snapshot file {result.snapshot_location} is not in pytest-agentctx "
                 f"snapshot format {FORMAT_VERSION}; its first line is "
-                f"{_header_of(result.exception.snapshot_data)!r}.",
+                f"{_header_of(result.recalled_data or result.exception.snapshot_data)!r}.",
                 "Re-run pytest with --snapshot-update to rewrite it, then review the diff.",
             ]
-        lines = super().get_assert_diff(diff_mode=diff_mode)
-        if result.success:
-            return lines
-        if result.exception is not None:
-            return lines
+        if result.success or result.exception is not None:
+            return super().get_assert_diff(diff_mode=diff_mode)
         if result.recalled_data is None:
-            lines.append("Re-run pytest with --snapshot-update to create it.")
-        else:
-            lines.append(
-                "If the change is intended, re-run pytest with --snapshot-update and review "
-                "the diff of the snapshot file."
-            )
-        return lines
+            return [
+                f"Snapshot {result.snapshot_name!r} does not exist: {result.snapshot_location}",
+                "Re-run pytest with --snapshot-update to create it, then review the new file.",
+            ]
+        hint = (
+            "The run differs from its snapshot. If the change is intended, re-run pytest "
+            "with --snapshot-update and review the diff of the snapshot file."
+        )
+        return [hint, *super().get_assert_diff(diff_mode=diff_mode)]

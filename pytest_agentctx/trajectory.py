@@ -58,7 +58,9 @@ __all__ = [
     "tool_calls",
 ]
 
+#: How the sequence of calls is compared.
 Mode = Literal["strict", "unordered", "subset", "superset"]
+#: How the arguments of two calls to the same tool are compared.
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
 #: How to compare the arguments of two calls: a mode, or ``fn(actual, expected) -> bool``.
 ArgsCheck = ArgsMode | Callable[[Mapping[str, Any], Mapping[str, Any]], bool]

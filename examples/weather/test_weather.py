@@ -16,11 +16,16 @@ from pytest_agentctx import (
     FakeLLM,
     FakeToolCall,
     Iteration,
+    Like,
     MaxIterationsExceeded,
     Message,
+    Nowhere,
+    Regex,
     SequentialIds,
     StepClock,
     ToolCall,
+    Trajectory,
+    matches,
 )
 
 MODELS = ["openai:gpt-4o-mini", "anthropic:claude-haiku-4-5"]
@@ -146,3 +151,54 @@ async def test_two_runs_give_byte_identical_contexts(monkeypatch, model):
     second = await run_once(model)
 
     assert first == second
+
+
+async def test_run_matches_the_expected_shape(agent_runtime, fake_llm, deps):
+    fake_llm.reply(
+        tool_calls=[("get_weather", {"city": "Paris"}), ("get_local_time", {"city": "Paris"})]
+    ).reply("It is 18°C in Paris and 01:00 local time.")
+
+    result = await agent_runtime.run(weather_agent(), "Weather and time in Paris?", deps=deps)
+
+    assert matches(
+        result.context,
+        {
+            "iterations": [
+                {
+                    "messages": [
+                        ...,
+                        {"role": "tool", "name": "get_weather", "content": "18°C in Paris"},
+                        {"role": "tool", "content": Regex(r"^\d\d:\d\d in Paris$")},
+                    ]
+                },
+                {"messages": [{"role": "assistant", "content": Regex("18°C")}]},
+            ],
+            "final_output": Regex("Paris"),
+        },
+    )
+    assert matches(result.context, Nowhere(Like(Message, is_error=True)))
+
+
+async def test_both_tools_are_called_in_either_order(agent_runtime, fake_llm, deps):
+    fake_llm.reply(
+        tool_calls=[
+            ("get_local_time", {"city": "Oslo"}),
+            ("get_weather", {"city": "Oslo", "unit": "celsius"}),
+        ]
+    ).reply("4°C in Oslo, 01:00 local time.")
+
+    result = await agent_runtime.run(weather_agent(), "Oslo: weather and time?", deps=deps)
+
+    assert result.context == Trajectory(
+        [("get_weather", {"city": "Oslo"}), ("get_local_time", {"city": "Oslo"})],
+        mode="unordered",
+        args="superset",
+    )
+
+
+async def test_paris_run_matches_its_snapshot(agent_runtime, fake_llm, deps, agent_snapshot):
+    fake_llm.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("18°C in Paris.")
+
+    result = await agent_runtime.run(weather_agent(), "Weather in Paris?", deps=deps)
+
+    assert result.context == agent_snapshot

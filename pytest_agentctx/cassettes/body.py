@@ -36,7 +36,12 @@ def decompress(raw: bytes, encoding: str | None) -> tuple[bytes, bool]:
         return raw, True
     try:
         if name in ("gzip", "x-gzip"):
-            return gzip.decompress(raw), True
+            try:
+                return gzip.decompress(raw), True
+            except EOFError:
+                # A stream the client closed before the gzip trailer arrived (the openai
+                # SDK stops reading at ``data: [DONE]``): keep everything that did arrive.
+                return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw), True
         if name == "deflate":
             try:
                 return zlib.decompress(raw), True

@@ -11,6 +11,7 @@ or list index). Query parameters are compared in sorted order, without those in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -65,6 +66,7 @@ class RequestKey:
         return f"{self.method} {self.host}{self.path}{'?' + query if query else ''}"
 
 
+@functools.lru_cache(maxsize=256)  # a cassette's URLs repeat: parse each once
 def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
@@ -76,7 +78,8 @@ def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
 
 
 def strip_fields(value: Any, paths: Iterable[Sequence[str]]) -> Any:
-    """A copy of ``value`` without the fields at the given split dotted paths."""
+    """``value`` without the fields at the given split dotted paths (``value`` itself is
+    never changed; it is returned as it is when none of the fields is there)."""
     result = value
     for path in paths:
         result = _strip(result, list(path))
@@ -88,6 +91,8 @@ def _strip(value: Any, path: list[str]) -> Any:
         return value
     head, rest = path[0], path[1:]
     if isinstance(value, dict):
+        if head != "*" and head not in value:
+            return value
         if not rest:
             if head == "*":
                 return {}
@@ -114,8 +119,14 @@ def canonical_body(
         return "sha256:" + hashlib.sha256(raw).hexdigest()
     value = strip_fields(body_json, ignored)
     if hook is not None:
+        if value is body_json and isinstance(value, dict):
+            value = dict(value)  # the hook gets its own top-level copy, as it always did
         value = hook(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _canonical(value)
+
+
+#: Canonical JSON: sorted keys, no whitespace (one encoder, built once).
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 def parse_json(raw: bytes | None) -> Any:

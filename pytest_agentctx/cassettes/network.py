@@ -48,7 +48,8 @@ def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(host, (str, bytes)):
         name = host.decode() if isinstance(host, bytes) else host
         for *_, sockaddr in result:
-            if sockaddr:
+            # An address "resolves" to itself: that is no name to report or allow by.
+            if sockaddr and str(sockaddr[0]) != name:
                 _resolved[str(sockaddr[0])] = name
     return result
 

@@ -6,12 +6,13 @@ before they are matched, so a redacted cassette still matches.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "DEFAULT_SECRET_ENV",
@@ -62,6 +63,19 @@ _KEYLIKE_PARAM = re.compile(
 
 #: Values shorter than this are never treated as secrets (they would redact plain words).
 _MIN_SECRET = 8
+
+
+@functools.lru_cache(maxsize=256)  # a test's URLs repeat: parse each once
+def _url_parts(url: str) -> tuple[SplitResult, tuple[tuple[str, str], ...]]:
+    """``url`` split, with user:password replaced, and its query's pairs."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        parts = parts._replace(netloc=f"{REDACTED}@{host}")
+    pairs = tuple(parse_qsl(parts.query, keep_blank_values=True)) if parts.query else ()
+    return parts, pairs
 
 
 @dataclass
@@ -149,18 +163,12 @@ class Redactor:
 
     def url(self, url: str) -> str:
         """``url`` with key-like query parameters and secret values redacted."""
-        parts = urlsplit(url)
+        parts, pairs = _url_parts(url)
         if parts.query:
-            pairs = [
-                (k, REDACTED if _KEYLIKE_PARAM.search(k) else self.text(v))
-                for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            redacted = [
+                (k, REDACTED if _KEYLIKE_PARAM.search(k) else self.text(v)) for k, v in pairs
             ]
-            parts = parts._replace(query=urlencode(pairs, safe=":/,"))
-        if parts.username or parts.password:
-            host = parts.hostname or ""
-            if parts.port:
-                host = f"{host}:{parts.port}"
-            parts = parts._replace(netloc=f"{REDACTED}@{host}")
+            parts = parts._replace(query=urlencode(redacted, safe=":/,"))
         return self.text(urlunsplit(parts))
 
     def json(self, value: Any) -> Any:

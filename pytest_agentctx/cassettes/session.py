@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
 import threading
 from collections import deque
@@ -44,7 +45,7 @@ from .matcher import (
     strip_fields,
 )
 from .redact import Redactor
-from .store import Interaction, load_cassette, locked, run_marker, write_cassette
+from .store import Interaction, load_cassette, locked, paused_gc, run_marker, write_cassette
 
 __all__ = ["Cassette", "Miss", "RecordMode"]
 
@@ -118,7 +119,8 @@ class Cassette:
             self.loaded: list[Interaction] = []
         else:
             self.loaded = load_cassette(path)
-        self._keys = [self._key_of(i) for i in self.loaded]
+        with paused_gc():  # thousands of keys at once, all kept: nothing to collect
+            self._keys = [self._key_of(i) for i in self.loaded]
         self._index: dict[RequestKey, deque[int]] = {}
         for position, key in enumerate(self._keys):
             self._index.setdefault(key, deque()).append(position)
@@ -126,24 +128,29 @@ class Cassette:
     # -- keys ------------------------------------------------------------------------
 
     def _key_of(self, interaction: Interaction) -> RequestKey:
+        # Redacted like a live request, so that a cassette written by another tool (whose
+        # URLs or bodies may still hold what this package redacts) matches too.
+        url = self.redactor.url(interaction.url)
         body = interaction.request_body
         if body is not None and "json" in body:
+            body_json = body["json"]
+            raw = b""
+        else:
+            raw = body_bytes(body)
+            body_json = parse_json(raw)
+        if body_json is not NO_JSON:
             return make_key(
                 interaction.method,
-                interaction.url,
-                body["json"],
+                url,
+                self.redactor.json(body_json),
                 None,
                 ignored=self.ignored,
                 hook=self.body_hook,
             )
-        raw = body_bytes(body)
+        with contextlib.suppress(UnicodeDecodeError):
+            raw = self.redactor.text(raw.decode("utf-8")).encode()
         return make_key(
-            interaction.method,
-            interaction.url,
-            parse_json(raw),
-            raw,
-            ignored=self.ignored,
-            hook=self.body_hook,
+            interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
         )
 
     def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
@@ -394,9 +401,22 @@ class Cassette:
             marker = run_marker(self.path)
             same_run = marker.exists() and marker.read_text() == run_id
             base = _fresh_load(self.path) if self.mode is RecordMode.NEW or same_run else []
-            write_cassette(self.path, base + recorded)
+            # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
+            write_cassette(self.path, [_scrubbed(i, self.redactor) for i in base] + recorded)
             marker.write_text(run_id)
         return True
+
+
+def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
+    """``interaction`` with its secrets redacted (headers, URL, bodies)."""
+    return dataclasses.replace(
+        interaction,
+        url=redactor.url(interaction.url),
+        request_headers=dict(redactor.header_items(interaction.request_headers.items())),
+        request_body=redactor.body(interaction.request_body),
+        response_headers=dict(redactor.header_items(interaction.response_headers.items())),
+        response_body=redactor.body(interaction.response_body),
+    )
 
 
 def _written_in_run(path: Path, run_id: str) -> bool:

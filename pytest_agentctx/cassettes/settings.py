@@ -91,6 +91,8 @@ class CassetteSettings:
 class TestOptions:
     """Per-test options from ``@pytest.mark.agent(...)`` laid over the session settings."""
 
+    __test__ = False  # not a test class, although its name starts with "Test"
+
     cassette: str | None = None
     allow_unused: bool = False
     mode: RecordMode = RecordMode.NONE

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
+import gc
 import hashlib
 import json
 import tempfile
@@ -91,17 +92,19 @@ class Interaction:
 
 def _headers(raw: Any) -> dict[str, str]:
     """Headers of any stored shape as a dict of lower-case names to strings."""
-    result: dict[str, str] = {}
     if not raw:
-        return result
-    items = raw.items() if isinstance(raw, Mapping) else raw
-    for name, value in items:
-        if isinstance(value, list):
-            text = ", ".join(str(v) for v in value)
-        else:
-            text = "" if value is None else str(value)
-        result[str(name).lower()] = text
-    return result
+        return {}
+    items = raw.items() if isinstance(raw, dict | Mapping) else raw
+    return {
+        str(name).lower(): value if value.__class__ is str else _header_text(value)
+        for name, value in items
+    }
+
+
+def _header_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
 
 
 def _as_bytes(value: Any) -> bytes:
@@ -279,9 +282,27 @@ def load_cassette(path: Path) -> list[Interaction]:
         raise CassetteFormatError(
             f"{path}: not UTF-8 text. A compressed cassette (.yaml.gz) must be unpacked first."
         ) from None
-    interactions = parse_cassette(text, path)
+    with paused_gc():
+        interactions = parse_cassette(text, path)
     _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
     return list(interactions)
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many objects that all stay alive.
+
+    Parsing a cassette creates hundreds of thousands of dicts and strings at once; each
+    burst of allocations starts a collection that scans them (and the whole heap) without
+    finding anything to free. Pausing it halves the load time of a large cassette.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # -- writing -------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-RUNS = '''
+RUNS = """
 from datetime import UTC, datetime, timedelta
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult
@@ -22,7 +22,7 @@ def weather_run(answer="It is 18C and sunny.", iterations=1):
         result = ToolResult(tool_call_id=call.id, name="get_weather", content="18C")
         ctx = ctx.add_tool_results([result], at=T0 + timedelta(seconds=2 * number + 2))
     return ctx.add_assistant_message(answer, at=T0 + timedelta(seconds=2 * iterations + 1))
-'''
+"""
 
 TESTS = """
 import os
@@ -41,7 +41,9 @@ def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     return agent_pytester
 
 
-def snapshot_file(project: pytest.Pytester, module: str = "test_it", name: str = "test_weather") -> Path:
+def snapshot_file(
+    project: pytest.Pytester, module: str = "test_it", name: str = "test_weather"
+) -> Path:
     return project.path / "__snapshots__" / module / f"{name}.agentctx"
 
 
@@ -52,7 +54,10 @@ def test_a_missing_snapshot_fails_and_says_how_to_create_it(project: pytest.Pyte
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*Snapshot 'test_weather' does not exist!", "*Re-run pytest with --snapshot-update*"]
+        [
+            "E         Snapshot 'test_weather' does not exist: */test_it/test_weather.agentctx",
+            "E         Re-run pytest with --snapshot-update to create it, then review the new*",
+        ]
     )
     assert not snapshot_file(project).exists()
 
@@ -68,7 +73,11 @@ def test_snapshot_update_writes_the_file_and_the_next_run_passes(project: pytest
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines(["*1 snapshot passed.*"])
     lines = snapshot_file(project).read_text(encoding="utf-8").splitlines()
-    assert lines[:3] == ["# pytest-agentctx snapshot, format 1", "AgentContext", "iterations = [2 items]"]
+    assert lines[:3] == [
+        "# pytest-agentctx snapshot, format 1",
+        "AgentContext",
+        "iterations = [2 items]",
+    ]
     assert "iterations[1].messages[0].content = 'It is 18C and sunny.'" in lines
 
 
@@ -85,13 +94,14 @@ def test_a_behaviour_change_fails_with_a_short_diff(
     result.stdout.fnmatch_lines(
         [
             "E       AssertionError: assert [+ received] == [- snapshot]",
+            "E         The run differs from its snapshot. If the change is intended, re-run pytest "
+            "with --snapshot-update and review the diff of the snapshot file.",
             "E           ...",
             "E           iterations[1].messages[0].role = 'assistant'",
             "E         - iterations[1].messages[0].content = 'It is 18C and sunny.'",
             "E         + iterations[1].messages[0].content = 'It rains.'",
             "E           iterations[1].started_at = <t+2s>",
             "E           ...",
-            "E         If the change is intended, re-run pytest with --snapshot-update and review*",
         ]
     )
     assert "It is 18C and sunny." in snapshot_file(project).read_text(encoding="utf-8")

@@ -11,8 +11,9 @@ recorded JSON body as the call's arguments; body fields the SDK method has no ar
 for go through ``extra_body``, as a user's code would pass them) and answered by a
 :class:`Cassette` in replay mode while a :class:`NetworkGuard` refuses every connection.
 Every interaction must be used, in order, with no miss; error statuses surface as the
-SDK's own ``APIStatusError`` subclass; every chat completions or Messages response decodes
-with the wire-format codec into the same text, tool calls and stop reason the SDK parsed.
+SDK's own ``APIStatusError`` subclass; every chat completions, Responses or Messages reply
+(streamed or not) decodes with the wire-format codec that :func:`codec_for_path` finds for
+its URL, into the same text, tool calls and stop reason the SDK parsed.
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ import pytest
 
 from pytest_agentctx.cassettes import Cassette, Interaction, NetworkGuard
 from pytest_agentctx.cassettes.body import body_bytes
-from pytest_agentctx.codecs import Completion, get_codec
-from pytest_agentctx.codecs.anthropic_messages import decode_stream as decode_messages_stream
-from pytest_agentctx.codecs.openai_chat import decode_stream as decode_chat_stream
+from pytest_agentctx.codecs import Completion, codec_for_path
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))
@@ -125,7 +124,7 @@ class Call:
 
     send: Callable[[], Any]
     sdk: ModuleType | None  # the SDK whose errors it raises (None: plain httpx2)
-    api: str  # "chat", "messages", "generic", "typed" or "http"
+    api: str  # a codec's name, "typed" (other SDK methods), "generic" or "http"
     stream: bool
 
 
@@ -142,7 +141,9 @@ def _call(clients: Clients, interaction: Interaction) -> Call:
         beta = ("beta", "true") in parse_qsl(parts.query)
         resource = clients.anthropic.beta.messages if beta else clients.anthropic.messages
         create = resource.with_raw_response.create
-        return Call(lambda: create(**_arguments(create, body)), anthropic, "messages", stream)
+        return Call(
+            lambda: create(**_arguments(create, body)), anthropic, "anthropic_messages", stream
+        )
     if host == "openrouter.ai" and path.startswith("/api/v1/"):
         client, endpoint = clients.openrouter, path.removeprefix("/api/v1")
     elif host == "api.openai.com" and path.startswith("/v1/"):
@@ -150,12 +151,13 @@ def _call(clients: Clients, interaction: Interaction) -> Call:
     else:
         raise AssertionError(f"{interaction.origin}: no SDK call for {interaction.url}")
     typed = {
-        "/chat/completions": ("chat", client.chat.completions.with_raw_response.create),
-        "/responses": ("typed", client.responses.with_raw_response.create),
-        "/embeddings": ("typed", client.embeddings.with_raw_response.create),
+        "/chat/completions": ("openai_chat", lambda: client.chat.completions),
+        "/responses": ("openai_responses", lambda: client.responses),
+        "/embeddings": ("typed", lambda: client.embeddings),
     }
     if endpoint in typed and isinstance(body, dict):
-        api, create = typed[endpoint]
+        api, resource = typed[endpoint]
+        create = resource().with_raw_response.create
         return Call(lambda: create(**_arguments(create, body)), openai, api, stream)
     # Assistants, threads, runs, traces: the SDK's generic methods.
     params = dict(parse_qsl(parts.query))
@@ -240,6 +242,34 @@ def _messages_stream_reply(events: list[Any]) -> Reply:
     return Reply("".join(texts) if texts is not None else None, calls, stop)
 
 
+def _responses_reply(parsed: Any) -> Reply:
+    texts = [
+        part.text
+        for item in parsed.output
+        if item.type == "message"
+        for part in item.content
+        if part.type == "output_text"
+    ]
+    calls = [(item.call_id, item.name) for item in parsed.output if item.type == "function_call"]
+    # The codec's stop reason: "tool_calls" for a completed response that calls tools.
+    stop = "tool_calls" if calls and parsed.status == "completed" else parsed.status
+    return Reply("".join(texts) if texts else None, calls, stop)
+
+
+def _responses_stream_reply(events: list[Any]) -> Reply:
+    ends = ("response.completed", "response.incomplete", "response.failed")
+    [final] = [event.response for event in events if event.type in ends]
+    return _responses_reply(final)
+
+
+#: What the SDK parsed (one reply, or the events of a stream), per codec.
+SDK_REPLIES: dict[str, tuple[Callable[[Any], Reply], Callable[[list[Any]], Reply]]] = {
+    "openai_chat": (_chat_reply, _chat_stream_reply),
+    "openai_responses": (_responses_reply, _responses_stream_reply),
+    "anthropic_messages": (_messages_reply, _messages_stream_reply),
+}
+
+
 # -- one interaction -----------------------------------------------------------------
 
 
@@ -258,31 +288,29 @@ def _result_problem(
 ) -> str | None:
     """Compare what the SDK got with the recording, and with what the codec decodes."""
     interaction = cassette.loaded[cassette.played[-1]]
+    recorded = interaction.response_body
+    if events is None and recorded and "json" in recorded:
+        response = result if call.api in ("http", "generic") else result.http_response
+        if response.status_code != interaction.status or response.json() != recorded["json"]:
+            return f"{where}: the response served differs from the recorded one"
     if call.api in ("http", "generic"):
-        if result.status_code != interaction.status:
+        if result.status_code != interaction.status:  # the 204s have no body to compare
             return f"{where}: status {result.status_code}, recorded {interaction.status}"
-        recorded = interaction.response_body
-        if recorded and "json" in recorded and result.json() != recorded["json"]:
-            return f"{where}: the body served differs from the recorded one"
         return None
+    if call.api not in SDK_REPLIES:
+        return None  # embeddings: the SDK parsed them, the body was compared above
+    codec = codec_for_path(urlsplit(interaction.url).path)
+    if codec is None or codec.name != call.api:
+        return f"{where}: the codec for this URL is {codec and codec.name}, not {call.api}"
+    parse_reply, parse_stream_reply = SDK_REPLIES[call.api]
     if events is not None:
-        served = body_bytes(interaction.response_body)
-        if call.api == "chat":
-            sdk_reply, codec_reply = _chat_stream_reply(events), decode_chat_stream(served)
-        elif call.api == "messages":
-            sdk_reply, codec_reply = _messages_stream_reply(events), decode_messages_stream(served)
-        else:
-            return None if events else f"{where}: the stream had no events"
-    elif call.api == "chat":
-        sdk_reply = _chat_reply(parsed)
-        codec_reply = get_codec("openai_chat").decode_response(result.http_response.json())
-    elif call.api == "messages":
-        sdk_reply = _messages_reply(parsed)
-        codec_reply = get_codec("anthropic_messages").decode_response(result.http_response.json())
+        sdk_reply = parse_stream_reply(events)
+        codec_reply = Reply.of(codec.decode_stream(body_bytes(recorded)))
     else:
-        return None
-    if Reply.of(codec_reply) != sdk_reply:
-        return f"{where}: the codec decoded {Reply.of(codec_reply)}, the SDK parsed {sdk_reply}"
+        sdk_reply = parse_reply(parsed)
+        codec_reply = Reply.of(codec.decode_response(result.http_response.json()))
+    if codec_reply != sdk_reply:
+        return f"{where}: the codec decoded {codec_reply}, the SDK parsed {sdk_reply}"
     return None
 
 

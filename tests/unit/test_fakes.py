@@ -6,7 +6,9 @@ import asyncio
 import json
 import re
 import ssl
+import types
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import anthropic
 import httpx2
@@ -360,6 +362,54 @@ async def test_a_streamed_call_is_recorded_as_a_streaming_request(fake, anthropi
     assert [call.request.stream for call in fake.calls] == [True]
 
 
+async def test_openai_responses_sdk_parses_a_scripted_text_reply(fake, openai_client):
+    fake.reply("Sunny in Paris.")
+
+    response = await openai_client.responses.create(model="gpt-4.1-mini", input="Weather?")
+
+    assert (response.output_text, response.id) == ("Sunny in Paris.", "resp_1")
+
+
+async def test_openai_responses_sdk_gets_scripted_tool_calls_as_function_calls(fake, openai_client):
+    fake.reply_tool_call("get_weather", city="Paris")
+
+    response = await openai_client.responses.create(model="gpt-4.1-mini", input="Weather?")
+
+    assert [
+        (item.type, item.call_id, item.name, item.arguments)  # type: ignore[union-attr]
+        for item in response.output
+    ] == [("function_call", "call_1", "get_weather", '{"city":"Paris"}')]
+
+
+async def test_a_streaming_openai_responses_request_gets_responses_events(fake, openai_client):
+    fake.reply("Sunny in Paris.")
+
+    async with openai_client.responses.stream(model="gpt-4.1-mini", input="Weather?") as stream:
+        types = [event.type async for event in stream]
+        response = await stream.get_final_response()
+
+    assert (types[0], types[-1]) == ("response.created", "response.completed")
+    assert response.output_text == "Sunny in Paris."
+
+
+async def test_stream_events_of_an_error_answer_is_an_error():
+    answer = ScriptedModel().fail(503).answer("/v1/messages", b'{"messages": []}')
+
+    assert answer is not None
+    with pytest.raises(FakeLLMError, match=r"^a 503 answer has no reply to stream$"):
+        answer.stream_events()
+
+
+async def test_stream_events_of_a_wire_format_without_a_stream_encoder_is_an_error():
+    codec: Any = types.SimpleNamespace(name="custom_format")
+    answer = ScriptedAnswer(200, codec, {}, None, completion=Completion(content="hi"))
+
+    with pytest.raises(
+        FakeLLMError, match=r"^the custom_format wire format has no stream encoder$"
+    ):
+        answer.stream_events()
+
+
 # -- ScriptedModel.answer (the transport-free core) ----------------------------------
 
 
@@ -607,7 +657,7 @@ async def test_repr_counts_scripted_and_served_replies(fake, openai_client):
     [
         ("GET", "https://api.openai.com/v1/models"),
         ("POST", "https://api.openai.com/v1/embeddings"),
-        ("POST", "https://api.openai.com/v1/responses"),
+        ("POST", "https://api.openai.com/v1/responses/resp_123/cancel"),
         ("POST", "https://api.openai.com/v1/threads/thread_abc/messages"),
         ("POST", "https://api.anthropic.com/v1/messages/count_tokens"),
         ("GET", "https://api.openai.com/v1/chat/completions"),

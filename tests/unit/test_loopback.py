@@ -501,6 +501,29 @@ async def test_a_body_that_is_not_json_is_a_400(provider, http):
     assert (response.status_code, provider.remaining[0].content) == (400, "unused")
 
 
+async def test_a_request_with_a_bad_content_length_is_a_400_not_a_server_failure(provider):
+    with socket.create_connection(provider.address, timeout=5) as connection:
+        connection.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n")
+        status_line = connection.makefile("rb").readline()
+
+    assert (status_line, provider.errors) == (b"HTTP/1.1 400 Bad Request\r\n", [])
+
+
+async def test_a_chunked_request_body_is_read(provider, http):
+    provider.reply("Hi.")
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"model": "gpt-4o-mini", '
+        yield b'"messages": [{"role": "user", "content": "Hi?"}]}'
+
+    response = await http.post("/v1/chat/completions", content=body())
+
+    assert (response.status_code, provider.exchanges[0].headers["transfer-encoding"]) == (
+        200,
+        "chunked",
+    )
+
+
 # -- headers and gzip ----------------------------------------------------------------
 
 

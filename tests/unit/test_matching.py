@@ -279,9 +279,9 @@ async def test_unordered_index_still_reports_what_is_missing() -> None:
 
     found = mismatches(items, Unordered(*patterns))
 
-    assert [m.message for m in found][
-        0
-    ] == "no item matches {'name': 'tool_99'}; the closest is [19], with 1 mismatch:"
+    assert found[0].message == (
+        "no item matches {'name': 'tool_99'}; the closest is [19], with 1 mismatch:"
+    )
 
 
 async def test_contains_needs_an_item_for_each_pattern() -> None:

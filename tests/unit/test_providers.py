@@ -17,11 +17,12 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.codecs import anthropic_messages, openai_chat
+from pytest_agentctx.codecs import anthropic_messages, openai_chat, openai_responses
 from pytest_agentctx.exceptions import ProviderError
 from pytest_agentctx.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
+    OpenAIResponsesProvider,
     Provider,
     default_provider,
     split_model,
@@ -47,6 +48,61 @@ CHAT_RESPONSE: dict[str, Any] = {
     "system_fingerprint": "fp_0392822090",
 }
 
+# pydantic-ai recording of POST /v1/responses (trimmed of request echo fields).
+RESPONSES_RESPONSE: dict[str, Any] = {
+    "created_at": 1761323547,
+    "error": None,
+    "id": "resp_0e9950da9eac6a780068fbaa1bc030819da585a6f85ddad1e6",
+    "incomplete_details": None,
+    "model": "gpt-4o-2024-08-06",
+    "object": "response",
+    "output": [
+        {
+            "content": [
+                {
+                    "annotations": [],
+                    "logprobs": [],
+                    "text": "The capital of PotatoLand is Potato City.",
+                    "type": "output_text",
+                }
+            ],
+            "id": "msg_0e9950da9eac6a780068fbaa1c738c819d8bddf998e57232c3",
+            "role": "assistant",
+            "status": "completed",
+            "type": "message",
+        }
+    ],
+    "parallel_tool_calls": True,
+    "status": "completed",
+    "tool_choice": "auto",
+    "tools": [],
+    "usage": {
+        "input_tokens": 67,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 11,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 78,
+    },
+}
+
+CHAT_STREAM = (
+    b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,'
+    b'"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"YES"},'
+    b'"finish_reason":null}]}\n\n'
+    b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,'
+    b'"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+MESSAGES_STREAM = (
+    b"event: message_start\n"
+    b'data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+    b'"model":"claude-haiku-4-5","content":[],"stop_reason":null,"stop_sequence":null,'
+    b'"usage":{"input_tokens":9,"output_tokens":1}}}\n\n'
+    b"event: message_stop\n"
+    b'data: {"type":"message_stop"}\n\n'
+)
+
 MESSAGES_RESPONSE: dict[str, Any] = {
     "model": "claude-haiku-4-5-20251001",
     "id": "msg_014zmtEjjH4Qx8ntiJdbk36e",
@@ -65,7 +121,10 @@ MESSAGES_RESPONSE: dict[str, Any] = {
 
 
 class Recorder:
-    """An ``httpx2.MockTransport`` handler that answers with ``body`` and keeps requests."""
+    """An ``httpx2.MockTransport`` handler that answers with ``body`` and keeps requests.
+
+    A ``bytes`` body is sent as a server-sent event stream.
+    """
 
     def __init__(self, body: Any, status: int = 200) -> None:
         self.body = body
@@ -74,6 +133,10 @@ class Recorder:
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
+        if isinstance(self.body, bytes):
+            return httpx2.Response(
+                self.status, content=self.body, headers={"content-type": "text/event-stream"}
+            )
         return httpx2.Response(self.status, json=self.body)
 
     def transport(self) -> httpx2.AsyncClient:
@@ -134,6 +197,7 @@ async def test_split_model_without_provider_or_model_says_what_is_expected(model
     ("prefix", "kind", "codec"),
     [
         ("openai", OpenAIChatProvider, openai_chat),
+        ("openai-responses", OpenAIResponsesProvider, openai_responses),
         ("anthropic", AnthropicMessagesProvider, anthropic_messages),
     ],
 )
@@ -148,12 +212,15 @@ async def test_default_provider_for_an_unknown_prefix_says_how_to_add_one():
     with pytest.raises(
         ProviderError,
         match=r"^No provider for models 'gemini:\.\.\.'; the built-in ones are "
-        r"\['anthropic', 'openai'\]\. Pass AgentRuntime\(providers=\{'gemini': \.\.\.\}\)",
+        r"\['anthropic', 'openai', 'openai-responses'\]\. "
+        r"Pass AgentRuntime\(providers=\{'gemini': \.\.\.\}\)",
     ):
         default_provider("gemini")
 
 
-@pytest.mark.parametrize("kind", [OpenAIChatProvider, AnthropicMessagesProvider])
+@pytest.mark.parametrize(
+    "kind", [OpenAIChatProvider, OpenAIResponsesProvider, AnthropicMessagesProvider]
+)
 async def test_built_in_providers_satisfy_the_provider_protocol(kind):
     assert isinstance(kind(), Provider)
 
@@ -304,3 +371,103 @@ async def test_anthropic_provider_without_the_sdk_says_what_to_install(monkeypat
         r"called\. Run: pip install 'pytest-agentctx\[anthropic\]'$",
     ):
         provider.client  # noqa: B018
+
+
+# -- OpenAIResponsesProvider ---------------------------------------------------------
+
+
+async def test_openai_responses_provider_returns_the_response_json_as_sent_on_the_wire():
+    recorder = Recorder(RESPONSES_RESPONSE)
+    provider = OpenAIResponsesProvider(client=_openai(recorder))
+
+    answer = await provider.send({"model": "gpt-4o", "input": "Capital of PotatoLand?"})
+
+    assert answer == RESPONSES_RESPONSE
+
+
+async def test_openai_responses_provider_posts_the_codec_body_to_responses():
+    recorder = Recorder(RESPONSES_RESPONSE)
+    provider = OpenAIResponsesProvider(client=_openai(recorder))
+    body = provider.codec.encode_request(
+        model="gpt-4o",
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Capital of PotatoLand?"},
+        ],
+    )
+
+    await provider.send(body)
+
+    (request,) = recorder.requests
+    assert (request.method, request.url.path) == ("POST", "/v1/responses")
+    assert json.loads(request.content) == body
+
+
+async def test_openai_responses_provider_builds_one_default_client_from_the_environment(
+    monkeypatch,
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    provider = OpenAIResponsesProvider()
+
+    client = provider.client
+
+    assert isinstance(client, openai.AsyncOpenAI)
+    assert provider.client is client
+
+
+async def test_openai_responses_provider_without_the_sdk_names_its_own_model_prefix(
+    monkeypatch,
+):
+    provider = OpenAIResponsesProvider()
+    _without_module(monkeypatch, "openai")
+
+    with pytest.raises(
+        ProviderError,
+        match=r"^The 'openai' SDK is not installed, so models 'openai-responses:\.\.\.' cannot "
+        r"be called\. Run: pip install 'pytest-agentctx\[openai\]'$",
+    ):
+        provider.client  # noqa: B018
+
+
+# -- send_stream ---------------------------------------------------------------------
+
+
+async def test_openai_chat_send_stream_returns_the_raw_event_stream():
+    recorder = Recorder(CHAT_STREAM)
+    provider = OpenAIChatProvider(client=_openai(recorder))
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Dragons?"}],
+        "stream": True,
+    }
+
+    raw = await provider.send_stream(body)
+
+    assert raw == CHAT_STREAM
+    assert json.loads(recorder.requests[0].content) == body
+
+
+async def test_anthropic_send_stream_returns_the_raw_event_stream():
+    recorder = Recorder(MESSAGES_STREAM)
+    provider = AnthropicMessagesProvider(client=_anthropic(recorder))
+
+    raw = await provider.send_stream(
+        {
+            "model": "claude-haiku-4-5",
+            "max_tokens": 1024,
+            "messages": [{"role": "user", "content": "Hi"}],
+            "stream": True,
+        }
+    )
+
+    assert raw == MESSAGES_STREAM
+
+
+async def test_openai_responses_send_stream_posts_to_responses():
+    stream = b'event: response.completed\ndata: {"type":"response.completed"}\n\n'
+    recorder = Recorder(stream)
+    provider = OpenAIResponsesProvider(client=_openai(recorder))
+
+    raw = await provider.send_stream({"model": "gpt-4o", "input": "Hi", "stream": True})
+
+    assert (raw, recorder.requests[0].url.path) == (stream, "/v1/responses")

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.codecs import openai_chat
+from pytest_agentctx.codecs import openai_chat, openai_responses
 from pytest_agentctx.context import (
     INVALID_ARGUMENTS_KEY,
     AgentContext,
@@ -31,13 +31,19 @@ from pytest_agentctx.context import (
 from pytest_agentctx.exceptions import (
     AgentCtxError,
     AgentDefinitionError,
+    ConversationError,
     MaxIterationsExceeded,
     ProviderError,
 )
 from pytest_agentctx.fakes import FakeLLM, FakeToolCall, FakeTools
-from pytest_agentctx.providers import AnthropicMessagesProvider, OpenAIChatProvider
+from pytest_agentctx.providers import (
+    AnthropicMessagesProvider,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+)
 from pytest_agentctx.runtime import Agent, AgentRuntime, RunResult
 from pytest_agentctx.tools import RunContext, Tool, tool
+from pytest_agentctx.window import ContextWindow
 
 _TLS = ssl.create_default_context()
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -75,6 +81,7 @@ MODELS = [
     pytest.param("openai:gpt-4o-mini", id="openai"),
     pytest.param("anthropic:claude-haiku-4-5", id="anthropic"),
 ]
+ALL_MODELS = [*MODELS, pytest.param("openai-responses:gpt-4.1-mini", id="openai-responses")]
 
 
 def weather_agent(model: str = "openai:gpt-4o-mini", **options: Any) -> Agent:
@@ -101,6 +108,7 @@ async def providers() -> AsyncIterator[dict[str, Any]]:
     ):
         yield {
             "openai": OpenAIChatProvider(client=openai_client),
+            "openai-responses": OpenAIResponsesProvider(client=openai_client),
             "anthropic": AnthropicMessagesProvider(client=anthropic_client),
         }
 
@@ -737,6 +745,283 @@ async def test_run_refuses_anything_but_an_agent():
         AgentDefinitionError, match=r"^run\(\) takes an Agent, got str: 'weather'\.$"
     ):
         await AgentRuntime().run("weather", QUESTION)  # type: ignore[arg-type]
+
+
+async def test_a_run_through_the_openai_responses_api_answers_with_tools(fake, runtime):
+    script_weather(fake)
+
+    result = await runtime.run(weather_agent("openai-responses:gpt-4.1-mini"), QUESTION)
+
+    match result.context:
+        case AgentContext(
+            iterations=[
+                Iteration(
+                    number=1,
+                    tool_calls=[ToolCall("get_weather", {"city": "Paris"}, "call_1")],
+                    metadata={"provider": "openai-responses", "stop_reason": "tool_calls"},
+                ),
+                Iteration(number=2, metadata={"stop_reason": "completed"}),
+            ]
+        ):
+            pass
+        case context:
+            pytest.fail(f"unexpected context: {context!r}")
+    assert result.output == "Sunny, 18 degrees in Paris."
+
+
+async def test_reasoning_items_of_a_reply_are_kept_on_the_assistant_message():
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    body = openai_responses.encode_response(
+        openai_responses.decode_response(
+            {"id": "resp_1", "status": "completed", "model": "o4-mini", "output": []}
+        ),
+        response_id="resp_1",
+    )
+    body["output"] = [
+        reasoning,
+        {
+            "type": "message",
+            "id": "msg_1",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "42.", "annotations": []}],
+        },
+    ]
+    provider = CannedProvider(body)
+    provider.codec = openai_responses  # type: ignore[assignment]
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    result = await runtime.run(weather_agent("local:o4-mini"), "Answer?")
+
+    assert result.context.iterations[0].messages[-1].to_dict() == {
+        "role": "assistant",
+        "content": "42.",
+        "reasoning": [reasoning],
+    }
+
+
+# -- streaming (Agent(stream=True)) --------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ALL_MODELS)
+async def test_a_streamed_run_gives_the_same_context_as_a_plain_one(providers, model):
+    dumps = []
+    for stream in (False, True):
+        runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers=providers)
+        with FakeLLM() as fake:
+            script_weather(fake)
+            result = await runtime.run(weather_agent(model, stream=stream), QUESTION)
+        assert [call.request.stream for call in fake.calls] == [stream, stream]
+        dumps.append(result.context.model_dump_json())
+
+    assert dumps[0] == dumps[1]
+
+
+async def test_a_streamed_openai_chat_run_asks_for_usage_in_the_stream(fake, runtime):
+    fake.reply("Sunny.")
+
+    await runtime.run(weather_agent(stream=True), QUESTION)
+
+    assert fake.calls[0].body["stream_options"] == {"include_usage": True}
+
+
+async def test_streaming_through_a_provider_that_cannot_stream_is_a_provider_error():
+    provider = CannedProvider(chat_body({"role": "assistant", "content": "Hello."}))
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    with pytest.raises(
+        ProviderError,
+        match=r"^The provider for codec 'openai_chat' cannot stream \(it needs send_stream\(\) "
+        r"and a codec with decode_stream\(\)\)\. Use Agent\(stream=False\) with it\.$",
+    ):
+        await runtime.run(weather_agent("local:local-model", stream=True), QUESTION)
+
+
+# -- context window ------------------------------------------------------------------
+
+
+async def test_agent_window_must_be_a_context_window():
+    with pytest.raises(
+        AgentDefinitionError,
+        match=r"^Agent 'weather': window=8000; expected a ContextWindow, "
+        r"e\.g\. ContextWindow\(max_tokens=8000\)\.$",
+    ):
+        weather_agent(window=8000)
+
+
+async def test_a_run_with_a_window_records_the_pruning_in_each_iteration(fake, runtime):
+    script_weather(fake)
+
+    result = await runtime.run(weather_agent(window=ContextWindow(max_messages=50)), QUESTION)
+
+    match [it.metadata.get("window") for it in result.context.iterations]:
+        case [
+            {
+                "strategy": "oldest_first",
+                "dropped": [],
+                "messages_before": 2,
+                "within_limits": True,
+            },
+            {"dropped": [], "messages_before": 4, "messages_after": 4},
+        ]:
+            pass
+        case windows:
+            pytest.fail(f"unexpected window metadata: {windows}")
+
+
+async def test_a_window_limits_the_messages_sent_to_the_model(fake, runtime):
+    fake.reply("Sunny.").reply("Rainy.")
+    agent = weather_agent(window=ContextWindow(max_messages=3))
+
+    await runtime.run_multi_turn(agent, "Weather today?", ["And tomorrow?"])
+
+    # oldest_first drops the oldest unit (the first question) until 3 messages remain
+    assert fake.requests[1].messages == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "And tomorrow?"},
+    ]
+
+
+# -- RunResult and conversations -----------------------------------------------------
+
+
+async def test_a_completed_run_result_knows_its_input_status_and_that_it_finished(fake, runtime):
+    fake.reply("Sunny.")
+
+    result = await runtime.run(weather_agent(), QUESTION)
+
+    assert (result.input, result.status, result.error, result.is_finished) == (
+        QUESTION,
+        "completed",
+        None,
+        True,
+    )
+
+
+async def test_max_iterations_exceeded_carries_a_failed_result_that_can_be_continued(fake, runtime):
+    fake.reply_tool_call("get_weather", city="Paris")
+
+    with pytest.raises(MaxIterationsExceeded) as raised:
+        await runtime.run(weather_agent(max_iterations=1), QUESTION)
+
+    match raised.value.result:
+        case RunResult(output=None, status="failed", error=error, context=context) if (
+            error == str(raised.value) and context is raised.value.context
+        ):
+            assert raised.value.result.is_finished
+        case result:
+            pytest.fail(f"unexpected failed result: {result!r}")
+
+
+async def test_continue_conversation_adds_a_turn_as_a_new_iteration(fake, runtime):
+    fake.reply("Sunny.").reply("Rainy tomorrow.")
+    first = await runtime.run(weather_agent(), QUESTION)
+
+    second = await runtime.continue_conversation(first, "And tomorrow?")
+
+    match second.context:
+        case AgentContext(
+            iterations=[
+                Iteration(number=1),
+                Iteration(
+                    number=2,
+                    messages=[
+                        Message("user", "And tomorrow?"),
+                        Message("assistant", "Rainy tomorrow."),
+                    ],
+                ),
+            ],
+            current_iteration=2,
+        ):
+            pass
+        case context:
+            pytest.fail(f"unexpected context: {context!r}")
+    assert (second.output, len(first.context.iterations)) == ("Rainy tomorrow.", 1)
+
+
+async def test_continue_conversation_sends_the_whole_conversation(fake, runtime):
+    fake.reply("Sunny.").reply("Rainy tomorrow.")
+    first = await runtime.run(weather_agent(), QUESTION)
+
+    await runtime.continue_conversation(first, "And tomorrow?")
+
+    assert fake.requests[1].messages == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "And tomorrow?"},
+    ]
+
+
+async def test_continuing_a_failed_run_closes_its_unanswered_tool_calls_first(fake, runtime):
+    fake.reply_tool_call("get_weather", city="Paris").reply("Sorry, I ran out of steps.")
+    with pytest.raises(MaxIterationsExceeded) as raised:
+        await runtime.run(weather_agent(max_iterations=1), QUESTION)
+
+    result = await runtime.continue_conversation(raised.value.result, "Just guess.")
+
+    assert result.context.iterations[0].messages[-1] == Message(
+        role="tool",
+        content="Not executed: the run stopped at its iteration limit.",
+        tool_call_id="call_1",
+        name="get_weather",
+        is_error=True,
+    )
+    assert result.context.iterations[1].messages[0] == Message(role="user", content="Just guess.")
+    assert result.output == "Sorry, I ran out of steps."
+
+
+async def test_continuing_a_run_in_progress_is_a_conversation_error(runtime):
+    agent = weather_agent()
+    unfinished = RunResult(agent=agent, context=AgentContext.new(QUESTION), output=None)
+
+    with pytest.raises(
+        ConversationError,
+        match=r"^continue_conversation\(\): the run of agent 'weather' is still in progress "
+        r"\(iteration 1 has no final answer\)",
+    ):
+        await runtime.continue_conversation(unfinished, "Hello?")
+
+
+async def test_continue_conversation_needs_a_run_result(runtime):
+    with pytest.raises(
+        ConversationError,
+        match=r"^continue_conversation\(\) takes the RunResult of an earlier run, got str: "
+        r"'Sunny\.'\.$",
+    ):
+        await runtime.continue_conversation("Sunny.", "And tomorrow?")  # type: ignore[arg-type]
+
+
+async def test_run_multi_turn_runs_each_follow_up_as_a_new_turn(fake, runtime):
+    fake.reply("Sunny.").reply("Rainy.").reply("Windy.")
+
+    result = await runtime.run_multi_turn(
+        weather_agent(), "Today?", ["Tomorrow?", "The day after?"]
+    )
+
+    assert [
+        (m.role, m.content)
+        for m in result.context.get_all_messages()
+        if m.role in ("user", "assistant")
+    ] == [
+        ("user", "Today?"),
+        ("assistant", "Sunny."),
+        ("user", "Tomorrow?"),
+        ("assistant", "Rainy."),
+        ("user", "The day after?"),
+        ("assistant", "Windy."),
+    ]
+    assert (result.output, result.input) == ("Windy.", "Today?")
+
+
+async def test_max_iterations_counts_the_iterations_of_each_turn(fake, runtime):
+    fake.reply_tool_call("get_weather", city="Paris").reply("Sunny.")
+    fake.reply_tool_call("get_weather", city="Lyon").reply("Rainy.")
+
+    result = await runtime.run_multi_turn(weather_agent(max_iterations=2), "Paris?", ["And Lyon?"])
+
+    assert (result.output, result.iterations) == ("Rainy.", 4)
 
 
 # -- run_sync ------------------------------------------------------------------------

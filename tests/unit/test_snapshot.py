@@ -101,6 +101,12 @@ async def test_iteration_tool_calls_are_expanded_when_they_differ_from_the_messa
     assert "iterations[1].tool_calls[0].name = 'y'" in body(ctx)
 
 
+async def test_iteration_tool_calls_are_expanded_when_the_messages_are_left_out() -> None:
+    lines = body(weather_run(), omit=["**.messages"])
+
+    assert "iterations[0].tool_calls[0].name = 'get_weather'" in lines
+
+
 async def test_multi_line_strings_are_written_as_blocks() -> None:
     lines = body(weather_run(answer="Sunny.\n\nWarm."))
 

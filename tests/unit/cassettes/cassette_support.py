@@ -51,6 +51,8 @@ class Loopback:
     def __init__(self) -> None:
         self.answers: list[Answer] = []
         self.seen: list[Seen] = []
+        #: For each Event among the parts served: whether the test set it in time.
+        self.gates: list[bool] = []
         self._lock = threading.Lock()
         owner = self
 
@@ -69,7 +71,7 @@ class Loopback:
                 self.end_headers()
                 for part in answer.parts:
                     if isinstance(part, threading.Event):
-                        part.wait(GATE_TIMEOUT)
+                        owner.gates.append(part.wait(GATE_TIMEOUT))
                         continue
                     self.wfile.write(part)
                     self.wfile.flush()

@@ -39,6 +39,13 @@ async def test_decompress_undoes_gzip():
     assert decompress(gzip.compress(b'{"a": 1}'), "gzip") == (b'{"a": 1}', True)
 
 
+async def test_decompress_keeps_a_gzip_stream_cut_short_before_its_trailer():
+    packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    raw = packer.compress(b"data: [DONE]\n\n") + packer.flush(zlib.Z_SYNC_FLUSH)
+
+    assert decompress(raw, "gzip") == (b"data: [DONE]\n\n", True)
+
+
 async def test_decompress_undoes_zlib_wrapped_deflate():
     assert decompress(zlib.compress(b"hello"), "deflate") == (b"hello", True)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.codecs import anthropic_messages, openai_chat
+from pytest_agentctx.codecs import anthropic_messages, openai_chat, openai_responses
 from pytest_agentctx.codecs.base import (
     Completion,
     DecodedRequest,
@@ -93,7 +93,11 @@ async def test_decoded_request_defaults_to_no_tools_and_no_stream():
 
 @pytest.mark.parametrize(
     ("name", "module"),
-    [("openai_chat", openai_chat), ("anthropic_messages", anthropic_messages)],
+    [
+        ("openai_chat", openai_chat),
+        ("anthropic_messages", anthropic_messages),
+        ("openai_responses", openai_responses),
+    ],
 )
 async def test_get_codec_returns_the_codec_module_of_that_name(name, module):
     assert get_codec(name) is module
@@ -102,12 +106,13 @@ async def test_get_codec_returns_the_codec_module_of_that_name(name, module):
 async def test_get_codec_unknown_name_lists_the_codecs():
     with pytest.raises(
         CodecError,
-        match=r"No codec called 'gemini'; the codecs are \['anthropic_messages', 'openai_chat'\]",
+        match=r"No codec called 'gemini'; the codecs are "
+        r"\['anthropic_messages', 'openai_chat', 'openai_responses'\]\.$",
     ):
         get_codec("gemini")
 
 
-@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages"])
+@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "openai_responses"])
 async def test_every_codec_provides_its_name_and_the_four_functions(name):
     codec = get_codec(name)
 
@@ -129,6 +134,8 @@ async def test_every_codec_provides_its_name_and_the_four_functions(name):
         ("/v1/messages", "anthropic_messages"),
         ("/v1/messages/", "anthropic_messages"),
         ("/gateway/anthropic/v1/messages", "anthropic_messages"),
+        ("/v1/responses", "openai_responses"),
+        ("/openai/v1/responses", "openai_responses"),
     ],
 )
 async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected):
@@ -142,7 +149,8 @@ async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, ex
     "path",
     [
         "/v1/embeddings",
-        "/v1/responses",
+        "/v1/responses/resp_123/cancel",
+        "/v1/responses/resp_123/input_items",
         "/v1/models",
         "/v1/messages/count_tokens",
         "/v1/messages/batches",

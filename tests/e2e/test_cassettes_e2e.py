@@ -1,0 +1,800 @@
+"""End-to-end tests of the cassettes: record, replay and fail in real pytest runs.
+
+The outer test starts a provider on 127.0.0.1 (``provider``: an OpenAI-compatible chat
+completions server whose replies say which ``version`` of it answered) and hands its URL
+to the inner tests in ``AGENT_SERVER``; the inner tests talk to it through the real
+``openai`` SDK. Nothing goes beyond 127.0.0.1: the one test that aims elsewhere
+(192.0.2.1, a documentation address) is refused by the guard before it connects.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import openai  # noqa: F401  (imported here so the inner runs do not import it again)
+import pytest
+import requests  # noqa: F401  (same)
+
+#: The ini of ``agent_pytester`` (tests/e2e/conftest.py), for tests that add keys to it.
+INI = """
+[pytest]
+asyncio_mode = auto
+asyncio_default_fixture_loop_scope = function
+filterwarnings = error
+"""
+
+CLIENT_MODULE = """
+import os
+
+import openai
+
+
+def client(**options):
+    options.setdefault("api_key", "sk-e2e-test-key")
+    return openai.OpenAI(
+        base_url=os.environ["AGENT_SERVER"] + "/v1", max_retries=0, **options
+    )
+
+
+def ask(content, **options):
+    with client(**options) as openai_client:
+        reply = openai_client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": content}]
+        )
+    return reply.choices[0].message.content
+
+
+def ask_streaming(content):
+    with client() as openai_client:
+        stream = openai_client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": content}], stream=True
+        )
+        return "".join(chunk.choices[0].delta.content or "" for chunk in stream)
+"""
+
+
+class Provider:
+    """An OpenAI-compatible chat completions server on 127.0.0.1 (HTTP/1.0: one connection
+    per request, so stopping it never waits on a kept-alive connection).
+
+    It answers ``"<version>: <last user message>"``, as one JSON body or streamed word by
+    word, and echoes some request headers back in its response headers and body, as a
+    careless server would.
+    """
+
+    def __init__(self) -> None:
+        self.version = "v1"
+        self.hits: list[str] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                with owner._lock:
+                    owner.hits.append(request["messages"][-1]["content"])
+                text = f"{owner.version}: {request['messages'][-1]['content']}"
+                echoed = {
+                    name: self.headers.get(name, "")
+                    for name in ("authorization", "x-api-key", "cookie", "openai-organization")
+                }
+                query = parse_qs(urlsplit(self.path).query)
+                if self.headers.get("x-echo"):
+                    text = json.dumps({"headers": echoed, "query": query, "body": request})
+                self.send_response(200)
+                self.send_header("x-echo-key", echoed["x-api-key"])
+                self.send_header("x-echo-authorization", echoed["authorization"])
+                if request.get("stream"):
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    for word in text.split(" "):
+                        self.wfile.write(_chunk(word + " ") + b"\n\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
+                body = json.dumps(_completion(text)).encode()
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self._stopped = False
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+
+
+def _completion(text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-e2e",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def _chunk(text: str) -> bytes:
+    chunk = {
+        "id": "chatcmpl-e2e",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+    }
+    return b"data: " + json.dumps(chunk).encode()
+
+
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
+    server = Provider()
+    monkeypatch.setenv("AGENT_SERVER", server.url)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def tester(agent_pytester: pytest.Pytester, provider: Provider) -> pytest.Pytester:
+    """A pytester with the SDK helper module ``cas_client``."""
+    agent_pytester.makepyfile(cas_client=CLIENT_MODULE)
+    return agent_pytester
+
+
+def _rewrite(tester: pytest.Pytester, **files: str) -> None:
+    """Change test files between runs, dropping their cached bytecode (a file rewritten
+    within the same second with the same size would otherwise run from the cache)."""
+    shutil.rmtree(tester.path / "__pycache__", ignore_errors=True)
+    tester.makepyfile(**files)
+
+
+def _cassette(tester: pytest.Pytester, relative: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((tester.path / "cassettes" / relative).read_text())
+    return data
+
+
+def _asked(tester: pytest.Pytester, relative: str) -> list[tuple[str, str]]:
+    """(question, recorded answer) of every interaction of a JSON cassette."""
+    return [
+        (
+            item["request"]["body"]["json"]["messages"][-1]["content"],
+            item["response"]["body"]["json"]["choices"][0]["message"]["content"],
+        )
+        for item in _cassette(tester, relative)["interactions"]
+    ]
+
+
+ONE_QUESTION = """
+import pytest
+from cas_client import ask
+
+@pytest.mark.agent
+def test_paris():
+    assert ask("Paris?").endswith(": Paris?")
+"""
+
+
+# -- modes ---------------------------------------------------------------------------
+
+
+def test_recording_writes_one_cassette_per_test_under_the_module_path(tester, provider):
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+
+    assert _asked(tester, "test_cas_paris/test_paris.json") == [("Paris?", "v1: Paris?")]
+    assert provider.hits == ["Paris?"]
+
+
+def test_replay_is_the_default_and_needs_no_server(tester, provider):
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.stop()
+
+    result = tester.runpytest()
+
+    result.assert_outcomes(passed=1)
+    assert provider.hits == ["Paris?"]
+
+
+def test_replay_works_with_the_sdk_stream_api(tester, provider):
+    tester.makepyfile(
+        test_cas_stream="""
+        import pytest
+        from cas_client import ask_streaming
+
+        @pytest.mark.agent
+        def test_stream():
+            assert ask_streaming("Sunny in Paris") == "v1: Sunny in Paris "
+        """
+    )
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.stop()
+
+    tester.runpytest().assert_outcomes(passed=1)
+
+    events = _cassette(tester, "test_cas_stream/test_stream.json")["interactions"][0]
+    assert len(events["response"]["body"]["sse"]) == 5
+
+
+def test_record_rewrites_an_existing_cassette(tester, provider):
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.version = "v2"
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+
+    assert _asked(tester, "test_cas_paris/test_paris.json") == [("Paris?", "v2: Paris?")]
+
+
+def test_record_missing_records_only_tests_without_a_cassette(tester, provider):
+    tester.makepyfile(
+        test_cas_two="""
+        import pytest
+        from cas_client import ask
+
+        pytestmark = pytest.mark.agent
+
+        def test_old():
+            ask("old?")
+
+        def test_new():
+            ask("new?")
+        """
+    )
+    tester.runpytest("--agent-record", "-k", "test_old").assert_outcomes(passed=1)
+    provider.version = "v2"
+
+    tester.runpytest("--agent-record=missing").assert_outcomes(passed=2)
+
+    assert _asked(tester, "test_cas_two/test_old.json") == [("old?", "v1: old?")]
+    assert _asked(tester, "test_cas_two/test_new.json") == [("new?", "v2: new?")]
+    assert provider.hits == ["old?", "new?"]
+
+
+def test_record_new_appends_the_requests_that_are_not_recorded(tester, provider):
+    tester.makepyfile(test_cas_grow=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.version = "v2"
+    _rewrite(
+        tester,
+        test_cas_grow="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent
+        def test_paris():
+            assert ask("Paris?") == "v1: Paris?"
+            assert ask("Rome?") == "v2: Rome?"
+        """,
+    )
+
+    tester.runpytest("--agent-record=new").assert_outcomes(passed=1)
+
+    assert _asked(tester, "test_cas_grow/test_paris.json") == [
+        ("Paris?", "v1: Paris?"),
+        ("Rome?", "v2: Rome?"),
+    ]
+    assert provider.hits == ["Paris?", "Rome?"]
+
+
+def test_record_mode_from_the_ini(tester, provider):
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+    tester.makeini(INI + "agent_record_mode = missing\n")
+
+    tester.runpytest().assert_outcomes(passed=1)
+
+    assert _asked(tester, "test_cas_paris/test_paris.json") == [("Paris?", "v1: Paris?")]
+
+
+def test_unknown_record_mode_is_a_usage_error(tester):
+    result = tester.runpytest("--agent-record=sometimes")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*record mode 'sometimes' does not exist; choose one of*"])
+
+
+# -- failures ------------------------------------------------------------------------
+
+
+def test_changed_request_fails_with_the_cassette_the_diff_and_the_command(tester, provider):
+    tester.makepyfile(test_cas_city=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    _rewrite(tester, test_cas_city=ONE_QUESTION.replace("Paris?", "Rome?"))
+
+    result = tester.runpytest()
+
+    result.assert_outcomes(failed=1)
+    cassette = tester.path / "cassettes" / "test_cas_city" / "test_paris.json"
+    result.stdout.fnmatch_lines(
+        [
+            f"E *CassetteMiss: Cassette {cassette} cannot answer POST 127.0.0.1:*"
+            "/v1/chat/completions: the cassette has no such request.",
+            "E * Closest recorded request: interaction #0, POST 127.0.0.1:*/v1/chat/completions;"
+            " differences:",
+            'E *   messages[0].content: recorded "Paris?" != now "Rome?"',
+            "E * If the agent's requests changed on purpose, re-record this test: "
+            'pytest --agent-record "test_cas_city.py::test_paris"',
+        ]
+    )
+    assert provider.hits == ["Paris?"]
+
+
+def test_the_printed_re_record_command_records_that_test(tester, provider):
+    tester.makepyfile(test_cas_city=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    _rewrite(tester, test_cas_city=ONE_QUESTION.replace("Paris?", "Rome?"))
+
+    tester.runpytest("--agent-record", "test_cas_city.py::test_paris").assert_outcomes(passed=1)
+
+    assert _asked(tester, "test_cas_city/test_paris.json") == [("Rome?", "v1: Rome?")]
+    tester.runpytest().assert_outcomes(passed=1)
+
+
+def test_unused_recordings_fail_the_test_as_stale(tester):
+    tester.makepyfile(
+        test_cas_stale="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent
+        def test_fewer():
+            ask("one?")
+            ask("two?")
+        """
+    )
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    _rewrite(
+        tester,
+        test_cas_stale="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent
+        def test_fewer():
+            ask("one?")
+        """,
+    )
+
+    result = tester.runpytest()
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *StaleCassette: Cassette *test_fewer.json: 1 of 2 recorded interactions were "
+            "never used; the agent no longer sends them:",
+            "E *   #1: POST 127.0.0.1:*/v1/chat/completions",
+            'E * The cassette is stale. Re-record this test: pytest --agent-record "*"',
+        ]
+    )
+
+
+STALE_SETUP = """
+import pytest
+from cas_client import ask
+
+@pytest.mark.agent{options}
+def test_fewer():
+    ask("one?")
+    {second}
+"""
+
+
+@pytest.mark.parametrize(
+    ("options", "ini"),
+    [("(allow_unused=True)", ""), ("", "agent_allow_unused = true\n")],
+    ids=["marker", "ini"],
+)
+def test_unused_recordings_are_allowed_on_request(tester, options, ini):
+    tester.makepyfile(test_cas_stale=STALE_SETUP.format(options="", second='ask("two?")'))
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    _rewrite(tester, test_cas_stale=STALE_SETUP.format(options=options, second="pass"))
+    tester.makeini(INI + ini)
+
+    tester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_failing_recording_keeps_the_old_cassette(tester, provider):
+    tester.makepyfile(test_cas_keep=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    before = (tester.path / "cassettes" / "test_cas_keep" / "test_paris.json").read_bytes()
+    provider.version = "v2"
+    _rewrite(tester, test_cas_keep=ONE_QUESTION.replace('.endswith(": Paris?")', ' == "v1"'))
+
+    tester.runpytest("--agent-record").assert_outcomes(failed=1)
+
+    after = (tester.path / "cassettes" / "test_cas_keep" / "test_paris.json").read_bytes()
+    assert after == before
+
+
+def test_a_failing_recording_is_saved_with_record_failing(tester, provider):
+    tester.makepyfile(test_cas_keep=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.version = "v2"
+    _rewrite(tester, test_cas_keep=ONE_QUESTION.replace('.endswith(": Paris?")', ' == "v1"'))
+
+    tester.runpytest("--agent-record", "--agent-record-failing").assert_outcomes(failed=1)
+
+    assert _asked(tester, "test_cas_keep/test_paris.json") == [("Paris?", "v2: Paris?")]
+
+
+def test_a_re_recorded_test_that_sends_nothing_no_longer_fails_as_stale(tester):
+    tester.makepyfile(test_cas_quiet=ONE_QUESTION)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    _rewrite(
+        tester,
+        test_cas_quiet="""
+        import pytest
+
+        @pytest.mark.agent
+        def test_paris():
+            pass
+        """,
+    )
+    tester.runpytest().assert_outcomes(failed=1)
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+
+    tester.runpytest().assert_outcomes(passed=1)
+
+
+# -- which tests get a cassette, and where -------------------------------------------
+
+
+def test_tests_sharing_a_cassette_record_into_one_file(tester, provider):
+    tester.makepyfile(
+        test_cas_shared="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent(cassette="shared")
+        def test_one():
+            ask("one?")
+
+        @pytest.mark.agent(cassette="shared")
+        def test_two():
+            ask("two?")
+        """
+    )
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=2)
+    provider.stop()
+    tester.runpytest().assert_outcomes(passed=2)
+
+    assert [q for q, _ in _asked(tester, "shared.json")] == ["one?", "two?"]
+    assert sorted(p.name for p in (tester.path / "cassettes").iterdir()) == ["shared.json"]
+
+
+def test_missing_mode_adds_to_a_shared_cassette_recorded_by_an_earlier_test(tester, provider):
+    tester.makepyfile(
+        test_cas_shared="""
+        import pytest
+        from cas_client import ask
+
+        pytestmark = pytest.mark.agent(cassette="shared")
+
+        def test_one():
+            ask("one?")
+
+        def test_two():
+            ask("two?")
+        """
+    )
+
+    tester.runpytest("--agent-record=missing").assert_outcomes(passed=2)
+
+    assert [q for q, _ in _asked(tester, "shared.json")] == ["one?", "two?"]
+
+
+def test_marker_on_a_class_and_on_a_module_make_agent_tests(tester):
+    tester.makepyfile(
+        test_cas_marked="""
+        import pytest
+        from cas_client import ask
+
+        pytestmark = pytest.mark.agent
+
+        def test_module_level():
+            ask("module?")
+
+        class TestWeather:
+            def test_in_class(self):
+                ask("class?")
+        """,
+        test_cas_class="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent
+        class TestOnly:
+            def test_marked_class(self):
+                ask("marked class?")
+
+        def test_unmarked():
+            ask("unmarked?")
+        """,
+    )
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=4)
+
+    written = sorted(
+        str(p.relative_to(tester.path / "cassettes"))
+        for p in (tester.path / "cassettes").rglob("*.json")
+    )
+    assert written == [
+        "test_cas_class/TestOnly.test_marked_class.json",
+        "test_cas_marked/TestWeather.test_in_class.json",
+        "test_cas_marked/test_module_level.json",
+    ]
+
+
+def test_agent_all_tests_gives_every_test_a_cassette(tester):
+    tester.makepyfile(
+        test_cas_plain="""
+        from cas_client import ask
+
+        def test_plain():
+            ask("plain?")
+        """
+    )
+    tester.makeini(INI + "agent_all_tests = true\n")
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+
+    assert _asked(tester, "test_cas_plain/test_plain.json") == [("plain?", "v1: plain?")]
+
+
+def test_a_test_with_fake_llm_gets_no_cassette(tester, provider):
+    tester.makepyfile(
+        test_cas_fake="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent
+        def test_scripted(fake_llm):
+            fake_llm.reply("Scripted.")
+            assert ask("Paris?") == "Scripted."
+        """
+    )
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+
+    assert not (tester.path / "cassettes").exists()
+    assert provider.hits == []
+
+
+def test_agent_cassette_fixture_shows_the_tests_interactions(tester):
+    tester.makepyfile(
+        test_cas_fixture="""
+        from cas_client import ask
+
+        def test_inspect(agent_cassette):
+            ask("Paris?")
+            assert agent_cassette.path.name == "test_inspect.json"
+            assert [i.response_body["json"]["choices"][0]["message"]["content"]
+                    for i in agent_cassette.interactions] == ["v1: Paris?"]
+        """
+    )
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    tester.runpytest().assert_outcomes(passed=1)
+
+
+def test_cassette_dir_option_moves_the_cassettes(tester):
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+
+    tester.runpytest("--agent-record", "--agent-cassette-dir=tapes/llm").assert_outcomes(passed=1)
+
+    assert (tester.path / "tapes" / "llm" / "test_cas_paris" / "test_paris.json").is_file()
+    assert not (tester.path / "cassettes").exists()
+    tester.runpytest("--agent-cassette-dir=tapes/llm").assert_outcomes(passed=1)
+
+
+def test_yaml_format_writes_and_replays_yaml_cassettes(tester, provider):
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+    tester.makeini(INI + "agent_cassette_format = yaml\n")
+
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.stop()
+    tester.runpytest().assert_outcomes(passed=1)
+
+    text = (tester.path / "cassettes" / "test_cas_paris" / "test_paris.yaml").read_text()
+    assert text.startswith("cassette: pytest-agentctx\n")
+    assert "content: 'v1: Paris?'" in text
+
+
+# -- offline -------------------------------------------------------------------------
+
+
+def test_replay_refuses_requests_to_the_network(tester):
+    tester.makepyfile(
+        test_cas_requests="""
+        import pytest
+        import requests
+
+        @pytest.mark.agent
+        def test_outside():
+            with requests.Session() as session:
+                session.trust_env = False
+                session.get("http://192.0.2.1/v1/models", timeout=2)
+        """
+    )
+
+    result = tester.runpytest()
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *NetworkBlocked: pytest-agentctx blocked a connection to 192.0.2.1:80: agent "
+            "tests replay offline (replaying test_outside.json).*"
+        ]
+    )
+
+
+def test_a_refused_connection_fails_the_test_even_when_caught(tester):
+    tester.makepyfile(
+        test_cas_requests="""
+        import pytest
+        import requests
+
+        @pytest.mark.agent
+        def test_outside():
+            with requests.Session() as session:
+                session.trust_env = False
+                try:
+                    session.get("http://192.0.2.1/v1/models", timeout=2)
+                except requests.ConnectionError:
+                    pass
+        """
+    )
+
+    result = tester.runpytest()
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E *NetworkBlocked: *192.0.2.1:80*"])
+
+
+# -- parallel recording --------------------------------------------------------------
+
+
+def test_eight_tests_recording_into_one_cassette_under_xdist_keep_every_interaction(
+    tester, provider
+):
+    tester.makepyfile(
+        test_cas_parallel="""
+        import pytest
+        from cas_client import ask
+
+        @pytest.mark.agent(cassette="parallel")
+        @pytest.mark.parametrize("n", range(8))
+        def test_ask(n):
+            assert ask(f"question {n}?") == f"v1: question {n}?"
+        """
+    )
+
+    tester.runpytest("-n", "2", "--agent-record").assert_outcomes(passed=8)
+    provider.stop()
+    tester.runpytest("-n", "2").assert_outcomes(passed=8)
+
+    assert sorted(q for q, _ in _asked(tester, "parallel.json")) == [
+        f"question {n}?" for n in range(8)
+    ]
+
+
+# -- secrets -------------------------------------------------------------------------
+
+CANARIES = {
+    "OPENAI_API_KEY": "sk-canary-env-0001-openai-key",
+    "CANARY_X_API_KEY": "canary-0002-x-api-key",
+    "CANARY_API_KEY_HEADER": "canary-0003-api-key-header",
+    "CANARY_ORGANIZATION": "org-canary-0004-organization",
+    "CANARY_PROJECT": "proj_canary-0005-project",
+    "CANARY_ANTHROPIC_ORG": "canary-0006-anthropic-org-id",
+    "CANARY_COOKIE": "canary-0007-session-cookie",
+    "CANARY_QUERY_KEY": "canary-0008-query-key",
+}
+
+
+def test_no_canary_secret_reaches_any_written_file(tester, provider, monkeypatch):
+    for name, value in CANARIES.items():
+        monkeypatch.setenv(name, value)
+    tester.makepyfile(
+        test_cas_secrets="""
+        import json
+        import os
+
+        import pytest
+        from cas_client import client
+
+        @pytest.mark.agent
+        def test_secrets():
+            env = os.environ
+            with client(
+                api_key=env["OPENAI_API_KEY"],
+                organization=env["CANARY_ORGANIZATION"],
+                project=env["CANARY_PROJECT"],
+                default_headers={
+                    "x-api-key": env["CANARY_X_API_KEY"],
+                    "api-key": env["CANARY_API_KEY_HEADER"],
+                    "anthropic-organization-id": env["CANARY_ANTHROPIC_ORG"],
+                    "cookie": "session=" + env["CANARY_COOKIE"],
+                    "x-echo": "1",
+                },
+                default_query={"api_key": env["CANARY_QUERY_KEY"]},
+            ) as openai_client:
+                reply = openai_client.chat.completions.create(
+                    model="gpt-4o-mini",
+                    messages=[{"role": "user", "content": "my key: " + env["OPENAI_API_KEY"]}],
+                )
+            echoed = json.loads(reply.choices[0].message.content)
+            assert echoed["headers"]["x-api-key"] == env["CANARY_X_API_KEY"] or (
+                echoed["headers"]["x-api-key"] == "REDACTED"
+            )
+        """
+    )
+
+    tester.runpytest("--agent-record", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    tester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+    written = [p for p in tester.path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".json" for p in written)
+    leaks = {
+        f"{path.relative_to(tester.path)}: {name}"
+        for path in written
+        for name, value in CANARIES.items()
+        if value.encode() in path.read_bytes()
+    }
+    assert leaks == set()
+    cassette = (tester.path / "cassettes" / "test_cas_secrets" / "test_secrets.json").read_text()
+    assert cassette.count("REDACTED") >= len(CANARIES)
+
+
+# -- the command line ----------------------------------------------------------------
+
+
+def test_help_lists_the_cassette_options_and_ini_keys(agent_pytester: pytest.Pytester) -> None:
+    result = agent_pytester.runpytest("--help")
+
+    result.stdout.fnmatch_lines(
+        [
+            "*--agent-record=[[]MODE[]]*",
+            "*--agent-cassette-dir=DIR*",
+            "*--agent-record-failing*",
+            "*agent_cassette_dir (string):*",
+            "*agent_record_mode (string):*",
+            "*agent_all_tests (bool):*",
+            "*agent_allow_unused (bool):*",
+            "*agent_cassette_format (string):*",
+        ]
+    )
+
+
+def test_record_flag_before_a_path_records_that_path(tester: pytest.Pytester, provider) -> None:
+    tester.makepyfile(test_cas_paris=ONE_QUESTION)
+
+    tester.runpytest("--agent-record", "test_cas_paris.py").assert_outcomes(passed=1)
+
+    assert Path(tester.path / "cassettes" / "test_cas_paris" / "test_paris.json").is_file()

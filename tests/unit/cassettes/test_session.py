@@ -1,0 +1,718 @@
+"""Unit tests of pytest_agentctx.cassettes.session: a test's cassette replaying, recording,
+reporting misses and stale recordings, and saving.
+
+Replayed requests go to ``http://127.0.0.1:9`` (the discard port): if the cassette did not
+answer them they would fail to connect. Recordings go to a loopback server the test starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import openai
+import pytest
+from cassette_support import TLS, Loopback, chat_chunk, chat_completion
+
+from pytest_agentctx.cassettes import Cassette, Interaction, RecordMode, load_cassette
+from pytest_agentctx.cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
+from pytest_agentctx.cassettes.store import write_cassette
+from pytest_agentctx.exceptions import CassetteMiss, StaleCassette
+
+REPLAY_BASE = "http://127.0.0.1:9/v1"
+CHAT_URL = f"{REPLAY_BASE}/chat/completions"
+MODEL = "gpt-4o-mini"
+TEST_ID = "tests/test_agent.py::test_weather"
+CANARY = "canary-7c2d-never-in-a-cassette"
+
+
+def _request(content: str, **extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "messages": [{"role": "user", "content": content}], **extra}
+
+
+def _interaction(
+    request: dict[str, Any], response: dict[str, Any] | None = None, url: str = CHAT_URL
+) -> Interaction:
+    return Interaction(
+        method="POST",
+        url=url,
+        request_headers={"content-type": "application/json"},
+        request_body={"json": request},
+        status=200,
+        response_headers={"content-type": "application/json"},
+        response_body={"json": response or chat_completion("recorded")},
+    )
+
+
+def _stream_interaction(request: dict[str, Any], *words: str) -> Interaction:
+    events: list[dict[str, Any]] = [
+        {"data": json.loads(chat_chunk(word).decode()[len("data: ") :])} for word in words
+    ]
+    return Interaction(
+        method="POST",
+        url=CHAT_URL,
+        request_headers={"content-type": "application/json"},
+        request_body={"json": {**request, "stream": True}},
+        status=200,
+        response_headers={"content-type": "text/event-stream"},
+        response_body={"sse": [*events, {"data": "[DONE]"}]},
+    )
+
+
+@pytest.fixture(autouse=True)
+def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in DEFAULT_SECRET_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "cassettes" / "test_agent" / "test_weather.json"
+
+
+@contextlib.contextmanager
+def _active(cassette: Cassette) -> Iterator[Cassette]:
+    cassette.start()
+    try:
+        yield cassette
+    finally:
+        cassette.stop()
+
+
+def _client(base_url: str = REPLAY_BASE) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key="sk-unit-test-key-000",
+        base_url=base_url,
+        max_retries=0,
+        http_client=httpx2.AsyncClient(verify=TLS, trust_env=False),
+    )
+
+
+async def _ask(client: openai.AsyncOpenAI, content: str, **extra: Any) -> str | None:
+    reply = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": content}], **extra
+    )
+    return reply.choices[0].message.content
+
+
+async def _ask_streaming(client: openai.AsyncOpenAI, content: str) -> list[str | None]:
+    stream = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": content}], stream=True
+    )
+    return [chunk.choices[0].delta.content async for chunk in stream]
+
+
+def _replaying(path: Path, *interactions: Interaction, **options: Any) -> Cassette:
+    write_cassette(path, list(interactions))
+    return Cassette(path, test_id=TEST_ID, **options)
+
+
+# -- replay --------------------------------------------------------------------------
+
+
+async def test_replay_answers_the_sdk_from_the_cassette(path):
+    cassette = _replaying(path, _interaction(_request("Hi"), chat_completion("Hello!")))
+
+    with _active(cassette):
+        async with _client() as client:
+            answer = await _ask(client, "Hi")
+
+    assert answer == "Hello!"
+    assert cassette.replayed == 1
+
+
+async def test_identical_requests_replay_their_recordings_in_order(path):
+    cassette = _replaying(
+        path,
+        _interaction(_request("Poll"), chat_completion("pending")),
+        _interaction(_request("Other"), chat_completion("other")),
+        _interaction(_request("Poll"), chat_completion("done")),
+    )
+
+    with _active(cassette):
+        async with _client() as client:
+            answers = [await _ask(client, "Poll"), await _ask(client, "Poll")]
+
+    assert answers == ["pending", "done"]
+    assert cassette.played == [0, 2]
+
+
+async def test_replay_matches_whatever_the_key_order_of_the_body(path):
+    cassette = _replaying(
+        path, _interaction({"messages": [{"content": "Hi", "role": "user"}], "model": MODEL})
+    )
+
+    with _active(cassette), httpx2.Client(verify=TLS) as client:
+        body = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'
+        response = await asyncio.to_thread(
+            client.post, CHAT_URL, content=body, headers={"content-type": "application/json"}
+        )
+
+    assert response.json()["choices"][0]["message"]["content"] == "recorded"
+
+
+async def test_replay_ignores_volatile_fields(path):
+    cassette = _replaying(path, _interaction(_request("Hi", user="run-1")))
+
+    with _active(cassette):
+        async with _client() as client:
+            await _ask(client, "Hi", user="run-2")
+
+    assert cassette.misses == []
+
+
+async def test_replay_ignores_a_users_field(path):
+    cassette = _replaying(path, _interaction(_request("Hi", seed=1)), ignored_fields=["seed"])
+
+    with _active(cassette):
+        async with _client() as client:
+            await _ask(client, "Hi", seed=2)
+
+    assert cassette.misses == []
+
+
+async def test_replayed_stream_works_with_the_sdk_stream_api(path):
+    cassette = _replaying(path, _stream_interaction(_request("Hi"), "Hel", "lo"))
+
+    with _active(cassette):
+        async with _client() as client:
+            deltas = await _ask_streaming(client, "Hi")
+
+    assert deltas == ["Hel", "lo"]
+
+
+async def test_replayed_stream_arrives_one_chunk_per_event(path):
+    cassette = _replaying(path, _stream_interaction(_request("Hi"), "Hel", "lo"))
+
+    with _active(cassette):
+        async with (
+            httpx2.AsyncClient(verify=TLS) as client,
+            client.stream("POST", CHAT_URL, json=_request("Hi", stream=True)) as response,
+        ):
+            chunks = [chunk async for chunk in response.aiter_raw()]
+
+    assert [(chunk[:6], chunk[-2:]) for chunk in chunks] == [(b"data: ", b"\n\n")] * 3
+    assert [json.loads(chunk[6:]) for chunk in chunks[:2]] == [
+        json.loads(chat_chunk(word)[6:]) for word in ("Hel", "lo")
+    ]
+    assert chunks[2] == b"data: [DONE]\n\n"
+
+
+async def test_replayed_json_response_has_its_content_length(path):
+    cassette = _replaying(path, _interaction(_request("Hi")))
+
+    with _active(cassette):
+        async with httpx2.AsyncClient(verify=TLS) as client:
+            response = await client.post(CHAT_URL, json=_request("Hi"))
+
+    assert int(response.headers["content-length"]) == len(response.content)
+
+
+# -- misses --------------------------------------------------------------------------
+
+
+async def test_miss_fails_the_sdk_call_without_retries(path):
+    cassette = _replaying(path, _interaction(_request("Weather in Paris?")))
+
+    with _active(cassette):
+        async with _client() as client:
+            with pytest.raises(
+                openai.InternalServerError, match=r"599 - Cassette .* cannot answer"
+            ):
+                await _ask(client, "Weather in Rome?")
+
+    assert len(cassette.misses) == 1
+
+
+async def test_miss_is_raised_by_check(path):
+    cassette = _replaying(path, _interaction(_request("Weather in Paris?")))
+    with _active(cassette):
+        async with httpx2.AsyncClient(verify=TLS) as client:
+            await client.post(CHAT_URL, json=_request("Weather in Rome?"))
+
+    with pytest.raises(CassetteMiss):
+        cassette.check()
+
+
+async def test_miss_message_names_the_cassette_request_closest_diff_and_command(path):
+    cassette = _replaying(
+        path,
+        _interaction(_request("Weather in Paris?", temperature=0)),
+        _interaction({"model": "other", "messages": []}),
+    )
+    with _active(cassette):
+        async with _client() as client:
+            with contextlib.suppress(openai.InternalServerError):
+                await _ask(client, "Weather in Rome?", temperature=0)
+
+    message = cassette.miss_message(cassette.misses[0])
+
+    assert message.splitlines() == [
+        f"Cassette {path} cannot answer POST 127.0.0.1:9/v1/chat/completions: the cassette "
+        "has no such request.",
+        "Closest recorded request: interaction #0, POST 127.0.0.1:9/v1/chat/completions; "
+        "differences:",
+        '  messages[0].content: recorded "Weather in Paris?" != now "Weather in Rome?"',
+        "If the agent's requests changed on purpose, re-record this test: "
+        f'pytest --agent-record "{TEST_ID}"',
+    ]
+
+
+async def test_miss_message_shows_a_changed_request_line(path):
+    cassette = _replaying(path, _interaction(_request("Hi")))
+    with _active(cassette), httpx2.Client(verify=TLS) as client:
+        await asyncio.to_thread(client.post, f"{CHAT_URL}?api-version=2", json=_request("Hi"))
+
+    message = cassette.miss_message(cassette.misses[0])
+
+    assert (
+        "  (request line): recorded POST 127.0.0.1:9/v1/chat/completions != now "
+        "POST 127.0.0.1:9/v1/chat/completions?api-version=2"
+    ) in message.splitlines()
+
+
+async def test_miss_message_leaves_ignored_fields_out_of_the_diff(path):
+    cassette = _replaying(path, _interaction(_request("Paris?", user="run-1")))
+    with _active(cassette):
+        async with _client() as client:
+            with contextlib.suppress(openai.InternalServerError):
+                await _ask(client, "Rome?", user="run-2")
+
+    message = cassette.miss_message(cassette.misses[0])
+
+    assert "user" not in message
+    assert 'messages[0].content: recorded "Paris?" != now "Rome?"' in message
+
+
+async def test_miss_of_a_request_whose_recordings_were_all_used_says_so(path):
+    cassette = _replaying(path, _interaction(_request("Hi")))
+    with _active(cassette):
+        async with _client() as client:
+            await _ask(client, "Hi")
+            with pytest.raises(openai.InternalServerError):
+                await _ask(client, "Hi")
+
+    message = cassette.miss_message(cassette.misses[0])
+
+    assert "the cassette has this request 1 time(s) and all were used already" in message
+    assert "#0 (already used)" in message
+    assert "(the same request: every recording of it was used already)" in message
+
+
+async def test_miss_without_a_cassette_says_there_is_none(path):
+    cassette = Cassette(path, test_id=TEST_ID)
+    with _active(cassette):
+        async with _client() as client:
+            with contextlib.suppress(openai.InternalServerError):
+                await _ask(client, "Hi")
+
+    message = cassette.miss_message(cassette.misses[0])
+
+    assert ": there is no cassette." in message
+    assert "Closest" not in message
+
+
+# -- stale cassettes -----------------------------------------------------------------
+
+
+async def test_unused_recordings_make_the_cassette_stale(path):
+    cassette = _replaying(path, _interaction(_request("Hi")), _interaction(_request("Bye")))
+    with _active(cassette):
+        async with _client() as client:
+            await _ask(client, "Hi")
+
+    with pytest.raises(StaleCassette) as caught:
+        cassette.check()
+
+    assert str(caught.value).splitlines() == [
+        f"Cassette {path}: 1 of 2 recorded interactions were never used; the agent no "
+        "longer sends them:",
+        "  #1: POST 127.0.0.1:9/v1/chat/completions",
+        f'The cassette is stale. Re-record this test: pytest --agent-record "{TEST_ID}"',
+        "or, if the test should not use them all, mark it @pytest.mark.agent(allow_unused=True).",
+    ]
+
+
+async def test_unused_recordings_are_allowed_when_the_test_says_so(path):
+    cassette = _replaying(path, _interaction(_request("Hi")), allow_unused=True)
+
+    cassette.check()
+
+
+async def test_unused_recordings_of_a_shared_cassette_are_not_stale(path):
+    cassette = _replaying(path, _interaction(_request("Hi")), shared=True)
+
+    cassette.check()
+
+
+async def test_a_miss_is_reported_before_staleness(path):
+    cassette = _replaying(path, _interaction(_request("Hi")))
+    with _active(cassette):
+        async with _client() as client:
+            with contextlib.suppress(openai.InternalServerError):
+                await _ask(client, "Bye")
+
+    with pytest.raises(CassetteMiss):
+        cassette.check()
+
+
+# -- recording -----------------------------------------------------------------------
+
+
+async def test_recording_stores_a_gzip_response_decoded(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("Hello!"), gzipped=True)
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            answer = await _ask(client, "Hi")
+
+    assert answer == "Hello!"
+    match cassette.new_interactions:
+        case [
+            Interaction(
+                request_body={"json": {"model": "gpt-4o-mini", "messages": [{"content": "Hi"}]}},
+                response_body={"json": {"choices": [{"message": {"content": "Hello!"}}]}},
+                response_headers=headers,
+            )
+        ]:
+            assert "content-encoding" not in headers
+        case other:
+            raise AssertionError(other)
+
+
+async def test_recorded_gzip_response_replays_without_the_server(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("Hello!"), gzipped=True)
+    url = f"{loopback.url}/v1"
+    recording = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+    with _active(recording):
+        async with _client(url) as client:
+            await _ask(client, "Hi")
+    recording.save("run-1")
+
+    with _active(Cassette(path, test_id=TEST_ID)):
+        async with _client(url) as client:
+            answer = await _ask(client, "Hi")
+
+    assert answer == "Hello!"
+    assert len(loopback.seen) == 1
+
+
+async def test_recording_stores_a_stream_event_by_event(path, loopback: Loopback):
+    loopback.answer_sse(chat_chunk("Hel"), chat_chunk("lo"), b"data: [DONE]\n\n")
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            deltas = await _ask_streaming(client, "Hi")
+
+    assert deltas == ["Hel", "lo"]
+    match cassette.new_interactions:
+        case [
+            Interaction(
+                response_headers={"content-type": "text/event-stream"},
+                response_body={
+                    "sse": [
+                        {"data": {"choices": [{"delta": {"content": "Hel"}}]}},
+                        {"data": {"choices": [{"delta": {"content": "lo"}}]}},
+                        {"data": "[DONE]"},
+                    ]
+                },
+            )
+        ]:
+            pass
+        case other:
+            raise AssertionError(other)
+
+
+async def test_recorded_stream_replays_with_the_sdk_stream_api(path, loopback: Loopback):
+    loopback.answer_sse(chat_chunk("Hel"), chat_chunk("lo"), b"data: [DONE]\n\n")
+    url = f"{loopback.url}/v1"
+    recording = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+    with _active(recording):
+        async with _client(url) as client:
+            live = await _ask_streaming(client, "Hi")
+    recording.save("run-1")
+
+    with _active(Cassette(path, test_id=TEST_ID)):
+        async with _client(url) as client:
+            replayed = await _ask_streaming(client, "Hi")
+
+    assert replayed == live == ["Hel", "lo"]
+    assert len(loopback.seen) == 1
+
+
+async def test_recording_passes_a_stream_through_as_it_arrives(path, loopback: Loopback):
+    first_read = threading.Event()
+    loopback.answer_sse(chat_chunk("Hel"), first_read, chat_chunk("lo"), b"data: [DONE]\n\n")
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    deltas: list[str | None] = []
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            stream = await client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Hi"}], stream=True
+            )
+            async for chunk in stream:
+                deltas.append(chunk.choices[0].delta.content)
+                first_read.set()  # the server sends the rest only now
+
+    assert deltas == ["Hel", "lo"]
+    assert loopback.gates == [True]  # the first event reached the SDK before the second left
+    assert len(cassette.new_interactions) == 1
+
+
+async def test_recording_through_a_sync_client_works(path, loopback: Loopback):
+    loopback.answer_json({"ok": True})
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette), httpx2.Client(verify=TLS, trust_env=False) as client:
+        response = await asyncio.to_thread(client.post, f"{loopback.url}/v1/x", json={"a": 1})
+
+    assert response.json() == {"ok": True}
+    assert [i.response_body for i in cassette.new_interactions] == [{"json": {"ok": True}}]
+
+
+async def test_recording_through_httpx_works(path, loopback: Loopback):
+    loopback.answer_json({"ok": True})
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with httpx.AsyncClient(verify=TLS, trust_env=False) as client:
+            response = await client.post(f"{loopback.url}/v1/x", json={"a": 1})
+
+    assert response.json() == {"ok": True}
+    assert [i.request_body for i in cassette.new_interactions] == [{"json": {"a": 1}}]
+
+
+async def test_recording_keeps_meaningful_request_headers_only(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("ok"))
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            await _ask(client, "Hi")
+
+    assert cassette.new_interactions[0].request_headers == {
+        "accept": "application/json",
+        "authorization": REDACTED,
+        "content-type": "application/json",
+    }
+
+
+async def test_recording_keeps_a_binary_request_body_byte_for_byte(path, loopback: Loopback):
+    loopback.answer_json({"ok": True})
+    upload = bytes(range(256))
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
+            await client.post(f"{loopback.url}/v1/files", content=upload)
+
+    assert loopback.seen[0].body == upload
+    match cassette.new_interactions:
+        case [Interaction(request_body={"base64": _})]:
+            pass
+        case other:
+            raise AssertionError(other)
+
+
+async def test_recording_redacts_secrets_the_server_echoes(path, loopback: Loopback, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    loopback.answer(
+        200,
+        {"content-type": "application/json", "x-echo-key": CANARY},
+        json.dumps({"echo": {"authorization": f"Bearer {CANARY}"}}).encode(),
+    )
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID, redactor=Redactor())
+
+    with _active(cassette):
+        async with openai.AsyncOpenAI(
+            base_url=f"{loopback.url}/v1",
+            max_retries=0,
+            http_client=httpx2.AsyncClient(verify=TLS, trust_env=False),
+        ) as client:
+            await client.models.list()
+    cassette.save("run-1")
+
+    assert CANARY not in path.read_text()
+    assert f"Bearer {CANARY}" in json.dumps(loopback.seen[0].headers)
+
+
+async def test_recording_redacts_a_key_set_after_the_cassette_started(
+    path, loopback: Loopback, monkeypatch
+):
+    loopback.answer_json({"echo": CANARY})
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+
+    with _active(cassette):
+        async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
+            await client.post(f"{loopback.url}/v1/x", json={"key": CANARY})
+    cassette.save("run-1")
+
+    assert CANARY not in path.read_text()
+
+
+async def test_interactions_are_the_loaded_then_the_recorded_ones(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("new"))
+    write_cassette(path, [_interaction(_request("Old"))])
+    cassette = Cassette(path, mode=RecordMode.NEW, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            await _ask(client, "New")
+
+    assert [i.request_body["json"]["messages"][0]["content"] for i in cassette.interactions] == [
+        "Old",
+        "New",
+    ]
+    assert cassette.recorded
+
+
+# -- modes and saving ----------------------------------------------------------------
+
+
+async def test_new_mode_replays_what_matches_and_records_the_rest(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("live"))
+    url = f"{loopback.url}/v1"
+    old = _interaction(_request("Old"), chat_completion("replayed"), f"{url}/chat/completions")
+    write_cassette(path, [old])
+    cassette = Cassette(path, mode=RecordMode.NEW, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(url) as client:
+            answers = [await _ask(client, "Old"), await _ask(client, "New")]
+    cassette.save("run-1")
+
+    assert answers == ["replayed", "live"]
+    assert len(loopback.seen) == 1
+    assert len(load_cassette(path)) == 2
+
+
+async def test_missing_mode_records_a_test_without_a_cassette(path):
+    assert Cassette(path, mode=RecordMode.MISSING).mode is RecordMode.REWRITE
+
+
+async def test_missing_mode_replays_a_test_with_a_cassette(path):
+    write_cassette(path, [_interaction(_request("Hi"))])
+
+    assert Cassette(path, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
+
+
+async def test_missing_mode_adds_to_a_cassette_recorded_earlier_in_the_same_run(path):
+    first = Cassette(path, mode=RecordMode.MISSING, shared=True, run_id="run-1")
+    first.recorded_interactions.append(_interaction(_request("Hi")))
+    first.save("run-1")
+
+    assert Cassette(path, mode=RecordMode.MISSING, shared=True, run_id="run-1").mode is (
+        RecordMode.NEW
+    )
+
+
+async def test_rewrite_replaces_the_old_cassette(path):
+    write_cassette(path, [_interaction(_request("Old"))])
+    cassette = Cassette(path, mode=RecordMode.REWRITE)
+    cassette.recorded_interactions.append(_interaction(_request("New")))
+
+    assert cassette.save("run-1")
+
+    assert [i.request_body for i in load_cassette(path)] == [{"json": _request("New")}]
+
+
+async def test_rewrite_appends_to_a_shared_cassette_written_in_the_same_run(path):
+    for content in ("A", "B"):
+        cassette = Cassette(path, mode=RecordMode.REWRITE, shared=True)
+        cassette.recorded_interactions.append(_interaction(_request(content)))
+        cassette.save("run-1")
+
+    assert len(load_cassette(path)) == 2
+
+
+async def test_rewrite_in_a_new_run_starts_the_shared_cassette_over(path):
+    for run in ("run-1", "run-2"):
+        cassette = Cassette(path, mode=RecordMode.REWRITE, shared=True)
+        cassette.recorded_interactions.append(_interaction(_request(run)))
+        cassette.save(run)
+
+    assert [i.request_body for i in load_cassette(path)] == [{"json": _request("run-2")}]
+
+
+async def test_save_without_recordings_writes_no_file(path):
+    assert not Cassette(path, mode=RecordMode.REWRITE).save("run-1")
+
+    assert not path.exists()
+
+
+async def test_rewrite_of_a_test_that_no_longer_sends_anything_empties_its_cassette(path):
+    write_cassette(path, [_interaction(_request("Old"))])
+
+    assert Cassette(path, mode=RecordMode.REWRITE).save("run-1")
+
+    assert load_cassette(path) == []
+
+
+async def test_replay_mode_never_saves(path):
+    write_cassette(path, [_interaction(_request("Old"))])
+    before = path.read_bytes()
+
+    assert not Cassette(path).save("run-1")
+
+    assert path.read_bytes() == before
+
+
+async def test_incomplete_recordings_are_not_saved(path):
+    cassette = Cassette(path, mode=RecordMode.REWRITE)
+    cassette.recorded_interactions.append(None)
+
+    assert (cassette.recorded, cassette.save("run-1")) == (False, False)
+
+
+async def test_every_recorded_gzip_byte_ends_up_decoded_on_disk(path, loopback: Loopback):
+    payload = {"data": ["x" * 50] * 20}
+    loopback.answer_json(payload, gzipped=True)
+    cassette = Cassette(path, mode=RecordMode.REWRITE)
+
+    with _active(cassette):
+        async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
+            await client.get(f"{loopback.url}/v1/big")
+    cassette.save("run-1")
+
+    stored = json.loads(path.read_text())["interactions"][0]["response"]
+    assert stored["body"] == {"json": payload}
+    assert "content-encoding" not in stored["headers"]
+    assert gzip.compress(b"") not in path.read_bytes()
+
+
+async def test_recording_with_a_key_in_the_query_matches_a_live_request_with_another(path):
+    recorded = _interaction(_request("Hi"), url=f"{CHAT_URL}?key=recorded-key-123")
+    cassette = _replaying(path, recorded)
+
+    with _active(cassette), httpx2.Client(verify=TLS) as client:
+        await asyncio.to_thread(client.post, f"{CHAT_URL}?key=live-key-45678", json=_request("Hi"))
+
+    assert (cassette.misses, cassette.replayed) == ([], 1)
+
+
+async def test_saving_in_new_mode_scrubs_the_loaded_interactions_too(path, loopback: Loopback):
+    foreign = _interaction(_request("Old"), url=f"{loopback.url}/v1/x?api_key={CANARY}")
+    foreign.request_headers["authorization"] = f"Bearer {CANARY}"
+    write_cassette(path, [foreign])
+    loopback.answer_json({"ok": True})
+    cassette = Cassette(path, mode=RecordMode.NEW)
+
+    with _active(cassette):
+        async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
+            await client.post(f"{loopback.url}/v1/y", json={"new": 1})
+    cassette.save("run-1")
+
+    assert CANARY not in path.read_text()
+    assert len(load_cassette(path)) == 2

@@ -1,0 +1,222 @@
+"""Unit tests of pytest_agentctx.cassettes.settings: session and per-test cassette options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentctx.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
+from pytest_agentctx.cassettes.settings import (
+    CassetteSettings,
+    TestOptions,
+    cassette_path,
+    parse_mode,
+)
+from pytest_agentctx.exceptions import CassetteError
+
+ROOT = Path("/project")
+
+
+def _settings(**overrides: Any) -> CassetteSettings:
+    options: dict[str, Any] = {
+        "rootpath": ROOT,
+        "directory": "cassettes",
+        "cli_mode": None,
+        "ini_mode": "none",
+        "all_tests": False,
+        "allow_unused": False,
+        "allowed_hosts": [],
+        "ignore_fields": [],
+        "cassette_format": "json",
+        "secret_env": [],
+        "record_failing": False,
+        "run_id": "run-1",
+    }
+    options.update(overrides)
+    return CassetteSettings.build(**options)
+
+
+def _path(settings: CassetteSettings, **overrides: Any) -> Path:
+    options: dict[str, Any] = {
+        "rootpath": ROOT,
+        "module_path": ROOT / "tests" / "agents" / "test_weather.py",
+        "test_name": "test_paris",
+        "class_name": None,
+        "override": None,
+    }
+    options.update(overrides)
+    return cassette_path(settings, **options)
+
+
+# -- parse_mode ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [("none", RecordMode.NONE), ("rewrite", RecordMode.REWRITE), (" Missing ", RecordMode.MISSING),
+     ("NEW", RecordMode.NEW)],
+)  # fmt: skip
+async def test_parse_mode_reads_every_mode(text, mode):
+    assert parse_mode(text, where="--agent-record") is mode
+
+
+async def test_unknown_mode_names_where_it_came_from_and_the_choices():
+    with pytest.raises(CassetteError) as caught:
+        parse_mode("all", where="--agent-record")
+
+    assert str(caught.value) == (
+        "--agent-record: record mode 'all' does not exist; choose one of none, rewrite, "
+        "missing, new (e.g. pytest --agent-record=missing)."
+    )
+
+
+# -- CassetteSettings ----------------------------------------------------------------
+
+
+async def test_default_settings_replay_json_cassettes_under_the_rootdir():
+    match _settings():
+        case CassetteSettings(
+            directory=Path(parts=("/", "project", "cassettes")),
+            mode=RecordMode.NONE,
+            mode_from_command_line=False,
+            extension=".json",
+            ignore_fields=fields,
+        ):
+            assert fields == DEFAULT_IGNORED_FIELDS
+        case other:
+            raise AssertionError(other)
+
+
+async def test_absolute_cassette_dir_is_kept():
+    assert _settings(directory="/elsewhere/tapes").directory == Path("/elsewhere/tapes")
+
+
+async def test_command_line_mode_wins_over_the_ini():
+    settings = _settings(cli_mode="missing", ini_mode="new")
+
+    assert (settings.mode, settings.mode_from_command_line) == (RecordMode.MISSING, True)
+
+
+async def test_ini_mode_applies_without_the_command_line():
+    assert _settings(ini_mode="new").mode is RecordMode.NEW
+
+
+async def test_unknown_ini_mode_is_an_error_naming_the_ini_key():
+    with pytest.raises(CassetteError, match=r"^agent_record_mode: record mode 'sometimes'"):
+        _settings(ini_mode="sometimes")
+
+
+async def test_yaml_format_gives_yaml_cassettes():
+    assert _settings(cassette_format=" YAML ").extension == ".yaml"
+
+
+async def test_unknown_format_is_an_error():
+    with pytest.raises(
+        CassetteError, match=r"agent_cassette_format = 'toml'; expected json or yaml"
+    ):
+        _settings(cassette_format="toml")
+
+
+async def test_ini_ignore_fields_add_to_the_defaults():
+    assert _settings(ignore_fields=["seed"]).ignore_fields == (*DEFAULT_IGNORED_FIELDS, "seed")
+
+
+# -- TestOptions ---------------------------------------------------------------------
+
+
+async def test_marker_options_are_read():
+    options = TestOptions.resolve(
+        _settings(allowed_hosts=["ini.test"]),
+        {"cassette": "shared", "allow_unused": True, "allowed_hosts": ["api.test"],
+         "match_ignore": ["seed"], "note": 1},
+        where="t.py::test",
+    )  # fmt: skip
+
+    match options:
+        case TestOptions(
+            cassette="shared",
+            allow_unused=True,
+            mode=RecordMode.NONE,
+            allowed_hosts=("ini.test", "api.test"),
+            ignore_fields=(*_, "seed"),
+            extra={"note": 1},
+        ):
+            pass
+        case other:
+            raise AssertionError(other)
+
+
+async def test_ini_allow_unused_applies_without_a_marker():
+    assert TestOptions.resolve(_settings(allow_unused=True), {}, where="t").allow_unused
+
+
+async def test_marker_record_mode_applies_without_the_command_line():
+    options = TestOptions.resolve(_settings(), {"record_mode": "new"}, where="t")
+
+    assert options.mode is RecordMode.NEW
+
+
+async def test_command_line_mode_wins_over_the_marker():
+    options = TestOptions.resolve(_settings(cli_mode="rewrite"), {"record_mode": "new"}, where="t")
+
+    assert options.mode is RecordMode.REWRITE
+
+
+async def test_marker_with_an_unknown_record_mode_names_the_test():
+    with pytest.raises(CassetteError, match=r"^t\.py::test: record mode 'x'"):
+        TestOptions.resolve(_settings(), {"record_mode": "x"}, where="t.py::test")
+
+
+@pytest.mark.parametrize("value", ["", "  ", 3, ["a"]])
+async def test_marker_cassette_must_be_a_name(value):
+    with pytest.raises(CassetteError, match=r"cassette=.*give a file name such as"):
+        TestOptions.resolve(_settings(), {"cassette": value}, where="t")
+
+
+@pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
+async def test_marker_lists_must_be_lists_of_strings(name):
+    with pytest.raises(CassetteError, match=rf"{name}='api.test'; expected a list of strings"):
+        TestOptions.resolve(_settings(), {name: "api.test"}, where="t")
+
+
+# -- cassette_path -------------------------------------------------------------------
+
+
+async def test_cassette_path_mirrors_the_test_module():
+    assert _path(_settings()) == ROOT / "cassettes/tests/agents/test_weather/test_paris.json"
+
+
+async def test_cassette_path_names_the_class():
+    path = _path(_settings(), class_name="TestWeather")
+
+    assert path.name == "TestWeather.test_paris.json"
+
+
+async def test_cassette_path_keeps_parameters_and_replaces_unsafe_characters():
+    path = _path(_settings(), test_name="test_city[Paris/France-1 2]")
+
+    assert path.name == "test_city[Paris_France-1_2].json"
+
+
+async def test_cassette_path_has_the_yaml_extension_in_yaml_format():
+    assert _path(_settings(cassette_format="yaml")).suffix == ".yaml"
+
+
+async def test_cassette_path_of_a_module_outside_the_rootdir_uses_its_name():
+    path = _path(_settings(), module_path=Path("/elsewhere/test_x.py"))
+
+    assert path == ROOT / "cassettes/test_x/test_paris.json"
+
+
+async def test_shared_cassette_is_relative_to_the_cassette_dir():
+    assert _path(_settings(), override="shared/weather") == ROOT / "cassettes/shared/weather.json"
+
+
+async def test_shared_cassette_keeps_its_own_extension():
+    assert _path(_settings(), override="legacy.yaml") == ROOT / "cassettes/legacy.yaml"
+
+
+async def test_shared_cassette_may_be_an_absolute_path():
+    assert _path(_settings(), override="/tapes/one.json") == Path("/tapes/one.json")
