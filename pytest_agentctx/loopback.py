@@ -2,9 +2,10 @@
 
 :class:`LoopbackProvider` is an HTTP/1.1 server on ``127.0.0.1`` (a free port, a
 background thread) that answers the official SDKs as the real APIs do:
-``POST /v1/chat/completions`` in the OpenAI chat completions format and ``POST /v1/messages``
-in the Anthropic Messages format, as one JSON response or, when the request asks
-(``"stream": true``), as server-sent events flushed one by one. Its replies come from the
+``POST /v1/chat/completions`` in the OpenAI chat completions format, ``POST /v1/responses``
+in the OpenAI Responses format and ``POST /v1/messages`` in the Anthropic Messages format,
+as one JSON response or, when the request asks (``"stream": true``), as server-sent events
+flushed one by one. Its replies come from the
 same script as :class:`~pytest_agentctx.fakes.FakeLLM`'s (``reply``, ``reply_tool_call``,
 ``fail``), encoded by the same codecs.
 
@@ -43,9 +44,15 @@ __all__ = ["LoopbackExchange", "LoopbackProvider"]
 #: The only address the server ever binds.
 HOST = "127.0.0.1"
 
-# The model endpoints. ``/chat/completions`` serves an OpenAI client whose base URL has
-# no ``/v1``, so one base URL (``provider.base_url``) works for both SDKs.
-_MODEL_PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages")
+# The model endpoints. ``/chat/completions`` and ``/responses`` serve an OpenAI client
+# whose base URL has no ``/v1``, so one base URL (``provider.base_url``) works for both SDKs.
+_MODEL_PATHS = (
+    "/v1/chat/completions",
+    "/chat/completions",
+    "/v1/responses",
+    "/responses",
+    "/v1/messages",
+)
 
 _ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -166,8 +173,9 @@ class LoopbackProvider(ScriptedModel):
         """``http://127.0.0.1:PORT``: the base URL for either SDK.
 
         The Anthropic SDK appends ``/v1/messages``; the OpenAI SDK appends
-        ``/chat/completions``, which the server also answers. Use :attr:`openai_base_url`
-        for request URLs shaped like OpenAI's own (``.../v1/chat/completions``).
+        ``/chat/completions`` or ``/responses``, which the server also answers. Use
+        :attr:`openai_base_url` for request URLs shaped like OpenAI's own
+        (``.../v1/chat/completions``).
         """
         return f"http://{HOST}:{self.port}"
 
@@ -358,7 +366,7 @@ class _Handler(BaseHTTPRequestHandler):
             log(404)
             message = (
                 f"pytest-agentctx loopback has no endpoint {self.command} {self.path}; it "
-                "serves POST /v1/chat/completions (also /chat/completions) and POST "
+                "serves POST /v1/chat/completions, /v1/responses (also without /v1) and "
                 "/v1/messages."
             )
             self._send_json(404, _openai_error(404, message), provider, gzipped, False)
@@ -370,7 +378,8 @@ class _Handler(BaseHTTPRequestHandler):
             error = _anthropic_error(405, message) if anthropic else _openai_error(405, message)
             self._send_json(405, error, provider, gzipped, anthropic)
             return
-        answer = provider.answer(path, body)
+        # Model calls are logged (and their codec found) by their canonical /v1 path.
+        answer = provider.answer(path if path.startswith("/v1/") else f"/v1{path}", body)
         if answer is None:
             raise LoopbackError(f"no codec answers {path}, which the server routes to a model")
         if answer.status != 200 or answer.completion is None:

@@ -8,8 +8,10 @@ optional extras: ``pip install 'pytest-agentctx[openai]'`` or ``[anthropic]``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
+import ssl
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -60,12 +62,6 @@ def _import_sdk(module: str, extra: str, prefix: str | None = None) -> Any:
         ) from None
 
 
-async def _stream_bytes(method: Any, body: Mapping[str, Any]) -> bytes:
-    """The raw event-stream bytes of a streamed call, read through the SDK's transport."""
-    async with method.with_streaming_response.create(**body) as response:
-        return bytes(await response.read())
-
-
 def _json_of(raw: Any) -> dict[str, Any]:
     data = json.loads(raw.http_response.content)
     if not isinstance(data, dict):
@@ -73,80 +69,104 @@ def _json_of(raw: Any) -> dict[str, Any]:
     return data
 
 
-class OpenAIChatProvider:
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle costs tens of milliseconds; the context is safe to share, so
+    # clients created per run (or per test) load it once per process.
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+class _SDKProvider:
+    """A provider on an SDK client: given, or created on first use and owned.
+
+    An owned client is closed by :meth:`aclose` (the runtime calls it at the end of each
+    run, so no connection outlives its event loop) and created again when next needed.
+    """
+
+    codec_name = ""
+    sdk = ""
+    extra = ""
+    prefix = ""
+    client_class = ""
+
+    def __init__(self, client: Any = None) -> None:
+        self.codec = get_codec(self.codec_name)
+        self._client = client
+        self._owned = client is None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            module = _import_sdk(self.sdk, self.extra, self.prefix)
+            http_client = module.DefaultAsyncHttpxClient(verify=_ssl_context())
+            self._client = getattr(module, self.client_class)(http_client=http_client)
+        return self._client
+
+    def _endpoint(self) -> Any:
+        raise NotImplementedError
+
+    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        raw = await self._endpoint().with_raw_response.create(**body)
+        return _json_of(raw)
+
+    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+        """The raw event stream of a streamed call, read through the SDK's transport."""
+        async with self._endpoint().with_streaming_response.create(**body) as response:
+            return bytes(await response.read())
+
+    async def aclose(self) -> None:
+        """Close the client if this provider created it (a given client is left open)."""
+        if self._owned and self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+
+class OpenAIChatProvider(_SDKProvider):
     """OpenAI chat completions through ``openai.AsyncOpenAI``.
 
     Pass ``client=`` to use your own client (another base URL, an API gateway); without
-    one, ``AsyncOpenAI()`` is created on first use and reads ``OPENAI_API_KEY``.
+    one, ``AsyncOpenAI()`` is created on first use and reads ``OPENAI_API_KEY`` (and
+    ``OPENAI_BASE_URL``).
     """
 
-    def __init__(self, client: Any = None) -> None:
-        self.codec = get_codec("openai_chat")
-        self._client = client
+    codec_name = "openai_chat"
+    sdk = extra = prefix = "openai"
+    client_class = "AsyncOpenAI"
 
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _import_sdk("openai", "openai").AsyncOpenAI()
-        return self._client
-
-    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        raw = await self.client.chat.completions.with_raw_response.create(**body)
-        return _json_of(raw)
-
-    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
-        return await _stream_bytes(self.client.chat.completions, body)
+    def _endpoint(self) -> Any:
+        return self.client.chat.completions
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(_SDKProvider):
     """The OpenAI Responses API through ``openai.AsyncOpenAI`` (models ``openai-responses:...``)."""
 
-    def __init__(self, client: Any = None) -> None:
-        self.codec = get_codec("openai_responses")
-        self._client = client
+    codec_name = "openai_responses"
+    sdk = extra = "openai"
+    prefix = "openai-responses"
+    client_class = "AsyncOpenAI"
 
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _import_sdk("openai", "openai", "openai-responses").AsyncOpenAI()
-        return self._client
-
-    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        raw = await self.client.responses.with_raw_response.create(**body)
-        return _json_of(raw)
-
-    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
-        return await _stream_bytes(self.client.responses, body)
+    def _endpoint(self) -> Any:
+        return self.client.responses
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(_SDKProvider):
     """Anthropic Messages through ``anthropic.AsyncAnthropic``.
 
     Pass ``client=`` to use your own client; without one, ``AsyncAnthropic()`` is created
-    on first use and reads ``ANTHROPIC_API_KEY``.
+    on first use and reads ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``).
     """
 
-    def __init__(self, client: Any = None) -> None:
-        self.codec = get_codec("anthropic_messages")
-        self._client = client
+    codec_name = "anthropic_messages"
+    sdk = extra = prefix = "anthropic"
+    client_class = "AsyncAnthropic"
 
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = _import_sdk("anthropic", "anthropic").AsyncAnthropic()
-        return self._client
-
-    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        raw = await self.client.messages.with_raw_response.create(**body)
-        return _json_of(raw)
-
-    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
-        return await _stream_bytes(self.client.messages, body)
+    def _endpoint(self) -> Any:
+        return self.client.messages
 
 
-_DEFAULTS: dict[
-    str, type[OpenAIChatProvider] | type[OpenAIResponsesProvider] | type[AnthropicMessagesProvider]
-] = {
+_DEFAULTS: dict[str, type[_SDKProvider]] = {
     "openai": OpenAIChatProvider,
     "openai-responses": OpenAIResponsesProvider,
     "anthropic": AnthropicMessagesProvider,

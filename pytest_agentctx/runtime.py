@@ -259,6 +259,23 @@ class AgentRuntime:
         deps: Mapping[str, Any] | None,
     ) -> RunResult:
         provider = self.provider_for(agent)
+        try:
+            return await self._turn(agent, provider, ctx, actor=actor, tenant=tenant, deps=deps)
+        finally:
+            aclose = getattr(provider, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _turn(
+        self,
+        agent: Agent,
+        provider: Provider,
+        ctx: AgentContext,
+        *,
+        actor: Any,
+        tenant: Any,
+        deps: Mapping[str, Any] | None,
+    ) -> RunResult:
         specs = [t.spec for t in agent.tools]
         # max_iterations counts the iterations of this turn, not of the whole conversation
         limit = ctx.current_iteration + agent.max_iterations - 1

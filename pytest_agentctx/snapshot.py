@@ -687,6 +687,51 @@ def _common_run(old: list[str], new: list[str], *, from_end: bool, limit: int | 
     return size
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (by bisection)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
+    lo, hi = 0, limit
+    end_a, end_b = len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[end_a - mid : end_a - lo] == b[end_b - mid : end_b - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _line_start(text: str, position: int, *, back: int) -> int:
+    """Where the line holding ``position`` starts, moved ``back`` lines earlier."""
+    start = text.rfind("\n", 0, position) + 1
+    for _ in range(back):
+        if start == 0:
+            break
+        start = text.rfind("\n", 0, start - 1) + 1
+    return start
+
+
+def _line_end(text: str, position: int, *, ahead: int) -> int:
+    """Where the line holding ``position`` ends, moved ``ahead`` lines later."""
+    end = text.find("\n", position)
+    for _ in range(ahead):
+        if end == -1:
+            break
+        end = text.find("\n", end + 1)
+    return len(text) if end == -1 else end
+
+
 def _header_of(text: str | bytes | None) -> str:
     if text is None:
         return "(empty)"
@@ -738,20 +783,34 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
     ) -> Iterator[str]:
         """Syrupy's diff of the changed lines only, with one line of context around them.
 
-        The unchanged lines before and after are found with list comparisons (in C), so a
-        one-line change in a long snapshot costs a split of both texts, not a line diff.
+        The unchanged text before and after the change is found by comparing halves of
+        the two texts (in C), so a one-line change in a long snapshot costs a few string
+        comparisons, not a split of both texts into lines or a line diff.
         """
-        old = str(snapshot_data).split("\n")
-        new = str(serialized_data).split("\n")
-        same_start = _common_run(old, new, from_end=False)
-        same_end = _common_run(old, new, from_end=True, limit=min(len(old), len(new)) - same_start)
-        start = max(0, same_start - _CONTEXT_LINES)
-        old_end = min(len(old), len(old) - same_end + _CONTEXT_LINES)
-        new_end = min(len(new), len(new) - same_end + _CONTEXT_LINES)
-        if start > 0:
+        old, new = str(snapshot_data), str(serialized_data)
+        prefix = _common_prefix(old, new)
+        suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+        start = _line_start(old, prefix, back=_CONTEXT_LINES + 1)
+        old_stop = _line_end(old, max(prefix, len(old) - suffix), ahead=_CONTEXT_LINES + 1)
+        new_stop = _line_end(new, max(prefix, len(new) - suffix), ahead=_CONTEXT_LINES + 1)
+        old_lines = old[start:old_stop].split("\n")
+        new_lines = new[start:new_stop].split("\n")
+        same_start = _common_run(old_lines, new_lines, from_end=False)
+        same_end = _common_run(
+            old_lines,
+            new_lines,
+            from_end=True,
+            limit=min(len(old_lines), len(new_lines)) - same_start,
+        )
+        first = max(0, same_start - _CONTEXT_LINES)
+        old_end = min(len(old_lines), len(old_lines) - same_end + _CONTEXT_LINES)
+        new_end = min(len(new_lines), len(new_lines) - same_end + _CONTEXT_LINES)
+        if start > 0 or first > 0:
             yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
-        yield from super().diff_lines("\n".join(new[start:new_end]), "\n".join(old[start:old_end]))
-        if old_end < len(old) or new_end < len(new):
+        yield from super().diff_lines(
+            "\n".join(new_lines[first:new_end]), "\n".join(old_lines[first:old_end])
+        )
+        if old_stop < len(old) or new_stop < len(new) or old_end < len(old_lines):
             yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
 
     @classmethod

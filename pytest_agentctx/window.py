@@ -16,9 +16,11 @@ message is always kept. What was dropped is recorded in the iteration's metadata
 
 from __future__ import annotations
 
-import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, chain, compress, filterfalse, repeat
+from operator import itemgetter
 from typing import Any, Literal
 
 from .context import Message
@@ -49,9 +51,9 @@ class ContextWindowError(AgentCtxError):
 
 def estimate_tokens(message: Message) -> int:
     """A fast, deterministic estimate: a quarter token per character, plus overhead."""
-    total = _MESSAGE_OVERHEAD + math.ceil(len(message.content or "") / 4)
+    total = _MESSAGE_OVERHEAD + (len(message.content or "") + 3) // 4  # ceil(chars / 4)
     for call in message.tool_calls:
-        total += math.ceil((len(call.name) + len(call.arguments_json)) / 4)
+        total += (len(call.name) + len(call.arguments_json) + 3) // 4
     return total
 
 
@@ -91,8 +93,10 @@ class TiktokenCounter:
 class Unit:
     """Messages that are kept or dropped together.
 
-    ``indices`` are positions in the pruned list; ``turn`` counts user messages seen so
-    far (0 before the first); ``pinned`` units are never dropped.
+    ``id`` numbers the units in order; ``indices`` are positions in the pruned list;
+    ``turn`` is the turn of the unit's last message (the user messages up to it, 0 before
+    the first), so a unit that reaches into a protected turn is protected; ``pinned``
+    units are never dropped.
     """
 
     id: int
@@ -127,56 +131,41 @@ class Pruned:
         }
 
 
+# Message kinds, as small ints so that the scans below run in C (map, compress, accumulate).
+_SYSTEM, _USER, _ASSISTANT, _CALLS, _TOOL = range(5)
+_KIND_NAMES: tuple[Any, ...] = ("system", "user", "assistant", "tool_exchange", "other")
+_ROLE_KINDS = {"system": _SYSTEM, "user": _USER, "assistant": _ASSISTANT, "tool": _TOOL}
+#: Cached messages per window before the cache starts again (bounds its memory).
+_CACHE_LIMIT = 250_000
+_count_of = itemgetter(1)
+_kind_of = itemgetter(2)
+
+# What a window caches per message: the message itself (which keeps its id from being
+# reused while the entry exists), its token count, its kind and its tool-call key (the call
+# ids of an assistant message that calls tools, the tool_call_id of a tool message).
+_Entry = tuple[Message, int, int, Any]
+
+
 @dataclass
 class _Layout:
-    """Units as parallel lists (cheap to build for long conversations)."""
+    """How the messages group into units, and which units may be dropped.
 
-    members: list[list[int]]
-    kinds: list[str]
-    turns: list[int]
-    tokens: list[int]
+    A unit is named by the index of its first message. ``members`` lists, for a unit that
+    calls tools, the indices of the results that joined it (in order); those results are
+    not units of their own.
+    """
 
-    def unit(self, unit: int, keep_system: bool) -> Unit:
-        kind: Any = self.kinds[unit]
-        return Unit(
-            unit,
-            tuple(self.members[unit]),
-            self.turns[unit],
-            self.tokens[unit],
-            keep_system and kind == "system",
-            kind,
-        )
+    count: int
+    tokens: list[int]  # per unit (by first index); results counted into their call's unit
+    turns: list[int]  # the turn of each unit: that of its last message
+    members: dict[int, list[int]]
+    joined: set[int]
+    droppable: list[int]
+    kinds: list[int]
 
-
-def _layout(messages: Sequence[Message], counts: Sequence[int]) -> _Layout:
-    """Group messages into units; a tool result joins the unit of the call it answers."""
-    members: list[list[int]] = []
-    kinds: list[str] = []
-    turns: list[int] = []
-    tokens: list[int] = []
-    owner: dict[str | None, int] = {}  # tool call id -> unit
-    turn = 0
-    for index, message in enumerate(messages):
-        role: str = message.role
-        if role == "tool":
-            unit_of_call = owner.get(message.tool_call_id)
-            if unit_of_call is not None:
-                members[unit_of_call].append(index)
-                tokens[unit_of_call] += counts[index]
-                continue
-            role = "other"
-        elif role == "user":
-            turn += 1
-        elif role == "assistant" and message.tool_calls:
-            role = "tool_exchange"
-            unit = len(members)
-            for call in message.tool_calls:
-                owner[call.id] = unit
-        members.append([index])
-        kinds.append(role)
-        turns.append(turn)
-        tokens.append(counts[index])
-    return _Layout(members, kinds, turns, tokens)
+    def size(self, unit: int) -> int:
+        extra = self.members.get(unit)
+        return 1 if extra is None else 1 + len(extra)
 
 
 @dataclass(frozen=True)
@@ -189,11 +178,9 @@ class ContextWindow:
     min_recent_turns: int = 1
     strategy: Strategy | StrategyFunction = "oldest_first"
     counter: TokenCounter = field(default=estimate_tokens, compare=False)
-    # Token counts by message identity (the message is kept alive beside its count), so a
-    # run that prunes before every call counts each message once.
-    _counts: dict[int, tuple[Message, int]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    # What each message counts and is, by message identity (see _Entry), so that a run
+    # that prunes before every call counts each message once.
+    _cache: dict[int, _Entry] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_tokens is None and self.max_messages is None:
@@ -222,6 +209,11 @@ class ContextWindow:
                 f"ContextWindow(strategy={self.strategy!r}): expected one of "
                 f"{', '.join(_STRATEGIES)} or a function (units, window) -> unit ids to drop."
             )
+        if not callable(self.counter):
+            raise ContextWindowError(
+                f"ContextWindow(counter={self.counter!r}): expected a function "
+                "(message) -> tokens, such as estimate_tokens or TiktokenCounter()."
+            )
 
     @property
     def strategy_name(self) -> str:
@@ -229,85 +221,177 @@ class ContextWindow:
             return getattr(self.strategy, "__name__", "custom")
         return self.strategy
 
-    def _count(self, messages: Sequence[Message]) -> list[int]:
-        cache = self._counts
-        counts: list[int] = []
-        append = counts.append
-        for message in messages:
-            cached = cache.get(id(message))
-            if cached is None or cached[0] is not message:
-                cached = (message, self.counter(message))
-                cache[id(message)] = cached
-            append(cached[1])
-        return counts
+    # -- counting ------------------------------------------------------------------------
+
+    def _entries(self, messages: list[Message]) -> list[_Entry]:
+        cache = self._cache
+        entries: list[Any] = list(map(cache.get, map(id, messages)))
+        if None in entries:
+            if len(cache) + len(messages) > _CACHE_LIMIT:
+                cache.clear()
+            for index, entry in enumerate(entries):
+                if entry is None:
+                    message = messages[index]
+                    entry = entries[index] = cache[id(message)] = self._describe(message)
+        return entries
+
+    def _describe(self, message: Message) -> _Entry:
+        tokens = self.counter(message)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ContextWindowError(
+                f"The window's counter {getattr(self.counter, '__name__', self.counter)!r} "
+                f"returned {tokens!r} for a {message.role} message; a token count must be a "
+                "whole number of at least 0."
+            )
+        kind = _ROLE_KINDS[message.role]
+        key: Any = None
+        if kind == _TOOL:
+            key = message.tool_call_id
+        elif kind == _ASSISTANT:
+            calls = tuple(call.id for call in message.tool_calls)
+            if calls:
+                kind, key = _CALLS, calls
+        return (message, tokens, kind, key)
 
     def _fits(self, tokens: int, count: int) -> bool:
         return (self.max_tokens is None or tokens <= self.max_tokens) and (
             self.max_messages is None or count <= self.max_messages
         )
 
+    # -- pruning -------------------------------------------------------------------------
+
     def prune(self, messages: Sequence[Message]) -> Pruned:
         """The messages to send, within the limits where the invariants allow it."""
-        counts = self._count(messages)
-        tokens = sum(counts)
+        messages = list(messages)
+        entries = self._entries(messages)
+        counts = list(map(_count_of, entries))
+        total = sum(counts)
         count = len(messages)
-        if self._fits(tokens, count):
-            return Pruned(list(messages), [], tokens, tokens, True, self.strategy_name)
-        layout = _layout(messages, counts)
-        last_turn = layout.turns[-1] if layout.turns else 0
-        protected_from = max(1, last_turn - self.min_recent_turns + 1)
-        keep_system = self.keep_system
-        droppable = [
-            unit
-            for unit, (kind, turn) in enumerate(zip(layout.kinds, layout.turns, strict=True))
-            if turn < protected_from and not (keep_system and kind == "system")
-        ]
-        dropped_units: list[int] = []
-        for group in self._groups(droppable, layout):
-            if self._fits(tokens, count) and not callable(self.strategy):
-                break
-            for unit in group:
-                dropped_units.append(unit)
-                tokens -= layout.tokens[unit]
-                count -= len(layout.members[unit])
-        dropped = sorted(i for unit in dropped_units for i in layout.members[unit])
-        if dropped:
-            dropped_set = set(dropped)
-            kept = [m for i, m in enumerate(messages) if i not in dropped_set]
+        if self._fits(total, count):
+            return Pruned(messages, [], total, total, True, self.strategy_name)
+        layout = self._layout(entries, counts)
+        if callable(self.strategy):
+            dropped_units = self._custom(layout)
         else:
-            kept = list(messages)
-        return Pruned(
-            kept, dropped, sum(counts), tokens, self._fits(tokens, count), self.strategy_name
-        )
+            order, grouped = self._order(layout)
+            dropped_units = order[: self._cut(order, grouped, layout, total, count)]
+        tokens = total - sum(map(layout.tokens.__getitem__, dropped_units))
+        dropped = list(dropped_units)
+        members = layout.members
+        if members:
+            for unit in dropped_units:
+                extra = members.get(unit)
+                if extra is not None:
+                    dropped.extend(extra)
+        dropped.sort()
+        if dropped:
+            gone = set(dropped)
+            kept = list(map(messages.__getitem__, filterfalse(gone.__contains__, range(count))))
+        else:
+            kept = messages
+        count -= len(dropped)
+        return Pruned(kept, dropped, total, tokens, self._fits(tokens, count), self.strategy_name)
 
-    def _groups(self, droppable: list[int], layout: _Layout) -> list[list[int]]:
-        """The droppable units (ids) in the order the strategy drops them, grouped."""
+    def _layout(self, entries: list[_Entry], counts: list[int]) -> _Layout:
+        """Group messages into units; a tool result joins the unit of the call it answers."""
+        count = len(entries)
+        kinds = list(map(_kind_of, entries))
+        indices = range(count)
+        # turn_at[i + 1]: user messages up to and including message i (0 before the first)
+        turn_at = list(accumulate(map(_USER.__eq__, kinds), initial=0))
+        users = list(compress(indices, map(_USER.__eq__, kinds)))
+        # everything from the first user message of the last min_recent_turns turns is kept
+        protected = users[max(0, len(users) - self.min_recent_turns)] if users else count
+        tokens = list(counts)
+        turns = turn_at[1:]
+        members: dict[int, list[int]] = {}
+        owner: dict[Any, int] = {}  # tool call id -> unit of the call (the latest one)
+        for index in compress(indices, map(_CALLS.__le__, kinds)):
+            entry = entries[index]
+            if entry[2] == _CALLS:
+                for call_id in entry[3]:
+                    owner[call_id] = index
+                continue
+            unit = owner.get(entry[3])
+            if unit is None:  # a result whose call is not before it: a unit of its own
+                continue
+            extra = members.get(unit)
+            if extra is None:
+                members[unit] = [index]
+            else:
+                extra.append(index)
+            tokens[unit] += counts[index]
+            turns[unit] = turns[index]
+        joined = {index for extra in members.values() for index in extra}
+        excluded = set(joined)
+        excluded.update(unit for unit, extra in members.items() if extra[-1] >= protected)
+        if self.keep_system:
+            excluded.update(compress(range(protected), map(_SYSTEM.__eq__, kinds)))
+        droppable = (
+            list(filterfalse(excluded.__contains__, range(protected)))
+            if excluded
+            else list(range(protected))
+        )
+        return _Layout(count, tokens, turns, members, joined, droppable, kinds)
+
+    def _order(self, layout: _Layout) -> tuple[list[int], bool]:
+        """The droppable units in the order the strategy drops them; whether by whole turns."""
+        droppable = layout.droppable
         if self.strategy == "oldest_first":
-            return [[unit] for unit in droppable]
+            return droppable, False
         turns = layout.turns
         if self.strategy == "recent_turns":
-            by_turn: dict[int, list[int]] = {}
-            for unit in droppable:
-                by_turn.setdefault(turns[unit], []).append(unit)
-            return [by_turn[t] for t in sorted(by_turn)]
-        if self.strategy == "middle_out":
-            first_turn = min((turns[u] for u in droppable if turns[u] > 0), default=0)
-            head = [u for u in droppable if turns[u] <= first_turn]
-            middle = [u for u in droppable if turns[u] > first_turn]
-            ordered: list[int] = []
-            left, right = len(middle) // 2 - 1, len(middle) // 2
-            while left >= 0 or right < len(middle):
-                if right < len(middle):
-                    ordered.append(middle[right])
-                    right += 1
-                if left >= 0:
-                    ordered.append(middle[left])
-                    left -= 1
-            return [[u] for u in (*ordered, *reversed(head))]
+            return sorted(droppable, key=turns.__getitem__), True
+        # middle_out: keep the first turn (the task as first stated) and the recent turns;
+        # drop from the middle outwards, then the first turn, newest first
+        unit_turns = list(map(turns.__getitem__, droppable))
+        first_turn = min(filter(None, unit_turns), default=0)
+        head = list(compress(droppable, map(first_turn.__ge__, unit_turns)))
+        middle = list(compress(droppable, map(first_turn.__lt__, unit_turns)))
+        half = len(middle) // 2
+        right, left = middle[half:], middle[:half][::-1]
+        ordered = list(chain.from_iterable(zip(right, left, strict=False)))
+        ordered += right[len(left) :]
+        ordered += head[::-1]
+        return ordered, False
+
+    def _cut(self, order: list[int], grouped: bool, layout: _Layout, total: int, count: int) -> int:
+        """How many units of ``order`` to drop: the fewest that bring the rest within limits
+        (all of them if nothing does); with ``grouped``, only whole turns."""
+        if not order:
+            return 0
+        cut = 0
+        if self.max_tokens is not None and total > self.max_tokens:
+            dropped = list(accumulate(map(layout.tokens.__getitem__, order)))
+            cut = bisect_left(dropped, total - self.max_tokens) + 1
+        if self.max_messages is not None and count > self.max_messages:
+            sizes = map(layout.size, order) if layout.members else repeat(1, len(order))
+            dropped = list(accumulate(sizes))
+            cut = max(cut, bisect_left(dropped, count - self.max_messages) + 1)
+        cut = min(cut, len(order))
+        if grouped and 0 < cut < len(order):
+            turns = list(map(layout.turns.__getitem__, order))
+            cut = bisect_right(turns, turns[cut - 1])
+        return cut
+
+    def _custom(self, layout: _Layout) -> list[int]:
+        """The units a strategy function chose, checked against the invariants."""
         assert callable(self.strategy)
-        units = tuple(layout.unit(u, self.keep_system) for u in range(len(layout.members)))
+        starts = list(filterfalse(layout.joined.__contains__, range(layout.count)))
+        units = tuple(
+            Unit(
+                number,
+                (start, *layout.members.get(start, ())),
+                layout.turns[start],
+                layout.tokens[start],
+                self.keep_system and layout.kinds[start] == _SYSTEM,
+                _KIND_NAMES[layout.kinds[start]],
+            )
+            for number, start in enumerate(starts)
+        )
         chosen = list(dict.fromkeys(self.strategy(units, self)))
-        allowed = set(droppable)
+        number_of = {start: number for number, start in enumerate(starts)}
+        allowed = {number_of[start] for start in layout.droppable}
         refused = [i for i in chosen if i not in allowed]
         if refused:
             raise ContextWindowError(
@@ -316,4 +400,4 @@ class ContextWindow:
                 f"{self.min_recent_turns} turn(s). Return ids of Unit objects whose "
                 "pinned is False and whose turn is older."
             )
-        return [chosen]
+        return [starts[i] for i in chosen]

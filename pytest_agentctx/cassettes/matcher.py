@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import ipaddress
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -67,10 +68,21 @@ class RequestKey:
 
 
 @functools.lru_cache(maxsize=256)  # a cassette's URLs repeat: parse each once
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme):
+    # A test's own loopback server gets a new port on every run: the port of a loopback
+    # host is not part of the match.
+    if parts.port and parts.port != _DEFAULT_PORTS.get(parts.scheme) and not _loopback(host):
         host = f"{host}:{parts.port}"
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     query = tuple(sorted(pair for pair in pairs if pair not in IGNORED_QUERY))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -75,7 +75,9 @@ def test_python_blocks_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _test_blocks(),
     ids=[f"{page.name}:{line}" for page, _, line in _test_blocks()],
 )
-def test_test_blocks_pass(agent_pytester: pytest.Pytester, page: Path, body: str, line: int) -> None:
+def test_test_blocks_pass(
+    agent_pytester: pytest.Pytester, page: Path, body: str, line: int
+) -> None:
     agent_pytester.makepyfile(**{f"test_{page.stem}_{line}": body})
 
     result = agent_pytester.runpytest("-p", "no:cacheprovider")

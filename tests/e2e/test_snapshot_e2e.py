@@ -36,7 +36,11 @@ async def test_weather(agent_snapshot):
 
 
 @pytest.fixture
-def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
+def project(agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # When this suite itself runs under xdist, the inner run must not pass for a worker:
+    # syrupy would then hand its report to a controller that does not exist.
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     agent_pytester.makepyfile(runs=RUNS)
     return agent_pytester
 

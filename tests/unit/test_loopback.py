@@ -233,6 +233,34 @@ async def test_a_sync_openai_client_streams_too(provider):
     assert streamed_text(chunks) == "Sunny in Paris."
 
 
+# -- OpenAI Responses ----------------------------------------------------------------
+
+
+async def test_openai_sdk_gets_a_scripted_tool_call_from_the_responses_api(provider, openai_client):
+    provider.reply_tool_call("get_weather", city="Paris")
+
+    response = await openai_client.responses.create(model=GPT, input="Weather in Paris?")
+
+    match response.output:
+        case [
+            openai.types.responses.ResponseFunctionToolCall(
+                call_id="call_1", name="get_weather", arguments='{"city":"Paris"}'
+            )
+        ]:
+            pass
+        case output:
+            pytest.fail(f"unexpected output: {output}")
+
+
+async def test_openai_responses_stream_helper_gives_the_final_response(provider, openai_client):
+    provider.reply("Sunny in Paris.")
+
+    async with openai_client.responses.stream(model=GPT, input="Weather in Paris?") as stream:
+        final = await stream.get_final_response()
+
+    assert (final.output_text, provider.exchanges[0].streamed) == ("Sunny in Paris.", True)
+
+
 # -- Anthropic Messages --------------------------------------------------------------
 
 
@@ -480,7 +508,7 @@ async def test_an_unknown_endpoint_is_a_404_that_lists_the_served_ones(provider,
     assert (response.status_code, response.json()["error"]["message"]) == (
         404,
         "pytest-agentctx loopback has no endpoint POST /v1/embeddings; it serves POST "
-        "/v1/chat/completions (also /chat/completions) and POST /v1/messages.",
+        "/v1/chat/completions, /v1/responses (also without /v1) and /v1/messages.",
     )
 
 

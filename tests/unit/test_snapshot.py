@@ -339,6 +339,51 @@ async def test_diff_shows_only_the_changed_lines_and_their_neighbours() -> None:
     ]
 
 
+def plain_diff(new: str, old: str) -> list[str]:
+    lines = AgentSnapshotExtension().diff_lines(new, old)
+    return [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+
+
+TEN_LINES = "".join(f"line {i}\n" for i in range(10))
+
+
+async def test_diff_of_a_change_in_the_first_line_has_no_leading_ellipsis() -> None:
+    new = TEN_LINES.replace("line 0", "LINE 0")
+
+    assert plain_diff(new, TEN_LINES) == ["- line 0", "+ LINE 0", "  line 1", "  ..."]
+
+
+async def test_diff_of_inserted_lines_shows_them_between_their_neighbours() -> None:
+    new = TEN_LINES.replace("line 5\n", "line 5\nnew a\nnew b\n")
+
+    assert plain_diff(new, TEN_LINES) == [
+        "  ...",
+        "  line 5",
+        "+ new a",
+        "+ new b",
+        "  line 6",
+        "  ...",
+    ]
+
+
+async def test_diff_of_two_distant_changes_shows_both() -> None:
+    new = TEN_LINES.replace("line 2", "X").replace("line 7", "Y")
+
+    assert plain_diff(new, TEN_LINES) == [
+        "  ...",
+        "  line 1",
+        "- line 2",
+        "+ X",
+        "  line 3",
+        "  ...",
+        "  line 6",
+        "- line 7",
+        "+ Y",
+        "  line 8",
+        "  ...",
+    ]
+
+
 async def test_extension_refuses_syrupy_property_filters() -> None:
     with pytest.raises(SnapshotError, match=r"use agent_snapshot\(fields=\[\.\.\.\]\)"):
         AgentSnapshotExtension().serialize({}, exclude=lambda prop, path: False)

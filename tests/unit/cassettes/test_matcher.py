@@ -61,7 +61,7 @@ async def test_key_ignores_an_explicit_default_port():
 
 
 async def test_key_keeps_a_port_that_is_not_the_default():
-    assert _key({}, "http://127.0.0.1:8080/v1").host == "127.0.0.1:8080"
+    assert _key({}, "http://api.example.test:8080/v1").host == "api.example.test:8080"
 
 
 async def test_key_ignores_anthropics_legacy_beta_query():
@@ -209,3 +209,7 @@ async def test_json_diff_shortens_long_values():
     (line,) = json_diff({"a": "x" * 500}, {"a": "y"})
 
     assert line == 'a: recorded "' + "x" * 116 + '... != now "y"'
+
+
+async def test_key_ignores_the_port_of_a_loopback_host():
+    assert _key({}, "http://127.0.0.1:8080/v1") == _key({}, "http://127.0.0.1:9999/v1")

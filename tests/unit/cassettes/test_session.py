@@ -23,6 +23,7 @@ import pytest
 from cassette_support import TLS, Loopback, chat_chunk, chat_completion
 
 from pytest_agentctx.cassettes import Cassette, Interaction, RecordMode, load_cassette
+from pytest_agentctx.cassettes.matcher import make_key
 from pytest_agentctx.cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
 from pytest_agentctx.cassettes.store import write_cassette
 from pytest_agentctx.exceptions import CassetteMiss, StaleCassette
@@ -32,6 +33,8 @@ CHAT_URL = f"{REPLAY_BASE}/chat/completions"
 MODEL = "gpt-4o-mini"
 TEST_ID = "tests/test_agent.py::test_weather"
 CANARY = "canary-7c2d-never-in-a-cassette"
+#: How messages show the request line of CHAT_URL.
+LINE = make_key("POST", CHAT_URL, None, None, ignored=[]).describe()
 
 
 def _request(content: str, **extra: Any) -> dict[str, Any]:
@@ -256,10 +259,8 @@ async def test_miss_message_names_the_cassette_request_closest_diff_and_command(
     message = cassette.miss_message(cassette.misses[0])
 
     assert message.splitlines() == [
-        f"Cassette {path} cannot answer POST 127.0.0.1:9/v1/chat/completions: the cassette "
-        "has no such request.",
-        "Closest recorded request: interaction #0, POST 127.0.0.1:9/v1/chat/completions; "
-        "differences:",
+        f"Cassette {path} cannot answer {LINE}: the cassette has no such request.",
+        f"Closest recorded request: interaction #0, {LINE}; differences:",
         '  messages[0].content: recorded "Weather in Paris?" != now "Weather in Rome?"',
         "If the agent's requests changed on purpose, re-record this test: "
         f'pytest --agent-record "{TEST_ID}"',
@@ -274,8 +275,7 @@ async def test_miss_message_shows_a_changed_request_line(path):
     message = cassette.miss_message(cassette.misses[0])
 
     assert (
-        "  (request line): recorded POST 127.0.0.1:9/v1/chat/completions != now "
-        "POST 127.0.0.1:9/v1/chat/completions?api-version=2"
+        f"  (request line): recorded {LINE} != now {LINE}?api-version=2"
     ) in message.splitlines()
 
 
@@ -335,7 +335,7 @@ async def test_unused_recordings_make_the_cassette_stale(path):
     assert str(caught.value).splitlines() == [
         f"Cassette {path}: 1 of 2 recorded interactions were never used; the agent no "
         "longer sends them:",
-        "  #1: POST 127.0.0.1:9/v1/chat/completions",
+        f"  #1: {LINE}",
         f'The cassette is stale. Re-record this test: pytest --agent-record "{TEST_ID}"',
         "or, if the test should not use them all, mark it @pytest.mark.agent(allow_unused=True).",
     ]

@@ -1,4 +1,4 @@
-"""Shared set-up of the end-to-end tests: real pytest runs through ``pytester``."""
+"""Shared set-up of the test suite: real pytest runs through ``pytester``."""
 
 from __future__ import annotations
 
