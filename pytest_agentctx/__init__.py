@@ -62,7 +62,12 @@ from .matching import (
     mismatches,
 )
 from .persistence import PersistenceError, load_run, save_run
-from .providers import AnthropicMessagesProvider, OpenAIChatProvider, Provider
+from .providers import (
+    AnthropicMessagesProvider,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+    Provider,
+)
 from .runtime import Agent, AgentRuntime, RunResult
 from .tools import RunContext, Tool, ToolSpec, tool
 from .trajectory import LocatedCall, Trajectory, nested_runs, tool_calls
@@ -99,6 +104,7 @@ __all__ = [
     # providers and wire formats
     "Provider",
     "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
     "AnthropicMessagesProvider",
     "Completion",
     "Usage",

@@ -13,6 +13,8 @@ Hierarchy::
     │   └── LastEntryNotUserMessage  a model call whose last entry is the assistant's
     ├── MaxIterationsExceeded      the agent wanted more iterations than it may have
     ├── ConversationError          a turn that cannot continue the given run
+    ├── ContextWindowError         a window that cannot work, or a strategy that broke a rule
+    ├── PersistenceError           a saved run that cannot be loaded
     ├── ToolDefinitionError        a function that cannot become a tool
     ├── AgentDefinitionError       an Agent with an invalid model, tools or limits
     ├── ProviderError              no provider for a model, or its SDK is not installed
@@ -52,6 +54,7 @@ __all__ = [
     "AgentDefinitionError",
     "CodecError",
     "ContextStateError",
+    "ContextWindowError",
     "ConversationError",
     "EmptyHistory",
     "FakeLLMError",
@@ -62,6 +65,7 @@ __all__ = [
     "MaxIterationsExceeded",
     "MismatchError",
     "PatternError",
+    "PersistenceError",
     "ProviderError",
     "SnapshotError",
     "ToolDefinitionError",
@@ -119,6 +123,14 @@ class MaxIterationsExceeded(AgentCtxError):
 
 class ConversationError(AgentCtxError):
     """A new turn that cannot continue the given run (in progress, or not a run result)."""
+
+
+class ContextWindowError(AgentCtxError):
+    """A window that cannot work as configured, or a strategy that broke an invariant."""
+
+
+class PersistenceError(AgentCtxError):
+    """A saved run that cannot be loaded: corrupted, another version, another agent."""
 
 
 class ToolDefinitionError(AgentCtxError):

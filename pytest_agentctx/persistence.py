@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from ._files import atomic_write_text
 from .context import AgentContext
-from .exceptions import AgentCtxError
+from .exceptions import PersistenceError
 from .runtime import Agent, RunResult
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "PersistenceError", "load_run", "save_run"]
@@ -25,12 +25,12 @@ SCHEMA = "pytest-agentctx/run"
 SCHEMA_VERSION = 1
 
 
-class PersistenceError(AgentCtxError):
-    """A saved run that cannot be loaded: corrupted, another version, another agent."""
-
-
 def save_run(path: str | Path, result: RunResult) -> Path:
     """Write ``result`` to ``path`` as JSON (atomically); returns the path."""
+    if not isinstance(result, RunResult):
+        raise PersistenceError(
+            f"save_run() saves the RunResult of a run, got {type(result).__name__}: {result!r:.80}."
+        )
     target = Path(path)
     data: dict[str, Any] = {
         "schema": SCHEMA,
@@ -59,6 +59,8 @@ def load_run(path: str | Path, agent: Agent, *, check_agent: bool = True) -> Run
         ) from None
     except UnicodeDecodeError:
         raise PersistenceError(f"{source}: not UTF-8 text; this is not a saved run.") from None
+    except OSError as exc:
+        raise PersistenceError(f"{source}: cannot be read ({exc.strerror or exc}).") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -77,6 +79,11 @@ def load_run(path: str | Path, agent: Agent, *, check_agent: bool = True) -> Run
             "saved it, or run the conversation again."
         )
     saved_agent = data.get("agent") or {}
+    if not isinstance(saved_agent, dict):
+        raise PersistenceError(
+            f"{source}: 'agent' is {saved_agent!r}; expected {{'name': ..., 'model': ...}}. "
+            "The file is corrupted."
+        )
     if check_agent and (saved_agent.get("name"), saved_agent.get("model")) != (
         agent.name,
         agent.model,
@@ -91,6 +98,12 @@ def load_run(path: str | Path, agent: Agent, *, check_agent: bool = True) -> Run
         raise PersistenceError(
             f"{source}: status {status!r}; expected 'completed' or 'failed'. The file is corrupted."
         )
+    for key in ("output", "error"):
+        if not isinstance(data.get(key), str | None):
+            raise PersistenceError(
+                f"{source}: {key!r} is {data.get(key)!r}; expected text or null. The file is "
+                "corrupted."
+            )
     try:
         context = AgentContext.model_validate(data.get("context"))
     except ValidationError as exc:

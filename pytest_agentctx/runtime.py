@@ -144,8 +144,12 @@ class RunResult:
 
     @property
     def is_finished(self) -> bool:
-        """Whether the run ended (completed or failed) rather than stopped mid-iteration."""
-        return self.status == "failed" or self.context.final_output is not None
+        """Whether the run ended (completed or failed) rather than stopped mid-iteration.
+
+        A completed run ends with a final answer, which completes its last iteration; the
+        answer may be empty (``output`` is ``None`` when the model sent no text).
+        """
+        return self.status == "failed" or self.context.iterations[-1].is_complete
 
 
 @dataclass

@@ -485,11 +485,42 @@ class _Writer:
             append(f"{where} = [{_count(len(calls))}]")
             if gathered is not None:
                 gathered.extend(calls)
+            suffixes = self.suffixes
+            id_cache = self.id_cache
             for index, call in enumerate(calls):
-                if type(call) is ToolCall:
-                    self.tool_call(f"{where}[{index}]", call)
-                else:
+                if type(call) is not ToolCall or not self.id_is_id:
                     self.write(f"{where}[{index}]", call, None, ToolCall)
+                    continue
+                # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
+                call_path = f"{where}[{index}]"
+                call_data = call.__dict__
+                call_id = call_data["id"]
+                append(
+                    f"{call_path}.id = {self.id_numbers.get(call_id) or self.generated_id(call_id)}"
+                )
+                name = call_data["name"]
+                if "\n" in name:
+                    self.text(f"{call_path}.name", name)
+                else:
+                    append(f"{call_path}.name = {name!r}")
+                arguments = call_data["arguments"]
+                if not arguments:
+                    continue
+                arguments_path = f"{call_path}.arguments"
+                try:
+                    keys = sorted(arguments)
+                except TypeError:
+                    keys = sorted(arguments, key=_sort_key)
+                for key in keys:
+                    item = arguments[key]
+                    suffix = suffixes.get(key) or self.suffix(key)
+                    kind = type(item)
+                    if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
+                        kind is int or kind is float or kind is bool or item is None
+                    ):
+                        append(f"{arguments_path}{suffix} = {item!r}")
+                    else:
+                        self.fast_value(arguments_path + suffix, item, key)
         tool_call_id = data["tool_call_id"]
         if tool_call_id is not None:
             self.string(f"{path}.tool_call_id", tool_call_id, self.tool_call_id_is_id)
@@ -561,19 +592,24 @@ class _Writer:
             item = value[key]
             suffix = suffixes.get(key) or self.suffix(key)
             kind = type(item)
-            if kind is str:
-                if id_cache.get(key) is False and "\n" not in item:
-                    append(f"{path}{suffix} = {item!r}")
-                elif self.is_id_key(key):
-                    append(f"{path}{suffix} = {self.generated_id(item)}")
-                else:
-                    self.text(path + suffix, item)
-            elif kind is int or kind is float or kind is bool or item is None:
+            if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
+                kind is int or kind is float or kind is bool or item is None
+            ):
                 append(f"{path}{suffix} = {item!r}")
-            elif isinstance(item, dict) and item:
-                self.fast_mapping(path + suffix, item)
             else:
-                self.write(path + suffix, item, key)
+                self.fast_value(path + suffix, item, key)
+
+    def fast_value(self, path: str, value: Any, key: Any) -> None:
+        """A mapping value that is not a plain scalar (or a string not yet known)."""
+        if type(value) is str:
+            if self.is_id_key(key):
+                self.lines.append(f"{path} = {self.generated_id(value)}")
+            else:
+                self.text(path, value)
+        elif isinstance(value, dict) and value:
+            self.fast_mapping(path, value)
+        else:
+            self.write(path, value, key)
 
     def suffix(self, key: Any) -> str:
         """What a key adds to the path of its mapping: ``.name`` or ``['a key']``."""

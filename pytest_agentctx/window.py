@@ -19,12 +19,12 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, filterfalse, repeat
+from itertools import accumulate, chain, compress, filterfalse
 from operator import itemgetter
 from typing import Any, Literal
 
 from .context import Message
-from .exceptions import AgentCtxError
+from .exceptions import ContextWindowError
 
 __all__ = [
     "ContextWindow",
@@ -45,15 +45,13 @@ _STRATEGIES = ("oldest_first", "middle_out", "recent_turns")
 _MESSAGE_OVERHEAD = 4
 
 
-class ContextWindowError(AgentCtxError):
-    """A window that cannot work as configured, or a strategy that broke an invariant."""
-
-
 def estimate_tokens(message: Message) -> int:
     """A fast, deterministic estimate: a quarter token per character, plus overhead."""
     total = _MESSAGE_OVERHEAD + (len(message.content or "") + 3) // 4  # ceil(chars / 4)
-    for call in message.tool_calls:
-        total += (len(call.name) + len(call.arguments_json) + 3) // 4
+    calls = message.tool_calls
+    if calls:  # (cheaper than iterating over no calls)
+        for call in calls:
+            total += (len(call.name) + len(call.arguments_json) + 3) // 4
     return total
 
 
@@ -134,9 +132,10 @@ class Pruned:
 # Message kinds, as small ints so that the scans below run in C (map, compress, accumulate).
 _SYSTEM, _USER, _ASSISTANT, _CALLS, _TOOL = range(5)
 _KIND_NAMES: tuple[Any, ...] = ("system", "user", "assistant", "tool_exchange", "other")
-_ROLE_KINDS = {"system": _SYSTEM, "user": _USER, "assistant": _ASSISTANT, "tool": _TOOL}
 #: Cached messages per window before the cache starts again (bounds its memory).
 _CACHE_LIMIT = 250_000
+#: Conversations whose layout a window keeps (the least recently pruned goes first).
+_LAYOUT_LIMIT = 16
 _count_of = itemgetter(1)
 _kind_of = itemgetter(2)
 
@@ -148,24 +147,27 @@ _Entry = tuple[Message, int, int, Any]
 
 @dataclass
 class _Layout:
-    """How the messages group into units, and which units may be dropped.
+    """How a list of messages groups into units (never changed once built).
 
-    A unit is named by the index of its first message. ``members`` lists, for a unit that
-    calls tools, the indices of the results that joined it (in order); those results are
-    not units of their own.
+    A unit is named by the index of its first message. A tool result joins the unit of the
+    call it answers (``unit_of``) and is no unit of its own; that unit's ``tokens``,
+    ``sizes`` and ``turns`` (the turn of its last message) include its results. A layout
+    is extended for messages appended to its list, so that a run that prunes before every
+    call does work for the new messages only.
     """
 
-    count: int
-    tokens: list[int]  # per unit (by first index); results counted into their call's unit
-    turns: list[int]  # the turn of each unit: that of its last message
-    members: dict[int, list[int]]
-    joined: set[int]
-    droppable: list[int]
+    messages: list[Message]
     kinds: list[int]
-
-    def size(self, unit: int) -> int:
-        extra = self.members.get(unit)
-        return 1 if extra is None else 1 + len(extra)
+    users: list[int]  # indices of the user messages
+    systems: list[int]  # indices of the system messages
+    total: int  # tokens of all messages
+    tokens: list[int]  # by unit
+    sizes: list[int]  # messages in each unit
+    turns: list[int]  # by unit
+    members: dict[int, list[int]]  # unit -> the results that joined it, in order
+    owner: dict[Any, int]  # tool call id -> unit of the (latest) call
+    unit_of: dict[int, int]  # index of a joined result -> its unit
+    droppable: list[int] | None = None  # filled by ContextWindow._droppable
 
 
 @dataclass(frozen=True)
@@ -178,9 +180,14 @@ class ContextWindow:
     min_recent_turns: int = 1
     strategy: Strategy | StrategyFunction = "oldest_first"
     counter: TokenCounter = field(default=estimate_tokens, compare=False)
-    # What each message counts and is, by message identity (see _Entry), so that a run
-    # that prunes before every call counts each message once.
+    # What each message counts and is, by message identity (see _Entry), so that each
+    # message is counted once; and the layout of the last list pruned of each conversation
+    # (by the identity of its first message, which the layout keeps alive), which the
+    # next prune extends when its list starts with the same messages (the runtime's case).
     _cache: dict[int, _Entry] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _layouts: dict[int, _Layout] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.max_tokens is None and self.max_messages is None:
@@ -221,7 +228,41 @@ class ContextWindow:
             return getattr(self.strategy, "__name__", "custom")
         return self.strategy
 
-    # -- counting ------------------------------------------------------------------------
+    def _fits(self, tokens: int, count: int) -> bool:
+        return (self.max_tokens is None or tokens <= self.max_tokens) and (
+            self.max_messages is None or count <= self.max_messages
+        )
+
+    # -- pruning -------------------------------------------------------------------------
+
+    def prune(self, messages: Sequence[Message]) -> Pruned:
+        """The messages to send, within the limits where the invariants allow it."""
+        messages = list(messages)
+        layout = self._layout(messages)
+        total = layout.total
+        count = len(messages)
+        if self._fits(total, count):
+            return Pruned(messages, [], total, total, True, self.strategy_name)
+        droppable = self._droppable(layout)
+        if callable(self.strategy):
+            dropped_units = self._custom(layout, droppable)
+        else:
+            order, grouped = self._order(layout, droppable)
+            dropped_units = order[: self._cut(order, grouped, layout)]
+        tokens = total - sum(map(layout.tokens.__getitem__, dropped_units))
+        dropped = list(dropped_units)
+        if layout.members:
+            dropped.extend(chain.from_iterable(filter(None, map(layout.members.get, dropped))))
+        dropped.sort()
+        if dropped:
+            gone = set(dropped)
+            kept = list(map(messages.__getitem__, filterfalse(gone.__contains__, range(count))))
+        else:
+            kept = messages
+        count -= len(dropped)
+        return Pruned(kept, dropped, total, tokens, self._fits(tokens, count), self.strategy_name)
+
+    # -- counting and grouping -----------------------------------------------------------
 
     def _entries(self, messages: list[Message]) -> list[_Entry]:
         cache = self._cache
@@ -237,106 +278,129 @@ class ContextWindow:
 
     def _describe(self, message: Message) -> _Entry:
         tokens = self.counter(message)
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        # the fast check first: this runs once per message
+        if (tokens.__class__ is not int or tokens < 0) and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+        ):
             raise ContextWindowError(
                 f"The window's counter {getattr(self.counter, '__name__', self.counter)!r} "
-                f"returned {tokens!r} for a {message.role} message; a token count must be a "
-                "whole number of at least 0."
+                f"returned {tokens!r} for a {message.role} message; a token count must be "
+                "a whole number of at least 0."
             )
-        kind = _ROLE_KINDS[message.role]
-        key: Any = None
-        if kind == _TOOL:
-            key = message.tool_call_id
-        elif kind == _ASSISTANT:
-            calls = tuple(call.id for call in message.tool_calls)
+        role = message.role
+        if role == "tool":
+            return (message, tokens, _TOOL, message.tool_call_id)
+        if role == "assistant":
+            calls = message.tool_calls
             if calls:
-                kind, key = _CALLS, calls
-        return (message, tokens, kind, key)
+                return (message, tokens, _CALLS, tuple(call.id for call in calls))
+            return (message, tokens, _ASSISTANT, None)
+        return (message, tokens, _USER if role == "user" else _SYSTEM, None)
 
-    def _fits(self, tokens: int, count: int) -> bool:
-        return (self.max_tokens is None or tokens <= self.max_tokens) and (
-            self.max_messages is None or count <= self.max_messages
-        )
-
-    # -- pruning -------------------------------------------------------------------------
-
-    def prune(self, messages: Sequence[Message]) -> Pruned:
-        """The messages to send, within the limits where the invariants allow it."""
-        messages = list(messages)
-        entries = self._entries(messages)
+    def _layout(self, messages: list[Message]) -> _Layout:
+        """The layout of ``messages``: the conversation's last one, or it extended, or new."""
+        layouts = self._layouts
+        slot = id(messages[0]) if messages else 0
+        base = layouts.pop(slot, None)
+        start = 0
+        if base is not None:
+            size = len(base.messages)
+            if size == len(messages) and messages == base.messages:
+                layouts[slot] = base
+                return base
+            if size < len(messages) and messages[:size] == base.messages:
+                start = size
+            else:
+                base = None
+        entries = self._entries(messages[start:] if start else messages)
         counts = list(map(_count_of, entries))
-        total = sum(counts)
-        count = len(messages)
-        if self._fits(total, count):
-            return Pruned(messages, [], total, total, True, self.strategy_name)
-        layout = self._layout(entries, counts)
-        if callable(self.strategy):
-            dropped_units = self._custom(layout)
-        else:
-            order, grouped = self._order(layout)
-            dropped_units = order[: self._cut(order, grouped, layout, total, count)]
-        tokens = total - sum(map(layout.tokens.__getitem__, dropped_units))
-        dropped = list(dropped_units)
-        members = layout.members
-        if members:
-            for unit in dropped_units:
-                extra = members.get(unit)
-                if extra is not None:
-                    dropped.extend(extra)
-        dropped.sort()
-        if dropped:
-            gone = set(dropped)
-            kept = list(map(messages.__getitem__, filterfalse(gone.__contains__, range(count))))
-        else:
-            kept = messages
-        count -= len(dropped)
-        return Pruned(kept, dropped, total, tokens, self._fits(tokens, count), self.strategy_name)
-
-    def _layout(self, entries: list[_Entry], counts: list[int]) -> _Layout:
-        """Group messages into units; a tool result joins the unit of the call it answers."""
-        count = len(entries)
         kinds = list(map(_kind_of, entries))
-        indices = range(count)
-        # turn_at[i + 1]: user messages up to and including message i (0 before the first)
-        turn_at = list(accumulate(map(_USER.__eq__, kinds), initial=0))
-        users = list(compress(indices, map(_USER.__eq__, kinds)))
-        # everything from the first user message of the last min_recent_turns turns is kept
-        protected = users[max(0, len(users) - self.min_recent_turns)] if users else count
-        tokens = list(counts)
-        turns = turn_at[1:]
-        members: dict[int, list[int]] = {}
-        owner: dict[Any, int] = {}  # tool call id -> unit of the call (the latest one)
+        indices = range(start, len(messages))
+        is_user = list(map(_USER.__eq__, kinds))
+        users = list(compress(indices, is_user))
+        systems = list(compress(indices, map(_SYSTEM.__eq__, kinds)))
+        turns = list(accumulate(is_user, initial=len(base.users) if base else 0))
+        del turns[0]
+        if base is None:
+            layout = _Layout(
+                messages,
+                kinds,
+                users,
+                systems,
+                sum(counts),
+                list(counts),
+                [1] * len(counts),
+                turns,
+                {},
+                {},
+                {},
+            )
+            shared: dict[int, list[int]] = {}
+        else:
+            layout = _Layout(
+                messages,
+                base.kinds + kinds,
+                base.users + users,
+                base.systems + systems,
+                base.total + sum(counts),
+                base.tokens + counts,
+                base.sizes + [1] * len(counts),
+                base.turns + turns,
+                dict(base.members),
+                dict(base.owner),
+                dict(base.unit_of),
+            )
+            shared = base.members  # member lists of the base: copied before they change
+        members, owner, unit_of = layout.members, layout.owner, layout.unit_of
+        tokens, sizes, turns = layout.tokens, layout.sizes, layout.turns
         for index in compress(indices, map(_CALLS.__le__, kinds)):
-            entry = entries[index]
-            if entry[2] == _CALLS:
-                for call_id in entry[3]:
+            _, result_tokens, kind, key = entries[index - start]
+            if kind == _CALLS:
+                for call_id in key:
                     owner[call_id] = index
                 continue
-            unit = owner.get(entry[3])
+            unit = owner.get(key)
             if unit is None:  # a result whose call is not before it: a unit of its own
                 continue
             extra = members.get(unit)
             if extra is None:
                 members[unit] = [index]
+            elif extra is shared.get(unit):
+                members[unit] = [*extra, index]
             else:
                 extra.append(index)
-            tokens[unit] += counts[index]
+            unit_of[index] = unit
+            tokens[unit] += result_tokens
+            sizes[unit] += 1
             turns[unit] = turns[index]
-        joined = {index for extra in members.values() for index in extra}
-        excluded = set(joined)
-        excluded.update(unit for unit, extra in members.items() if extra[-1] >= protected)
-        if self.keep_system:
-            excluded.update(compress(range(protected), map(_SYSTEM.__eq__, kinds)))
-        droppable = (
-            list(filterfalse(excluded.__contains__, range(protected)))
-            if excluded
-            else list(range(protected))
-        )
-        return _Layout(count, tokens, turns, members, joined, droppable, kinds)
+        if messages:
+            layouts[slot] = layout  # the most recent last
+            if len(layouts) > _LAYOUT_LIMIT:
+                del layouts[next(iter(layouts))]
+        return layout
 
-    def _order(self, layout: _Layout) -> tuple[list[int], bool]:
+    def _droppable(self, layout: _Layout) -> list[int]:
+        """The units that may be dropped, in order: not pinned, not in a protected turn."""
+        if layout.droppable is not None:
+            return layout.droppable
+        users, count = layout.users, len(layout.messages)
+        # everything from the first user message of the last min_recent_turns turns is kept,
+        # and so is every unit that reaches into it (a call whose result comes after it)
+        protected = users[max(0, len(users) - self.min_recent_turns)] if users else count
+        unit_of = layout.unit_of
+        excluded = set(unit_of)
+        excluded.update(
+            unit for unit in map(unit_of.get, range(protected, count)) if unit is not None
+        )
+        if self.keep_system:
+            excluded.update(layout.systems)
+        layout.droppable = list(filterfalse(excluded.__contains__, range(protected)))
+        return layout.droppable
+
+    # -- the strategies ------------------------------------------------------------------
+
+    def _order(self, layout: _Layout, droppable: list[int]) -> tuple[list[int], bool]:
         """The droppable units in the order the strategy drops them; whether by whole turns."""
-        droppable = layout.droppable
         if self.strategy == "oldest_first":
             return droppable, False
         turns = layout.turns
@@ -355,18 +419,18 @@ class ContextWindow:
         ordered += head[::-1]
         return ordered, False
 
-    def _cut(self, order: list[int], grouped: bool, layout: _Layout, total: int, count: int) -> int:
+    def _cut(self, order: list[int], grouped: bool, layout: _Layout) -> int:
         """How many units of ``order`` to drop: the fewest that bring the rest within limits
         (all of them if nothing does); with ``grouped``, only whole turns."""
         if not order:
             return 0
         cut = 0
+        total, count = layout.total, len(layout.messages)
         if self.max_tokens is not None and total > self.max_tokens:
             dropped = list(accumulate(map(layout.tokens.__getitem__, order)))
             cut = bisect_left(dropped, total - self.max_tokens) + 1
         if self.max_messages is not None and count > self.max_messages:
-            sizes = map(layout.size, order) if layout.members else repeat(1, len(order))
-            dropped = list(accumulate(sizes))
+            dropped = list(accumulate(map(layout.sizes.__getitem__, order)))
             cut = max(cut, bisect_left(dropped, count - self.max_messages) + 1)
         cut = min(cut, len(order))
         if grouped and 0 < cut < len(order):
@@ -374,10 +438,10 @@ class ContextWindow:
             cut = bisect_right(turns, turns[cut - 1])
         return cut
 
-    def _custom(self, layout: _Layout) -> list[int]:
+    def _custom(self, layout: _Layout, droppable: list[int]) -> list[int]:
         """The units a strategy function chose, checked against the invariants."""
         assert callable(self.strategy)
-        starts = list(filterfalse(layout.joined.__contains__, range(layout.count)))
+        starts = list(filterfalse(layout.unit_of.__contains__, range(len(layout.messages))))
         units = tuple(
             Unit(
                 number,
@@ -391,7 +455,7 @@ class ContextWindow:
         )
         chosen = list(dict.fromkeys(self.strategy(units, self)))
         number_of = {start: number for number, start in enumerate(starts)}
-        allowed = {number_of[start] for start in layout.droppable}
+        allowed = {number_of[start] for start in droppable}
         refused = [i for i in chosen if i not in allowed]
         if refused:
             raise ContextWindowError(

@@ -14,8 +14,19 @@ filterwarnings = error
 
 @pytest.fixture
 def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester with an ini for async tests and no provider keys in the environment."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    """A pytester with an ini for async tests and no provider keys in the environment.
+
+    When the suite itself runs under xdist, inner runs must not believe they are workers.
+    """
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
+    ):
+        monkeypatch.delenv(name, raising=False)
     pytester.makeini(INI)
     return pytester

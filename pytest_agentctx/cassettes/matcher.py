@@ -67,7 +67,7 @@ class RequestKey:
         return f"{self.method} {self.host}{self.path}{'?' + query if query else ''}"
 
 
-@functools.lru_cache(maxsize=256)  # a cassette's URLs repeat: parse each once
+@functools.lru_cache(maxsize=256)
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -77,6 +77,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=256)  # a cassette's URLs repeat: parse each once
 def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()

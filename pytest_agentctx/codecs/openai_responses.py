@@ -36,7 +36,7 @@ def _text_parts(content: Any) -> str | None:
         return content
     if isinstance(content, list):
         return "".join(
-            part.get("text", "")
+            part.get("text") or part.get("refusal") or ""  # a refusal part holds "refusal"
             for part in content
             if isinstance(part, Mapping)
             and part.get("type") in ("input_text", "output_text", "text", "refusal")
@@ -268,7 +268,8 @@ def _response(
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            # cache_write_tokens: required by the current SDK's models
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
@@ -318,6 +319,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
                     output_index=index,
                     content_index=0,
                     delta=piece,
+                    logprobs=[],
                 )
             emit(
                 "response.output_text.done",
@@ -325,6 +327,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
                 output_index=index,
                 content_index=0,
                 text=text,
+                logprobs=[],
             )
             emit(
                 "response.content_part.done",
@@ -362,8 +365,10 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
 def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     """A streamed response (its events, or the raw body) as a :class:`Completion`.
 
-    The ``response.completed`` event carries the whole response, which is decoded; a
-    stream cut before it is rebuilt from the ``output_item.done`` events.
+    The ``response.completed`` (or ``response.incomplete``) event carries the whole
+    response, which is decoded; a stream cut before it is rebuilt from the
+    ``output_item.done`` events, with stop reason ``incomplete``. An ``error`` event or a
+    ``response.failed`` event raises :class:`CodecError`.
     """
     if isinstance(events, (bytes, str)):
         events = parse_sse(events)
@@ -377,13 +382,24 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
                 f"openai_responses.decode_stream: event #{position} is not JSON: "
                 f"{event.data[:80]!r}."
             ) from None
+        if not isinstance(data, Mapping):
+            raise CodecError(
+                f"openai_responses.decode_stream: event #{position} is not a JSON object: "
+                f"{event.data[:80]!r}."
+            )
         kind = data.get("type") or event.event
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
-            return decode_response(data["response"])
+        if kind in ("error", "response.failed"):
+            error = data.get("message") or (data.get("response") or {}).get("error") or data
+            raise CodecError(
+                f"openai_responses.decode_stream: event #{position} ({kind}) reports an "
+                f"error: {error!r}."
+            )
+        if kind in ("response.completed", "response.incomplete"):
+            where = f"openai_responses.decode_stream event #{position} ({kind})"
+            return decode_response(require(data, "response", Mapping, where))
         if kind == "response.created":
             created = data.get("response") or {}
         elif kind == "response.output_item.done":
             items[int(data.get("output_index", len(items)))] = data["item"]
-    partial = {**created, "output": [items[i] for i in sorted(items)]}
-    partial.setdefault("status", "incomplete")
+    partial = {**created, "output": [items[i] for i in sorted(items)], "status": "incomplete"}
     return decode_response(partial)

@@ -336,7 +336,7 @@ def test_changed_request_fails_with_the_cassette_the_diff_and_the_command(tester
             "/v1/chat/completions: the cassette has no such request.",
             "E * Closest recorded request: interaction #0, POST 127.0.0.1*/v1/chat/completions;"
             " differences:",
-            'E *   messages[0].content: recorded "Paris?" != now "Rome?"',
+            'E *   messages[[]0].content: recorded "Paris?" != now "Rome?"',
             "E * If the agent's requests changed on purpose, re-record this test: "
             'pytest --agent-record "test_cas_city.py::test_paris"',
         ]

@@ -59,7 +59,7 @@ def test_fixtures_are_listed_with_their_docs(agent_pytester: pytest.Pytester) ->
 def test_an_agent_run_passes_with_a_scripted_model(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
     agent_pytester.makepyfile(
-        test_run="""
+        test_inner_run="""
         from weather_mod import AGENT
         from pytest_agentctx import AgentContext, Iteration, ToolCall
 
@@ -85,7 +85,7 @@ def test_an_agent_run_passes_with_a_scripted_model(agent_pytester: pytest.Pytest
 def test_two_pytest_runs_give_identical_context_json(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
     agent_pytester.makepyfile(
-        test_dump="""
+        test_inner_dump="""
         import os
         from weather_mod import AGENT
 
@@ -112,7 +112,7 @@ def test_two_pytest_runs_give_identical_context_json(agent_pytester: pytest.Pyte
 def test_unused_scripted_replies_fail_the_test(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
     agent_pytester.makepyfile(
-        test_unused="""
+        test_inner_unused="""
         from weather_mod import AGENT
 
         async def test_unused(agent_runtime, fake_llm):
@@ -134,7 +134,7 @@ def test_an_unscripted_model_call_fails_with_the_fakes_message(
 ) -> None:
     agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
     agent_pytester.makepyfile(
-        test_overrun="""
+        test_inner_overrun="""
         from weather_mod import AGENT
 
         async def test_overrun(agent_runtime, fake_llm):
@@ -152,7 +152,7 @@ def test_an_unscripted_model_call_fails_with_the_fakes_message(
 def test_a_swallowed_unscripted_call_still_fails_the_test(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
     agent_pytester.makepyfile(
-        test_swallowed="""
+        test_inner_swallowed="""
         import openai
         from weather_mod import AGENT
 
@@ -173,7 +173,7 @@ def test_a_swallowed_unscripted_call_still_fails_the_test(agent_pytester: pytest
 def test_fake_tools_answer_in_place_of_the_real_tool(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
     agent_pytester.makepyfile(
-        test_tools="""
+        test_inner_tools="""
         from weather_mod import AGENT
 
         async def test_tools(agent_runtime, fake_llm, fake_tools):
@@ -194,7 +194,7 @@ def test_frozen_clock_freezes_wall_time_and_keeps_asyncio_working(
     agent_pytester: pytest.Pytester,
 ) -> None:
     agent_pytester.makepyfile(
-        test_clock="""
+        test_inner_clock="""
         import asyncio, time
         from datetime import datetime, timezone
 
@@ -217,7 +217,7 @@ def test_clock_start_is_configurable_in_the_ini(agent_pytester: pytest.Pytester)
         "agent_clock_start = 2030-06-01T12:00:00Z\nagent_clock_step = 0.5\n"
     )
     agent_pytester.makepyfile(
-        test_start="""
+        test_inner_start="""
         from datetime import datetime, timezone
 
         async def test_start(agent_runtime, frozen_clock):
@@ -233,7 +233,7 @@ def test_clock_start_is_configurable_in_the_ini(agent_pytester: pytest.Pytester)
 
 def test_command_line_clock_start_overrides_the_ini(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(
-        test_cli="""
+        test_inner_cli="""
         async def test_cli(agent_runtime):
             assert agent_runtime.clock.now().year == 2031
         """
@@ -246,7 +246,7 @@ def test_command_line_clock_start_overrides_the_ini(agent_pytester: pytest.Pytes
 
 def test_an_invalid_clock_start_is_a_usage_error(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makepyfile(
-        test_bad="""
+        test_inner_bad="""
         async def test_bad(agent_runtime):
             pass
         """
@@ -261,7 +261,7 @@ def test_an_invalid_clock_start_is_a_usage_error(agent_pytester: pytest.Pytester
 def test_an_invalid_clock_step_is_a_usage_error(agent_pytester: pytest.Pytester) -> None:
     agent_pytester.makeini("[pytest]\nagent_clock_step = fast\n")
     agent_pytester.makepyfile(
-        test_bad="""
+        test_inner_bad="""
         def test_bad(agent_runtime):
             pass
         """
@@ -280,7 +280,7 @@ def test_frozen_clock_leaves_ignored_modules_on_real_time(agent_pytester: pytest
     )
     agent_pytester.makepyfile(realtime_mod="import time\ndef now():\n    return time.time()\n")
     agent_pytester.makepyfile(
-        test_ignore="""
+        test_inner_ignore="""
         import time
         import realtime_mod
 

@@ -242,3 +242,16 @@ def test_unused_snapshots_are_found_with_two_xdist_workers(project: pytest.Pytes
     deleted.stdout.fnmatch_lines(["*2 unused snapshots deleted.*"])
     files = sorted(p.name for p in snapshot_file(project).parent.iterdir())
     assert files == [f"test_weather[{n}].agentctx" for n in range(4)]
+
+
+def test_the_snapshot_fixtures_are_listed_with_their_docs(project: pytest.Pytester) -> None:
+    result = project.runpytest("--fixtures")
+
+    result.stdout.fnmatch_lines(
+        [
+            "agent_snapshot_config -- *pytest_agentctx/plugin.py:*",
+            "    Options of ``agent_snapshot`` (volatile values, projections); override to change.",
+            "agent_snapshot -- *pytest_agentctx/plugin.py:*",
+            "    A syrupy snapshot of an agent run: ``assert result.context == agent_snapshot``.",
+        ]
+    )

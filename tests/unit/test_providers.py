@@ -471,3 +471,45 @@ async def test_openai_responses_send_stream_posts_to_responses():
     raw = await provider.send_stream({"model": "gpt-4o", "input": "Hi", "stream": True})
 
     assert (raw, recorder.requests[0].url.path) == (stream, "/v1/responses")
+
+
+# -- aclose --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "variable"),
+    [
+        (OpenAIChatProvider, "OPENAI_API_KEY"),
+        (OpenAIResponsesProvider, "OPENAI_API_KEY"),
+        (AnthropicMessagesProvider, "ANTHROPIC_API_KEY"),
+    ],
+)
+async def test_aclose_closes_a_client_the_provider_created_and_a_new_one_is_made_next(
+    monkeypatch, kind, variable
+):
+    monkeypatch.setenv(variable, "sk-from-env")
+    provider = kind()
+    first = provider.client
+
+    await provider.aclose()
+
+    assert first.is_closed()
+    assert provider.client is not first
+
+
+async def test_aclose_leaves_a_given_client_open():
+    client = _openai(Recorder(CHAT_RESPONSE))
+    provider = OpenAIChatProvider(client=client)
+
+    await provider.aclose()
+
+    assert not client.is_closed()
+    assert provider.client is client
+
+
+async def test_aclose_before_any_client_was_made_does_nothing():
+    provider = AnthropicMessagesProvider()
+
+    await provider.aclose()
+
+    assert provider._client is None

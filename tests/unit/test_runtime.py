@@ -725,6 +725,39 @@ async def test_a_custom_provider_prefix_uses_the_given_provider():
     assert [body["model"] for body in provider.sent] == ["local-model"]
 
 
+class ClosingProvider(CannedProvider):
+    """A canned provider that counts its aclose() calls."""
+
+    def __init__(self, *bodies: dict[str, Any]) -> None:
+        super().__init__(*bodies)
+        self.closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+async def test_the_runtime_closes_the_provider_at_the_end_of_a_run():
+    provider = ClosingProvider(chat_body({"role": "assistant", "content": "Hello."}))
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    await runtime.run(weather_agent("local:local-model"), QUESTION)
+
+    assert provider.closed == 1
+
+
+async def test_the_runtime_closes_the_provider_when_a_run_fails():
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    provider = ClosingProvider(
+        chat_body({"role": "assistant", "content": None, "tool_calls": [call]})
+    )
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    with pytest.raises(MaxIterationsExceeded):
+        await runtime.run(weather_agent("local:local-model", max_iterations=1), QUESTION)
+
+    assert provider.closed == 1
+
+
 async def test_provider_for_creates_the_default_provider_once():
     runtime = AgentRuntime()
     agent = weather_agent("anthropic:claude-haiku-4-5")
