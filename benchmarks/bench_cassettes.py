@@ -871,7 +871,10 @@ def _run_pytest(root: Path, args: Sequence[str], base_url: str) -> tuple[float, 
     lines = [line for line in done.stdout.strip().splitlines() if line.strip()]
     summary = lines[-1] if lines else f"exit {done.returncode}"
     if done.returncode != 0:
+        problems = [line for line in lines if line.startswith(("ERROR ", "FAILED "))]
         summary += f" (exit {done.returncode})"
+        if problems:  # what went wrong, in pytest's own words (first one)
+            summary += ": " + problems[0][:160].replace("|", "\\|")
     return elapsed, summary
 
 

@@ -371,12 +371,16 @@ def markdown(results: Results) -> str:
         tails = ", ".join(
             f"{row.turns} turns {row.mean(slice(-10, None)).cpu_ms:,.1f} ms" for row in rows
         )
+        tens = " · ".join(
+            f"{last.mean(slice(i, i + 10)).cpu_ms:,.1f}" for i in range(0, last.turns, 10)
+        )
         lines += [
             "",
             f"{'With' if windowed else 'Without'} a window: total CPU at {last.turns} turns over "
             f"{first.turns} turns = **{ratio:.1f}x** (linear: {last.turns / first.turns:.1f}x, "
             f"quadratic: {(last.turns / first.turns) ** 2:.0f}x). CPU per turn over the last "
-            f"10 turns of each run: {tails}.",
+            f"10 turns of each run: {tails}. The {last.turns}-turn run, CPU per turn by tens "
+            f"of turns (ms): {tens}.",
         ]
     lines += ["", "### Machine and run", "", "| | |", "|---|---|"]
     lines += [f"| {key} | {value} |" for key, value in results.facts]

@@ -138,6 +138,11 @@ _CACHE_LIMIT = 250_000
 _LAYOUT_LIMIT = 16
 _count_of = itemgetter(1)
 _kind_of = itemgetter(2)
+# bytes.translate tables: kinds (a bytes object) to 0/1 flags, which compress() and
+# accumulate() read without a Python call per message
+_IS_USER = bytes(kind == _USER for kind in range(256))
+_IS_SYSTEM = bytes(kind == _SYSTEM for kind in range(256))
+_IS_CALL_OR_RESULT = bytes(kind in (_CALLS, _TOOL) for kind in range(256))
 
 # What a window caches per message: the message itself (which keeps its id from being
 # reused while the entry exists), its token count, its kind and its tool-call key (the call
@@ -157,7 +162,7 @@ class _Layout:
     """
 
     messages: list[Message]
-    kinds: list[int]
+    kinds: bytes  # the kind of each message
     users: list[int]  # indices of the user messages
     systems: list[int]  # indices of the system messages
     total: int  # tokens of all messages
@@ -314,11 +319,11 @@ class ContextWindow:
                 base = None
         entries = self._entries(messages[start:] if start else messages)
         counts = list(map(_count_of, entries))
-        kinds = list(map(_kind_of, entries))
+        kinds = bytes(map(_kind_of, entries))
         indices = range(start, len(messages))
-        is_user = list(map(_USER.__eq__, kinds))
+        is_user = kinds.translate(_IS_USER)
         users = list(compress(indices, is_user))
-        systems = list(compress(indices, map(_SYSTEM.__eq__, kinds)))
+        systems = list(compress(indices, kinds.translate(_IS_SYSTEM)))
         turns = list(accumulate(is_user, initial=len(base.users) if base else 0))
         del turns[0]
         if base is None:
@@ -353,7 +358,7 @@ class ContextWindow:
             shared = base.members  # member lists of the base: copied before they change
         members, owner, unit_of = layout.members, layout.owner, layout.unit_of
         tokens, sizes, turns = layout.tokens, layout.sizes, layout.turns
-        for index in compress(indices, map(_CALLS.__le__, kinds)):
+        for index in compress(indices, kinds.translate(_IS_CALL_OR_RESULT)):
             _, result_tokens, kind, key = entries[index - start]
             if kind == _CALLS:
                 for call_id in key:
