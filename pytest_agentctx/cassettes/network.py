@@ -43,7 +43,25 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback or bool(mapped and mapped.is_loopback)
 
 
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
 def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    if isinstance(host, (str, bytes)):
+        name = host.decode() if isinstance(host, bytes) else host
+        if name and not _is_address(name):
+            # A name no guard allows is refused before it is looked up: a DNS query would
+            # already leave the machine.
+            with _lock:
+                guards = list(_guards)
+            port = args[0] if args else kwargs.get("port")
+            for guard in guards:
+                guard.check(name, port)
     result = _original_getaddrinfo(host, *args, **kwargs)
     if isinstance(host, (str, bytes)):
         name = host.decode() if isinstance(host, bytes) else host

@@ -210,11 +210,14 @@ async def test_host_name_pattern_allows_the_address_it_resolved_to(fake_dns):
         assert guard.allows(RESOLVED)
 
 
-async def test_refusal_of_a_resolved_address_names_the_host(fake_dns, no_real_connect):
-    with NetworkGuard(["other.example.test"]):
+async def test_a_name_that_is_not_allowed_is_refused_before_any_dns_lookup(fake_dns):
+    with (
+        NetworkGuard(["other.example.test"]) as guard,
+        pytest.raises(NetworkBlocked, match=r"api\.example\.test"),
+    ):
         socket.getaddrinfo("api.example.test", 443)
-        with socket.socket() as sock, pytest.raises(NetworkBlocked, match=r"api\.example\.test"):
-            sock.connect((RESOLVED, 443))
+
+    assert guard.blocked == ["api.example.test:443"]
 
 
 async def test_address_not_resolved_from_an_allowed_name_is_refused(fake_dns):
