@@ -175,6 +175,23 @@ class _Layout:
     droppable: list[int] | None = None  # filled by ContextWindow._droppable
 
 
+def _no_leading_reply(layout: _Layout, droppable: list[int], dropped: list[int]) -> list[int]:
+    """Also drop the droppable units left between the pinned system message and the first
+    kept user message: a request must not open with the assistant's reply to a question
+    that was dropped (Anthropic rejects a first turn that is not the user's)."""
+    gone = set(dropped)
+    allowed = set(droppable)
+    kinds, unit_of = layout.kinds, layout.unit_of
+    extra: list[int] = []
+    for index in range(len(layout.messages)):
+        if index in gone or index in unit_of or kinds[index] == _SYSTEM:
+            continue
+        if kinds[index] == _USER or index not in allowed:
+            break
+        extra.append(index)
+    return [*dropped, *extra] if extra else dropped
+
+
 @dataclass(frozen=True)
 class ContextWindow:
     """Limits on what is sent to the model, and how to stay within them."""
@@ -254,6 +271,8 @@ class ContextWindow:
         else:
             order, grouped = self._order(layout, droppable)
             dropped_units = order[: self._cut(order, grouped, layout)]
+        if dropped_units:
+            dropped_units = _no_leading_reply(layout, droppable, dropped_units)
         tokens = total - sum(map(layout.tokens.__getitem__, dropped_units))
         dropped = list(dropped_units)
         if layout.members:

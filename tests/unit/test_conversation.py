@@ -409,7 +409,8 @@ async def test_the_runtime_records_the_window_of_every_model_call(fake, runtime)
     result = await runtime.run_multi_turn(agent, "A1?", ["B2?"])
 
     # estimated tokens: system 10, "A1?" 5, "A1 has shipped." 8, "B2?" 5; the second call
-    # has 4 messages, one too many: the oldest droppable one (the first question) goes
+    # has 4 messages, one too many: the oldest droppable one (the first question) goes, and
+    # its answer with it, so that the request does not open with the assistant's reply
     assert [it.metadata["window"] for it in result.context.iterations] == [
         {
             "strategy": "oldest_first",
@@ -422,11 +423,11 @@ async def test_the_runtime_records_the_window_of_every_model_call(fake, runtime)
         },
         {
             "strategy": "oldest_first",
-            "dropped": [1],
+            "dropped": [1, 2],
             "messages_before": 4,
-            "messages_after": 3,
+            "messages_after": 2,
             "tokens_before": 28,
-            "tokens_after": 23,
+            "tokens_after": 15,
             "within_limits": True,
         },
     ]
@@ -439,10 +440,10 @@ async def test_the_model_is_sent_the_pruned_messages(fake, runtime):
 
     await runtime.run_multi_turn(agent, "A1?", ["B2?"])
 
-    # the call and its result go together: dropping the call drops its result too
+    # the call and its result go together: dropping the call drops its result too; the
+    # answer to the dropped question goes as well, so the request opens with the user
     assert fake.requests[-1].messages == [
         {"role": "system", "content": SYSTEM},
-        {"role": "assistant", "content": "A1 has shipped."},
         {"role": "user", "content": "B2?"},
     ]
 

@@ -180,11 +180,11 @@ async def test_metadata_records_the_strategy_what_was_dropped_and_the_sizes():
 
     assert pruned.metadata() == {
         "strategy": "oldest_first",
-        "dropped": [1, 2, 3, 4, 5],
+        "dropped": [1, 2, 3, 4, 5, 6],
         "messages_before": 12,
-        "messages_after": 7,
+        "messages_after": 6,
         "tokens_before": 120,
-        "tokens_after": 70,
+        "tokens_after": 60,
         "within_limits": True,
     }
 
@@ -199,24 +199,34 @@ async def test_pruning_an_empty_list_sends_nothing():
 async def test_oldest_first_drops_the_oldest_units_until_the_rest_fits():
     pruned = ContextWindow(max_messages=7, counter=ten).prune(CONVERSATION)
 
-    assert (pruned.dropped, pruned.messages) == ([1, 2, 3, 4, 5], kept([0, 6, 7, 8, 9, 10, 11]))
+    # dropping 1 to 5 fits; the answer a2 (6) goes too, or the request would open with it
+    assert (pruned.dropped, pruned.messages) == ([1, 2, 3, 4, 5, 6], kept([0, 7, 8, 9, 10, 11]))
+
+
+async def test_a_pruned_request_never_opens_with_the_assistant():
+    messages = [system(), user("q1"), assistant("a1"), user("q2"), assistant("a2"), user("q3")]
+
+    pruned = ContextWindow(max_messages=5, counter=ten).prune(messages)
+
+    assert [m.role for m in pruned.messages] == ["system", "user", "assistant", "user"]
 
 
 async def test_oldest_first_stops_at_the_token_limit():
     pruned = ContextWindow(max_tokens=75, counter=ten).prune(CONVERSATION)
 
     assert (pruned.dropped, pruned.tokens_after, pruned.within_limits) == (
-        [1, 2, 3, 4, 5],
-        70,
+        [1, 2, 3, 4, 5, 6],
+        60,
         True,
     )
 
 
 async def test_both_limits_must_hold():
-    # max_tokens alone drops two messages, max_messages alone three
+    # max_tokens alone drops two messages, max_messages alone three; then the call c2 and
+    # its result and the answer a2 go too, so that the request opens with the user (q3)
     window = ContextWindow(max_tokens=100, max_messages=9, counter=ten)
 
-    assert window.prune(CONVERSATION).dropped == [1, 2, 3]
+    assert window.prune(CONVERSATION).dropped == [1, 2, 3, 4, 5, 6]
 
 
 async def test_middle_out_keeps_the_first_turn_and_drops_from_the_middle_outwards():
@@ -367,7 +377,9 @@ async def test_a_call_and_its_non_adjacent_result_are_dropped_together():
 
     pruned = ContextWindow(max_messages=3, counter=ten).prune(messages)
 
-    assert (pruned.dropped, pruned.messages) == ([0, 1, 4], kept([2, 3, 5], messages))
+    # the unit of call a (0 is q1, then a with its result 4) goes; b and its result would
+    # then open the request, so they go too
+    assert (pruned.dropped, pruned.messages) == ([0, 1, 2, 3, 4], kept([5], messages))
 
 
 async def test_a_unit_whose_result_comes_after_a_protected_user_message_is_protected():
@@ -451,8 +463,8 @@ async def test_a_window_serving_many_conversations_prunes_each_on_its_own():
         window.prune(talk)
 
     assert [window.prune(talk).dropped for talk in (talks[0], talks[-1])] == [
-        [1, 2, 3, 4, 5],
-        [1, 2, 3, 4, 5],
+        [1, 2, 3, 4, 5, 6],
+        [1, 2, 3, 4, 5, 6],
     ]
 
 
@@ -544,8 +556,8 @@ async def test_a_window_counts_with_tiktoken(tiny_encoding):
 
     pruned = window.prune([user("abab"), assistant("ab"), user("abababab")])
 
-    # 6 + 5 + 8 tokens: dropping the oldest message is enough
-    assert (pruned.tokens_before, pruned.dropped, pruned.tokens_after) == (19, [0], 13)
+    # 6 + 5 + 8 tokens: dropping the oldest message is enough, and its answer goes with it
+    assert (pruned.tokens_before, pruned.dropped, pruned.tokens_after) == (19, [0, 1], 8)
 
 
 async def test_tiktoken_counter_without_tiktoken_says_how_to_install_it(monkeypatch):
