@@ -24,6 +24,9 @@ __all__ = [
 
 name = "anthropic_messages"
 
+#: Content blocks of extended thinking, kept as reasoning items (Message.reasoning).
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
 #: Anthropic requires ``max_tokens``; this is sent when the agent sets none.
 DEFAULT_MAX_TOKENS = 1024
 
@@ -59,7 +62,13 @@ def encode_request(
         elif role == "user":
             _append(turns, "user", [{"type": "text", "text": content or ""}])
         elif role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            # thinking blocks go back first, as the API returned them: a model that thinks
+            # and calls tools needs them on the next call
+            blocks: list[dict[str, Any]] = [
+                dict(item)
+                for item in message.get("reasoning") or []
+                if item.get("type") in _THINKING
+            ]
             if content:
                 blocks.append({"type": "text", "text": content})
             for call in message.get("tool_calls") or []:
@@ -199,9 +208,12 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
     blocks = require(body, "content", list, "anthropic_messages.decode_response")
     texts: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
     for block in blocks:
         kind = block.get("type") if isinstance(block, Mapping) else None
-        if kind == "text":
+        if kind in _THINKING:
+            reasoning.append(dict(block))
+        elif kind == "text":
             texts.append(block.get("text", ""))
         elif kind == "tool_use":
             calls.append(
@@ -218,6 +230,7 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
         usage=_decode_usage(body.get("usage")),
         stop_reason=body.get("stop_reason"),
         response_id=body.get("id"),
+        reasoning=tuple(reasoning),
     )
 
 
@@ -333,8 +346,9 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
 
     Joins the deltas the way the SDK does: text deltas into their text block, tool input
     fragments into their ``tool_use`` block's input; usage from ``message_start`` updated
-    by ``message_delta``. Thinking blocks and ``ping`` events are skipped; an ``error``
-    event raises :class:`CodecError`.
+    by ``message_delta``; thinking blocks joined from their ``thinking_delta`` and
+    ``signature_delta`` events. ``ping`` events are skipped; an ``error`` event raises
+    :class:`CodecError`.
     """
     if isinstance(events, (bytes, str)):
         events = parse_sse(events)
@@ -374,6 +388,12 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
                 )
             if delta.get("type") == "text_delta":
                 parts[index].append(delta.get("text", ""))
+            elif delta.get("type") == "thinking_delta":
+                parts[index].append(delta.get("thinking", ""))
+            elif delta.get("type") == "signature_delta":
+                blocks[index]["signature"] = (blocks[index].get("signature") or "") + delta.get(
+                    "signature", ""
+                )
             elif delta.get("type") == "input_json_delta":
                 parts[index].append(delta.get("partial_json", ""))
         elif kind == "message_delta":
@@ -381,9 +401,14 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
             usage_data.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
     texts: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
     for index, block in sorted(blocks.items()):
         joined = "".join(parts[index])
-        if block.get("type") == "text":
+        if block.get("type") == "thinking":
+            reasoning.append({**block, "thinking": block.get("thinking", "") + joined})
+        elif block.get("type") == "redacted_thinking":
+            reasoning.append(block)
+        elif block.get("type") == "text":
             texts.append(block.get("text", "") + joined)
         elif block.get("type") == "tool_use":
             calls.append(
@@ -400,4 +425,5 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
         usage=_decode_usage(usage_data) if usage_data else None,
         stop_reason=stop_reason,
         response_id=message.get("id"),
+        reasoning=tuple(reasoning),
     )

@@ -8,6 +8,7 @@ pydantic-ai 400) so the decoder is proved on what Anthropic really sends.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -807,3 +808,81 @@ async def test_encode_response_fills_unknown_model_and_zero_usage():
         "stop_sequence": None,
         "usage": {"input_tokens": 0, "output_tokens": 0},
     }
+
+
+# -- extended thinking -----------------------------------------------------------------
+
+THINKING = {"type": "thinking", "thinking": "The user wants Paris.", "signature": "sig-1"}
+
+
+async def test_decode_response_keeps_thinking_blocks_as_reasoning():
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5",
+        "content": [THINKING, {"type": "text", "text": "Sunny."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+
+    completion = anthropic_messages.decode_response(body)
+
+    assert (completion.content, completion.reasoning) == ("Sunny.", (THINKING,))
+
+
+async def test_encode_request_sends_thinking_back_before_the_reply():
+    messages = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning": [THINKING],
+            "tool_calls": [{"id": "toolu_1", "name": "get_weather", "arguments": {}}],
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "toolu_1"},
+    ]
+
+    body = anthropic_messages.encode_request(model="claude-haiku-4-5", messages=messages)
+
+    match body["messages"][1]["content"]:
+        case [{"type": "thinking", "signature": "sig-1"}, {"type": "tool_use", "id": "toolu_1"}]:
+            pass
+        case other:
+            pytest.fail(f"thinking was not sent back first: {other}")
+
+
+async def test_decode_stream_joins_thinking_and_signature_deltas():
+    events = [
+        {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "Par"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "is."},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "sig"},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "message_stop"},
+    ]
+    raw = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+    completion = anthropic_messages.decode_stream(raw)
+
+    assert completion.content == "Hi"
+    assert completion.reasoning == ({"type": "thinking", "thinking": "Paris.", "signature": "sig"},)
