@@ -153,23 +153,31 @@ class Cassette:
             interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
         )
 
-    def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
+    def _redacted_request(self, request: Any) -> tuple[str, Any, bytes]:
+        """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
         self.redactor.refresh()
-        self.redactor.learn(request.headers.items(), str(request.url))
-        url = self.redactor.url(str(request.url))
+        url_text = str(request.url)
+        self.redactor.learn(request.headers.items(), url_text)
+        url = self.redactor.url(url_text)
         raw = bytes(request.content or b"")
         body_json = parse_json(raw)
         if body_json is not NO_JSON:
             body_json = self.redactor.json(body_json)
-            key = make_key(
-                request.method, url, body_json, None, ignored=self.ignored, hook=self.body_hook
-            )
         else:
             with contextlib.suppress(UnicodeDecodeError):  # binary: kept byte for byte
                 raw = self.redactor.text(raw.decode("utf-8")).encode()
-            key = make_key(
-                request.method, url, body_json, raw, ignored=self.ignored, hook=self.body_hook
-            )
+        return url, body_json, raw
+
+    def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
+        url, body_json, raw = self._redacted_request(request)
+        key = make_key(
+            request.method,
+            url,
+            body_json,
+            None if body_json is not NO_JSON else raw,
+            ignored=self.ignored,
+            hook=self.body_hook,
+        )
         return key, url, body_json, raw
 
     # -- interception ----------------------------------------------------------------
@@ -184,6 +192,8 @@ class Cassette:
 
     def handle(self, request: Any) -> Any:
         """Answer ``request`` from the cassette, record it, or report a miss."""
+        if not self.replays:  # rewrite: every request is recorded, none is matched
+            return self._record(request, *self._redacted_request(request))
         key, url, body_json, raw = self._request_key(request)
         if self.replays:
             with self._lock:

@@ -122,6 +122,8 @@ def _native_body(body: Any) -> Body:
     """A stored body, checked: ``None`` or a mapping with exactly one known kind."""
     if body is None:
         return None
+    if body.__class__ is dict and len(body) == 1 and "json" in body:
+        return body  # the common case, fresh from the parser: nothing to check or copy
     if not isinstance(body, Mapping) or len(body) != 1 or next(iter(body)) not in _BODY_KINDS:
         shown = sorted(body) if isinstance(body, Mapping) else type(body).__name__
         raise ValueError(f"a body is {shown}; expected null or one of {', '.join(_BODY_KINDS)}")
