@@ -908,10 +908,10 @@ async def test_a_window_limits_the_messages_sent_to_the_model(fake, runtime):
 
     await runtime.run_multi_turn(agent, "Weather today?", ["And tomorrow?"])
 
-    # oldest_first drops the oldest unit (the first question) until 3 messages remain
+    # oldest_first drops the oldest unit (the first question) until 3 messages remain, then
+    # its answer too, so that the request does not open with the assistant's reply
     assert fake.requests[1].messages == [
         {"role": "system", "content": SYSTEM},
-        {"role": "assistant", "content": "Sunny."},
         {"role": "user", "content": "And tomorrow?"},
     ]
 
