@@ -12,12 +12,15 @@ import itertools
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 __all__ = [
     "DEFAULT_START",
     "Clock",
+    "ClockSettings",
     "IdFactory",
     "RandomIds",
     "SequentialIds",
@@ -135,3 +138,27 @@ def parse_datetime(value: str | datetime, *, what: str = "a datetime") -> dateti
                 "like '2025-01-01T00:00:00Z'."
             ) from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ClockSettings:
+    """The plugin's clock options: where the clocks start, the step, frozen_clock's ignore."""
+
+    start: datetime
+    step: timedelta
+    ignore: tuple[str, ...]
+
+    @classmethod
+    def build(cls, *, start: str, step: str, ignore: Iterable[str]) -> ClockSettings:
+        """Read the option values; a value that cannot be read raises ``ValueError``."""
+        parsed = parse_datetime(start, what="agent_clock_start")
+        try:
+            seconds = float(step)
+        except ValueError:
+            raise ValueError(
+                f"agent_clock_step = {step!r} is not a number of seconds; "
+                "set it to e.g. 1 or 0.5 in your pytest configuration."
+            ) from None
+        if seconds < 0:
+            raise ValueError(f"agent_clock_step = {step!r} must not be negative.")
+        return cls(parsed, timedelta(seconds=seconds), tuple(ignore))

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from .cassettes import Cassette, NetworkGuard, Redactor
 from .cassettes.redact import DEFAULT_SECRET_ENV
 from .cassettes.session import RecordMode
 from .cassettes.settings import CassetteSettings, TestOptions, cassette_path
-from .clock import SequentialIds, StepClock, parse_datetime
+from .clock import ClockSettings, SequentialIds, StepClock
 from .exceptions import CassetteError, CassetteMiss, NetworkBlocked
 from .fakes import FakeLLM, FakeTools
 from .freeze import FrozenClock
@@ -26,21 +24,13 @@ from .matching import assertrepr_compare
 from .runtime import AgentRuntime
 from .snapshot import AgentSnapshotAssertion, SnapshotOptions
 
-
-@dataclass(frozen=True)
-class _ClockSettings:
-    start: datetime
-    step: timedelta
-    ignore: tuple[str, ...]
-
-
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 _CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
 _CASSETTE_KEY = pytest.StashKey[Cassette | None]()
 _GUARD_KEY = pytest.StashKey[NetworkGuard | None]()
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
 _AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
-_CLOCK_KEY = pytest.StashKey[_ClockSettings]()
+_CLOCK_KEY = pytest.StashKey[ClockSettings]()
 _FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
 
 
@@ -157,25 +147,16 @@ def pytest_runtest_makereport(
     return report
 
 
-def _clock_settings(config: pytest.Config) -> _ClockSettings:
+def _clock_settings(config: pytest.Config) -> ClockSettings:
     """Read and check the clock options once, at configure time (bad values: usage error)."""
-    start_text = str(config.getoption("agent_clock_start") or config.getini("agent_clock_start"))
     try:
-        start = parse_datetime(start_text, what="agent_clock_start")
+        return ClockSettings.build(
+            start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
+            step=str(config.getini("agent_clock_step")),
+            ignore=(str(line) for line in config.getini("agent_clock_ignore")),
+        )
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    raw_step = str(config.getini("agent_clock_step"))
-    try:
-        seconds = float(raw_step)
-    except ValueError:
-        raise pytest.UsageError(
-            f"agent_clock_step = {raw_step!r} is not a number of seconds; "
-            "set it to e.g. 1 or 0.5 in your pytest configuration."
-        ) from None
-    if seconds < 0:
-        raise pytest.UsageError(f"agent_clock_step = {raw_step!r} must not be negative.")
-    ignore = tuple(str(line) for line in config.getini("agent_clock_ignore"))
-    return _ClockSettings(start, timedelta(seconds=seconds), ignore)
 
 
 def _cassette_settings(config: pytest.Config) -> CassetteSettings:

@@ -220,3 +220,20 @@ async def test_parse_datetime_rejects_text_that_is_not_iso_8601(text: str) -> No
 async def test_parse_datetime_error_names_what_was_being_parsed() -> None:
     with pytest.raises(ValueError, match=r"^agent_clock_start: 'soon' is not an ISO 8601"):
         parse_datetime("soon", what="agent_clock_start")
+
+
+async def test_clock_settings_read_the_option_values():
+    from pytest_agentctx.clock import ClockSettings
+
+    settings = ClockSettings.build(start="2030-06-01T12:00:00Z", step="0.5", ignore=["my_mod"])
+
+    assert settings == ClockSettings(
+        datetime(2030, 6, 1, 12, tzinfo=UTC), timedelta(seconds=0.5), ("my_mod",)
+    )
+
+
+async def test_clock_settings_refuse_a_negative_step():
+    from pytest_agentctx.clock import ClockSettings
+
+    with pytest.raises(ValueError, match=r"agent_clock_step = '-1' must not be negative"):
+        ClockSettings.build(start="2030-06-01", step="-1", ignore=())
