@@ -165,6 +165,9 @@ class AgentRuntime:
     ids: IdFactory = field(default_factory=RandomIds)
     providers: dict[str, Provider] = field(default_factory=dict)
     tool_overrides: ToolOverrides | None = None
+    #: Every run this runtime finished (completed or failed), in order: what reports and
+    #: budgets read after a test.
+    results: list[RunResult] = field(default_factory=list)
 
     def provider_for(self, agent: Agent) -> Provider:
         """The provider that serves ``agent.model`` (created on first use)."""
@@ -264,7 +267,14 @@ class AgentRuntime:
     ) -> RunResult:
         provider = self.provider_for(agent)
         try:
-            return await self._turn(agent, provider, ctx, actor=actor, tenant=tenant, deps=deps)
+            result = await self._turn(agent, provider, ctx, actor=actor, tenant=tenant, deps=deps)
+        except MaxIterationsExceeded as exc:
+            if exc.result is not None:
+                self.results.append(exc.result)
+            raise
+        else:
+            self.results.append(result)
+            return result
         finally:
             aclose = getattr(provider, "aclose", None)
             if aclose is not None:

@@ -1077,3 +1077,22 @@ async def test_run_sync_inside_a_running_event_loop_is_an_error():
         r"Use `await runtime\.run\(agent, input\)` instead\.$",
     ):
         AgentRuntime().run_sync(weather_agent(), QUESTION)
+
+
+async def test_runtime_keeps_every_finished_run_in_results(
+    runtime: AgentRuntime, fake: FakeLLM
+) -> None:
+    fake.reply("first").reply("second")
+    agent = Agent(name="a", model="openai:gpt-4o-mini")
+    one = await runtime.run(agent, "hi")
+    two = await runtime.run(agent, "again")
+    assert runtime.results == [one, two]
+
+
+async def test_runtime_results_include_a_run_that_ran_out_of_iterations(
+    fake: FakeLLM, runtime: AgentRuntime
+) -> None:
+    fake.reply_tool_call("get_weather", city="Paris")
+    with pytest.raises(MaxIterationsExceeded) as caught:
+        await runtime.run(weather_agent(max_iterations=1), QUESTION)
+    assert runtime.results == [caught.value.result]
