@@ -23,6 +23,7 @@ from .freeze import FrozenClock
 from .matching import assertrepr_compare
 from .runtime import AgentRuntime
 from .snapshot import AgentSnapshotAssertion, SnapshotOptions
+from .stats import RunLog, RunRecord
 
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 _CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
@@ -31,6 +32,8 @@ _GUARD_KEY = pytest.StashKey[NetworkGuard | None]()
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
 _AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 _CLOCK_KEY = pytest.StashKey[ClockSettings]()
+#: The runs each test made (runtime results, captured conversations): budgets and reports.
+_RUNS_KEY = pytest.StashKey[RunLog]()
 _FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
 
 
@@ -321,7 +324,11 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     overrides = (
         request.getfixturevalue("fake_tools") if "fake_tools" in request.fixturenames else None
     )
-    return AgentRuntime(clock=clock, ids=SequentialIds(), tool_overrides=overrides)
+    runtime = AgentRuntime(clock=clock, ids=SequentialIds(), tool_overrides=overrides)
+    request.node.stash.setdefault(_RUNS_KEY, RunLog()).add_source(
+        lambda: [RunRecord(r.agent.name, "runtime", r.context) for r in runtime.results]
+    )
+    return runtime
 
 
 @pytest.fixture
