@@ -104,6 +104,13 @@ class Seq(Sequence[T], Generic[T]):
             return self._items[index]
         return self._tail
 
+    def to_list(self) -> list[T]:
+        """The items as a new list (one C-level copy: faster than ``list(seq)``)."""
+        items = self._items[: self._size]
+        if self._tail is not _NO_TAIL:
+            items.append(self._tail)
+        return items
+
     def __iter__(self) -> Iterator[T]:
         yield from islice(self._items, self._size)
         if self._tail is not _NO_TAIL:

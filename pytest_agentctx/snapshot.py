@@ -32,9 +32,10 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time
 from enum import Enum
 from itertools import islice
+from operator import is_
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -77,7 +78,6 @@ HEADER = f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
 
 _NO_DEFAULT: Any = object()
 _OBJECT_REPR: Any = object.__repr__
-_MICROSECOND = timedelta(microseconds=1)
 
 
 def _as_globs(value: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
@@ -393,9 +393,13 @@ class _Writer:
             delta = value - self.start
         except TypeError:
             return value.isoformat()
-        micros = delta // _MICROSECOND
-        sign = "-" if micros < 0 else "+"
-        seconds, fraction = divmod(abs(micros), 1_000_000)
+        if delta.days >= 0:
+            sign = "+"
+        else:
+            sign = "-"
+            delta = -delta
+        seconds = delta.days * 86_400 + delta.seconds
+        fraction = delta.microseconds
         if fraction:
             return f"<t{sign}{seconds}.{fraction:06d}".rstrip("0") + "s>"
         return f"<t{sign}{seconds}s>"
@@ -471,22 +475,26 @@ class _Writer:
     def message(self, path: str, message: Message, gathered: list[Any] | None = None) -> None:
         data = message.__dict__
         append = self.lines.append
-        append(f"{path}.role = {data['role']!r}")
+        role = data["role"]
         content = data["content"]
-        if content is not None:
-            if "\n" in content:
-                self.text(f"{path}.content", content)
-            else:
-                append(f"{path}.content = {content!r}")
+        if content is None:
+            append(f"{path}.role = {role!r}")
+        elif "\n" in content:
+            append(f"{path}.role = {role!r}")
+            self.text(f"{path}.content", content)
+        else:
+            # two lines in one string: the final join gives the same text, faster
+            append(f"{path}.role = {role!r}\n{path}.content = {content!r}")
         calls = data["tool_calls"]
+        calls = calls.to_list() if type(calls) is Seq else list(calls)
         if calls:
             where = f"{path}.tool_calls"
-            calls = list(calls)
             append(f"{where} = [{_count(len(calls))}]")
             if gathered is not None:
                 gathered.extend(calls)
             suffixes = self.suffixes
             id_cache = self.id_cache
+            id_numbers = self.id_numbers
             for index, call in enumerate(calls):
                 if type(call) is not ToolCall or not self.id_is_id:
                     self.write(f"{where}[{index}]", call, None, ToolCall)
@@ -495,9 +503,10 @@ class _Writer:
                 call_path = f"{where}[{index}]"
                 call_data = call.__dict__
                 call_id = call_data["id"]
-                append(
-                    f"{call_path}.id = {self.id_numbers.get(call_id) or self.generated_id(call_id)}"
-                )
+                id_text = id_numbers.get(call_id)
+                if id_text is None:
+                    id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
+                append(f"{call_path}.id = {id_text}")
                 name = call_data["name"]
                 if "\n" in name:
                     self.text(f"{call_path}.name", name)
@@ -523,7 +532,14 @@ class _Writer:
                         self.fast_value(arguments_path + suffix, item, key)
         tool_call_id = data["tool_call_id"]
         if tool_call_id is not None:
-            self.string(f"{path}.tool_call_id", tool_call_id, self.tool_call_id_is_id)
+            if self.tool_call_id_is_id:
+                numbers = self.id_numbers
+                id_text = numbers.get(tool_call_id)
+                if id_text is None:
+                    id_text = numbers[tool_call_id] = f"<id:{len(numbers) + 1}>"
+                append(f"{path}.tool_call_id = {id_text}")
+            else:
+                self.string(f"{path}.tool_call_id", tool_call_id, False)
         name = data["name"]
         if name is not None:
             if "\n" in name:
@@ -555,10 +571,10 @@ class _Writer:
         append = self.lines.append
         append(f"{path}.number = {data['number']!r}")
         messages = data["messages"]
+        messages = messages.to_list() if type(messages) is Seq else list(messages)
         gathered: list[Any] = []
         if messages:
             where = f"{path}.messages"
-            messages = list(messages)
             append(f"{where} = [{_count(len(messages))}]")
             for index, message in enumerate(messages):
                 if type(message) is Message:
@@ -567,8 +583,8 @@ class _Writer:
                     gathered.extend(getattr(message, "tool_calls", ()))
                     self.write(f"{where}[{index}]", message, None, Message)
         calls = data["tool_calls"]
+        calls = calls.to_list() if type(calls) is Seq else list(calls)
         if calls:
-            calls = list(calls)
             if _same_calls(calls, gathered):
                 append(f"{path}.tool_calls = [{_count(len(calls))}: those of the messages]")
             else:
@@ -675,6 +691,8 @@ def _calls_of_messages(calls: Sequence[Any], messages: Sequence[Any]) -> bool:
 def _same_calls(calls: Sequence[Any], from_messages: list[Any]) -> bool:
     if not calls or len(from_messages) != len(calls):
         return False
+    if all(map(is_, calls, from_messages)):  # the usual case, checked at C speed
+        return True
     return all(a is b or a == b for a, b in zip(calls, from_messages, strict=True))
 
 

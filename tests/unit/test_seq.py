@@ -398,3 +398,10 @@ async def test_pydantic_json_schema_of_a_seq_field_is_an_array_of_its_items() ->
 
 async def test_pydantic_field_of_a_bare_seq_accepts_any_items() -> None:
     assert AnyHolder(items=[1, "two", None]).items == [1, "two", None]
+
+
+async def test_to_list_gives_the_items_as_a_new_list() -> None:
+    shared = Seq([1, 2]).append(3)
+    items = shared.to_list()
+    items.append(4)
+    assert (items, list(shared)) == ([1, 2, 3, 4], [1, 2, 3])

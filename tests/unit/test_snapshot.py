@@ -181,6 +181,11 @@ async def test_fractional_offsets_keep_their_digits() -> None:
     ]
 
 
+async def test_instants_before_the_start_are_negative_offsets() -> None:
+    earlier = [T0, T0 - timedelta(milliseconds=1500), T0 - timedelta(days=1, seconds=2)]
+    assert body(earlier) == ["[3 items]", "[0] = <t+0s>", "[1] = <t-1.5s>", "[2] = <t-86402s>"]
+
+
 async def test_two_runs_started_at_different_times_give_the_same_snapshot() -> None:
     later = weather_run(start=T0 + timedelta(days=30), call_id="call_zz9")
 
