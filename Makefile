@@ -23,7 +23,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy pytest_agentctx
 
 test: lint typecheck
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --agent-integration $(PYTEST_ARGS)
 
 # Runs the example agents' test suites offline and shows their results.
 demo: $(STAMP)

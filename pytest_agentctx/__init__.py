@@ -9,6 +9,35 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._seq import FrozenDict, Seq
+from .artifacts import (
+    ARTIFACT_TOOLS,
+    ArtifactChanges,
+    ArtifactRef,
+    ArtifactStore,
+    LocalArtifactStore,
+    TrackedArtifactStore,
+    list_artifacts,
+    read_artifact,
+    write_artifact,
+)
+from .assembly import (
+    AssembledContext,
+    ContextSource,
+    FromRetrieval,
+    FromState,
+    Segment,
+    Text,
+    assemble,
+    validate_sources,
+)
+from .budgets import Budget, BudgetCheck
+from .capture import (
+    CapturedRuns,
+    Exchange,
+    build_contexts,
+    capture_contexts,
+    contexts_from_cassette,
+)
 from .cassettes import Cassette, RecordMode
 from .clock import Clock, IdFactory, RandomIds, SequentialIds, StepClock, SystemClock
 from .codecs import Completion, Usage
@@ -16,10 +45,17 @@ from .context import AgentContext, Iteration, Message, ToolCall, ToolResult
 from .exceptions import (
     AgentCtxError,
     AgentDefinitionError,
+    ArtifactError,
+    ArtifactNotFound,
+    ArtifactPathError,
+    BudgetError,
+    CaptureError,
     CassetteError,
     CassetteFormatError,
     CassetteMiss,
     CodecError,
+    ContextAssemblyError,
+    ContextAssemblyFailed,
     ContextStateError,
     ConversationError,
     EmptyHistory,
@@ -31,16 +67,24 @@ from .exceptions import (
     MaxIterationsExceeded,
     MismatchError,
     NetworkBlocked,
+    NotOneConversation,
     PatternError,
+    PromptTemplateError,
     ProviderError,
+    RepeatError,
+    ReportError,
     SnapshotError,
     StaleCassette,
+    StepFailed,
     ToolDefinitionError,
     UnexpectedModelCall,
     UnusedScriptedReplies,
+    VectorStoreError,
 )
+from .failures import CompensationRecord, CompletedStep, Failure
 from .fakes import FakeLLM, FakeModelCall, FakeToolCall, FakeTools
 from .freeze import FrozenClock
+from .gate import BaselineComparison, GateResult, GateTolerance, compare_reports, evaluate_gate
 from .history import History
 from .loopback import LoopbackProvider
 from .matching import (
@@ -62,13 +106,18 @@ from .matching import (
     mismatches,
 )
 from .persistence import PersistenceError, load_run, save_run
+from .prompts import PromptTemplates
 from .providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
     OpenAIResponsesProvider,
     Provider,
 )
+from .report import load_report
+from .report_html import render_html
+from .retrieval import Document, InMemoryVectorStore, SearchCall, SearchResult, VectorSearch
 from .runtime import Agent, AgentRuntime, RunResult
+from .subagents import Delegation, SubAgent, SubAgentSummary, parse_summary
 from .tools import RunContext, Tool, ToolSpec, tool
 from .trajectory import LocatedCall, Trajectory, nested_runs, tool_calls
 from .window import ContextWindow, ContextWindowError, Pruned, TiktokenCounter
@@ -101,6 +150,38 @@ __all__ = [
     "Tool",
     "ToolSpec",
     "tool",
+    # failure handling and sub-agents
+    "Failure",
+    "CompletedStep",
+    "CompensationRecord",
+    "SubAgent",
+    "Delegation",
+    "SubAgentSummary",
+    "parse_summary",
+    # context assembly, retrieval, artifacts, prompt templates (issue 8)
+    "FromState",
+    "FromRetrieval",
+    "Text",
+    "ContextSource",
+    "validate_sources",
+    "assemble",
+    "AssembledContext",
+    "Segment",
+    "VectorSearch",
+    "Document",
+    "SearchResult",
+    "SearchCall",
+    "InMemoryVectorStore",
+    "ArtifactStore",
+    "ArtifactRef",
+    "ArtifactChanges",
+    "LocalArtifactStore",
+    "TrackedArtifactStore",
+    "write_artifact",
+    "read_artifact",
+    "list_artifacts",
+    "ARTIFACT_TOOLS",
+    "PromptTemplates",
     # providers and wire formats
     "Provider",
     "OpenAIChatProvider",
@@ -119,6 +200,12 @@ __all__ = [
     # cassettes
     "Cassette",
     "RecordMode",
+    # capture (contexts from any agent's traffic)
+    "CapturedRuns",
+    "Exchange",
+    "build_contexts",
+    "capture_contexts",
+    "contexts_from_cassette",
     # fakes
     "FakeLLM",
     "FakeModelCall",
@@ -147,6 +234,17 @@ __all__ = [
     "LocatedCall",
     "tool_calls",
     "nested_runs",
+    # reports and the gate
+    "load_report",
+    "render_html",
+    "evaluate_gate",
+    "compare_reports",
+    "GateTolerance",
+    "GateResult",
+    "BaselineComparison",
+    # budgets
+    "Budget",
+    "BudgetCheck",
     # snapshots (imported on first use: they need syrupy, and so pytest)
     "AgentSnapshotAssertion",
     "AgentSnapshotExtension",
@@ -154,6 +252,14 @@ __all__ = [
     # exceptions
     "AgentCtxError",
     "AgentDefinitionError",
+    "ArtifactError",
+    "ArtifactNotFound",
+    "ArtifactPathError",
+    "ContextAssemblyError",
+    "ContextAssemblyFailed",
+    "PromptTemplateError",
+    "VectorStoreError",
+    "CaptureError",
     "CassetteError",
     "CassetteFormatError",
     "CassetteMiss",
@@ -169,10 +275,15 @@ __all__ = [
     "LastEntryNotUserMessage",
     "LoopbackError",
     "MaxIterationsExceeded",
+    "StepFailed",
     "MismatchError",
     "NetworkBlocked",
+    "NotOneConversation",
     "PatternError",
     "ProviderError",
+    "ReportError",
+    "BudgetError",
+    "RepeatError",
     "SnapshotError",
     "StaleCassette",
     "ToolDefinitionError",

@@ -12,13 +12,23 @@ Hierarchy::
     │   ├── EmptyHistory           a model call with no conversation entries
     │   └── LastEntryNotUserMessage  a model call whose last entry is the assistant's
     ├── MaxIterationsExceeded      the agent wanted more iterations than it may have
+    ├── StepFailed                 a step failed, no handler recovered, compensations ran
     ├── ConversationError          a turn that cannot continue the given run
     ├── ContextWindowError         a window that cannot work, or a strategy that broke a rule
     ├── PersistenceError           a saved run that cannot be loaded
     ├── ToolDefinitionError        a function that cannot become a tool
     ├── AgentDefinitionError       an Agent with an invalid model, tools or limits
+    │   └── ContextAssemblyError   context sources that cannot work (path, top_k, query)
+    ├── ContextAssemblyFailed      context sources that could not be read during a run
+    ├── VectorStoreError           a search or document a vector store cannot handle
+    ├── ArtifactError              an artifact operation that cannot work
+    │   ├── ArtifactPathError      a path that is malformed or escapes the workspace
+    │   └── ArtifactNotFound       an artifact path that holds no artifact
+    ├── PromptTemplateError        a template, partial or variable that cannot be rendered
     ├── ProviderError              no provider for a model, or its SDK is not installed
     ├── CodecError                 wire JSON that does not have the expected shape
+    ├── CaptureError               traffic that capture cannot read (a cassette, an exchange)
+    │   └── NotOneConversation     .context asked for one conversation, the test had 0 or more
     ├── FakeLLMError
     │   ├── UnexpectedModelCall    more model calls than replies were scripted
     │   └── UnusedScriptedReplies  scripted replies that the test never consumed
@@ -27,6 +37,9 @@ Hierarchy::
     ├── PatternError               a pattern or trajectory check that cannot work as given
     ├── MismatchError              matches() found mismatches (also an AssertionError)
     ├── SnapshotError              a value or option the snapshot serializer cannot handle
+    ├── ReportError                a report or baseline that cannot be read, or a bad gate option
+    ├── BudgetError                an agent_budget marker or ini option with a bad value
+    ├── RepeatError                an agent_repeat marker with a bad count or pass rate
     └── CassetteError
         ├── CassetteFormatError    a cassette file that cannot be read
         ├── CassetteMiss           a request the cassette has no recording for
@@ -52,7 +65,16 @@ __all__ = [
     "NetworkBlocked",
     "StaleCassette",
     "AgentDefinitionError",
+    "ArtifactError",
+    "ArtifactNotFound",
+    "ArtifactPathError",
+    "ContextAssemblyError",
+    "ContextAssemblyFailed",
+    "PromptTemplateError",
+    "VectorStoreError",
+    "CaptureError",
     "CodecError",
+    "NotOneConversation",
     "ContextStateError",
     "ContextWindowError",
     "ConversationError",
@@ -63,11 +85,15 @@ __all__ = [
     "LastEntryNotUserMessage",
     "LoopbackError",
     "MaxIterationsExceeded",
+    "StepFailed",
     "MismatchError",
     "PatternError",
     "PersistenceError",
     "ProviderError",
     "SnapshotError",
+    "ReportError",
+    "BudgetError",
+    "RepeatError",
     "ToolDefinitionError",
     "UnexpectedModelCall",
     "UnusedScriptedReplies",
@@ -121,6 +147,35 @@ class MaxIterationsExceeded(AgentCtxError):
         self.result = result
 
 
+class StepFailed(AgentCtxError):
+    """A step (tool) failed and its ``on_failure`` handler did not recover.
+
+    The compensations of the steps already done have run, newest first. Like
+    :class:`MaxIterationsExceeded`, it carries the :attr:`context` of the run (the
+    iteration's metadata records ``failures`` and ``compensations``), the :attr:`failure`
+    record, the :attr:`compensations` records and the failed ``RunResult``
+    (:attr:`result`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        context: AgentContext,
+        failure: Any,
+        compensations: Sequence[Any] = (),
+        result: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.context = context
+        #: The :class:`~pytest_agentctx.failures.Failure` of the step.
+        self.failure = failure
+        #: One :class:`~pytest_agentctx.failures.CompensationRecord` per compensated step.
+        self.compensations = list(compensations)
+        #: The failed ``RunResult``, which can be continued.
+        self.result = result
+
+
 class ConversationError(AgentCtxError):
     """A new turn that cannot continue the given run (in progress, or not a run result)."""
 
@@ -141,12 +196,65 @@ class AgentDefinitionError(AgentCtxError):
     """An :class:`Agent` was defined with an invalid model name, tool set or limit."""
 
 
+class ContextAssemblyError(AgentDefinitionError):
+    """Context sources that cannot work as configured, found when the agent is defined.
+
+    A state path that is not a dotted attribute path or not an attribute of the state
+    type, ``top_k < 1``, ``min_relevance`` outside 0 to 1, a retrieval source with both or
+    neither of ``query`` and ``query_from``.
+    """
+
+
+class ContextAssemblyFailed(AgentCtxError):
+    """Context sources that could not be read during a run.
+
+    The state given to the run lacks an attribute a source reads, a query taken from the
+    state is not text, or a retrieval source has no vector store to search.
+    """
+
+
+class VectorStoreError(AgentCtxError):
+    """A search, a document or a collection that a vector store cannot handle."""
+
+
+class ArtifactError(AgentCtxError):
+    """An artifact operation that cannot work (no store given, a directory, bad content)."""
+
+
+class ArtifactPathError(ArtifactError):
+    """An artifact path that is malformed or escapes the workspace.
+
+    Absolute paths, drive letters, ``..``, NUL and control characters, backslashes and
+    symbolic links leading out of the workspace are all refused.
+    """
+
+
+class ArtifactNotFound(ArtifactError):
+    """An artifact path that holds no artifact (read or delete of a missing file)."""
+
+
+class PromptTemplateError(AgentCtxError):
+    """A prompt template, partial or variable that cannot be found or rendered.
+
+    The message names the template being rendered and the missing partial or variable.
+    """
+
+
 class ProviderError(AgentCtxError):
     """No provider serves a model, or the provider's SDK is not installed."""
 
 
 class CodecError(AgentCtxError):
     """Wire-format JSON that does not have the shape its codec expects."""
+
+
+class CaptureError(AgentCtxError):
+    """Traffic that capture cannot read: a cassette file, or something that is no exchange."""
+
+
+class NotOneConversation(CaptureError):
+    """``agent_context.context`` was asked for the one conversation of a test that had none,
+    or several (the message lists them; index ``agent_context.contexts`` instead)."""
 
 
 class FakeLLMError(AgentCtxError):
@@ -194,6 +302,22 @@ class MismatchError(AgentCtxError, AssertionError):
 
 class SnapshotError(AgentCtxError):
     """A value or an option that the agent snapshot serializer cannot handle."""
+
+
+class ReportError(AgentCtxError):
+    """A report or ``--agent-baseline`` file that cannot be read (missing, not JSON, not a
+    pytest-agentctx report, another schema version), or a gate tolerance that cannot work."""
+
+
+class BudgetError(AgentCtxError):
+    """A behaviour budget that cannot work: an ``agent_budget`` marker or an
+    ``agent_budget_*`` ini option with an unknown key, a negative value or a value of the
+    wrong type."""
+
+
+class RepeatError(AgentCtxError):
+    """An ``agent_repeat`` marker that cannot work: a run count below 1, a pass rate
+    outside 0 to 1, or an unknown option."""
 
 
 class CassetteError(AgentCtxError):

@@ -13,7 +13,11 @@
 The arguments a model sends are validated by a pydantic model built from the signature
 before the function runs. A tool may be sync or async, and may take one parameter
 annotated :class:`RunContext` to receive the runtime's context (agent, actor, tenant,
-dependencies, iteration): that parameter is not part of the schema.
+dependencies, state, iteration): that parameter is not part of the schema.
+
+A tool may also declare what happens when it fails (see :mod:`pytest_agentctx.failures`):
+``@tool(on_failure=handler, compensate=undo)``. Without ``on_failure``, an exception is
+fed back to the model as an error result.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from .exceptions import ToolDefinitionError
 
 if TYPE_CHECKING:
     from .clock import Clock, IdFactory
+    from .failures import Compensation, FailureHandler
 
 __all__ = ["RunContext", "Tool", "ToolSpec", "render_tool_output", "tool"]
 
@@ -54,7 +59,8 @@ class ToolSpec:
 class RunContext:
     """The runtime's context, handed to tools that ask for it; never stored on the context.
 
-    ``deps`` holds whatever the caller passed to ``run(..., deps=...)``.
+    ``deps`` holds whatever the caller passed to ``run(..., deps=...)`` (and the runtime's
+    artifact store under ``"artifacts"``); ``state`` is the ``run(..., state=...)`` object.
     """
 
     agent: Any
@@ -65,6 +71,7 @@ class RunContext:
     actor: Any = None
     tenant: Any = None
     deps: Mapping[str, Any] = field(default_factory=dict)
+    state: Any = None
 
 
 def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -101,7 +108,11 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
 
 
 class Tool:
-    """A function the model can call, with the schema derived from its signature."""
+    """A function the model can call, with the schema derived from its signature.
+
+    ``on_failure`` and ``compensate`` declare the tool's failure handling (see
+    :mod:`pytest_agentctx.failures`).
+    """
 
     def __init__(
         self,
@@ -109,10 +120,20 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
+        on_failure: FailureHandler | None = None,
+        compensate: Compensation | None = None,
     ) -> None:
         if not callable(fn):
             raise ToolDefinitionError(f"@tool needs a function, got {type(fn).__name__}: {fn!r}.")
+        for option, value in (("on_failure", on_failure), ("compensate", compensate)):
+            if value is not None and not callable(value):
+                raise ToolDefinitionError(
+                    f"@tool({option}={value!r}) for {getattr(fn, '__name__', fn)!r}: expected a "
+                    f"function (sync or async) or None, got {type(value).__name__}."
+                )
         self.fn = fn
+        self.on_failure = on_failure
+        self.compensate = compensate
         if name is not None and not name:
             raise ToolDefinitionError(
                 "@tool(name='') is not allowed: give the tool a name of 1 to 64 letters, "
@@ -263,7 +284,11 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    on_failure: FailureHandler | None = None,
+    compensate: Compensation | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -273,12 +298,25 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    on_failure: FailureHandler | None = None,
+    compensate: Compensation | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Turn a function into a :class:`Tool`; use as ``@tool`` or ``@tool(name=...)``."""
+    """Turn a function into a :class:`Tool`; use as ``@tool`` or ``@tool(name=...)``.
+
+    ``on_failure`` is called with a :class:`~pytest_agentctx.failures.Failure` when the tool
+    raises (a value other than ``None`` recovers and becomes the result); ``compensate``
+    undoes the tool's work when a later step fails beyond recovery.
+    """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "on_failure": on_failure,
+        "compensate": compensate,
+    }
     if fn is not None:
-        return Tool(fn, name=name, description=description)
+        return Tool(fn, **options)
 
     def decorate(inner: Callable[..., Any]) -> Tool:
-        return Tool(inner, name=name, description=description)
+        return Tool(inner, **options)
 
     return decorate

@@ -115,6 +115,9 @@ class Cassette:
         self._lock = threading.Lock()
         self._interceptor = Interceptor(self.handle)
         self.played: list[int] = []
+        # Every exchange in the order its request came: (recorded?, index into loaded or
+        # recorded_interactions). Capture reads it (see exchange_log).
+        self._log: list[tuple[bool, int]] = []
         if mode is RecordMode.REWRITE:
             self.loaded: list[Interaction] = []
         else:
@@ -201,6 +204,7 @@ class Cassette:
                 position = queue.popleft() if queue else None
                 if position is not None:
                     self.played.append(position)
+                    self._log.append((False, position))
             if position is not None:
                 return self._replay(self.loaded[position])
         if self.records:
@@ -229,6 +233,7 @@ class Cassette:
         with self._lock:
             slot = len(self.recorded_interactions)
             self.recorded_interactions.append(None)
+            self._log.append((True, slot))
         request_body: Body
         if body_json is not NO_JSON:
             request_body = {"json": body_json}
@@ -376,6 +381,19 @@ class Cassette:
     def new_interactions(self) -> list[Interaction]:
         """The interactions recorded in this test (complete ones only)."""
         return [i for i in self.recorded_interactions if i is not None]
+
+    @property
+    def exchange_log(self) -> list[Interaction]:
+        """The interactions this test used, replayed or recorded, in the order of their
+        requests (a recording joins once its response was read to the end)."""
+        with self._lock:
+            log = list(self._log)
+            recorded = list(self.recorded_interactions)
+        return [
+            item
+            for item in (recorded[index] if new else self.loaded[index] for new, index in log)
+            if item is not None
+        ]
 
     @property
     def recorded(self) -> bool:

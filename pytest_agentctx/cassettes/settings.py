@@ -12,10 +12,21 @@ from ..exceptions import CassetteError
 from .matcher import DEFAULT_IGNORED_FIELDS
 from .session import RecordMode
 
-__all__ = ["MARKER_OPTIONS", "CassetteSettings", "TestOptions", "cassette_path", "parse_mode"]
+__all__ = [
+    "CONFIG_KEYS",
+    "MARKER_OPTIONS",
+    "CassetteSettings",
+    "TestOptions",
+    "cassette_config",
+    "cassette_path",
+    "parse_mode",
+]
 
 #: Keyword options of ``@pytest.mark.agent(...)`` that the cassettes understand.
 MARKER_OPTIONS = ("cassette", "allow_unused", "record_mode", "allowed_hosts", "match_ignore")
+
+#: Keys of the dict the ``agent_cassette_config`` fixture returns.
+CONFIG_KEYS = ("match_ignore", "body_hook", "allowed_hosts", "redact_values", "directory")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
 
@@ -141,21 +152,57 @@ def cassette_path(
     test_name: str,
     class_name: str | None,
     override: str | None,
+    directory: Path | None = None,
 ) -> Path:
     """Where a test's cassette lives.
 
     By default ``<dir>/<module path without .py>/<Class.>test_name<ext>``; a marker's
     ``cassette=`` names a shared file relative to ``<dir>`` (or an absolute path).
+    ``directory`` (from ``agent_cassette_config``) keeps a folder's cassettes beside its
+    tests: ``<directory>/<module name without .py>/<Class.>test_name<ext>``.
     """
     if override:
         path = Path(override)
         if not path.suffix:
             path = path.with_suffix(settings.extension)
         return path if path.is_absolute() else settings.directory / path
-    try:
-        relative = module_path.relative_to(rootpath)
-    except ValueError:
-        relative = Path(module_path.name)
-    folder = settings.directory / relative.with_suffix("")
+    if directory is not None:
+        folder = (directory if directory.is_absolute() else rootpath / directory) / (
+            module_path.stem
+        )
+    else:
+        try:
+            relative = module_path.relative_to(rootpath)
+        except ValueError:
+            relative = Path(module_path.name)
+        folder = settings.directory / relative.with_suffix("")
     name = f"{class_name}.{test_name}" if class_name else test_name
     return folder / f"{_UNSAFE.sub('_', name)}{settings.extension}"
+
+
+def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
+    """Check what an ``agent_cassette_config`` fixture returned; ``directory`` as a Path.
+
+    Unknown keys are refused (a misspelt key would otherwise be ignored without a word).
+    """
+    if not isinstance(value, Mapping):
+        raise CassetteError(
+            f"{where}: agent_cassette_config returned {type(value).__name__} {value!r}; "
+            f"expected a dict with any of {', '.join(CONFIG_KEYS)}. Fix the fixture's return."
+        )
+    unknown = sorted(str(key) for key in value if key not in CONFIG_KEYS)
+    if unknown:
+        raise CassetteError(
+            f"{where}: agent_cassette_config has unknown keys {unknown}; the known keys are "
+            f"{', '.join(CONFIG_KEYS)}. Fix the spelling in the fixture."
+        )
+    config = dict(value)
+    directory = config.get("directory")
+    if directory is not None:
+        if not isinstance(directory, (str, Path)) or not str(directory):
+            raise CassetteError(
+                f"{where}: agent_cassette_config directory={directory!r}; expected a folder "
+                "path (str or Path), e.g. Path(__file__).parent / 'cassettes'."
+            )
+        config["directory"] = Path(directory)
+    return config

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 

@@ -18,6 +18,7 @@ import httpx2
 import openai
 import pytest
 
+from pytest_agentctx.artifacts import LocalArtifactStore
 from pytest_agentctx.clock import SequentialIds, StepClock
 from pytest_agentctx.codecs import openai_chat, openai_responses
 from pytest_agentctx.context import (
@@ -1096,3 +1097,81 @@ async def test_runtime_results_include_a_run_that_ran_out_of_iterations(
     with pytest.raises(MaxIterationsExceeded) as caught:
         await runtime.run(weather_agent(max_iterations=1), QUESTION)
     assert runtime.results == [caught.value.result]
+
+
+# -- stores the runtime hands to runs ------------------------------------------------------
+
+
+async def test_a_runtime_has_no_vector_store_or_artifact_store_by_default():
+    match AgentRuntime():
+        case AgentRuntime(vector_store=None, artifacts=None):
+            pass
+        case other:
+            pytest.fail(f"unexpected defaults: {other!r}")
+
+
+@tool
+def which_store(ctx: RunContext) -> str:
+    """Name the artifact store the tool sees."""
+    return str(ctx.deps.get("artifacts"))
+
+
+async def test_the_runtimes_artifact_store_reaches_tools_in_deps(fake, providers, tmp_path):
+    store = LocalArtifactStore(tmp_path)
+    runtime = AgentRuntime(
+        clock=StepClock(), ids=SequentialIds(), providers=providers, artifacts=store
+    )
+    fake.reply_tool_call("which_store").reply("Done.")
+
+    result = await runtime.run(weather_agent(tools=[which_store]), QUESTION)
+
+    assert result.context.iterations[0].messages[-1].content == repr(store)
+
+
+async def test_an_artifact_store_given_in_deps_wins_over_the_runtimes(fake, providers, tmp_path):
+    runtime = AgentRuntime(
+        clock=StepClock(),
+        ids=SequentialIds(),
+        providers=providers,
+        artifacts=LocalArtifactStore(tmp_path / "runtime"),
+    )
+    fake.reply_tool_call("which_store").reply("Done.")
+
+    result = await runtime.run(
+        weather_agent(tools=[which_store]), QUESTION, deps={"artifacts": "given"}
+    )
+
+    assert result.context.iterations[0].messages[-1].content == "given"
+
+
+async def test_run_sync_passes_the_state_to_tools():
+    seen: list[Any] = []
+
+    def remember(ctx: RunContext) -> str:
+        seen.append(ctx.state)
+        return "ok"
+
+    remember.__annotations__ = {"ctx": RunContext, "return": str}
+    provider = CannedProvider(
+        chat_body(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "remember", "arguments": "{}"},
+                    }
+                ],
+            }
+        ),
+        chat_body({"role": "assistant", "content": "Done."}),
+    )
+    runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
+
+    agent = weather_agent("local:m", tools=[tool(remember)])
+
+    await asyncio.to_thread(runtime.run_sync, agent, QUESTION, state={"k": 1})
+
+    assert seen == [{"k": 1}]

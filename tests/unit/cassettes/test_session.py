@@ -716,3 +716,62 @@ async def test_saving_in_new_mode_scrubs_the_loaded_interactions_too(path, loopb
 
     assert CANARY not in path.read_text()
     assert len(load_cassette(path)) == 2
+
+
+# -- the exchange log (capture, issue 7) ---------------------------------------------
+
+
+async def test_exchange_log_lists_replayed_interactions_in_request_order(path):
+    cassette = _replaying(
+        path,
+        _interaction(_request("Poll"), chat_completion("pending")),
+        _interaction(_request("Other"), chat_completion("other")),
+        _interaction(_request("Poll"), chat_completion("done")),
+    )
+
+    with _active(cassette):
+        async with _client() as client:
+            for content in ("Poll", "Poll", "Other"):
+                await _ask(client, content)
+
+    assert cassette.exchange_log == [cassette.loaded[0], cassette.loaded[2], cassette.loaded[1]]
+
+
+async def test_exchange_log_interleaves_replayed_and_recorded_interactions(
+    path, loopback: Loopback
+):
+    loopback.answer_json(chat_completion("recorded now"))
+    url = f"{loopback.url}/v1"
+    cassette = _replaying(
+        path,
+        _interaction(_request("Old"), chat_completion("old"), url=f"{url}/chat/completions"),
+        mode=RecordMode.NEW,
+    )
+
+    with _active(cassette):
+        async with _client(url) as client:
+            await _ask(client, "New")
+            await _ask(client, "Old")
+
+    match cassette.exchange_log:
+        case [
+            Interaction(
+                response_body={"json": {"choices": [{"message": {"content": "recorded now"}}]}}
+            ),
+            Interaction(response_body={"json": {"choices": [{"message": {"content": "old"}}]}}),
+        ]:
+            pass
+        case other:
+            raise AssertionError(other)
+
+
+async def test_exchange_log_leaves_out_a_miss(path):
+    cassette = _replaying(path, _interaction(_request("Hi"), chat_completion("Hello!")))
+
+    with _active(cassette):
+        async with _client() as client:
+            await _ask(client, "Hi")
+            with pytest.raises(openai.APIStatusError):
+                await _ask(client, "Unknown")
+
+    assert cassette.exchange_log == [cassette.loaded[0]]

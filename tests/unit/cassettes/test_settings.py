@@ -11,6 +11,7 @@ from pytest_agentctx.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.cassettes.settings import (
     CassetteSettings,
     TestOptions,
+    cassette_config,
     cassette_path,
     parse_mode,
 )
@@ -220,3 +221,44 @@ async def test_shared_cassette_keeps_its_own_extension():
 
 async def test_shared_cassette_may_be_an_absolute_path():
     assert _path(_settings(), override="/tapes/one.json") == Path("/tapes/one.json")
+
+
+async def test_config_directory_keeps_cassettes_in_that_folder_by_module():
+    path = _path(_settings(), directory=Path("/project/examples/shop/cassettes"))
+
+    assert path == Path("/project/examples/shop/cassettes/test_weather/test_paris.json")
+
+
+async def test_relative_config_directory_is_relative_to_the_rootdir():
+    path = _path(_settings(), directory=Path("examples/shop/cassettes"))
+
+    assert path == ROOT / "examples/shop/cassettes/test_weather/test_paris.json"
+
+
+# -- cassette_config ---------------------------------------------------------------------
+
+
+async def test_cassette_config_reads_the_directory_as_a_path():
+    assert cassette_config({"directory": "tapes"}, where="t.py::test") == {
+        "directory": Path("tapes")
+    }
+
+
+async def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
+    with pytest.raises(
+        CassetteError,
+        match=r"t.py::test: .*unknown keys \['match_ignored'\].*"
+        r"match_ignore, body_hook",
+    ):
+        cassette_config({"match_ignored": ["a"]}, where="t.py::test")
+
+
+async def test_cassette_config_must_be_a_dict():
+    with pytest.raises(CassetteError, match=r"returned list \[\].*expected a dict"):
+        cassette_config([], where="t.py::test")
+
+
+@pytest.mark.parametrize("directory", ["", 3])
+async def test_cassette_config_directory_must_be_a_folder_path(directory):
+    with pytest.raises(CassetteError, match=r"directory=.*expected a folder path"):
+        cassette_config({"directory": directory}, where="t.py::test")

@@ -1,0 +1,250 @@
+"""How a test suite of agents runs: unit and integration tests, and repeated runs.
+
+* Unit tests are ``async def`` tests; those that use this plugin's fixtures get pytest-asyncio's
+  ``asyncio`` marker at collection (:func:`uses_plugin_fixture`), so they run even in
+  pytest-asyncio's strict mode. Tests marked for anyio or trio are left alone.
+* Integration tests are marked ``integration`` or live under a ``tests/integration/`` folder
+  (:func:`in_integration_folder`). They are deselected unless ``-m`` names the marker,
+  ``--agent-integration`` is given, or the command line names their file or folder; they run
+  after the unit tests (:func:`integration_last`) and, under xdist, in one group on one worker.
+* ``@pytest.mark.agent_repeat(n, min_pass_rate=1.0)`` runs a test n times and passes on the
+  pass rate (:class:`RepeatSpec`, :class:`RepeatTally`); each repetition gets its own
+  cassette (:func:`repeat_cassette_path`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from .exceptions import RepeatError
+
+__all__ = [
+    "INTEGRATION_FOLDER",
+    "INTEGRATION_GROUP",
+    "RepeatSpec",
+    "RepeatTally",
+    "SuiteCounts",
+    "in_integration_folder",
+    "integration_last",
+    "named_on_command_line",
+    "repeat_cassette_path",
+    "serial_lock",
+    "uses_plugin_fixture",
+]
+
+#: Tests below a folder with these two parts are integration tests.
+INTEGRATION_FOLDER = ("tests", "integration")
+#: The xdist group every integration test joins (``--dist loadgroup``): one worker, in order.
+INTEGRATION_GROUP = "agentctx-integration"
+#: Markers of other async test runners: such tests are not given the asyncio marker.
+OTHER_ASYNC_MARKERS = ("anyio", "trio")
+
+T = TypeVar("T")
+
+
+def in_integration_folder(path: Path, rootpath: Path | None = None) -> bool:
+    """Whether ``path`` (a test file or a folder) lies under a ``tests/integration/``
+    folder; the parts above ``rootpath`` are not looked at."""
+    parts = path.parts
+    if rootpath is not None:
+        with contextlib.suppress(ValueError):
+            parts = path.relative_to(rootpath).parts
+    first, second = INTEGRATION_FOLDER
+    return any(a == first and b == second for a, b in itertools.pairwise(parts))
+
+
+def named_on_command_line(path: Path, named: Iterable[Path], rootpath: Path | None = None) -> bool:
+    """Whether a test in the file ``path`` was asked for by name: its file (or one of its
+    node ids) is on the command line, or a folder inside ``tests/integration/`` holding it."""
+    for target in named:
+        if target == path:
+            return True
+        if target in path.parents and in_integration_folder(target, rootpath):
+            return True
+    return False
+
+
+def integration_last(items: Sequence[T], is_integration: Callable[[T], bool]) -> list[T]:
+    """``items`` with the integration tests moved after the others, each part in order."""
+    unit = [item for item in items if not is_integration(item)]
+    later = [item for item in items if is_integration(item)]
+    return [*unit, *later]
+
+
+def uses_plugin_fixture(
+    argnames: Iterable[str],
+    fixturedefs: Mapping[str, Sequence[Any]],
+    module: str,
+) -> bool:
+    """Whether a test asking for ``argnames`` uses a public fixture defined in ``module``,
+    directly or through the fixtures it asks for.
+
+    ``fixturedefs`` maps a fixture name to its definitions (pytest's ``FixtureDef``
+    objects, with ``func`` and ``argnames``), the closest last, as pytest resolves them.
+    """
+    seen: set[str] = set()
+    pending = list(argnames)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        definitions = fixturedefs.get(name, ())
+        if not name.startswith("_") and any(
+            getattr(getattr(d, "func", None), "__module__", None) == module for d in definitions
+        ):
+            return True
+        if definitions:
+            pending.extend(getattr(definitions[-1], "argnames", ()))
+    return False
+
+
+def repeat_cassette_path(path: Path, index: int) -> Path:
+    """The cassette of repetition ``index`` (from 1): ``name.json`` -> ``name-repeat-2.json``."""
+    return path.with_name(f"{path.stem}-repeat-{index}{path.suffix}")
+
+
+@dataclass(frozen=True)
+class RepeatSpec:
+    """``@pytest.mark.agent_repeat(runs, min_pass_rate=1.0)``: run a test ``runs`` times;
+    it passes when at least ``min_pass_rate`` of the runs (that were not skipped) pass."""
+
+    runs: int
+    min_pass_rate: float = 1.0
+
+    @classmethod
+    def from_marker(
+        cls, args: Sequence[object], kwargs: Mapping[str, object], *, where: str
+    ) -> RepeatSpec:
+        """Read the marker's arguments; a bad one is a :class:`RepeatError` naming ``where``."""
+        example = "e.g. @pytest.mark.agent_repeat(5, min_pass_rate=0.8)"
+        unknown = sorted(set(kwargs) - {"n", "runs", "min_pass_rate"})
+        if unknown or len(args) > 2:
+            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+            raise RepeatError(
+                f"{where}: agent_repeat({given}) is not understood; it takes the number of "
+                f"runs and min_pass_rate, {example}."
+            )
+        runs: object = args[0] if args else kwargs.get("runs", kwargs.get("n"))
+        rate: object = args[1] if len(args) > 1 else kwargs.get("min_pass_rate", 1.0)
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise RepeatError(
+                f"{where}: agent_repeat run count {runs!r}; expected a whole number >= 1, "
+                f"{example}."
+            )
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+            raise RepeatError(
+                f"{where}: agent_repeat min_pass_rate={rate!r}; expected a number from 0 to 1 "
+                f"(the share of runs that must pass), {example}."
+            )
+        return cls(runs, float(rate))
+
+
+Outcome = Literal["passed", "failed", "skipped"]
+
+
+@dataclass
+class RepeatTally:
+    """The outcomes of the repetitions of one test, as their reports come in."""
+
+    spec: RepeatSpec
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+
+    def observe(self, index: int, when: str, outcome: str) -> None:
+        """Record a phase report (``when``: setup/call/teardown) of repetition ``index``.
+
+        A repetition passes when each of its phases passed; a skip in setup or call skips it.
+        """
+        current = self.outcomes.get(index)
+        if outcome == "failed":
+            self.outcomes[index] = "failed"
+        elif outcome == "skipped" and when != "teardown" and current != "failed":
+            self.outcomes[index] = "skipped"
+        elif current is None:
+            self.outcomes[index] = "passed"
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for outcome in self.outcomes.values() if outcome == "passed")
+
+    @property
+    def counted(self) -> int:
+        """Repetitions that ran to an outcome other than a skip."""
+        return sum(1 for outcome in self.outcomes.values() if outcome != "skipped")
+
+    @property
+    def pass_rate(self) -> float:
+        return round(self.passed / self.counted, 6) if self.counted else 0.0
+
+    @property
+    def all_skipped(self) -> bool:
+        return bool(self.outcomes) and self.counted == 0
+
+    @property
+    def met(self) -> bool:
+        """Whether the pass rate reaches ``min_pass_rate``."""
+        return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped)."""
+        return {
+            "runs": self.counted,
+            "passed": self.passed,
+            "pass_rate": self.pass_rate,
+            "min_pass_rate": self.spec.min_pass_rate,
+        }
+
+    def describe(self) -> str:
+        """``4 of 5 runs passed (80%), min_pass_rate 80%: passed``."""
+        verdict = "passed" if self.met else "failed"
+        skipped = len(self.outcomes) - self.counted
+        extra = f", {skipped} skipped" if skipped else ""
+        return (
+            f"{self.passed} of {self.counted} runs passed ({self.pass_rate:.0%}){extra}, "
+            f"min_pass_rate {self.spec.min_pass_rate:.0%}: {verdict}"
+        )
+
+
+@dataclass
+class SuiteCounts:
+    """How many unit and integration tests ran, and how many integration tests were left
+    out by default."""
+
+    unit: set[str] = field(default_factory=set)
+    integration: set[str] = field(default_factory=set)
+    deselected_integration: int = 0
+
+    def add(self, nodeid: str, *, integration: bool) -> None:
+        (self.integration if integration else self.unit).add(nodeid)
+
+    def line(self) -> str:
+        """``agentctx suites: 12 unit, 2 integration tests ran; ...``."""
+        unit, integration = len(self.unit), len(self.integration)
+        text = f"agentctx suites: {unit} unit, {integration} integration {_tests(integration)} ran"
+        if self.deselected_integration:
+            left = self.deselected_integration
+            text += (
+                f"; {left} integration {_tests(left)} deselected (run them with "
+                "-m integration, or both suites with --agent-integration)"
+            )
+        return text
+
+
+def _tests(count: int) -> str:
+    return "test" if count == 1 else "tests"
+
+
+@contextlib.contextmanager
+def serial_lock(run_id: str) -> Iterator[None]:
+    """Hold the session's integration lock: across the xdist workers of run ``run_id``,
+    one integration test runs at a time, whichever worker it was sent to."""
+    from .cassettes.store import locked
+
+    with locked(Path(tempfile.gettempdir()) / f"pytest-agentctx-integration-{run_id}"):
+        yield

@@ -1,0 +1,284 @@
+"""End-to-end tests of ``@pytest.mark.agent_repeat``: n runs, one outcome on the pass
+rate, fresh fixtures and a cassette per run, the rate reported, and xdist."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+#: Prints each test's repeat entry (the interface the reports read) as a JSON line.
+CONFTEST = """
+import json
+import pytest
+from pytest_agentctx.plugin import _REPEAT_KEY
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "teardown":
+        entry = item.stash.get(_REPEAT_KEY, None)
+        print("\\nREPEAT", item.name, json.dumps(entry, sort_keys=True))
+    return report
+"""
+
+#: ``run_number(name)``: 1, 2, 3... on each call, counted in a file (each run is new).
+FLAKY = """
+from pathlib import Path
+
+def run_number(name):
+    path = Path(f"{name}.count")
+    number = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(number))
+    return number
+"""
+
+
+@pytest.fixture
+def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
+    agent_pytester.makeconftest(CONFTEST)
+    agent_pytester.makepyfile(flaky=FLAKY)
+    return agent_pytester
+
+
+def _entries(result: pytest.RunResult) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for line in result.outlines:
+        if line.startswith("REPEAT "):
+            _, name, data = line.split(" ", 2)
+            found[name] = json.loads(data)
+    return found
+
+
+def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_rate="""
+        import pytest
+        from flaky import run_number
+
+        @pytest.mark.agent_repeat(5, min_pass_rate=0.6)
+        def test_mostly():
+            assert run_number("mostly") in (1, 2, 4)
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider", "-s")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "agent_repeat test_rate.py::test_mostly: 3 of 5 runs passed (60%), "
+            "min_pass_rate 60%: passed"
+        ]
+    )
+    assert _entries(result)["test_mostly"] == {
+        "runs": 5,
+        "passed": 3,
+        "pass_rate": 0.6,
+        "min_pass_rate": 0.6,
+    }
+
+
+def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_rate="""
+        import pytest
+        from flaky import run_number
+
+        @pytest.mark.agent_repeat(4, min_pass_rate=0.75)
+        def test_flaky():
+            number = run_number("flaky")
+            assert number % 2 == 0, f"odd run {number}"
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider", "-s")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: odd run 1",
+            "*- agent_repeat -*",
+            "2 of 4 runs passed (50%), min_pass_rate 75%: failed",
+            "run 1: failed (call): *odd run 1*",
+            "run 2: passed",
+            "run 3: failed (call): *odd run 3*",
+            "run 4: passed",
+        ]
+    )
+    assert _entries(result)["test_flaky"] == {
+        "runs": 4,
+        "passed": 2,
+        "pass_rate": 0.5,
+        "min_pass_rate": 0.75,
+    }
+
+
+def test_the_default_minimum_is_every_run(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_rate="""
+        import pytest
+        from flaky import run_number
+
+        @pytest.mark.agent_repeat(3)
+        def test_once_wrong():
+            assert run_number("once") != 3
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*2 of 3 runs passed (67%), min_pass_rate 100%: failed"])
+
+
+def test_each_run_gets_fresh_function_fixtures_and_keeps_the_module_ones(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_fixtures="""
+        import pytest
+
+        SETUPS = {"function": 0, "module": 0}
+        SEEN = []
+
+        @pytest.fixture
+        def per_test():
+            SETUPS["function"] += 1
+            yield []
+
+        @pytest.fixture(scope="module")
+        def per_module():
+            SETUPS["module"] += 1
+            return object()
+
+        @pytest.mark.agent_repeat(3)
+        def test_repeated(per_test, per_module):
+            per_test.append(1)
+            assert per_test == [1]  # a new list every run
+            SEEN.append(id(per_module))
+
+        def test_after():
+            assert SETUPS == {"function": 3, "module": 1}
+            assert len(set(SEEN)) == 1
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=2)
+
+
+def test_each_run_has_its_own_cassette(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_cassettes="""
+        import json
+        from pathlib import Path
+        import pytest
+
+        @pytest.mark.agent
+        @pytest.mark.agent_repeat(3)
+        def test_recorded(agent_cassette):
+            with open("paths.txt", "a") as handle:
+                handle.write(agent_cassette.path.name + "\\n")
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1)
+    assert (project.path / "paths.txt").read_text().split() == [
+        "test_recorded-repeat-1.json",
+        "test_recorded-repeat-2.json",
+        "test_recorded-repeat-3.json",
+    ]
+
+
+def test_a_test_skipped_in_every_run_is_skipped(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_skip="""
+        import pytest
+
+        @pytest.mark.agent_repeat(3)
+        def test_skipping():
+            pytest.skip("not here")
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(skipped=1)
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("0", "agent_repeat run count 0; expected a whole number >= 1*"),
+        ("3, min_pass_rate=1.5", "agent_repeat min_pass_rate=1.5; expected a number from 0 to 1*"),
+        ("3, rate=0.5", "agent_repeat(3, rate=0.5) is not understood*"),
+    ],
+)
+def test_a_bad_repeat_marker_is_an_error_naming_the_test(
+    project: pytest.Pytester, marker: str, message: str
+) -> None:
+    project.makepyfile(
+        test_bad=f"""
+        import pytest
+
+        @pytest.mark.agent_repeat({marker})
+        def test_bad():
+            pass
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"E   *RepeatError: test_bad.py::test_bad: {message}"])
+
+
+def test_repeated_agent_runs_under_xdist_report_one_outcome_and_the_rate_once(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        calc_mod="""
+        from pytest_agentctx import Agent
+
+        CALC = Agent(name="calc", model="openai:gpt-4o-mini")
+        """
+    )
+    project.makepyfile(
+        test_xdist="""
+        import pytest
+        from calc_mod import CALC
+        from flaky import run_number
+
+        @pytest.mark.agent_repeat(4, min_pass_rate=0.5)
+        async def test_agent(agent_runtime, fake_llm):
+            fake_llm.reply("ok")
+            await agent_runtime.run(CALC, "hello")
+            assert run_number("agent") <= 2
+
+        @pytest.mark.agent_repeat(2)
+        def test_always():
+            pass
+
+        def test_plain():
+            pass
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider", "-p", "xdist", "-n", "2")
+
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "agent_repeat test_xdist.py::test_agent: 2 of 4 runs passed (50%), "
+            "min_pass_rate 50%: passed",
+            "agent_repeat test_xdist.py::test_always: 2 of 2 runs passed (100%), "
+            "min_pass_rate 100%: passed",
+        ]
+    )
+    assert result.stdout.str().count("agent_repeat test_xdist.py::test_agent") == 1

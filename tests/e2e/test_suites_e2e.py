@@ -1,0 +1,271 @@
+"""End-to-end tests of the suites: async unit tests without markers, integration tests
+auto-marked, deselected by default, selected on request, run last, and one at a time under
+xdist."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+AGENT_MODULE = '''
+from pytest_agentctx import Agent, tool
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+CALC = Agent(name="calc", model="openai:gpt-4o-mini", tools=[add])
+'''
+
+UNIT_TESTS = """
+from calc_mod import CALC
+
+async def test_unit_one(agent_runtime, fake_llm):
+    fake_llm.reply("3")
+    result = await agent_runtime.run(CALC, "1 + 2?")
+    assert result.output == "3"
+
+def test_unit_two():
+    pass
+"""
+
+INTEGRATION_TESTS = """
+def test_folder_one():
+    pass
+
+def test_folder_two():
+    pass
+"""
+
+MARKED_TEST = """
+import pytest
+
+@pytest.mark.integration
+def test_marked_elsewhere():
+    pass
+"""
+
+
+@pytest.fixture
+def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
+    """Two unit tests, two integration tests by folder and one by marker."""
+    agent_pytester.makepyfile(calc_mod=AGENT_MODULE)
+    agent_pytester.mkpydir("tests")
+    agent_pytester.mkpydir("tests/integration")
+    (agent_pytester.path / "tests" / "test_unit.py").write_text(UNIT_TESTS)
+    (agent_pytester.path / "tests" / "test_marked.py").write_text(MARKED_TEST)
+    (agent_pytester.path / "tests" / "integration" / "test_folder.py").write_text(INTEGRATION_TESTS)
+    return agent_pytester
+
+
+def _ran(result: pytest.RunResult) -> list[str]:
+    """The test names in the order their outcome was printed (``-v``)."""
+    return re.findall(r"::(test_\w+) (?:PASSED|FAILED)", result.stdout.str())
+
+
+STRICT_INI = """
+[pytest]
+asyncio_mode = strict
+asyncio_default_fixture_loop_scope = function
+filterwarnings = error
+"""
+
+
+def test_async_tests_using_the_fixtures_run_unmarked_in_strict_mode(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makeini(STRICT_INI)
+    agent_pytester.makepyfile(calc_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_strict="""
+        import pytest
+        from calc_mod import CALC
+
+        @pytest.fixture
+        def runtime(agent_runtime):
+            return agent_runtime
+
+        async def test_direct(agent_runtime, fake_llm):
+            fake_llm.reply("3")
+            assert (await agent_runtime.run(CALC, "1 + 2?")).output == "3"
+
+        async def test_through_a_user_fixture(runtime, fake_llm):
+            fake_llm.reply("3")
+            assert (await runtime.run(CALC, "1 + 2?")).output == "3"
+
+        class TestInAClass:
+            async def test_method(self, fake_llm):
+                assert fake_llm.remaining == []
+        """
+    )
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=3)
+
+
+def test_async_tests_without_the_fixtures_are_left_to_strict_mode(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makeini(STRICT_INI)
+    agent_pytester.makepyfile(
+        test_plain="""
+        async def test_no_plugin_fixture(tmp_path):
+            pass
+        """
+    )
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider")
+
+    # pytest-asyncio's strict mode does not run it; the plugin did not mark it either
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*async def functions are not natively supported*"])
+
+
+def test_anyio_marked_tests_are_left_to_anyio(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makeini(STRICT_INI)
+    agent_pytester.makepyfile(calc_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_anyio="""
+        import asyncio
+        import pytest
+        from calc_mod import CALC
+
+        @pytest.fixture
+        def anyio_backend():
+            return "asyncio"
+
+        @pytest.mark.anyio
+        async def test_under_anyio(agent_runtime, fake_llm, request):
+            assert request.node.get_closest_marker("asyncio") is None
+            fake_llm.reply("3")
+            assert (await agent_runtime.run(CALC, "1 + 2?")).output == "3"
+        """
+    )
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1)
+
+
+def test_integration_tests_are_deselected_by_default(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "-v")
+
+    result.assert_outcomes(passed=2, deselected=3)
+    assert sorted(_ran(result)) == ["test_unit_one", "test_unit_two"]
+    result.stdout.fnmatch_lines(
+        [
+            "agentctx suites: 2 unit, 0 integration tests ran; 3 integration tests deselected "
+            "(run them with -m integration, or both suites with --agent-integration)"
+        ]
+    )
+
+
+def test_folder_tests_are_auto_marked_and_selected_by_the_marker(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "-v", "-m", "integration")
+
+    result.assert_outcomes(passed=3, deselected=2)
+    assert sorted(_ran(result)) == ["test_folder_one", "test_folder_two", "test_marked_elsewhere"]
+    result.stdout.fnmatch_lines(["agentctx suites: 0 unit, 3 integration tests ran"])
+
+
+def test_not_integration_runs_the_unit_tests_only(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "-m", "not integration")
+
+    result.assert_outcomes(passed=2, deselected=3)
+
+
+def test_agent_integration_runs_both_with_the_integration_tests_last(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "-v", "--agent-integration")
+
+    result.assert_outcomes(passed=5)
+    ran = _ran(result)
+    assert sorted(ran[:2]) == ["test_unit_one", "test_unit_two"]
+    assert sorted(ran[2:]) == ["test_folder_one", "test_folder_two", "test_marked_elsewhere"]
+    result.stdout.fnmatch_lines(["agentctx suites: 2 unit, 3 integration tests ran"])
+
+
+def test_naming_the_integration_folder_runs_its_tests(project: pytest.Pytester) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "-v", "tests/integration")
+
+    result.assert_outcomes(passed=2)
+    assert sorted(_ran(result)) == ["test_folder_one", "test_folder_two"]
+
+
+def test_naming_a_marked_test_runs_it(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "tests/test_marked.py::test_marked_elsewhere"
+    )
+
+    result.assert_outcomes(passed=1)
+
+
+def test_markers_and_options_are_documented(agent_pytester: pytest.Pytester) -> None:
+    markers = agent_pytester.runpytest("--markers")
+    helped = agent_pytester.runpytest("--help")
+
+    markers.stdout.fnmatch_lines(
+        ["@pytest.mark.agent_budget(max_iterations=*", "@pytest.mark.agent_repeat(n, *"]
+    )
+    helped.stdout.fnmatch_lines(
+        [
+            "*--agent-integration*",
+            "*agent_budget_max_tokens (string):*",
+            "*agent_prices (linelist):*",
+        ]
+    )
+
+
+# -- under xdist ------------------------------------------------------------------------
+
+SERIAL_TESTS = """
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+FLAG = Path(os.environ["SERIAL_FLAG"])
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_one_at_a_time(n):
+    # Were two integration tests running at once, one would find the other's flag.
+    FLAG.touch(exist_ok=False)
+    time.sleep(0.2)
+    FLAG.unlink()
+"""
+
+
+def test_under_xdist_integration_tests_run_one_at_a_time_in_one_group(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERIAL_FLAG", str(project.path / "running.flag"))
+    (project.path / "tests" / "integration" / "test_serial.py").write_text(SERIAL_TESTS)
+
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "-p", "xdist", "-n", "2", "-v", "--agent-integration"
+    )
+
+    result.assert_outcomes(passed=9)
+    # -n without --dist: switched to loadgroup for the integration group
+    result.stdout.fnmatch_lines(["scheduling tests via LoadGroupScheduling"])
+    result.stdout.fnmatch_lines(["agentctx suites: 2 unit, 7 integration tests ran"])
+    assert result.stdout.str().count("agentctx suites:") == 1
+
+
+def test_under_xdist_the_deselected_integration_tests_are_counted_once(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest("-p", "no:cacheprovider", "-p", "xdist", "-n", "2")
+
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["agentctx suites: 2 unit, 0 integration tests ran; 3 integration tests deselected*"]
+    )

@@ -1,0 +1,506 @@
+"""Unit tests for pytest_agentctx.report: records, the collector, the JSON file and the table."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentctx import AgentContext, ReportError, ToolCall, ToolResult
+from pytest_agentctx.cassettes import Cassette, RecordMode
+from pytest_agentctx.cassettes.session import Miss
+from pytest_agentctx.cassettes.store import Interaction, write_cassette
+from pytest_agentctx.report import (
+    REPORT_FORMAT,
+    ReportCollector,
+    build_record,
+    cassette_entry,
+    dumps_report,
+    is_agent_test,
+    junit_properties,
+    load_report,
+    summary_line,
+    table_lines,
+    write_report,
+)
+from pytest_agentctx.stats import RunRecord
+
+START = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _at(seconds: int) -> datetime:
+    return START + timedelta(seconds=seconds)
+
+
+def _usage(tokens_in: int, tokens_out: int) -> dict[str, Any]:
+    return {"usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}, "model": "gpt-4o"}
+
+
+def _run(name: str = "weather") -> RunRecord:
+    """Two iterations: get_weather, then the answer; 1000 + 500 tokens of gpt-4o."""
+    context = AgentContext.new("Weather?", at=_at(0))
+    context = context.add_assistant_message(
+        None, [ToolCall(id="call_1", name="get_weather", arguments={})], at=_at(1)
+    )
+    context = context.with_iteration_metadata(_usage(600, 100))
+    context = context.add_tool_results(
+        [ToolResult(tool_call_id="call_1", name="get_weather", content="sunny")], at=_at(2)
+    )
+    context = context.add_assistant_message("Sunny.", at=_at(3))
+    context = context.with_iteration_metadata(_usage(400, 400))
+    return RunRecord(name, "runtime", context)
+
+
+def _record(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"runs": [_run()]}
+    values.update(overrides)
+    return build_record(**values)
+
+
+def _report(*entries: tuple[str, str, dict[str, Any] | None]) -> dict[str, Any]:
+    collector = ReportCollector()
+    for nodeid, outcome, record in entries:
+        collector.add(nodeid, outcome, record=record)
+    return collector.build()
+
+
+def _interaction(n: int) -> Interaction:
+    return Interaction(
+        method="POST",
+        url="https://api.openai.com/v1/chat/completions",
+        request_headers={},
+        request_body={"json": {"n": n}},
+        status=200,
+        response_headers={},
+        response_body={"json": {"n": n}},
+    )
+
+
+def _cassette(tmp_path: Path, count: int = 2, **options: Any) -> Cassette:
+    path = tmp_path / "cassettes" / "test_x.json"
+    if count:
+        write_cassette(path, [_interaction(n) for n in range(count)])
+    return Cassette(path, **options)
+
+
+# -- records ---------------------------------------------------------------------------
+
+
+async def test_a_record_holds_each_run_with_its_stats_and_context() -> None:
+    match _record():
+        case {
+            "suite": "unit",
+            "cassette": None,
+            "budget": None,
+            "repeat": None,
+            "stats": {"runs": 1, "iterations": 2, "total_tokens": 1500},
+            "runs": [
+                {
+                    "name": "weather",
+                    "source": "runtime",
+                    "stats": {"tool_calls": 1, "trajectory": ["get_weather"]},
+                    "context": {"iterations": [{"number": 1}, {"number": 2}]},
+                }
+            ],
+        }:
+            pass
+        case other:
+            pytest.fail(f"unexpected record: {other}")
+
+
+async def test_a_record_without_contexts_keeps_only_the_figures() -> None:
+    record = _record(contexts=False)
+
+    assert [sorted(run) for run in record["runs"]] == [["name", "source", "stats"]]
+
+
+async def test_a_record_adds_up_the_stats_of_every_run() -> None:
+    record = _record(runs=[_run("a"), _run("b")])
+
+    assert record["stats"]["runs"] == 2
+    assert record["stats"]["trajectory"] == ["get_weather", "get_weather"]
+    assert record["stats"]["cost_usd"] == pytest.approx(2 * (1000 * 2.5 + 500 * 10) / 1e6)
+
+
+async def test_a_record_turns_budget_tuples_into_lists() -> None:
+    record = _record(budget={"limits": {"max_tokens": 10}, "exceeded": ()})
+
+    assert record["budget"] == {"limits": {"max_tokens": 10}, "exceeded": []}
+
+
+async def test_a_record_is_plain_json() -> None:
+    record = _record(cassette={"path": "c.json", "unused": (1,)})
+
+    assert json.loads(json.dumps(record)) == record
+
+
+async def test_an_agent_test_has_runs_or_a_cassette() -> None:
+    assert [
+        is_agent_test(_record()),
+        is_agent_test(_record(runs=[], cassette={"status": "missing"})),
+        is_agent_test(_record(runs=[])),
+    ] == [True, True, False]
+
+
+# -- cassette entries ------------------------------------------------------------------
+
+
+async def test_a_cassette_that_answered_every_request_was_replayed(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path)
+    cassette.played = [0, 1]
+
+    match cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=False):
+        case {
+            "path": "cassettes/test_x.json",
+            "mode": "none",
+            "status": "replayed",
+            "interactions": 2,
+            "unused": [],
+        }:
+            pass
+        case other:
+            pytest.fail(f"unexpected entry: {other}")
+
+
+async def test_a_cassette_with_unused_recordings_is_stale(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path)
+    cassette.played = [0]
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=False)
+
+    assert (entry["status"], entry["unused"]) == ("stale", [1])
+
+
+async def test_unused_recordings_that_are_allowed_are_reported_unused(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path, allow_unused=True)
+    cassette.played = [1]
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=False)
+
+    assert (entry["status"], entry["unused"]) == ("unused", [0])
+
+
+async def test_unused_recordings_of_a_failed_test_are_not_judged(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path)
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=False, saved=False)
+
+    assert (entry["status"], entry["unused"]) == ("replayed", [])
+
+
+async def test_a_cassette_that_missed_a_request_is_stale(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path)
+    cassette.misses.append(Miss(key=None, body=None, reason="no such request"))  # type: ignore[arg-type]
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=False, saved=False)
+
+    assert entry["status"] == "stale"
+
+
+async def test_a_cassette_without_a_file_is_missing(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path, count=0)
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=False)
+
+    assert (entry["status"], entry["interactions"]) == ("missing", 0)
+
+
+async def test_a_cassette_in_record_mode_was_recorded(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path, mode=RecordMode.REWRITE)
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=True)
+
+    assert (entry["status"], entry["mode"]) == ("recorded", "rewrite")
+
+
+async def test_a_shared_cassette_is_never_unused_on_its_own(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path, shared=True)
+    cassette.played = [0]
+
+    entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=False)
+
+    assert (entry["status"], entry["unused"], entry["shared"]) == ("replayed", [1], True)
+
+
+async def test_a_cassette_outside_the_rootdir_keeps_its_absolute_path(tmp_path: Path) -> None:
+    cassette = _cassette(tmp_path)
+
+    entry = cassette_entry(cassette, rootpath=tmp_path / "elsewhere", judged=True, saved=False)
+
+    assert entry["path"] == (tmp_path / "cassettes" / "test_x.json").as_posix()
+
+
+# -- JUnit properties ------------------------------------------------------------------
+
+
+async def test_junit_properties_of_an_agent_test() -> None:
+    record = _record(cassette={"status": "replayed"})
+
+    assert junit_properties(record) == [
+        ("agentctx.iterations", 2),
+        ("agentctx.tool_calls", 1),
+        ("agentctx.tokens", 1500),
+        ("agentctx.cost_usd", "0.00750000"),
+        ("agentctx.cassette", "replayed"),
+    ]
+
+
+async def test_a_plain_test_has_no_junit_properties() -> None:
+    assert junit_properties(_record(runs=[])) == []
+
+
+async def test_junit_properties_leave_out_an_unknown_cost() -> None:
+    run = _run()
+    context = run.context.with_iteration_metadata(
+        {"usage": {"input_tokens": 1, "output_tokens": 1}, "model": "a-model-without-a-price"}
+    )
+    record = build_record(runs=[RunRecord("x", "runtime", context)])
+
+    assert [name for name, _ in junit_properties(record)] == [
+        "agentctx.iterations",
+        "agentctx.tool_calls",
+        "agentctx.tokens",
+    ]
+
+
+# -- the collector ---------------------------------------------------------------------
+
+
+async def test_the_report_lists_tests_by_node_id_with_the_worst_outcome() -> None:
+    collector = ReportCollector()
+    for nodeid, outcome in [("b.py::t", "passed"), ("a.py::t", "passed"), ("b.py::t", "failed")]:
+        collector.add(nodeid, outcome)
+    collector.add("b.py::t", "passed", record=_record())
+
+    report = collector.build()
+
+    assert [(t["nodeid"], t["outcome"]) for t in report["tests"]] == [
+        ("a.py::t", "passed"),
+        ("b.py::t", "failed"),
+    ]
+
+
+async def test_the_summary_counts_outcomes_and_suites_and_adds_up_the_stats() -> None:
+    report = _report(
+        ("a.py::t", "passed", _record()),
+        ("b.py::t", "skipped", _record(runs=[], suite="integration")),
+        ("c.py::t", "failed", _record()),
+    )
+
+    match report["summary"]:
+        case {
+            "tests": 3,
+            "passed": 1,
+            "failed": 1,
+            "skipped": 1,
+            "unit": 2,
+            "integration": 1,
+            "stats": {"runs": 2, "iterations": 4, "total_tokens": 3000},
+            "gate": {"enabled": False, "passed": True, "failures": []},
+        }:
+            pass
+        case other:
+            pytest.fail(f"unexpected summary: {other}")
+
+
+async def test_outcomes_other_than_passed_failed_and_skipped_are_ignored() -> None:
+    collector = ReportCollector()
+    collector.add("a.py::t", "rerun")
+    collector.add("a.py::t", "passed", record=_record())
+
+    assert [(t["nodeid"], t["outcome"]) for t in collector.build()["tests"]] == [
+        ("a.py::t", "passed")
+    ]
+
+
+async def test_a_test_without_a_record_gets_an_empty_entry_and_its_suite_from_keywords() -> None:
+    collector = ReportCollector()
+    collector.add("tests/integration/test_x.py::t", "failed", keywords=["integration", "t"])
+
+    [test] = collector.build()["tests"]
+
+    assert (test["suite"], test["runs"], test["cassette"]) == ("integration", [], None)
+
+
+async def test_the_report_does_not_show_whether_a_cassette_is_shared() -> None:
+    report = _report(("a.py::t", "passed", _record(cassette=_shared([], "replayed"))))
+
+    assert "shared" not in report["tests"][0]["cassette"]
+
+
+def _shared(unused: list[int], status: str = "replayed") -> dict[str, Any]:
+    return {
+        "path": "cassettes/shared.json",
+        "mode": "none",
+        "status": status,
+        "interactions": 3,
+        "unused": unused,
+        "shared": True,
+    }
+
+
+async def test_a_shared_cassette_is_unused_where_no_test_used_a_recording() -> None:
+    report = _report(
+        ("a.py::t", "passed", _record(cassette=_shared([1, 2]))),
+        ("b.py::t", "passed", _record(cassette=_shared([0, 2]))),
+    )
+
+    assert [(t["cassette"]["status"], t["cassette"]["unused"]) for t in report["tests"]] == [
+        ("unused", [2]),
+        ("unused", [2]),
+    ]
+
+
+async def test_a_shared_cassette_whose_recordings_were_all_used_stays_replayed() -> None:
+    report = _report(
+        ("a.py::t", "passed", _record(cassette=_shared([1, 2]))),
+        ("b.py::t", "passed", _record(cassette=_shared([0]))),
+    )
+
+    assert [(t["cassette"]["status"], t["cassette"]["unused"]) for t in report["tests"]] == [
+        ("replayed", []),
+        ("replayed", []),
+    ]
+
+
+async def test_collecting_in_another_order_builds_the_same_report() -> None:
+    entries = [
+        ("a.py::t", "passed", _record(cassette=_shared([1, 2]))),
+        ("b.py::t", "passed", _record(runs=[_run("x"), _run("y")], cassette=_shared([2]))),
+        ("c.py::t", "failed", _record(runs=[])),
+    ]
+
+    assert dumps_report(_report(*entries)) == dumps_report(_report(*reversed(entries)))
+
+
+# -- files -----------------------------------------------------------------------------
+
+
+async def test_the_json_text_has_sorted_keys_and_ends_with_a_newline() -> None:
+    text = dumps_report({"b": 1, "a": {"d": 2, "c": 3}})
+
+    assert text == '{\n  "a": {\n    "c": 3,\n    "d": 2\n  },\n  "b": 1\n}\n'
+
+
+async def test_a_written_report_loads_back(tmp_path: Path) -> None:
+    report = _report(("a.py::t", "passed", _record()))
+
+    write_report(tmp_path / "out" / "r.json", report)
+
+    assert load_report(tmp_path / "out" / "r.json") == report
+
+
+async def test_loading_a_missing_report_says_how_to_write_one(tmp_path: Path) -> None:
+    with pytest.raises(
+        ReportError, match=r"does not exist\. Write one with: pytest --agent-report"
+    ):
+        load_report(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", r"is not JSON \(Expecting property name .*line 1\)"),
+        ('{"format": "junit"}', r"is not a pytest-agentctx report \(format 'junit'"),
+        ("[1, 2]", r"is not a pytest-agentctx report \(format 'list'"),
+        (
+            f'{{"format": "{REPORT_FORMAT}", "version": 2}}',
+            r"has version 2; this pytest-agentctx reads version 1",
+        ),
+        (f'{{"format": "{REPORT_FORMAT}", "version": 1}}', r"'tests' is not a list"),
+        (
+            f'{{"format": "{REPORT_FORMAT}", "version": 1, "tests": [{{"nodeid": "a"}}]}}',
+            r"tests\[0\] \(a\) has no 'stats'",
+        ),
+        (
+            f'{{"format": "{REPORT_FORMAT}", "version": 1, "tests": '
+            '[{"nodeid": "a", "stats": {"iterations": 1, "total_tokens": "many"}}]}',
+            r"tests\[0\] \(a\) has no int 'stats.total_tokens'",
+        ),
+    ],
+    ids=["not-json", "other-format", "not-an-object", "version", "no-tests", "no-stats", "bad"],
+)
+async def test_loading_a_file_that_is_not_a_report_says_what_is_wrong(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(text)
+
+    with pytest.raises(ReportError, match=message):
+        load_report(path)
+
+
+# -- the terminal ----------------------------------------------------------------------
+
+
+async def test_the_table_has_one_row_per_agent_test() -> None:
+    report = _report(
+        ("test_a.py::test_weather", "passed", _record(cassette={"status": "replayed"})),
+        ("test_a.py::test_plain", "passed", _record(runs=[])),
+    )
+
+    assert table_lines(report, width=80) == [
+        "test                      iters  tools  tokens       cost  cassette",
+        "test_a.py::test_weather       2      1    1500  $0.007500  replayed",
+    ]
+
+
+async def test_the_table_cuts_long_node_ids_from_the_left() -> None:
+    report = _report((f"tests/{'deep/' * 20}test_a.py::test_weather", "passed", _record()))
+
+    [_, row] = table_lines(report, width=70)
+
+    name = row.split()[0]
+    assert (name, len(row)) == ("...test_a.py::test_weather", 62)
+
+
+async def test_the_table_shows_budgets_and_pass_rates_when_a_test_has_them() -> None:
+    budget = {"limits": {"max_tokens": 100}, "exceeded": [{"name": "max_tokens"}]}
+    report = _report(
+        ("a.py::t", "failed", _record(budget=budget)),
+        ("b.py::t", "passed", _record(repeat={"runs": 3, "passed": 2})),
+    )
+
+    lines = table_lines(report)
+    start = lines[0].index("budget")
+
+    assert [line[start:] for line in lines] == [
+        "budget            pass rate",
+        "over: max_tokens  -",
+        "-                 2/3",
+    ]
+
+
+async def test_a_long_table_keeps_the_rows_with_problems() -> None:
+    entries = [(f"t.py::t{n:02}", "passed", _record()) for n in range(10)]
+    entries[7] = ("t.py::t07", "failed", _record())
+
+    lines = table_lines(_report(*entries), limit=3)
+
+    assert [line.split()[0] for line in lines] == [
+        "test",
+        "t.py::t00",
+        "t.py::t01",
+        "t.py::t07",
+        "...",
+    ]
+
+
+async def test_the_summary_line_adds_up_the_agent_tests() -> None:
+    report = _report(
+        ("a.py::t", "passed", _record(cassette={"status": "replayed"})),
+        ("b.py::t", "passed", _record(cassette={"status": "stale"})),
+        ("c.py::t", "passed", _record(runs=[])),
+    )
+
+    assert summary_line(report) == (
+        "agentctx: 2 agent tests, 2 runs, 4 iterations, 2 tool calls, 3000 tokens, "
+        "cost $0.015000; cassettes: 1 replayed, 1 stale"
+    )
+
+
+async def test_there_is_no_summary_line_without_agent_tests() -> None:
+    assert summary_line(_report(("a.py::t", "passed", _record(runs=[])))) is None

@@ -1,0 +1,211 @@
+"""Unit tests for pytest_agentctx.stats: one measure of a run for budgets, reports, gate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from pytest_agentctx import AgentContext, AgentCtxError, ToolCall, ToolResult
+from pytest_agentctx.stats import (
+    DEFAULT_PRICES,
+    ModelPrice,
+    PriceTable,
+    RunLog,
+    RunRecord,
+    RunStats,
+    run_stats,
+)
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def run(
+    *steps: list[str],
+    usage: Mapping[str, int] | None = None,
+    model: str | None = "gpt-4o-mini",
+    extra: Mapping[str, Any] | None = None,
+    step_s: float = 1.0,
+) -> AgentContext:
+    """A run: one iteration per step of tool calls (each iteration with ``usage`` and
+    ``model`` in its metadata, the first one with ``extra`` too), then a final answer; the
+    clock moves ``step_s`` per event."""
+    ctx = AgentContext.new("Plan my trip", at=at(0))
+    clock = 0.0
+    metadata: dict[str, Any] = {}
+    if usage is not None:
+        metadata["usage"] = dict(usage)
+    if model is not None:
+        metadata["model"] = model
+    if extra:
+        ctx = ctx.with_iteration_metadata(dict(extra))
+    for number, step in enumerate(steps, start=1):
+        if metadata:
+            ctx = ctx.with_iteration_metadata(metadata)
+        calls = [
+            ToolCall(id=f"c{number}_{i}", name=name, arguments={}) for i, name in enumerate(step)
+        ]
+        clock += step_s
+        ctx = ctx.add_assistant_message(None, calls, at=at(clock))
+        results = [ToolResult(tool_call_id=c.id, name=c.name, content="ok") for c in calls]
+        clock += step_s
+        ctx = ctx.add_tool_results(results, at=at(clock))
+    if metadata:
+        ctx = ctx.with_iteration_metadata(metadata)
+    return ctx.add_assistant_message("Done.", at=at(clock + step_s))
+
+
+USAGE = {"input_tokens": 1000, "output_tokens": 100}
+
+
+async def test_a_run_counts_its_iterations_tool_calls_and_trajectory() -> None:
+    stats = run_stats(run(["search", "book"], ["email"]))
+
+    match stats:
+        case RunStats(runs=1, iterations=3, tool_calls=3, trajectory=("search", "book", "email")):
+            pass
+        case _:
+            raise AssertionError(stats)
+
+
+async def test_tokens_are_summed_from_each_iterations_usage() -> None:
+    stats = run_stats(run(["search"], usage=USAGE))
+
+    match stats:
+        case RunStats(input_tokens=2000, output_tokens=200, total_tokens=2200):
+            pass
+        case _:
+            raise AssertionError(stats)
+
+
+async def test_a_run_without_usage_has_no_tokens_and_no_cost() -> None:
+    stats = run_stats(run(["search"]))
+
+    assert (stats.total_tokens, stats.cost_usd) == (0, 0.0)
+
+
+async def test_the_cost_comes_from_the_models_price() -> None:
+    stats = run_stats(run(usage=USAGE, model="gpt-4o-mini"))
+
+    # 1000 input tokens at 0.15 and 100 output tokens at 0.60 dollars per million
+    assert stats.cost_usd == pytest.approx(0.00021)
+
+
+async def test_a_model_with_usage_but_no_price_has_an_unknown_cost() -> None:
+    stats = run_stats(run(usage=USAGE, model="house-model"))
+
+    assert stats.cost_usd is None
+    assert stats.models == ("house-model",)
+
+
+async def test_a_dated_model_name_is_priced_as_its_family() -> None:
+    table = PriceTable()
+
+    assert table.price_of("gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["gpt-4o-mini"]
+
+
+async def test_the_duration_spans_the_first_start_to_the_last_completion() -> None:
+    stats = run_stats(run(["search"], ["book"], step_s=2.5))
+
+    # five events 2.5 s apart after the start
+    assert stats.duration_s == pytest.approx(12.5)
+
+
+async def test_sub_agent_runs_add_their_figures_but_not_their_duration() -> None:
+    sub = run(["lookup"], usage={"input_tokens": 10, "output_tokens": 5})
+    parent = run(["delegate"], usage=USAGE, extra={"subagents": {"researcher": sub}})
+
+    nested, alone = run_stats(parent), run_stats(parent, nested=False)
+
+    match (nested, alone):
+        case (
+            RunStats(runs=1, iterations=4, tool_calls=2, trajectory=("delegate", "lookup")),
+            RunStats(iterations=2, tool_calls=1),
+        ) if nested.duration_s == alone.duration_s and nested.total_tokens > alone.total_tokens:
+            pass
+        case _:
+            raise AssertionError((nested, alone))
+
+
+async def test_run_stats_takes_a_run_result_with_a_context() -> None:
+    class Result:
+        context = run(["search"])
+
+    assert run_stats(Result()).tool_calls == 1
+
+
+async def test_run_stats_rejects_anything_else_and_says_what_to_pass() -> None:
+    with pytest.raises(AgentCtxError, match=r"got dict\. Pass result\.context"):
+        run_stats({"iterations": []})
+
+
+async def test_stats_add_up_and_an_unknown_cost_stays_unknown() -> None:
+    known = RunStats(runs=1, iterations=2, input_tokens=5, cost_usd=0.5, models=("a",))
+    unknown = RunStats(runs=1, iterations=1, cost_usd=None, models=("b", "a"))
+
+    total = RunStats.total([known, unknown])
+
+    match total:
+        case RunStats(runs=2, iterations=3, input_tokens=5, cost_usd=None, models=("a", "b")):
+            pass
+        case _:
+            raise AssertionError(total)
+
+
+async def test_to_dict_is_json_ready_with_total_tokens_and_rounded_cost() -> None:
+    stats = RunStats(runs=1, input_tokens=3, output_tokens=4, cost_usd=1 / 3, duration_s=0.1)
+
+    match stats.to_dict():
+        case {"total_tokens": 7, "cost_usd": 0.33333333, "duration_s": 0.1, "models": []}:
+            pass
+        case other:
+            raise AssertionError(other)
+
+
+async def test_prices_are_added_or_replaced_by_name() -> None:
+    table = PriceTable().with_prices({"house": (1.0, 2.0), "gpt-4o": ModelPrice(9.0, 9.0)})
+
+    assert (table.price_of("house"), table.price_of("gpt-4o")) == (
+        ModelPrice(1.0, 2.0),
+        ModelPrice(9.0, 9.0),
+    )
+
+
+async def test_ini_price_lines_are_parsed_skipping_blanks_and_comments() -> None:
+    table = PriceTable.parse_lines(["# ours", "", "house-model = 0.5 1.5"])
+
+    assert table.price_of("house-model") == ModelPrice(0.5, 1.5)
+    assert table.price_of("gpt-4o") == DEFAULT_PRICES["gpt-4o"]
+
+
+@pytest.mark.parametrize("line", ["house-model 0.5 1.5", "house-model = 0.5", "= 1 2", "m = a b"])
+async def test_a_bad_ini_price_line_says_the_expected_form(line: str) -> None:
+    with pytest.raises(AgentCtxError, match=r"expected 'model = <input USD per million"):
+        PriceTable.parse_lines([line])
+
+
+async def test_a_run_log_reads_its_sources_when_asked() -> None:
+    log = RunLog()
+    finished: list[RunRecord] = []
+    log.add_source(lambda: finished)
+    finished.append(RunRecord("late", "runtime", run()))
+
+    match log.records():
+        case [RunRecord(name="late", source="runtime")]:
+            pass
+        case other:
+            raise AssertionError(other)
+
+
+async def test_a_record_measures_its_context_with_the_given_prices() -> None:
+    record = RunRecord("r", "captured", run(usage=USAGE, model="house"))
+
+    stats = record.stats(PriceTable().with_prices({"house": (1.0, 1.0)}))
+
+    assert stats.cost_usd == pytest.approx(0.0011)
