@@ -305,7 +305,7 @@ class ScriptedModel:
             for call in reply.tool_calls
         )
         usage = reply.usage or Usage(
-            input_tokens=estimate_tokens(json.dumps(body.get("messages", []), sort_keys=True)),
+            input_tokens=estimate_tokens(_prompt_text(body, decoded)),
             output_tokens=estimate_tokens(
                 (reply.content or "") + "".join(c.arguments_json for c in calls)
             ),
@@ -317,6 +317,18 @@ class ScriptedModel:
             usage=usage,
             response_id=self._ids(response_prefix),
         )
+
+
+def _prompt_text(body: Mapping[str, Any], decoded: DecodedRequest) -> str:
+    """What the input-token estimate counts: the messages, and a separate system prompt
+    (Anthropic's ``system``, the Responses API's ``instructions``, whose messages are its
+    ``input``)."""
+    parts: list[Any] = [body.get("messages") or decoded.messages]
+    for key in ("system", "instructions"):
+        if body.get(key):
+            parts.append(body[key])
+    messages = parts[0] if len(parts) == 1 else parts
+    return json.dumps(messages, sort_keys=True)
 
 
 class FakeLLM(ScriptedModel):

@@ -251,6 +251,31 @@ async def test_usage_is_estimated_from_the_request_messages_and_the_reply(fake, 
     )
 
 
+async def test_usage_estimate_counts_anthropics_separate_system_prompt(fake, anthropic_client):
+    fake.reply("Sunny.").reply("Sunny.")
+    question = [{"role": "user", "content": "Weather in Paris?"}]
+    long_system = "You are a careful weather assistant. " * 40
+
+    plain = await anthropic_client.messages.create(
+        model="claude-haiku-4-5", max_tokens=50, messages=question
+    )
+    with_system = await anthropic_client.messages.create(
+        model="claude-haiku-4-5", max_tokens=50, messages=question, system=long_system
+    )
+
+    assert with_system.usage.input_tokens > plain.usage.input_tokens + 300
+
+
+async def test_usage_estimate_of_a_responses_call_counts_its_input(fake, openai_client):
+    fake.reply("Sunny.")
+    question = "Weather in Paris? " * 50
+
+    response = await openai_client.responses.create(model="gpt-4o-mini", input=question)
+
+    assert response.usage is not None
+    assert response.usage.input_tokens > 100
+
+
 async def test_the_same_script_and_request_give_the_same_response_every_time(openai_client):
     responses = []
     for _ in range(2):
