@@ -221,6 +221,18 @@ def _field_specs(cls: type[BaseModel]) -> list[_FieldSpec]:
     return specs
 
 
+#: Keys whose text is an opaque token a provider needs back, not something to review:
+#: OpenAI reasoning items' ``encrypted_content`` and Anthropic thinking blocks' ``signature``
+#: (both change on every recording).
+_OPAQUE_KEYS = frozenset({"encrypted_content", "signature"})
+_OPAQUE = "<opaque>"
+
+
+def _reasoning_implied() -> type | None:
+    """The model type ``Message.reasoning``'s items are written as (as ``model`` would)."""
+    return next(spec.implied for spec in _field_specs(Message) if spec.name == "reasoning")
+
+
 class _Raw(str):
     """Text written as it is (a summary line), not as a quoted string."""
 
@@ -313,7 +325,9 @@ class _Writer:
         """Write ``value`` at ``path`` as one line, or as a line per field or item."""
         kind = type(value)
         if kind is str:
-            if key is not None and self.is_id_key(key):
+            if key in _OPAQUE_KEYS:
+                self.line(path, _OPAQUE)
+            elif key is not None and self.is_id_key(key):
                 self.line(path, self.generated_id(value))
             else:
                 self.text(path, value)
@@ -363,6 +377,8 @@ class _Writer:
 
     def is_id_key(self, key: Any) -> bool:
         known = self.id_cache.get(key)
+        if known is None and key in _OPAQUE_KEYS:
+            return False  # not cached: the fast paths must keep sending it to ``fast_value``
         if known is None:
             known = bool(
                 isinstance(key, str)
@@ -548,6 +564,9 @@ class _Writer:
                 append(f"{path}.name = {name!r}")
         if data["is_error"] is not False:
             append(f"{path}.is_error = {data['is_error']!r}")
+        reasoning = data["reasoning"]
+        if reasoning:
+            self.write(f"{path}.reasoning", reasoning, "reasoning", _reasoning_implied())
 
     def tool_call(self, path: str, call: ToolCall) -> None:
         data = call.__dict__
@@ -618,7 +637,9 @@ class _Writer:
     def fast_value(self, path: str, value: Any, key: Any) -> None:
         """A mapping value that is not a plain scalar (or a string not yet known)."""
         if type(value) is str:
-            if self.is_id_key(key):
+            if key in _OPAQUE_KEYS:
+                self.lines.append(f"{path} = {_OPAQUE}")
+            elif self.is_id_key(key):
                 self.lines.append(f"{path} = {self.generated_id(value)}")
             else:
                 self.text(path, value)

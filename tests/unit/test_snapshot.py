@@ -398,3 +398,49 @@ async def test_regex_in_a_test_of_the_serialized_text() -> None:
     assert matches(
         serialize(weather_run()), Regex(r"created_at = <t\+0s>\nupdated_at = <t\+3s>\n$")
     )
+
+
+def _every_field_context() -> AgentContext:
+    """A run whose messages, calls and iterations set every field the models have."""
+    ctx = AgentContext.new("Weather?", system_prompt="Be brief.", at=T0)
+    ctx = ctx.with_iteration_metadata({"model": "m", "usage": {"input_tokens": 3}})
+    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris", "n": 1})
+    ctx = ctx.add_assistant_message(
+        "Looking.\nOne moment.",
+        [call],
+        reasoning=[{"type": "thinking", "thinking": "Paris, then answer.", "signature": "s"}],
+        at=T0 + timedelta(seconds=1),
+    )
+    result = ToolResult(tool_call_id="call_1", name="get_weather", content="18C", is_error=True)
+    return ctx.add_tool_results([result], at=T0 + timedelta(seconds=2))
+
+
+async def test_the_fast_path_writes_every_field_the_general_path_writes() -> None:
+    ctx = _every_field_context()
+    fast = serialize(ctx).splitlines()
+    general = serialize(ctx, SnapshotOptions(omit=["no.such.path"])).splitlines()
+
+    assert general[1].startswith("# projection:")
+    assert fast == general[:1] + general[2:]
+    assert "iterations[0].messages[2].reasoning[0].thinking = 'Paris, then answer.'" in fast
+
+
+async def test_opaque_reasoning_tokens_are_written_as_a_placeholder() -> None:
+    ctx = _every_field_context()
+    reasoning = [line for line in body(ctx) if ".reasoning[0]." in line]
+
+    assert reasoning == [
+        "iterations[0].messages[2].reasoning[0].signature = <opaque>",
+        "iterations[0].messages[2].reasoning[0].thinking = 'Paris, then answer.'",
+        "iterations[0].messages[2].reasoning[0].type = 'thinking'",
+    ]
+
+
+async def test_opaque_keys_in_metadata_are_placeholders_on_the_fast_path_too() -> None:
+    metadata = {"a": {"signature": "x1"}, "b": {"signature": "x2"}}
+    ctx = AgentContext.new("hi", at=T0).with_iteration_metadata(metadata)
+
+    assert [line for line in body(ctx) if "signature" in line] == [
+        "iterations[0].metadata.a.signature = <opaque>",
+        "iterations[0].metadata.b.signature = <opaque>",
+    ]
