@@ -32,6 +32,7 @@ from typing import Any, Literal, get_args
 from pydantic import ValidationError
 
 from ._paths import join
+from ._seq import FrozenDict
 from .context import AgentContext, ToolCall
 from .exceptions import PatternError
 from .matching import (
@@ -110,8 +111,20 @@ def _context_from(value: Any, keys: tuple[Any, ...]) -> AgentContext | None:
         ) from None
 
 
+#: Metadata values that cannot hold a nested run: skipped without the ABC checks below.
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
+
+
 def _runs_in(value: Any, keys: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], AgentContext]]:
     """Every nested run inside a metadata value, depth first, in order."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return
+    if (kind is dict or kind is FrozenDict) and "iterations" not in value:
+        for key, item in value.items():
+            if type(item) not in _LEAVES:
+                yield from _runs_in(item, (*keys, key))
+        return
     context = _context_from(value, keys)
     if context is not None:
         yield keys, context
