@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
 INI = """
 [pytest]
 asyncio_mode = auto
@@ -30,3 +34,21 @@ def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.delenv(name, raising=False)
     pytester.makeini(INI)
     return pytester
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_import_their_own_modules(request: pytest.FixtureRequest) -> None:
+    """An in-process pytester run imports its files by base name (``test_suites``,
+    ``agents``): hide this suite's own top-level modules of those names while it runs, or
+    the inner import finds ours and fails with "import file mismatch" (only when a worker
+    has collected both, as under -n 2)."""
+    if "pytester" not in request.fixturenames:
+        return
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    for name, module in list(sys.modules.items()):
+        location = getattr(module, "__file__", None)
+        if "." in name or location is None:
+            continue
+        path = Path(location)
+        if path.is_relative_to(ROOT / "tests") or path.is_relative_to(ROOT / "examples"):
+            monkeypatch.delitem(sys.modules, name)
