@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from .context import AgentContext
 from .exceptions import AgentCtxError
+
+if TYPE_CHECKING:  # imported when a run is measured: budgets read prices at start-up
+    from .context import AgentContext
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -216,6 +218,7 @@ def run_stats(run: Any, *, prices: PriceTable | None = None, nested: bool = True
     iterations, tool calls, tokens and cost; the duration stays the parent's (sub-agents run
     inside it) and ``runs`` counts the parent only.
     """
+    from .context import AgentContext
     from .trajectory import nested_runs, tool_calls
 
     context = getattr(run, "context", run)
