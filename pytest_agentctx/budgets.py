@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from .exceptions import BudgetError
-from .stats import PriceTable, RunStats
+from .stats import PriceTable, RunRecord, RunStats
 
-__all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "ini_name"]
+__all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 
 #: The limits a budget can set, in the order they are reported.
 BUDGET_LIMITS = ("max_iterations", "max_tool_calls", "max_tokens", "max_cost_usd", "max_duration_s")
@@ -269,3 +269,32 @@ class BudgetCheck:
                 "find out why it uses more (compare its trajectory and iterations)."
             )
         return "\n".join(lines)
+
+
+def check_budget(
+    spec: tuple[Budget, bool] | None,
+    records: Callable[[], Sequence[RunRecord]],
+    *,
+    prices: PriceTable,
+    earlier: BudgetCheck | None = None,
+) -> BudgetCheck | None:
+    """Measure a test's runs against its budget, or ``None`` when there is nothing to check.
+
+    ``spec`` is the test's budget and whether a marker set it (``None``: not read);
+    ``records()`` gives the runs it made (called only when the budget has limits). The ini
+    defaults are for agent tests, so a test without runs and without a marker is not
+    checked. ``earlier`` is the check of a previous repetition of the test: the result then
+    holds the worst of both (:meth:`BudgetCheck.merged`).
+    """
+    if spec is None or not spec[0]:
+        return None
+    budget, explicit = spec
+    made = records()
+    if not made and not explicit:
+        return None  # the ini defaults are for agent tests: tests that made runs
+    runs = [
+        (f"#{number} {record.name}", record.stats(prices))
+        for number, record in enumerate(made, start=1)
+    ]
+    check = budget.check(runs, prices=prices)
+    return earlier.merged(check) if earlier is not None else check

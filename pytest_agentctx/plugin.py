@@ -6,25 +6,27 @@ All behaviour lives in the package's modules; this file wires them into pytest.
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
-import os
-import uuid
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._files import atomic_write_text
 from .artifacts import LocalArtifactStore
-from .budgets import BUDGET_LIMITS, Budget, BudgetCheck, ini_name
+from .budgets import BUDGET_LIMITS, Budget, BudgetCheck, check_budget, ini_name
 from .capture import CapturedRuns, TrafficRecorder
-from .cassettes import Cassette, NetworkGuard, Redactor
-from .cassettes.redact import DEFAULT_SECRET_ENV
-from .cassettes.session import RecordMode
-from .cassettes.settings import CassetteSettings, TestOptions, cassette_config, cassette_path
+from .cassettes import Cassette, NetworkGuard
+from .cassettes.settings import (
+    CassetteSettings,
+    TestOptions,
+    build_cassette,
+    cassette_config,
+    cassette_path,
+    is_agent_test,
+    normalise_record_args,
+)
 from .clock import ClockSettings, SequentialIds, StepClock
 from .exceptions import (
     AgentCtxError,
@@ -33,49 +35,35 @@ from .exceptions import (
     CassetteMiss,
     NetworkBlocked,
     RepeatError,
-    ReportError,
     StaleCassette,
 )
 from .fakes import FakeLLM, FakeTools
 from .freeze import FrozenClock
-from .gate import GateResult, GateTolerance, evaluate_gate, gate_lines
 from .matching import assertrepr_compare
-from .report import (
-    RECORD_ATTRIBUTE,
-    ReportCollector,
-    build_record,
-    cassette_entry,
-    junit_properties,
-    load_report,
-    summary_line,
-    table_lines,
-    write_report,
-)
-from .report_html import render_html
+from .repeat import run_repetitions
+from .report import build_record, cassette_entry
+from .reporting import AgentReports
 from .retrieval import InMemoryVectorStore
 from .runtime import AgentRuntime
 from .snapshot import AgentSnapshotAssertion, SnapshotOptions
 from .stats import PriceTable, RunLog, RunRecord
 from .suites import (
-    INTEGRATION_GROUP,
-    OTHER_ASYNC_MARKERS,
     RepeatSpec,
     RepeatTally,
     SuiteCounts,
-    in_integration_folder,
+    SuitesReporter,
+    deselect_integration_tests,
+    group_integration_tests,
     integration_last,
-    named_on_command_line,
+    needs_asyncio_marker,
     repeat_cassette_path,
     serial_lock,
-    uses_plugin_fixture,
 )
 
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 _CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
 _CASSETTE_KEY = pytest.StashKey[Cassette | None]()
 _GUARD_KEY = pytest.StashKey[NetworkGuard | None]()
-#: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
-_AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 _CLOCK_KEY = pytest.StashKey[ClockSettings]()
 #: The runs each test made (runtime results, captured conversations): budgets and reports.
 _RUNS_KEY = pytest.StashKey[RunLog]()
@@ -168,16 +156,18 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     """``--agent-record`` takes an optional MODE: make ``pytest --agent-record tests/x.py``
     (and the command the miss message prints) record that test instead of taking the path
     for a mode."""
-    modes = {mode.value for mode in RecordMode}
-    for index, arg in enumerate(args[:-1]):
-        following = args[index + 1]
-        if arg == "--agent-record" and not following.startswith("-") and following not in modes:
-            args[index] = "--agent-record=rewrite"
+    normalise_record_args(args)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_CLOCK_KEY] = _clock_settings(config)
-    config.stash[_CASSETTE_SETTINGS_KEY] = _cassette_settings(config)
+    try:
+        config.stash[_CLOCK_KEY] = ClockSettings.from_config(config)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        config.stash[_CASSETTE_SETTINGS_KEY] = CassetteSettings.from_config(config)
+    except CassetteError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.addinivalue_line(
         "markers",
         "agent(**options): an agent test; options configure pytest-agentctx for this test.",
@@ -185,7 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "integration: an integration test (slow, talks to real services)."
     )
-    _configure_reports(config)
+    config.pluginmanager.register(AgentReports(config, _test_record), "agentctx-reports")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -194,53 +184,10 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     item.stash.setdefault(_REPORT_KEY, {})[report.when] = report
+    if call.when == "call":  # for the reports: a stale cassette's unused recordings count
+        error = call.excinfo
+        item.stash[_STALE_KEY] = error is not None and error.errisinstance(StaleCassette)
     return report
-
-
-def _clock_settings(config: pytest.Config) -> ClockSettings:
-    """Read and check the clock options once, at configure time (bad values: usage error)."""
-    try:
-        return ClockSettings.build(
-            start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
-            step=str(config.getini("agent_clock_step")),
-            ignore=(str(line) for line in config.getini("agent_clock_ignore")),
-        )
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def _cassette_settings(config: pytest.Config) -> CassetteSettings:
-    workerinput = getattr(config, "workerinput", None)
-    run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
-    try:
-        return CassetteSettings.build(
-            rootpath=config.rootpath,
-            directory=config.getoption("agent_cassette_dir")
-            or str(config.getini("agent_cassette_dir")),
-            cli_mode=config.getoption("agent_record"),
-            ini_mode=str(config.getini("agent_record_mode")),
-            all_tests=bool(config.getini("agent_all_tests")),
-            allow_unused=bool(config.getini("agent_allow_unused")),
-            allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
-            ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
-            cassette_format=str(config.getini("agent_cassette_format")),
-            secret_env=[str(e) for e in config.getini("agent_secret_env")],
-            record_failing=bool(config.getoption("agent_record_failing")),
-            run_id=run_id,
-        )
-    except CassetteError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def _is_agent_test(item: pytest.Item, settings: CassetteSettings) -> bool:
-    fixtures = set(getattr(item, "fixturenames", ()))
-    if "fake_llm" in fixtures:
-        return False
-    return (
-        settings.all_tests
-        or item.get_closest_marker("agent") is not None
-        or bool(fixtures & _AGENT_FIXTURES)
-    )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -281,7 +228,11 @@ def agent_cassette_config() -> dict[str, object]:
 def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | None]:
     item = request.node
     settings = request.config.stash[_CASSETTE_SETTINGS_KEY]
-    if not isinstance(item, pytest.Item) or not _is_agent_test(item, settings):
+    if not isinstance(item, pytest.Item) or not is_agent_test(
+        getattr(item, "fixturenames", ()),
+        marked=item.get_closest_marker("agent") is not None,
+        settings=settings,
+    ):
         yield None
         return
     marker_kwargs: dict[str, object] = {}
@@ -307,29 +258,8 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     repetition = item.stash.get(_REPEAT_INDEX_KEY, None)
     if repetition is not None:  # agent_repeat: one cassette per repetition (issue 5)
         path = repeat_cassette_path(path, repetition)
-    redactor = Redactor(
-        env=(*DEFAULT_SECRET_ENV, *settings.secret_env),
-        extra_values=tuple(str(v) for v in config.get("redact_values", ())),
-    )
-    body_hook = config.get("body_hook")
-    cassette = Cassette(
-        path,
-        mode=options.mode,
-        test_id=item.nodeid,
-        redactor=redactor,
-        ignored_fields=(*options.ignore_fields, *config.get("match_ignore", ())),
-        body_hook=body_hook if callable(body_hook) else None,
-        allow_unused=options.allow_unused,
-        shared=options.cassette is not None,
-        run_id=settings.run_id,
-    )
-    guard = (
-        NetworkGuard(
-            (*options.allowed_hosts, *config.get("allowed_hosts", ())),
-            reason=f"replaying {path.name}",
-        )
-        if cassette.mode is RecordMode.NONE
-        else None
+    cassette, guard = build_cassette(
+        path, settings=settings, options=options, config=config, test_id=item.nodeid
     )
     item.stash[_CASSETTE_KEY] = cassette
     item.stash[_GUARD_KEY] = guard
@@ -387,7 +317,11 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
         clock=clock,
         ids=SequentialIds(),
         tool_overrides=overrides,
-        **_workspace_fixtures(request),  # retrieval and artifact fixtures (issue 8)
+        **{  # retrieval and artifact fixtures (issue 8), when the test uses them
+            argument: request.getfixturevalue(fixture)
+            for fixture, argument in _WORKSPACE_FIXTURES.items()
+            if fixture in request.fixturenames
+        },
     )
     request.node.stash.setdefault(_RUNS_KEY, RunLog()).add_source(
         lambda: [RunRecord(r.agent.name, "runtime", r.context) for r in runtime.results]
@@ -570,131 +504,20 @@ def _add_report_options(parser: pytest.Parser, group: Any) -> None:
     )
 
 
-def _configure_reports(config: pytest.Config) -> None:
-    config.pluginmanager.register(_AgentReports(config), "agentctx-reports")
-
-
-class _AgentReports:
-    """Hooks of the reports and the gate. Every process records its tests' figures on
-    their teardown reports; the process that reports (not an xdist worker) collects them,
-    writes the reports and runs the gate."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.worker = hasattr(config, "workerinput")
-        base = config.invocation_params.dir
-        self.json_path = _path_option(config, "agent_report", base)
-        self.html_path = _path_option(config, "agent_report_html", base)
-        self.contexts = self.json_path is not None or self.html_path is not None
-        self.gate_enabled = bool(config.getoption("agent_gate"))
-        self.collector = ReportCollector()
-        self.report: dict[str, Any] | None = None
-        self.result: GateResult | None = None
-        self.baseline: dict[str, Any] | None = None
-        self.baseline_path = _path_option(config, "agent_baseline", base)
-        try:
-            self.tolerance = GateTolerance.parse(
-                tokens=_option_or_ini(config, "agent_baseline_tokens"),
-                iterations=_option_or_ini(config, "agent_baseline_iterations"),
-                trajectory=_option_or_ini(config, "agent_baseline_trajectory"),
-            )
-        except ReportError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        if self.baseline_path is not None and not self.worker:
-            try:
-                self.baseline = load_report(self.baseline_path)
-            except ReportError as exc:
-                raise pytest.UsageError(f"--agent-baseline: {exc}") from None
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if call.when == "call":
-            error = call.excinfo
-            item.stash[_STALE_KEY] = error is not None and error.errisinstance(StaleCassette)
-        if report.when == "teardown":
-            runs = item.stash[_RUNS_KEY].records() if _RUNS_KEY in item.stash else []
-            config_prices = item.config.stash.get(_PRICES_KEY, None)
-            record = build_record(
-                runs=runs,
-                suite="integration" if item.get_closest_marker("integration") else "unit",
-                cassette=item.stash.get(_CASSETTE_ENTRY_KEY, None),
-                budget=item.stash.get(_BUDGET_KEY, None),
-                repeat=item.stash.get(_REPEAT_KEY, None),
-                prices=item.stash.get(_PRICES_KEY, None) or config_prices,
-                contexts=self.contexts,
-            )
-            setattr(report, RECORD_ATTRIBUTE, record)
-            report.user_properties.extend(junit_properties(record))
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.worker:
-            self.collector.add(
-                report.nodeid,
-                report.outcome,
-                record=getattr(report, RECORD_ATTRIBUTE, None),
-                keywords=report.keywords,
-            )
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.worker:
-            return
-        report = self.collector.build()
-        result = evaluate_gate(
-            report,
-            baseline=self.baseline,
-            baseline_path=str(self.baseline_path) if self.baseline_path else None,
-            tolerance=self.tolerance,
-        )
-        report["summary"]["gate"] = {
-            "enabled": self.gate_enabled,
-            "passed": result.passed,
-            "failures": list(result.failures),
-        }
-        self.report, self.result = report, result
-        if self.json_path is not None:
-            write_report(self.json_path, report)
-        if self.html_path is not None:
-            atomic_write_text(self.html_path, render_html(report))
-        if self.gate_enabled and not result.passed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    def pytest_terminal_summary(
-        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
-    ) -> None:
-        if self.worker or self.report is None or self.result is None:
-            return
-        verbosity = config.get_verbosity()
-        if verbosity >= 0:
-            width = config.get_terminal_writer().fullwidth
-            table = table_lines(self.report, width=width, limit=None if verbosity > 0 else 30)
-            if table:
-                terminalreporter.write_sep("-", "agentctx")
-                for row in table:
-                    terminalreporter.write_line(row)
-        totals = summary_line(self.report)
-        if totals is not None:
-            terminalreporter.write_line(totals)
-        if self.gate_enabled or self.baseline is not None:
-            failed = self.gate_enabled and not self.result.passed
-            for number, text in enumerate(gate_lines(self.result, enabled=self.gate_enabled)):
-                terminalreporter.write_line(text, red=failed, bold=failed and number == 0)
-        if verbosity >= 0:
-            for kind, path in (("JSON", self.json_path), ("HTML", self.html_path)):
-                if path is not None:
-                    terminalreporter.write_line(f"agentctx: {kind} report written to {path}")
-
-
-def _path_option(config: pytest.Config, name: str, base: Path) -> Path | None:
-    value = config.getoption(name)
-    return None if not value else base / str(value)
-
-
-def _option_or_ini(config: pytest.Config, name: str) -> str:
-    value = config.getoption(name)
-    return str(value if value is not None else config.getini(name))
+def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
+    """The report record of ``item`` (:func:`build_record`) from what its fixtures and
+    hooks stashed: its runs, cassette, budget, repeat figures and prices."""
+    runs = item.stash[_RUNS_KEY].records() if _RUNS_KEY in item.stash else []
+    config_prices = item.config.stash.get(_PRICES_KEY, None)
+    return build_record(
+        runs=runs,
+        suite="integration" if item.get_closest_marker("integration") else "unit",
+        cassette=item.stash.get(_CASSETTE_ENTRY_KEY, None),
+        budget=item.stash.get(_BUDGET_KEY, None),
+        repeat=item.stash.get(_REPEAT_KEY, None),
+        prices=item.stash.get(_PRICES_KEY, None) or config_prices,
+        contexts=contexts,
+    )
 
 
 # -- retrieval and artifact fixtures (issue 8) --
@@ -713,15 +536,9 @@ def artifact_store(tmp_path: Path) -> LocalArtifactStore:
     return LocalArtifactStore(tmp_path / "workspace")
 
 
-def _workspace_fixtures(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The ``agent_runtime`` arguments for the test's ``fake_vector_store`` and
-    ``artifact_store`` fixtures, when it uses them."""
-    names = {"fake_vector_store": "vector_store", "artifact_store": "artifacts"}
-    return {
-        argument: request.getfixturevalue(fixture)
-        for fixture, argument in names.items()
-        if fixture in request.fixturenames
-    }
+#: The workspace fixtures ``agent_runtime`` takes when the test uses them, with the
+#: runtime's argument for each.
+_WORKSPACE_FIXTURES = {"fake_vector_store": "vector_store", "artifact_store": "artifacts"}
 
 
 # -- suites, budgets, repeat (issue 5) --
@@ -748,10 +565,6 @@ _REPEAT_INDEX_KEY = pytest.StashKey[int]()
 _REPEAT_TALLY_KEY = pytest.StashKey[RepeatTally]()
 _RUNS_OFFSET_KEY = pytest.StashKey[int]()
 _REPEAT_ERROR_KEY = pytest.StashKey[RepeatError]()
-#: Report attribute carrying a repeated test's tally to the process that prints.
-_REPEAT_ATTRIBUTE = "agentctx_repeat"
-_DESELECTED_OUTPUT = "agentctx_integration_deselected"
-_LOADGROUP_INPUT = "agentctx_loadgroup"
 
 
 @pytest.hookimpl(specname="pytest_addoption")
@@ -803,44 +616,9 @@ def pytest_configure_suites(config: pytest.Config) -> None:
     except AgentCtxError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_SUITES_KEY] = SuiteCounts()
-    config.pluginmanager.register(_SuitesReporter(config), "agentctx-suites")
-    _group_integration_tests(config)
-
-
-def _integration_requested(config: pytest.Config) -> bool:
-    markexpr = str(config.getoption("markexpr", "") or "")
-    if config.getoption("agent_integration") or "integration" in markexpr:
-        return True
-    return any(in_integration_folder(path, config.rootpath) for path in _named_paths(config))
-
-
-def _named_paths(config: pytest.Config) -> list[Path]:
-    """Paths (files or folders) the command line names, not from testpaths."""
-    if config.args_source is not pytest.Config.ArgsSource.ARGS:
-        return []
-    base = config.invocation_params.dir
-    return [Path(os.path.abspath(base / arg.split("::", 1)[0])) for arg in config.args]
-
-
-def _group_integration_tests(config: pytest.Config) -> None:
-    """Under ``pytest -n N`` without a --dist choice, switch xdist to ``loadgroup`` when
-    integration tests may run, so their xdist_group runs them on one worker, in order."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        # a worker reads --dist from the command line: take the controller's switch
-        if workerinput.get(_LOADGROUP_INPUT):
-            config.option.loadgroup = True
-        return
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    chosen = config.known_args_namespace
-    user_chose = getattr(chosen, "dist", "no") != "no" or getattr(chosen, "distload", False)
-    if (
-        getattr(config.option, "dist", "no") == "load"
-        and not user_chose
-        and _integration_requested(config)
-    ):
-        config.option.dist = "loadgroup"
+    reporter = SuitesReporter(config, config.stash[_SUITES_KEY])
+    config.pluginmanager.register(reporter, "agentctx-suites")
+    group_integration_tests(config)
 
 
 @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_pycollect_makeitem")
@@ -856,23 +634,9 @@ def pytest_pycollect_makeitem_asyncio(
         return result
     nodes = result if isinstance(result, list) else [result]
     for node in nodes:
-        if isinstance(node, pytest.Function) and _needs_asyncio_marker(node):
+        if isinstance(node, pytest.Function) and needs_asyncio_marker(node, __name__):
             node.add_marker("asyncio")
     return result
-
-
-def _needs_asyncio_marker(item: pytest.Function) -> bool:
-    if item.get_closest_marker("asyncio") is not None:
-        return False
-    if any(item.get_closest_marker(name) is not None for name in OTHER_ASYNC_MARKERS):
-        return False
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    used = list(info.argnames)
-    for marker in item.iter_markers("usefixtures"):
-        used.extend(str(name) for name in marker.args)
-    return uses_plugin_fixture(used, info.name2fixturedefs, __name__)
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
@@ -880,30 +644,7 @@ def pytest_collection_modifyitems_suites(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     """Mark integration tests, put them in one xdist group, deselect them by default."""
-    rootpath = config.rootpath
-    grouped = config.pluginmanager.hasplugin("xdist")
-    found: list[pytest.Item] = []
-    for item in items:
-        marked = item.get_closest_marker("integration") is not None
-        if not marked and in_integration_folder(Path(str(item.path)), rootpath):
-            item.add_marker("integration")
-            marked = True
-        if marked:
-            found.append(item)
-            if grouped:
-                item.add_marker(pytest.mark.xdist_group(INTEGRATION_GROUP))
-    if not found:
-        return
-    markexpr = str(config.getoption("markexpr", "") or "")
-    if config.getoption("agent_integration") or "integration" in markexpr:
-        return
-    named = _named_paths(config)
-    dropped = [i for i in found if not named_on_command_line(Path(str(i.path)), named, rootpath)]
-    if dropped:
-        leaving = set(map(id, dropped))
-        items[:] = [item for item in items if id(item) not in leaving]
-        config.hook.pytest_deselected(items=dropped)
-        config.stash[_SUITES_KEY].deselected_integration = len(dropped)
+    deselect_integration_tests(config, items, config.stash[_SUITES_KEY])
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
@@ -912,54 +653,6 @@ def pytest_collection_modifyitems_order(
 ) -> None:
     """Integration tests run after the unit tests (after any other plugin's reordering)."""
     items[:] = integration_last(items, lambda i: i.get_closest_marker("integration") is not None)
-
-
-class _SuitesReporter:
-    """Counts the unit and integration tests that ran (in the process that reports) and
-    prints them, with the pass rate of every repeated test, at the end of the session."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.worker = hasattr(config, "workerinput")
-        self.repeats: dict[str, str] = {}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.worker:
-            return
-        counts = self.config.stash[_SUITES_KEY]
-        counts.add(report.nodeid, integration="integration" in report.keywords)
-        tally = getattr(report, _REPEAT_ATTRIBUTE, None)
-        if report.when == "call" and isinstance(tally, dict):
-            self.repeats[report.nodeid] = str(tally.get("line", ""))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        """xdist: tell each worker whether the session groups tests (see loadgroup)."""
-        node.workerinput[_LOADGROUP_INPUT] = getattr(self.config.option, "dist", "") == "loadgroup"
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """xdist: every worker deselected the same tests; keep the count once."""
-        output = getattr(node, "workeroutput", {}) or {}
-        counts = self.config.stash[_SUITES_KEY]
-        counts.deselected_integration = max(
-            counts.deselected_integration, int(output.get(_DESELECTED_OUTPUT, 0))
-        )
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            counts = self.config.stash[_SUITES_KEY]
-            workeroutput[_DESELECTED_OUTPUT] = counts.deselected_integration
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.worker or self.config.get_verbosity() < -1:
-            return
-        counts = self.config.stash[_SUITES_KEY]
-        if counts.unit or counts.integration or counts.deselected_integration:
-            terminalreporter.write_line(counts.line())
-        for nodeid, line in sorted(self.repeats.items()):
-            terminalreporter.write_line(f"agent_repeat {nodeid}: {line}")
 
 
 @pytest.fixture(scope="session")
@@ -1019,25 +712,20 @@ def pytest_runtest_call_budget(item: pytest.Item) -> Generator[None, None, None]
 
 
 def _check_budget(item: pytest.Item) -> BudgetCheck | None:
-    spec = item.stash.get(_BUDGET_SPEC_KEY, None)
-    if spec is None or not spec[0]:
-        return None
-    budget, explicit = spec
+    """Check the test's runs (of this repetition) against its budget (:func:`check_budget`)
+    and stash the outcome for the reports."""
     log = item.stash.get(_RUNS_KEY, None)
-    records = log.records()[item.stash.get(_RUNS_OFFSET_KEY, 0) :] if log is not None else []
-    if not records and not explicit:
-        return None  # the ini defaults are for agent tests: tests that made runs
-    prices = item.stash.get(_PRICES_KEY, None) or item.config.stash[_PRICES_KEY]
-    runs = [
-        (f"#{number} {record.name}", record.stats(prices))
-        for number, record in enumerate(records, start=1)
-    ]
-    check = budget.check(runs, prices=prices)
-    earlier = item.stash.get(_BUDGET_CHECK_KEY, None)
-    if earlier is not None and item.stash.get(_REPEAT_INDEX_KEY, 1) > 1:
-        check = earlier.merged(check)
-    item.stash[_BUDGET_CHECK_KEY] = check
-    item.stash[_BUDGET_KEY] = check.to_dict()
+    offset = item.stash.get(_RUNS_OFFSET_KEY, 0)
+    repeated = item.stash.get(_REPEAT_INDEX_KEY, 1) > 1
+    check = check_budget(
+        item.stash.get(_BUDGET_SPEC_KEY, None),
+        lambda: log.records()[offset:] if log is not None else [],
+        prices=item.stash.get(_PRICES_KEY, None) or item.config.stash[_PRICES_KEY],
+        earlier=item.stash.get(_BUDGET_CHECK_KEY, None) if repeated else None,
+    )
+    if check is not None:
+        item.stash[_BUDGET_CHECK_KEY] = check
+        item.stash[_BUDGET_KEY] = check.to_dict()
     return check
 
 
@@ -1081,78 +769,14 @@ def pytest_runtest_protocol_repeat(item: pytest.Item, nextitem: pytest.Item | No
     except RepeatError as exc:
         item.stash[_REPEAT_ERROR_KEY] = exc  # raised at setup: an error of this test
         return None
-    from _pytest.runner import runtestprotocol  # what pytest-rerunfailures uses as well
-
-    ihook = item.ihook
-    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     tally = RepeatTally(spec)
     item.stash[_REPEAT_TALLY_KEY] = tally
-    repetitions: list[list[pytest.TestReport]] = []
-    for index in range(1, spec.runs + 1):
+
+    def before_each(index: int) -> None:
         item.stash[_REPEAT_INDEX_KEY] = index
         item.stash[_REPORT_KEY] = {}
         log = item.stash.get(_RUNS_KEY, None)
         item.stash[_RUNS_OFFSET_KEY] = len(log.records()) if log is not None else 0
-        # Between repetitions tear down the test's own fixtures only (its parent stays
-        # set up); after the last one, what the next test does not need.
-        last = index == spec.runs
-        following = nextitem if last else cast("pytest.Item", item.parent)
-        repetitions.append(runtestprotocol(item, log=False, nextitem=following))
-    for report in _repeat_reports(repetitions, tally):
-        ihook.pytest_runtest_logreport(report=report)
-    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+
+    run_repetitions(item, nextitem, tally, before_each)
     return True
-
-
-def _repeat_reports(
-    repetitions: list[list[pytest.TestReport]], tally: RepeatTally
-) -> list[pytest.TestReport]:
-    """One setup, call and teardown report for the repeated test: the last repetition's
-    (its teardown report carries what the reports collected), with the outcome of the
-    pass rate, the first failure's traceback, and a section listing every repetition."""
-    last = repetitions[-1]
-    if tally.all_skipped:
-        return last
-    lines = [tally.describe()]
-    first_failure: pytest.TestReport | None = None
-    for number, reports in enumerate(repetitions, start=1):
-        failed = next((r for r in reports if r.failed), None)
-        skipped = next((r for r in reports if r.skipped), None)
-        if failed is not None:
-            first_failure = first_failure or failed
-            reason = _failure_reason(failed)
-            lines.append(f"run {number}: failed ({failed.when}): {reason}")
-        elif skipped is not None:
-            lines.append(f"run {number}: skipped")
-        else:
-            lines.append(f"run {number}: passed")
-    setup = _with_outcome(last[0], "passed")
-    calls = [r for reports in repetitions for r in reports if r.when == "call"]
-    call = copy.copy(next((r for r in reversed(last) if r.when == "call"), None) or last[0])
-    call.when = "call"
-    call.sections = [*call.sections, ("agent_repeat", "\n".join(lines))]
-    call.duration = sum(r.duration for r in calls)
-    if tally.met:
-        call.outcome, call.longrepr = "passed", None
-    else:
-        call.outcome = "failed"
-        call.longrepr = first_failure.longrepr if first_failure is not None else "\n".join(lines)
-    setattr(call, _REPEAT_ATTRIBUTE, {**tally.to_dict(), "line": tally.describe()})
-    teardown = _with_outcome(last[-1], "passed") if tally.met else last[-1]
-    return [setup, call, teardown]
-
-
-def _failure_reason(report: pytest.TestReport) -> str:
-    """The exception line of a failed report (``AssertionError: ...``), shortened."""
-    crash = getattr(report.longrepr, "reprcrash", None)
-    message = str(getattr(crash, "message", "") or "")
-    lines = message.strip().splitlines() or report.longreprtext.strip().splitlines()
-    return (lines[0] if message else lines[-1] if lines else "failed")[:200]
-
-
-def _with_outcome(report: pytest.TestReport, outcome: Literal["passed"]) -> pytest.TestReport:
-    if report.outcome == outcome:
-        return report
-    changed = copy.copy(report)
-    changed.outcome, changed.longrepr = outcome, None
-    return changed

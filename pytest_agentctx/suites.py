@@ -10,29 +10,46 @@
 * ``@pytest.mark.agent_repeat(n, min_pass_rate=1.0)`` runs a test n times and passes on the
   pass rate (:class:`RepeatSpec`, :class:`RepeatTally`); each repetition gets its own
   cassette (:func:`repeat_cassette_path`).
+
+The plugin's collection and configure hooks call into this module
+(:func:`needs_asyncio_marker`, :func:`deselect_integration_tests`,
+:func:`group_integration_tests`) and register a :class:`SuitesReporter`; as it works on
+pytest's own objects, only the plugin imports it (importing the package does not).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import pytest
+
 from .exceptions import RepeatError
 
 __all__ = [
+    "DESELECTED_OUTPUT",
     "INTEGRATION_FOLDER",
     "INTEGRATION_GROUP",
+    "LOADGROUP_INPUT",
+    "REPEAT_ATTRIBUTE",
     "RepeatSpec",
     "RepeatTally",
     "SuiteCounts",
+    "SuitesReporter",
+    "deselect_integration_tests",
+    "group_integration_tests",
     "in_integration_folder",
     "integration_last",
+    "integration_requested",
     "named_on_command_line",
+    "named_paths",
+    "needs_asyncio_marker",
     "repeat_cassette_path",
     "serial_lock",
     "uses_plugin_fixture",
@@ -44,6 +61,12 @@ INTEGRATION_FOLDER = ("tests", "integration")
 INTEGRATION_GROUP = "agentctx-integration"
 #: Markers of other async test runners: such tests are not given the asyncio marker.
 OTHER_ASYNC_MARKERS = ("anyio", "trio")
+#: Report attribute carrying a repeated test's tally to the process that prints.
+REPEAT_ATTRIBUTE = "agentctx_repeat"
+#: xdist workeroutput key: how many integration tests the worker deselected.
+DESELECTED_OUTPUT = "agentctx_integration_deselected"
+#: xdist workerinput key: whether the controller switched the session to ``loadgroup``.
+LOADGROUP_INPUT = "agentctx_loadgroup"
 
 T = TypeVar("T")
 
@@ -248,3 +271,143 @@ def serial_lock(run_id: str) -> Iterator[None]:
 
     with locked(Path(tempfile.gettempdir()) / f"pytest-agentctx-integration-{run_id}"):
         yield
+
+
+def needs_asyncio_marker(item: pytest.Function, plugin_module: str) -> bool:
+    """Whether the ``async def`` test ``item`` should get pytest-asyncio's marker: it has
+    no async marker of its own (asyncio, anyio, trio) and uses a fixture defined in
+    ``plugin_module``, directly or through other fixtures (:func:`uses_plugin_fixture`)."""
+    if item.get_closest_marker("asyncio") is not None:
+        return False
+    if any(item.get_closest_marker(name) is not None for name in OTHER_ASYNC_MARKERS):
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    used = list(info.argnames)
+    for marker in item.iter_markers("usefixtures"):
+        used.extend(str(name) for name in marker.args)
+    return uses_plugin_fixture(used, info.name2fixturedefs, plugin_module)
+
+
+def named_paths(config: pytest.Config) -> list[Path]:
+    """Paths (files or folders) the command line names, not from testpaths."""
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        return []
+    base = config.invocation_params.dir
+    return [Path(os.path.abspath(base / arg.split("::", 1)[0])) for arg in config.args]
+
+
+def integration_requested(config: pytest.Config) -> bool:
+    """Whether integration tests may run: ``--agent-integration``, ``-m`` naming the
+    marker, or the command line naming a path under a ``tests/integration/`` folder."""
+    markexpr = str(config.getoption("markexpr", "") or "")
+    if config.getoption("agent_integration") or "integration" in markexpr:
+        return True
+    return any(in_integration_folder(path, config.rootpath) for path in named_paths(config))
+
+
+def group_integration_tests(config: pytest.Config) -> None:
+    """Under ``pytest -n N`` without a --dist choice, switch xdist to ``loadgroup`` when
+    integration tests may run, so their xdist_group runs them on one worker, in order."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        # a worker reads --dist from the command line: take the controller's switch
+        if workerinput.get(LOADGROUP_INPUT):
+            config.option.loadgroup = True
+        return
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    chosen = config.known_args_namespace
+    user_chose = getattr(chosen, "dist", "no") != "no" or getattr(chosen, "distload", False)
+    if (
+        getattr(config.option, "dist", "no") == "load"
+        and not user_chose
+        and integration_requested(config)
+    ):
+        config.option.dist = "loadgroup"
+
+
+def deselect_integration_tests(
+    config: pytest.Config, items: list[pytest.Item], counts: SuiteCounts
+) -> None:
+    """Mark integration tests (also those under ``tests/integration/``), put them in one
+    xdist group, and deselect them from ``items`` unless the session asks for them
+    (:func:`integration_requested`, or the command line names their file); ``counts``
+    keeps how many were deselected."""
+    rootpath = config.rootpath
+    grouped = config.pluginmanager.hasplugin("xdist")
+    found: list[pytest.Item] = []
+    for item in items:
+        marked = item.get_closest_marker("integration") is not None
+        if not marked and in_integration_folder(Path(str(item.path)), rootpath):
+            item.add_marker("integration")
+            marked = True
+        if marked:
+            found.append(item)
+            if grouped:
+                item.add_marker(pytest.mark.xdist_group(INTEGRATION_GROUP))
+    if not found:
+        return
+    markexpr = str(config.getoption("markexpr", "") or "")
+    if config.getoption("agent_integration") or "integration" in markexpr:
+        return
+    named = named_paths(config)
+    dropped = [i for i in found if not named_on_command_line(Path(str(i.path)), named, rootpath)]
+    if dropped:
+        leaving = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in leaving]
+        config.hook.pytest_deselected(items=dropped)
+        counts.deselected_integration = len(dropped)
+
+
+class SuitesReporter:
+    """Counts the unit and integration tests that ran (in the process that reports) and
+    prints them, with the pass rate of every repeated test, at the end of the session.
+
+    The plugin registers one per session; ``counts`` is the session's :class:`SuiteCounts`.
+    """
+
+    def __init__(self, config: pytest.Config, counts: SuiteCounts) -> None:
+        self.config = config
+        self.counts = counts
+        self.worker = hasattr(config, "workerinput")
+        self.repeats: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Count the test in its suite; keep the pass-rate line of a repeated test."""
+        if self.worker:
+            return
+        self.counts.add(report.nodeid, integration="integration" in report.keywords)
+        tally = getattr(report, REPEAT_ATTRIBUTE, None)
+        if report.when == "call" and isinstance(tally, dict):
+            self.repeats[report.nodeid] = str(tally.get("line", ""))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: tell each worker whether the session groups tests (see loadgroup)."""
+        node.workerinput[LOADGROUP_INPUT] = getattr(self.config.option, "dist", "") == "loadgroup"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """xdist: every worker deselected the same tests; keep the count once."""
+        output = getattr(node, "workeroutput", {}) or {}
+        self.counts.deselected_integration = max(
+            self.counts.deselected_integration, int(output.get(DESELECTED_OUTPUT, 0))
+        )
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """xdist worker: hand the deselected count to the controller."""
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[DESELECTED_OUTPUT] = self.counts.deselected_integration
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the suites line and every repeated test's pass rate."""
+        if self.worker or self.config.get_verbosity() < -1:
+            return
+        counts = self.counts
+        if counts.unit or counts.integration or counts.deselected_integration:
+            terminalreporter.write_line(counts.line())
+        for nodeid, line in sorted(self.repeats.items()):
+            terminalreporter.write_line(f"agent_repeat {nodeid}: {line}")

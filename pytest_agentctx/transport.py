@@ -34,6 +34,7 @@ __all__ = [
     "Interceptor",
     "forward_async",
     "forward_sync",
+    "handlers_before",
     "is_async_request",
     "make_response",
 ]
@@ -199,6 +200,22 @@ def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> Iterator[t
     items = headers.items() if isinstance(headers, Mapping) else headers
     for name, value in items:
         yield str(name), str(value)
+
+
+def handlers_before(handler: Handler) -> list[Handler]:
+    """The handlers started before ``handler`` that are still active, newest first (the
+    order they are offered a request in); empty when ``handler`` is not active.
+
+    A handler that answers a request as if it were not there (a recorder) asks them in
+    this order, then forwards what none of them answers.
+    """
+    with _lock:
+        handlers = list(_handlers)
+    try:
+        position = handlers.index(handler)
+    except ValueError:
+        return []
+    return list(reversed(handlers[:position]))
 
 
 def _library_for(module: ModuleType) -> _Library:

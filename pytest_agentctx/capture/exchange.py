@@ -113,17 +113,6 @@ class TrafficRecorder:
         """Stop recording (what was recorded stays)."""
         self.interceptor.stop()
 
-    def _older_handlers(self) -> list[transport.Handler]:
-        # The handlers started before this one, newest first: they answer as if the
-        # recorder were not there.
-        with transport._lock:
-            handlers = list(transport._handlers)
-        try:
-            position = handlers.index(self.handle)
-        except ValueError:
-            return []
-        return list(reversed(handlers[:position]))
-
     def handle(self, request: Any) -> Any:
         """Answer ``request`` as the other handlers (or the network) do, keeping a copy."""
         with self._lock:
@@ -136,7 +125,8 @@ class TrafficRecorder:
             request_body = encode_body(raw, request.headers.get("content-type"))
         method = request.method.upper()
         url = str(request.url)
-        handlers = self._older_handlers()
+        # The handlers started before this one answer as if the recorder were not there.
+        handlers = transport.handlers_before(self.handle)
 
         def keep(response: Any) -> Any:
             def store(data: bytes, complete: bool) -> None:

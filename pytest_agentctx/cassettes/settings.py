@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import CassetteError
 from .matcher import DEFAULT_IGNORED_FIELDS
-from .session import RecordMode
+from .network import NetworkGuard
+from .redact import DEFAULT_SECRET_ENV, Redactor
+from .session import Cassette, RecordMode
+
+if TYPE_CHECKING:
+    import pytest
 
 __all__ = [
+    "AGENT_FIXTURES",
     "CONFIG_KEYS",
     "MARKER_OPTIONS",
     "CassetteSettings",
     "TestOptions",
+    "build_cassette",
     "cassette_config",
     "cassette_path",
+    "is_agent_test",
+    "normalise_record_args",
     "parse_mode",
 ]
 
@@ -28,6 +38,8 @@ MARKER_OPTIONS = ("cassette", "allow_unused", "record_mode", "allowed_hosts", "m
 #: Keys of the dict the ``agent_cassette_config`` fixture returns.
 CONFIG_KEYS = ("match_ignore", "body_hook", "allowed_hosts", "redact_values", "directory")
 
+#: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
+AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
 
 
@@ -58,6 +70,31 @@ class CassetteSettings:
     secret_env: tuple[str, ...] = ()
     record_failing: bool = False
     run_id: str = ""
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> CassetteSettings:
+        """The settings of a pytest session: its ``--agent-*`` options over its ini options.
+
+        The run id is the xdist run's (the same on every worker) or a new one. Raises
+        :class:`CassetteError` for a bad value (the plugin makes it a usage error).
+        """
+        workerinput = getattr(config, "workerinput", None)
+        run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+        return cls.build(
+            rootpath=config.rootpath,
+            directory=config.getoption("agent_cassette_dir")
+            or str(config.getini("agent_cassette_dir")),
+            cli_mode=config.getoption("agent_record"),
+            ini_mode=str(config.getini("agent_record_mode")),
+            all_tests=bool(config.getini("agent_all_tests")),
+            allow_unused=bool(config.getini("agent_allow_unused")),
+            allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
+            ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
+            cassette_format=str(config.getini("agent_cassette_format")),
+            secret_env=[str(e) for e in config.getini("agent_secret_env")],
+            record_failing=bool(config.getoption("agent_record_failing")),
+            run_id=run_id,
+        )
 
     @classmethod
     def build(
@@ -206,3 +243,66 @@ def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
             )
         config["directory"] = Path(directory)
     return config
+
+
+def normalise_record_args(args: list[str]) -> None:
+    """``--agent-record`` takes an optional MODE: rewrite ``--agent-record PATH`` in ``args``
+    (in place) to ``--agent-record=rewrite PATH``, so ``pytest --agent-record tests/x.py``
+    (and the command the miss message prints) records that test instead of taking the path
+    for a mode."""
+    modes = {mode.value for mode in RecordMode}
+    for index, arg in enumerate(args[:-1]):
+        following = args[index + 1]
+        if arg == "--agent-record" and not following.startswith("-") and following not in modes:
+            args[index] = "--agent-record=rewrite"
+
+
+def is_agent_test(fixturenames: Iterable[str], *, marked: bool, settings: CassetteSettings) -> bool:
+    """Whether a test's HTTP traffic goes to a cassette: every test with ``agent_all_tests``,
+    one marked ``agent``, or one using an agent fixture (:data:`AGENT_FIXTURES`); never one
+    using ``fake_llm``, whose fake model answers its requests."""
+    fixtures = set(fixturenames)
+    if "fake_llm" in fixtures:
+        return False
+    return settings.all_tests or marked or bool(fixtures & AGENT_FIXTURES)
+
+
+def build_cassette(
+    path: Path,
+    *,
+    settings: CassetteSettings,
+    options: TestOptions,
+    config: Mapping[str, Any],
+    test_id: str,
+) -> tuple[Cassette, NetworkGuard | None]:
+    """The cassette of test ``test_id`` at ``path`` (not started), and, when it replays,
+    the guard that blocks the network but for the allowed hosts.
+
+    ``options`` are the test's marker options, ``config`` what its
+    ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`).
+    """
+    redactor = Redactor(
+        env=(*DEFAULT_SECRET_ENV, *settings.secret_env),
+        extra_values=tuple(str(v) for v in config.get("redact_values", ())),
+    )
+    body_hook = config.get("body_hook")
+    cassette = Cassette(
+        path,
+        mode=options.mode,
+        test_id=test_id,
+        redactor=redactor,
+        ignored_fields=(*options.ignore_fields, *config.get("match_ignore", ())),
+        body_hook=body_hook if callable(body_hook) else None,
+        allow_unused=options.allow_unused,
+        shared=options.cassette is not None,
+        run_id=settings.run_id,
+    )
+    guard = (
+        NetworkGuard(
+            (*options.allowed_hosts, *config.get("allowed_hosts", ())),
+            reason=f"replaying {path.name}",
+        )
+        if cassette.mode is RecordMode.NONE
+        else None
+    )
+    return cassette, guard

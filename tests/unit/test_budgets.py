@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentctx.budgets import BUDGET_LIMITS, Budget, BudgetCheck, Exceeded, ini_name
+from pytest_agentctx.budgets import (
+    BUDGET_LIMITS,
+    Budget,
+    BudgetCheck,
+    Exceeded,
+    check_budget,
+    ini_name,
+)
 from pytest_agentctx.exceptions import BudgetError
-from pytest_agentctx.stats import PriceTable, RunStats
+from pytest_agentctx.stats import PriceTable, RunRecord, RunStats
 
 WHERE = "tests/test_x.py::test_y"
 
@@ -200,3 +207,27 @@ async def test_merged_repetitions_keep_the_higher_figure_of_each_limit() -> None
         ("max_iterations", 3),
         ("max_tokens", 30),
     ]
+
+
+async def test_check_budget_without_limits_does_not_read_the_runs() -> None:
+    read: list[bool] = []
+
+    def records() -> list[RunRecord]:
+        read.append(True)
+        return []
+
+    check = check_budget((Budget(), True), records, prices=PriceTable())
+
+    assert (check, read) == (None, [])
+
+
+async def test_check_budget_leaves_a_test_without_runs_or_marker_unchecked() -> None:
+    check = check_budget((Budget(max_tokens=10), False), list, prices=PriceTable())
+
+    assert check is None
+
+
+async def test_check_budget_checks_a_marked_test_without_runs() -> None:
+    check = check_budget((Budget(max_tokens=10), True), list, prices=PriceTable())
+
+    assert check == BudgetCheck(Budget(max_tokens=10))

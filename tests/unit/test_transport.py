@@ -19,6 +19,7 @@ from pytest_agentctx.transport import (
     Interceptor,
     forward_async,
     forward_sync,
+    handlers_before,
     is_async_request,
     make_response,
     tee_response,
@@ -515,3 +516,18 @@ async def test_tee_response_outside_a_handler_is_an_error():
         RuntimeError, match=r"^tee_response\(\) is only available inside an interceptor handler$"
     ):
         tee_response(httpx2.Response(200), lambda body, complete: None)
+
+
+async def test_handlers_before_lists_the_older_active_handlers_newest_first():
+    first, second, third = _answer("first"), _answer("second"), _answer("third")
+    with Interceptor(first), Interceptor(second), Interceptor(third):
+        older = handlers_before(third)
+
+    assert older == [second, first]
+
+
+async def test_handlers_before_an_inactive_handler_is_empty():
+    with Interceptor(_answer("active")):
+        older = handlers_before(_answer("never started"))
+
+    assert older == []

@@ -11,8 +11,11 @@ from pytest_agentctx.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.cassettes.settings import (
     CassetteSettings,
     TestOptions,
+    build_cassette,
     cassette_config,
     cassette_path,
+    is_agent_test,
+    normalise_record_args,
     parse_mode,
 )
 from pytest_agentctx.exceptions import CassetteError
@@ -262,3 +265,56 @@ async def test_cassette_config_must_be_a_dict():
 async def test_cassette_config_directory_must_be_a_folder_path(directory):
     with pytest.raises(CassetteError, match=r"directory=.*expected a folder path"):
         cassette_config({"directory": directory}, where="t.py::test")
+
+
+@pytest.mark.parametrize(
+    ("fixtures", "marked", "all_tests", "expected"),
+    [
+        (["agent_runtime"], False, False, True),
+        (["tmp_path"], True, False, True),
+        (["tmp_path"], False, True, True),
+        (["tmp_path"], False, False, False),
+        (["agent_context", "fake_llm"], True, True, False),
+    ],
+)
+async def test_is_agent_test_by_fixture_marker_or_ini_but_never_with_fake_llm(
+    fixtures: list[str], marked: bool, all_tests: bool, expected: bool
+) -> None:
+    settings = _settings(all_tests=all_tests)
+
+    assert is_agent_test(fixtures, marked=marked, settings=settings) is expected
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--agent-record", "tests/x.py"], ["--agent-record=rewrite", "tests/x.py"]),
+        (["--agent-record", "missing", "tests/x.py"], ["--agent-record", "missing", "tests/x.py"]),
+        (["--agent-record", "-q"], ["--agent-record", "-q"]),
+        (["tests/x.py", "--agent-record"], ["tests/x.py", "--agent-record"]),
+    ],
+)
+async def test_normalise_record_args_reads_a_following_path_as_a_test(
+    args: list[str], expected: list[str]
+) -> None:
+    normalise_record_args(args)
+
+    assert args == expected
+
+
+async def test_build_cassette_guards_the_network_only_while_replaying(tmp_path: Path) -> None:
+    settings = _settings()
+    path = tmp_path / "test_x.json"
+    replaying = TestOptions.resolve(settings, {}, where="test_x")
+    recording = replaying.with_mode(RecordMode.REWRITE)
+
+    built = [
+        build_cassette(path, settings=settings, options=options, config={}, test_id="test_x")
+        for options in (replaying, recording)
+    ]
+
+    match [(cassette.mode, guard is not None) for cassette, guard in built]:
+        case [(RecordMode.NONE, True), (RecordMode.REWRITE, False)]:
+            pass
+        case other:
+            pytest.fail(f"unexpected cassettes and guards: {other}")
