@@ -16,7 +16,6 @@ deterministic stepping clock under the plugin; it is never wall-clock time.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -92,6 +91,8 @@ def _check_value(limit: str, value: object, where: str) -> Number | None:
 
 
 def _unknown(key: str, where: str) -> BudgetError:
+    import difflib
+
     close = difflib.get_close_matches(key, BUDGET_LIMITS, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return BudgetError(

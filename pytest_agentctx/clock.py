@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -119,6 +118,8 @@ class RandomIds:
     """Random ids, as providers make them: ``call_`` plus 24 hex digits."""
 
     def __call__(self, prefix: str) -> str:
+        import uuid
+
         return f"{prefix}_{uuid.uuid4().hex[:24]}"
 
     def __repr__(self) -> str:

@@ -9,15 +9,11 @@ import contextlib
 import inspect
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from syrupy.assertion import SnapshotAssertion
 
-from .artifacts import LocalArtifactStore
 from .budgets import BUDGET_LIMITS, Budget, BudgetCheck, check_budget, ini_name
-from .capture import CapturedRuns, TrafficRecorder
-from .cassettes import Cassette, NetworkGuard
 from .cassettes.settings import (
     CassetteSettings,
     TestOptions,
@@ -37,15 +33,6 @@ from .exceptions import (
     RepeatError,
     StaleCassette,
 )
-from .fakes import FakeLLM, FakeTools
-from .freeze import FrozenClock
-from .matching import assertrepr_compare
-from .repeat import run_repetitions
-from .report import build_record, cassette_entry
-from .reporting import AgentReports
-from .retrieval import InMemoryVectorStore
-from .runtime import AgentRuntime
-from .snapshot import AgentSnapshotAssertion, SnapshotOptions
 from .stats import PriceTable, RunLog, RunRecord
 from .suites import (
     RepeatSpec,
@@ -60,10 +47,24 @@ from .suites import (
     serial_lock,
 )
 
+if TYPE_CHECKING:
+    # Imported where they are used: loading the plugin at pytest's start-up then costs
+    # little (issue 5's budget), and a session that never uses a fixture never pays for it.
+    from syrupy.assertion import SnapshotAssertion
+
+    from .artifacts import LocalArtifactStore
+    from .capture import CapturedRuns, TrafficRecorder
+    from .cassettes import Cassette, NetworkGuard
+    from .fakes import FakeLLM, FakeTools
+    from .freeze import FrozenClock
+    from .retrieval import InMemoryVectorStore
+    from .runtime import AgentRuntime
+    from .snapshot import AgentSnapshotAssertion, SnapshotOptions
+
 _REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
 _CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
-_CASSETTE_KEY = pytest.StashKey[Cassette | None]()
-_GUARD_KEY = pytest.StashKey[NetworkGuard | None]()
+_CASSETTE_KEY: pytest.StashKey[Cassette | None] = pytest.StashKey()
+_GUARD_KEY: pytest.StashKey[NetworkGuard | None] = pytest.StashKey()
 _CLOCK_KEY = pytest.StashKey[ClockSettings]()
 #: The runs each test made (runtime results, captured conversations): budgets and reports.
 _RUNS_KEY = pytest.StashKey[RunLog]()
@@ -175,6 +176,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "integration: an integration test (slow, talks to real services)."
     )
+    from .reporting import AgentReports
+
     config.pluginmanager.register(AgentReports(config, _test_record), "agentctx-reports")
 
 
@@ -279,6 +282,8 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     if cassette.records and call is not None and (call.passed or settings.record_failing):
         saved = cassette.save(settings.run_id)
     judged = bool(call and call.passed) or item.stash.get(_STALE_KEY, False)
+    from .report import cassette_entry
+
     item.stash[_CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports (issue 5)
         cassette, rootpath=request.config.rootpath, judged=judged, saved=saved
     )
@@ -298,6 +303,8 @@ def agent_cassette(_agentctx_cassette: Cassette | None) -> Cassette:
 @pytest.fixture
 def fake_tools() -> FakeTools:
     """Replace tools by name (``replace(name, result | raises= | fn=)``); ledger in ``calls``."""
+    from .fakes import FakeTools
+
     return FakeTools()
 
 
@@ -308,6 +315,8 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     If the test also uses ``fake_tools``, the runtime answers tools through it; if it uses
     ``fake_vector_store`` or ``artifact_store``, the runtime searches and stores in them.
     """
+    from .runtime import AgentRuntime
+
     settings = request.config.stash[_CLOCK_KEY]
     clock = StepClock(settings.start, settings.step)
     overrides = (
@@ -338,6 +347,8 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """
     import os
 
+    from .fakes import FakeLLM
+
     for name, value in _FAKE_KEYS.items():
         if not os.environ.get(name):
             monkeypatch.setenv(name, value)
@@ -356,6 +367,8 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture
 def frozen_clock(request: pytest.FixtureRequest) -> Iterator[FrozenClock]:
     """The wall clock frozen (freezegun, ``real_asyncio=True``) at ``agent_clock_start``."""
+    from .freeze import FrozenClock
+
     settings = request.config.stash[_CLOCK_KEY]
     clock = FrozenClock(settings.start, ignore=settings.ignore)
     with clock:
@@ -367,12 +380,16 @@ def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
 ) -> list[str] | None:
     """For ``==`` on the context's models or a pattern: the count, then every mismatch."""
+    from .matching import assertrepr_compare
+
     return assertrepr_compare(op, left, right)
 
 
 @pytest.fixture
 def agent_snapshot_config() -> SnapshotOptions:
     """Options of ``agent_snapshot`` (volatile values, projections); override to change."""
+    from .snapshot import SnapshotOptions
+
     return SnapshotOptions()
 
 
@@ -384,6 +401,8 @@ def agent_snapshot(
 
     Stored as ``__snapshots__/<module>/<test>.agentctx``; ``--snapshot-update`` writes it.
     """
+    from .snapshot import AgentSnapshotAssertion
+
     return AgentSnapshotAssertion.from_snapshot(snapshot, agent_snapshot_config)
 
 
@@ -401,6 +420,8 @@ def agent_context(
     read from the test's cassette (replayed or recorded), or, with ``fake_llm``, from the
     traffic the fake model answered; timestamps come from the ``agent_clock_*`` clock.
     """
+    from .capture import CapturedRuns, TrafficRecorder
+
     settings = request.config.stash[_CLOCK_KEY]
     recorder: TrafficRecorder | None = None
     if _agentctx_cassette is not None:
@@ -507,6 +528,8 @@ def _add_report_options(parser: pytest.Parser, group: Any) -> None:
 def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     """The report record of ``item`` (:func:`build_record`) from what its fixtures and
     hooks stashed: its runs, cassette, budget, repeat figures and prices."""
+    from .report import build_record
+
     runs = item.stash[_RUNS_KEY].records() if _RUNS_KEY in item.stash else []
     config_prices = item.config.stash.get(_PRICES_KEY, None)
     return build_record(
@@ -527,12 +550,16 @@ def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
 def fake_vector_store() -> InMemoryVectorStore:
     """An empty in-memory vector store with deterministic scores; seed it in the test with
     ``fake_vector_store.add("kb", [Document("id", "text"), ...])``."""
+    from .retrieval import InMemoryVectorStore
+
     return InMemoryVectorStore()
 
 
 @pytest.fixture
 def artifact_store(tmp_path: Path) -> LocalArtifactStore:
     """A :class:`LocalArtifactStore` on ``tmp_path / "workspace"``, for the artifact tools."""
+    from .artifacts import LocalArtifactStore
+
     return LocalArtifactStore(tmp_path / "workspace")
 
 
@@ -777,6 +804,8 @@ def pytest_runtest_protocol_repeat(item: pytest.Item, nextitem: pytest.Item | No
         item.stash[_REPORT_KEY] = {}
         log = item.stash.get(_RUNS_KEY, None)
         item.stash[_RUNS_OFFSET_KEY] = len(log.records()) if log is not None else 0
+
+    from .repeat import run_repetitions
 
     run_repetitions(item, nextitem, tally, before_each)
     return True

@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._files import atomic_write_text
-from .cassettes import Cassette, RecordMode
+from .cassettes.defaults import RecordMode
 from .exceptions import ReportError
 from .stats import PriceTable, RunRecord, RunStats
+
+if TYPE_CHECKING:
+    from .cassettes import Cassette
 
 __all__ = [
     "CASSETTE_STATUSES",

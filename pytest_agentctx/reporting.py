@@ -28,7 +28,6 @@ from .report import (
     table_lines,
     write_report,
 )
-from .report_html import render_html
 
 __all__ = ["AgentReports", "RecordOf", "option_or_ini", "path_option"]
 
@@ -127,6 +126,8 @@ class AgentReports:
         if self.json_path is not None:
             write_report(self.json_path, report)
         if self.html_path is not None:
+            from .report_html import render_html
+
             atomic_write_text(self.html_path, render_html(report))
         if self.gate_enabled and not result.passed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

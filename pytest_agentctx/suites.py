@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +266,8 @@ def _tests(count: int) -> str:
 def serial_lock(run_id: str) -> Iterator[None]:
     """Hold the session's integration lock: across the xdist workers of run ``run_id``,
     one integration test runs at a time, whichever worker it was sent to."""
+    import tempfile
+
     from .cassettes.store import locked
 
     with locked(Path(tempfile.gettempdir()) / f"pytest-agentctx-integration-{run_id}"):

@@ -6,11 +6,16 @@ file format, matching, redaction and network blocking live in the sibling module
 
 from __future__ import annotations
 
-from .matcher import DEFAULT_IGNORED_FIELDS, RequestKey, json_diff
-from .network import NetworkGuard
-from .redact import DEFAULT_SECRET_ENV, DEFAULT_SECRET_HEADERS, REDACTED, Redactor
-from .session import Cassette, Miss, RecordMode
-from .store import Interaction, dump_cassette, load_cassette, write_cassette
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .defaults import RecordMode
+    from .matcher import DEFAULT_IGNORED_FIELDS, RequestKey, json_diff
+    from .network import NetworkGuard
+    from .redact import DEFAULT_SECRET_ENV, DEFAULT_SECRET_HEADERS, REDACTED, Redactor
+    from .session import Cassette, Miss
+    from .store import Interaction, dump_cassette, load_cassette, write_cassette
 
 __all__ = [
     "DEFAULT_IGNORED_FIELDS",
@@ -29,3 +34,32 @@ __all__ = [
     "load_cassette",
     "write_cassette",
 ]
+
+#: Where each name lives, imported on first use (the plugin reads cassette options at
+#: start-up without loading the cassette machinery and httpx2).
+_LAZY = {
+    "DEFAULT_IGNORED_FIELDS": "matcher",
+    "RequestKey": "matcher",
+    "json_diff": "matcher",
+    "RecordMode": "defaults",
+    "NetworkGuard": "network",
+    "DEFAULT_SECRET_ENV": "redact",
+    "DEFAULT_SECRET_HEADERS": "redact",
+    "REDACTED": "redact",
+    "Redactor": "redact",
+    "Cassette": "session",
+    "Miss": "session",
+    "Interaction": "store",
+    "dump_cassette": "store",
+    "load_cassette": "store",
+    "write_cassette": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .defaults import DEFAULT_IGNORED_FIELDS
+
 __all__ = [
     "DEFAULT_IGNORED_FIELDS",
     "IGNORED_QUERY",
@@ -30,13 +32,6 @@ __all__ = [
     "strip_fields",
 ]
 
-#: Body fields that change from run to run without changing what the agent asks.
-DEFAULT_IGNORED_FIELDS: tuple[str, ...] = (
-    "user",
-    "metadata.user_id",
-    "prompt_cache_key",
-    "safety_identifier",
-)
 
 #: Query parameters that do not change what a request asks. Older ``anthropic`` SDKs (and
 #: cassettes recorded with them, e.g. pydantic-ai's) add ``?beta=true`` to the beta

@@ -20,7 +20,6 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from ..transport import (
     tee_response,
 )
 from .body import Body, body_bytes, body_chunks, decompress, encode_body
+from .defaults import RecordMode
 from .matcher import (
     DEFAULT_IGNORED_FIELDS,
     NO_JSON,
@@ -56,15 +56,6 @@ _DROP_REQUEST_HEADERS = frozenset(
 _DROP_RESPONSE_HEADERS = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie"}
 )
-
-
-class RecordMode(StrEnum):
-    """When a cassette talks to the network."""
-
-    NONE = "none"
-    REWRITE = "rewrite"
-    MISSING = "missing"
-    NEW = "new"
 
 
 @dataclass(frozen=True)

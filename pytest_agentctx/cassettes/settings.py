@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import CassetteError
-from .matcher import DEFAULT_IGNORED_FIELDS
-from .network import NetworkGuard
-from .redact import DEFAULT_SECRET_ENV, Redactor
-from .session import Cassette, RecordMode
+from .defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 
 if TYPE_CHECKING:
     import pytest
+
+    from .network import NetworkGuard
+    from .session import Cassette
 
 __all__ = [
     "AGENT_FIXTURES",
@@ -79,7 +79,7 @@ class CassetteSettings:
         :class:`CassetteError` for a bad value (the plugin makes it a usage error).
         """
         workerinput = getattr(config, "workerinput", None)
-        run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+        run_id = workerinput["testrunuid"] if workerinput else os.urandom(16).hex()
         return cls.build(
             rootpath=config.rootpath,
             directory=config.getoption("agent_cassette_dir")
@@ -281,6 +281,10 @@ def build_cassette(
     ``options`` are the test's marker options, ``config`` what its
     ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`).
     """
+    from .network import NetworkGuard
+    from .redact import DEFAULT_SECRET_ENV, Redactor
+    from .session import Cassette
+
     redactor = Redactor(
         env=(*DEFAULT_SECRET_ENV, *settings.secret_env),
         extra_values=tuple(str(v) for v in config.get("redact_values", ())),
