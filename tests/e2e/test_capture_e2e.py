@@ -102,14 +102,15 @@ def responses_streaming_agent(question):
 
 @pytest.fixture
 def agents(agent_pytester: pytest.Pytester) -> pytest.Pytester:
-    agent_pytester.makepyfile(agents=AGENTS)
+    # not "agents": that is the openai-agents package, which the examples import
+    agent_pytester.makepyfile(sdk_agents=AGENTS)
     return agent_pytester
 
 
 def test_a_raw_sdk_agent_gets_its_context(agents: pytest.Pytester) -> None:
     agents.makepyfile(
         test_weather="""
-        from agents import chat_agent, openai_client
+        from sdk_agents import chat_agent, openai_client
         from pytest_agentctx import AgentContext, Iteration, Message, ToolCall, Trajectory
         from pytest_agentctx import matches
 
@@ -152,7 +153,7 @@ def test_two_agents_in_one_test_are_two_contexts(agents: pytest.Pytester) -> Non
     agents.makepyfile(
         test_two="""
         import pytest
-        from agents import chat_agent, openai_client
+        from sdk_agents import chat_agent, openai_client
 
 
         def test_two_agents(fake_llm, agent_context):
@@ -191,7 +192,7 @@ def test_two_agents_in_one_test_are_two_contexts(agents: pytest.Pytester) -> Non
 def test_a_sub_agent_run_inside_a_tool_is_linked_to_its_call(agents: pytest.Pytester) -> None:
     agents.makepyfile(
         test_orchestrator="""
-        from agents import chat_agent, openai_client
+        from sdk_agents import chat_agent, openai_client
         from pytest_agentctx import Trajectory, matches, nested_runs
 
 
@@ -230,7 +231,7 @@ def test_streamed_agents_on_anthropic_and_responses_are_captured(
 ) -> None:
     agents.makepyfile(
         test_streams="""
-        from agents import anthropic_streaming_agent, responses_streaming_agent
+        from sdk_agents import anthropic_streaming_agent, responses_streaming_agent
 
 
         def test_anthropic_stream(fake_llm, agent_context):
@@ -323,7 +324,7 @@ def test_non_llm_exchanges_of_a_replayed_cassette_are_listed_apart(
     agents.makepyfile(
         test_replay="""
         import httpx2
-        from agents import openai_client
+        from sdk_agents import openai_client
 
 
         def test_replayed(agent_context):
@@ -355,7 +356,7 @@ def test_a_budget_counts_the_captured_runs(agents: pytest.Pytester) -> None:
     agents.makepyfile(
         test_budget="""
         import pytest
-        from agents import chat_agent, openai_client
+        from sdk_agents import chat_agent, openai_client
 
 
         @pytest.mark.agent_budget(max_tool_calls=1)
