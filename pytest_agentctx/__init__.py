@@ -121,6 +121,7 @@ if TYPE_CHECKING:
     from .retrieval import Document, InMemoryVectorStore, SearchCall, SearchResult, VectorSearch
     from .runtime import Agent, AgentRuntime, RunResult
     from .snapshot import AgentSnapshotAssertion, AgentSnapshotExtension, SnapshotOptions
+    from .stats import PriceTable, RunStats, run_stats
     from .subagents import Delegation, SubAgent, SubAgentSummary, parse_summary
     from .tools import RunContext, Tool, ToolSpec, tool
     from .trajectory import LocatedCall, Trajectory, nested_runs, tool_calls
@@ -243,9 +244,12 @@ __all__ = [
     "GateTolerance",
     "GateResult",
     "BaselineComparison",
-    # budgets
+    # budgets and run figures
     "Budget",
     "BudgetCheck",
+    "PriceTable",
+    "RunStats",
+    "run_stats",
     # snapshots (imported on first use: they need syrupy, and so pytest)
     "AgentSnapshotAssertion",
     "AgentSnapshotExtension",
@@ -312,6 +316,9 @@ _LAZY: dict[str, str] = {
     "AssembledContext": "assembly",
     "BaselineComparison": "gate",
     "Budget": "budgets",
+    "PriceTable": "stats",
+    "RunStats": "stats",
+    "run_stats": "stats",
     "BudgetCheck": "budgets",
     "CapturedRuns": "capture",
     "Cassette": "cassettes",

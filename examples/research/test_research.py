@@ -31,8 +31,8 @@ from pytest_agentctx import (
     Trajectory,
     matches,
     nested_runs,
+    run_stats,
 )
-from pytest_agentctx.stats import run_stats
 
 BRIEF = Brief(topic="How long do refunds take to reach my card?")
 FINDINGS = (
