@@ -24,12 +24,12 @@ import contextlib
 import hashlib
 import os
 import re
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
+from ._files import atomic_write_bytes
 from .exceptions import ArtifactError, ArtifactNotFound, ArtifactPathError
 from .tools import RunContext, Tool, tool
 
@@ -282,17 +282,7 @@ class LocalArtifactStore:
             ) from None
         # the folders now exist: check again that no link in them leads outside
         self._locate(clean)
-        temporary = target.with_name(f"{_TEMP_PREFIX}{target.name}.{uuid.uuid4().hex[:8]}")
-        try:
-            with open(temporary, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                temporary.unlink()
-            raise
+        atomic_write_bytes(target, data, temp_prefix=_TEMP_PREFIX)
         ref = ArtifactRef.of(clean, data)
         self._log.record(clean, before, ref)
         return ref
