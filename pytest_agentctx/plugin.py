@@ -809,3 +809,39 @@ def pytest_runtest_protocol_repeat(item: pytest.Item, nextitem: pytest.Item | No
 
     run_repetitions(item, nextitem, tally, before_each)
     return True
+
+
+#: What the plugin stashes on a test while it runs (its runs and their contexts, cassette,
+#: reports, budget and repeat figures). pytest keeps every item until the session ends.
+_TEST_KEYS: tuple[pytest.StashKey[Any], ...] = (
+    _REPORT_KEY,
+    _CASSETTE_KEY,
+    _GUARD_KEY,
+    _RUNS_KEY,
+    _CASSETTE_ENTRY_KEY,
+    _STALE_KEY,
+    _BUDGET_KEY,
+    _REPEAT_KEY,
+    _PRICES_KEY,
+    _BUDGET_SPEC_KEY,
+    _BUDGET_CHECK_KEY,
+    _REPEAT_INDEX_KEY,
+    _REPEAT_TALLY_KEY,
+    _RUNS_OFFSET_KEY,
+    _REPEAT_ERROR_KEY,
+)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_runtest_protocol")
+def pytest_runtest_protocol_release(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """Drop what the plugin stashed on a test once its reports are made and sent: a long
+    session then keeps no agent run alive, so its memory, the garbage collector's passes
+    and the interpreter's exit do not grow with the number of tests run."""
+    try:
+        return (yield)
+    finally:
+        for key in _TEST_KEYS:
+            with contextlib.suppress(KeyError):
+                del item.stash[key]

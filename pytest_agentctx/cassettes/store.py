@@ -262,21 +262,27 @@ def parse_cassette(text: str, path: Path) -> list[Interaction]:
     return _from_vcr(data, str(path))
 
 
+#: The most recently loaded cassettes, oldest first (dicts keep insertion order).
 _cache: dict[Path, tuple[int, int, list[Interaction]]] = {}
+#: How many parsed cassettes stay cached: enough for the tests that share a cassette
+#: (parametrized cases, repeats) to parse it once, without holding every cassette of a long
+#: session in memory, where the garbage collector would scan them on every full pass.
+CACHE_SIZE = 32
 
 
 def load_cassette(path: Path) -> list[Interaction]:
     """The interactions of the cassette at ``path`` (``[]`` if there is none).
 
     Parsed files are cached by modification time and size, so tests that share a
-    cassette parse it once per process.
+    cassette parse it once per process; the :data:`CACHE_SIZE` most recently used stay.
     """
     try:
         stat = path.stat()
     except FileNotFoundError:
         return []
-    cached = _cache.get(path)
+    cached = _cache.pop(path, None)
     if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+        _cache[path] = cached  # now the most recently used
         return list(cached[2])
     try:
         text = path.read_text(encoding="utf-8")
@@ -287,6 +293,8 @@ def load_cassette(path: Path) -> list[Interaction]:
     with paused_gc():
         interactions = parse_cassette(text, path)
     _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
+    while len(_cache) > CACHE_SIZE:
+        del _cache[next(iter(_cache))]
     return list(interactions)
 
 

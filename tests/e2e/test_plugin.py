@@ -291,3 +291,37 @@ def test_frozen_clock_leaves_ignored_modules_on_real_time(agent_pytester: pytest
     )
 
     agent_pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_finished_tests_runs_are_released_after_its_report(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    """pytest keeps every test item until the session ends; the runs the plugin stashed on
+    one (runtime, contexts, cassette) must not stay alive with it, and still be reported."""
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makepyfile(
+        test_release="""
+        import gc
+        import weakref
+        from weather_mod import AGENT
+
+        SEEN = []
+
+        async def test_first(agent_runtime, fake_llm):
+            fake_llm.reply_tool_call("get_weather", city="Paris").reply("Sunny.")
+            await agent_runtime.run(AGENT, "Weather in Paris?")
+            SEEN.append(weakref.ref(agent_runtime))
+
+        def test_second():
+            gc.collect()
+            assert [ref() for ref in SEEN] == [None]
+        """
+    )
+
+    result = agent_pytester.runpytest("-p", "no:randomly", "--agent-report=report.json")
+
+    result.assert_outcomes(passed=2)
+    report = json.loads((agent_pytester.path / "report.json").read_text())
+    first = next(t for t in report["tests"] if t["nodeid"] == "test_release.py::test_first")
+    assert (first["stats"]["iterations"], first["stats"]["tool_calls"]) == (2, 1)
+    assert len(first["runs"][0]["context"]["iterations"]) == 2

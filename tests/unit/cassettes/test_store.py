@@ -12,6 +12,7 @@ import pytest
 import yaml
 from cassette_support import CORPUS
 
+from pytest_agentctx.cassettes import store
 from pytest_agentctx.cassettes.body import body_chunks
 from pytest_agentctx.cassettes.store import (
     Interaction,
@@ -437,6 +438,55 @@ async def test_load_sees_a_rewritten_cassette(tmp_path):
     write_cassette(path, [_interaction("second"), _interaction("third")])
 
     assert len(load_cassette(path)) == 2
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the cassette files parsed (not served from the cache) from now on."""
+    names: list[str] = []
+    real = store.parse_cassette
+
+    def counting(text: str, path: Path) -> list[Interaction]:
+        names.append(path.name)
+        return real(text, path)
+
+    monkeypatch.setattr(store, "parse_cassette", counting)
+    return names
+
+
+def _cassettes(folder: Path, count: int) -> list[Path]:
+    paths = [folder / f"c{index}.json" for index in range(count)]
+    for path in paths:
+        write_cassette(path, [_interaction(path.stem)])
+    return paths
+
+
+async def test_a_cassette_loaded_again_is_parsed_once(tmp_path, parsed):
+    path = _cassettes(tmp_path, 1)[0]
+
+    loads = [load_cassette(path), load_cassette(path)]
+
+    assert (parsed, loads[0] == loads[1]) == (["c0.json"], True)
+
+
+async def test_the_cache_forgets_the_least_recently_used_cassette(tmp_path, parsed):
+    first, *others = _cassettes(tmp_path, store.CACHE_SIZE + 1)
+    for path in [first, *others]:
+        load_cassette(path)
+
+    load_cassette(first)
+
+    assert parsed.count("c0.json") == 2
+
+
+async def test_a_cassette_used_again_stays_in_the_cache(tmp_path, parsed):
+    first, *others = _cassettes(tmp_path, store.CACHE_SIZE + 1)
+    for path in [first, *others[:-1], first, others[-1]]:
+        load_cassette(path)
+
+    load_cassette(first)
+
+    assert parsed.count("c0.json") == 1
 
 
 async def test_dump_sorts_keys_and_ends_with_a_newline(tmp_path):
