@@ -18,11 +18,15 @@
 3. **The HTML report** of a 1,000-test report of 5-iteration runs (``render_html``).
 
 Every figure is the median of several interleaved rounds (wall time, and the CPU time of
-the pytest processes: ``RUSAGE_CHILDREN``). Nothing leaves 127.0.0.1.
+the pytest processes: ``RUSAGE_CHILDREN``); the suites' speed-up is also given per round.
+pytest keeps its bytecode cache of the rewritten test modules, as from a developer's second
+run; ``--no-bytecode`` measures a fresh checkout's first run instead. Nothing leaves
+127.0.0.1.
 
     .venv/bin/python benchmarks/bench_suite.py            # full run
     .venv/bin/python benchmarks/bench_suite.py --quick    # smoke run: 100 tests, 1 round
     .venv/bin/python benchmarks/bench_suite.py --json raw.json
+    .venv/bin/python benchmarks/bench_suite.py --only suites --no-bytecode
 """
 
 from __future__ import annotations
@@ -173,13 +177,21 @@ addopts = -p no:cacheprovider
 """
 
 
+#: pytest's bytecode cache of the rewritten test modules: kept (pytest's default, what a
+#: developer's second run has) or off (``--no-bytecode``: every run rewrites and compiles the
+#: test modules again, as the first run on a fresh CI checkout does, in every xdist worker).
+BYTECODE = {"write": True}
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("PYTEST_", "OPENAI_", "ANTHROPIC_"))
+        if not key.startswith(("PYTEST_", "OPENAI_", "ANTHROPIC_", "PYTHONDONTWRITEBYTECODE"))
     }
-    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1", **extra)
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **extra)
+    if not BYTECODE["write"]:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
@@ -393,6 +405,8 @@ def run_suites(workdir: Path, tests: int, rounds: int) -> dict[str, Any]:
         paths = build_suite(kind, root, tests)
         out["suites"][kind] = {"cassettes": record_and_copy(kind, root, paths)}
         roots[kind] = root
+    for kind, root in roots.items():  # one untimed collection: the file and bytecode caches
+        _pytest(root, [*SUITES[kind]["plugins"], "--co"], _env())
     plan = [(kind, workers) for kind in SUITES for workers in (0, 2)]
     samples: dict[str, dict[str, list[float]]] = {
         f"{kind}-{workers}": {"wall": [], "cpu": []} for kind, workers in plan
@@ -418,6 +432,18 @@ def run_suites(workdir: Path, tests: int, rounds: int) -> dict[str, Any]:
             samples[key]["cpu"].append(cpu)
             lines[key] = last
     out["samples"] = samples
+    out["bytecode"] = BYTECODE["write"]
+    # serial / -n 2 per round: the two runs of a round are minutes apart at most, so a change
+    # of the machine's speed between rounds cancels out of each round's ratio
+    out["round_ratios"] = {
+        kind: [
+            serial / parallel
+            for serial, parallel in zip(
+                samples[f"{kind}-0"]["wall"], samples[f"{kind}-2"]["wall"], strict=True
+            )
+        ]
+        for kind in SUITES
+    }
     out["median"] = {
         key: {"wall": statistics.median(s["wall"]), "cpu": statistics.median(s["cpu"])}
         for key, s in samples.items()
@@ -583,19 +609,28 @@ def render(results: Mapping[str, Any], command: str) -> str:
     suites = results.get("suites")
     if suites:
         med = suites["median"]
+        cache = (
+            "pytest's bytecode cache kept (its default: a second run)"
+            if suites["bytecode"]
+            else "no bytecode cache (PYTHONDONTWRITEBYTECODE=1: a fresh checkout's first run)"
+        )
         out += [
             f"### A replayed suite of {suites['tests']:,} tests, 5 iterations each "
-            f"(median of {suites['rounds']} interleaved rounds)",
+            f"(median of {suites['rounds']} interleaved rounds; {cache})",
             "",
-            "| tool | serial wall (s) | `-n 2` wall (s) | serial / `-n 2` | serial CPU (s) | "
-            "`-n 2` CPU (s) | per test, serial (ms) |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| tool | serial wall (s) | `-n 2` wall (s) | serial / `-n 2` (of the medians) | "
+            "serial / `-n 2`, median of the rounds' | serial CPU (s) | `-n 2` CPU (s) | "
+            "per test, serial (ms) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for kind, spec in SUITES.items():
             serial, parallel = med[f"{kind}-0"], med[f"{kind}-2"]
+            ratios = suites["round_ratios"][kind]
             out.append(
                 f"| {spec['label']} | {_s(serial['wall'])} | {_s(parallel['wall'])} | "
-                f"**{serial['wall'] / parallel['wall']:.2f}x** | {_s(serial['cpu'])} | "
+                f"**{serial['wall'] / parallel['wall']:.2f}x** | "
+                f"**{statistics.median(ratios):.2f}x** "
+                f"({', '.join(f'{r:.2f}' for r in ratios)}) | {_s(serial['cpu'])} | "
                 f"{_s(parallel['cpu'])} | {serial['wall'] / suites['tests'] * 1000:.1f} |"
             )
         ours, vcr = med["ours-0"], med["vcr-0"]
@@ -668,7 +703,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", metavar="PATH", help="also write the raw figures as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temporary projects")
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="run pytest with PYTHONDONTWRITEBYTECODE=1: every run rewrites the test modules "
+        "(a fresh checkout's first run); by default pytest's bytecode cache is kept",
+    )
     args = parser.parse_args(argv)
+    BYTECODE["write"] = not args.no_bytecode
     tests = args.tests or (100 if args.quick else 1000)
     rounds = args.rounds or (1 if args.quick else 3)
     startup_rounds = args.startup_rounds or (3 if args.quick else 7)
