@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import date, datetime, time
 from functools import partial
-from itertools import islice
+from itertools import islice, repeat
+from operator import is_
 from types import BuiltinFunctionType, BuiltinMethodType, EllipsisType, FunctionType, MethodType
 from typing import Any, Final, Literal
 
@@ -675,6 +676,9 @@ def _m_eq(value: Any, pattern: Any, path: PathCell, out: Out) -> bool:
     return False
 
 
+#: ``...`` without end: ``map(is_, pattern, _ELLIPSES)`` finds a gap marker at C speed.
+_ELLIPSES = repeat(...)
+
 _DICT, _MODEL, _MAPPING, _OBJECT, _NOT_A_RECORD = range(5)
 _ACCESS: dict[type, int] = {dict: _DICT}
 
@@ -717,32 +721,40 @@ def _m_mapping(value: Any, pattern: Mapping[Any, Any], path: PathCell, out: Out)
         if out is not None:
             _miss(out, path, f"expected a mapping or an object with fields, got {short(value)}")
         return False
-    ok = True
     handlers = _HANDLERS
+    if out is None:  # a probe: the first mismatch decides, no paths to build
+        for key, sub in pattern.items():
+            item = get(key, _MISSING)
+            if item is _MISSING:
+                if access != _MODEL or not isinstance(key, str):
+                    return False
+                item = getattr(value, key, _MISSING)
+                if item is _MISSING:
+                    return False
+            kind = type(sub)
+            if kind is str or kind is int:
+                if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
+                    return False
+            elif not (handlers.get(kind) or _resolve(kind))(item, sub, None, None):
+                return False
+        return True
+    ok = True  # collecting: every mismatch, each with its path
     for key, sub in pattern.items():
         item = get(key, _MISSING)
         if item is _MISSING and access == _MODEL and isinstance(key, str):
             item = getattr(value, key, _MISSING)
         if item is _MISSING:
             ok = False
-            if out is None:
-                return False
             _miss(out, (path, key), f"missing, expected {short(sub)}")
             continue
         kind = type(sub)
         if kind is str or kind is int:
-            if item == sub:
-                continue
-            ok = False
-            if out is None:
-                return False
-            _miss(out, (path, key), f"{short(item)} != {short(sub)}")
+            if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
+                ok = False
+                _miss(out, (path, key), f"{short(item)} != {short(sub)}")
             continue
-        handler = handlers.get(kind) or _resolve(kind)
-        if not handler(item, sub, None if out is None else (path, key), out):
+        if not (handlers.get(kind) or _resolve(kind))(item, sub, (path, key), out):
             ok = False
-            if out is None:
-                return False
     return ok
 
 
@@ -783,39 +795,42 @@ def _m_model(value: Any, pattern: BaseModel, path: PathCell, out: Out) -> bool:
 
 def _m_sequence(value: Any, pattern: Sequence[Any], path: PathCell, out: Out) -> bool:
     kind = type(value)
-    if kind is list or kind is tuple or kind is Seq:
+    if kind is list or kind is tuple:
         items = value
+    elif kind is Seq:
+        items = value.to_list()  # one C-level copy; its len and iteration are then C too
     elif _is_sequence(value):
         items = list(value)
     else:
         if out is not None:
             _miss(out, path, f"expected a sequence, got {short(value)}")
         return False
-    for p in pattern:
-        if p is ...:
-            return _match_gapped(list(items), pattern, path, out)
+    if any(map(is_, pattern, _ELLIPSES)):  # identity, not ==: patterns may define __eq__
+        return _match_gapped(list(items), pattern, path, out)
     if len(items) != len(pattern):
         if out is None:
             return False
         return _match_items(list(items), pattern, path, out, _match)
-    ok = True
     handlers = _HANDLERS
-    for index, item in enumerate(items):
-        sub = pattern[index]
+    if out is None:  # a probe: the first mismatch decides, no paths to build
+        for item, sub in zip(items, pattern):  # noqa: B905 (same lengths)
+            kind = type(sub)
+            if kind is str or kind is int:
+                if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
+                    return False
+            elif not (handlers.get(kind) or _resolve(kind))(item, sub, None, None):
+                return False
+        return True
+    ok = True  # collecting: every mismatch, each with its path
+    for index, (item, sub) in enumerate(zip(items, pattern)):  # noqa: B905 (same lengths)
         kind = type(sub)
         if kind is str or kind is int:
-            if item == sub:
-                continue
-            ok = False
-            if out is None:
-                return False
-            _miss(out, (path, index), f"{short(item)} != {short(sub)}")
+            if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
+                ok = False
+                _miss(out, (path, index), f"{short(item)} != {short(sub)}")
             continue
-        handler = handlers.get(kind) or _resolve(kind)
-        if not handler(item, sub, None if out is None else (path, index), out):
+        if not (handlers.get(kind) or _resolve(kind))(item, sub, (path, index), out):
             ok = False
-            if out is None:
-                return False
     return ok
 
 
