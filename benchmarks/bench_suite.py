@@ -27,6 +27,7 @@ run; ``--no-bytecode`` measures a fresh checkout's first run instead. Nothing le
     .venv/bin/python benchmarks/bench_suite.py --quick    # smoke run: 100 tests, 1 round
     .venv/bin/python benchmarks/bench_suite.py --json raw.json
     .venv/bin/python benchmarks/bench_suite.py --only suites --no-bytecode
+    .venv/bin/python benchmarks/bench_suite.py --only suites --phases  # where the time goes
 """
 
 from __future__ import annotations
@@ -153,6 +154,31 @@ _VCR_TEST = f"""
 
 def test_run_{{index}}():
     assert run_agent() == ({TOOL_CALLS + 1}, {ANSWER!r})
+"""
+
+#: ``--phases``: a conftest that writes, per process (controller, each xdist worker), the
+#: wall-clock time its first test started and its last test ended.
+_PHASES_CONFTEST = """\
+import json, os, time
+
+_SEEN = {}
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _SEEN.setdefault("first", time.time())
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _SEEN["last"] = time.time()
+
+
+def pytest_unconfigure(config):
+    name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    folder = os.environ.get("BENCH_PHASES_DIR")
+    if folder is None or not _SEEN:
+        return
+    with open(os.path.join(folder, name + ".json"), "w") as stream:
+        json.dump(_SEEN, stream)
 """
 
 #: The plugins both suites run with (autoload off, so unrelated installed plugins stay out).
@@ -397,7 +423,17 @@ def _imports(root: Path) -> dict[str, Any]:
 # -- 2. the replayed suite -------------------------------------------------------------------
 
 
-def run_suites(workdir: Path, tests: int, rounds: int) -> dict[str, Any]:
+def _phases(folder: Path, started: float, wall: float) -> dict[str, float]:
+    """A run's wall time in three parts, from the times its processes wrote (``--phases``):
+    the head (start to the first test), the tests (first test to the last test of every
+    process) and the tail (from there to the end of the run)."""
+    marks = [json.loads(path.read_text()) for path in folder.glob("*.json")]
+    first = min(mark["first"] for mark in marks if "first" in mark)
+    last = max(mark["last"] for mark in marks if "last" in mark)
+    return {"head": first - started, "tests": last - first, "tail": started + wall - last}
+
+
+def run_suites(workdir: Path, tests: int, rounds: int, phases: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"tests": tests, "rounds": rounds, "suites": {}}
     roots = {}
     for kind in SUITES:
@@ -406,12 +442,15 @@ def run_suites(workdir: Path, tests: int, rounds: int) -> dict[str, Any]:
         out["suites"][kind] = {"cassettes": record_and_copy(kind, root, paths)}
         roots[kind] = root
     for kind, root in roots.items():  # one untimed collection: the file and bytecode caches
+        if phases:
+            (root / "conftest.py").write_text(_PHASES_CONFTEST)
         _pytest(root, [*SUITES[kind]["plugins"], "--co"], _env())
     plan = [(kind, workers) for kind in SUITES for workers in (0, 2)]
     samples: dict[str, dict[str, list[float]]] = {
         f"{kind}-{workers}": {"wall": [], "cpu": []} for kind, workers in plan
     }
     lines: dict[str, str] = {}
+    samples_of_phases: dict[str, list[dict[str, float]]] = {key: [] for key in samples}
     for number in range(rounds):
         order = plan if number % 2 == 0 else plan[::-1]  # interleaved, alternating order
         for kind, workers in order:
@@ -424,7 +463,13 @@ def run_suites(workdir: Path, tests: int, rounds: int) -> dict[str, Any]:
             env = _env(
                 OPENAI_API_KEY="sk-bench-replay", OPENAI_BASE_URL=base_url, BENCH_BASE_URL=base_url
             )
+            marks = Path(tempfile.mkdtemp(prefix="phases-", dir=workdir))
+            if phases:
+                env["BENCH_PHASES_DIR"] = str(marks)
+            started = time.time()
             wall, cpu, last = _pytest(roots[kind], args, env)
+            if phases:
+                samples_of_phases[f"{kind}-{workers}"].append(_phases(marks, started, wall))
             if f"{tests} passed" not in last:
                 raise RuntimeError(f"{kind} -n {workers}: expected {tests} passed, got {last!r}")
             key = f"{kind}-{workers}"
@@ -432,6 +477,11 @@ def run_suites(workdir: Path, tests: int, rounds: int) -> dict[str, Any]:
             samples[key]["cpu"].append(cpu)
             lines[key] = last
     out["samples"] = samples
+    if phases:
+        out["phases"] = {
+            key: {part: statistics.median(p[part] for p in found) for part in found[0]}
+            for key, found in samples_of_phases.items()
+        }
     out["bytecode"] = BYTECODE["write"]
     # serial / -n 2 per round: the two runs of a round are minutes apart at most, so a change
     # of the machine's speed between rounds cancels out of each round's ratio
@@ -633,6 +683,33 @@ def render(results: Mapping[str, Any], command: str) -> str:
                 f"({', '.join(f'{r:.2f}' for r in ratios)}) | {_s(serial['cpu'])} | "
                 f"{_s(parallel['cpu'])} | {serial['wall'] / suites['tests'] * 1000:.1f} |"
             )
+        if "phases" in suites:
+            out += [
+                "",
+                "Where the time goes (`--phases`: median seconds of the rounds; head = start to "
+                "the first test, tests = first test to the last test of every process, tail = "
+                "from there to the end of the run):",
+                "",
+                "| tool | run | head (s) | tests (s) | tail (s) |",
+                "|---|---|---:|---:|---:|",
+            ]
+            for kind, spec in SUITES.items():
+                for workers in (0, 2):
+                    part = suites["phases"][f"{kind}-{workers}"]
+                    out.append(
+                        f"| {spec['label']} | {'`-n 2`' if workers else 'serial'} | "
+                        f"{part['head']:.2f} | {part['tests']:.2f} | {part['tail']:.2f} |"
+                    )
+            part_ratios = {
+                k: suites["phases"][f"{k}-0"]["tests"] / suites["phases"][f"{k}-2"]["tests"]
+                for k in SUITES
+            }
+            out += [
+                "",
+                "Serial / `-n 2` of the tests part alone: "
+                + ", ".join(f"{SUITES[k]['label']} **{r:.2f}x**" for k, r in part_ratios.items())
+                + ".",
+            ]
         ours, vcr = med["ours-0"], med["vcr-0"]
         out += [
             "",
@@ -709,6 +786,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run pytest with PYTHONDONTWRITEBYTECODE=1: every run rewrites the test modules "
         "(a fresh checkout's first run); by default pytest's bytecode cache is kept",
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="split each suite run's wall time into head, tests and tail (a conftest in both "
+        "suites writes when each process's first and last tests ran)",
+    )
     args = parser.parse_args(argv)
     BYTECODE["write"] = not args.no_bytecode
     tests = args.tests or (100 if args.quick else 1000)
@@ -725,7 +808,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "startup" in parts:
             results["startup"] = run_startup(workdir, startup_rounds)
         if "suites" in parts:
-            results["suites"] = run_suites(workdir, tests, rounds)
+            results["suites"] = run_suites(workdir, tests, rounds, phases=args.phases)
         if "html" in parts:
             results["html"] = run_html(tests, 3)
     finally:
