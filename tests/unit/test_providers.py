@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import ssl
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 
 from pytest_agentctx.codecs import anthropic_messages, openai_chat, openai_responses
 from pytest_agentctx.exceptions import ProviderError
+from pytest_agentctx.fakes import FakeLLM
 from pytest_agentctx.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
@@ -513,3 +515,29 @@ async def test_aclose_before_any_client_was_made_does_nothing():
     await provider.aclose()
 
     assert provider._client is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "variable", "model"),
+    [
+        (OpenAIChatProvider, "OPENAI_API_KEY", "gpt-4o-mini"),
+        (OpenAIResponsesProvider, "OPENAI_API_KEY", "gpt-4o-mini"),
+        (AnthropicMessagesProvider, "ANTHROPIC_API_KEY", "claude-haiku-4-5"),
+    ],
+)
+async def test_a_default_client_makes_its_first_call_without_starting_a_thread(
+    monkeypatch, kind, variable, model
+):
+    monkeypatch.setenv(variable, "sk-from-env")
+    provider = kind()
+    body = provider.codec.encode_request(
+        model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=16
+    )
+    threads = threading.active_count()
+
+    with FakeLLM() as fake:
+        fake.reply("Hello.")
+        await provider.send(body)
+    await provider.aclose()
+
+    assert threading.active_count() == threads
