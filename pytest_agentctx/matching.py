@@ -811,16 +811,9 @@ def _m_sequence(value: Any, pattern: Sequence[Any], path: PathCell, out: Out) ->
         if out is None:
             return False
         return _match_items(list(items), pattern, path, out, _match)
-    handlers = _HANDLERS
     if out is None:  # a probe: the first mismatch decides, no paths to build
-        for item, sub in zip(items, pattern):  # noqa: B905 (same lengths)
-            kind = type(sub)
-            if kind is str or kind is int:
-                if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
-                    return False
-            elif not (handlers.get(kind) or _resolve(kind))(item, sub, None, None):
-                return False
-        return True
+        return all(map(_probe, items, pattern))
+    handlers = _HANDLERS
     ok = True  # collecting: every mismatch, each with its path
     for index, (item, sub) in enumerate(zip(items, pattern)):  # noqa: B905 (same lengths)
         kind = type(sub)
