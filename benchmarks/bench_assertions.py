@@ -5,8 +5,9 @@ Run it from the repository root; it prints a Markdown table::
     .venv/bin/python benchmarks/bench_assertions.py            # the issue's sizes
     .venv/bin/python benchmarks/bench_assertions.py --quick    # smaller, for a smoke run
 
-Every figure is the best of several runs, in CPU time of this process; the snapshot
-rows time ours and amber in alternation and give the median ratio of the pairs. The
+Every figure is the best of several runs, in CPU time of this process; the snapshot and
+partial-match rows time ours and the other library in alternation and give the median ratio
+of the pairs. The
 data is one synthetic run: N iterations, each an assistant message with three tool calls
 and the three tool results (4 messages, 3 tool calls), with token usage in the metadata.
 
@@ -111,12 +112,7 @@ def best(fn: Callable[[], Any], repeat: int) -> float:
     CPU time (``time.process_time``) rather than wall time, so that other processes on a
     busy machine do not count; the garbage collector runs as it would in a test.
     """
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times) * 1000
+    return min(_cpu_ms(fn) for _ in range(repeat))
 
 
 # -- snapshots ---------------------------------------------------------------------------

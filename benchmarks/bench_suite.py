@@ -463,12 +463,12 @@ def run_suites(workdir: Path, tests: int, rounds: int, phases: bool = False) -> 
             env = _env(
                 OPENAI_API_KEY="sk-bench-replay", OPENAI_BASE_URL=base_url, BENCH_BASE_URL=base_url
             )
-            marks = Path(tempfile.mkdtemp(prefix="phases-", dir=workdir))
-            if phases:
+            marks = Path(tempfile.mkdtemp(prefix="phases-", dir=workdir)) if phases else None
+            if marks is not None:
                 env["BENCH_PHASES_DIR"] = str(marks)
             started = time.time()
             wall, cpu, last = _pytest(roots[kind], args, env)
-            if phases:
+            if marks is not None:
                 samples_of_phases[f"{kind}-{workers}"].append(_phases(marks, started, wall))
             if f"{tests} passed" not in last:
                 raise RuntimeError(f"{kind} -n {workers}: expected {tests} passed, got {last!r}")
