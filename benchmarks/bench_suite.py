@@ -28,6 +28,7 @@ run; ``--no-bytecode`` measures a fresh checkout's first run instead. Nothing le
     .venv/bin/python benchmarks/bench_suite.py --json raw.json
     .venv/bin/python benchmarks/bench_suite.py --only suites --no-bytecode
     .venv/bin/python benchmarks/bench_suite.py --only suites --phases  # where the time goes
+    .venv/bin/python benchmarks/bench_suite.py --only suites --reference  # xdist's ceiling
 """
 
 from __future__ import annotations
@@ -156,6 +157,26 @@ def test_run_{{index}}():
     assert run_agent() == ({TOOL_CALLS + 1}, {ANSWER!r})
 """
 
+#: ``--reference``: tests that do nothing but keep the CPU busy for a fixed time (the thread's
+#: CPU time, so a test preempted by another process still does the same work). With no
+#: recording plugin and no agent, a run of them shows what pytest-xdist itself gives on this
+#: machine for tests that take as long as the agent tests: the ceiling of the speed-up.
+_SPIN_HEAD = """\
+import time
+
+
+def spin(ms: float) -> None:
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
+        pass
+"""
+
+_SPIN_TEST = """
+
+def test_run_{index}():
+    spin({ms})
+"""
+
 #: ``--phases``: a conftest that writes, per process (controller, each xdist worker), the
 #: wall-clock time its first test started and its last test ended.
 _PHASES_CONFTEST = """\
@@ -195,6 +216,18 @@ SUITES: dict[str, dict[str, Any]] = {
         "record": ("--record-mode=once",),
     },
 }
+#: ``--reference``: two suites of busy tests (``--spin-ms`` each), the same plugins, no tool
+#: under test: one alone, one whose modules import the openai SDK as the agent suites do.
+REFERENCES: dict[str, dict[str, Any]] = {
+    "spin": {"label": "reference: busy tests", "plugins": _COMMON_PLUGINS, "openai": False},
+    "spin-openai": {
+        "label": "reference: busy tests + `import openai`",
+        "plugins": _COMMON_PLUGINS,
+        "openai": True,
+    },
+}
+#: ``--spin-ms``: how long each reference test keeps the CPU busy
+SPIN = {"ms": 14.0}
 _INI = """\
 [pytest]
 asyncio_mode = auto
@@ -261,7 +294,10 @@ def build_suite(kind: str, root: Path, tests: int) -> list[Path]:
         if not indices:
             break
         name = f"test_suite_{module:02d}"
-        if kind == "ours":
+        if kind in REFERENCES:
+            head = ("import openai\n" if REFERENCES[kind]["openai"] else "") + _SPIN_HEAD
+            body = head + "".join(_SPIN_TEST.format(index=i, ms=SPIN["ms"]) for i in indices)
+        elif kind == "ours":
             body = "from bench_agent import AGENT\n" + "".join(
                 _OURS_TEST.format(index=i) for i in indices
             )
@@ -433,19 +469,25 @@ def _phases(folder: Path, started: float, wall: float) -> dict[str, float]:
     return {"head": first - started, "tests": last - first, "tail": started + wall - last}
 
 
-def run_suites(workdir: Path, tests: int, rounds: int, phases: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"tests": tests, "rounds": rounds, "suites": {}}
+def run_suites(
+    workdir: Path, tests: int, rounds: int, phases: bool = False, references: bool = False
+) -> dict[str, Any]:
+    kinds = {**SUITES, **(REFERENCES if references else {})}
+    out: dict[str, Any] = {"tests": tests, "rounds": rounds, "suites": {}, "kinds": list(kinds)}
+    if references:
+        out["spin_ms"] = SPIN["ms"]
     roots = {}
-    for kind in SUITES:
+    for kind in kinds:
         root = workdir / f"suite-{kind}"
         paths = build_suite(kind, root, tests)
-        out["suites"][kind] = {"cassettes": record_and_copy(kind, root, paths)}
+        if kind in SUITES:
+            out["suites"][kind] = {"cassettes": record_and_copy(kind, root, paths)}
         roots[kind] = root
     for kind, root in roots.items():  # one untimed collection: the file and bytecode caches
         if phases:
             (root / "conftest.py").write_text(_PHASES_CONFTEST)
-        _pytest(root, [*SUITES[kind]["plugins"], "--co"], _env())
-    plan = [(kind, workers) for kind in SUITES for workers in (0, 2)]
+        _pytest(root, [*kinds[kind]["plugins"], "--co"], _env())
+    plan = [(kind, workers) for kind in kinds for workers in (0, 2)]
     samples: dict[str, dict[str, list[float]]] = {
         f"{kind}-{workers}": {"wall": [], "cpu": []} for kind, workers in plan
     }
@@ -454,15 +496,19 @@ def run_suites(workdir: Path, tests: int, rounds: int, phases: bool = False) -> 
     for number in range(rounds):
         order = plan if number % 2 == 0 else plan[::-1]  # interleaved, alternating order
         for kind, workers in order:
-            args = list(SUITES[kind]["plugins"])
+            args = list(kinds[kind]["plugins"])
             if workers:
                 args += ["-n", str(workers)]
-            base_url = out["suites"][kind]["cassettes"]["base_url"]
-            # a replayed run sends nothing, but the SDK refuses to build a client without a
-            # key; the requests go to the recorded URL, where nothing listens any more
-            env = _env(
-                OPENAI_API_KEY="sk-bench-replay", OPENAI_BASE_URL=base_url, BENCH_BASE_URL=base_url
-            )
+            env = _env()
+            if kind in SUITES:
+                base_url = out["suites"][kind]["cassettes"]["base_url"]
+                # a replayed run sends nothing, but the SDK refuses to build a client without
+                # a key; the requests go to the recorded URL, where nothing listens any more
+                env.update(
+                    OPENAI_API_KEY="sk-bench-replay",
+                    OPENAI_BASE_URL=base_url,
+                    BENCH_BASE_URL=base_url,
+                )
             marks = Path(tempfile.mkdtemp(prefix="phases-", dir=workdir)) if phases else None
             if marks is not None:
                 env["BENCH_PHASES_DIR"] = str(marks)
@@ -492,7 +538,7 @@ def run_suites(workdir: Path, tests: int, rounds: int, phases: bool = False) -> 
                 samples[f"{kind}-0"]["wall"], samples[f"{kind}-2"]["wall"], strict=True
             )
         ]
-        for kind in SUITES
+        for kind in kinds
     }
     out["median"] = {
         key: {"wall": statistics.median(s["wall"]), "cpu": statistics.median(s["cpu"])}
@@ -673,7 +719,9 @@ def render(results: Mapping[str, Any], command: str) -> str:
             "per test, serial (ms) |",
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for kind, spec in SUITES.items():
+        kinds = {**SUITES, **REFERENCES}
+        run_kinds = {k: kinds[k] for k in suites.get("kinds", SUITES)}
+        for kind, spec in run_kinds.items():
             serial, parallel = med[f"{kind}-0"], med[f"{kind}-2"]
             ratios = suites["round_ratios"][kind]
             out.append(
@@ -693,7 +741,7 @@ def render(results: Mapping[str, Any], command: str) -> str:
                 "| tool | run | head (s) | tests (s) | tail (s) |",
                 "|---|---|---:|---:|---:|",
             ]
-            for kind, spec in SUITES.items():
+            for kind, spec in run_kinds.items():
                 for workers in (0, 2):
                     part = suites["phases"][f"{kind}-{workers}"]
                     out.append(
@@ -702,13 +750,22 @@ def render(results: Mapping[str, Any], command: str) -> str:
                     )
             part_ratios = {
                 k: suites["phases"][f"{k}-0"]["tests"] / suites["phases"][f"{k}-2"]["tests"]
-                for k in SUITES
+                for k in run_kinds
             }
             out += [
                 "",
                 "Serial / `-n 2` of the tests part alone: "
-                + ", ".join(f"{SUITES[k]['label']} **{r:.2f}x**" for k, r in part_ratios.items())
+                + ", ".join(f"{kinds[k]['label']} **{r:.2f}x**" for k, r in part_ratios.items())
                 + ".",
+            ]
+        if "spin_ms" in suites:
+            out += [
+                "",
+                f"The references (`--reference`): {suites['tests']:,} tests that each keep the "
+                f"CPU busy for {suites['spin_ms']:g} ms (thread CPU time), with the same "
+                "plugins (pytest-asyncio, pytest-xdist) and no tool under test; the second "
+                "suite's modules also `import openai`, as both agent suites' do. They show "
+                "what pytest-xdist gives on this machine for tests as long as the agent tests.",
             ]
         ours, vcr = med["ours-0"], med["vcr-0"]
         out += [
@@ -792,7 +849,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="split each suite run's wall time into head, tests and tail (a conftest in both "
         "suites writes when each process's first and last tests ran)",
     )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run two reference suites of busy tests with no tool under test (one also "
+        "imports openai): what pytest-xdist itself gives for tests that long",
+    )
+    parser.add_argument(
+        "--spin-ms",
+        type=float,
+        default=SPIN["ms"],
+        help=f"how long each reference test keeps the CPU busy (default {SPIN['ms']:g} ms)",
+    )
     args = parser.parse_args(argv)
+    if args.spin_ms <= 0:
+        parser.error(f"--spin-ms must be above 0, got {args.spin_ms:g}")
+    SPIN["ms"] = args.spin_ms
     BYTECODE["write"] = not args.no_bytecode
     tests = args.tests or (100 if args.quick else 1000)
     rounds = args.rounds or (1 if args.quick else 3)
@@ -808,7 +880,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "startup" in parts:
             results["startup"] = run_startup(workdir, startup_rounds)
         if "suites" in parts:
-            results["suites"] = run_suites(workdir, tests, rounds, phases=args.phases)
+            results["suites"] = run_suites(
+                workdir, tests, rounds, phases=args.phases, references=args.reference
+            )
         if "html" in parts:
             results["html"] = run_html(tests, 3)
     finally:
