@@ -9,7 +9,7 @@ import contextlib
 import inspect
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -61,13 +61,27 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime
     from .snapshot import AgentSnapshotAssertion, SnapshotOptions
 
-_REPORT_KEY = pytest.StashKey[dict[str, pytest.TestReport]]()
+T = TypeVar("T")
+
+#: What the plugin stashes on a test while it runs (its runs and their contexts, cassette,
+#: reports, budget and repeat figures): every key made with ``_test_key`` is dropped from the
+#: test once its reports are made (pytest keeps every item until the session ends).
+_TEST_KEYS: list[pytest.StashKey[Any]] = []
+
+
+def _test_key(key: pytest.StashKey[T]) -> pytest.StashKey[T]:
+    """``key``, registered as one of a test's own: released after the test's protocol."""
+    _TEST_KEYS.append(key)
+    return key
+
+
+_REPORT_KEY = _test_key(pytest.StashKey[dict[str, pytest.TestReport]]())
 _CASSETTE_SETTINGS_KEY = pytest.StashKey[CassetteSettings]()
-_CASSETTE_KEY: pytest.StashKey[Cassette | None] = pytest.StashKey()
-_GUARD_KEY: pytest.StashKey[NetworkGuard | None] = pytest.StashKey()
+_CASSETTE_KEY: pytest.StashKey[Cassette | None] = _test_key(pytest.StashKey())
+_GUARD_KEY: pytest.StashKey[NetworkGuard | None] = _test_key(pytest.StashKey())
 _CLOCK_KEY = pytest.StashKey[ClockSettings]()
 #: The runs each test made (runtime results, captured conversations): budgets and reports.
-_RUNS_KEY = pytest.StashKey[RunLog]()
+_RUNS_KEY = _test_key(pytest.StashKey[RunLog]())
 _FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
 
 
@@ -451,9 +465,9 @@ def agent_context(
 # -- reports and gate (issue 5) --------------------------------------------------------
 
 #: The cassette's report entry (status, unused recordings), set when its fixture ends.
-_CASSETTE_ENTRY_KEY = pytest.StashKey[dict[str, Any]]()
+_CASSETTE_ENTRY_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
 #: Whether the test failed because its cassette is stale (its unused recordings count).
-_STALE_KEY = pytest.StashKey[bool]()
+_STALE_KEY = _test_key(pytest.StashKey[bool]())
 
 
 def _add_report_options(parser: pytest.Parser, group: Any) -> None:
@@ -576,22 +590,22 @@ _WORKSPACE_FIXTURES = {"fake_vector_store": "vector_store", "artifact_store": "a
 # runs n times and reports once.
 
 #: The budget outcome of a test after its call phase: {"limits": {...}, "exceeded": [...]}.
-_BUDGET_KEY = pytest.StashKey[dict[str, Any]]()
+_BUDGET_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
 #: The pass rate of an agent_repeat test: {"runs", "passed", "pass_rate", "min_pass_rate"}.
-_REPEAT_KEY = pytest.StashKey[dict[str, Any]]()
+_REPEAT_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
 #: The price table: on config.stash from the agent_prices ini option, on an item's stash
 #: the one its agent_prices fixture gave (overrides included).
-_PRICES_KEY = pytest.StashKey[PriceTable]()
+_PRICES_KEY = _test_key(pytest.StashKey[PriceTable]())
 _BUDGET_DEFAULTS_KEY = pytest.StashKey[Budget]()
-_BUDGET_SPEC_KEY = pytest.StashKey[tuple[Budget, bool]]()
-_BUDGET_CHECK_KEY = pytest.StashKey[BudgetCheck]()
+_BUDGET_SPEC_KEY = _test_key(pytest.StashKey[tuple[Budget, bool]]())
+_BUDGET_CHECK_KEY = _test_key(pytest.StashKey[BudgetCheck]())
 _SUITES_KEY = pytest.StashKey[SuiteCounts]()
 #: The repetition in progress (from 1) of an agent_repeat test, its tally, and how many
 #: runs the test had logged before the repetition started.
-_REPEAT_INDEX_KEY = pytest.StashKey[int]()
-_REPEAT_TALLY_KEY = pytest.StashKey[RepeatTally]()
-_RUNS_OFFSET_KEY = pytest.StashKey[int]()
-_REPEAT_ERROR_KEY = pytest.StashKey[RepeatError]()
+_REPEAT_INDEX_KEY = _test_key(pytest.StashKey[int]())
+_REPEAT_TALLY_KEY = _test_key(pytest.StashKey[RepeatTally]())
+_RUNS_OFFSET_KEY = _test_key(pytest.StashKey[int]())
+_REPEAT_ERROR_KEY = _test_key(pytest.StashKey[RepeatError]())
 
 
 @pytest.hookimpl(specname="pytest_addoption")
@@ -809,27 +823,6 @@ def pytest_runtest_protocol_repeat(item: pytest.Item, nextitem: pytest.Item | No
 
     run_repetitions(item, nextitem, tally, before_each)
     return True
-
-
-#: What the plugin stashes on a test while it runs (its runs and their contexts, cassette,
-#: reports, budget and repeat figures). pytest keeps every item until the session ends.
-_TEST_KEYS: tuple[pytest.StashKey[Any], ...] = (
-    _REPORT_KEY,
-    _CASSETTE_KEY,
-    _GUARD_KEY,
-    _RUNS_KEY,
-    _CASSETTE_ENTRY_KEY,
-    _STALE_KEY,
-    _BUDGET_KEY,
-    _REPEAT_KEY,
-    _PRICES_KEY,
-    _BUDGET_SPEC_KEY,
-    _BUDGET_CHECK_KEY,
-    _REPEAT_INDEX_KEY,
-    _REPEAT_TALLY_KEY,
-    _RUNS_OFFSET_KEY,
-    _REPEAT_ERROR_KEY,
-)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_runtest_protocol")

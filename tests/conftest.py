@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 import sys
 from pathlib import Path
 
 import pytest
+
+import pytest_agentctx
 
 ROOT = Path(__file__).resolve().parents[1]
 INI = """
@@ -36,6 +41,17 @@ def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     return pytester
 
 
+@functools.cache
+def _import_the_whole_package() -> None:
+    """Import every module of pytest_agentctx in this process, once, before its first
+    in-process pytester run. pytester drops the modules an inner run imported when the run
+    ends, but the package keeps what its lazy attributes resolved (``pytest_agentctx.Agent``):
+    the next inner run would import a second copy of the module, whose classes do not match
+    the first (``run() takes an Agent, got Agent``) when a test file runs on its own."""
+    for module in pkgutil.walk_packages(pytest_agentctx.__path__, "pytest_agentctx."):
+        importlib.import_module(module.name)
+
+
 @pytest.fixture(autouse=True)
 def _inner_runs_import_their_own_modules(request: pytest.FixtureRequest) -> None:
     """An in-process pytester run imports its files by base name (``test_suites``,
@@ -44,6 +60,7 @@ def _inner_runs_import_their_own_modules(request: pytest.FixtureRequest) -> None
     has collected both, as under -n 2)."""
     if "pytester" not in request.fixturenames:
         return
+    _import_the_whole_package()
     monkeypatch = request.getfixturevalue("monkeypatch")
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)

@@ -325,3 +325,64 @@ def test_a_finished_tests_runs_are_released_after_its_report(
     first = next(t for t in report["tests"] if t["nodeid"] == "test_release.py::test_first")
     assert (first["stats"]["iterations"], first["stats"]["tool_calls"]) == (2, 1)
     assert len(first["runs"][0]["context"]["iterations"]) == 2
+
+
+def test_no_plugin_data_stays_on_a_finished_test(agent_pytester: pytest.Pytester) -> None:
+    """Every stash key the plugin puts on a test (runs, reports, budget, repeat, prices) is
+    dropped once the test's reports are made: a key added without ``_test_key`` fails here."""
+    agent_pytester.makepyfile(weather_mod=AGENT_MODULE)
+    agent_pytester.makeconftest(
+        """
+        import json
+        import pytest
+
+        def pytest_sessionfinish(session):
+            (plugin,) = [
+                module
+                for _, module in session.config.pluginmanager.list_name_plugin()
+                if getattr(module, "__name__", "") == "pytest_agentctx.plugin"
+            ]
+            keys = {
+                name: key for name, key in vars(plugin).items() if isinstance(key, pytest.StashKey)
+            }
+            left = {
+                item.nodeid: sorted(name for name, key in keys.items() if key in item.stash)
+                for item in session.items
+            }
+            with open("left.json", "w") as stream:
+                json.dump({"keys": sorted(keys), "left": left}, stream)
+        """
+    )
+    agent_pytester.makepyfile(
+        test_keys="""
+        import pytest
+        from weather_mod import AGENT
+
+        @pytest.mark.agent_budget(max_iterations=5, max_tool_calls=3)
+        async def test_budgeted(agent_runtime, fake_llm):
+            fake_llm.reply_tool_call("get_weather", city="Paris").reply("Sunny.")
+            await agent_runtime.run(AGENT, "Weather in Paris?")
+
+        @pytest.mark.agent_repeat(2)
+        async def test_repeated(agent_runtime, fake_llm):
+            fake_llm.reply("Sunny.")
+            await agent_runtime.run(AGENT, "Weather?")
+
+        def test_plain():
+            pass
+        """
+    )
+
+    result = agent_pytester.runpytest("-p", "no:randomly", "--agent-report=report.json")
+
+    result.assert_outcomes(passed=3)
+    found = json.loads((agent_pytester.path / "left.json").read_text())
+    assert {"_RUNS_KEY", "_BUDGET_KEY", "_REPEAT_TALLY_KEY", "_PRICES_KEY"} <= set(found["keys"])
+    assert found["left"] == {
+        "test_keys.py::test_budgeted": [],
+        "test_keys.py::test_repeated": [],
+        "test_keys.py::test_plain": [],
+    }
+    report = json.loads((agent_pytester.path / "report.json").read_text())
+    budgeted = next(t for t in report["tests"] if t["nodeid"].endswith("test_budgeted"))
+    assert budgeted["budget"]["limits"] == {"max_iterations": 5, "max_tool_calls": 3}
