@@ -496,6 +496,7 @@ def run_suites(
     for number in range(rounds):
         order = plan if number % 2 == 0 else plan[::-1]  # interleaved, alternating order
         for kind, workers in order:
+            key = f"{kind}-{workers}"
             args = list(kinds[kind]["plugins"])
             if workers:
                 args += ["-n", str(workers)]
@@ -515,10 +516,9 @@ def run_suites(
             started = time.time()
             wall, cpu, last = _pytest(roots[kind], args, env)
             if marks is not None:
-                samples_of_phases[f"{kind}-{workers}"].append(_phases(marks, started, wall))
+                samples_of_phases[key].append(_phases(marks, started, wall))
             if f"{tests} passed" not in last:
                 raise RuntimeError(f"{kind} -n {workers}: expected {tests} passed, got {last!r}")
-            key = f"{kind}-{workers}"
             samples[key]["wall"].append(wall)
             samples[key]["cpu"].append(cpu)
             lines[key] = last
@@ -720,7 +720,7 @@ def render(results: Mapping[str, Any], command: str) -> str:
             "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         kinds = {**SUITES, **REFERENCES}
-        run_kinds = {k: kinds[k] for k in suites.get("kinds", SUITES)}
+        run_kinds = {k: kinds[k] for k in suites["kinds"]}
         for kind, spec in run_kinds.items():
             serial, parallel = med[f"{kind}-0"], med[f"{kind}-2"]
             ratios = suites["round_ratios"][kind]
