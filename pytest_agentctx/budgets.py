@@ -225,17 +225,24 @@ class BudgetCheck:
     #: Models with token usage but no price, when ``max_cost_usd`` is set: the cost
     #: cannot be measured, so the check fails rather than guess.
     unpriced: tuple[str, ...] = ()
+    #: The test made no model call the plugin saw: nothing to measure, so the check fails
+    #: rather than pass a budget it never checked.
+    unmeasured: bool = False
 
     @property
     def passed(self) -> bool:
-        return not self.exceeded and not self.unpriced
+        return not self.exceeded and not self.unpriced and not self.unmeasured
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"limits": {...set ones}, "exceeded": [{"name", "measured", "allowed"}, ...]}``."""
-        return {
+        """``{"limits": {...set ones}, "exceeded": [{"name", "measured", "allowed"}, ...]}``,
+        and ``"unmeasured": true`` when the test made no measured run."""
+        entry: dict[str, Any] = {
             "limits": self.budget.limits,
             "exceeded": [item.to_dict() for item in self.exceeded],
         }
+        if self.unmeasured:
+            entry["unmeasured"] = True
+        return entry
 
     def merged(self, other: BudgetCheck) -> BudgetCheck:
         """The checks of two repetitions of a test as one: each limit exceeded in either,
@@ -246,10 +253,12 @@ class BudgetCheck:
                 worst[item.name] = item
         ordered = tuple(worst[name] for name in BUDGET_LIMITS if name in worst)
         unpriced = tuple(dict.fromkeys((*self.unpriced, *other.unpriced)))
-        return BudgetCheck(self.budget, ordered, unpriced)
+        return BudgetCheck(self.budget, ordered, unpriced, self.unmeasured or other.unmeasured)
 
     def failure_message(self, where: str) -> str:
         """What a failing test prints: every limit exceeded, then what to do."""
+        if self.unmeasured and not self.exceeded:
+            return _unmeasured_message(self.budget, where)
         over = [f"{item.name} {item.measured:g} > {item.allowed:g}" for item in self.exceeded]
         if self.unpriced:
             over.append("max_cost_usd unmeasured")
@@ -272,27 +281,49 @@ class BudgetCheck:
         return "\n".join(lines)
 
 
+def _unmeasured_message(budget: Budget, where: str) -> str:
+    limits = ", ".join(f"{name}={value:g}" for name, value in budget.limits.items())
+    off = ", ".join(f"{name}=None" for name in budget.limits)
+    return (
+        f"agent budget not measured: {where} made no model call that pytest-agentctx saw, "
+        f"so its budget ({limits}) was never checked.\n"
+        "  Model calls are measured when they go through httpx or httpx2 (the openai, "
+        "anthropic and google-genai SDKs and the frameworks built on them) in a test that "
+        "replays or records a cassette (@pytest.mark.agent), uses fake_llm or "
+        "agent_runtime.\n"
+        "  Check that the agent runs inside the test body and sends its model calls that "
+        "way. If this test makes no model call on purpose, take the budget off it: "
+        f"@pytest.mark.agent_budget({off})."
+    )
+
+
 def check_budget(
     spec: tuple[Budget, bool] | None,
     records: Callable[[], Sequence[RunRecord]],
     *,
     prices: PriceTable,
     earlier: BudgetCheck | None = None,
+    agent_test: bool = False,
 ) -> BudgetCheck | None:
     """Measure a test's runs against its budget, or ``None`` when there is nothing to check.
 
     ``spec`` is the test's budget and whether a marker set it (``None``: not read);
     ``records()`` gives the runs it made (called only when the budget has limits). The ini
-    defaults are for agent tests, so a test without runs and without a marker is not
-    checked. ``earlier`` is the check of a previous repetition of the test: the result then
-    holds the worst of both (:meth:`BudgetCheck.merged`).
+    defaults are for agent tests (``agent_test``: the plugin measures its traffic), so a
+    test that is neither marked nor an agent test is not checked. A checked test that made
+    no run fails as unmeasured (:attr:`BudgetCheck.unmeasured`): a budget nothing was
+    measured against is no pass. ``earlier`` is the check of a previous repetition of the
+    test: the result then holds the worst of both (:meth:`BudgetCheck.merged`).
     """
     if spec is None or not spec[0]:
         return None
     budget, explicit = spec
+    if not explicit and not agent_test:
+        return None  # the ini defaults are for agent tests
     made = records()
-    if not made and not explicit:
-        return None  # the ini defaults are for agent tests: tests that made runs
+    if not made:
+        check = BudgetCheck(budget, unmeasured=True)
+        return earlier.merged(check) if earlier is not None else check
     runs = [
         (f"#{number} {record.name}", record.stats(prices))
         for number, record in enumerate(made, start=1)

@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Self
 
 import httpx2
 
+from .capture.exchange import Exchange
+from .cassettes.body import Body
 from .clock import IdFactory, SequentialIds
 from .codecs import openai_chat
 from .codecs.base import Codec, Completion, DecodedRequest, Usage, codec_for_path
@@ -344,6 +346,14 @@ class FakeLLM(ScriptedModel):
     def __init__(self, *, ids: IdFactory | None = None) -> None:
         super().__init__(ids=ids)
         self._interceptor = Interceptor(self.handle)
+        self._exchanges: list[Exchange] = []
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """Every model call answered so far, as an exchange capture reads (the request's
+        JSON body and the reply's, also for a streamed reply), in the order answered."""
+        with self._lock:
+            return list(self._exchanges)
 
     # -- serving ---------------------------------------------------------------------
 
@@ -354,6 +364,7 @@ class FakeLLM(ScriptedModel):
         answer = self.answer(request.url.path, request.content)
         if answer is None:
             return None
+        self._log(request, answer)
         if answer.status != 200:
             return _error_response(answer.status, answer.error or "scripted failure")
         if answer.request is not None and answer.request.stream:
@@ -369,6 +380,21 @@ class FakeLLM(ScriptedModel):
             content=json.dumps(answer.response, ensure_ascii=False).encode(),
             headers={"content-type": "application/json"},
         )
+
+    def _log(self, request: httpx2.Request, answer: ScriptedAnswer) -> None:
+        """Keep the exchange (cheap: the bodies are the objects already at hand)."""
+        if answer.request is not None:
+            sent: Body = {"json": answer.body}
+        else:
+            sent = {"text": bytes(request.content).decode("utf-8", "replace")}
+        reply: Body = (
+            {"json": answer.response}
+            if answer.status == 200
+            else {"json": _error_body(answer.error or "scripted failure")}
+        )
+        exchange = Exchange("POST", str(request.url), answer.status, sent, reply, "fake_llm")
+        with self._lock:
+            self._exchanges.append(exchange)
 
     # -- installation ----------------------------------------------------------------
 
@@ -398,11 +424,14 @@ def _last_message(request: DecodedRequest) -> str:
     return f"{last.get('role')} {str(last.get('content'))[:60]!r}"
 
 
+def _error_body(message: str) -> dict[str, Any]:
+    return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
+
+
 def _error_response(status: int, message: str) -> Any:
-    body = {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
     return make_response(
         status,
-        content=json.dumps(body).encode(),
+        content=json.dumps(_error_body(message)).encode(),
         headers={"content-type": "application/json", "x-should-retry": "false"},
     )
 

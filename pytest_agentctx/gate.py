@@ -79,6 +79,12 @@ class GateTolerance:
                     f"{where} = {tokens!r}: expected a percentage such as 10 or 10% (or "
                     "ignore). Fix the option and run pytest again."
                 ) from None
+            if not tokens_percent >= 0:  # negative or nan
+                raise ReportError(
+                    f"{where} = {tokens!r}: tokens tolerance {tokens_percent!r}%: expected a "
+                    "percentage of 0 or more, e.g. 10 (or ignore). Fix the option and run "
+                    "pytest again."
+                )
         where = "--agent-baseline-iterations / agent_baseline_iterations"
         iteration_text = iterations.strip().lower()
         iteration_count: int | None = None
@@ -90,6 +96,12 @@ class GateTolerance:
                     f"{where} = {iterations!r}: expected a whole number such as 0 or 1 (or "
                     "ignore). Fix the option and run pytest again."
                 ) from None
+            if iteration_count < 0:
+                raise ReportError(
+                    f"{where} = {iterations!r}: iterations tolerance {iteration_count!r}: "
+                    "expected a count of 0 or more, e.g. 0 or 1 (or ignore). Fix the option "
+                    "and run pytest again."
+                )
         mode = trajectory.strip().lower()
         if mode not in _TRAJECTORY_MODES:
             raise ReportError(
@@ -174,6 +186,28 @@ def _drifts(
     return lines
 
 
+def _unmeasured(nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """The failure of a baseline entry that cannot be compared: an agent test with no
+    measured run in this session, or in the baseline (nothing to compare either way)."""
+    if not is_agent_test(before) and not is_agent_test(after):
+        return None
+    if not after.get("runs"):
+        had = len(before.get("runs") or ())
+        return (
+            f"{nodeid}: made no measured model call (the baseline has {had} run(s)): the "
+            "agent did not run, or its model calls did not go through httpx/httpx2 where the "
+            "plugin measures them; check the test, then write a new baseline with "
+            "--agent-report=PATH if the change is intended"
+        )
+    if not before.get("runs"):
+        return (
+            f"{nodeid}: the baseline has no measured run for this test (written before its "
+            "runs were measured, or the agent did not run then): nothing to compare with; "
+            "write a new baseline with --agent-report=PATH"
+        )
+    return None
+
+
 def _compare(
     report: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: GateTolerance
 ) -> tuple[dict[str, list[str]], list[str], list[str]]:
@@ -190,7 +224,10 @@ def _compare(
             continue
         if "skipped" in (test.get("outcome"), old.get("outcome")):
             continue
-        lines = _drifts(nodeid, old["stats"], test["stats"], tolerance)
+        unmeasured = _unmeasured(nodeid, old, test)
+        lines = (
+            [unmeasured] if unmeasured else _drifts(nodeid, old["stats"], test["stats"], tolerance)
+        )
         if lines:
             drifts[nodeid] = lines
     not_run = [
@@ -244,6 +281,11 @@ def _own_failures(test: Mapping[str, Any]) -> list[str]:
     nodeid = test["nodeid"]
     lines: list[str] = []
     budget = test.get("budget")
+    if (budget or {}).get("unmeasured"):
+        lines.append(
+            f"{nodeid}: budget not measured: the test made no model call the plugin saw "
+            "(see the test's failure for what to check)"
+        )
     for exceeded in (budget or {}).get("exceeded", ()):
         lines.append(
             f"{nodeid}: over budget: {exceeded['name']} measured "

@@ -41,6 +41,7 @@ __all__ = [
     "cassette_entry",
     "dumps_report",
     "is_agent_test",
+    "is_measured",
     "junit_properties",
     "load_report",
     "summary_line",
@@ -131,9 +132,15 @@ def build_record(
     repeat: Mapping[str, Any] | None = None,
     prices: PriceTable | None = None,
     contexts: bool = True,
+    measured: bool = True,
 ) -> dict[str, Any]:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
-    stats of every run and of all of them, and (with ``contexts``) each run's context."""
+    stats of every run and of all of them, and (with ``contexts``) each run's context.
+
+    ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
+    because nothing in the session reads them (no budget, report file, gate or baseline):
+    its figures are then unknown, not zero, and the record says so (``"measured": false``).
+    """
     entries: list[dict[str, Any]] = []
     totals: list[RunStats] = []
     for run in runs:
@@ -143,7 +150,7 @@ def build_record(
         if contexts:
             entry["context"] = run.context.model_dump(mode="json")
         entries.append(entry)
-    return {
+    record = {
         "suite": suite,
         "cassette": _plain(dict(cassette)) if cassette is not None else None,
         "budget": _plain(budget),
@@ -151,11 +158,25 @@ def build_record(
         "stats": RunStats.total(totals).to_dict(),
         "runs": entries,
     }
+    if not measured:
+        record["measured"] = False
+    return record
 
 
 def is_agent_test(entry: Mapping[str, Any]) -> bool:
-    """Whether a record or report entry is an agent test's: it made runs or had a cassette."""
-    return bool(entry.get("runs")) or entry.get("cassette") is not None
+    """Whether a record or report entry is an agent test's: it made runs, had a cassette,
+    or its runs were captured but not measured."""
+    return (
+        bool(entry.get("runs"))
+        or entry.get("cassette") is not None
+        or entry.get("measured") is False
+    )
+
+
+def is_measured(entry: Mapping[str, Any]) -> bool:
+    """Whether the figures of a record or report entry were measured (see
+    :func:`build_record`); reports written by ``--agent-report`` always are."""
+    return entry.get("measured", True) is not False
 
 
 def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
@@ -257,7 +278,7 @@ class ReportCollector:
             integration = self._integration.get(nodeid, False)
             record = build_record(runs=(), suite="integration" if integration else "unit")
         record = json.loads(json.dumps(record))  # a copy the report may change
-        return {
+        entry = {
             "nodeid": nodeid,
             "outcome": self._outcomes[nodeid],
             "suite": record["suite"],
@@ -267,6 +288,9 @@ class ReportCollector:
             "stats": record["stats"],
             "runs": record["runs"],
         }
+        if not is_measured(record):
+            entry["measured"] = False
+        return entry
 
 
 def _judge_shared_cassettes(tests: list[dict[str, Any]]) -> None:
@@ -389,7 +413,15 @@ def summary_line(report: Mapping[str, Any]) -> str | None:
         f"{_plural(stats.total_tokens, 'token')}, cost {_money(stats.cost_usd)}"
     )
     statuses = _statuses(agents)
-    return f"{line}; cassettes: {statuses}" if statuses else line
+    if statuses:
+        line = f"{line}; cassettes: {statuses}"
+    unmeasured = sum(not is_measured(test) for test in agents)
+    if unmeasured:
+        line += (
+            f"; {unmeasured} not measured (runs captured from traffic are measured for a "
+            "budget, --agent-report, --agent-gate or --agent-baseline)"
+        )
+    return line
 
 
 def _flagged(test: Mapping[str, Any]) -> bool:
@@ -451,17 +483,20 @@ def table_lines(report: Mapping[str, Any], *, width: int = 80, limit: int | None
 def _row(test: Mapping[str, Any], with_budget: bool, with_repeat: bool) -> list[str]:
     stats = test["stats"]
     cassette = test["cassette"]
-    cells = [
+    figures = [
         str(stats["iterations"]),
         str(stats["tool_calls"]),
         str(stats["total_tokens"]),
         _money(stats["cost_usd"]),
-        "-" if cassette is None else cassette["status"],
     ]
+    cells = [*(figures if is_measured(test) else ["?"] * 4)]
+    cells.append("-" if cassette is None else cassette["status"])
     if with_budget:
         budget = test["budget"]
         if budget is None:
             cells.append("-")
+        elif budget.get("unmeasured"):
+            cells.append("not measured")
         elif budget.get("exceeded"):
             cells.append("over: " + ", ".join(e["name"] for e in budget["exceeded"]))
         else:

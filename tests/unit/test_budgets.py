@@ -227,7 +227,42 @@ async def test_check_budget_leaves_a_test_without_runs_or_marker_unchecked() -> 
     assert check is None
 
 
-async def test_check_budget_checks_a_marked_test_without_runs() -> None:
+async def test_check_budget_fails_a_marked_test_without_runs_as_unmeasured() -> None:
     check = check_budget((Budget(max_tokens=10), True), list, prices=PriceTable())
 
-    assert check == BudgetCheck(Budget(max_tokens=10))
+    assert check == BudgetCheck(Budget(max_tokens=10), unmeasured=True)
+    assert not check.passed
+
+
+async def test_check_budget_fails_an_agent_test_without_runs_under_ini_defaults() -> None:
+    check = check_budget(
+        (Budget(max_tokens=10), False), list, prices=PriceTable(), agent_test=True
+    )
+
+    assert check is not None and check.unmeasured and not check.passed
+
+
+async def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() -> None:
+    check = BudgetCheck(Budget(max_iterations=1, max_tokens=10), unmeasured=True)
+
+    message = check.failure_message("test_x.py::test_agent")
+
+    assert message.startswith(
+        "agent budget not measured: test_x.py::test_agent made no model call"
+    )
+    assert "(max_iterations=1, max_tokens=10)" in message
+    assert "@pytest.mark.agent_budget(max_iterations=None, max_tokens=None)" in message
+
+
+async def test_an_unmeasured_budget_is_recorded_for_the_reports() -> None:
+    check = BudgetCheck(Budget(max_iterations=1), unmeasured=True)
+
+    assert check.to_dict() == {"limits": {"max_iterations": 1}, "exceeded": [], "unmeasured": True}
+
+
+async def test_a_repetition_without_runs_keeps_the_merged_check_unmeasured() -> None:
+    measured = Budget(max_iterations=5).check(runs(RunStats(iterations=1)))
+
+    merged = measured.merged(BudgetCheck(Budget(max_iterations=5), unmeasured=True))
+
+    assert merged.unmeasured and not merged.passed

@@ -902,3 +902,53 @@ async def test_names_gives_the_tools_called_in_order():
     tools = _ledger("get_weather", "get_time", "get_weather")
 
     assert tools.names() == ["get_weather", "get_time", "get_weather"]
+
+
+# -- the exchange log (what budgets and reports measure) -------------------------------
+
+
+async def test_the_fake_logs_each_answered_call_as_an_exchange(fake, openai_client):
+    fake.reply("Sunny.")
+
+    await _ask_openai(openai_client)
+
+    [exchange] = fake.exchanges
+    assert (exchange.method, exchange.path, exchange.status) == (
+        "POST",
+        "/v1/chat/completions",
+        200,
+    )
+    assert exchange.request_json()["messages"] == QUESTION
+    assert exchange.response_json()["choices"][0]["message"]["content"] == "Sunny."
+
+
+async def test_the_fake_logs_a_streamed_reply_as_its_json_completion(fake, openai_client):
+    fake.reply("Sunny.")
+
+    stream = await openai_client.chat.completions.create(
+        model=OPENAI_MODEL, messages=QUESTION, stream=True
+    )
+    async for _ in stream:
+        pass
+
+    [exchange] = fake.exchanges
+    assert exchange.request_json()["stream"] is True
+    assert exchange.response_json()["choices"][0]["message"]["content"] == "Sunny."
+
+
+async def test_the_fake_logs_a_scripted_failure_with_its_status(fake, anthropic_client):
+    fake.fail(503, "overloaded")
+
+    with pytest.raises(anthropic.APIStatusError):
+        await _ask_anthropic(anthropic_client)
+
+    [exchange] = fake.exchanges
+    assert exchange.status == 503
+    assert exchange.response_json()["error"]["message"] == "overloaded"
+
+
+async def test_the_fake_logs_no_exchange_for_other_endpoints(fake, loopback_url):
+    async with httpx2.AsyncClient() as client:
+        await client.get(f"{loopback_url}/health")
+
+    assert fake.exchanges == []

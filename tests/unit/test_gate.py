@@ -328,3 +328,42 @@ async def test_the_baseline_line_follows_the_failures() -> None:
         "  t.py::a: x",
         "baseline: b.json (tokens ±10%, iterations ±0, trajectory exact)",
     ]
+
+
+# -- nothing measured ------------------------------------------------------------------
+
+
+async def test_an_unmeasured_budget_fails_the_gate() -> None:
+    budget = {"limits": {"max_iterations": 1}, "exceeded": [], "unmeasured": True}
+
+    result = evaluate_gate(_report(_test("t.py::a", runs=0, budget=budget)))
+
+    assert result.failures == (
+        "t.py::a: budget not measured: the test made no model call the plugin saw (see the "
+        "test's failure for what to check)",
+    )
+
+
+async def test_a_baseline_test_that_now_made_no_measured_run_fails() -> None:
+    now = _report(_test("t.py::a", runs=0, iterations=0, tokens=0, trajectory=()))
+
+    result = compare_reports(now, _report(_test("t.py::a")))
+
+    [line] = result.drifts
+    assert line.startswith("t.py::a: made no measured model call (the baseline has 1 run(s))")
+
+
+async def test_a_baseline_entry_without_runs_cannot_be_compared_and_fails() -> None:
+    cassette = {"path": "c.json", "status": "replayed", "unused": []}
+    before = _report(_test("t.py::a", runs=0, iterations=0, tokens=0, cassette=cassette))
+
+    result = compare_reports(_report(_test("t.py::a", iterations=3, cassette=cassette)), before)
+
+    [line] = result.drifts
+    assert line.startswith("t.py::a: the baseline has no measured run for this test")
+
+
+async def test_plain_tests_without_runs_in_both_reports_are_not_compared() -> None:
+    plain = _test("t.py::plain", runs=0, iterations=0, tokens=0, trajectory=())
+
+    assert compare_reports(_report(plain), _report(plain)).drifts == ()

@@ -504,3 +504,38 @@ async def test_the_summary_line_adds_up_the_agent_tests() -> None:
 
 async def test_there_is_no_summary_line_without_agent_tests() -> None:
     assert summary_line(_report(("a.py::t", "passed", _record(runs=[])))) is None
+
+
+# -- runs captured but not measured ----------------------------------------------------
+
+
+async def test_an_unmeasured_record_says_so_and_is_an_agent_test() -> None:
+    record = _record(runs=[], measured=False)
+
+    assert record["measured"] is False and is_agent_test(record)
+
+
+async def test_a_measured_record_has_no_measured_key() -> None:
+    assert "measured" not in _record()
+
+
+async def test_the_table_shows_unknown_figures_for_an_unmeasured_test() -> None:
+    report = _report(("a.py::t", "passed", _record(runs=[], measured=False)))
+
+    [_, row] = table_lines(report, width=80)
+
+    assert row.split() == ["a.py::t", "?", "?", "?", "?", "-"]
+
+
+async def test_the_summary_line_counts_the_unmeasured_tests_and_says_how_to_measure() -> None:
+    report = _report(
+        ("a.py::t", "passed", _record()),
+        ("a.py::u", "passed", _record(runs=[], measured=False)),
+    )
+
+    line = summary_line(report)
+
+    assert line is not None and line.endswith(
+        "; 1 not measured (runs captured from traffic are measured for a budget, "
+        "--agent-report, --agent-gate or --agent-baseline)"
+    )

@@ -203,6 +203,44 @@ async def test_a_run_log_reads_its_sources_when_asked() -> None:
             raise AssertionError(other)
 
 
+async def test_a_run_log_prefers_the_exact_runs_to_the_captured_ones() -> None:
+    log = RunLog()
+    log.set_captured(lambda: [RunRecord("conversation 1", "captured", run())])
+    log.add_source(lambda: [RunRecord("weather", "runtime", run())])
+
+    assert [r.source for r in log.records()] == ["runtime"]
+
+
+async def test_a_run_log_falls_back_to_the_captured_runs_when_the_runtime_made_none() -> None:
+    log = RunLog()
+    log.add_source(list)
+    log.set_captured(lambda: [RunRecord("conversation 1", "captured", run())])
+
+    assert [r.source for r in log.records()] == ["captured"]
+
+
+async def test_a_run_log_reads_no_captured_runs_for_its_exact_records() -> None:
+    read: list[bool] = []
+    log = RunLog()
+    log.set_captured(lambda: read.append(True) or [])
+
+    assert (log.exact_records(), read, log.captures, log.measurable) == ([], [], True, True)
+
+
+async def test_a_run_log_keeps_each_repetition_apart() -> None:
+    log = RunLog()
+    log.set_captured(lambda: [RunRecord("first", "captured", run())])
+    log.new_part()
+    log.set_captured(lambda: [RunRecord("second", "captured", run())])
+
+    assert [r.name for r in log.records()] == ["first", "second"]
+    assert [r.name for r in log.records(last_part=True)] == ["second"]
+
+
+async def test_an_empty_run_log_is_not_measurable() -> None:
+    assert not RunLog().measurable
+
+
 async def test_a_record_measures_its_context_with_the_given_prices() -> None:
     record = RunRecord("r", "captured", run(usage=USAGE, model="house"))
 
