@@ -13,6 +13,15 @@ library the request came from, and may send the request on to the real network w
 :func:`forward_sync` / :func:`forward_async` (through the client's own transport: its
 connection pool, proxies and TLS settings). The fake model and the cassettes are handlers;
 nothing else patches the network.
+
+Other tools in the same test come first: a request that an active ``respx`` router has a
+route for, at the layer below the transport where respx mocks (``httpcore`` for ``httpx``,
+``httpcore2`` for ``httpx2``), is not offered to the handlers but sent on to the real
+transport, where respx answers it. Only handlers started with ``witness=True`` (recorders of
+what the test saw) are offered it first; they must pass it on (:func:`forward_sync` /
+:func:`forward_async`), and :func:`answered_by_another_tool` tells them why. A request respx
+has no route for, or a pass-through route, goes to the handlers as usual. Without respx, or
+with no respx router active, this costs one dictionary look-up per request.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import contextlib
 import contextvars
 import importlib
 import inspect
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +42,7 @@ import httpx2
 __all__ = [
     "Handler",
     "Interceptor",
+    "answered_by_another_tool",
     "forward_async",
     "forward_sync",
     "handlers_before",
@@ -52,17 +63,43 @@ class _Library:
     async_original: Callable[..., Any]
     stream_classes: tuple[type, type] | None = None
 
+    @property
+    def core(self) -> str:
+        """The package its transports send through, where respx mocks it (``httpcore2``)."""
+        return self.module.__name__.replace("httpx", "httpcore", 1)
+
 
 _lock = threading.RLock()
 _handlers: list[Handler] = []
+#: The active handlers that are also offered the requests another tool answers.
+_witnesses: list[Handler] = []
 _libraries: list[_Library] = []
-# (transport instance, is async, library) of the request being handled.
-_current: contextvars.ContextVar[tuple[Any, bool, _Library] | None] = contextvars.ContextVar(
+
+
+@dataclass
+class _Handling:
+    """The request being handled, and where it came from."""
+
+    transport: Any
+    is_async: bool
+    library: _Library
+    #: The respx route that matched it (see :func:`_respx_route`), if any.
+    route: _RespxRoute | None = None
+    #: Whether a handler sent it on to the real transport.
+    forwarded: bool = False
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether another tool (a respx route) answers it below the transport."""
+        return self.route is not None and not self.route.passes_through
+
+
+_current: contextvars.ContextVar[_Handling | None] = contextvars.ContextVar(
     "agentctx_transport", default=None
 )
 
 
-def _require_current(what: str) -> tuple[Any, bool, _Library]:
+def _require_current(what: str) -> _Handling:
     current = _current.get()
     if current is None:
         raise RuntimeError(f"{what} is only available inside an interceptor handler")
@@ -72,23 +109,33 @@ def _require_current(what: str) -> tuple[Any, bool, _Library]:
 def is_async_request() -> bool:
     """Whether the request being handled comes from an async client."""
     current = _current.get()
-    return bool(current and current[1])
+    return bool(current and current.is_async)
+
+
+def answered_by_another_tool() -> bool:
+    """Whether another tool in the test (a ``respx`` route) answers the request being
+    handled, below the transport. Only witnesses are offered such a request; they pass it
+    on with :func:`forward_sync` / :func:`forward_async` and never store it as their own."""
+    current = _current.get()
+    return bool(current and current.elsewhere)
 
 
 def forward_sync(request: Any) -> Any:
     """Send the request being handled to the real network (sync clients)."""
-    transport, is_async, library = _require_current("forward_sync()")
-    if is_async:
+    current = _require_current("forward_sync()")
+    if current.is_async:
         raise RuntimeError("forward_sync() called for an async client; use forward_async()")
-    return library.sync_original(transport, request)
+    current.forwarded = True
+    return current.library.sync_original(current.transport, request)
 
 
 async def forward_async(request: Any) -> Any:
     """Send the request being handled to the real network (async clients)."""
-    transport, is_async, library = _require_current("forward_async()")
-    if not is_async:
+    current = _require_current("forward_async()")
+    if not current.is_async:
         raise RuntimeError("forward_async() called for a sync client; use forward_sync()")
-    return await library.async_original(transport, request)
+    current.forwarded = True
+    return await current.library.async_original(current.transport, request)
 
 
 #: The stream classes of each library, built once: a library is patched anew for every
@@ -175,9 +222,9 @@ def make_response(
     as a stream is.
     """
     current = _current.get()
-    module = current[2].module if current else httpx2
+    module = current.library.module if current else httpx2
     if chunks is not None:
-        library = current[2] if current else _library_for(httpx2)
+        library = current.library if current else _library_for(httpx2)
         chunk_stream, _ = _stream_classes(library)
         return module.Response(status, headers=list(_pairs(headers)), stream=chunk_stream(chunks))
     return module.Response(status, headers=list(_pairs(headers)), content=content or b"")
@@ -186,7 +233,7 @@ def make_response(
 def tee_response(response: Any, on_close: Callable[[bytes, bool], None]) -> Any:
     """Wrap a live response so its body streams through and ``on_close(body, complete)``
     gets a copy of the raw bytes when the client closes it."""
-    _, _, library = _require_current("tee_response()")
+    library = _require_current("tee_response()").library
     _, tee_stream = _stream_classes(library)
     return library.module.Response(
         response.status_code,
@@ -204,18 +251,24 @@ def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> Iterator[t
 
 def handlers_before(handler: Handler) -> list[Handler]:
     """The handlers started before ``handler`` that are still active, newest first (the
-    order they are offered a request in); empty when ``handler`` is not active.
+    order they are offered a request in); empty when ``handler`` is not active. Inside a
+    handler, for a request another tool answers (:func:`answered_by_another_tool`), only
+    the witnesses among them, as only they are offered it.
 
     A handler that answers a request as if it were not there (a recorder) asks them in
     this order, then forwards what none of them answers.
     """
     with _lock:
         handlers = list(_handlers)
+        witnesses = list(_witnesses)
     try:
         position = handlers.index(handler)
     except ValueError:
         return []
-    return list(reversed(handlers[:position]))
+    older = reversed(handlers[:position])
+    if answered_by_another_tool():
+        return [h for h in older if h in witnesses]
+    return list(older)
 
 
 def _library_for(module: ModuleType) -> _Library:
@@ -229,9 +282,114 @@ def _library_for(module: ModuleType) -> _Library:
     )
 
 
-def _dispatch_sync(request: Any) -> Any:
-    request.read()
-    for handler in reversed(list(_handlers)):
+# -- other tools: respx ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _RespxRoute:
+    """The respx route a request matched, with its router and the request respx matched."""
+
+    router: Any
+    route: Any
+    request: Any  # the httpx.Request respx sees
+
+    @property
+    def passes_through(self) -> bool:
+        return bool(getattr(self.route, "is_pass_through", False))
+
+    def note_pass_through(self) -> None:
+        """Count the request as a call of its pass-through route, as respx does when it
+        passes one on (``assert_all_called`` then holds when a handler answered it)."""
+        record = getattr(self.router, "record", None)
+        if record is not None:
+            record(self.request, response=None, route=self.route)
+
+
+def _respx_route(request: Any, library: _Library) -> _RespxRoute | None:
+    """The route of an active respx router that matches ``request`` at the layer below
+    ``library``'s transports, where respx would answer it; ``None`` when there is none.
+
+    respx keeps its mockers in ``respx.mocks.Mocker.registry``: each patches some
+    ``targets`` (``httpcore._sync.connection_pool.ConnectionPool``...) while routers are
+    registered with it. respx's default mocker (``using="httpcore"``) patches ``httpcore``,
+    below ``httpx``'s transports; pytest-httpx2's (``using="httpcore2"``) patches
+    ``httpcore2``, below ``httpx2``'s. respx's ``using="httpx"`` mocker answers in the
+    client, before the transport: its requests never reach the handlers.
+    """
+    mocks = sys.modules.get("respx.mocks")
+    if mocks is None:  # respx not imported: nothing to ask
+        return None
+    registry = getattr(getattr(mocks, "Mocker", None), "registry", None)
+    if not registry:
+        return None
+    prefix = library.core + "."
+    probe: Any = None
+    for mocker in tuple(registry.values()):
+        routers = getattr(mocker, "routers", None)
+        if not routers:
+            continue
+        if not any(str(target).startswith(prefix) for target in getattr(mocker, "targets", ())):
+            continue
+        if probe is None:
+            probe = _as_httpx_request(request)
+        for router in tuple(routers):
+            route = _first_match(router, probe)
+            if route is not None:
+                return _RespxRoute(router, route, probe)
+    return None
+
+
+def _as_httpx_request(request: Any) -> Any:
+    """``request`` as the ``httpx.Request`` respx matches (respx builds one from the
+    ``httpcore(2)`` request the same way: method, URL, raw headers, body)."""
+    httpx = sys.modules.get("httpx")
+    if httpx is None or isinstance(request, httpx.Request):
+        return request
+    probe = httpx.Request(
+        request.method,
+        str(request.url),
+        headers=request.headers.raw,
+        stream=httpx.ByteStream(bytes(request.content or b"")),
+    )
+    probe.read()
+    return probe
+
+
+def _first_match(router: Any, request: Any) -> Any:
+    """The first route of ``router`` whose pattern matches ``request`` (respx stops at it
+    too), or ``None``. Patterns only: no side effect runs and no call is recorded here;
+    respx does both when it answers the request itself."""
+    for route in tuple(getattr(router, "routes", ())):
+        pattern = getattr(route, "pattern", None)
+        if not pattern or pattern.match(request):
+            return route
+    return None
+
+
+def _offered(current: _Handling) -> list[Handler]:
+    """The handlers to offer a request, newest first: only the witnesses when another
+    tool answers it."""
+    if current.elsewhere:
+        return [h for h in reversed(_handlers) if h in _witnesses]
+    return list(reversed(_handlers))
+
+
+def _answered(current: _Handling, response: Any) -> Any:
+    """``response`` as a handler gave it; a pass-through respx route it matched counts a
+    call when the request did not go on to respx."""
+    route = current.route
+    if (
+        response is not None
+        and route is not None
+        and route.passes_through
+        and not current.forwarded
+    ):
+        route.note_pass_through()
+    return response
+
+
+def _dispatch_sync(request: Any, handlers: list[Handler]) -> Any:
+    for handler in handlers:
         response = handler(request)
         if inspect.isawaitable(response):
             close = getattr(response, "close", None)
@@ -246,9 +404,8 @@ def _dispatch_sync(request: Any) -> Any:
     return None
 
 
-async def _dispatch_async(request: Any) -> Any:
-    await request.aread()
-    for handler in reversed(list(_handlers)):
+async def _dispatch_async(request: Any, handlers: list[Handler]) -> Any:
+    for handler in handlers:
         response = handler(request)
         if inspect.isawaitable(response):
             response = await response
@@ -259,9 +416,11 @@ async def _dispatch_async(request: Any) -> Any:
 
 def _patch(library: _Library) -> None:
     def handle_request(self: Any, request: Any) -> Any:
-        token = _current.set((self, False, library))
+        request.read()
+        current = _Handling(self, False, library, _respx_route(request, library))
+        token = _current.set(current)
         try:
-            response = _dispatch_sync(request)
+            response = _answered(current, _dispatch_sync(request, _offered(current)))
         finally:
             _current.reset(token)
         if response is not None:
@@ -269,9 +428,11 @@ def _patch(library: _Library) -> None:
         return library.sync_original(self, request)
 
     async def handle_async_request(self: Any, request: Any) -> Any:
-        token = _current.set((self, True, library))
+        await request.aread()
+        current = _Handling(self, True, library, _respx_route(request, library))
+        token = _current.set(current)
         try:
-            response = await _dispatch_async(request)
+            response = _answered(current, await _dispatch_async(request, _offered(current)))
         finally:
             _current.reset(token)
         if response is not None:
@@ -300,10 +461,16 @@ def _uninstall() -> None:
 
 
 class Interceptor:
-    """Routes HTTP requests to ``handler`` while started (also a context manager)."""
+    """Routes HTTP requests to ``handler`` while started (also a context manager).
 
-    def __init__(self, handler: Handler) -> None:
+    A ``witness`` handler is also offered the requests another tool in the test answers
+    (:func:`answered_by_another_tool`): it must pass them on, and may keep a copy of what
+    the test saw. Other handlers never see them.
+    """
+
+    def __init__(self, handler: Handler, *, witness: bool = False) -> None:
         self.handler = handler
+        self.witness = witness
         self._active = False
 
     @property
@@ -317,6 +484,8 @@ class Interceptor:
             if not _handlers:
                 _install()
             _handlers.append(self.handler)
+            if self.witness:
+                _witnesses.append(self.handler)
             self._active = True
 
     def stop(self) -> None:
@@ -324,6 +493,8 @@ class Interceptor:
             if not self._active:
                 return
             _handlers.remove(self.handler)
+            if self.witness:
+                _witnesses.remove(self.handler)
             self._active = False
             if not _handlers:
                 _uninstall()

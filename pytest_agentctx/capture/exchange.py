@@ -91,13 +91,14 @@ class TrafficRecorder:
     fake model) as it would without it; one that none of them answers is forwarded to the
     network through the client's own transport. Each response's body is copied as the
     client reads it, so streams pass through unchanged; an exchange joins :attr:`exchanges`
-    once its response is closed.
+    once its response is closed. It witnesses the requests another tool in the test (a
+    ``respx`` route) answers too: they reach that tool and are kept like the others.
     """
 
     def __init__(self) -> None:
         self._slots: list[Exchange | None] = []
         self._lock = threading.Lock()
-        self.interceptor = transport.Interceptor(self.handle)
+        self.interceptor = transport.Interceptor(self.handle, witness=True)
 
     @property
     def exchanges(self) -> list[Exchange]:

@@ -26,6 +26,7 @@ from typing import Any
 from ..exceptions import CassetteMiss, StaleCassette
 from ..transport import (
     Interceptor,
+    answered_by_another_tool,
     forward_async,
     forward_sync,
     is_async_request,
@@ -104,7 +105,12 @@ class Cassette:
         self.recorded_interactions: list[Interaction | None] = []
         self.misses: list[Miss] = []
         self._lock = threading.Lock()
-        self._interceptor = Interceptor(self.handle)
+        # A witness: it sees the requests another tool (a respx route) answers, and logs
+        # them for capture without ever saving them (see _witness).
+        self._interceptor = Interceptor(self.handle, witness=True)
+        #: (position in _log it came before, interaction) of each request another tool
+        #: answered: what the test saw, never written to the cassette.
+        self._witnessed: list[tuple[int, Interaction | None]] = []
         self.played: list[int] = []
         # Every exchange in the order its request came: (recorded?, index into loaded or
         # recorded_interactions). Capture reads it (see exchange_log).
@@ -186,6 +192,8 @@ class Cassette:
 
     def handle(self, request: Any) -> Any:
         """Answer ``request`` from the cassette, record it, or report a miss."""
+        if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
+            return self._witness(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._record(request, *self._redacted_request(request))
         key, url, body_json, raw = self._request_key(request)
@@ -272,6 +280,46 @@ class Cassette:
                 return tee_response(response, lambda data, done: store(data, done, response))
 
             return record_async()
+        response = forward_sync(request)
+        return tee_response(response, lambda data, done: store(data, done, response))
+
+    def _witness(self, request: Any) -> Any:
+        """Pass on a request another tool in the test answers (a respx route), keeping a
+        redacted copy of the exchange for :attr:`exchange_log` only."""
+        url, body_json, raw = self._redacted_request(request)
+        request_body: Body = (
+            {"json": body_json}
+            if body_json is not NO_JSON
+            else encode_body(raw, request.headers.get("content-type"))
+        )
+        method = request.method.upper()
+        with self._lock:
+            slot = len(self._witnessed)
+            self._witnessed.append((len(self._log), None))
+
+        def store(raw_body: bytes, complete: bool, response: Any) -> None:
+            decoded, ok = decompress(raw_body, response.headers.get("content-encoding"))
+            body = encode_body(decoded, response.headers.get("content-type")) if ok else None
+            interaction = Interaction(
+                method=method,
+                url=url,
+                request_headers={},
+                request_body=request_body,
+                status=response.status_code,
+                response_headers={},
+                response_body=self.redactor.body(body),
+                origin=f"other-tool#{slot}",
+            )
+            with self._lock:
+                self._witnessed[slot] = (self._witnessed[slot][0], interaction)
+
+        if is_async_request():
+
+            async def witness_async() -> Any:
+                response = await forward_async(request)
+                return tee_response(response, lambda data, done: store(data, done, response))
+
+            return witness_async()
         response = forward_sync(request)
         return tee_response(response, lambda data, done: store(data, done, response))
 
@@ -375,16 +423,17 @@ class Cassette:
 
     @property
     def exchange_log(self) -> list[Interaction]:
-        """The interactions this test used, replayed or recorded, in the order of their
-        requests (a recording joins once its response was read to the end)."""
+        """The interactions this test used, replayed or recorded, and those another tool
+        (a respx route) answered, in the order of their requests (a recording joins once its
+        response was read to the end)."""
         with self._lock:
             log = list(self._log)
             recorded = list(self.recorded_interactions)
-        return [
-            item
-            for item in (recorded[index] if new else self.loaded[index] for new, index in log)
-            if item is not None
-        ]
+            witnessed = list(self._witnessed)
+        used = [recorded[index] if new else self.loaded[index] for new, index in log]
+        for position, interaction in reversed(witnessed):
+            used.insert(position, interaction)
+        return [item for item in used if item is not None]
 
     @property
     def recorded(self) -> bool:

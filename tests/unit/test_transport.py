@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 from collections.abc import AsyncIterator
 
 import httpx
 import httpx2
 import pytest
+import pytest_httpx2  # noqa: F401  (registers respx's "httpcore2" mocker, for httpx2)
+import respx
 
 from pytest_agentctx.transport import (
     Interceptor,
+    answered_by_another_tool,
     forward_async,
     forward_sync,
     handlers_before,
@@ -531,3 +535,247 @@ async def test_handlers_before_an_inactive_handler_is_empty():
         older = handlers_before(_answer("never started"))
 
     assert older == []
+
+
+# -- other tools: respx --------------------------------------------------------------
+
+WEATHER = "https://weather.example/v1/now?city=Paris"
+
+
+def _recording(offered: list[str], text: str = "intercepted"):
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        offered.append(f"{request.method} {request.url}")
+        return make_response(200, content=text.encode())
+
+    return handler
+
+
+async def test_a_respx_route_answers_an_httpx2_async_request_before_the_handlers():
+    offered: list[str] = []
+
+    with Interceptor(_recording(offered)), respx.mock(using="httpcore2") as router:
+        route = router.get(WEATHER).respond(200, json={"sky": "sunny"})
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.json(), route.call_count, offered) == ({"sky": "sunny"}, 1, [])
+
+
+async def test_a_respx_route_answers_an_httpx2_sync_request_before_the_handlers():
+    offered: list[str] = []
+
+    with (
+        Interceptor(_recording(offered)),
+        respx.mock(using="httpcore2") as router,
+        httpx2.Client(verify=_TLS) as client,
+    ):
+        route = router.get(WEATHER).respond(200, json={"sky": "sunny"})
+        response = client.get(WEATHER)
+
+    assert (response.json(), route.call_count, offered) == ({"sky": "sunny"}, 1, [])
+
+
+async def test_a_default_respx_route_answers_an_httpx_async_request_before_the_handlers():
+    offered: list[str] = []
+
+    with Interceptor(_recording(offered)), respx.mock as router:
+        route = router.get(WEATHER).respond(200, text="sunny")
+        async with httpx.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.text, route.call_count, offered) == ("sunny", 1, [])
+
+
+async def test_a_default_respx_route_answers_an_httpx_sync_request_before_the_handlers():
+    offered: list[str] = []
+
+    with (
+        Interceptor(_recording(offered)),
+        respx.mock as router,
+        httpx.Client(verify=_TLS) as client,
+    ):
+        route = router.get(WEATHER).respond(200, text="sunny")
+        response = await asyncio.to_thread(client.get, WEATHER)
+
+    assert (response.text, route.call_count, offered) == ("sunny", 1, [])
+
+
+async def test_a_respx_route_matching_the_body_answers_a_streamed_httpx2_request():
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"city": '
+        yield b'"Paris"}'
+
+    with Interceptor(_answer("intercepted")), respx.mock(using="httpcore2") as router:
+        router.post(WEATHER, json={"city": "Paris"}).respond(201, text="sunny")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.post(WEATHER, content=chunks())
+
+    assert (response.status_code, response.text) == (201, "sunny")
+
+
+async def test_a_respx_route_under_a_base_url_answers_before_the_handlers():
+    with (
+        Interceptor(_answer("intercepted")),
+        respx.mock(using="httpcore2", base_url="https://weather.example/v1") as router,
+    ):
+        router.get("/now").respond(200, text="sunny")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert response.text == "sunny"
+
+
+async def test_a_request_respx_has_no_route_for_goes_to_the_handlers():
+    offered: list[str] = []
+
+    with (
+        Interceptor(_recording(offered)),
+        respx.mock(using="httpcore2", assert_all_mocked=False, assert_all_called=False) as router,
+    ):
+        route = router.get("https://weather.example/v1/forecast").respond(200, text="rain")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.text, route.call_count, offered) == ("intercepted", 0, [f"GET {WEATHER}"])
+
+
+async def test_a_pass_through_route_goes_to_the_handlers_and_counts_the_call():
+    with Interceptor(_answer("intercepted")), respx.mock(using="httpcore2") as router:
+        route = router.get(WEATHER).pass_through()
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+        calls = route.call_count
+
+    assert (response.text, calls) == ("intercepted", 1)
+
+
+async def _pass_through_calls(url: str) -> int:
+    """How many calls respx counts on a pass-through route for one GET of ``url``."""
+    with respx.mock(using="httpcore2") as router:
+        route = router.get(url).pass_through()
+        async with httpx2.AsyncClient(trust_env=False, verify=_TLS) as client:
+            await client.get(url)
+        return route.call_count
+
+
+async def test_a_pass_through_route_forwarded_by_a_handler_counts_what_respx_counts(
+    loopback_url,
+):
+    async def forward(request: httpx2.Request) -> httpx2.Response:
+        return await forward_async(request)
+
+    without = await _pass_through_calls(loopback_url)
+    with Interceptor(forward):
+        with_handler = await _pass_through_calls(loopback_url)
+
+    assert with_handler == without
+
+
+async def test_a_route_of_respx_for_httpx_does_not_take_an_httpx2_request():
+    # respx's default mocker patches httpcore, which httpx2 clients never reach: without
+    # this package, respx would not answer the request either.
+    with (
+        Interceptor(_answer("intercepted")),
+        respx.mock(assert_all_called=False) as router,
+    ):
+        route = router.get(WEATHER).respond(200, text="sunny")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.text, route.call_count) == ("intercepted", 0)
+
+
+async def test_a_respx_side_effect_runs_once_per_request():
+    calls: list[str] = []
+
+    def side_effect(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.host)
+        return httpx.Response(200, text="sunny")
+
+    with Interceptor(_answer("intercepted")), respx.mock(using="httpcore2") as router:
+        router.get(WEATHER).mock(side_effect=side_effect)
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.text, calls) == ("sunny", ["weather.example"])
+
+
+async def test_the_handlers_answer_again_once_the_respx_router_stopped():
+    with Interceptor(_answer("intercepted")):
+        with respx.mock(using="httpcore2", assert_all_called=False) as router:
+            router.get(WEATHER).respond(200, text="sunny")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert response.text == "intercepted"
+
+
+async def test_a_witness_is_offered_a_request_respx_answers_and_sees_its_response():
+    seen: list[tuple[bool, str]] = []
+    older_offered: list[str] = []
+
+    async def witness(request: httpx2.Request) -> httpx2.Response:
+        response = await forward_async(request)
+        await response.aread()
+        seen.append((answered_by_another_tool(), response.text))
+        return response
+
+    with (
+        Interceptor(_recording(older_offered)),
+        Interceptor(witness, witness=True),
+        respx.mock(using="httpcore2") as router,
+    ):
+        router.get(WEATHER).respond(200, text="sunny")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.text, seen, older_offered) == ("sunny", [(True, "sunny")], [])
+
+
+async def test_handlers_before_lists_only_witnesses_for_a_request_respx_answers():
+    older: list[object] = []
+    plain, older_witness = _answer("plain"), _pass
+
+    def newest(request: httpx2.Request) -> None:
+        older.extend(handlers_before(newest))
+
+    with (
+        Interceptor(older_witness, witness=True),
+        Interceptor(plain),
+        Interceptor(newest, witness=True),
+        respx.mock(using="httpcore2") as router,
+    ):
+        router.get(WEATHER).respond(200, text="sunny")
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            await client.get(WEATHER)
+
+    assert older == [older_witness]
+
+
+async def test_answered_by_another_tool_is_false_for_a_request_the_handlers_answer():
+    seen: list[bool] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(answered_by_another_tool())
+        return httpx2.Response(200)
+
+    with Interceptor(handler, witness=True):
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            await client.get(UNREACHABLE)
+
+    assert seen == [False]
+
+
+async def test_answered_by_another_tool_is_false_outside_a_handler():
+    assert answered_by_another_tool() is False
+
+
+async def test_the_transport_does_not_import_respx_when_the_test_did_not(monkeypatch):
+    for name in [name for name in sys.modules if name == "respx" or name.startswith("respx.")]:
+        monkeypatch.delitem(sys.modules, name)
+
+    with Interceptor(_answer("intercepted")):
+        async with httpx2.AsyncClient(verify=_TLS) as client:
+            response = await client.get(WEATHER)
+
+    assert (response.text, "respx.mocks" in sys.modules) == ("intercepted", False)
