@@ -168,11 +168,15 @@ class ClockSettings:
         parsed = parse_datetime(start, what="agent_clock_start")
         try:
             seconds = float(step)
-        except ValueError:
+            delta = timedelta(seconds=seconds)  # refuses nan, inf and overflowing values
+        except (ValueError, OverflowError):
             raise ValueError(
                 f"agent_clock_step = {step!r} is not a number of seconds; "
                 "set it to e.g. 1 or 0.5 in your pytest configuration."
             ) from None
         if seconds < 0:
-            raise ValueError(f"agent_clock_step = {step!r} must not be negative.")
-        return cls(parsed, timedelta(seconds=seconds), tuple(ignore))
+            raise ValueError(
+                f"agent_clock_step = {step!r} must not be negative; "
+                "set it to e.g. 1 or 0.5 in your pytest configuration."
+            )
+        return cls(parsed, delta, tuple(ignore))

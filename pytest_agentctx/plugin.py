@@ -21,6 +21,7 @@ from .cassettes.settings import (
     cassette_config,
     cassette_path,
     is_agent_test,
+    marker_options,
     normalise_record_args,
 )
 from .clock import ClockSettings, SequentialIds, StepClock
@@ -252,16 +253,16 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     ):
         yield None
         return
-    marker_kwargs: dict[str, object] = {}
-    for marker in reversed(list(item.iter_markers("agent"))):
-        marker_kwargs.update(marker.kwargs)
-    try:
+    try:  # a bad marker option or config value is an error of this test, naming it
+        marks = [(marker.args, marker.kwargs) for marker in item.iter_markers("agent")]
+        options = TestOptions.resolve(
+            settings, marker_options(marks, where=item.nodeid), where=item.nodeid
+        )
         config = cassette_config(
             request.getfixturevalue("agent_cassette_config"), where=item.nodeid
         )
-        options = TestOptions.resolve(settings, marker_kwargs, where=f"{item.nodeid}")
-    except CassetteError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    except CassetteError as exc:  # the message says it all: no frames of the plugin
+        raise pytest.fail.Exception(f"CassetteError: {exc}", pytrace=False) from None
     cls = getattr(item, "cls", None)
     path = cassette_path(
         settings,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from pytest_agentctx.cassettes.settings import (
     cassette_config,
     cassette_path,
     is_agent_test,
+    marker_options,
     normalise_record_args,
     parse_mode,
 )
@@ -123,6 +125,36 @@ async def test_unknown_format_is_an_error():
         _settings(cassette_format="toml")
 
 
+async def test_empty_cassette_dir_is_an_error():
+    with pytest.raises(CassetteError, match=r"^agent_cassette_dir = ''; expected a folder"):
+        _settings(directory="")
+
+
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [("https://api.test/v1", "is a URL or has a path"), ("api.test:443", "has a port")],
+)  # fmt: skip
+async def test_ini_allowed_hosts_that_can_never_match_are_errors(host, problem):
+    with pytest.raises(
+        CassetteError, match=rf"^agent_allowed_hosts: '{re.escape(host)}' {problem}"
+    ):
+        _settings(allowed_hosts=[host])
+
+
+async def test_ini_secret_env_line_with_a_value_is_an_error_that_does_not_show_it():
+    with pytest.raises(CassetteError) as caught:
+        _settings(secret_env=["MY_TOKEN=tok-0123456789"])
+
+    assert str(caught.value).startswith(
+        "agent_secret_env: 'MY_TOKEN=...' is not the name of an environment variable;"
+    )
+    assert "tok-0123456789" not in str(caught.value)
+
+
+async def test_ini_secret_env_names_are_kept():
+    assert _settings(secret_env=["MY_TOKEN", "OTHER"]).secret_env == ("MY_TOKEN", "OTHER")
+
+
 async def test_ini_ignore_fields_add_to_the_defaults():
     assert _settings(ignore_fields=["seed"]).ignore_fields == (*DEFAULT_IGNORED_FIELDS, "seed")
 
@@ -134,7 +166,7 @@ async def test_marker_options_are_read():
     options = TestOptions.resolve(
         _settings(allowed_hosts=["ini.test"]),
         {"cassette": "shared", "allow_unused": True, "allowed_hosts": ["api.test"],
-         "match_ignore": ["seed"], "note": 1},
+         "match_ignore": ("seed",)},
         where="t.py::test",
     )  # fmt: skip
 
@@ -145,11 +177,85 @@ async def test_marker_options_are_read():
             mode=RecordMode.NONE,
             allowed_hosts=("ini.test", "api.test"),
             ignore_fields=(*_, "seed"),
-            extra={"note": 1},
         ):
             pass
         case other:
             raise AssertionError(other)
+
+
+async def test_misspelt_marker_option_is_refused_with_the_close_match_and_the_options():
+    with pytest.raises(CassetteError) as caught:
+        TestOptions.resolve(_settings(), {"cassete": "shared"}, where="t.py::test")
+
+    assert str(caught.value) == (
+        "t.py::test: @pytest.mark.agent has no option 'cassete' (did you mean cassette?); its "
+        "options are cassette, allow_unused, record_mode, allowed_hosts, match_ignore, e.g. "
+        "@pytest.mark.agent(cassette='weather_shared'). Fix the marker."
+    )
+
+
+async def test_unknown_marker_option_without_a_close_match_lists_the_options():
+    with pytest.raises(CassetteError) as caught:
+        TestOptions.resolve(_settings(), {"note": 1}, where="t.py::test")
+
+    assert "did you mean" not in str(caught.value)
+    assert "has no option 'note'; its options are cassette, allow_unused," in str(caught.value)
+
+
+async def test_marker_options_merge_with_the_closest_marker_winning():
+    # as item.iter_markers gives them: the test's own marker first, then its class's, ...
+    markers = [((), {"cassette": "mine"}), ((), {"cassette": "module", "allow_unused": True})]
+
+    assert marker_options(markers, where="t.py::test") == {
+        "cassette": "mine",
+        "allow_unused": True,
+    }
+
+
+async def test_marker_positional_arguments_are_refused():
+    with pytest.raises(CassetteError) as caught:
+        marker_options([(("shared",), {})], where="t.py::test")
+
+    assert str(caught.value) == (
+        "t.py::test: @pytest.mark.agent('shared') has positional arguments; the marker takes "
+        "named options only (cassette, allow_unused, record_mode, allowed_hosts, "
+        "match_ignore), e.g. @pytest.mark.agent(cassette='weather_shared'). Name the option "
+        "in the marker."
+    )
+
+
+async def test_marker_options_of_none_are_unset():
+    options = TestOptions.resolve(
+        _settings(allow_unused=True, allowed_hosts=["ini.test"]),
+        dict.fromkeys(("cassette", "allow_unused", "record_mode", "allowed_hosts",
+                       "match_ignore")),
+        where="t",
+    )  # fmt: skip
+
+    assert options == TestOptions.resolve(
+        _settings(allow_unused=True, allowed_hosts=["ini.test"]), {}, where="t"
+    )
+
+
+@pytest.mark.parametrize(("value", "kind"), [("no", "a str"), (0, "an int"), (1, "an int")])
+async def test_marker_allow_unused_must_be_a_bool(value, kind):
+    with pytest.raises(CassetteError) as caught:
+        TestOptions.resolve(_settings(), {"allow_unused": value}, where="t.py::test")
+
+    assert str(caught.value) == (
+        f"t.py::test: @pytest.mark.agent(allow_unused={value!r}) is {kind}; "
+        "expected True or False, e.g. @pytest.mark.agent(allow_unused=True). Fix the marker."
+    )
+
+
+async def test_marker_record_mode_must_be_a_string():
+    with pytest.raises(CassetteError, match=r"record_mode=1\) is an int; expected one of none,"):
+        TestOptions.resolve(_settings(), {"record_mode": 1}, where="t")
+
+
+async def test_marker_record_mode_is_checked_also_when_the_command_line_wins():
+    with pytest.raises(CassetteError, match=r"^t: record mode 'sometimes' does not exist"):
+        TestOptions.resolve(_settings(cli_mode="rewrite"), {"record_mode": "sometimes"}, where="t")
 
 
 async def test_ini_allow_unused_applies_without_a_marker():
@@ -175,14 +281,52 @@ async def test_marker_with_an_unknown_record_mode_names_the_test():
 
 @pytest.mark.parametrize("value", ["", "  ", 3, ["a"]])
 async def test_marker_cassette_must_be_a_name(value):
-    with pytest.raises(CassetteError, match=r"cassette=.*give a file name such as"):
+    with pytest.raises(
+        CassetteError,
+        match=r"^t: @pytest.mark.agent\(cassette=.*; expected a file name .*or a path, e\.g\. "
+        r"@pytest.mark.agent\(cassette='weather_shared'\)",
+    ):
         TestOptions.resolve(_settings(), {"cassette": value}, where="t")
 
 
 @pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
-async def test_marker_lists_must_be_lists_of_strings(name):
-    with pytest.raises(CassetteError, match=rf"{name}='api.test'; expected a list of strings"):
-        TestOptions.resolve(_settings(), {name: "api.test"}, where="t")
+async def test_marker_lists_must_not_be_a_string(name):
+    with pytest.raises(CassetteError) as caught:
+        TestOptions.resolve(_settings(), {name: "api.test"}, where="t.py::test")
+
+    assert str(caught.value).startswith(
+        f"t.py::test: @pytest.mark.agent({name}='api.test') is a str; expected a list or tuple"
+    )
+    assert str(caught.value).endswith(". Fix the marker.")
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [({"api.test"}, "is a set"), (["api.test", 3], "holds 3, an int"),
+     (["api.test", " "], "holds an empty string")],
+)  # fmt: skip
+@pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
+async def test_marker_lists_must_be_lists_of_non_empty_strings(name, value, problem):
+    with pytest.raises(CassetteError, match=rf"\({name}=.*\) {problem}; expected a list or tuple"):
+        TestOptions.resolve(_settings(), {name: value}, where="t")
+
+
+@pytest.mark.parametrize(
+    ("host", "problem"),
+    [("https://api.test/v1", "is a URL or has a path"), ("api.test:443", "has a port"),
+     ("a.test b.test", "has spaces")],
+)  # fmt: skip
+async def test_marker_allowed_hosts_that_can_never_match_are_refused(host, problem):
+    with pytest.raises(CassetteError, match=rf"holds '{re.escape(host)}', which {problem}"):
+        TestOptions.resolve(_settings(), {"allowed_hosts": [host]}, where="t")
+
+
+async def test_marker_allowed_hosts_take_names_wildcards_and_addresses():
+    hosts = ["api.test", "*.internal.test", "192.0.2.1", "2001:db8::1"]
+
+    assert TestOptions.resolve(_settings(), {"allowed_hosts": hosts}, where="t").allowed_hosts == (
+        tuple(hosts)
+    )
 
 
 # -- cassette_path -------------------------------------------------------------------
@@ -248,12 +392,96 @@ async def test_cassette_config_reads_the_directory_as_a_path():
 
 
 async def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
-    with pytest.raises(
-        CassetteError,
-        match=r"t.py::test: .*unknown keys \['match_ignored'\].*"
-        r"match_ignore, body_hook",
-    ):
+    with pytest.raises(CassetteError) as caught:
         cassette_config({"match_ignored": ["a"]}, where="t.py::test")
+
+    assert str(caught.value) == (
+        "t.py::test: agent_cassette_config has unknown keys ['match_ignored'] (did you mean "
+        "match_ignore?); the known keys are match_ignore, body_hook, allowed_hosts, "
+        "redact_values, directory, e.g. {'match_ignore': ['metadata.run_id']}. Fix the "
+        "spelling in the fixture."
+    )
+
+
+async def test_cassette_config_gives_its_lists_as_tuples_and_drops_none():
+    def hook(body):
+        return body
+
+    config = cassette_config(
+        {"match_ignore": ["seed"], "allowed_hosts": ("api.test",),
+         "redact_values": ["tenant-7f3a9c"], "body_hook": hook, "directory": None},
+        where="t",
+    )  # fmt: skip
+
+    assert config == {
+        "match_ignore": ("seed",),
+        "allowed_hosts": ("api.test",),
+        "redact_values": ("tenant-7f3a9c",),
+        "body_hook": hook,
+    }
+
+
+async def test_cassette_config_redact_values_as_a_string_is_refused_without_showing_it():
+    with pytest.raises(CassetteError) as caught:
+        cassette_config({"redact_values": "sk-live-0123456789"}, where="t.py::test")
+
+    assert str(caught.value) == (
+        "t.py::test: agent_cassette_config redact_values=<not shown> is a str of 18 "
+        "characters; expected a list or tuple of the secret strings, each of 8 or more "
+        "characters, e.g. {'redact_values': ['tenant-7f3a9c']}. Fix what the "
+        "agent_cassette_config fixture returns."
+    )
+
+
+async def test_cassette_config_redact_values_too_short_to_be_redacted_are_refused():
+    with pytest.raises(CassetteError) as caught:
+        cassette_config({"redact_values": ["tenant-7f3a9c", "acme1"]}, where="t")
+
+    assert "acme1" not in str(caught.value)
+    assert "holds a value of 5 characters (not shown); values shorter than 8 characters " in (
+        str(caught.value)
+    )
+
+
+@pytest.mark.parametrize("value", [[b"secret-0123456"], ["secret-0123456", None], [""]])
+async def test_cassette_config_redact_values_must_be_strings(value):
+    with pytest.raises(CassetteError) as caught:
+        cassette_config({"redact_values": value}, where="t")
+
+    assert "secret-0123456" not in str(caught.value)
+    assert "redact_values=<not shown> holds " in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
+async def test_cassette_config_lists_must_not_be_a_string(name):
+    with pytest.raises(CassetteError) as caught:
+        cassette_config({name: "api.test"}, where="t.py::test")
+
+    assert str(caught.value).startswith(
+        f"t.py::test: agent_cassette_config {name}='api.test' is a str; expected a list or "
+        "tuple of "
+    )
+    assert f"e.g. {{'{name}': [" in str(caught.value)
+
+
+async def test_cassette_config_allowed_hosts_that_can_never_match_are_refused():
+    with pytest.raises(CassetteError, match=r"holds 'http://api\.test', which is a URL"):
+        cassette_config({"allowed_hosts": ["http://api.test"]}, where="t")
+
+
+@pytest.mark.parametrize(
+    ("hook", "kind"), [("normalise", "a str"), (3, "an int"), (["a"], "a list")]
+)
+async def test_cassette_config_body_hook_must_be_callable(hook, kind):
+    with pytest.raises(CassetteError) as caught:
+        cassette_config({"body_hook": hook}, where="t.py::test")
+
+    assert str(caught.value) == (
+        f"t.py::test: agent_cassette_config body_hook={hook!r} is {kind}, "
+        "not callable; expected a function that takes a request body and returns a "
+        "normalised copy (or None), e.g. {'body_hook': without_dates}. Fix what the "
+        "agent_cassette_config fixture returns."
+    )
 
 
 async def test_cassette_config_must_be_a_dict():
@@ -263,7 +491,7 @@ async def test_cassette_config_must_be_a_dict():
 
 @pytest.mark.parametrize("directory", ["", 3])
 async def test_cassette_config_directory_must_be_a_folder_path(directory):
-    with pytest.raises(CassetteError, match=r"directory=.*expected a folder path"):
+    with pytest.raises(CassetteError, match=r"^t.py::test: .*directory=.*expected a folder path"):
         cassette_config({"directory": directory}, where="t.py::test")
 
 
