@@ -39,6 +39,7 @@ from .suites import (
     RepeatSpec,
     RepeatTally,
     SuiteCounts,
+    SuiteScope,
     SuitesReporter,
     deselect_integration_tests,
     group_integration_tests,
@@ -583,12 +584,13 @@ def artifact_store(tmp_path: Path) -> LocalArtifactStore:
 _WORKSPACE_FIXTURES = {"fake_vector_store": "vector_store", "artifact_store": "artifacts"}
 
 
-# -- suites, budgets, repeat (issue 5) --
+# -- suites, budgets, repeat --
 #
 # Suites: async tests using these fixtures get the asyncio marker at collection;
 # integration tests are auto-marked, deselected by default, ordered last and grouped for
-# xdist. Budgets: checked after the call phase of each test. Repeat: the test's protocol
-# runs n times and reports once.
+# xdist: the agent tests only, or every test with agent_suites = true. Budgets: checked
+# after the call phase of each test. Repeat: the test's protocol runs n times and reports
+# once.
 
 #: The budget outcome of a test after its call phase: {"limits": {...}, "exceeded": [...]}.
 _BUDGET_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
@@ -601,6 +603,7 @@ _BUDGET_DEFAULTS_KEY = pytest.StashKey[Budget]()
 _BUDGET_SPEC_KEY = _test_key(pytest.StashKey[tuple[Budget, bool]]())
 _BUDGET_CHECK_KEY = _test_key(pytest.StashKey[BudgetCheck]())
 _SUITES_KEY = pytest.StashKey[SuiteCounts]()
+_SUITE_SCOPE_KEY = pytest.StashKey[SuiteScope]()
 #: The repetition in progress (from 1) of an agent_repeat test, its tally, and how many
 #: runs the test had logged before the repetition started.
 _REPEAT_INDEX_KEY = _test_key(pytest.StashKey[int]())
@@ -618,7 +621,15 @@ def pytest_addoption_suites(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="Run the integration tests (marked integration, or under tests/integration/) "
-        "with the unit tests; without it they are deselected unless -m names them.",
+        "with the unit tests; without it they are deselected unless -m names them "
+        "(agent tests only, unless the agent_suites ini option is true).",
+    )
+    parser.addini(
+        "agent_suites",
+        "Sort every test into the unit and integration suites (auto-mark, deselect, order "
+        "last, run one at a time, --dist loadgroup under xdist); without it, only agent tests.",
+        type="bool",
+        default=False,
     )
     for limit in BUDGET_LIMITS:
         parser.addini(
@@ -657,10 +668,11 @@ def pytest_configure_suites(config: pytest.Config) -> None:
         )
     except AgentCtxError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_SUITES_KEY] = SuiteCounts()
-    reporter = SuitesReporter(config, config.stash[_SUITES_KEY])
+    scope = config.stash[_SUITE_SCOPE_KEY] = SuiteScope.from_config(config)
+    config.stash[_SUITES_KEY] = SuiteCounts(agent_only=not scope.everything)
+    reporter = SuitesReporter(config, config.stash[_SUITES_KEY], scope)
     config.pluginmanager.register(reporter, "agentctx-suites")
-    group_integration_tests(config)
+    group_integration_tests(config, scope)
 
 
 @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_pycollect_makeitem")
@@ -685,16 +697,22 @@ def pytest_pycollect_makeitem_asyncio(
 def pytest_collection_modifyitems_suites(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Mark integration tests, put them in one xdist group, deselect them by default."""
-    deselect_integration_tests(config, items, config.stash[_SUITES_KEY])
+    """Mark the sorted integration tests, put them in one xdist group, deselect them by
+    default (the agent tests only, or every test with agent_suites)."""
+    deselect_integration_tests(
+        config, items, config.stash[_SUITES_KEY], config.stash[_SUITE_SCOPE_KEY]
+    )
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
 def pytest_collection_modifyitems_order(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Integration tests run after the unit tests (after any other plugin's reordering)."""
-    items[:] = integration_last(items, lambda i: i.get_closest_marker("integration") is not None)
+    """Sorted integration tests run after the other tests (after any other plugin's
+    reordering); with no such test the order is left as it is."""
+    scope = config.stash[_SUITE_SCOPE_KEY]
+    if any(scope.integration(item) for item in items):
+        items[:] = integration_last(items, scope.integration)
 
 
 @pytest.fixture(scope="session")
@@ -789,11 +807,11 @@ def pytest_runtest_makereport_repeat(
 def pytest_runtest_protocol_serial(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    """On an xdist worker, an integration test runs under the session's integration lock,
-    so integration tests run one at a time even where xdist_group cannot group them
+    """On an xdist worker, a sorted integration test runs under the session's integration
+    lock, so integration tests run one at a time even where xdist_group cannot group them
     (pytest 9 with pytest-xdist 3.8: pytest-dev/pytest-xdist#1386)."""
     workerinput = getattr(item.config, "workerinput", None)
-    if workerinput is None or item.get_closest_marker("integration") is None:
+    if workerinput is None or not item.config.stash[_SUITE_SCOPE_KEY].integration(item):
         return (yield)
     with serial_lock(str(workerinput["testrunuid"])):
         return (yield)

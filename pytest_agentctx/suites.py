@@ -6,14 +6,20 @@
 * Integration tests are marked ``integration`` or live under a ``tests/integration/`` folder
   (:func:`in_integration_folder`). They are deselected unless ``-m`` names the marker,
   ``--agent-integration`` is given, or the command line names their file or folder; they run
-  after the unit tests (:func:`integration_last`) and, under xdist, in one group on one worker.
+  after the unit tests (:func:`integration_last`) and, under xdist, one at a time.
+* The sorting applies to the agent tests only (:class:`SuiteScope`: marked ``agent``, using
+  an agent fixture, or every test with ``agent_all_tests``), and to every test when the
+  project opts in with ``agent_suites = true``; the ``--dist loadgroup`` switch, a choice
+  for the whole session, is made only then. A project without agent tests that does not
+  opt in runs as without the plugin.
 * ``@pytest.mark.agent_repeat(n, min_pass_rate=1.0)`` runs a test n times and passes on the
   pass rate (:class:`RepeatSpec`, :class:`RepeatTally`); each repetition gets its own
   cassette (:func:`repeat_cassette_path`).
 
 The plugin's collection and configure hooks call into this module
 (:func:`needs_asyncio_marker`, :func:`deselect_integration_tests`,
-:func:`group_integration_tests`) and register a :class:`SuitesReporter`; as it works on
+:func:`group_integration_tests`, :meth:`SuiteScope.integration`) and register a
+:class:`SuitesReporter`; as it works on
 pytest's own objects, only the plugin imports it (importing the package does not).
 """
 
@@ -22,13 +28,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import pytest
 
+from .cassettes.settings import AGENT_FIXTURES
 from .exceptions import RepeatError
 
 __all__ = [
@@ -37,9 +44,12 @@ __all__ = [
     "INTEGRATION_GROUP",
     "LOADGROUP_INPUT",
     "REPEAT_ATTRIBUTE",
+    "SUITE_ATTRIBUTE",
+    "SUITE_FIXTURES",
     "RepeatSpec",
     "RepeatTally",
     "SuiteCounts",
+    "SuiteScope",
     "SuitesReporter",
     "deselect_integration_tests",
     "group_integration_tests",
@@ -66,6 +76,12 @@ REPEAT_ATTRIBUTE = "agentctx_repeat"
 DESELECTED_OUTPUT = "agentctx_integration_deselected"
 #: xdist workerinput key: whether the controller switched the session to ``loadgroup``.
 LOADGROUP_INPUT = "agentctx_loadgroup"
+#: Report attribute naming the suite ("unit" or "integration") of a test the plugin sorts;
+#: reports of the tests it leaves alone do not carry it.
+SUITE_ATTRIBUTE = "agentctx_suite"
+#: Fixtures whose use makes a test an agent test for the suites (besides the ``agent``
+#: marker): the cassette's agent fixtures and the fake model.
+SUITE_FIXTURES = AGENT_FIXTURES | {"fake_llm"}
 
 T = TypeVar("T")
 
@@ -109,22 +125,28 @@ def uses_plugin_fixture(
 
     ``fixturedefs`` maps a fixture name to its definitions (pytest's ``FixtureDef``
     objects, with ``func`` and ``argnames``), the closest last, as pytest resolves them.
+    Only the definition pytest gives the test counts: a fixture of the user's that takes
+    the name of one of ``module``'s without asking for it hides it; one that asks for its
+    own name gets the next definition out, as in pytest.
     """
-    seen: set[str] = set()
-    pending = list(argnames)
+    seen: set[tuple[str, int]] = set()
+    pending = [(name, -1) for name in argnames]
     while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
+        name, index = pending.pop()
         definitions = fixturedefs.get(name, ())
-        if not name.startswith("_") and any(
-            getattr(getattr(d, "func", None), "__module__", None) == module for d in definitions
-        ):
+        if (name, index) in seen or -index > len(definitions):
+            continue
+        seen.add((name, index))
+        definition = definitions[index]
+        if not name.startswith("_") and _defined_in(definition, module):
             return True
-        if definitions:
-            pending.extend(getattr(definitions[-1], "argnames", ()))
+        for asked in getattr(definition, "argnames", ()):
+            pending.append((asked, index - 1 if asked == name else -1))
     return False
+
+
+def _defined_in(definition: object, module: str) -> bool:
+    return getattr(getattr(definition, "func", None), "__module__", None) == module
 
 
 def repeat_cassette_path(path: Path, index: int) -> Path:
@@ -233,33 +255,80 @@ class RepeatTally:
         )
 
 
+@dataclass(frozen=True)
+class SuiteScope:
+    """Which tests the plugin sorts into suites (marks, deselects, orders and serialises as
+    integration tests, and counts): every test when the project opts in
+    (``agent_suites = true``, or ``agent_all_tests``, which makes every test an agent test);
+    otherwise only the agent tests (:meth:`sorts`), so that a project without agent tests
+    runs as it does without the plugin."""
+
+    every_test: bool = False
+    all_agent_tests: bool = False
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> SuiteScope:
+        """The scope the ``agent_suites`` and ``agent_all_tests`` ini options give."""
+        return cls(
+            every_test=bool(config.getini("agent_suites")),
+            all_agent_tests=bool(config.getini("agent_all_tests")),
+        )
+
+    @property
+    def everything(self) -> bool:
+        """Whether every test of the session is sorted."""
+        return self.every_test or self.all_agent_tests
+
+    def sorts(self, fixturenames: Iterable[str], *, marked: bool) -> bool:
+        """Whether a test using ``fixturenames`` (and ``marked`` ``agent`` or not) is sorted:
+        every test when :attr:`everything`, else one marked ``agent`` or using one of
+        :data:`SUITE_FIXTURES` (directly or through other fixtures)."""
+        return self.everything or marked or not SUITE_FIXTURES.isdisjoint(fixturenames)
+
+    def sorts_item(self, item: pytest.Item) -> bool:
+        """:meth:`sorts` for a collected test."""
+        return self.sorts(
+            getattr(item, "fixturenames", ()), marked=item.get_closest_marker("agent") is not None
+        )
+
+    def integration(self, item: pytest.Item) -> bool:
+        """Whether ``item`` is a sorted integration test (marked ``integration``, by hand or
+        by :func:`deselect_integration_tests`)."""
+        return item.get_closest_marker("integration") is not None and self.sorts_item(item)
+
+
 @dataclass
 class SuiteCounts:
     """How many unit and integration tests ran, and how many integration tests were left
-    out by default."""
+    out by default; ``agent_only`` when only the agent tests were sorted and counted."""
 
     unit: set[str] = field(default_factory=set)
     integration: set[str] = field(default_factory=set)
     deselected_integration: int = 0
+    agent_only: bool = False
 
     def add(self, nodeid: str, *, integration: bool) -> None:
         (self.integration if integration else self.unit).add(nodeid)
 
     def line(self) -> str:
-        """``agentctx suites: 12 unit, 2 integration tests ran; ...``."""
+        """``agentctx suites: 12 unit, 2 integration tests ran; ...`` (``agent tests`` when
+        only the agent tests were counted)."""
         unit, integration = len(self.unit), len(self.integration)
-        text = f"agentctx suites: {unit} unit, {integration} integration {_tests(integration)} ran"
+        text = (
+            f"agentctx suites: {unit} unit, {integration} integration "
+            f"{self._tests(integration)} ran"
+        )
         if self.deselected_integration:
             left = self.deselected_integration
             text += (
-                f"; {left} integration {_tests(left)} deselected (run them with "
+                f"; {left} integration {self._tests(left)} deselected (run them with "
                 "-m integration, or both suites with --agent-integration)"
             )
         return text
 
-
-def _tests(count: int) -> str:
-    return "test" if count == 1 else "tests"
+    def _tests(self, count: int) -> str:
+        noun = "test" if count == 1 else "tests"
+        return f"agent {noun}" if self.agent_only else noun
 
 
 @contextlib.contextmanager
@@ -308,16 +377,18 @@ def integration_requested(config: pytest.Config) -> bool:
     return any(in_integration_folder(path, config.rootpath) for path in named_paths(config))
 
 
-def group_integration_tests(config: pytest.Config) -> None:
+def group_integration_tests(config: pytest.Config, scope: SuiteScope) -> None:
     """Under ``pytest -n N`` without a --dist choice, switch xdist to ``loadgroup`` when
-    integration tests may run, so their xdist_group runs them on one worker, in order."""
+    integration tests may run and the session sorts every test (:attr:`SuiteScope.everything`),
+    so their xdist_group runs them on one worker, in order. The switch changes how the whole
+    session is spread: it is never made for a session that sorts its agent tests only."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         # a worker reads --dist from the command line: take the controller's switch
         if workerinput.get(LOADGROUP_INPUT):
             config.option.loadgroup = True
         return
-    if not config.pluginmanager.hasplugin("xdist"):
+    if not scope.everything or not config.pluginmanager.hasplugin("xdist"):
         return
     chosen = config.known_args_namespace
     user_chose = getattr(chosen, "dist", "no") != "no" or getattr(chosen, "distload", False)
@@ -330,16 +401,19 @@ def group_integration_tests(config: pytest.Config) -> None:
 
 
 def deselect_integration_tests(
-    config: pytest.Config, items: list[pytest.Item], counts: SuiteCounts
+    config: pytest.Config, items: list[pytest.Item], counts: SuiteCounts, scope: SuiteScope
 ) -> None:
-    """Mark integration tests (also those under ``tests/integration/``), put them in one
-    xdist group, and deselect them from ``items`` unless the session asks for them
-    (:func:`integration_requested`, or the command line names their file); ``counts``
-    keeps how many were deselected."""
+    """Mark the integration tests ``scope`` sorts (also those under ``tests/integration/``),
+    put them in one xdist group, and deselect them from ``items`` unless the session asks
+    for them (:func:`integration_requested`, or the command line names their file);
+    ``counts`` keeps how many were deselected. Tests ``scope`` does not sort are left as
+    they are."""
     rootpath = config.rootpath
     grouped = config.pluginmanager.hasplugin("xdist")
     found: list[pytest.Item] = []
     for item in items:
+        if not scope.sorts_item(item):
+            continue
         marked = item.get_closest_marker("integration") is not None
         if not marked and in_integration_folder(Path(str(item.path)), rootpath):
             item.add_marker("integration")
@@ -363,23 +437,38 @@ def deselect_integration_tests(
 
 
 class SuitesReporter:
-    """Counts the unit and integration tests that ran (in the process that reports) and
-    prints them, with the pass rate of every repeated test, at the end of the session.
+    """Counts the unit and integration tests the session sorts (:class:`SuiteScope`) that
+    ran (in the process that reports) and prints them, with the pass rate of every repeated
+    test, at the end of the session; a session that sorted no test prints no suites line.
 
     The plugin registers one per session; ``counts`` is the session's :class:`SuiteCounts`.
     """
 
-    def __init__(self, config: pytest.Config, counts: SuiteCounts) -> None:
+    def __init__(self, config: pytest.Config, counts: SuiteCounts, scope: SuiteScope) -> None:
         self.config = config
         self.counts = counts
+        self.scope = scope
         self.worker = hasattr(config, "workerinput")
         self.repeats: dict[str, str] = {}
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Name the suite of a sorted test on its reports (they travel to xdist's controller)."""
+        report = yield
+        if self.scope.sorts_item(item):
+            suite = "integration" if item.get_closest_marker("integration") else "unit"
+            setattr(report, SUITE_ATTRIBUTE, suite)
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Count the test in its suite; keep the pass-rate line of a repeated test."""
+        """Count a sorted test in its suite; keep the pass-rate line of a repeated test."""
         if self.worker:
             return
-        self.counts.add(report.nodeid, integration="integration" in report.keywords)
+        suite = getattr(report, SUITE_ATTRIBUTE, None)
+        if suite is not None:
+            self.counts.add(report.nodeid, integration=suite == "integration")
         tally = getattr(report, REPEAT_ATTRIBUTE, None)
         if report.when == "call" and isinstance(tally, dict):
             self.repeats[report.nodeid] = str(tally.get("line", ""))

@@ -1,5 +1,5 @@
 """Unit tests for pytest_agentctx.suites: integration folders, ordering, asyncio marking,
-repeated runs and the suite counts."""
+which tests are sorted, repeated runs and the suite counts."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pytest_agentctx.suites import (
     RepeatSpec,
     RepeatTally,
     SuiteCounts,
+    SuiteScope,
     in_integration_folder,
     integration_last,
     named_on_command_line,
@@ -106,6 +107,45 @@ async def test_a_plugin_fixture_reached_through_a_user_fixture_counts() -> None:
 
 async def test_private_plugin_fixtures_and_other_fixtures_do_not_count() -> None:
     assert not uses_plugin_fixture(["_agentctx_cassette", "tmp_path"], DEFS, __name__)
+
+
+async def test_a_user_fixture_named_like_a_plugin_fixture_hides_it() -> None:
+    defs = {"frozen_clock": [FakeDef(plugin_fixture), FakeDef(user_fixture)]}
+
+    assert not uses_plugin_fixture(["frozen_clock"], defs, __name__)
+
+
+async def test_a_user_fixture_asking_for_the_plugin_fixture_it_overrides_uses_it() -> None:
+    defs = {"agent_runtime": [FakeDef(plugin_fixture), FakeDef(user_fixture, ("agent_runtime",))]}
+
+    assert uses_plugin_fixture(["agent_runtime"], defs, __name__)
+
+
+async def test_without_agent_suites_a_plain_test_is_not_sorted() -> None:
+    assert not SuiteScope().sorts(["tmp_path", "frozen_clock", "fake_tools"], marked=False)
+
+
+@pytest.mark.parametrize(
+    "fixture", ["agent_runtime", "agent_cassette", "agent_context", "fake_llm"]
+)
+async def test_a_test_using_an_agent_fixture_is_sorted(fixture: str) -> None:
+    assert SuiteScope().sorts(["tmp_path", fixture], marked=False)
+
+
+async def test_a_test_marked_agent_is_sorted() -> None:
+    assert SuiteScope().sorts([], marked=True)
+
+
+@pytest.mark.parametrize(
+    "scope", [SuiteScope(every_test=True), SuiteScope(all_agent_tests=True)], ids=repr
+)
+async def test_agent_suites_or_agent_all_tests_sort_every_test(scope: SuiteScope) -> None:
+    assert scope.everything
+    assert scope.sorts([], marked=False)
+
+
+async def test_without_them_the_session_does_not_sort_every_test() -> None:
+    assert not SuiteScope().everything
 
 
 async def test_each_repetition_has_its_own_cassette_file() -> None:
@@ -223,4 +263,13 @@ async def test_the_suite_line_says_how_to_run_the_deselected_tests() -> None:
     assert counts.line() == (
         "agentctx suites: 0 unit, 0 integration tests ran; 3 integration tests deselected "
         "(run them with -m integration, or both suites with --agent-integration)"
+    )
+
+
+async def test_the_suite_line_of_agent_tests_only_says_so() -> None:
+    counts = SuiteCounts(unit={"a", "b"}, deselected_integration=1, agent_only=True)
+
+    assert counts.line() == (
+        "agentctx suites: 2 unit, 0 integration agent tests ran; 1 integration agent test "
+        "deselected (run them with -m integration, or both suites with --agent-integration)"
     )
