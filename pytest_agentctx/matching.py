@@ -3,7 +3,9 @@
 A pattern is plain data whose leaves may be pattern objects:
 
 - a dict matches a mapping, a model or any object on the keys it names (fields and
-  properties alike); other keys are ignored. ``Exact({...})`` also forbids other keys;
+  properties alike); other keys are ignored. ``Exact(p)`` also forbids whatever ``p`` does
+  not name, at every depth: a mapping's other keys, a model's other fields that differ
+  from their default (see :class:`Exact`);
 - a model instance matches on the fields it was built with (``model_fields_set``);
   ``Like(Message, role="user")`` does the same with patterns as field values;
 - a list or tuple matches a sequence item by item; ``...`` in it stands for any number of
@@ -28,13 +30,13 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from datetime import date, datetime, time
 from functools import partial
 from itertools import islice, repeat
 from operator import is_
 from types import BuiltinFunctionType, BuiltinMethodType, EllipsisType, FunctionType, MethodType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -86,6 +88,14 @@ class Mismatch:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+
+class Named(NamedTuple):
+    """What the patterns joined by ``&`` under ``Exact`` name at one place: the keys, and
+    the model class whose defaults count as unset in a mapping (``None`` if none)."""
+
+    keys: frozenset[Any]
+    cls: type | None
 
 
 def format_path(path: PathCell) -> str:
@@ -160,6 +170,15 @@ class Pattern:
     def _match(self, value: Any, path: PathCell, out: Out) -> bool:
         """Whether ``value`` matches; add every mismatch to ``out`` unless it is ``None``."""
         raise NotImplementedError
+
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
+        """Whether ``value`` matches inside ``Exact``, where nothing unnamed may be set.
+
+        ``also`` holds the keys that patterns combined with this one by ``&`` name at the
+        same place (they count as named). A pattern that names no keys, as a leaf or a
+        negation, judges the whole value as :meth:`_match` does: this default.
+        """
+        return self._match(value, path, out)
 
     def __eq__(self, other: object) -> bool:
         return _match(other, self, None, None)
@@ -331,14 +350,22 @@ class Like(Pattern):
         self.cls = cls
         self.fields = given
 
-    def _match(self, value: Any, path: PathCell, out: Out) -> bool:
-        if not isinstance(value, self.cls) and not (
+    def _accepts(self, value: Any, path: PathCell, out: Out) -> bool:
+        if isinstance(value, self.cls) or (
             isinstance(value, Mapping) and _shaped_like(value, self.cls)
         ):
-            if out is not None:
-                _miss(out, path, f"expected {self.cls.__name__}, got {short(value)}")
-            return False
-        return _match_mapping(value, self.fields, path, out)
+            return True
+        if out is not None:
+            _miss(out, path, f"expected {self.cls.__name__}, got {short(value)}")
+        return False
+
+    def _match(self, value: Any, path: PathCell, out: Out) -> bool:
+        return self._accepts(value, path, out) and _match_mapping(value, self.fields, path, out)
+
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
+        return self._accepts(value, path, out) and _exact_record(
+            value, self.fields, self.cls, path, out, also
+        )
 
     def __repr__(self) -> str:
         args = "".join(f", {name}={pattern!r}" for name, pattern in self.fields.items())
@@ -346,9 +373,22 @@ class Like(Pattern):
 
 
 class Exact(Pattern):
-    """Matches like ``expected`` but in full: mappings and models may not have other keys.
+    """Matches what ``expected`` matches, and nothing that ``expected`` does not name is set.
 
-    Nested values are compared exactly as well; pattern objects inside still apply.
+    What counts as set: a key of a mapping; a field of a model or dataclass whose value
+    differs from the field's default (a required field is always set); in a mapping shaped
+    like the model a ``Like`` names, a key whose value differs from that field's default.
+    Every dict, ``Like`` and list inside is compared this way, at every depth:
+
+    - a dict or ``Like`` names its keys; a model instance names all its fields (the value
+      must be of its very type, every field compared); ``a & b`` names what either names;
+    - a list names its items: as many as the pattern has, or any number at each ``...``;
+      ``Unordered``, ``Contains`` and ``Each`` compare their items exactly;
+    - ``a | b`` matches if one alternative matches exactly;
+    - leaves (plain values, ``ANY``, classes, regular expressions, predicates, dirty-equals
+      types), ``~p`` and ``Nowhere(p)`` judge the whole value as without ``Exact``;
+    - a nested ``Exact`` is checked on its own; other pattern classes are leaves unless
+      they override ``Pattern._match_exact``.
     """
 
     __slots__ = ("expected",)
@@ -357,6 +397,9 @@ class Exact(Pattern):
         self.expected = expected
 
     def _match(self, value: Any, path: PathCell, out: Out) -> bool:
+        return _exact(value, self.expected, path, out)
+
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
         return _exact(value, self.expected, path, out)
 
     def __repr__(self) -> str:
@@ -380,6 +423,12 @@ class Unordered(Pattern):
         self.allow_extra = len(self.patterns) != len(patterns)
 
     def _match(self, value: Any, path: PathCell, out: Out) -> bool:
+        return self._assign(value, path, out, _match)
+
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
+        return self._assign(value, path, out, _exact)
+
+    def _assign(self, value: Any, path: PathCell, out: Out, compare: Handler) -> bool:
         if not _is_sequence(value):
             if out is not None:
                 _miss(out, path, f"expected a sequence, got {short(value)}")
@@ -390,7 +439,8 @@ class Unordered(Pattern):
             or (not self.allow_extra and len(items) != len(self.patterns))
         ):
             return False
-        pattern_of, item_of = assign(items, self.patterns, _probe, keyer=_literal_keyer)
+        test = _probe if compare is _match else partial(_probe_with, compare)
+        pattern_of, item_of = assign(items, self.patterns, test, keyer=_literal_keyer)
         ok = all(i is not None for i in item_of) and (
             self.allow_extra or all(j is not None for j in pattern_of)
         )
@@ -399,7 +449,9 @@ class Unordered(Pattern):
         free_items = [i for i, j in enumerate(pattern_of) if j is None]
         for j, item in enumerate(item_of):
             if item is None:
-                report_unmatched(items, free_items, self.patterns[j], path, out, "item")
+                report_unmatched(
+                    items, free_items, self.patterns[j], path, out, "item", compare=compare
+                )
         if not self.allow_extra:
             for i in free_items:
                 _miss(out, (path, i), f"unexpected item {short(items[i])}")
@@ -438,6 +490,12 @@ class Each(Pattern):
         self.pattern = pattern
 
     def _match(self, value: Any, path: PathCell, out: Out) -> bool:
+        return self._each(value, path, out, _match)
+
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
+        return self._each(value, path, out, _exact)
+
+    def _each(self, value: Any, path: PathCell, out: Out, compare: Handler) -> bool:
         if not _is_sequence(value):
             if out is not None:
                 _miss(out, path, f"expected a sequence, got {short(value)}")
@@ -445,7 +503,7 @@ class Each(Pattern):
         ok = True
         pattern = self.pattern
         for index, item in enumerate(value):
-            if not _match(item, pattern, (path, index), out):
+            if not compare(item, pattern, (path, index), out):
                 ok = False
                 if out is None:
                     return False
@@ -553,6 +611,21 @@ class AllOf(Pattern):
                     return False
         return ok
 
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
+        # Each part is compared exactly, with what the other parts name counted as named.
+        named = [_named(pattern) for pattern in self.patterns]
+        start = len(out) if out is not None else 0
+        ok = True
+        for index, pattern in enumerate(self.patterns):
+            others = _merge_named([also, *named[:index], *named[index + 1 :]])
+            if not _exact(value, pattern, path, out, others):
+                ok = False
+                if out is None:
+                    return False
+        if out is not None:  # each part reports a key none of them names: keep it once
+            out[start:] = dict.fromkeys(out[start:])
+        return ok
+
     def __repr__(self) -> str:
         return " & ".join(_grouped(p) for p in self.patterns)
 
@@ -573,6 +646,18 @@ class AnyOf(Pattern):
                 return True
         if out is not None:
             _miss(out, path, f"{short(value)} matches none of {self!r}")
+        return False
+
+    def _match_exact(self, value: Any, path: PathCell, out: Out, also: Named | None) -> bool:
+        for pattern in self.patterns:
+            if _exact(value, pattern, path, None, also) and (
+                # An alternative that names no keys leaves every key to the other parts
+                # of the ``&`` this one is in: a key set that none of them names is extra.
+                also is None or _named(pattern) is not None or not _extra_keys(value, also)
+            ):
+                return True
+        if out is not None:
+            _miss(out, path, f"{short(value)} matches none of {self!r} exactly")
         return False
 
     def __repr__(self) -> str:
@@ -853,34 +938,50 @@ def _match_items(
     return ok
 
 
-def _run_at(items: Sequence[Any], start: int, run: Sequence[Any]) -> bool:
+def _run_at(items: Sequence[Any], start: int, run: Sequence[Any], compare: Handler) -> bool:
     for offset, pattern in enumerate(run):
-        if not _match(items[start + offset], pattern, None, None):
+        if not compare(items[start + offset], pattern, None, None):
             return False
     return True
 
 
-def _find_run(items: Sequence[Any], lo: int, hi: int, run: Sequence[Any]) -> int | None:
+def _find_run(
+    items: Sequence[Any], lo: int, hi: int, run: Sequence[Any], compare: Handler
+) -> int | None:
     first = run[0]
     for start in range(lo, hi - len(run) + 1):
-        if _match(items[start], first, None, None) and _run_at(items, start, run):
+        if compare(items[start], first, None, None) and _run_at(items, start, run, compare):
             return start
     return None
 
 
 def _report_run(
-    items: Sequence[Any], start: int, run: Sequence[Any], path: PathCell, out: list[Mismatch]
+    items: Sequence[Any],
+    start: int,
+    run: Sequence[Any],
+    path: PathCell,
+    out: list[Mismatch],
+    compare: Handler,
 ) -> None:
     for offset, pattern in enumerate(run):
         index = start + offset
         if 0 <= index < len(items):
-            _match(items[index], pattern, (path, index), out)
+            compare(items[index], pattern, (path, index), out)
         else:
             _miss(out, (path, index), f"missing item, expected {short(pattern)}")
 
 
-def _match_gapped(items: Sequence[Any], pattern: Sequence[Any], path: PathCell, out: Out) -> bool:
-    """A list pattern with ``...`` gaps: the runs between them appear in order."""
+def _match_gapped(
+    items: Sequence[Any],
+    pattern: Sequence[Any],
+    path: PathCell,
+    out: Out,
+    compare: Handler = _match,
+) -> bool:
+    """A list pattern with ``...`` gaps: the runs between them appear in order.
+
+    ``compare`` is ``_match``, or ``_exact`` inside ``Exact``.
+    """
     runs: list[list[Any]] = [[]]
     for p in pattern:
         if p is ...:
@@ -892,15 +993,15 @@ def _match_gapped(items: Sequence[Any], pattern: Sequence[Any], path: PathCell, 
     ok = True
     lo, hi = 0, n
     if head:
-        if n < len(head) or not _run_at(items, 0, head):
+        if n < len(head) or not _run_at(items, 0, head, compare):
             ok = False
             if out is None:
                 return False
-            _report_run(items, 0, head, path, out)
+            _report_run(items, 0, head, path, out, compare)
         lo = min(len(head), n)
     if tail:
         start = n - len(tail)
-        if start < lo or not _run_at(items, start, tail):
+        if start < lo or not _run_at(items, start, tail, compare):
             ok = False
             if out is None:
                 return False
@@ -912,19 +1013,19 @@ def _match_gapped(items: Sequence[Any], pattern: Sequence[Any], path: PathCell, 
                     f"({len(head)} first, {len(tail)} last)",
                 )
             else:
-                _report_run(items, start, tail, path, out)
+                _report_run(items, start, tail, path, out, compare)
         hi = max(start, lo)
     for run in middle:
         if not run:
             continue
-        found = _find_run(items, lo, hi, run)
+        found = _find_run(items, lo, hi, run, compare)
         if found is not None:
             lo = found + len(run)
             continue
         ok = False
         if out is None:
             return False
-        _report_missing_run(items, lo, hi, run, path, out)
+        _report_missing_run(items, lo, hi, run, path, out, compare)
     return ok
 
 
@@ -935,6 +1036,7 @@ def _report_missing_run(
     run: Sequence[Any],
     path: PathCell,
     out: list[Mismatch],
+    compare: Handler,
 ) -> None:
     what = (
         f"no item matches {short(run[0])}"
@@ -946,7 +1048,7 @@ def _report_missing_run(
     best_start = 0
     for start in range(lo, min(hi - len(run) + 1, lo + _CLOSEST_LIMIT)):
         found: list[Mismatch] = []
-        _report_run(items, start, run, path, found)
+        _report_run(items, start, run, path, found, compare)
         if best is None or len(found) < len(best):
             best, best_start = found, start
     if best is None:
@@ -1007,54 +1109,254 @@ _HANDLERS: dict[type, Handler] = {
 
 # -- exact comparison --------------------------------------------------------------------
 
+#: Values for which ``value is expected`` means a match: data, not patterns (a class, a
+#: function or a regular expression used as a pattern does not match itself).
+_DATA = (BaseModel, Seq, dict, list, tuple, *_SCALARS)
 
-def _exact(value: Any, expected: Any, path: PathCell, out: Out) -> bool:
-    if value is expected:
+
+def _exact(value: Any, expected: Any, path: PathCell, out: Out, also: Named | None = None) -> bool:
+    """``value`` against ``expected`` inside ``Exact``: nothing unnamed may be set.
+
+    ``also`` holds what the other parts of an ``&`` name at this place (see ``AllOf``).
+    """
+    if value is expected and isinstance(expected, _DATA):
         return True
     if isinstance(expected, Pattern):
-        return expected._match(value, path, out)
+        return expected._match_exact(value, path, out, also)
     if isinstance(expected, BaseModel):
-        if type(value) is not type(expected):
-            if out is not None:
-                _miss(out, path, f"expected {type(expected).__name__}, got {short(value)}")
-            return False
-        ok = True
-        for name in type(expected).model_fields:
-            if not _exact(getattr(value, name), getattr(expected, name), (path, name), out):
-                ok = False
-                if out is None:
-                    return False
-        return ok
+        return _exact_model(value, expected, path, out)
     if isinstance(expected, Mapping):
-        if not isinstance(value, Mapping):
-            if out is not None:
-                _miss(out, path, f"expected a mapping, got {short(value)}")
-            return False
-        ok = True
-        for key, sub in expected.items():
-            if key not in value:
-                ok = False
-                if out is None:
-                    return False
-                _miss(out, (path, key), f"missing, expected {short(sub)}")
-            elif not _exact(value[key], sub, (path, key), out):
-                ok = False
-                if out is None:
-                    return False
-        for key in value:
-            if key not in expected:
-                ok = False
-                if out is None:
-                    return False
-                _miss(out, (path, key), f"unexpected key, with value {short(value[key])}")
-        return ok
+        return _exact_record(value, expected, None, path, out, also)
     if _is_sequence(expected):
         if not _is_sequence(value):
             if out is not None:
                 _miss(out, path, f"expected a sequence, got {short(value)}")
             return False
-        return _match_items(list(value), list(expected), path, out, _exact)
+        items = value.to_list() if type(value) is Seq else list(value)
+        pattern = list(expected)
+        if any(map(is_, pattern, _ELLIPSES)):
+            return _match_gapped(items, pattern, path, out, _exact)
+        return _match_items(items, pattern, path, out, _exact)
     return _match(value, expected, path, out)
+
+
+def _exact_model(value: Any, expected: BaseModel, path: PathCell, out: Out) -> bool:
+    """A model instance under ``Exact``: the same type, every field compared exactly."""
+    if type(value) is not type(expected):
+        if out is not None:
+            _miss(out, path, f"expected {type(expected).__name__}, got {short(value)}")
+        return False
+    ok = True
+    for name in type(expected).model_fields:
+        if not _exact(getattr(value, name), getattr(expected, name), (path, name), out):
+            ok = False
+            if out is None:
+                return False
+    return ok
+
+
+def _exact_record(
+    value: Any,
+    expected: Mapping[Any, Any],
+    cls: type | None,
+    path: PathCell,
+    out: Out,
+    also: Named | None,
+) -> bool:
+    """The keys ``expected`` names, compared exactly, then every other key that is set.
+
+    ``value`` may be a mapping, a model or a dataclass; ``cls`` is the class a ``Like``
+    names, whose field defaults count as unset in a mapping shaped like it.
+    """
+    get = _record_getter(value)
+    if get is None:
+        if out is not None:
+            _miss(out, path, _not_a_record(value))
+        return False
+    ok = True
+    for key, sub in expected.items():
+        item = get(key, _MISSING)
+        if item is _MISSING:
+            ok = False
+            if out is None:
+                return False
+            _miss(out, (path, key), f"missing, expected {short(sub)}")
+        elif not _exact(item, sub, (path, key), out):
+            ok = False
+            if out is None:
+                return False
+    also_keys = also.keys if also is not None else frozenset()
+    if cls is None and also is not None:
+        cls = also.cls
+    for key, item, default in _set_entries(value, cls):
+        if key in expected or key in also_keys:
+            continue
+        ok = False
+        if out is None:
+            return False
+        _miss(out, (path, key), _unexpected(value, item, default))
+    return ok
+
+
+def _record_getter(value: Any) -> Callable[[Any, Any], Any] | None:
+    """How ``Exact`` reads a named key of ``value`` (``None``: it cannot list its keys)."""
+    access = _ACCESS.get(type(value))
+    if access is None:
+        access = _access(type(value))
+    if access == _DICT:
+        return value.get  # type: ignore[no-any-return]
+    if access == _MAPPING:
+        return _mapping_getter(value)
+    if access == _MODEL:
+        return _model_getter(value)
+    if access == _OBJECT and is_dataclass(value) and not isinstance(value, type):
+        return _attribute_getter(value)
+    return None
+
+
+def _model_getter(model: BaseModel) -> Callable[[Any, Any], Any]:
+    """A model's fields, then its properties (``final_output``) for the keys that are not."""
+    own = model.__dict__
+
+    def get(key: Any, default: Any) -> Any:
+        item = own.get(key, _MISSING)
+        if item is _MISSING and isinstance(key, str):
+            item = getattr(model, key, _MISSING)
+        return default if item is _MISSING else item
+
+    return get
+
+
+def _not_a_record(value: Any) -> str:
+    if isinstance(value, _SCALARS) or _is_sequence(value):
+        return f"expected a mapping, a model or a dataclass, got {short(value)}"
+    return (
+        f"expected a mapping, a model or a dataclass, got {short(value)}: Exact cannot list "
+        f"which fields of a {type(value).__name__} are set. Drop Exact to match the named "
+        "fields only, or compare a mapping of them (vars(value))."
+    )
+
+
+def _unexpected(value: Any, item: Any, default: Any) -> str:
+    if isinstance(value, Mapping):
+        return f"unexpected key, with value {short(item)}"
+    if default is _REQUIRED:
+        return (
+            f"unexpected field, set to {short(item)}; a required field is always set: "
+            "name it (ANY for any value)"
+        )
+    return f"unexpected field, set to {short(item)} (its default is {short(default)})"
+
+
+#: The default of a field that has none (it is always set).
+_REQUIRED: Any = object()
+#: Field name -> default (or ``_REQUIRED``), per model or dataclass class.
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The default of each field of a model or dataclass class (cached per class)."""
+    found = _DEFAULTS.get(cls)
+    if found is not None:
+        return found
+    found = {}
+    if issubclass(cls, BaseModel):
+        for name, info in cls.model_fields.items():
+            if info.is_required() or info.default_factory_takes_validated_data:
+                found[name] = _REQUIRED  # a default computed from other fields: always set
+            else:
+                found[name] = info.get_default(call_default_factory=True)
+    elif is_dataclass(cls):
+        for spec in fields(cls):
+            if spec.default is not MISSING:
+                found[spec.name] = spec.default
+            elif spec.default_factory is not MISSING:
+                found[spec.name] = spec.default_factory()
+            else:
+                found[spec.name] = _REQUIRED
+    _DEFAULTS[cls] = found
+    return found
+
+
+def _at_default(item: Any, default: Any) -> bool:
+    if default is _REQUIRED:
+        return False
+    if item is default:
+        return True
+    try:
+        return bool(item == default)
+    except Exception:  # a value that cannot be compared with the default counts as set
+        return False
+
+
+def _set_entries(value: Any, cls: type | None) -> Iterator[tuple[Any, Any, Any]]:
+    """``(key, item, default)`` of every key of ``value`` that counts as set under Exact.
+
+    A mapping's keys are set, except those at the default of ``cls``'s field of that name;
+    a model's or dataclass's fields are set when they differ from their default.
+    """
+    if isinstance(value, Mapping):
+        known = _defaults(cls) if isinstance(cls, type) else {}
+        for key, item in value.items():
+            default = known.get(key, _REQUIRED) if isinstance(key, str) else _REQUIRED
+            if not _at_default(item, default):
+                yield key, item, default
+        return
+    if isinstance(value, BaseModel):
+        own = value.__dict__
+        for name, default in _defaults(type(value)).items():
+            item = own.get(name, _MISSING)
+            if item is _MISSING:
+                item = getattr(value, name, None)
+            if not _at_default(item, default):
+                yield name, item, default
+        yield from ((key, item, _REQUIRED) for key, item in (value.model_extra or {}).items())
+        return
+    if is_dataclass(value) and not isinstance(value, type):
+        for name, default in _defaults(type(value)).items():
+            item = getattr(value, name, None)
+            if not _at_default(item, default):
+                yield name, item, default
+
+
+def _extra_keys(value: Any, named: Named) -> bool:
+    """Whether ``value`` has a key set that ``named`` does not name."""
+    return any(key not in named.keys for key, _, _ in _set_entries(value, named.cls))
+
+
+def _named(pattern: Any) -> Named | None:
+    """What ``pattern`` names at its own level (``None``: no keys, as a leaf names none).
+
+    An ``|`` names what any of its alternatives names: the alternative that matches checks
+    that no more is set.
+    """
+    if isinstance(pattern, Pattern):
+        if isinstance(pattern, Like):
+            return Named(frozenset(pattern.fields), pattern.cls)
+        if isinstance(pattern, Exact):
+            return _named(pattern.expected)
+        if isinstance(pattern, (AllOf, AnyOf)):
+            return _merge_named([_named(part) for part in pattern.patterns])
+        return None
+    if isinstance(pattern, BaseModel):
+        return Named(frozenset(type(pattern).model_fields), type(pattern))
+    if isinstance(pattern, Mapping):
+        return Named(frozenset(pattern), None)
+    return None
+
+
+def _merge_named(parts: Sequence[Named | None]) -> Named | None:
+    found = [part for part in parts if part is not None]
+    if not found:
+        return None
+    if len(found) == 1:
+        return found[0]
+    cls = next((part.cls for part in found if part.cls is not None), None)
+    return Named(frozenset().union(*(part.keys for part in found)), cls)
+
+
+def _probe_with(compare: Handler, value: Any, pattern: Any) -> bool:
+    return compare(value, pattern, None, None)
 
 
 # -- unordered assignment ----------------------------------------------------------------

@@ -166,6 +166,34 @@ def test_a_negative_rule_prints_where_the_forbidden_call_is(runs: pytest.Pyteste
     )
 
 
+def test_exact_like_fails_on_a_call_with_fields_it_does_not_name(runs: pytest.Pytester) -> None:
+    runs.makepyfile(
+        test_it="""
+        from pytest_agentctx import ANY, Exact, Like, ToolCall, matches
+
+        CALL = ToolCall(id="call_1", name="f", arguments={"city": "Paris"})
+
+        async def test_only_the_name():
+            assert matches(CALL, Exact(Like(ToolCall, name="f")))
+
+        async def test_every_field_named():
+            assert matches(CALL, Exact(Like(ToolCall, "f", {"city": "Paris"}, id=ANY)))
+        """
+    )
+
+    result = runs.runpytest()
+
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*MismatchError: 2 mismatches:",
+            "E         id: unexpected field, set to 'call_1'; a required field is always set: "
+            "name it (ANY for any value)",
+            "E         arguments: unexpected field, set to {'city': 'Paris'} (its default is {})",
+        ]
+    )
+
+
 def test_other_comparisons_keep_pytests_own_explanation(runs: pytest.Pytester) -> None:
     runs.makepyfile(
         test_it="""

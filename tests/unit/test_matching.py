@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from dirty_equals import IsList, IsPositiveInt, IsStr
+from dirty_equals import IsList, IsPartialDict, IsPositiveInt, IsStr
 
 from pytest_agentctx import (
     ANY,
@@ -56,6 +57,17 @@ def weather_run(answer: str = "It is 18C and sunny in Paris.") -> AgentContext:
 
 def paths(found: list[Mismatch]) -> list[str]:
     return [mismatch.path for mismatch in found]
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+    label: str = ""
+
+
+class Opaque:
+    x = 1
 
 
 # -- dicts, models and objects -----------------------------------------------------------
@@ -375,6 +387,185 @@ async def test_exact_rejects_keys_the_pattern_does_not_name() -> None:
 
 async def test_exact_applies_nested_patterns() -> None:
     assert matches({"a": "sunny", "b": [1]}, Exact({"a": Regex("sun"), "b": [ANY]}))
+
+
+async def test_exact_like_reports_a_field_the_pattern_does_not_name() -> None:
+    call = ToolCall(id="call_1", name="f", arguments={"city": "Paris"})
+
+    assert mismatches(call, Exact(Like(ToolCall, name="f", id=ANY))) == [
+        Mismatch("arguments", "unexpected field, set to {'city': 'Paris'} (its default is {})")
+    ]
+
+
+async def test_exact_like_needs_every_required_field_named() -> None:
+    match mismatches(ToolCall(id="call_1", name="f"), Exact(Like(ToolCall, name="f"))):
+        case [Mismatch("id", message)]:
+            assert message == (
+                "unexpected field, set to 'call_1'; a required field is always set: "
+                "name it (ANY for any value)"
+            )
+        case other:
+            pytest.fail(f"unexpected mismatches: {other}")
+
+
+async def test_exact_like_still_requires_the_class() -> None:
+    message = Message(role="tool", name="f")
+
+    match mismatches(message, Exact(Like(ToolCall, name="f"))):
+        case [Mismatch("(root)", text)]:
+            assert text.startswith("expected ToolCall, got Message(")
+        case other:
+            pytest.fail(f"unexpected mismatches: {other}")
+
+
+async def test_exact_dict_compares_a_models_fields_like_a_mapping() -> None:
+    message = Message(role="assistant", content="It is sunny.")
+
+    assert matches(message, Exact({"role": "assistant", "content": "It is sunny."}))
+
+
+async def test_exact_dict_reports_a_model_field_set_beyond_its_default() -> None:
+    message = Message(role="tool", content="18C", name="get_weather")
+
+    assert mismatches(message, Exact({"role": "tool", "content": "18C"})) == [
+        Mismatch("name", "unexpected field, set to 'get_weather' (its default is None)")
+    ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message(role="user", content="Hi"),
+        Message(role="user", content="Hi", tool_calls=[], name=None, is_error=False),
+        AgentContext.new("Hi").iterations[0].messages[0],
+    ],
+    ids=["defaults-omitted", "defaults-given", "built-by-the-context"],
+)
+async def test_exact_counts_a_field_at_its_default_as_unset_however_it_was_built(
+    message: Message,
+) -> None:
+    assert matches(message, Exact({"role": "user", "content": "Hi"}))
+
+
+async def test_exact_like_on_a_dumped_model_ignores_keys_at_their_default() -> None:
+    dumped = ToolCall(id="call_1", name="f").model_dump(mode="json")
+
+    assert matches(dumped, Exact(Like(ToolCall, name="f", id="call_1")))
+
+
+async def test_exact_dict_on_a_dumped_model_counts_every_key() -> None:
+    dumped = ToolCall(id="call_1", name="f").model_dump(mode="json")
+
+    assert mismatches(dumped, Exact({"id": "call_1", "name": "f"})) == [
+        Mismatch("arguments", "unexpected key, with value {}")
+    ]
+
+
+async def test_exact_model_instance_names_every_field() -> None:
+    assert mismatches(Message(role="user", content="Hi"), Exact(Message(role="user"))) == [
+        Mismatch("content", "'Hi' != None")
+    ]
+
+
+async def test_exact_reaches_into_nested_models() -> None:
+    message = Message(
+        role="assistant", tool_calls=[ToolCall(id="c1", name="f", arguments={"x": 1})]
+    )
+
+    found = mismatches(
+        message, Exact({"role": "assistant", "tool_calls": [{"id": "c1", "name": "f"}]})
+    )
+
+    assert paths(found) == ["tool_calls[0].arguments"]
+
+
+async def test_exact_unordered_compares_its_items_exactly() -> None:
+    found = mismatches([{"a": 1, "x": 2}, {"b": 1}], Exact(Unordered({"b": 1}, {"a": 1})))
+
+    assert "[0].x: unexpected key, with value 2" in [str(m) for m in found]
+
+
+async def test_exact_contains_allows_other_items_and_compares_its_own_exactly() -> None:
+    items = [{"a": 1}, {"b": 1, "x": 2}, "other"]
+
+    assert matches(items, Exact(Contains({"a": 1})))
+    assert paths(mismatches(items, Exact(Contains({"b": 1}))))[-1] == "[1].x"
+
+
+async def test_exact_each_compares_every_item_exactly() -> None:
+    assert paths(mismatches([{"a": 1}, {"a": 1, "b": 2}], Exact(Each({"a": 1})))) == ["[1].b"]
+
+
+async def test_exact_list_gap_stands_for_any_number_of_items() -> None:
+    assert matches([1, {"a": 1}, 2, 3], Exact([..., {"a": 1}, ...]))
+
+
+async def test_exact_list_items_around_a_gap_are_compared_exactly() -> None:
+    assert paths(mismatches([{"a": 1, "b": 2}, 3, 4], Exact([{"a": 1}, ...]))) == ["[0].b"]
+
+
+async def test_exact_and_names_what_either_part_names() -> None:
+    call = ToolCall(id="call_1", name="f")
+
+    assert matches(call, Exact(Like(ToolCall, name="f") & {"id": Regex("^call_")}))
+
+
+async def test_exact_and_reports_a_key_no_part_names_once() -> None:
+    found = mismatches({"a": 1, "b": 2, "c": 3}, Exact(AllOf({"a": 1}, {"b": 2})))
+
+    assert found == [Mismatch("c", "unexpected key, with value 3")]
+
+
+async def test_exact_and_counts_only_the_alternative_that_matched() -> None:
+    pattern = Exact(AllOf({"a": 1}, AnyOf({"b": 1}, {"c": 1})))
+
+    assert matches({"a": 1, "b": 1}, pattern)
+    assert mismatches({"a": 1, "b": 1, "c": 2}, pattern) != []
+
+
+async def test_exact_or_needs_one_alternative_to_match_exactly() -> None:
+    assert mismatches({"a": 1, "b": 2}, Exact(AnyOf({"a": 1}, {"b": 2}))) == [
+        Mismatch("(root)", "{'a': 1, 'b': 2} matches none of {'a': 1} | {'b': 2} exactly")
+    ]
+
+
+async def test_exact_not_is_judged_as_without_exact() -> None:
+    # {"b": 1, "c": 3} matches {"b": 1} (c is not named there), so ~{"b": 1} rejects it.
+    found = mismatches({"a": {"b": 1, "c": 3}}, Exact({"a": Not({"b": 1})}))
+
+    assert [m.message for m in found] == ["{'b': 1, 'c': 3} matches {'b': 1}, which it must not"]
+
+
+async def test_exact_any_accepts_the_whole_value() -> None:
+    assert matches({"a": {"deep": [1, 2]}, "b": 2}, Exact(ANY))
+    assert matches({"a": {"deep": [1, 2]}}, Exact({"a": ANY}))
+
+
+async def test_nested_exact_is_the_same_as_one() -> None:
+    value = {"a": 1, "b": {"c": 2, "d": 3}}
+    pattern = {"a": 1, "b": {"c": 2}}
+
+    assert mismatches(value, Exact(Exact(pattern))) == mismatches(value, Exact(pattern))
+
+
+async def test_dirty_equals_leaf_inside_exact_judges_its_value_itself() -> None:
+    value = {"usage": {"input_tokens": 12, "output_tokens": 3}}
+
+    assert matches(value, Exact({"usage": IsPartialDict(input_tokens=IsPositiveInt)}))
+
+
+async def test_exact_dataclass_counts_fields_that_differ_from_their_default() -> None:
+    assert mismatches(Point(1, 2, label="p"), Exact({"x": 1, "y": 2})) == [
+        Mismatch("label", "unexpected field, set to 'p' (its default is '')")
+    ]
+
+
+async def test_exact_on_an_object_whose_fields_it_cannot_list_fails_and_says_why() -> None:
+    match mismatches(Opaque(), Exact({"x": 1})):
+        case [Mismatch("(root)", message)]:
+            assert "Exact cannot list which fields of a Opaque are set. Drop Exact" in message
+        case other:
+            pytest.fail(f"unexpected mismatches: {other}")
 
 
 async def test_differences_lists_every_differing_path_of_two_contexts() -> None:
