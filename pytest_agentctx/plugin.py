@@ -149,7 +149,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "agent_allowed_hosts",
-        "Hosts (names or addresses) agent tests may reach while replaying.",
+        "Hosts (names or addresses) agent tests may reach while replaying or using fake_llm.",
         type="linelist",
         default=[],
     )
@@ -354,12 +354,28 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     return runtime
 
 
+def _fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
+    """The guard that keeps a fake_llm test offline, allowing the hosts that
+    ``agent_allowed_hosts``, the ``agent`` marker and ``agent_cassette_config`` allow."""
+    from .cassettes.network import NetworkGuard
+
+    marker_kwargs: dict[str, object] = {}
+    for marker in reversed(list(request.node.iter_markers("agent"))):
+        marker_kwargs.update(marker.kwargs)
+    where = request.node.nodeid
+    settings = request.config.stash[_CASSETTE_SETTINGS_KEY]
+    options = TestOptions.resolve(settings, marker_kwargs, where=where)
+    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=where)
+    return NetworkGuard.for_fake_llm((*options.allowed_hosts, *config.get("allowed_hosts", ())))
+
+
 @pytest.fixture
 def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     """A scripted model that answers the openai/anthropic SDKs at the HTTP transport.
 
     Script replies with ``fake_llm.reply(...)``. The test fails if the agent makes more
-    model calls than scripted or leaves scripted replies unused.
+    model calls than scripted or leaves scripted replies unused, and runs offline: like a
+    replay, it may reach only loopback and the allowed hosts.
     """
     import os
 
@@ -369,11 +385,15 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         if not os.environ.get(name):
             monkeypatch.setenv(name, value)
     fake = FakeLLM(ids=SequentialIds())
-    fake.start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
+    guard = _fake_llm_guard(request)
+    request.node.stash[_GUARD_KEY] = guard  # verified and reported as a cassette's guard is
+    with guard:
+        fake.start()
+        try:
+            yield fake
+        finally:
+            fake.stop()
+    request.node.stash[_GUARD_KEY] = None
     reports = request.node.stash.get(_REPORT_KEY, {})
     call_report = reports.get("call")
     if call_report is not None and call_report.passed:

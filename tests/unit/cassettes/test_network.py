@@ -1,21 +1,29 @@
-"""Unit tests of pytest_agentctx.cassettes.network: the offline guard on sockets.
+"""Unit tests of pytest_agentctx.cassettes.network: the offline guard on sockets, DNS
+lookups, datagrams and child processes.
 
-No packet leaves the machine: connections the guard must refuse go to addresses that
-are never contacted (the guard raises before connecting), and as a safety net the tests
-that expect a refusal replace the real ``connect`` with one that fails the test.
+No packet leaves the machine: connections, datagrams and lookups the guard must refuse go
+to addresses that are never contacted (the guard raises before connecting, sending or
+asking DNS), and as a safety net the tests that expect a refusal replace the real
+``connect``, ``sendto``/``sendmsg`` and lookups with ones that record the call and fail the
+test. Child processes cannot be patched from here: they aim at documentation addresses
+(203.0.113.0/24), which nothing routes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import socket
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from pytest_agentctx.cassettes import network
+from pytest_agentctx.cassettes import _child_guard, network
 from pytest_agentctx.cassettes.network import NetworkGuard, is_loopback
 from pytest_agentctx.exceptions import CassetteError, NetworkBlocked
 
@@ -23,6 +31,8 @@ from pytest_agentctx.exceptions import CassetteError, NetworkBlocked
 UNROUTED = "10.255.255.1"
 #: Where a host name of the tests "resolves" to (see ``fake_dns``).
 RESOLVED = "10.255.255.2"
+#: A documentation address (TEST-NET-3): the target of datagrams, lookups and children.
+OUTSIDE = "203.0.113.1"
 
 
 @pytest.fixture
@@ -153,7 +163,9 @@ async def test_guard_remembers_refused_connections_and_verify_raises_for_them(no
             sock.connect_ex(("192.0.2.1", 80))
 
     assert guard.blocked == [f"{UNROUTED}:443", "192.0.2.1:80"]
-    with pytest.raises(NetworkBlocked, match=r"10\.255\.255\.1:443.*\n\(and 1 more blocked"):
+    with pytest.raises(
+        NetworkBlocked, match=r"10\.255\.255\.1:443.*\n\(also blocked: 192\.0\.2\.1:80\)$"
+    ):
         guard.verify()
 
 
@@ -253,3 +265,411 @@ async def test_every_active_guard_must_allow_a_connection(no_real_connect):
         pytest.raises(NetworkBlocked),
     ):
         sock.connect((UNROUTED, 443))
+
+
+async def test_stop_restores_the_lookups_and_the_datagram_functions():
+    before = (socket.gethostbyname, socket.gethostbyaddr, socket.getnameinfo)
+    sendto, sendmsg = socket.socket.sendto, socket.socket.sendmsg
+
+    with NetworkGuard():
+        assert socket.socket.sendto is not sendto
+
+    assert (socket.gethostbyname, socket.gethostbyaddr, socket.getnameinfo) == before
+    assert (socket.socket.sendto, socket.socket.sendmsg) == (sendto, sendmsg)
+
+
+# -- DNS lookups ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def lookups(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, object]]:
+    """The guard's underlying lookups, replaced: every lookup the guard lets through is
+    recorded and answered here (a name "resolves" to RESOLVED), none reaches DNS."""
+    seen: list[tuple[str, object]] = []
+
+    def answer(kind: str, result: object) -> object:
+        def lookup(*args: object) -> object:
+            seen.append((kind, args[0]))
+            return result
+
+        return lookup
+
+    for kind, result in (
+        ("gethostbyname", RESOLVED),
+        ("gethostbyname_ex", ("api.example.test", [], [RESOLVED])),
+        ("gethostbyaddr", ("api.example.test", [], [RESOLVED])),
+        ("getnameinfo", ("api.example.test", "http")),
+    ):
+        monkeypatch.setattr(network, f"_original_{kind}", answer(kind, result))
+    monkeypatch.setattr(network, "_resolved", {})
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("lookup", "argument", "target"),
+    [
+        (socket.gethostbyname, "example.invalid", "example.invalid"),
+        (socket.gethostbyname_ex, "example.invalid", "example.invalid"),
+        (socket.gethostbyaddr, OUTSIDE, OUTSIDE),
+        (socket.gethostbyaddr, "example.invalid", "example.invalid"),
+    ],
+)
+async def test_a_lookup_that_would_ask_dns_is_refused_before_it_is_sent(
+    lookups, lookup, argument, target
+):
+    with NetworkGuard() as guard, pytest.raises(NetworkBlocked):
+        getattr(socket, lookup.__name__)(argument)
+
+    assert (lookups, guard.blocked) == ([], [target])
+
+
+async def test_a_reverse_lookup_by_getnameinfo_is_refused_before_it_is_sent(lookups):
+    with NetworkGuard() as guard, pytest.raises(NetworkBlocked):
+        socket.getnameinfo((OUTSIDE, 80), 0)
+
+    assert (lookups, guard.blocked) == ([], [OUTSIDE])
+
+
+async def test_asyncio_getnameinfo_is_refused(lookups):
+    with NetworkGuard(), pytest.raises(NetworkBlocked):
+        await asyncio.get_running_loop().getnameinfo((OUTSIDE, 80))
+
+    assert lookups == []
+
+
+async def test_getfqdn_swallows_the_refusal_but_the_guard_remembers_it(lookups):
+    with NetworkGuard() as guard:
+        assert socket.getfqdn("example.invalid") == "example.invalid"
+
+    with pytest.raises(NetworkBlocked, match=r"blocked a DNS lookup of example\.invalid"):
+        guard.verify()
+
+
+async def test_a_refused_lookup_says_what_why_and_what_to_do(lookups):
+    with (
+        NetworkGuard(reason="replaying c.json"),
+        pytest.raises(NetworkBlocked) as caught,
+    ):
+        socket.gethostbyname("example.invalid")
+
+    assert str(caught.value) == (
+        "pytest-agentctx blocked a DNS lookup of example.invalid: agent tests replay offline "
+        "(replaying c.json). Record the traffic with pytest --agent-record, or allow the host "
+        "with the ini option agent_allowed_hosts (names or addresses)."
+    )
+
+
+async def test_lookups_that_stay_on_this_machine_go_through(lookups):
+    own_name = socket.gethostname()
+    with NetworkGuard() as guard:
+        socket.gethostbyname("localhost")
+        socket.gethostbyname(OUTSIDE)  # an address: no query
+        socket.gethostbyname_ex(own_name)  # what getfqdn(), http.server and smtplib ask
+        socket.gethostbyaddr("127.0.0.1")
+        socket.gethostbyaddr(own_name)
+        socket.getnameinfo(("::1", 80), 0)
+        socket.getnameinfo((OUTSIDE, 80), socket.NI_NUMERICHOST | socket.NI_NUMERICSERV)
+
+    assert guard.blocked == []
+    assert [kind for kind, _ in lookups] == [
+        "gethostbyname",
+        "gethostbyname",
+        "gethostbyname_ex",
+        "gethostbyaddr",
+        "gethostbyaddr",
+        "getnameinfo",
+        "getnameinfo",
+    ]
+
+
+async def test_an_allowed_name_may_be_looked_up_and_allows_its_address(lookups):
+    with NetworkGuard(["*.example.test"]) as guard:
+        assert socket.gethostbyname("api.example.test") == RESOLVED
+
+        assert guard.allows(RESOLVED)
+        socket.gethostbyaddr(RESOLVED)
+
+    assert guard.blocked == []
+
+
+async def test_an_allowed_address_may_be_looked_up_in_reverse(lookups):
+    with NetworkGuard([OUTSIDE]) as guard:
+        socket.gethostbyaddr(OUTSIDE)
+        socket.getnameinfo((OUTSIDE, 80), 0)
+
+    assert (guard.blocked, len(lookups)) == ([], 2)
+
+
+# -- datagrams -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_real_send(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The guard's underlying sendto/sendmsg, replaced: a datagram the guard lets through
+    is recorded and dropped here instead of reaching the network."""
+    leaked: list[object] = []
+
+    def sendto(sock: socket.socket, data: bytes, *args: object) -> int:
+        leaked.append(args[-1])
+        raise AssertionError(f"the guard let a datagram to {args[-1]!r} through")
+
+    def sendmsg(sock: socket.socket, buffers: object, *args: object) -> int:
+        return sendto(sock, b"", *args)
+
+    monkeypatch.setattr(network, "_original_sendto", sendto)
+    monkeypatch.setattr(network, "_original_sendmsg", sendmsg)
+    return leaked
+
+
+@pytest.fixture
+def udp() -> Iterator[socket.socket]:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        yield sock
+
+
+@pytest.mark.parametrize(
+    "send",
+    [
+        lambda sock, address: sock.sendto(b"agent.calls:1|c", address),
+        lambda sock, address: sock.sendto(b"agent.calls:1|c", 0, address),
+        lambda sock, address: sock.sendmsg([b"agent.calls:1|c"], [], 0, address),
+    ],
+    ids=["sendto", "sendto-flags", "sendmsg"],
+)
+async def test_a_datagram_to_another_address_is_refused_before_it_is_sent(no_real_send, udp, send):
+    with NetworkGuard() as guard, pytest.raises(NetworkBlocked):
+        send(udp, (OUTSIDE, 8125))
+
+    assert (no_real_send, guard.blocked) == ([], [f"{OUTSIDE}:8125"])
+
+
+async def test_a_datagram_to_a_host_name_is_refused_before_the_name_is_resolved(no_real_send, udp):
+    with NetworkGuard(), pytest.raises(NetworkBlocked, match=r"example\.invalid:514"):
+        udp.sendto(b"<14>agent ran", ("example.invalid", 514))
+
+    assert no_real_send == []
+
+
+async def test_a_refused_datagram_says_so(no_real_send, udp):
+    with NetworkGuard(reason="replaying c.json"), pytest.raises(NetworkBlocked) as caught:
+        udp.sendto(b"x", (OUTSIDE, 53))
+
+    assert str(caught.value).startswith(
+        f"pytest-agentctx blocked a datagram to {OUTSIDE}:53: agent tests replay offline "
+        "(replaying c.json). Record the traffic"
+    )
+
+
+async def test_connecting_a_udp_socket_elsewhere_is_refused(no_real_connect, udp):
+    with NetworkGuard(), pytest.raises(NetworkBlocked):
+        udp.connect((OUTSIDE, 8125))
+
+    assert no_real_connect == []
+
+
+async def test_a_datagram_to_loopback_goes_through(udp):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver:
+        receiver.bind(("127.0.0.1", 0))
+        with NetworkGuard() as guard:
+            udp.sendto(b"one", receiver.getsockname())
+            udp.sendmsg([b"two"], [], 0, receiver.getsockname())
+
+        assert [receiver.recv(16), receiver.recv(16)] == [b"one", b"two"]
+    assert guard.blocked == []
+
+
+async def test_asyncio_datagram_endpoint_to_another_address_is_refused(no_real_connect):
+    loop = asyncio.get_running_loop()
+    with NetworkGuard(), pytest.raises(NetworkBlocked):
+        await loop.create_datagram_endpoint(asyncio.DatagramProtocol, remote_addr=(OUTSIDE, 8125))
+
+    assert no_real_connect == []
+
+
+class _Errors(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.errors: list[Exception] = []
+
+    def error_received(self, exc: Exception) -> None:
+        self.errors.append(exc)
+
+
+async def test_asyncio_datagram_refused_is_remembered_though_asyncio_hands_it_on(no_real_send):
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.create_datagram_endpoint(_Errors, local_addr=("127.0.0.1", 0))
+    try:
+        with NetworkGuard() as guard:
+            transport.sendto(b"agent.calls:1|c", (OUTSIDE, 8125))
+    finally:
+        transport.close()
+
+    assert [type(error) for error in protocol.errors] == [NetworkBlocked]
+    assert (no_real_send, guard.blocked) == ([], [f"{OUTSIDE}:8125"])
+
+
+# -- child processes -----------------------------------------------------------------
+
+
+async def _python(code: str, **options: object) -> tuple[int | None, str, str]:
+    """Run ``python -c code`` (asyncio: through subprocess.Popen); exit code, out, err."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        code,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **options,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    return process.returncode, out.decode(), err.decode()
+
+
+CONNECT_OUT = f"import socket; socket.create_connection(({OUTSIDE!r}, 80), timeout=5)"
+
+
+@pytest.fixture
+async def loopback_server() -> AsyncIterator[tuple[str, int]]:
+    """A TCP server on 127.0.0.1 that answers b"hello" to every connection."""
+
+    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"hello")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(greet, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[:2]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_python_child_cannot_connect_out():
+    with NetworkGuard(reason="replaying c.json") as guard:
+        code, _, err = await _python(CONNECT_OUT)
+
+    assert code != 0
+    assert (
+        f"NetworkBlocked: pytest-agentctx blocked a connection to {OUTSIDE}:80: agent tests "
+        "replay offline (replaying c.json)."
+    ) in err
+    assert guard.blocked == [f"{OUTSIDE}:80 (from a child process)"]
+
+
+async def test_a_child_that_swallows_the_refusal_still_fails_the_test():
+    swallow = f"try:\n    {CONNECT_OUT}\nexcept OSError:\n    pass"
+    with NetworkGuard() as guard:
+        code, _, _ = await _python(swallow)
+
+    assert code == 0
+    with pytest.raises(NetworkBlocked, match=r"203\.0\.113\.1:80 \(from a child process\)"):
+        guard.verify()
+
+
+async def test_a_python_child_reaches_loopback(loopback_server):
+    host, port = loopback_server
+    read = f"import socket; print(socket.create_connection(({host!r}, {port})).recv(5))"
+    with NetworkGuard() as guard:
+        code, out, err = await _python(read)
+
+    assert (code, out, err, guard.blocked) == (0, "b'hello'\n", "", [])
+
+
+async def test_a_child_started_with_its_own_environment_is_guarded_too():
+    # as MCP stdio clients start their servers: PATH and a few more, nothing inherited
+    with NetworkGuard() as guard:
+        code, _, err = await _python(CONNECT_OUT, env={"PATH": os.environ.get("PATH", "")})
+
+    assert (code, guard.blocked) == (1, [f"{OUTSIDE}:80 (from a child process)"])
+    assert "NetworkBlocked" in err
+
+
+async def test_a_childs_http_request_through_its_proxy_is_refused_and_reported():
+    fetch = (
+        "import urllib.request, urllib.error\n"
+        "try:\n"
+        f"    urllib.request.urlopen('http://{OUTSIDE}/v1/models', timeout=5)\n"
+        "except urllib.error.HTTPError as error:\n"
+        "    print(error.code, error.read().decode())\n"
+    )
+    with NetworkGuard() as guard:
+        code, out, _ = await _python(fetch)
+
+    target = f"{OUTSIDE}:80 (from a child process, through its proxy)"
+    assert (code, guard.blocked) == (0, [target])
+    assert out.startswith(f"403 pytest-agentctx blocked a connection to {target}: agent tests")
+
+
+async def test_children_go_around_the_proxy_only_for_loopback_and_allowed_hosts():
+    show = "import os; print(os.environ['NO_PROXY'], os.environ['https_proxy'])"
+    with NetworkGuard(["api.example.test", "*.corp.example", "api-?.example.test"]):
+        _, out, _ = await _python(show)
+
+    no_proxy, proxy = out.split()
+    assert no_proxy == "localhost,127.0.0.1,::1,127.0.0.0/8,api.example.test,.corp.example"
+    assert proxy.startswith("http://127.0.0.1:")
+
+
+async def test_a_child_gets_the_allowed_hosts_of_every_active_guard():
+    show = (
+        "from pytest_agentctx.cassettes.network import active_guards\n"
+        f"print([guard.allows({OUTSIDE!r}) for guard in active_guards()])"
+    )
+    with NetworkGuard([OUTSIDE]), NetworkGuard([OUTSIDE, "api.example.test"]):
+        _, allowed, _ = await _python(show)
+        with NetworkGuard():
+            _, one_refuses, _ = await _python(show)
+
+    assert (allowed, one_refuses) == ("[True, True]\n", "[True, True, False]\n")
+
+
+async def test_the_sitecustomize_the_guard_hides_still_runs(tmp_path: Path):
+    (tmp_path / "sitecustomize.py").write_text("print('their sitecustomize ran')\n")
+    with NetworkGuard():
+        code, out, err = await _python(CONNECT_OUT, env={"PYTHONPATH": str(tmp_path)})
+
+    assert (code, out) == (1, "their sitecustomize ran\n")
+    assert "NetworkBlocked" in err
+
+
+async def test_a_child_that_cannot_install_the_guard_says_so():
+    broken = {"PYTHONPATH": _child_guard.SITE_DIR, _child_guard.GUARD_VAR: "{not json"}
+
+    code, _, err = await _python("pass", env=broken)
+
+    assert code == 0
+    assert err.startswith(
+        "pytest-agentctx: this process runs WITHOUT the network guard of the test that "
+        "started it (JSONDecodeError:"
+    )
+
+
+async def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/their/path")
+    monkeypatch.delenv(_child_guard.GUARD_VAR, raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    before, popen = dict(os.environ), subprocess.Popen.__init__
+
+    with NetworkGuard([OUTSIDE], reason="replaying c.json"):
+        during = dict(os.environ)
+        assert subprocess.Popen.__init__ is not popen
+
+    assert during["PYTHONPATH"] == f"{_child_guard.SITE_DIR}{os.pathsep}/their/path"
+    assert json.loads(during[_child_guard.GUARD_VAR])["guards"] == [
+        {
+            "allowed": [OUTSIDE],
+            "reason": "replaying c.json",
+            "summary": "agent tests replay offline",
+            "advice": network.RECORD_ADVICE,
+        }
+    ]
+    assert "HTTP_PROXY" not in during  # the test process's own HTTP clients are left alone
+    assert (dict(os.environ), subprocess.Popen.__init__) == (before, popen)
+
+
+async def test_a_guard_for_this_process_only_leaves_children_alone(monkeypatch):
+    monkeypatch.delenv(_child_guard.GUARD_VAR, raising=False)
+    before = dict(os.environ)
+
+    with NetworkGuard(children=False):
+        assert dict(os.environ) == before
