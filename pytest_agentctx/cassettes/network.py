@@ -112,7 +112,7 @@ def _text(host: Any) -> str | None:
 
 
 def _asks_dns(name: str) -> bool:
-    """Whether resolving ``name`` (not an address) may send a DNS query."""
+    """Whether resolving ``name`` may send a DNS query (an address or loopback never does)."""
     if not name or name == "<broadcast>" or _is_address(name) or is_loopback(name):
         return False
     return name.lower() != socket.gethostname().lower()
