@@ -8,6 +8,24 @@ Modes (``--agent-record[=MODE]``):
   new recording replaces the old cassette if the test passes.
 * ``missing``: like ``rewrite`` for tests that have no cassette yet, ``none`` otherwise.
 * ``new``: replay what matches, record what does not, and append it to the cassette.
+
+A cassette shared by several tests (``@pytest.mark.agent(cassette=...)``) stores with each
+interaction the node id of the test that recorded it (``test_id``):
+
+* A test replays its own interactions first, then those of no known test (a cassette
+  written before test ids, or by another tool: every test replays those, as before).
+* A test with no interaction of its own in the cassette (renamed since it recorded, or
+  added to the cassette without recording) replays, when it replays only, the other
+  tests' interactions too, except a request that several tests recorded with different
+  answers: that one is a miss, as no recording can stand in for this test's.
+* Saving replaces only this test's interactions (``rewrite``) or adds to them (``new``),
+  in the place they had, and keeps every other test's, under the cassette's lock: tests
+  re-recorded one at a time, on several xdist workers, or in a run killed half-way, leave
+  the other tests' interactions in the file. Re-recording a test also drops the
+  interactions of no known test that its new requests match (one per request), since those
+  were its own recording before test ids existed.
+* ``missing`` records a test that has no interaction of its own in the cassette (and no
+  interaction of no known test to replay); the others replay.
 """
 
 from __future__ import annotations
@@ -92,15 +110,10 @@ class Cassette:
         self.allow_unused = allow_unused
         self.shared = shared
         self.existed = path.exists()
+        # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
+        loaded = [] if mode is RecordMode.REWRITE else load_cassette(path)
         if mode is RecordMode.MISSING:
-            if not self.existed:
-                mode = RecordMode.REWRITE
-            elif run_id and _written_in_run(path, run_id):
-                # A cassette shared with a test that recorded it earlier in this run: keep
-                # what it recorded, add what this test needs.
-                mode = RecordMode.NEW
-            else:
-                mode = RecordMode.NONE
+            mode = self._missing_mode(loaded, run_id)
         self.mode = mode
         self.recorded_interactions: list[Interaction | None] = []
         self.misses: list[Miss] = []
@@ -115,15 +128,62 @@ class Cassette:
         # Every exchange in the order its request came: (recorded?, index into loaded or
         # recorded_interactions). Capture reads it (see exchange_log).
         self._log: list[tuple[bool, int]] = []
-        if mode is RecordMode.REWRITE:
-            self.loaded: list[Interaction] = []
-        else:
-            self.loaded = load_cassette(path)
+        self.loaded: list[Interaction] = [] if mode is RecordMode.REWRITE else loaded
         with paused_gc():  # thousands of keys at once, all kept: nothing to collect
             self._keys = [self._key_of(i) for i in self.loaded]
+        #: Requests that only other tests recorded, with different answers (shared cassette,
+        #: test with no interaction of its own): the test ids, for the miss message.
+        self._ambiguous: dict[RequestKey, list[str]] = {}
+        #: Positions in ``loaded`` this test may replay, in the order it prefers them.
+        self._replayable = self._replay_order()
         self._index: dict[RequestKey, deque[int]] = {}
-        for position, key in enumerate(self._keys):
-            self._index.setdefault(key, deque()).append(position)
+        for position in self._replayable:
+            self._index.setdefault(self._keys[position], deque()).append(position)
+
+    def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
+        """What ``missing`` means for this test: record when it has no recording."""
+        if not self.existed:
+            return RecordMode.REWRITE
+        if self.shared:
+            # Record unless the shared cassette holds this test's interactions, or ones of
+            # no known test (an older cassette, which every test replays).
+            mine = {"", self.test_id}
+            return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
+        if run_id and _written_in_run(self.path, run_id):
+            # Another test of this run wrote this file (two tests whose cassettes have the
+            # same path): keep what it recorded, add what this test needs.
+            return RecordMode.NEW
+        return RecordMode.NONE
+
+    def _replay_order(self) -> list[int]:
+        """The positions of ``loaded`` this test replays, preferred first (see the module
+        docstring for a shared cassette's rule)."""
+        if not self.shared:
+            return list(range(len(self.loaded)))
+        mine = self.test_id
+        own = [p for p, i in enumerate(self.loaded) if mine and i.test_id == mine]
+        anyones = [p for p, i in enumerate(self.loaded) if not i.test_id]
+        if own or self.mode is not RecordMode.NONE:
+            # Recording modes never stand in another test's recording for this one's: what
+            # it does not have, it records, so that it replays on its own afterwards.
+            return own + anyones
+        others = [p for p, i in enumerate(self.loaded) if i.test_id and i.test_id != mine]
+        return anyones + self._unambiguous(others)
+
+    def _unambiguous(self, positions: list[int]) -> list[int]:
+        """``positions`` but for the requests that several tests recorded with different
+        answers (noted in ``_ambiguous``)."""
+        by_key: dict[RequestKey, list[int]] = {}
+        for position in positions:
+            by_key.setdefault(self._keys[position], []).append(position)
+        dropped: set[int] = set()
+        for key, group in by_key.items():
+            tests = sorted({self.loaded[p].test_id for p in group})
+            answers = {_answer_of(self.loaded[p]) for p in group}
+            if len(tests) > 1 and len(answers) > 1:
+                self._ambiguous[key] = tests
+                dropped.update(group)
+        return [p for p in positions if p not in dropped]
 
     # -- keys ------------------------------------------------------------------------
 
@@ -269,6 +329,7 @@ class Cassette:
                 response_headers=dict(self.redactor.header_items(kept.items())),
                 response_body=self.redactor.body(body),
                 origin=f"recorded#{slot}",
+                test_id=self.test_id if self.shared else "",
             )
             with self._lock:
                 self.recorded_interactions[slot] = interaction
@@ -328,18 +389,36 @@ class Cassette:
     def _miss_reason(self, key: RequestKey) -> str:
         if not self.loaded:
             return "there is no cassette" if not self.existed else "the cassette is empty"
+        if key in self._ambiguous:
+            return (
+                "this test has no recording of its own in the shared cassette, and the tests "
+                f"that recorded this request ({', '.join(self._ambiguous[key])}) got different "
+                "answers, so none of them can stand in for this test's"
+            )
         if key in self._index:
-            total = self._keys.count(key)
-            return f"the cassette has this request {total} time(s) and all were used already"
+            total = sum(1 for p in self._replayable if self._keys[p] == key)
+            where = "the recordings this test replays have" if self.shared else "the cassette has"
+            return f"{where} this request {total} time(s) and all were used already"
+        others = sorted(
+            {i.test_id for i, k in zip(self.loaded, self._keys, strict=True) if k == key}
+        )
+        if self.shared and others:
+            return (
+                f"only other tests recorded this request in the shared cassette "
+                f"({', '.join(others)}), and a test replays its own recordings"
+            )
         return "the cassette has no such request"
 
     def _closest(self, miss: Miss) -> tuple[int, list[str]] | None:
         best: tuple[int, list[str]] | None = None
+        # Only what this test may replay: another test's recording of the same request in
+        # a shared cassette would show no difference, and explain nothing.
         candidates = [
             i
-            for i, k in enumerate(self._keys)
-            if (k.method, k.host, k.path) == (miss.key.method, miss.key.host, miss.key.path)
-        ] or list(range(len(self._keys)))
+            for i in self._replayable
+            if (self._keys[i].method, self._keys[i].host, self._keys[i].path)
+            == (miss.key.method, miss.key.host, miss.key.path)
+        ] or self._replayable
         now = strip_fields(miss.body, self.ignored) if miss.body is not NO_JSON else None
         for position in candidates[:200]:
             recorded = self.loaded[position].request_body
@@ -378,6 +457,11 @@ class Cassette:
         lines.append(
             "If the agent's requests changed on purpose, re-record this test: "
             f"{self.record_command()}"
+            + (
+                " (the other tests' interactions in the shared cassette are kept)"
+                if self.shared
+                else ""
+            )
         )
         return "\n".join(lines)
 
@@ -454,11 +538,15 @@ class Cassette:
     def save(self, run_id: str) -> bool:
         """Write what was recorded; returns whether the file was written.
 
-        ``new`` mode appends to the file as it is now. ``rewrite`` replaces it, except when
-        another test of the same run (``run_id``) already wrote this shared cassette: then
-        it appends, so every test's interactions are kept.
+        A shared cassette is read again under its lock and only this test's interactions
+        change (see :meth:`_merged`). A test's own cassette: ``new`` mode appends to the
+        file as it is now; ``rewrite`` replaces it, except when another test of the same run
+        (``run_id``) already wrote it (two tests whose cassettes have one path): then it
+        appends, so both tests' interactions are kept.
         """
         recorded = self.new_interactions
+        if self.shared:
+            return self._save_shared(recorded, run_id)
         if not recorded and not (
             # A re-recorded test that no longer sends anything: its old cassette would
             # fail as stale on every replay, so it is emptied.
@@ -473,6 +561,66 @@ class Cassette:
             write_cassette(self.path, [_scrubbed(i, self.redactor) for i in base] + recorded)
             marker.write_text(run_id)
         return True
+
+    def _save_shared(self, recorded: list[Interaction], run_id: str) -> bool:
+        with locked(self.path):
+            current = _fresh_load(self.path)
+            merged = self._merged(current, recorded)
+            if merged is None:
+                return False
+            # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
+            write_cassette(self.path, [_scrubbed(i, self.redactor) for i in merged])
+            run_marker(self.path).write_text(run_id)
+        return True
+
+    def _merged(
+        self, current: list[Interaction], recorded: list[Interaction]
+    ) -> list[Interaction] | None:
+        """The shared cassette ``current`` with this test's ``recorded`` interactions in
+        (``None`` when nothing changes).
+
+        ``rewrite`` drops this test's interactions, and those of no known test that its new
+        requests match (one each), and puts the new ones where the first dropped one was;
+        ``new`` puts them after this test's last interaction. Both append when the test has
+        none; every other interaction keeps its place.
+        """
+        mine = self.test_id
+        if self.mode is RecordMode.REWRITE:
+            dropped = {p for p, i in enumerate(current) if i.test_id == mine}
+            if mine:
+                dropped |= self._matched_anyones(current, recorded)
+            at = min(dropped, default=len(current))
+        else:
+            dropped = set()
+            own = [p for p, i in enumerate(current) if i.test_id == mine]
+            at = own[-1] + 1 if own else len(current)
+        if not dropped and not recorded:
+            return None
+        kept = [(p, i) for p, i in enumerate(current) if p not in dropped]
+        return [
+            *(i for p, i in kept if p < at),
+            *recorded,
+            *(i for p, i in kept if p >= at),
+        ]
+
+    def _matched_anyones(self, current: list[Interaction], recorded: list[Interaction]) -> set[int]:
+        """Positions of the interactions of no known test in ``current`` that ``recorded``
+        re-records: for each recorded request, the first one with the same request."""
+        free: dict[RequestKey, deque[int]] = {}
+        for position, interaction in enumerate(current):
+            if not interaction.test_id:
+                free.setdefault(self._key_of(interaction), deque()).append(position)
+        matched: set[int] = set()
+        for interaction in recorded:
+            queue = free.get(self._key_of(interaction))
+            if queue:
+                matched.add(queue.popleft())
+        return matched
+
+
+def _answer_of(interaction: Interaction) -> tuple[int, str]:
+    """A recorded response, comparable and hashable: its status and its body's JSON."""
+    return interaction.status, json.dumps(interaction.response_body, sort_keys=True)
 
 
 def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:

@@ -4,12 +4,19 @@ The package writes its own format: a JSON (default) or YAML document::
 
     {"cassette": "pytest-agentctx", "version": 1, "interactions": [
         {"request": {"method": "POST", "url": "...", "headers": {...}, "body": {"json": {...}}},
-         "response": {"status": 200, "headers": {...}, "body": {"sse": [...]}}}]}
+         "response": {"status": 200, "headers": {...}, "body": {"sse": [...]}},
+         "test_id": "tests/test_weather.py::test_paris"}]}
 
 Bodies are stored decoded and readable (see :mod:`.body`); keys are sorted; secrets were
-redacted before anything was written. Writes are atomic (a temporary file renamed over the
-old one) and serialised across processes with a file lock, so ``pytest -n`` workers that
-record into one shared cassette keep every interaction.
+redacted before anything was written. ``test_id``, the node id of the test that recorded
+the interaction, is written in cassettes that several tests share
+(``@pytest.mark.agent(cassette=...)``), so that each test replays, and re-records, its own
+interactions; it is absent from a test's own cassette and from cassettes written before it
+existed, which read as before (version 1 either way).
+
+Writes are atomic (a temporary file renamed over the old one) and serialised across
+processes with a file lock, so ``pytest -n`` workers that record into one shared cassette
+keep every interaction.
 
 It also reads the vcrpy YAML cassettes other tools write (pytest-recording, vcrpy,
 pydantic-ai's ``parsed_body`` variant, gzip ``!!binary`` bodies, pretty-printed bodies), so
@@ -65,10 +72,13 @@ class Interaction:
     response_body: Body
     #: Where it came from (``path#index``), for messages.
     origin: str = ""
+    #: The node id of the test that recorded it, in a shared cassette; ``""`` when no test
+    #: is known (a test's own cassette, or one written before test ids or by another tool).
+    test_id: str = ""
     _request_json: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "request": {
                 "method": self.method,
                 "url": self.url,
@@ -81,6 +91,9 @@ class Interaction:
                 "body": self.response_body,
             },
         }
+        if self.test_id:
+            data["test_id"] = self.test_id
+        return data
 
     @property
     def is_stream(self) -> bool:
@@ -135,6 +148,15 @@ def _native_body(body: Any) -> Body:
     return dict(body)
 
 
+def _test_id(value: Any) -> str:
+    """A stored ``test_id``: a node id, or ``""`` when absent."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"test_id is {type(value).__name__}; expected a test's node id")
+    return value
+
+
 def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
     version = data.get("version")
     if version != FORMAT_VERSION:
@@ -156,13 +178,15 @@ def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
                     response_headers=_headers(response.get("headers")),
                     response_body=_native_body(response.get("body")),
                     origin=f"{where}#{index}",
+                    test_id=_test_id(item.get("test_id")),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CassetteFormatError(
                 f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
-                "each needs request.method, request.url and response.status, and bodies of "
-                "the form {'json': ...}, {'sse': [...]}, {'text': ...} or {'base64': ...}. "
+                "each needs request.method, request.url and response.status, bodies of "
+                "the form {'json': ...}, {'sse': [...]}, {'text': ...} or {'base64': ...}, "
+                "and, if it has one, a test_id that is a test's node id (a string). "
                 "Fix the file or re-record it with pytest --agent-record."
             ) from None
     return out

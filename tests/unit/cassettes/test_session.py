@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gzip
 import json
 import threading
@@ -608,14 +609,12 @@ async def test_missing_mode_replays_a_test_with_a_cassette(path):
     assert Cassette(path, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
 
 
-async def test_missing_mode_adds_to_a_cassette_recorded_earlier_in_the_same_run(path):
-    first = Cassette(path, mode=RecordMode.MISSING, shared=True, run_id="run-1")
+async def test_missing_mode_adds_to_a_cassette_of_the_same_path_written_in_the_same_run(path):
+    first = Cassette(path, mode=RecordMode.MISSING, run_id="run-1")
     first.recorded_interactions.append(_interaction(_request("Hi")))
     first.save("run-1")
 
-    assert Cassette(path, mode=RecordMode.MISSING, shared=True, run_id="run-1").mode is (
-        RecordMode.NEW
-    )
+    assert Cassette(path, mode=RecordMode.MISSING, run_id="run-1").mode is RecordMode.NEW
 
 
 async def test_rewrite_replaces_the_old_cassette(path):
@@ -626,24 +625,6 @@ async def test_rewrite_replaces_the_old_cassette(path):
     assert cassette.save("run-1")
 
     assert [i.request_body for i in load_cassette(path)] == [{"json": _request("New")}]
-
-
-async def test_rewrite_appends_to_a_shared_cassette_written_in_the_same_run(path):
-    for content in ("A", "B"):
-        cassette = Cassette(path, mode=RecordMode.REWRITE, shared=True)
-        cassette.recorded_interactions.append(_interaction(_request(content)))
-        cassette.save("run-1")
-
-    assert len(load_cassette(path)) == 2
-
-
-async def test_rewrite_in_a_new_run_starts_the_shared_cassette_over(path):
-    for run in ("run-1", "run-2"):
-        cassette = Cassette(path, mode=RecordMode.REWRITE, shared=True)
-        cassette.recorded_interactions.append(_interaction(_request(run)))
-        cassette.save(run)
-
-    assert [i.request_body for i in load_cassette(path)] == [{"json": _request("run-2")}]
 
 
 async def test_save_without_recordings_writes_no_file(path):
@@ -716,6 +697,243 @@ async def test_saving_in_new_mode_scrubs_the_loaded_interactions_too(path, loopb
 
     assert CANARY not in path.read_text()
     assert len(load_cassette(path)) == 2
+
+
+# -- shared cassettes ----------------------------------------------------------------
+
+ONE = "tests/test_agent.py::test_one"
+TWO = "tests/test_agent.py::test_two"
+THREE = "tests/test_agent.py::test_three"
+
+
+def _by(test_id: str, content: str, answer: str = "recorded") -> Interaction:
+    """An interaction of a shared cassette, recorded by ``test_id``."""
+    return dataclasses.replace(
+        _interaction(_request(content), chat_completion(answer)), test_id=test_id
+    )
+
+
+def _shared(path: Path, test_id: str, **options: Any) -> Cassette:
+    return Cassette(path, test_id=test_id, shared=True, **options)
+
+
+def _contents(path: Path) -> list[tuple[str, str]]:
+    """(test id, question) of every interaction in the cassette at ``path``."""
+    return [
+        (i.test_id, i.request_body["json"]["messages"][0]["content"]) for i in load_cassette(path)
+    ]
+
+
+async def _answers(cassette: Cassette, *questions: str) -> list[str | None]:
+    with _active(cassette):
+        async with _client() as client:
+            return [await _ask(client, question) for question in questions]
+
+
+async def test_tests_sharing_a_cassette_each_replay_their_own_answer_to_the_same_request(path):
+    write_cassette(path, [_by(ONE, "Weather?", "sunny"), _by(TWO, "Weather?", "rainy")])
+
+    answers = [await _answers(_shared(path, test), "Weather?") for test in (ONE, TWO)]
+
+    assert answers == [["sunny"], ["rainy"]]
+
+
+async def test_a_test_replays_its_own_recordings_before_those_of_no_known_test(path):
+    write_cassette(path, [_by("", "Weather?", "old"), _by(ONE, "Weather?", "new")])
+
+    assert await _answers(_shared(path, ONE), "Weather?", "Weather?") == ["new", "old"]
+
+
+async def test_a_shared_cassette_without_test_ids_answers_every_test(path):
+    write_cassette(path, [_by("", "Weather?", "sunny"), _by("", "Time?", "noon")])
+
+    answers = [await _answers(_shared(path, test), "Time?", "Weather?") for test in (ONE, TWO)]
+
+    assert answers == [["noon", "sunny"], ["noon", "sunny"]]
+
+
+async def test_a_test_with_recordings_of_its_own_misses_a_request_only_others_recorded(path):
+    write_cassette(path, [_by(ONE, "Weather?"), _by(TWO, "Time?")])
+    cassette = _shared(path, ONE)
+
+    with pytest.raises(openai.InternalServerError):
+        await _answers(cassette, "Time?")
+
+    assert (
+        f"only other tests recorded this request in the shared cassette ({TWO}), and a test "
+        "replays its own recordings."
+    ) in cassette.miss_message(cassette.misses[0])
+
+
+async def test_a_test_without_recordings_of_its_own_replays_those_of_another_test(path):
+    write_cassette(path, [_by(ONE, "Weather?", "sunny"), _by(ONE, "Weather?", "rainy")])
+
+    answers = await _answers(_shared(path, "tests/test_agent.py::test_renamed"), "Weather?")
+
+    assert answers == ["sunny"]
+
+
+async def test_a_test_without_recordings_of_its_own_takes_an_answer_every_test_agrees_on(path):
+    write_cassette(path, [_by(ONE, "Weather?", "sunny"), _by(TWO, "Weather?", "sunny")])
+
+    assert await _answers(_shared(path, THREE), "Weather?") == ["sunny"]
+
+
+async def test_a_request_other_tests_recorded_with_different_answers_misses(path):
+    write_cassette(
+        path, [_by(ONE, "Weather?", "sunny"), _by(TWO, "Weather?", "rainy"), _by(ONE, "Time?")]
+    )
+    cassette = _shared(path, THREE)
+
+    with pytest.raises(openai.InternalServerError):
+        await _answers(cassette, "Weather?")
+
+    assert (
+        "this test has no recording of its own in the shared cassette, and the tests that "
+        f"recorded this request ({ONE}, {TWO}) got different answers"
+    ) in cassette.miss_message(cassette.misses[0])
+
+
+async def test_a_miss_in_a_shared_cassette_says_re_recording_keeps_the_other_tests(path):
+    write_cassette(path, [_by(ONE, "Weather?")])
+    cassette = _shared(path, ONE)
+
+    with pytest.raises(openai.InternalServerError):
+        await _answers(cassette, "Time?")
+
+    assert cassette.miss_message(cassette.misses[0]).splitlines()[-1] == (
+        "If the agent's requests changed on purpose, re-record this test: "
+        f'pytest --agent-record "{ONE}" (the other tests\' interactions in the shared '
+        "cassette are kept)"
+    )
+
+
+async def test_recording_into_a_shared_cassette_names_the_test(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("live"))
+    cassette = _shared(path, ONE, mode=RecordMode.REWRITE)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            await _ask(client, "Weather?")
+    cassette.save("run-1")
+
+    assert _contents(path) == [(ONE, "Weather?")]
+
+
+async def test_recording_into_a_tests_own_cassette_names_no_test(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("live"))
+    cassette = Cassette(path, test_id=ONE, mode=RecordMode.REWRITE)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            await _ask(client, "Weather?")
+    cassette.save("run-1")
+
+    assert _contents(path) == [("", "Weather?")]
+
+
+async def test_tests_recording_into_a_shared_cassette_keep_each_others_interactions(path):
+    for test in (ONE, TWO):
+        cassette = _shared(path, test, mode=RecordMode.REWRITE)
+        cassette.recorded_interactions.append(_by(test, "Weather?"))
+        cassette.save("run-1")
+
+    assert _contents(path) == [(ONE, "Weather?"), (TWO, "Weather?")]
+
+
+async def test_re_recording_a_test_of_a_shared_cassette_replaces_only_its_interactions(path):
+    write_cassette(
+        path,
+        [_by(ONE, "one?"), _by(TWO, "two?", "old"), _by(TWO, "two again?"), _by(THREE, "three?")],
+    )
+    cassette = _shared(path, TWO, mode=RecordMode.REWRITE)
+    cassette.recorded_interactions.append(_by(TWO, "two now?", "new"))
+
+    assert cassette.save("run-2")
+
+    assert _contents(path) == [(ONE, "one?"), (TWO, "two now?"), (THREE, "three?")]
+
+
+async def test_saving_a_shared_cassette_keeps_what_another_process_wrote_since_it_started(path):
+    write_cassette(path, [_by(ONE, "one?")])
+    cassette = _shared(path, ONE, mode=RecordMode.REWRITE)
+    other = _shared(path, TWO, mode=RecordMode.REWRITE)
+    other.recorded_interactions.append(_by(TWO, "two?"))
+    other.save("run-1")  # as another xdist worker would, while this test runs
+    cassette.recorded_interactions.append(_by(ONE, "one now?"))
+
+    cassette.save("run-1")
+
+    assert _contents(path) == [(ONE, "one now?"), (TWO, "two?")]
+
+
+async def test_re_recording_drops_the_matching_interactions_of_no_known_test(path):
+    write_cassette(path, [_by("", "one?", "old"), _by("", "two?"), _by("", "one?", "older")])
+    cassette = _shared(path, ONE, mode=RecordMode.REWRITE)
+    cassette.recorded_interactions.append(_by(ONE, "one?", "new"))
+
+    cassette.save("run-1")
+
+    assert _contents(path) == [(ONE, "one?"), ("", "two?"), ("", "one?")]
+
+
+async def test_a_re_recorded_test_that_sends_nothing_leaves_the_shared_cassette(path):
+    write_cassette(path, [_by(ONE, "one?"), _by(TWO, "two?")])
+
+    assert _shared(path, ONE, mode=RecordMode.REWRITE).save("run-1")
+
+    assert _contents(path) == [(TWO, "two?")]
+
+
+async def test_a_re_recorded_test_with_nothing_in_the_shared_cassette_writes_nothing(path):
+    write_cassette(path, [_by(ONE, "one?")])
+    before = path.read_bytes()
+
+    assert not _shared(path, TWO, mode=RecordMode.REWRITE).save("run-1")
+
+    assert path.read_bytes() == before
+
+
+async def test_new_mode_adds_after_the_tests_own_interactions_in_a_shared_cassette(path):
+    write_cassette(path, [_by(ONE, "one?"), _by(TWO, "two?")])
+    cassette = _shared(path, ONE, mode=RecordMode.NEW)
+    cassette.recorded_interactions.append(_by(ONE, "one more?"))
+
+    cassette.save("run-1")
+
+    assert _contents(path) == [(ONE, "one?"), (ONE, "one more?"), (TWO, "two?")]
+
+
+async def test_new_mode_records_what_only_another_test_recorded(path, loopback: Loopback):
+    loopback.answer_json(chat_completion("live"))
+    url = f"{loopback.url}/v1"
+    recorded = dataclasses.replace(_by(ONE, "Weather?"), url=f"{url}/chat/completions")
+    write_cassette(path, [recorded])
+    cassette = _shared(path, TWO, mode=RecordMode.NEW)
+
+    with _active(cassette):
+        async with _client(url) as client:
+            answer = await _ask(client, "Weather?")
+
+    assert (answer, len(loopback.seen)) == ("live", 1)
+
+
+async def test_missing_mode_records_a_test_with_nothing_of_its_own_in_a_shared_cassette(path):
+    write_cassette(path, [_by(ONE, "one?")])
+
+    assert _shared(path, TWO, mode=RecordMode.MISSING).mode is RecordMode.REWRITE
+
+
+async def test_missing_mode_replays_a_test_with_its_own_interactions_in_a_shared_cassette(path):
+    write_cassette(path, [_by(ONE, "one?")])
+
+    assert _shared(path, ONE, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
+
+
+async def test_missing_mode_replays_a_shared_cassette_without_test_ids(path):
+    write_cassette(path, [_by("", "one?")])
+
+    assert _shared(path, TWO, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
 
 
 # -- the exchange log (capture, issue 7) ---------------------------------------------

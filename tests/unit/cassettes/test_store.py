@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -395,6 +396,32 @@ async def test_written_yaml_cassette_loads_back_the_same_interactions(tmp_path):
     assert load_cassette(path)[0].to_dict() == _interaction("ümlaut").to_dict()
 
 
+async def test_the_test_that_recorded_an_interaction_is_written_and_read_back(tmp_path):
+    path = tmp_path / "shared.json"
+    recorded = replace(_interaction(), test_id="tests/test_a.py::test_one")
+
+    write_cassette(path, [recorded])
+
+    assert json.loads(path.read_text())["interactions"][0]["test_id"] == (
+        "tests/test_a.py::test_one"
+    )
+    assert [i.test_id for i in load_cassette(path)] == ["tests/test_a.py::test_one"]
+
+
+async def test_an_interaction_of_no_known_test_is_written_without_a_test_id(tmp_path):
+    path = tmp_path / "c.json"
+
+    write_cassette(path, [_interaction()])
+
+    assert sorted(json.loads(path.read_text())["interactions"][0]) == ["request", "response"]
+
+
+async def test_a_cassette_written_before_test_ids_loads_with_no_test_id(tmp_path):
+    path = _write(tmp_path / "c.json", json.dumps(NATIVE))
+
+    assert [i.test_id for i in load_cassette(path)] == [""]
+
+
 async def test_write_leaves_no_temporary_file(tmp_path):
     write_cassette(tmp_path / "c.json", [_interaction()])
     write_cassette(tmp_path / "c.json", [_interaction("again")])
@@ -550,6 +577,15 @@ async def test_native_body_of_an_unknown_kind_is_refused_on_load(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps(broken))
 
     with pytest.raises(CassetteFormatError, match=r"#0 is malformed .*\['xml'\]; expected null"):
+        load_cassette(path)
+
+
+async def test_native_test_id_that_is_not_a_node_id_is_refused_on_load(tmp_path):
+    broken = json.loads(json.dumps(NATIVE))
+    broken["interactions"][0]["test_id"] = 7
+    path = _write(tmp_path / "c.json", json.dumps(broken))
+
+    with pytest.raises(CassetteFormatError, match=r"#0 is malformed .*test_id is int; expected"):
         load_cassette(path)
 
 
