@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,8 +55,9 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from .artifacts import LocalArtifactStore
-    from .capture import CapturedRuns, TrafficRecorder
+    from .capture import CapturedRuns, Exchange
     from .cassettes import Cassette, NetworkGuard
+    from .cassettes.store import Interaction
     from .fakes import FakeLLM, FakeTools
     from .freeze import FrozenClock
     from .retrieval import InMemoryVectorStore
@@ -84,6 +85,11 @@ _GUARD_KEY: pytest.StashKey[NetworkGuard | None] = _test_key(pytest.StashKey())
 _CLOCK_KEY = pytest.StashKey[ClockSettings]()
 #: The runs each test made (runtime results, captured conversations): budgets and reports.
 _RUNS_KEY = _test_key(pytest.StashKey[RunLog]())
+#: The runs rebuilt from the test's traffic (its cassette, the fake model, or a recorder):
+#: measured for budgets, reports and the gate, and what ``agent_context`` gives.
+_CAPTURED_KEY: pytest.StashKey[CapturedRuns] = _test_key(pytest.StashKey())
+#: Whether the session reads every agent test's runs (a report file, the gate, a baseline).
+_MEASURE_KEY = pytest.StashKey[bool]()
 _FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
 
 
@@ -192,6 +198,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "integration: an integration test (slow, talks to real services)."
     )
+    config.stash[_MEASURE_KEY] = any(
+        config.getoption(name)
+        for name in ("agent_report", "agent_report_html", "agent_gate", "agent_baseline")
+    )
     from .reporting import AgentReports
 
     config.pluginmanager.register(AgentReports(config, _test_record), "agentctx-reports")
@@ -243,15 +253,46 @@ def agent_cassette_config() -> dict[str, object]:
     return {}
 
 
+def _capture(item: pytest.Item, source: Callable[[], Sequence[Exchange | Interaction]]) -> None:
+    """Measure the runs of ``item`` from the exchanges ``source`` gives (built when read)."""
+    from .capture import CapturedRuns
+
+    clock = item.config.stash[_CLOCK_KEY]
+    runs = CapturedRuns(source, clock_start=clock.start, clock_step=clock.step)
+    item.stash[_CAPTURED_KEY] = runs
+    item.stash.setdefault(_RUNS_KEY, RunLog()).set_captured(runs.records)
+
+
+def _record_traffic(item: pytest.Item) -> Iterator[None]:
+    """Capture the live traffic of a test that has a budget but no cassette or fake model
+    (an agent talking to a loopback server or a real provider), so the budget is measured."""
+    from .capture import TrafficRecorder
+
+    recorder = TrafficRecorder()
+    _capture(item, lambda: recorder.exchanges)
+    recorder.start()
+    try:
+        yield
+    finally:
+        recorder.stop()
+
+
 @pytest.fixture(autouse=True)
 def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | None]:
     item = request.node
     settings = request.config.stash[_CASSETTE_SETTINGS_KEY]
+    fixtures = getattr(item, "fixturenames", ())
     if not isinstance(item, pytest.Item) or not is_agent_test(
-        getattr(item, "fixturenames", ()),
-        marked=item.get_closest_marker("agent") is not None,
-        settings=settings,
+        fixtures, marked=item.get_closest_marker("agent") is not None, settings=settings
     ):
+        if (
+            isinstance(item, pytest.Item)
+            and "fake_llm" not in fixtures
+            and item.get_closest_marker("agent_budget") is not None
+        ):
+            for _ in _record_traffic(item):
+                yield None
+            return
         yield None
         return
     try:  # a bad marker option or config value is an error of this test, naming it
@@ -282,6 +323,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     )
     item.stash[_CASSETTE_KEY] = cassette
     item.stash[_GUARD_KEY] = guard
+    _capture(item, lambda: cassette.exchange_log)
     cassette.start()
     if guard is not None:
         guard.start()
@@ -385,6 +427,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         if not os.environ.get(name):
             monkeypatch.setenv(name, value)
     fake = FakeLLM(ids=SequentialIds())
+    _capture(request.node, lambda: fake.exchanges)
     guard = _fake_llm_guard(request)
     request.node.stash[_GUARD_KEY] = guard  # verified and reported as a cassette's guard is
     with guard:
@@ -456,32 +499,23 @@ def agent_context(
     read from the test's cassette (replayed or recorded), or, with ``fake_llm``, from the
     traffic the fake model answered; timestamps come from the ``agent_clock_*`` clock.
     """
-    from .capture import CapturedRuns, TrafficRecorder
+    from .capture import TrafficRecorder
 
-    settings = request.config.stash[_CLOCK_KEY]
-    recorder: TrafficRecorder | None = None
-    if _agentctx_cassette is not None:
-        cassette = _agentctx_cassette
-        runs = CapturedRuns(
-            lambda: cassette.exchange_log, clock_start=settings.start, clock_step=settings.step
-        )
-    else:
-        if "fake_llm" in request.fixturenames:
-            request.getfixturevalue("fake_llm")  # started first: the recorder sees its replies
-        recorder = TrafficRecorder()
-        live = recorder
-        runs = CapturedRuns(
-            lambda: live.exchanges, clock_start=settings.start, clock_step=settings.step
-        )
-        recorder.start()
-    if "agent_runtime" not in request.fixturenames:
-        # With the runtime, its own results are the runs (captured ones would count twice).
-        request.node.stash.setdefault(_RUNS_KEY, RunLog()).add_source(runs.records)
+    item = request.node
+    if _agentctx_cassette is not None:  # the cassette fixture captures its exchange log
+        yield item.stash[_CAPTURED_KEY]
+        return
+    if "fake_llm" in request.fixturenames:
+        request.getfixturevalue("fake_llm")  # started first: the recorder sees its replies
+    # A recorder also sees the exchanges that are no model call (agent_context.non_llm).
+    recorder = TrafficRecorder()
+    _capture(item, lambda: recorder.exchanges)
+    runs = item.stash[_CAPTURED_KEY]
+    recorder.start()
     try:
         yield runs
     finally:
-        if recorder is not None:
-            recorder.stop()
+        recorder.stop()
 
 
 # -- reports and gate (issue 5) --------------------------------------------------------
@@ -566,7 +600,15 @@ def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     hooks stashed: its runs, cassette, budget, repeat figures and prices."""
     from .report import build_record
 
-    runs = item.stash[_RUNS_KEY].records() if _RUNS_KEY in item.stash else []
+    log = item.stash.get(_RUNS_KEY, None)
+    measured = True
+    if log is None:
+        runs = []
+    elif item.config.stash[_MEASURE_KEY] or _BUDGET_CHECK_KEY in item.stash:
+        runs = log.records()
+    else:  # nothing reads this test's captured runs: do not rebuild them
+        runs = log.exact_records()
+        measured = bool(runs) or not log.captures
     config_prices = item.config.stash.get(_PRICES_KEY, None)
     return build_record(
         runs=runs,
@@ -576,6 +618,7 @@ def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         repeat=item.stash.get(_REPEAT_KEY, None),
         prices=item.stash.get(_PRICES_KEY, None) or config_prices,
         contexts=contexts,
+        measured=measured,
     )
 
 
@@ -624,11 +667,9 @@ _BUDGET_SPEC_KEY = _test_key(pytest.StashKey[tuple[Budget, bool]]())
 _BUDGET_CHECK_KEY = _test_key(pytest.StashKey[BudgetCheck]())
 _SUITES_KEY = pytest.StashKey[SuiteCounts]()
 _SUITE_SCOPE_KEY = pytest.StashKey[SuiteScope]()
-#: The repetition in progress (from 1) of an agent_repeat test, its tally, and how many
-#: runs the test had logged before the repetition started.
+#: The repetition in progress (from 1) of an agent_repeat test, and its tally.
 _REPEAT_INDEX_KEY = _test_key(pytest.StashKey[int]())
 _REPEAT_TALLY_KEY = _test_key(pytest.StashKey[RepeatTally]())
-_RUNS_OFFSET_KEY = _test_key(pytest.StashKey[int]())
 _REPEAT_ERROR_KEY = _test_key(pytest.StashKey[RepeatError]())
 
 
@@ -795,13 +836,13 @@ def _check_budget(item: pytest.Item) -> BudgetCheck | None:
     """Check the test's runs (of this repetition) against its budget (:func:`check_budget`)
     and stash the outcome for the reports."""
     log = item.stash.get(_RUNS_KEY, None)
-    offset = item.stash.get(_RUNS_OFFSET_KEY, 0)
     repeated = item.stash.get(_REPEAT_INDEX_KEY, 1) > 1
     check = check_budget(
         item.stash.get(_BUDGET_SPEC_KEY, None),
-        lambda: log.records()[offset:] if log is not None else [],
+        lambda: log.records(last_part=True) if log is not None else [],
         prices=item.stash.get(_PRICES_KEY, None) or item.config.stash[_PRICES_KEY],
         earlier=item.stash.get(_BUDGET_CHECK_KEY, None) if repeated else None,
+        agent_test=log is not None and log.measurable,
     )
     if check is not None:
         item.stash[_BUDGET_CHECK_KEY] = check
@@ -855,8 +896,7 @@ def pytest_runtest_protocol_repeat(item: pytest.Item, nextitem: pytest.Item | No
     def before_each(index: int) -> None:
         item.stash[_REPEAT_INDEX_KEY] = index
         item.stash[_REPORT_KEY] = {}
-        log = item.stash.get(_RUNS_KEY, None)
-        item.stash[_RUNS_OFFSET_KEY] = len(log.records()) if log is not None else 0
+        item.stash.setdefault(_RUNS_KEY, RunLog()).new_part()
 
     from .repeat import run_repetitions
 
