@@ -1109,35 +1109,60 @@ _HANDLERS: dict[type, Handler] = {
 
 # -- exact comparison --------------------------------------------------------------------
 
-#: Values for which ``value is expected`` means a match: data, not patterns (a class, a
-#: function or a regular expression used as a pattern does not match itself).
-_DATA = (BaseModel, Seq, dict, list, tuple, *_SCALARS)
-
 
 def _exact(value: Any, expected: Any, path: PathCell, out: Out, also: Named | None = None) -> bool:
     """``value`` against ``expected`` inside ``Exact``: nothing unnamed may be set.
 
     ``also`` holds what the other parts of an ``&`` name at this place (see ``AllOf``).
     """
-    if value is expected and isinstance(expected, _DATA):
-        return True
-    if isinstance(expected, Pattern):
-        return expected._match_exact(value, path, out, also)
-    if isinstance(expected, BaseModel):
+    kind = _EXACT_KINDS.get(type(expected))
+    if kind is None:
+        kind = _exact_kind(type(expected))
+    if value is expected and _X_SCALAR <= kind <= _X_SEQUENCE:
+        return True  # data matches itself (a class, a function or a pattern may not)
+    if kind <= _X_SCALAR:
+        return _match(value, expected, path, out)
+    if kind == _X_PATTERN:
+        return expected._match_exact(value, path, out, also)  # type: ignore[no-any-return]
+    if kind == _X_MODEL:
         return _exact_model(value, expected, path, out)
-    if isinstance(expected, Mapping):
+    if kind == _X_MAPPING:
+        if also is None and _ACCESS.get(type(value)) == _DICT:
+            return _exact_dict(value, expected, path, out)
         return _exact_record(value, expected, None, path, out, also)
-    if _is_sequence(expected):
-        if not _is_sequence(value):
-            if out is not None:
-                _miss(out, path, f"expected a sequence, got {short(value)}")
-            return False
-        items = value.to_list() if type(value) is Seq else list(value)
-        pattern = list(expected)
-        if any(map(is_, pattern, _ELLIPSES)):
-            return _match_gapped(items, pattern, path, out, _exact)
-        return _match_items(items, pattern, path, out, _exact)
-    return _match(value, expected, path, out)
+    if not _is_sequence(value):
+        if out is not None:
+            _miss(out, path, f"expected a sequence, got {short(value)}")
+        return False
+    items = value.to_list() if type(value) is Seq else list(value)
+    pattern = list(expected)
+    if any(map(is_, pattern, _ELLIPSES)):
+        return _match_gapped(items, pattern, path, out, _exact)
+    return _match_items(items, pattern, path, out, _exact)
+
+
+#: How ``_exact`` compares with an expected value of each type; from ``_X_SCALAR`` to
+#: ``_X_SEQUENCE``, the values are data, which match themselves.
+_X_LEAF, _X_SCALAR, _X_MODEL, _X_MAPPING, _X_SEQUENCE, _X_PATTERN = range(6)
+_EXACT_KINDS: dict[type, int] = {str: _X_SCALAR, int: _X_SCALAR, type(None): _X_SCALAR}
+
+
+def _exact_kind(cls: type) -> int:
+    """The kind of ``cls`` for ``_exact`` (cached per type)."""
+    if issubclass(cls, Pattern):
+        kind = _X_PATTERN
+    elif issubclass(cls, _SCALARS):
+        kind = _X_SCALAR
+    elif issubclass(cls, BaseModel):
+        kind = _X_MODEL
+    elif issubclass(cls, Mapping):
+        kind = _X_MAPPING
+    elif issubclass(cls, Sequence) and not issubclass(cls, (str, bytes, bytearray)):
+        kind = _X_SEQUENCE
+    else:
+        kind = _X_LEAF
+    _EXACT_KINDS[cls] = kind
+    return kind
 
 
 def _exact_model(value: Any, expected: BaseModel, path: PathCell, out: Out) -> bool:
@@ -1155,6 +1180,28 @@ def _exact_model(value: Any, expected: BaseModel, path: PathCell, out: Out) -> b
     return ok
 
 
+def _exact_dict(value: Any, expected: Mapping[Any, Any], path: PathCell, out: Out) -> bool:
+    """``_exact_record`` of a dict against a dict pattern: the common case, made short."""
+    ok = True
+    for key, sub in expected.items():
+        if key not in value:
+            ok = False
+            if out is None:
+                return False
+            _miss(out, (path, key), f"missing, expected {short(sub)}")
+        elif not _exact(value[key], sub, (path, key), out):
+            ok = False
+            if out is None:
+                return False
+    for key in value:
+        if key not in expected:
+            ok = False
+            if out is None:
+                return False
+            _miss(out, (path, key), f"unexpected key, with value {short(value[key])}")
+    return ok
+
+
 def _exact_record(
     value: Any,
     expected: Mapping[Any, Any],
@@ -1168,7 +1215,10 @@ def _exact_record(
     ``value`` may be a mapping, a model or a dataclass; ``cls`` is the class a ``Like``
     names, whose field defaults count as unset in a mapping shaped like it.
     """
-    get = _record_getter(value)
+    access = _ACCESS.get(type(value))
+    if access is None:
+        access = _access(type(value))
+    get = _record_getter(value, access)
     if get is None:
         if out is not None:
             _miss(out, path, _not_a_record(value))
@@ -1188,6 +1238,12 @@ def _exact_record(
     also_keys = also.keys if also is not None else frozenset()
     if cls is None and also is not None:
         cls = also.cls
+    if cls is None and access in (_DICT, _MAPPING):  # every key is set
+        extra = [key for key in value if key not in expected and key not in also_keys]
+        if extra and out is not None:
+            for key in extra:
+                _miss(out, (path, key), f"unexpected key, with value {short(value[key])}")
+        return ok and not extra
     for key, item, default in _set_entries(value, cls):
         if key in expected or key in also_keys:
             continue
@@ -1198,11 +1254,8 @@ def _exact_record(
     return ok
 
 
-def _record_getter(value: Any) -> Callable[[Any, Any], Any] | None:
+def _record_getter(value: Any, access: int) -> Callable[[Any, Any], Any] | None:
     """How ``Exact`` reads a named key of ``value`` (``None``: it cannot list its keys)."""
-    access = _ACCESS.get(type(value))
-    if access is None:
-        access = _access(type(value))
     if access == _DICT:
         return value.get  # type: ignore[no-any-return]
     if access == _MAPPING:

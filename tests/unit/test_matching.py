@@ -568,6 +568,11 @@ async def test_exact_on_an_object_whose_fields_it_cannot_list_fails_and_says_why
             pytest.fail(f"unexpected mismatches: {other}")
 
 
+async def test_a_class_inside_exact_still_matches_its_instances_not_itself() -> None:
+    assert matches("text", Exact(str))
+    assert mismatches(str, Exact(str)) != []
+
+
 async def test_differences_lists_every_differing_path_of_two_contexts() -> None:
     found = differences(weather_run("Sunny."), weather_run("Rainy."))
 

@@ -13,13 +13,17 @@ The laws:
 - ``Exact(p)`` matching implies ``p`` matching;
 - ``p & q`` matches iff both do, ``p | q`` iff either does, ``~p`` iff ``p`` does not;
   inside ``Exact``: ``Exact(p | q)`` iff ``Exact(p)`` or ``Exact(q)``, ``Exact(~p)`` iff
-  ``~p``, and ``Exact(a & b)`` of two dicts with no key in common iff ``Exact(a | b)``'s
-  merged dict ``Exact({**a, **b})``;
+  ``~p``, and ``Exact(a & b)`` of two dicts with no key in common iff
+  ``Exact({**a, **b})``;
 - a failing match names at least one path, and the comparison that collects mismatches
   agrees with the quick one; every path it names *exists* in the value: reading its keys
   one by one from the value succeeds (a mapping's key, a model's field, a sequence's
   index; ``(root)`` is the value itself). The only other paths allowed are those of a
   missing key or item: their parent exists and the message starts with ``missing``;
+- ``Exact`` of a dict matches a mapping or model only if the dict names every key set in
+  it, and ``Exact`` of a dict of exactly those keys and their values matches (the test
+  says again what is set: a mapping's keys, a model's fields that differ from their
+  default, required ones always);
 - a value matches itself used as a pattern (a copy of it), and ``Exact`` of it; a model
   also matches ``Exact`` of its ``model_dump()``.
 
@@ -449,6 +453,39 @@ async def test_exact_and_of_dicts_is_exact_of_the_merged_dict(
     value, a, b = case
 
     assert matched(value, Exact(AllOf(a, b))) == matched(value, Exact({**a, **b}))
+
+
+def set_keys(value: Any) -> dict[Any, Any]:
+    """The keys set in a mapping or model, with their values: the definition ``Exact`` uses,
+    written out again here (a model's field is set when it differs from its default)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    found = {}
+    for name, info in type(value).model_fields.items():
+        item = getattr(value, name)
+        if info.is_required() or item != info.get_default(call_default_factory=True):
+            found[name] = item
+    return found
+
+
+RECORD_VALUES = st.one_of(st.dictionaries(KEYS, JSON, max_size=4), MODELS)
+
+
+@LAWS
+@given(RECORD_VALUES)
+async def test_exact_of_the_keys_set_matches(value: Any) -> None:
+    assert matched(value, Exact(copy.deepcopy(set_keys(value))))
+
+
+@LAWS
+@given(RECORD_VALUES, st.data())
+async def test_exact_of_a_dict_that_leaves_out_a_key_set_does_not_match(
+    value: Any, data: st.DataObject
+) -> None:
+    pattern = _keys(data.draw, value, 1)
+    left_out = [key for key in set_keys(value) if key not in pattern]
+
+    assert not left_out or not matched(value, Exact(pattern))
 
 
 @PATH_LAWS
