@@ -1151,7 +1151,7 @@ def _exact_kind(cls: type) -> int:
     """The kind of ``cls`` for ``_exact`` (cached per type)."""
     if issubclass(cls, Pattern):
         kind = _X_PATTERN
-    elif issubclass(cls, _SCALARS):
+    elif issubclass(cls, (*_SCALARS, datetime, date, time)):
         kind = _X_SCALAR
     elif issubclass(cls, BaseModel):
         kind = _X_MODEL
