@@ -11,7 +11,7 @@ of the pairs. The
 data is one synthetic run: N iterations, each an assistant message with three tool calls
 and the three tool results (4 messages, 3 tool calls), with token usage in the metadata.
 
-Targets (issue 4):
+Targets:
 
 1. a snapshot assertion of 1,000 iterations at least 2x faster than syrupy's default amber
    extension on the same data (serialize, read the stored snapshot, compare);

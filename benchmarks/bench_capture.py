@@ -1,4 +1,4 @@
-"""Capture (issue 7): what rebuilding the contexts costs, next to replaying the same test.
+"""Capture: what rebuilding the contexts costs, next to replaying the same test.
 
     .venv/bin/python benchmarks/bench_capture.py           # 100 (best of 3) and 1,000 calls
     .venv/bin/python benchmarks/bench_capture.py --quick   # 10 and 100 calls, once each

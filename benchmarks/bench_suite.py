@@ -1,4 +1,4 @@
-"""Suites and reports (issue 5): the plugin's own cost, side by side with pytest-recording.
+"""Suites and reports: the plugin's own cost, side by side with pytest-recording.
 
 1. **Start-up**: ``pytest --co -q`` on a tiny project (20 empty tests), with no plugin
    (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``), with pytest-agentctx only

@@ -160,7 +160,7 @@ __all__ = [
     "Delegation",
     "SubAgentSummary",
     "parse_summary",
-    # context assembly, retrieval, artifacts, prompt templates (issue 8)
+    # context assembly, retrieval, artifacts, prompt templates
     "FromState",
     "FromRetrieval",
     "Text",

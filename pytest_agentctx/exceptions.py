@@ -340,7 +340,8 @@ class StaleCassette(CassetteError, AssertionError):
 
 
 class NetworkBlocked(CassetteError, ConnectionError):
-    """A connection to a non-loopback address while replaying offline.
+    """A connection, a datagram or a DNS lookup to a host that is not loopback or allowed,
+    while a test runs offline (replaying a cassette, or with ``fake_llm``).
 
     It is also a :class:`ConnectionError`, so HTTP libraries report it as one.
     """

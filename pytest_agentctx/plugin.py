@@ -51,7 +51,7 @@ from .suites import (
 
 if TYPE_CHECKING:
     # Imported where they are used: loading the plugin at pytest's start-up then costs
-    # little (issue 5's budget), and a session that never uses a fixture never pays for it.
+    # little, and a session that never uses a fixture never pays for it.
     from syrupy.assertion import SnapshotAssertion
 
     from .artifacts import LocalArtifactStore
@@ -316,7 +316,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
         directory=config.get("directory"),
     )
     repetition = item.stash.get(_REPEAT_INDEX_KEY, None)
-    if repetition is not None:  # agent_repeat: one cassette per repetition (issue 5)
+    if repetition is not None:  # agent_repeat: one cassette per repetition
         path = repeat_cassette_path(path, repetition)
     cassette, guard = build_cassette(
         path, settings=settings, options=options, config=config, test_id=item.nodeid
@@ -342,7 +342,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     judged = bool(call and call.passed) or item.stash.get(_STALE_KEY, False)
     from .report import cassette_entry
 
-    item.stash[_CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports (issue 5)
+    item.stash[_CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports
         cassette, rootpath=request.config.rootpath, judged=judged, saved=saved
     )
 
@@ -384,7 +384,7 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
         clock=clock,
         ids=SequentialIds(),
         tool_overrides=overrides,
-        **{  # retrieval and artifact fixtures (issue 8), when the test uses them
+        **{  # retrieval and artifact fixtures, when the test uses them
             argument: request.getfixturevalue(fixture)
             for fixture, argument in _WORKSPACE_FIXTURES.items()
             if fixture in request.fixturenames
@@ -485,7 +485,7 @@ def agent_snapshot(
     return AgentSnapshotAssertion.from_snapshot(snapshot, agent_snapshot_config)
 
 
-# -- agent_context (issue 7) --
+# -- agent_context --
 
 
 @pytest.fixture
@@ -518,7 +518,7 @@ def agent_context(
         recorder.stop()
 
 
-# -- reports and gate (issue 5) --------------------------------------------------------
+# -- reports and gate ----------------------------------------------------------------
 
 #: The cassette's report entry (status, unused recordings), set when its fixture ends.
 _CASSETTE_ENTRY_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
@@ -622,7 +622,7 @@ def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     )
 
 
-# -- retrieval and artifact fixtures (issue 8) --
+# -- retrieval and artifact fixtures --
 
 
 @pytest.fixture

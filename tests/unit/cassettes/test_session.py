@@ -936,7 +936,7 @@ async def test_missing_mode_replays_a_shared_cassette_without_test_ids(path):
     assert _shared(path, TWO, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
 
 
-# -- the exchange log (capture, issue 7) ---------------------------------------------
+# -- the exchange log (capture) -----------------------------------------------------
 
 
 async def test_exchange_log_lists_replayed_interactions_in_request_order(path):
