@@ -102,7 +102,7 @@ def ask(base_url, question):
             )
 '''
 
-CONFTEST = f'''\
+CONFTEST = f"""\
 import json
 import os
 import time
@@ -162,9 +162,9 @@ def model_server():
             )
         provider.reply("Parcel P-0 arrives tomorrow between 9 and 12; the depot opens at 8.")
         yield provider
-'''
+"""
 
-TEST = '''\
+TEST = """\
 import pytest
 
 from parcel_agent import ask
@@ -173,7 +173,7 @@ from parcel_agent import ask
 @pytest.mark.agent
 def test_ask_{index}(model_server):
     assert ask(model_server.openai_base_url, "Where is parcel P-0?").startswith("Parcel P-0")
-'''
+"""
 
 INI = """\
 [pytest]
