@@ -2,24 +2,36 @@
 
 A stored body is one of ``None`` (empty), ``{"json": value}``, ``{"sse": [events]}``,
 ``{"text": str}`` or ``{"base64": str}``. Compressed bodies are stored decompressed, so a
-cassette is readable in a diff; on replay the body is served uncompressed, without the
-``content-encoding`` header. Server-sent events keep their boundaries: each event is one
-chunk on replay, and an event's ``data`` is stored as JSON when it is a JSON object.
+cassette is readable in a diff (and can be scrubbed of secrets); on replay the body is
+served uncompressed, without the ``content-encoding`` header. Server-sent events keep their
+boundaries: each event is one chunk on replay, and an event's ``data`` is stored as JSON
+when it is a JSON object.
+
+Content encodings: ``gzip`` and ``deflate`` always; ``br`` with the ``brotli`` (or
+``brotlicffi``) package and ``zstd`` with the ``zstandard`` package (or the standard
+library's ``compression.zstd`` / ``backports.zstd``), when installed: the ``compression``
+extra (``pip install 'pytest-agentctx[compression]'``) brings both. Several codings
+(``gzip, br``) are undone in reverse order. :func:`decode_content` raises
+:class:`UndecodableBody` for what it cannot undo, saying why and what to do.
 """
 
 from __future__ import annotations
 
 import base64
 import gzip
+import importlib
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 __all__ = [
     "Body",
+    "UndecodableBody",
     "body_bytes",
     "body_chunks",
+    "decode_content",
     "decompress",
     "encode_body",
     "format_sse_event",
@@ -29,27 +41,148 @@ __all__ = [
 Body = dict[str, Any] | None
 
 
-def decompress(raw: bytes, encoding: str | None) -> tuple[bytes, bool]:
-    """Undo a ``content-encoding``; returns the bytes and whether they were decoded."""
-    name = (encoding or "").strip().lower()
-    if not name or name == "identity" or not raw:
-        return raw, True
+#: What a client can ask for instead of an encoding this package cannot undo.
+_ASK_FOR_GZIP = (
+    "or make the client ask for an encoding this package decodes: send the request header "
+    "'Accept-Encoding: gzip' (or 'identity')"
+)
+
+
+class UndecodableBody(ValueError):
+    """A body that cannot be read here (a ``content-encoding`` it cannot undo), so cannot be
+    scrubbed of secrets either.
+
+    ``header`` and ``encoding`` name what was given (``content-encoding: 'compress'``),
+    ``problem`` says why it cannot be read and ``fix`` what to do about it.
+    """
+
+    def __init__(
+        self, encoding: str, problem: str, fix: str, *, header: str = "content-encoding"
+    ) -> None:
+        self.encoding = encoding
+        self.problem = problem
+        self.fix = fix
+        self.header = header
+        super().__init__(f"{header} {encoding!r}: {problem}; {fix}")
+
+
+def _optional(*names: str) -> ModuleType | None:
+    """The first of the modules ``names`` that imports, or ``None``."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def _gunzip(raw: bytes) -> bytes:
     try:
-        if name in ("gzip", "x-gzip"):
-            try:
-                return gzip.decompress(raw), True
-            except EOFError:
-                # A stream the client closed before the gzip trailer arrived (the openai
-                # SDK stops reading at ``data: [DONE]``): keep everything that did arrive.
-                return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw), True
-        if name == "deflate":
-            try:
-                return zlib.decompress(raw), True
-            except zlib.error:
-                return zlib.decompress(raw, -zlib.MAX_WBITS), True
-    except (OSError, zlib.error, EOFError):
+        return gzip.decompress(raw)
+    except EOFError:
+        # A stream the client closed before the gzip trailer arrived (the openai SDK
+        # stops reading at ``data: [DONE]``): keep everything that did arrive.
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+
+
+def _inflate(raw: bytes) -> bytes:
+    try:
+        return zlib.decompress(raw)
+    except zlib.error:
+        return zlib.decompress(raw, -zlib.MAX_WBITS)
+
+
+def _unbrotli(raw: bytes) -> bytes:
+    module = _optional("brotli", "brotlicffi")
+    if module is None:
+        raise _missing("br", "brotli")
+    try:
+        return bytes(module.decompress(raw))
+    except module.error:
+        # A stream cut short keeps what did arrive; bytes that decode to nothing are no
+        # brotli stream at all.
+        decompressor = module.Decompressor()
+        process = getattr(decompressor, "process", None) or decompressor.decompress
+        out = bytes(process(raw))
+        if not out:
+            raise
+        return out
+
+
+def _unzstd(raw: bytes) -> bytes:
+    zstandard = _optional("zstandard")
+    if zstandard is not None:
+        reader = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        out = bytes(reader.decompress(raw))
+        if not out and not reader.eof:
+            raise ValueError("no complete zstd frame")
+        return out
+    module = _optional("compression.zstd", "backports.zstd")
+    if module is None:
+        raise _missing("zstd", "zstandard")
+    parts: list[bytes] = []
+    while raw:
+        decompressor = module.ZstdDecompressor()
+        parts.append(decompressor.decompress(raw))
+        if not decompressor.eof:
+            break
+        raw = decompressor.unused_data
+    return b"".join(parts)
+
+
+def _missing(encoding: str, package: str) -> UndecodableBody:
+    return UndecodableBody(
+        encoding,
+        f"decoding it needs the {package} package, which is not installed",
+        f"install it (pip install {package}, or pip install 'pytest-agentctx[compression]') "
+        + _ASK_FOR_GZIP,
+    )
+
+
+_DECODERS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": _gunzip,
+    "x-gzip": _gunzip,
+    "deflate": _inflate,
+    "br": _unbrotli,
+    "zstd": _unzstd,
+}
+
+
+def decode_content(raw: bytes, encoding: str | None) -> bytes:
+    """``raw`` with its ``content-encoding`` undone (codings listed as ``gzip, br`` are
+    undone last first); :class:`UndecodableBody` when it cannot be."""
+    names = [name.strip().lower() for name in (encoding or "").split(",")]
+    for name in reversed(names):
+        if not name or name == "identity" or not raw:
+            continue
+        decoder = _DECODERS.get(name)
+        if decoder is None:
+            raise UndecodableBody(
+                name,
+                "pytest-agentctx does not know this encoding (it decodes gzip, deflate, br "
+                "and zstd)",
+                _ASK_FOR_GZIP[len("or ") :],
+            )
+        try:
+            raw = decoder(raw)
+        except UndecodableBody:
+            raise
+        except Exception as exc:  # each library has its own error class
+            raise UndecodableBody(
+                name,
+                f"the bytes are not valid {name} data ({type(exc).__name__}: {exc})",
+                "check what the server sent, " + _ASK_FOR_GZIP,
+            ) from None
+    return raw
+
+
+def decompress(raw: bytes, encoding: str | None) -> tuple[bytes, bool]:
+    """Undo a ``content-encoding``; returns the bytes and whether they were decoded (the
+    bytes as given when they could not be, see :func:`decode_content`)."""
+    try:
+        return decode_content(raw, encoding), True
+    except UndecodableBody:
         return raw, False
-    return raw, False
 
 
 def parse_sse(text: str) -> list[dict[str, Any]]:

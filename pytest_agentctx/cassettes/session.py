@@ -30,7 +30,6 @@ interaction the node id of the test that recorded it (``test_id``):
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import json
@@ -41,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import CassetteMiss, StaleCassette
+from ..exceptions import CassetteError, CassetteMiss, StaleCassette
 from ..transport import (
     Interceptor,
     answered_by_another_tool,
@@ -51,7 +50,15 @@ from ..transport import (
     make_response,
     tee_response,
 )
-from .body import Body, body_bytes, body_chunks, decompress, encode_body
+from .body import (
+    Body,
+    UndecodableBody,
+    body_bytes,
+    body_chunks,
+    decode_content,
+    decompress,
+    encode_body,
+)
 from .defaults import RecordMode
 from .matcher import (
     DEFAULT_IGNORED_FIELDS,
@@ -63,7 +70,7 @@ from .matcher import (
     parse_json,
     strip_fields,
 )
-from .redact import Redactor
+from .redact import Redactor, unscrubbable
 from .store import Interaction, load_cassette, locked, paused_gc, run_marker, write_cassette
 
 __all__ = ["Cassette", "Miss", "RecordMode"]
@@ -117,6 +124,8 @@ class Cassette:
         self.mode = mode
         self.recorded_interactions: list[Interaction | None] = []
         self.misses: list[Miss] = []
+        #: Responses not recorded because their body cannot be scrubbed of secrets.
+        self.unscrubbable: list[CassetteError] = []
         self._lock = threading.Lock()
         # A witness: it sees the requests another tool (a respx route) answers, and logs
         # them for capture without ever saving them (see _witness).
@@ -309,25 +318,26 @@ class Cassette:
 
         def store(raw_body: bytes, complete: bool, response: Any) -> None:
             headers = {name.lower(): value for name, value in response.headers.items()}
-            decoded, ok = decompress(raw_body, headers.get("content-encoding"))
-            body = (
-                encode_body(decoded, headers.get("content-type"))
-                if ok
-                else {"base64": base64.b64encode(raw_body).decode("ascii")}
-            )
-            kept = {
-                name: value
-                for name, value in headers.items()
-                if name not in _DROP_RESPONSE_HEADERS or (not ok and name == "content-encoding")
-            }
+            try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
+                decoded = decode_content(raw_body, headers.get("content-encoding"))
+                body = self.redactor.body(encode_body(decoded, headers.get("content-type")))
+            except UndecodableBody as exc:
+                where = f"{request.method.upper()} {url}"
+                error = unscrubbable(
+                    exc, cassette=self.path, request=where, command=self.record_command()
+                )
+                with self._lock:
+                    self.unscrubbable.append(error)
+                return
+            kept = [(name, v) for name, v in headers.items() if name not in _DROP_RESPONSE_HEADERS]
             interaction = Interaction(
                 method=request.method.upper(),
                 url=url,
                 request_headers=request_headers,
                 request_body=request_body,
                 status=response.status_code,
-                response_headers=dict(self.redactor.header_items(kept.items())),
-                response_body=self.redactor.body(body),
+                response_headers=dict(self.redactor.response_header_items(kept)),
+                response_body=body,
                 origin=f"recorded#{slot}",
                 test_id=self.test_id if self.shared else "",
             )
@@ -471,7 +481,10 @@ class Cassette:
         return [i for i in range(len(self.loaded)) if i not in played]
 
     def check(self) -> None:
-        """Raise for misses, then for unused recordings (unless allowed)."""
+        """Raise for responses not recorded (unscrubbable), misses, then unused recordings
+        (unless allowed)."""
+        if self.unscrubbable:
+            raise self.unscrubbable[0]
         if self.misses:
             first = self.miss_message(self.misses[0])
             more = (
@@ -630,7 +643,7 @@ def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
         url=redactor.url(interaction.url),
         request_headers=dict(redactor.header_items(interaction.request_headers.items())),
         request_body=redactor.body(interaction.request_body),
-        response_headers=dict(redactor.header_items(interaction.response_headers.items())),
+        response_headers=dict(redactor.response_header_items(interaction.response_headers.items())),
         response_body=redactor.body(interaction.response_body),
     )
 

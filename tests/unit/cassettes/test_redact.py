@@ -1,15 +1,25 @@
-"""Unit tests of pytest_agentctx.cassettes.redact: no secret survives redaction."""
+"""Unit tests of pytest_agentctx.cassettes.redact: no secret survives redaction, wherever it
+hides (headers, URLs, JSON keys and values, streams split into deltas, binary bodies), and
+response headers that change on every call are not stored."""
 
 from __future__ import annotations
 
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 
+from pytest_agentctx.cassettes.body import UndecodableBody, body_bytes, encode_body
 from pytest_agentctx.cassettes.redact import (
     DEFAULT_SECRET_ENV,
     DEFAULT_SECRET_HEADERS,
+    NORMALISED_REQUEST_ID,
     REDACTED,
     Redactor,
 )
+from pytest_agentctx.codecs import anthropic_messages, openai_chat
 
 CANARY = "canary-5f1e-secret-value"
 URL = "https://api.example.test/v1/models"
@@ -197,3 +207,321 @@ async def test_values_of_ordinary_headers_are_not_learned(no_provider_keys):
     redactor.learn([("content-type", "application/json")], f"{URL}?model=gpt-4o-mini")
 
     assert redactor.secret_values == ()
+
+
+# -- JSON keys, URLs, header names ---------------------------------------------------
+
+
+async def test_env_value_is_redacted_in_a_json_key_at_any_depth(canary_key):
+    body = {"json": {"a": [{"b": {f"user-{CANARY}": 1}}]}}
+
+    assert Redactor().body(body) == {"json": {"a": [{"b": {f"user-{REDACTED}": 1}}]}}
+
+
+async def test_two_json_keys_that_redact_alike_are_both_kept(no_provider_keys):
+    redactor = Redactor(extra_values=("sk-first-secret", "sk-other-secret"))
+
+    redacted = redactor.json({"sk-first-secret": 1, "sk-other-secret": 2})
+
+    assert sorted(redacted.values()) == [1, 2]
+    assert not any("secret" in key for key in redacted)
+
+
+async def test_json_without_a_secret_comes_back_as_it_was(canary_key):
+    value = {"messages": [{"content": "hello"}]}
+
+    assert Redactor().json(value) is value
+
+
+async def test_percent_encoded_env_value_is_redacted_in_a_url_path(no_provider_keys):
+    redactor = Redactor(extra_values=("tok/en+with=marks",))
+
+    redacted = redactor.url("https://h.test/v1/keys/tok%2Fen%2Bwith%3Dmarks/usage")
+
+    assert redacted == f"https://h.test/v1/keys/{REDACTED}/usage"
+
+
+async def test_env_value_in_a_url_path_is_redacted_before_a_further_segment(canary_key):
+    redacted = Redactor().url(f"https://h.test/v1/keys/{CANARY}/usage?page=2")
+
+    assert redacted == f"https://h.test/v1/keys/{REDACTED}/usage?page=2"
+
+
+async def test_env_value_is_redacted_in_a_header_name(canary_key):
+    assert Redactor().header_items([(f"x-{CANARY}", "1")]) == [(f"x-{REDACTED}", "1")]
+
+
+# -- volatile response headers -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["date", "Date", "cf-ray", "openai-processing-ms", "x-envoy-upstream-service-time",
+     "server-timing", "age", "alt-svc", "apim-request-id", "x-ms-request-id",
+     "x-ratelimit-remaining-requests", "x-ratelimit-reset-tokens",
+     "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-requests-reset",
+     "ratelimit"],
+)  # fmt: skip
+async def test_volatile_response_headers_are_dropped(name, no_provider_keys):
+    assert Redactor().response_header_items([(name, "1"), ("content-type", "a/b")]) == [
+        ("content-type", "a/b")
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["content-type", "retry-after", "retry-after-ms", "x-should-retry", "openai-poll-after-ms",
+     "x-ratelimit-limit-requests", "anthropic-ratelimit-tokens-limit", "openai-version",
+     "anthropic-workspace-id", "link"],
+)  # fmt: skip
+async def test_response_headers_the_sdks_read_or_that_stay_the_same_are_kept(
+    name, no_provider_keys
+):
+    assert Redactor().response_header_items([(name, "7")]) == [(name, "7")]
+
+
+@pytest.mark.parametrize("name", ["x-request-id", "request-id", "X-Request-Id"])
+async def test_request_id_headers_get_a_fixed_value(name, no_provider_keys):
+    redacted = Redactor().response_header_items([(name, "req_0a1b2c3d4e")])
+
+    assert redacted == [(name, NORMALISED_REQUEST_ID)]
+
+
+async def test_response_headers_are_still_scrubbed_of_secrets(canary_key):
+    pairs = [("set-cookie", "s=1"), ("x-echo", CANARY)]
+
+    assert Redactor().response_header_items(pairs) == [
+        ("set-cookie", REDACTED),
+        ("x-echo", REDACTED),
+    ]
+
+
+# -- streams -------------------------------------------------------------------------
+
+
+def _sse(*events: tuple[str | None, Any]) -> dict[str, Any]:
+    """A stored stream of ``(event name, data)`` pairs, as a recording stores it."""
+    wire = "".join(
+        (f"event: {name}\n" if name else "")
+        + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+        for name, data in events
+    )
+    body = encode_body(wire.encode(), "text/event-stream")
+    assert body is not None
+    return body
+
+
+def _chat_chunk(delta: dict[str, Any]) -> tuple[None, dict[str, Any]]:
+    return None, {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
+
+
+def _chat_stream(*pieces: str, arguments: Sequence[str] = ()) -> dict[str, Any]:
+    events = [_chat_chunk({"role": "assistant", "content": ""})]
+    events += [_chat_chunk({"content": piece}) for piece in pieces]
+    if arguments:
+        call = {"index": 0, "id": "call_1", "type": "function"}
+        events.append(_chat_chunk({"tool_calls": [{**call, "function": {"name": "f"}}]}))
+        events += [
+            _chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            for piece in arguments
+        ]
+    return _sse(*events, (None, "[DONE]"))
+
+
+def _anthropic_stream(*pieces: str, kind: str = "text") -> dict[str, Any]:
+    block, delta, field = (
+        ({"type": "text", "text": ""}, "text_delta", "text")
+        if kind == "text"
+        else ({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+              "input_json_delta", "partial_json")
+    )  # fmt: skip
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 1, "output_tokens": 0},
+    }
+    start = {"type": "content_block_start", "index": 0, "content_block": block}
+    return _sse(
+        ("message_start", {"type": "message_start", "message": message}),
+        ("content_block_start", start),
+        *(
+            ("content_block_delta",
+             {"type": "content_block_delta", "index": 0, "delta": {"type": delta, field: piece}})
+            for piece in pieces
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                           "usage": {"output_tokens": 3}}),
+        ("message_stop", {"type": "message_stop"}),
+    )  # fmt: skip
+
+
+def _responses_stream(*pieces: str, kind: str = "output_text") -> dict[str, Any]:
+    return _sse(
+        *(
+            (f"response.{kind}.delta",
+             {"type": f"response.{kind}.delta", "item_id": "msg_1", "output_index": 0,
+              "content_index": 0, "delta": piece})
+            for piece in pieces
+        )
+    )  # fmt: skip
+
+
+def _stored_text(body: Any) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+SPLIT = ("Your key is canary-5f1e", "-secr", "et-val", "ue, keep it.")
+
+
+async def test_secret_split_across_openai_chat_deltas_is_cut_out_of_every_piece(canary_key):
+    redacted = Redactor().body(_chat_stream(*SPLIT))
+
+    assert openai_chat.decode_stream(body_bytes(redacted)).content == (
+        f"Your key is {REDACTED}, keep it."
+    )
+    assert "5f1e" not in _stored_text(redacted)
+    assert "-secr" not in _stored_text(redacted)
+
+
+async def test_the_first_piece_of_a_split_secret_takes_redacted_and_the_rest_lose_theirs(
+    canary_key,
+):
+    redacted = Redactor().body(_chat_stream(*SPLIT))
+
+    assert redacted is not None
+    pieces = [e["data"]["choices"][0]["delta"]["content"] for e in redacted["sse"][1:-1]]
+    assert pieces == [f"Your key is {REDACTED}", "", "", ", keep it."]
+
+
+async def test_secret_split_across_openai_tool_call_argument_deltas_is_cut(canary_key):
+    arguments = ['{"key": "canary', "-5f1e-secret", '-value"}']
+
+    redacted = Redactor().body(_chat_stream("ok", arguments=arguments))
+
+    [call] = openai_chat.decode_stream(body_bytes(redacted)).tool_calls
+    assert call.arguments == {"key": REDACTED}
+
+
+async def test_secret_split_across_anthropic_text_deltas_is_cut(canary_key):
+    redacted = Redactor().body(_anthropic_stream(*SPLIT))
+
+    assert anthropic_messages.decode_stream(body_bytes(redacted)).content == (
+        f"Your key is {REDACTED}, keep it."
+    )
+
+
+async def test_secret_split_across_anthropic_input_json_deltas_is_cut(canary_key):
+    pieces = ['{"key": "canary-5f1e-se', 'cret-value"}']
+
+    redacted = Redactor().body(_anthropic_stream(*pieces, kind="tool"))
+
+    [call] = anthropic_messages.decode_stream(body_bytes(redacted)).tool_calls
+    assert call.arguments == {"key": REDACTED}
+
+
+async def test_secret_split_across_responses_text_deltas_is_cut(canary_key):
+    redacted = Redactor().body(_responses_stream(*SPLIT))
+
+    assert redacted is not None
+    assert "".join(e["data"]["delta"] for e in redacted["sse"]) == (
+        f"Your key is {REDACTED}, keep it."
+    )
+
+
+async def test_secret_split_across_responses_argument_deltas_is_cut(canary_key):
+    redacted = Redactor().body(_responses_stream("canary-5f1e", "-secret-value", kind="x.y"))
+
+    assert "5f1e" not in _stored_text(redacted)
+
+
+async def test_deltas_of_different_choices_are_not_joined(canary_key):
+    first = _chat_chunk({"content": "canary-5f1e"})
+    second = (None, {**first[1], "choices": [{"index": 1, "delta": {"content": "-secret-value"}}]})
+    body = _sse(first, second)
+
+    assert Redactor().body(body) == body
+
+
+async def test_secret_split_across_gemini_parts_is_cut(canary_key):
+    def chunk(text: str) -> tuple[None, dict[str, Any]]:
+        return None, {"candidates": [{"index": 0, "content": {"parts": [{"text": text}]}}]}
+
+    redacted = Redactor().body(_sse(*(chunk(piece) for piece in SPLIT)))
+
+    assert "5f1e" not in _stored_text(redacted)
+
+
+async def test_secret_split_across_events_of_an_unknown_shape_is_cut(canary_key):
+    events = [("token", {"token": {"text": piece}}) for piece in SPLIT]
+
+    redacted = Redactor().body(_sse(*events))
+
+    assert redacted is not None
+    assert "".join(e["data"]["token"]["text"] for e in redacted["sse"]) == (
+        f"Your key is {REDACTED}, keep it."
+    )
+
+
+async def test_secret_split_across_plain_text_events_is_cut(canary_key):
+    redacted = Redactor().body(_sse(*((None, piece) for piece in SPLIT)))
+
+    assert redacted is not None
+    assert "".join(e["data"] for e in redacted["sse"]) == f"Your key is {REDACTED}, keep it."
+
+
+async def test_secret_that_only_shows_across_event_boundaries_is_refused(no_provider_keys):
+    redactor = Redactor(extra_values=('end"}{"start',))
+    body = _sse(("a", {"x": "the end"}), ("b", {"start": 1}))
+
+    with pytest.raises(UndecodableBody, match="concatenated data of its events"):
+        redactor.body(body)
+
+
+async def test_stream_without_a_secret_is_kept_as_it_was(canary_key):
+    body = _chat_stream("Sunny", " in", " Paris.")
+
+    assert Redactor().body(body) == body
+
+
+# -- binary bodies -------------------------------------------------------------------
+
+
+async def test_secret_bytes_in_a_binary_body_are_overwritten_in_place(canary_key):
+    raw = b"\x89PNG\x00\xff" + CANARY.encode() + b"\x00\xfe"
+
+    redacted = Redactor().body({"base64": base64.b64encode(raw).decode()})
+
+    assert redacted is not None
+    scrubbed = base64.b64decode(redacted["base64"])
+    assert len(scrubbed) == len(raw)
+    assert scrubbed == b"\x89PNG\x00\xff" + b"REDACTEDREDACTEDREDACTED" + b"\x00\xfe"
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+async def test_base64_of_a_secret_in_a_binary_body_is_overwritten(canary_key, offset):
+    encoded = base64.b64encode(b"x" * offset + CANARY.encode())
+    raw = b"\xff\x00" + encoded + b"\x00\xff"
+
+    redacted = Redactor().body({"base64": base64.b64encode(raw).decode()})
+
+    assert redacted is not None
+    scrubbed = base64.b64decode(redacted["base64"])
+    assert len(scrubbed) == len(raw)
+    assert CANARY.encode() not in base64.b64decode(scrubbed[2:-2])
+
+
+async def test_binary_body_without_a_secret_is_kept_as_it_was(canary_key):
+    body = {"base64": base64.b64encode(b"\x89PNG\x00\xff").decode()}
+
+    assert Redactor().body(body) == body
