@@ -30,7 +30,6 @@ interaction the node id of the test that recorded it (``test_id``):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import threading
@@ -216,8 +215,7 @@ class Cassette:
                 ignored=self.ignored,
                 hook=self.body_hook,
             )
-        with contextlib.suppress(UnicodeDecodeError):
-            raw = self.redactor.text(raw.decode("utf-8")).encode()
+        raw = self._redacted_raw(raw)
         return make_key(
             interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
         )
@@ -233,9 +231,15 @@ class Cassette:
         if body_json is not NO_JSON:
             body_json = self.redactor.json(body_json)
         else:
-            with contextlib.suppress(UnicodeDecodeError):  # binary: kept byte for byte
-                raw = self.redactor.text(raw.decode("utf-8")).encode()
+            raw = self._redacted_raw(raw)
         return url, body_json, raw
+
+    def _redacted_raw(self, raw: bytes) -> bytes:
+        """A body that is not JSON, secrets redacted: as text, or in its bytes (binary)."""
+        try:
+            return self.redactor.text(raw.decode("utf-8")).encode()
+        except UnicodeDecodeError:  # secrets overwritten in place: offsets stay valid
+            return self.redactor.binary(raw)
 
     def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
         url, body_json, raw = self._redacted_request(request)

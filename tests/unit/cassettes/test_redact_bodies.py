@@ -8,6 +8,7 @@ Recordings go to a loopback server the test starts (``loopback`` fixture), throu
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import json
@@ -217,3 +218,37 @@ async def test_recording_an_unchanged_answer_again_writes_the_same_file(path, lo
     assert not {"date", "openai-processing-ms", "x-ratelimit-remaining-tokens", "cf-ray"} & set(
         stored
     )
+
+
+async def test_a_secret_in_a_binary_upload_is_overwritten_and_the_upload_still_replays(
+    path, loopback
+):
+    upload = b"\x00\xff\xfe" + CANARY.encode() + b"\x80\x81"
+    loopback.answer_json(
+        {"id": "file-1", "object": "file", "bytes": len(upload), "created_at": 1,
+         "filename": "key.bin", "purpose": "assistants", "status": "processed"}
+    )  # fmt: skip
+
+    async def send(cassette: Cassette) -> str:
+        # A raw upload (a multipart one has a new boundary on every request, and matches no
+        # recording whatever the redactor does).
+        with _active(cassette):
+            async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
+                response = await client.post(
+                    f"{loopback.url}/v1/uploads/1/parts",
+                    content=upload,
+                    headers={"content-type": "application/octet-stream"},
+                )
+        return str(response.json()["id"])
+
+    recording = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID, redactor=Redactor())
+    assert await send(recording) == "file-1"
+    recording.save("run-1")
+    [interaction] = recording.new_interactions
+    stored = base64.b64decode(interaction.request_body["base64"])  # type: ignore[index]
+    replayed = await send(Cassette(path, test_id=TEST_ID, redactor=Redactor()))
+
+    assert CANARY.encode() not in stored
+    assert b"\x00\xff\xfe" + (b"REDACTED" * 5)[: len(CANARY)] + b"\x80\x81" in stored
+    assert replayed == "file-1"
+    assert len(loopback.seen) == 1
