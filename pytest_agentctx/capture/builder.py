@@ -165,7 +165,74 @@ class Built:
 
 
 def _item_hash(item: Any) -> int:
-    return hash(repr(item))
+    return hash(repr(_canonical(item)))
+
+
+#: Keys a client may move from one request to the next without changing the conversation:
+#: Anthropic's prompt-caching marker (also accepted by OpenAI-compatible gateways), which
+#: clients put on the newest message of every call and take off the older ones.
+_ANNOTATIONS = frozenset({"cache_control"})
+#: Content blocks that hold only a text; ``[{"type": "text", "text": t}]`` is ``t``.
+_TEXT_BLOCKS = frozenset({"text", "input_text"})
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` without per-turn annotations, for comparing requests.
+
+    ``cache_control`` keys are dropped at any depth, and a content list of one text block
+    reads as its text (clients turn a string into a block to mark it, then back). Returns
+    ``value`` itself when there is nothing to drop, so the common case copies nothing.
+    """
+    if isinstance(value, Mapping):
+        changed = False
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _ANNOTATIONS:
+                changed = True
+                continue
+            canonical = _canonical(item)
+            if key == "content":
+                canonical = _single_text(canonical)
+            changed = changed or canonical is not item
+            result[key] = canonical
+        return result if changed else value
+    if isinstance(value, list):
+        items = [_canonical(item) for item in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            return items
+    return value
+
+
+def _single_text(content: Any) -> Any:
+    if isinstance(content, list) and len(content) == 1:
+        block = content[0]
+        if (
+            isinstance(block, Mapping)
+            and block.keys() == {"type", "text"}
+            and block["type"] in _TEXT_BLOCKS
+            and isinstance(block["text"], str)
+        ):
+            return block["text"]
+    return content
+
+
+def _same_items(previous: list[Any], items: list[Any], length: int) -> bool:
+    """Whether ``previous`` is ``items[:length]``, annotations aside (see
+    :func:`_canonical`). The items are compared in C first, stopping at the first
+    difference; only the items that differ are compared again without annotations."""
+    if previous is items or previous == items[:length]:
+        return True
+    return len(previous) == length and all(
+        old == new or _canonical(old) == _canonical(new)
+        for old, new in zip(previous, items, strict=False)
+    )
+
+
+def _tools_key(tools: Any) -> int:
+    text = repr(tools)
+    if any(key in text for key in _ANNOTATIONS):
+        text = repr(_canonical(tools))
+    return hash(text)
 
 
 def _events(stored: Sequence[Mapping[str, Any]]) -> list[SSEEvent]:
@@ -254,7 +321,7 @@ class _Builder:
         if not isinstance(items, list):
             self._skip(exchange, f"the request has no {items_key!r} list")
             return
-        system = tuple(body.get(key) for key in system_keys)
+        system = tuple(_canonical(body.get(key)) for key in system_keys)
         candidates, offset = self._find(codec.name, body, items, system)
         sliced: Mapping[str, Any] = body
         if candidates:
@@ -267,7 +334,7 @@ class _Builder:
         except _UNREADABLE as exc:
             self._skip(exchange, f"the request does not decode: {exc}")
             return
-        tools_key = hash(repr(body.get("tools")))
+        tools_key = _tools_key(body.get("tools"))
         started = self.clock.now()
         conversation = _choose(candidates, messages, tools_key) if candidates else None
         if conversation is None:
@@ -312,7 +379,7 @@ class _Builder:
                 and (length < size or not c.last_ok)
                 and c.last_system == system
                 # the same items (a C-level comparison that stops at the first difference)
-                and (c.last_items is items or c.last_items == items[:length])
+                and _same_items(c.last_items, items, length)
             ]
             if candidates:
                 return candidates, length
@@ -359,10 +426,14 @@ class _Builder:
     ) -> None:
         start = 0
         last = conversation.iterations[-1] if conversation.iterations else None
+        echoed: set[str] = set()
         if last is not None and last.replied:
             # The echo of the previous reply: kept from the response, not repeated.
             while start < len(messages) and messages[start].role == "assistant":
                 start += 1
+            # A client may answer parallel calls one by one (call 1, result 1, call 2,
+            # result 2): the later calls are the echo too, until something new comes.
+            echoed = {call.id for call in last.tool_calls}
         fresh: list[Message] = []
         for message in messages[start:]:
             call = conversation.pending.get(message.tool_call_id or "")
@@ -371,7 +442,10 @@ class _Builder:
                     message = message.model_copy(update={"name": call.name})
                 last.messages.append(message)
                 del conversation.pending[call.id]
+            elif _echoes(message, echoed):
+                continue
             else:
+                echoed = set()
                 fresh.append(message)
         if last is None or last.replied:
             if last is not None and last.completed_at is None:
@@ -475,6 +549,15 @@ def _choose(
             not c.pending,
             c.number,
         ),
+    )
+
+
+def _echoes(message: Message, calls: set[str]) -> bool:
+    """Whether ``message`` repeats some of the previous reply's tool calls ``calls``."""
+    return (
+        message.role == "assistant"
+        and bool(message.tool_calls)
+        and all(call.id in calls for call in message.tool_calls)
     )
 
 

@@ -124,13 +124,28 @@ def _text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _system_messages(system: Any) -> list[dict[str, Any]]:
+    """The ``system`` field as system messages: one per text block (or the string)."""
+    if isinstance(system, list):
+        return [
+            {"role": "system", "content": block.get("text", "")}
+            for block in system
+            if isinstance(block, Mapping) and block.get("type") == "text"
+        ]
+    return [{"role": "system", "content": _text_of(system)}] if system else []
+
+
 def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
-    """A Messages request body in neutral form (tool results become ``tool`` messages)."""
+    """A Messages request body in neutral form (tool results become ``tool`` messages).
+
+    The text blocks of a user turn (and of ``system``) stay apart: each one is a message
+    of its own, in order, which :func:`encode_request` merges back into one turn of the
+    same blocks (the API treats consecutive turns of one role as one turn). An assistant
+    turn's text blocks are one message whose content joins them, as in
+    :func:`decode_response` (a reply that cites sources splits a sentence into blocks).
+    """
     raw_turns = require(body, "messages", list, "anthropic_messages.decode_request")
-    messages: list[dict[str, Any]] = []
-    system = body.get("system")
-    if system:
-        messages.append({"role": "system", "content": _text_of(system)})
+    messages = _system_messages(body.get("system"))
     for index, turn in enumerate(raw_turns):
         if not isinstance(turn, Mapping):
             raise CodecError(
@@ -175,8 +190,8 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
             if calls:
                 assistant["tool_calls"] = calls
             messages.append(assistant)
-        elif texts:
-            messages.append({"role": role, "content": "".join(texts)})
+        else:
+            messages.extend({"role": role, "content": text} for text in texts)
     tools = [
         {
             "name": t.get("name"),

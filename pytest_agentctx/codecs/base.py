@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -103,14 +104,27 @@ _CODECS = {
     "openai_responses": "pytest_agentctx.codecs.openai_responses",
 }
 
-# URL path endings that identify a wire format (any base URL). The Anthropic SDK always
-# posts to ``/v1/messages``; a bare ``/messages`` would also claim OpenAI's Assistants
-# endpoint ``/v1/threads/{id}/messages``.
-_PATHS = (
-    ("/chat/completions", "openai_chat"),
-    ("/v1/messages", "anthropic_messages"),
-    ("/v1/responses", "openai_responses"),
+# The endpoints of each wire format: (a regular expression that the end of a URL's path
+# must match, the codec's name). Any prefix may come before it: ``/v1``, a gateway's
+# ``/proxy/openai``, Azure's ``/openai`` or ``/openai/deployments/<name>``; the query
+# (``?api-version=...``) is not part of the path. Only the last segments count, so the
+# endpoints beside a model endpoint stay out: ``/v1/responses/<id>`` (retrieval),
+# ``.../input_items``, ``.../cancel``, ``/v1/responses/input_tokens``,
+# ``/v1/messages/count_tokens``, ``/v1/messages/batches``. Anthropic needs its ``/v1``:
+# the SDK always posts to ``/v1/messages``, and a bare ``/messages`` would claim OpenAI's
+# Assistants endpoint ``/v1/threads/<id>/messages``. A new wire format adds its rows here.
+_PATHS: tuple[tuple[str, str], ...] = (
+    (r"/chat/completions", "openai_chat"),
+    (r"/responses", "openai_responses"),
+    (r"/v1/messages", "anthropic_messages"),
+    # Anthropic on Vertex AI: the model is in the path, the body is a Messages body.
+    (
+        r"/publishers/anthropic/models/(?!count-tokens:)[^/:]+:(?:rawPredict|streamRawPredict)",
+        "anthropic_messages",
+    ),
 )
+#: The patterns of ``_PATHS``, compiled to match the end of a path.
+_ENDPOINTS = tuple((re.compile(f"(?:{pattern})$"), name) for pattern, name in _PATHS)
 
 
 def get_codec(name: str) -> Codec:
@@ -124,10 +138,14 @@ def get_codec(name: str) -> Codec:
 
 
 def codec_for_path(path: str) -> Codec | None:
-    """The codec whose endpoint ``path`` is, or ``None`` for other endpoints."""
-    trimmed = path.rstrip("/")
-    for suffix, name in _PATHS:
-        if trimmed.endswith(suffix):
+    """The codec whose endpoint ``path`` is, or ``None`` for other endpoints.
+
+    ``path`` is a URL's path; a query or fragment after it (``?api-version=...``) is
+    ignored, and so is a trailing slash.
+    """
+    trimmed = path.partition("?")[0].partition("#")[0].rstrip("/")
+    for pattern, name in _ENDPOINTS:
+        if pattern.search(trimmed):
             return get_codec(name)
     return None
 

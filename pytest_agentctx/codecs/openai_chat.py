@@ -308,12 +308,60 @@ def encode_stream(
     return events
 
 
+class _StreamedCalls:
+    """The tool calls of a stream, joined from their deltas.
+
+    OpenAI numbers each call with an ``index``: deltas of one index are one call (its
+    ``id`` and ``name`` first, then argument fragments), in index order. Some
+    OpenAI-compatible servers (Mistral, some local ones) send no ``index``: there a delta
+    with an ``id`` not seen yet starts a new call, and a delta with neither continues the
+    last call. A delta whose ``id`` differs from the one its index already has is a new
+    call too (servers that number every call 0), so calls never run into each other.
+    """
+
+    def __init__(self) -> None:
+        self._slots: list[dict[str, Any]] = []
+        self._by_index: dict[int, dict[str, Any]] = {}
+        self._by_id: dict[str, dict[str, Any]] = {}
+
+    def add(self, delta: Mapping[str, Any]) -> None:
+        call_id = delta.get("id") or ""
+        index = delta.get("index")
+        index = index if isinstance(index, int) else None
+        slot = self._by_id.get(call_id) if call_id else None
+        if slot is None and index is not None:
+            slot = self._by_index.get(index)
+        elif slot is None and not call_id and self._slots:
+            slot = self._slots[-1]
+        if slot is None or (call_id and slot["id"] and slot["id"] != call_id):
+            slot = {"id": "", "name": "", "args": []}
+            self._slots.append(slot)
+        if index is not None:
+            self._by_index[index] = slot
+        if call_id:
+            slot["id"] = call_id
+            self._by_id[call_id] = slot
+        function = delta.get("function") or {}
+        slot["name"] += function.get("name") or ""
+        slot["args"].append(function.get("arguments") or "")
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The calls in the order they started (OpenAI's index order)."""
+        return tuple(
+            ToolCall(
+                id=slot["id"], name=slot["name"], arguments=parse_arguments("".join(slot["args"]))
+            )
+            for slot in self._slots
+        )
+
+
 def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     """A streamed chat completion (its events, or the raw body) as a :class:`Completion`.
 
     Joins the text and tool-call deltas the way the SDK does (tool calls by ``index``,
-    argument fragments concatenated); usage comes from the chunk that carries it, if the
-    request asked for one. Stops at ``data: [DONE]``.
+    argument fragments concatenated; by ``id`` when a server sends no index, see
+    :class:`_StreamedCalls`); usage comes from the chunk that carries it, if the request
+    asked for one. Stops at ``data: [DONE]``.
     """
     if isinstance(events, (bytes, str)):
         events = parse_sse(events)
@@ -322,7 +370,7 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     stop_reason: str | None = None
     usage: Usage | None = None
     texts: list[str] | None = None
-    calls: dict[int, dict[str, Any]] = {}
+    calls = _StreamedCalls()
     for position, item in enumerate(events):
         if item.data == DONE:
             break
@@ -350,20 +398,12 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
                 texts = texts if texts is not None else []
                 texts.append(content)
             for call in delta.get("tool_calls") or []:
-                slot = calls.setdefault(call.get("index", 0), {"id": "", "name": "", "args": []})
-                slot["id"] = call.get("id") or slot["id"]
-                function = call.get("function") or {}
-                slot["name"] += function.get("name") or ""
-                slot["args"].append(function.get("arguments") or "")
+                if isinstance(call, Mapping):
+                    calls.add(call)
             stop_reason = choice.get("finish_reason") or stop_reason
     return Completion(
         content=None if texts is None else "".join(texts),
-        tool_calls=tuple(
-            ToolCall(
-                id=slot["id"], name=slot["name"], arguments=parse_arguments("".join(slot["args"]))
-            )
-            for _, slot in sorted(calls.items())
-        ),
+        tool_calls=calls.tool_calls(),
         model=model,
         usage=usage,
         stop_reason=stop_reason,

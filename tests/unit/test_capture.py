@@ -8,6 +8,7 @@ follow. The live tests drive the real ``openai`` SDK against the fake model.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -465,6 +466,194 @@ def _sse_text(exchange: Exchange) -> str:
     from pytest_agentctx.cassettes.body import body_bytes
 
     return body_bytes(exchange.response).decode()
+
+
+# -- what clients change from one call to the next -------------------------------------
+
+CACHE = {"type": "ephemeral"}
+
+
+def _with_request(exchange: Exchange, body: dict[str, Any]) -> Exchange:
+    return Exchange(
+        exchange.method, exchange.url, exchange.status, {"json": body}, exchange.response
+    )
+
+
+def _cache_marked(exchange: Exchange) -> Exchange:
+    """The request as a client that caches prompts sends it: the newest message (and the
+    system prompt and the last tool) carry ``cache_control``, a string turned into a text
+    block to hold it. The older messages carry none: the marker moves on every call."""
+    assert exchange.request is not None
+    body = copy.deepcopy(exchange.request["json"])
+    items = body.get("messages") or body.get("input")
+    last = items[-1]
+    content = last.get("content")
+    if isinstance(content, str):
+        last["content"] = [{"type": "text", "text": content, "cache_control": CACHE}]
+    elif isinstance(content, list):
+        content[-1]["cache_control"] = CACHE
+    else:
+        last["cache_control"] = CACHE
+    if isinstance(body.get("system"), str):
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": CACHE}]
+    if body.get("tools"):
+        body["tools"][-1]["cache_control"] = CACHE
+    return _with_request(exchange, body)
+
+
+@pytest.mark.parametrize("wire_format", ["anthropic_messages", "openai_chat"])
+async def test_a_cache_marker_moved_to_the_newest_message_keeps_one_conversation(wire_format):
+    agent = Agent(wire_format).user("Weather in Paris, then Rome?")
+    exchanges = [agent.call(None, _call("c1", city="Paris"))]
+    agent.results(("c1", "Sunny"))
+    exchanges.append(agent.call(None, _call("c2", city="Rome")))
+    agent.results(("c2", "Rainy"))
+    exchanges.append(agent.call("Sunny, then rainy."))
+
+    runs = build_contexts([_cache_marked(e) for e in exchanges])
+
+    assert len(runs) == 1
+    context = runs.context
+    assert [[m.role for m in it.messages] for it in context.iterations] == [
+        ["system", "user", "assistant", "tool"],
+        ["assistant", "tool"],
+        ["assistant"],
+    ]
+    assert all("subagents" not in it.metadata for it in context.iterations)
+    assert context.final_output == "Sunny, then rainy."
+
+
+async def test_a_cache_marker_on_a_tool_result_block_keeps_one_conversation():
+    agent = Agent("anthropic_messages").user("Weather in Paris?")
+    first = agent.call(None, _call("c1", city="Paris"))
+    agent.results(("c1", "Sunny"))
+    second = agent.call(None, _call("c2", city="Rome"))
+    agent.results(("c2", "Rainy"))
+    third = agent.call("Done.")
+    assert second.request is not None
+    body = copy.deepcopy(second.request["json"])
+    body["messages"][-1]["content"][-1]["cache_control"] = CACHE
+
+    runs = build_contexts([first, _with_request(second, body), third])
+
+    assert len(runs) == 1
+    assert len(runs.context.iterations) == 3
+
+
+@pytest.mark.parametrize(("question", "conversations"), [("Paris?", 1), ("Lyon?", 2)])
+async def test_only_the_cache_marker_is_left_out_of_the_comparison(question, conversations):
+    agent = Agent("anthropic_messages").user("Paris?")
+    first = _cache_marked(agent.call("Sunny."))
+    other = Agent("anthropic_messages").user(question)
+    other.history.append({"role": "assistant", "content": "Sunny."})
+    second = _cache_marked(other.user("And tomorrow?").call("Rainy."))
+
+    runs = build_contexts([first, second])
+
+    assert len(runs.contexts) == conversations
+
+
+async def test_parallel_calls_answered_one_by_one_add_no_assistant_message():
+    agent = Agent("openai_responses").user("Weather in Paris and Rome?")
+    first = agent.call(None, _call("c1", city="Paris"), _call("c2", city="Rome"))
+    agent.results(("c1", "Sunny"), ("c2", "Rainy"))
+    second = agent.call("Sunny, then rainy.")
+    assert second.request is not None
+    body = copy.deepcopy(second.request["json"])
+    # call 1, result 1, call 2, result 2 (as the openai-agents SDK and others send them)
+    *history, call1, call2, result1, result2 = body["input"]
+    assert [call1["type"], result2["type"]] == ["function_call", "function_call_output"]
+    body["input"] = [*history, call1, result1, call2, result2]
+
+    context = build_contexts([first, _with_request(second, body)]).context
+
+    assert [[m.role for m in it.messages] for it in context.iterations] == [
+        ["system", "user", "assistant", "tool", "tool"],
+        ["assistant"],
+    ]
+    assert context.iterations[1].messages[0].content == "Sunny, then rainy."
+
+
+async def test_text_blocks_of_a_user_turn_stay_apart_in_the_context():
+    exchange = Agent("anthropic_messages").user("Reserve Dune.").call("Reserved both.")
+    assert exchange.request is not None
+    body = copy.deepcopy(exchange.request["json"])
+    # Two requests of the user in one turn, as two text blocks.
+    body["messages"][0]["content"] = [
+        {"type": "text", "text": "Reserve Dune."},
+        {"type": "text", "text": "Now Emma."},
+    ]
+
+    context = build_contexts([_with_request(exchange, body)]).context
+
+    assert [(m.role, m.content) for m in context.iterations[0].messages] == [
+        ("system", "You are a weather bot."),
+        ("user", "Reserve Dune."),
+        ("user", "Now Emma."),
+        ("assistant", "Reserved both."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "wire_format"),
+    [
+        (
+            "https://res.openai.azure.com/openai/responses?api-version=2025-04-01-preview",
+            "openai_responses",
+        ),
+        ("https://res.openai.azure.com/openai/v1/responses", "openai_responses"),
+        ("https://gateway.example/proxy/openai/responses", "openai_responses"),
+        (
+            "https://res.openai.azure.com/openai/deployments/gpt-4o/chat/completions"
+            "?api-version=2024-10-21",
+            "openai_chat",
+        ),
+        ("https://api.groq.com/openai/v1/chat/completions", "openai_chat"),
+        ("https://gateway.example/anthropic/v1/messages?beta=true", "anthropic_messages"),
+    ],
+)
+async def test_a_model_endpoint_under_any_prefix_is_a_model_call(url, wire_format):
+    exchanges = [
+        Exchange(e.method, url, e.status, e.request, e.response)
+        for e in _weather_run(Agent(wire_format))
+    ]
+
+    runs = build_contexts(exchanges)
+
+    assert runs.non_llm == []
+    assert runs.context.final_output == "Sunny in Paris."
+    assert (
+        runs.context.iterations[0].metadata["provider"]
+        == {
+            "openai_chat": "openai",
+            "openai_responses": "openai-responses",
+            "anthropic_messages": "anthropic",
+        }[wire_format]
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("GET", "https://api.openai.com/v1/responses/resp_1"),
+        (
+            "GET",
+            "https://res.openai.azure.com/openai/responses/resp_1?api-version=2025-04-01-preview",
+        ),
+        ("GET", "https://api.openai.com/v1/responses/resp_1/input_items"),
+        ("POST", "https://api.openai.com/v1/responses/resp_1/cancel"),
+        ("POST", "https://api.openai.com/v1/responses/input_tokens"),
+        ("POST", "https://api.anthropic.com/v1/messages/count_tokens"),
+        ("POST", "https://api.anthropic.com/v1/messages/batches"),
+    ],
+)
+async def test_the_endpoints_beside_a_model_endpoint_are_not_model_calls(method, url):
+    exchange = Exchange(method, url, 200, {"json": {"model": "m", "input": "Hi"}})
+
+    runs = build_contexts([exchange])
+
+    assert runs.non_llm == [exchange]
+    assert runs.non_llm_reasons == ["not a model endpoint"]
 
 
 # -- exchanges that are not model calls ------------------------------------------------

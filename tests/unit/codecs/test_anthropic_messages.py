@@ -509,7 +509,7 @@ async def test_decode_request_reads_a_real_recorded_request():
     )
 
 
-async def test_decode_request_reads_a_system_prompt_given_as_text_blocks():
+async def test_decode_request_reads_each_system_text_block_as_a_system_message():
     decoded = anthropic_messages.decode_request(
         {
             "model": "claude-haiku-4-5",
@@ -527,9 +527,48 @@ async def test_decode_request_reads_a_system_prompt_given_as_text_blocks():
     )
 
     assert decoded.messages == [
-        {"role": "system", "content": "Be brief. Answer in French."},
+        {"role": "system", "content": "Be brief. "},
+        {"role": "system", "content": "Answer in French."},
         {"role": "user", "content": "Hi"},
     ]
+
+
+async def test_decode_request_keeps_the_text_blocks_of_a_user_turn_apart():
+    decoded = anthropic_messages.decode_request(
+        {
+            "model": "claude-haiku-4-5",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Reserve Dune."},
+                        {"type": "text", "text": "Now Emma."},
+                    ],
+                }
+            ],
+        }
+    )
+
+    assert decoded.messages == [
+        {"role": "user", "content": "Reserve Dune."},
+        {"role": "user", "content": "Now Emma."},
+    ]
+
+
+async def test_a_user_turn_of_several_text_blocks_survives_decode_then_encode():
+    turn = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "Booked."},
+            {"type": "text", "text": "Reserve Dune."},
+            {"type": "text", "text": "Now Emma."},
+        ],
+    }
+    decoded = anthropic_messages.decode_request({"model": "claude-haiku-4-5", "messages": [turn]})
+
+    encoded = _encode(decoded.messages)
+
+    assert encoded["messages"] == [turn]
 
 
 async def test_decode_request_reads_tool_result_content_given_as_blocks():

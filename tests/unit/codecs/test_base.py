@@ -136,6 +136,31 @@ async def test_every_codec_provides_its_name_and_the_four_functions(name):
         ("/gateway/anthropic/v1/messages", "anthropic_messages"),
         ("/v1/responses", "openai_responses"),
         ("/openai/v1/responses", "openai_responses"),
+        # Azure OpenAI, gateways and proxies: the endpoint under any prefix, query ignored
+        ("/openai/responses", "openai_responses"),
+        ("/openai/responses?api-version=2025-04-01-preview", "openai_responses"),
+        ("/proxy/openai/responses", "openai_responses"),
+        ("/responses", "openai_responses"),
+        ("/api/v1/responses", "openai_responses"),
+        (
+            "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+            "openai_chat",
+        ),
+        ("/openai/v1/chat/completions", "openai_chat"),
+        ("/v1beta/openai/chat/completions", "openai_chat"),
+        ("/chat/completions", "openai_chat"),
+        ("/anthropic/v1/messages", "anthropic_messages"),
+        ("/v1/messages?beta=true", "anthropic_messages"),
+        (
+            "/v1/projects/p/locations/us-east5/publishers/anthropic/models/"
+            "claude-sonnet-4@20250514:rawPredict",
+            "anthropic_messages",
+        ),
+        (
+            "/v1/projects/p/locations/global/publishers/anthropic/models/"
+            "claude-haiku-4-5:streamRawPredict",
+            "anthropic_messages",
+        ),
     ],
 )
 async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected):
@@ -149,8 +174,21 @@ async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, ex
     "path",
     [
         "/v1/embeddings",
+        "/v1/responses/resp_123",
         "/v1/responses/resp_123/cancel",
         "/v1/responses/resp_123/input_items",
+        "/v1/responses/input_tokens",
+        "/v1/responses/compact",
+        "/openai/responses/resp_123?api-version=2025-04-01-preview",
+        "/v1/conversations/conv_123/items",
+        "/v1/completions",
+        "/openai/deployments/gpt-4o/completions",
+        "/openai/deployments/gpt-4o/embeddings",
+        "/v1/chat/completions/chatcmpl-123",
+        "/v1/survey_responses",
+        "/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict",
+        "/model/anthropic.claude-3-haiku-20240307-v1:0/invoke",
+        "/api/chat",
         "/v1/models",
         "/v1/messages/count_tokens",
         "/v1/messages/batches",

@@ -401,6 +401,61 @@ async def test_decode_stream_concatenates_tool_name_fragments_as_the_sdk_does():
             pytest.fail(f"unexpected completion: {other}")
 
 
+def _tool_chunks(*deltas: dict[str, Any]) -> list[SSEEvent]:
+    """One chunk per tool-call delta, then the finish reason and ``[DONE]``."""
+    events = [SSEEvent(None, json.dumps(chunk({"tool_calls": [delta]}))) for delta in deltas]
+    events.append(SSEEvent(None, json.dumps(chunk({}, "tool_calls"))))
+    return [*events, SSEEvent(None, DONE)]
+
+
+PLUS_MINUS = (
+    ToolCall(id="Xp1", name="plus", arguments={"a": 2, "b": 3}),
+    ToolCall(id="Xm2", name="minus", arguments={"a": 9, "b": 4}),
+)
+
+
+async def test_decode_stream_keeps_calls_without_an_index_apart_by_their_id():
+    # Mistral streams each call whole, with an id and no index.
+    events = _tool_chunks(
+        {"id": "Xp1", "function": {"name": "plus", "arguments": '{"a": 2, "b": 3}'}},
+        {"id": "Xm2", "function": {"name": "minus", "arguments": '{"a": 9, "b": 4}'}},
+    )
+
+    assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
+
+
+async def test_decode_stream_joins_fragments_without_an_index_or_id_to_the_last_call():
+    events = _tool_chunks(
+        {"id": "Xp1", "function": {"name": "plus", "arguments": '{"a": 2,'}},
+        {"function": {"arguments": ' "b": 3}'}},
+        {"id": "Xm2", "function": {"name": "minus", "arguments": ""}},
+        {"function": {"arguments": '{"a": 9, "b": 4}'}},
+    )
+
+    assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
+
+
+async def test_decode_stream_keeps_calls_apart_when_a_server_numbers_them_all_zero():
+    events = _tool_chunks(
+        {"index": 0, "id": "Xp1", "function": {"name": "plus", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"a": 2, "b": 3}'}},
+        {"index": 0, "id": "Xm2", "function": {"name": "minus", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"a": 9, "b": 4}'}},
+    )
+
+    assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
+
+
+async def test_decode_stream_starts_a_new_call_at_a_new_index_without_an_id():
+    events = _tool_chunks(
+        {"index": 0, "id": "Xp1", "function": {"name": "plus", "arguments": '{"a": 2, "b": 3}'}},
+        {"index": 1, "function": {"name": "minus", "arguments": '{"a": 9, "b": 4}'}},
+        {"index": 1, "id": "Xm2"},
+    )
+
+    assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
+
+
 @pytest.mark.parametrize(
     ("events", "message"),
     [
