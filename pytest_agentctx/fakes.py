@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import httpx2
 
 from .capture.exchange import Exchange
 from .cassettes.body import Body
+from .cassettes.network import is_loopback
 from .clock import IdFactory, SequentialIds
 from .codecs import openai_chat
 from .codecs.base import Codec, Completion, DecodedRequest, Usage, codec_for_path
@@ -40,6 +42,7 @@ __all__ = [
     "FakeModelCall",
     "FakeToolCall",
     "FakeTools",
+    "PLACEHOLDER_KEYS",
     "ScriptedAnswer",
     "ScriptedModel",
     "ScriptedReply",
@@ -52,6 +55,61 @@ _ID_PREFIX = {
 }
 
 ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
+
+#: The API keys a started :class:`FakeLLM` puts in ``os.environ`` when they are unset or
+#: empty (the SDKs refuse to build a client without one), and takes out again when the last
+#: started fake stops. They are no keys: a request carrying one that the fake does not
+#: answer is refused rather than sent to a provider.
+PLACEHOLDER_KEYS: Mapping[str, str] = {
+    "OPENAI_API_KEY": "sk-agentctx-fake",
+    "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
+}
+
+
+class _PlaceholderKeys:
+    """The placeholder keys in ``os.environ`` while at least one fake is started: set by
+    the first start for the names that had no value, restored by the last stop (a name the
+    user set meanwhile keeps the user's value)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: dict[str, str | None] = {}
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                for name, value in PLACEHOLDER_KEYS.items():
+                    if not os.environ.get(name):
+                        self._saved[name] = os.environ.get(name)
+                        os.environ[name] = value
+            self._users += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            for name, before in self._saved.items():
+                if os.environ.get(name) != PLACEHOLDER_KEYS[name]:
+                    continue
+                if before is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = before
+            self._saved.clear()
+
+
+_PLACEHOLDERS = _PlaceholderKeys()
+
+
+def _placeholder_in(request: httpx2.Request) -> str | None:
+    """The name of the placeholder key a request carries (in a header or its URL), if any."""
+    places = [str(request.url), *request.headers.values()]
+    for name, value in PLACEHOLDER_KEYS.items():
+        if any(value in place for place in places):
+            return name
+    return None
 
 
 def estimate_tokens(text: str) -> int:
@@ -347,6 +405,7 @@ class FakeLLM(ScriptedModel):
         super().__init__(ids=ids)
         self._interceptor = Interceptor(self.handle)
         self._exchanges: list[Exchange] = []
+        self._holds_keys = False
 
     @property
     def exchanges(self) -> list[Exchange]:
@@ -359,11 +418,11 @@ class FakeLLM(ScriptedModel):
 
     def handle(self, request: httpx2.Request) -> Any:
         """Answer a model call; return ``None`` for requests to other endpoints."""
-        if request.method != "POST":
-            return None
-        answer = self.answer(request.url.path, request.content)
+        answer = (
+            self.answer(request.url.path, request.content) if request.method == "POST" else None
+        )
         if answer is None:
-            return None
+            return self._refuse_placeholder(request)
         self._log(request, answer)
         if answer.status != 200:
             return _error_response(answer.status, answer.error or "scripted failure")
@@ -379,6 +438,22 @@ class FakeLLM(ScriptedModel):
             200,
             content=json.dumps(answer.response, ensure_ascii=False).encode(),
             headers={"content-type": "application/json"},
+        )
+
+    def _refuse_placeholder(self, request: httpx2.Request) -> Any:
+        """A request the fake does not answer goes its way, unless it carries a placeholder
+        key to a host that is not loopback: a provider would only reject it, and a recorder
+        would keep the rejection."""
+        name = _placeholder_in(request)
+        if name is None or is_loopback(request.url.host):
+            return None
+        return _error_response(
+            401,
+            f"pytest-agentctx {self._name} answers model calls only (chat completions, "
+            f"Responses, Anthropic Messages); this {request.method} {request.url.path} to "
+            f"{request.url.host} carries the placeholder {name} the fake set, so it was not "
+            "sent. Answer it in the test (respx, a fake client), or set a real key and "
+            "record it in a cassette without the fake.",
         )
 
     def _log(self, request: httpx2.Request, answer: ScriptedAnswer) -> None:
@@ -399,12 +474,22 @@ class FakeLLM(ScriptedModel):
     # -- installation ----------------------------------------------------------------
 
     def start(self) -> None:
-        """Answer model calls from now on."""
+        """Answer model calls from now on.
+
+        Provider API keys that are unset get a placeholder (:data:`PLACEHOLDER_KEYS`) until
+        :meth:`stop`, so the SDKs build their clients without a real key.
+        """
         self._interceptor.start()
+        if not self._holds_keys:
+            _PLACEHOLDERS.acquire()
+            self._holds_keys = True
 
     def stop(self) -> None:
-        """Stop answering model calls."""
+        """Stop answering model calls, and take out the placeholder keys :meth:`start` set."""
         self._interceptor.stop()
+        if self._holds_keys:
+            self._holds_keys = False
+            _PLACEHOLDERS.release()
 
     def __enter__(self) -> FakeLLM:
         self.start()

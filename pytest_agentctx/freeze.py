@@ -19,6 +19,15 @@ freezegun's defaults:
 Unlike freezegun's ``ignore=`` list, the skip list does not make calls *from* those modules
 see real time: freezegun's ``ignore`` looks five frames up the stack, so ignoring pytest or
 asyncio would unfreeze every test. ``ignore=`` is still available for that purpose.
+
+While the clock is frozen, ``datetime.datetime`` and ``datetime.date`` *are* freezegun's
+``FakeDatetime`` and ``FakeDate``: a module imported then (an SDK imported lazily on the
+first model call, a module of yours) binds them by ``from datetime import datetime``, and
+pydantic, which knows the real classes only, cannot build the schema of a model with a
+``datetime`` field (``PydanticSchemaGenerationError ... FakeDatetime``): whether a test
+passed depended on whether something had imported the SDK before. :class:`FrozenClock`
+therefore gives the two fake classes the schemas of the real ones, so such a model
+validates and serialises datetimes and dates as it would unfrozen.
 """
 
 from __future__ import annotations
@@ -28,6 +37,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from types import ModuleType, TracebackType
 from typing import Any
+
+# Imported here, before any freeze: pydantic keys its schemas by the datetime classes it
+# sees on import, which must be the real ones.
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import CoreSchema
 
 from .clock import DEFAULT_START, parse_datetime
 
@@ -138,6 +152,7 @@ class FrozenClock:
 
         # freezegun works in naive UTC; give it the instant without its offset.
         naive_utc = self.initial.astimezone(UTC).replace(tzinfo=None)
+        _pydantic_reads_fake_dates()
         self._freezer = freeze_time(naive_utc, real_asyncio=True, ignore=list(self.ignore))
         with _skipping(self.skip):
             self._factory = self._freezer.start()
@@ -193,6 +208,26 @@ class FrozenClock:
     def __repr__(self) -> str:
         state = self.now().isoformat() if self.active else "stopped"
         return f"FrozenClock({state})"
+
+
+def _pydantic_reads_fake_dates() -> None:
+    """Give freezegun's ``FakeDatetime`` and ``FakeDate`` the pydantic schemas of
+    ``datetime.datetime`` and ``datetime.date``: a model whose module was imported while the
+    clock was frozen annotates its fields with the fake classes. Idempotent."""
+    import datetime as real
+
+    import freezegun.api as api
+
+    for fake, original in ((api.FakeDatetime, real.datetime), (api.FakeDate, real.date)):
+        if "__get_pydantic_core_schema__" in vars(fake):
+            continue
+
+        def schema(
+            cls: type, source: Any, handler: GetCoreSchemaHandler, *, original: type = original
+        ) -> CoreSchema:
+            return handler(original)
+
+        setattr(fake, "__get_pydantic_core_schema__", classmethod(schema))  # noqa: B010
 
 
 class _skipping:

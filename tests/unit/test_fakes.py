@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import ssl
 import types
@@ -25,6 +26,7 @@ from pytest_agentctx.exceptions import (
     UnusedScriptedReplies,
 )
 from pytest_agentctx.fakes import (
+    PLACEHOLDER_KEYS,
     FakeLLM,
     FakeModelCall,
     FakeToolCall,
@@ -34,6 +36,7 @@ from pytest_agentctx.fakes import (
     ScriptedReply,
     estimate_tokens,
 )
+from pytest_agentctx.transport import Interceptor
 
 OPENAI_MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-haiku-4-5"
@@ -952,3 +955,132 @@ async def test_the_fake_logs_no_exchange_for_other_endpoints(fake, loopback_url)
         await client.get(f"{loopback_url}/health")
 
     assert fake.exchanges == []
+
+
+# -- standalone use: placeholder provider keys -----------------------------------------
+
+KEY_NAMES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+@pytest.fixture
+def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in KEY_NAMES:
+        monkeypatch.delenv(name, raising=False)
+
+
+async def test_a_standalone_fake_answers_an_openai_client_built_without_a_key(no_provider_keys):
+    with FakeLLM() as fake:
+        fake.reply("Sunny.")
+        async with openai.AsyncOpenAI(http_client=_http_client()) as client:
+            reply = await _ask_openai(client)
+
+    assert reply.choices[0].message.content == "Sunny."
+
+
+async def test_a_standalone_fake_answers_an_anthropic_client_built_without_a_key(
+    no_provider_keys,
+):
+    with FakeLLM() as fake:
+        fake.reply("Sunny.")
+        async with anthropic.AsyncAnthropic(http_client=_http_client()) as client:
+            reply = await _ask_anthropic(client)
+
+    assert reply.content[0].text == "Sunny."
+
+
+async def test_stop_takes_the_placeholder_keys_out_of_the_environment(no_provider_keys):
+    with FakeLLM():
+        during = {name: bool(os.environ.get(name)) for name in KEY_NAMES}
+
+    assert (during, [os.environ.get(name) for name in KEY_NAMES]) == (
+        dict.fromkeys(KEY_NAMES, True),
+        [None, None],
+    )
+
+
+async def test_an_empty_key_gets_a_placeholder_and_comes_back_empty(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+
+    with FakeLLM():
+        during = os.environ["OPENAI_API_KEY"]
+
+    assert (during, os.environ["OPENAI_API_KEY"]) == (PLACEHOLDER_KEYS["OPENAI_API_KEY"], "")
+
+
+async def test_a_key_the_user_set_is_left_as_it_is(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-users-own")
+
+    with FakeLLM():
+        during = os.environ["OPENAI_API_KEY"]
+
+    assert (during, os.environ["OPENAI_API_KEY"]) == ("sk-users-own", "sk-users-own")
+
+
+async def test_the_placeholders_stay_until_the_last_of_two_fakes_stops(no_provider_keys):
+    first, second = FakeLLM(), FakeLLM()
+    first.start()
+    second.start()
+    first.stop()
+    still = os.environ.get("OPENAI_API_KEY")
+    second.stop()
+
+    assert (still, os.environ.get("OPENAI_API_KEY")) == (PLACEHOLDER_KEYS["OPENAI_API_KEY"], None)
+
+
+@pytest.mark.parametrize(
+    ("url", "headers"),
+    [
+        pytest.param(
+            "https://api.openai.com/v1/models",
+            {"authorization": "Bearer sk-agentctx-fake"},
+            id="openai-header",
+        ),
+        pytest.param(
+            "https://api.anthropic.com/v1/models",
+            {"x-api-key": "sk-ant-agentctx-fake"},
+            id="anthropic-header",
+        ),
+        pytest.param("https://models.example/v1/list?key=sk-agentctx-fake", {}, id="in-the-url"),
+    ],
+)
+async def test_a_request_it_does_not_answer_with_a_placeholder_key_is_refused(url, headers):
+    response = FakeLLM().handle(httpx2.Request("GET", url, headers=headers))
+
+    assert response is not None
+    assert response.status_code == 401
+    assert re.match(
+        r"pytest-agentctx fake_llm answers model calls only .*GET /v1/\w+ to [\w.]+ carries "
+        r"the placeholder \w+_API_KEY the fake set, so it was not sent\. Answer it in the test",
+        response.json()["error"]["message"],
+    )
+
+
+async def test_a_request_it_does_not_answer_with_a_real_key_goes_its_way():
+    request = httpx2.Request(
+        "GET", "https://api.openai.com/v1/models", headers={"authorization": "Bearer sk-real"}
+    )
+
+    assert FakeLLM().handle(request) is None
+
+
+async def test_a_placeholder_key_to_a_loopback_server_goes_its_way():
+    request = httpx2.Request(
+        "GET", "http://127.0.0.1:8080/v1/models", headers={"x-api-key": "sk-ant-agentctx-fake"}
+    )
+
+    assert FakeLLM().handle(request) is None
+
+
+async def test_a_placeholder_key_never_reaches_what_lies_behind_the_fake(no_provider_keys):
+    reached: list[httpx2.Request] = []
+
+    def behind(request: httpx2.Request) -> Any:
+        reached.append(request)
+        return httpx2.Response(200, json={"object": "list", "data": []})
+
+    with Interceptor(behind), FakeLLM():  # the newest handler is asked first
+        async with openai.AsyncOpenAI(http_client=_http_client(), max_retries=0) as client:
+            with pytest.raises(openai.AuthenticationError, match="placeholder OPENAI_API_KEY"):
+                await client.models.list()
+
+    assert reached == []

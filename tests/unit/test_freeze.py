@@ -312,3 +312,45 @@ async def test_ignore_is_empty_by_default_so_no_caller_sees_real_time(monkeypatc
 
     with FrozenClock(START) as clock:
         assert (clock.ignore, module.read()) == ((), FROZEN.timestamp())
+
+
+# -- pydantic models made while frozen -------------------------------------------------
+
+FORECAST = """
+from datetime import date, datetime
+from pydantic import BaseModel
+
+class Forecast(BaseModel):
+    at: datetime
+    day: date
+"""
+
+
+async def test_a_model_with_datetime_fields_defined_while_frozen_validates(monkeypatch):
+    # Imported while frozen, the module's datetime and date are freezegun's fake classes.
+    with FrozenClock(START):
+        module = _module("weather_models", monkeypatch, FORECAST)
+        forecast = module.Forecast(at="2001-02-03T04:05:06Z", day="2001-02-03")
+
+    assert (forecast.at, forecast.day) == (FROZEN, FROZEN.date())
+
+
+async def test_a_model_defined_while_frozen_round_trips_json_after_the_clock_stops(monkeypatch):
+    with FrozenClock(START):
+        module = _module("weather_models", monkeypatch, FORECAST)
+        forecast = module.Forecast(at=FROZEN, day=FROZEN.date())
+
+    text = forecast.model_dump_json()
+
+    assert (text, module.Forecast.model_validate_json(text)) == (
+        '{"at":"2001-02-03T04:05:06Z","day":"2001-02-03"}',
+        forecast,
+    )
+
+
+async def test_a_model_defined_while_frozen_has_the_json_schema_of_real_dates(monkeypatch):
+    unfrozen = _module("weather_models", monkeypatch, FORECAST).Forecast.model_json_schema()
+    with FrozenClock(START):
+        frozen = _module("weather_models", monkeypatch, FORECAST).Forecast.model_json_schema()
+
+    assert frozen == unfrozen
