@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._seq import FrozenDict, Seq
 from .exceptions import ContextStateError
@@ -102,6 +103,105 @@ def _iteration(number: int, messages: Seq[Message], started_at: datetime) -> Ite
     )
 
 
+_RESULT_KEYS = {
+    "id": "tool_call_id",
+    "tool_call_id": "tool_call_id",
+    "result": "content",
+    "content": "content",
+    "name": "name",
+    "is_error": "is_error",
+}
+
+
+def _calls_text(calls: Iterable[ToolCall]) -> str:
+    return ", ".join(f"{call.id} ({call.name})" for call in calls)
+
+
+def _tool_result(value: object) -> ToolResult:
+    """A :class:`ToolResult` from one item given to ``add_tool_results()``."""
+    if isinstance(value, ToolResult):
+        return value
+    if not isinstance(value, Mapping):
+        raise ContextStateError(
+            f"add_tool_results(): expected ToolResult objects or mappings "
+            f"{{'id': ..., 'result': ...}}, got {type(value).__name__}: {value!r}. Give "
+            "ToolResult(tool_call_id=..., content=...) or {'id': ..., 'result': ...}."
+        )
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        field = _RESULT_KEYS.get(key) if isinstance(key, str) else None
+        if field is None or field in fields:
+            problem = "twice" if field is not None else "a key it does not know"
+            raise ContextStateError(
+                f"add_tool_results(): the result {dict(value)!r} names {key!r}, "
+                f"{problem}. A result mapping has 'id' (or 'tool_call_id'), 'result' (or "
+                "'content'), and optionally 'name' and 'is_error'."
+            )
+        fields[field] = item
+    if not isinstance(fields.get("tool_call_id"), str) or "content" not in fields:
+        raise ContextStateError(
+            f"add_tool_results(): the result {dict(value)!r} needs the id of the tool call it "
+            "answers (a str) and its result: {'id': 'call_1', 'result': ...}."
+        )
+    fields["content"] = _result_text(fields["content"])
+    try:
+        return ToolResult.model_validate(fields)
+    except ValidationError as exc:  # name or is_error
+        problems = "; ".join(
+            f"{'.'.join(map(str, error['loc']))}: {error['msg']}" for error in exc.errors()
+        )
+        raise ContextStateError(
+            f"add_tool_results(): the result {dict(value)!r} cannot be read ({problems}). "
+            "'name' must be a str and 'is_error' a bool."
+        ) from None
+
+
+def _result_text(value: object) -> str:
+    """The text of a tool's result: text as it is, anything else as JSON (keys sorted)."""
+    if isinstance(value, str):
+        return value
+    try:
+        data = to_jsonable_python(_sets_sorted(value))
+    except PydanticSerializationError:
+        raise ContextStateError(
+            f"add_tool_results(): the result {value!r} ({type(value).__name__}) is neither "
+            "text nor a value JSON can hold. Give its text (str) or a JSON value."
+        ) from None
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+
+
+def _sets_sorted(value: object) -> object:
+    """Sets in a stable order, so the same result is the same text on every run."""
+    if isinstance(value, set | frozenset):
+        return sorted((_sets_sorted(item) for item in value), key=repr)
+    if isinstance(value, dict):
+        return {key: _sets_sorted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sets_sorted(item) for item in value]
+    return value
+
+
+def _answering(pending: Mapping[str, ToolCall], iteration: int, result: ToolResult) -> ToolResult:
+    """``result`` with the name of the pending call it answers; refused when it answers
+    none, or names another tool than its call."""
+    call = pending.get(result.tool_call_id)
+    if call is None:
+        raise ContextStateError(
+            f"add_tool_results(): a result answers tool call id {result.tool_call_id!r}, but "
+            f"iteration {iteration} has no pending tool call with that id; it waits for "
+            f"{_calls_text(pending.values())}. Give each result the id of one of them."
+        )
+    if result.name is None:
+        return _evolve(result, {"name": call.name})
+    if result.name != call.name:
+        raise ContextStateError(
+            f"add_tool_results(): the result for tool call {call.id} is named "
+            f"{result.name!r}, but {call.id} called {call.name!r}. Leave the name out (it is "
+            "taken from the call) or give the id of the call that the result answers."
+        )
+    return result
+
+
 class ToolCall(BaseModel):
     """A tool call the model asked for: its id, the tool's name and the arguments."""
 
@@ -122,13 +222,18 @@ class ToolCall(BaseModel):
 
 
 class ToolResult(BaseModel):
-    """The result of one tool call, fed back to the model as a ``tool`` message."""
+    """The result of one tool call, fed back to the model as a ``tool`` message.
+
+    ``name`` may be left out: :meth:`AgentContext.add_tool_results` takes it from the
+    pending tool call with the same ``tool_call_id`` (and refuses a name that contradicts
+    it), so the ``tool`` message it adds always names its tool.
+    """
 
     model_config = _FROZEN
     __match_args__: ClassVar[tuple[str, ...]] = ("name", "content", "tool_call_id", "is_error")
 
     tool_call_id: str
-    name: str
+    name: str | None = None
     content: str
     is_error: bool = False
 
@@ -349,12 +454,15 @@ class AgentContext(BaseModel):
         return self._with_current(updated, now)
 
     def add_tool_results(
-        self, results: Iterable[ToolResult], *, at: datetime | None = None
+        self, results: Iterable[ToolResult | Mapping[str, Any]], *, at: datetime | None = None
     ) -> AgentContext:
         """Append the tool results, complete the current iteration and open the next one.
 
         The results must answer exactly the tool calls still pending in the current
-        iteration (in any order).
+        iteration (in any order). Each is a :class:`ToolResult` or a mapping
+        ``{"id": <tool call id>, "result": <value>}`` (``tool_call_id``, ``content``,
+        ``name`` and ``is_error`` are accepted too); a result that is not text is written as
+        JSON with sorted keys. A result without a name takes the name of its tool call.
         """
         current = self._current()
         pending = current.pending_tool_calls
@@ -363,20 +471,17 @@ class AgentContext(BaseModel):
                 f"add_tool_results(): iteration {current.number} has no pending tool call to "
                 "answer. Add an assistant message with tool_calls first."
             )
-        result_list = list(results)
-        for result in result_list:
-            if not isinstance(result, ToolResult):
-                raise ContextStateError(
-                    f"add_tool_results(): expected ToolResult objects, got "
-                    f"{type(result).__name__}: {result!r}."
-                )
+        by_id = {call.id: call for call in pending}
+        result_list = [
+            _answering(by_id, current.number, _tool_result(result)) for result in results
+        ]
         given = [r.tool_call_id for r in result_list]
         expected = [c.id for c in pending]
         if sorted(given) != sorted(expected):
             raise ContextStateError(
                 f"add_tool_results(): got results for tool call ids {given}, but iteration "
-                f"{current.number} waits for exactly {expected}. Give one ToolResult per "
-                "pending tool call."
+                f"{current.number} waits for exactly {expected} ({_calls_text(pending)}). "
+                "Give one ToolResult per pending tool call."
             )
         now = _now(at)
         messages = current.messages

@@ -285,7 +285,13 @@ async def test_add_tool_results_without_pending_tool_calls_is_refused() -> None:
 
 
 async def test_add_tool_results_refuses_objects_that_are_not_tool_results() -> None:
-    with pytest.raises(ContextStateError, match=r"expected ToolResult objects, got str: '18C'"):
+    with pytest.raises(
+        ContextStateError,
+        match=re.escape(
+            "expected ToolResult objects or mappings {'id': ..., 'result': ...}, got str: "
+            "'18C'. Give ToolResult(tool_call_id=..., content=...) or {'id': ..., 'result': ...}."
+        ),
+    ):
         waiting_for_tools().add_tool_results(["18C"])  # type: ignore[list-item]
 
 
@@ -295,8 +301,9 @@ async def test_add_tool_results_for_unknown_call_ids_is_refused() -> None:
     with pytest.raises(
         ContextStateError,
         match=re.escape(
-            "got results for tool call ids ['call_9'], but iteration 1 waits for exactly "
-            "['call_1']. Give one ToolResult per pending tool call."
+            "a result answers tool call id 'call_9', but iteration 1 has no pending tool call "
+            "with that id; it waits for call_1 (get_weather). Give each result the id of one "
+            "of them."
         ),
     ):
         waiting_for_tools().add_tool_results([stranger])
@@ -307,7 +314,11 @@ async def test_add_tool_results_missing_one_of_the_pending_calls_is_refused() ->
     context = started().add_assistant_message(None, calls)
 
     with pytest.raises(
-        ContextStateError, match=re.escape("got results for tool call ids ['a'], but iteration 1")
+        ContextStateError,
+        match=re.escape(
+            "got results for tool call ids ['a'], but iteration 1 waits for exactly ['a', 'b'] "
+            "(a (one), b (two)). Give one ToolResult per pending tool call."
+        ),
     ):
         context.add_tool_results([ToolResult(tool_call_id="a", name="one", content="1")])
 
@@ -318,6 +329,123 @@ async def test_add_tool_results_answering_one_call_twice_is_refused() -> None:
         match=re.escape("got results for tool call ids ['call_1', 'call_1'], but iteration 1"),
     ):
         waiting_for_tools().add_tool_results([WEATHER_RESULT, WEATHER_RESULT])
+
+
+# -- tool results without a name, and as mappings ---------------------------------------
+
+
+async def test_a_tool_result_may_leave_its_name_out() -> None:
+    assert ToolResult(tool_call_id="call_1", content="18C").name is None
+
+
+async def test_a_tool_result_without_a_name_takes_the_name_of_its_call() -> None:
+    result = ToolResult(tool_call_id="call_1", content="18C")
+
+    context = waiting_for_tools().add_tool_results([result], at=at(2))
+
+    assert context == after_tool_results()
+
+
+async def test_a_tool_result_as_an_id_and_result_mapping_answers_its_call() -> None:
+    context = waiting_for_tools().add_tool_results([{"id": "call_1", "result": "18C"}], at=at(2))
+
+    assert context == after_tool_results()
+
+
+async def test_a_result_mapping_may_use_the_field_names_of_tool_result() -> None:
+    result = {"tool_call_id": "call_1", "content": "boom", "name": "get_weather", "is_error": True}
+
+    context = waiting_for_tools().add_tool_results([result])
+
+    assert context.iterations[0].messages[-1] == Message(
+        role="tool", content="boom", tool_call_id="call_1", name="get_weather", is_error=True
+    )
+
+
+async def test_a_result_that_is_not_text_is_written_as_json_with_sorted_keys() -> None:
+    result = {"id": "call_1", "result": {"temp": 18, "sky": "clear", "tags": {"b", "a"}}}
+
+    context = waiting_for_tools().add_tool_results([result])
+
+    assert context.iterations[0].messages[-1].content == (
+        '{"sky": "clear", "tags": ["a", "b"], "temp": 18}'
+    )
+
+
+async def test_a_result_named_after_another_tool_than_its_call_is_refused() -> None:
+    wrong = ToolResult(tool_call_id="call_1", name="get_time", content="18C")
+
+    with pytest.raises(
+        ContextStateError,
+        match=re.escape(
+            "the result for tool call call_1 is named 'get_time', but call_1 called "
+            "'get_weather'. Leave the name out (it is taken from the call) or give the id of "
+            "the call that the result answers."
+        ),
+    ):
+        waiting_for_tools().add_tool_results([wrong])
+
+
+async def test_a_result_mapping_for_an_unknown_call_names_the_pending_calls() -> None:
+    calls = [ToolCall(id="a", name="one"), ToolCall(id="b", name="two")]
+    context = started().add_assistant_message(None, calls)
+
+    with pytest.raises(
+        ContextStateError, match=re.escape("it waits for a (one), b (two). Give each result")
+    ):
+        context.add_tool_results([{"id": "c", "result": "3"}, {"id": "a", "result": "1"}])
+
+
+@pytest.mark.parametrize(
+    ("result", "message"),
+    [
+        pytest.param(
+            {"id": "call_1", "output": "18C"},
+            "names 'output', a key it does not know. A result mapping has 'id' (or "
+            "'tool_call_id'), 'result' (or 'content'), and optionally 'name' and 'is_error'.",
+            id="unknown-key",
+        ),
+        pytest.param(
+            {"id": "call_1", "tool_call_id": "call_1", "result": "18C"},
+            "names 'tool_call_id', twice.",
+            id="id-twice",
+        ),
+        pytest.param(
+            {"result": "18C"},
+            "needs the id of the tool call it answers (a str) and its result: "
+            "{'id': 'call_1', 'result': ...}.",
+            id="no-id",
+        ),
+        pytest.param(
+            {"id": "call_1"},
+            "needs the id of the tool call it answers (a str) and its result",
+            id="no-result",
+        ),
+        pytest.param(
+            {"id": "call_1", "result": "18C", "is_error": "maybe"},
+            "cannot be read (is_error: Input should be a valid boolean, unable to interpret "
+            "input). 'name' must be a str and 'is_error' a bool.",
+            id="is-error-not-a-bool",
+        ),
+        pytest.param(
+            {"id": "call_1", "result": object()},
+            "(object) is neither text nor a value JSON can hold. Give its text (str) or a "
+            "JSON value.",
+            id="result-not-json",
+        ),
+    ],
+)
+async def test_a_result_mapping_that_cannot_be_read_is_refused(
+    result: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ContextStateError, match=re.escape(message)):
+        waiting_for_tools().add_tool_results([result])
+
+
+async def test_a_named_tool_result_serialises_as_before() -> None:
+    assert WEATHER_RESULT.model_dump_json() == (
+        '{"tool_call_id":"call_1","name":"get_weather","content":"18C","is_error":false}'
+    )
 
 
 # -- add_user_message --------------------------------------------------------------------
