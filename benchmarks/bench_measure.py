@@ -11,6 +11,8 @@ SDK, against a ``LoopbackProvider`` on 127.0.0.1.
 Sessions, interleaved round by round (A B C [D] A B C [D] ...):
 
 * ``plain``: ``pytest`` (nothing reads the runs);
+* ``uncaptured``: the same, with the plugin's capture switched off (its ``_capture`` made a
+  no-op by the conftest): what registering the capture costs a plain replay;
 * ``budget``: ``-o agent_budget_max_iterations=10`` (every test's runs are rebuilt and
   checked);
 * ``report``: ``--agent-report=PATH`` (rebuilt, and each run's context goes into the report);
@@ -116,6 +118,10 @@ _BUILDS = [0]
 
 
 def pytest_configure(config):
+    if os.environ.get("BENCH_NO_CAPTURE"):  # the plugin as if it captured nothing
+        from pytest_agentctx import plugin
+
+        plugin._capture = lambda item, source: None
     try:
         from pytest_agentctx.capture import runs
     except ImportError:
@@ -213,10 +219,12 @@ def build(root: Path, tests: int) -> None:
         shutil.copy(recorded, recorded.with_name(f"test_ask_{index}.json"))
 
 
-def run_session(root: Path, args: Sequence[str], pythonpath: str | None) -> dict[str, Any]:
+def run_session(
+    root: Path, args: Sequence[str], pythonpath: str | None, **extra: str
+) -> dict[str, Any]:
     out = root / "span.json"
     out.unlink(missing_ok=True)
-    env = _env(BENCH_SPAN=str(out))
+    env = _env(BENCH_SPAN=str(out), **extra)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     done = subprocess.run(
@@ -249,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         build(root, tests)
         sessions: dict[str, tuple[list[str], str | None]] = {
             "plain": ([], None),
+            "uncaptured": ([], None),
             "budget": (["-o", "agent_budget_max_iterations=10"], None),
             "report": ([f"--agent-report={Path(tmp) / 'report.json'}"], None),
         }
@@ -266,7 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             samples: dict[str, list[dict[str, Any]]] = {name: [] for name in sessions}
             for _ in range(rounds):
                 for name, (args, path) in sessions.items():
-                    samples[name].append(run_session(root, args, path))
+                    extra = {"BENCH_NO_CAPTURE": "1"} if name == "uncaptured" else {}
+                    samples[name].append(run_session(root, args, path, **extra))
         finally:
             if options.before:
                 subprocess.run(
