@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ._seq import Seq
 from .clock import Clock, IdFactory, StepClock
@@ -71,13 +71,23 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(?P<body>.*?)\n\s*```\s*$", re.DOTALL
 
 
 class SubAgentSummary(BaseModel):
-    """The final answer a sub-agent is asked to give: its summary, and whether it is blocked."""
+    """The final answer a sub-agent is asked to give: its summary, and whether it is blocked.
+
+    ``summary`` may be left out by a blocked sub-agent that gives its ``reason``: the reason
+    is what the orchestrator needs then. Any other answer needs a summary.
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    summary: str
+    summary: str | None = None
     blocked: bool = False
     reason: str | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> SubAgentSummary:
+        if self.summary is None and not (self.blocked and self.reason is not None):
+            raise ValueError("a summary needs 'summary', unless it is blocked and gives a 'reason'")
+        return self
 
 
 def parse_summary(text: str | None) -> SubAgentSummary | None:

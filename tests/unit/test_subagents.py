@@ -184,8 +184,25 @@ async def test_parse_summary_reads_a_json_summary(text, expected):
     assert parse_summary(text) == expected
 
 
+async def test_parse_summary_reads_a_blocked_answer_that_gives_a_reason_but_no_summary():
+    parsed = parse_summary('{"blocked": true, "reason": "no access"}')
+
+    assert parsed == SubAgentSummary(summary=None, blocked=True, reason="no access")
+
+
 @pytest.mark.parametrize(
-    "text", [None, "", "Done!", "[1, 2]", '{"summary": 3}', '{"blocked": false}', "{bad json"]
+    "text",
+    [
+        None,
+        "",
+        "Done!",
+        "[1, 2]",
+        '{"summary": 3}',
+        '{"blocked": false}',
+        '{"blocked": true}',
+        '{"blocked": false, "reason": "no access"}',
+        "{bad json",
+    ],
 )
 async def test_parse_summary_gives_none_for_a_malformed_summary(text):
     assert parse_summary(text) is None
@@ -326,6 +343,26 @@ async def test_a_summary_that_says_blocked_gives_status_blocked_with_the_reason(
 
     match report(result):
         case {"status": "blocked", "summary": "Tried the KB.", "reason": "No access."}:
+            pass
+        case other:
+            pytest.fail(f"unexpected report: {other}")
+
+
+async def test_a_blocked_answer_without_a_summary_gives_status_blocked_with_the_reason():
+    blocked = json.dumps({"blocked": True, "reason": "No access to the KB."})
+    router = Router(
+        {
+            "orchestrator": [chat(calls=(delegate("c1", "writer", "Draft"),)), chat("Done.")],
+            "writer": [chat(blocked)],
+        }
+    )
+
+    result = await runtime(router).run(orchestrator(), "Go")
+
+    match report(result):
+        case {"status": "blocked", "summary": None, "reason": "No access to the KB."} as got if (
+            "raw_output" not in got and "error" not in got
+        ):
             pass
         case other:
             pytest.fail(f"unexpected report: {other}")
