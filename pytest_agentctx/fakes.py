@@ -1,8 +1,9 @@
 """Scripted stand-ins for the model and the tools.
 
 :class:`FakeLLM` answers the SDKs' model calls at the HTTP transport, in the real wire
-format of whichever endpoint was called (OpenAI chat completions or Anthropic Messages), so
-the real ``openai``/``anthropic`` SDK parses every reply. One script serves either provider.
+format of whichever endpoint was called (OpenAI chat completions or Responses, Anthropic
+Messages, Google Gemini), so the real ``openai``/``anthropic``/``google-genai`` SDK parses
+every reply. One script serves any provider.
 
 :class:`FakeTools` replaces tools by name with canned results or raised errors, and keeps a
 ledger of every tool call the runtime made.
@@ -63,6 +64,7 @@ ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
 PLACEHOLDER_KEYS: Mapping[str, str] = {
     "OPENAI_API_KEY": "sk-agentctx-fake",
     "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
+    "GEMINI_API_KEY": "agentctx-fake-gemini-key",
 }
 
 
@@ -323,6 +325,10 @@ class ScriptedModel:
         try:
             body = json.loads(content or b"{}")
             decoded = codec.decode_request(body)
+            # Gemini names the model, and whether it streams, in the URL.
+            for_path = getattr(codec, "request_for_path", None)
+            if for_path is not None:
+                decoded = for_path(path, decoded)
         except (ValueError, CodecError) as exc:
             return ScriptedAnswer(
                 400,
@@ -360,9 +366,21 @@ class ScriptedModel:
         self, codec: Codec, reply: ScriptedReply, decoded: DecodedRequest, body: Mapping[str, Any]
     ) -> Completion:
         call_prefix, response_prefix = _ID_PREFIX.get(codec.name, ("call", "resp"))
+        # A format whose calls come without ids (Gemini) gets its codec's synthetic ones,
+        # which it leaves out of the reply, as the real API does.
+        synthetic = getattr(codec, "synthetic_call_id", None)
         calls = tuple(
-            ToolCall(id=call.id or self._ids(call_prefix), name=call.name, arguments=call.arguments)
-            for call in reply.tool_calls
+            ToolCall(
+                id=call.id
+                or (
+                    synthetic(call.name, call.arguments, index)
+                    if synthetic is not None
+                    else self._ids(call_prefix)
+                ),
+                name=call.name,
+                arguments=call.arguments,
+            )
+            for index, call in enumerate(reply.tool_calls)
         )
         usage = reply.usage or Usage(
             input_tokens=estimate_tokens(_prompt_text(body, decoded)),
@@ -425,7 +443,9 @@ class FakeLLM(ScriptedModel):
             return self._refuse_placeholder(request)
         self._log(request, answer)
         if answer.status != 200:
-            return _error_response(answer.status, answer.error or "scripted failure")
+            return _error_response(
+                answer.status, answer.error or "scripted failure", answer.codec.name
+            )
         if answer.request is not None and answer.request.stream:
             # A client that asked for a stream reads server-sent events; JSON would reach
             # it as an empty stream.
@@ -465,7 +485,11 @@ class FakeLLM(ScriptedModel):
         reply: Body = (
             {"json": answer.response}
             if answer.status == 200
-            else {"json": _error_body(answer.error or "scripted failure")}
+            else {
+                "json": _error_body(
+                    answer.error or "scripted failure", answer.status, answer.codec.name
+                )
+            }
         )
         exchange = Exchange("POST", str(request.url), answer.status, sent, reply, "fake_llm")
         with self._lock:
@@ -509,14 +533,38 @@ def _last_message(request: DecodedRequest) -> str:
     return f"{last.get('role')} {str(last.get('content'))[:60]!r}"
 
 
-def _error_body(message: str) -> dict[str, Any]:
+#: The status names of Google's errors (``google.rpc.Code``) by HTTP status.
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def _google_error(status: int, message: str) -> dict[str, Any]:
+    """An error body as Google's APIs send it (what the ``google-genai`` SDK reads)."""
+    kind = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    return {"error": {"code": status, "message": message, "status": kind}}
+
+
+def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, Any]:
+    if wire_format == "gemini":
+        return _google_error(status, message)
     return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
 
 
-def _error_response(status: int, message: str) -> Any:
+def _error_response(status: int, message: str, wire_format: str = "") -> Any:
     return make_response(
         status,
-        content=json.dumps(_error_body(message)).encode(),
+        content=json.dumps(_error_body(message, status, wire_format)).encode(),
         headers={"content-type": "application/json", "x-should-retry": "false"},
     )
 

@@ -1,13 +1,14 @@
-"""A scripted model provider on a real socket: OpenAI and Anthropic wire formats, streaming.
+"""A scripted model provider on a real socket: OpenAI, Anthropic and Gemini wire formats.
 
 :class:`LoopbackProvider` is an HTTP/1.1 server on ``127.0.0.1`` (a free port, a
 background thread) that answers the official SDKs as the real APIs do:
 ``POST /v1/chat/completions`` in the OpenAI chat completions format, ``POST /v1/responses``
-in the OpenAI Responses format and ``POST /v1/messages`` in the Anthropic Messages format,
-as one JSON response or, when the request asks (``"stream": true``), as server-sent events
-flushed one by one. Its replies come from the
-same script as :class:`~pytest_agentctx.fakes.FakeLLM`'s (``reply``, ``reply_tool_call``,
-``fail``), encoded by the same codecs.
+in the OpenAI Responses format, ``POST /v1/messages`` in the Anthropic Messages format and
+``POST /{version}/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``) in
+the Google Gemini format, as one JSON response or, when the request asks
+(``"stream": true``, or Gemini's streaming URL), as server-sent events flushed one by one.
+Its replies come from the same script as :class:`~pytest_agentctx.fakes.FakeLLM`'s
+(``reply``, ``reply_tool_call``, ``fail``), encoded by the same codecs.
 
 Where :class:`FakeLLM` answers inside the process, at the HTTP transport, the loopback
 provider sits behind a real connection: what the SDK sends and receives crosses a socket,
@@ -35,9 +36,10 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from .clock import IdFactory
+from .codecs import gemini
 from .codecs.sse import SSEEvent, format_sse
 from .exceptions import LoopbackError
-from .fakes import ScriptedModel
+from .fakes import ScriptedModel, _google_error
 
 __all__ = ["LoopbackExchange", "LoopbackProvider"]
 
@@ -183,6 +185,13 @@ class LoopbackProvider(ScriptedModel):
     def openai_base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``, as OpenAI's own base URL ends in ``/v1``."""
         return f"{self.base_url}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """``http://127.0.0.1:PORT``: the ``google-genai`` SDK appends
+        ``/v1beta/models/<model>:generateContent`` (or ``/v1/...``) itself; give it as
+        ``HttpOptions(base_url=...)``."""
+        return self.base_url
 
     @property
     def anthropic_base_url(self) -> str:
@@ -362,34 +371,33 @@ class _Handler(BaseHTTPRequestHandler):
                 LoopbackExchange(self.command, self.path, headers, body, status, streamed, gzipped)
             )
 
-        if path not in _MODEL_PATHS:
+        wire = _wire_of(path)
+        if wire is None:
             log(404)
             message = (
                 f"pytest-agentctx loopback has no endpoint {self.command} {self.path}; it "
-                "serves POST /v1/chat/completions, /v1/responses (also without /v1) and "
-                "/v1/messages."
+                "serves POST /v1/chat/completions, /v1/responses (also without /v1), "
+                "/v1/messages and /<version>/models/<model>:generateContent (or "
+                ":streamGenerateContent)."
             )
             self._send_json(404, _openai_error(404, message), provider, gzipped, False)
             return
-        anthropic = path.endswith("/messages")
+        anthropic = wire == "anthropic"
         if self.command != "POST":
             log(405)
             message = f"pytest-agentctx loopback: {path} takes POST, not {self.command}."
-            error = _anthropic_error(405, message) if anthropic else _openai_error(405, message)
-            self._send_json(405, error, provider, gzipped, anthropic)
+            self._send_json(405, _error(wire, 405, message), provider, gzipped, anthropic)
             return
-        # Model calls are logged (and their codec found) by their canonical /v1 path.
-        answer = provider.answer(path if path.startswith("/v1/") else f"/v1{path}", body)
+        # Model calls are logged (and their codec found) by their canonical /v1 path;
+        # Gemini's paths name their version (/v1beta) and the model, and are kept.
+        if wire != "gemini" and not path.startswith("/v1/"):
+            path = f"/v1{path}"
+        answer = provider.answer(path, body)
         if answer is None:
             raise LoopbackError(f"no codec answers {path}, which the server routes to a model")
         if answer.status != 200 or answer.completion is None:
             log(answer.status)
-            message = answer.error or "scripted failure"
-            error = (
-                _anthropic_error(answer.status, message)
-                if anthropic
-                else _openai_error(answer.status, message)
-            )
+            error = _error(wire, answer.status, answer.error or "scripted failure")
             self._send_json(answer.status, error, provider, gzipped, anthropic)
             return
         if answer.request is not None and answer.request.stream:
@@ -497,6 +505,24 @@ def _accepts_gzip(accept_encoding: str) -> bool:
         if coding.strip().lower() == "gzip":
             return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
     return False
+
+
+def _wire_of(path: str) -> str | None:
+    """Which API a model endpoint's path belongs to (``None``: no model endpoint)."""
+    if path in _MODEL_PATHS:
+        return "anthropic" if path.endswith("/messages") else "openai"
+    if gemini.model_of_path(path) and path.endswith((":generateContent", ":streamGenerateContent")):
+        return "gemini"
+    return None
+
+
+def _error(wire: str, status: int, message: str) -> dict[str, Any]:
+    """An error body in the format of the API called."""
+    if wire == "anthropic":
+        return _anthropic_error(status, message)
+    if wire == "gemini":
+        return _google_error(status, message)
+    return _openai_error(status, message)
 
 
 def _openai_error(status: int, message: str) -> dict[str, Any]:

@@ -90,7 +90,11 @@ _RUNS_KEY = _test_key(pytest.StashKey[RunLog]())
 _CAPTURED_KEY: pytest.StashKey[CapturedRuns] = _test_key(pytest.StashKey())
 #: Whether the session reads every agent test's runs (a report file, the gate, a baseline).
 _MEASURE_KEY = pytest.StashKey[bool]()
-_FAKE_KEYS = {"OPENAI_API_KEY": "sk-agentctx-fake", "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake"}
+_FAKE_KEYS = {
+    "OPENAI_API_KEY": "sk-agentctx-fake",
+    "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
+    "GEMINI_API_KEY": "agentctx-fake-gemini-key",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,9 +1,10 @@
 """Providers: send a wire-format request through the official SDK and return the JSON.
 
 A provider pairs a codec with an SDK client. The runtime encodes the request with the
-codec, the provider sends it through the ``openai`` or ``anthropic`` SDK (which run on
-``httpx2``), and the runtime decodes the raw response JSON with the same codec. The SDKs are
-optional extras: ``pip install 'pytest-agentctx[openai]'`` or ``[anthropic]``.
+codec, the provider sends it through the ``openai``, ``anthropic`` or ``google-genai`` SDK
+(all run on ``httpx2``), and the runtime decodes the raw response JSON with the same codec.
+The SDKs are optional extras: ``pip install 'pytest-agentctx[openai]'``, ``[anthropic]`` or
+``[gemini]``.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 import ssl
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from .codecs.base import Codec, get_codec
+from .codecs.sse import SSEEvent, format_sse
 from .exceptions import ProviderError
 
 __all__ = [
     "AnthropicMessagesProvider",
+    "GeminiProvider",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
     "Provider",
@@ -192,15 +196,133 @@ class AnthropicMessagesProvider(_SDKProvider):
         return self.client.messages
 
 
-_DEFAULTS: dict[str, type[_SDKProvider]] = {
+#: The environment variables that give ``google-genai`` a key (it prefers the first), and
+#: the one that sends its calls to Vertex AI instead (with the project's credentials).
+_GEMINI_KEYS = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+_GEMINI_VERTEX = "GOOGLE_GENAI_USE_VERTEXAI"
+
+#: Fields of the SDK's parsed stream chunks that are not part of the wire JSON.
+_SDK_ONLY_FIELDS = {"sdk_http_response", "automatic_function_calling_history", "parsed"}
+
+
+class GeminiProvider:
+    """Google Gemini through ``google.genai.Client`` (models ``google:...``).
+
+    Pass ``client=`` to use your own ``genai.Client`` (Vertex AI, another base URL, your
+    ``HttpOptions``); without one, ``genai.Client()`` is created on first use, which reads
+    ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY`` (``GOOGLE_GENAI_USE_VERTEXAI`` and
+    ``GOOGLE_CLOUD_PROJECT``/``GOOGLE_CLOUD_LOCATION`` for Vertex AI), with ``httpx2``
+    clients of its own: the SDK's async calls would otherwise go through ``aiohttp`` when it
+    is installed, out of reach of cassettes and the fake model.
+
+    The body is the codec's: its ``model`` goes in the URL, its ``contents`` and the rest
+    become the SDK's arguments, and the response JSON is read as the SDK received it. A
+    stream is read chunk by chunk through the SDK and written back as the events it came as.
+    """
+
+    def __init__(self, client: Any = None) -> None:
+        self.codec = get_codec("gemini")
+        self._client = client
+        self._owned = client is None
+        self._http: list[Any] = []
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            genai = _import_sdk("google.genai", "gemini", "google")
+            vertex = os.environ.get(_GEMINI_VERTEX, "").lower() in ("1", "true")
+            if not vertex and not any(os.environ.get(name) for name in _GEMINI_KEYS):
+                raise ProviderError(
+                    "Models 'google:...' need an API key, and neither GEMINI_API_KEY nor "
+                    "GOOGLE_API_KEY is set. Set one (replayed cassettes and fake_llm tests "
+                    "need no real key), or pass AgentRuntime(providers={'google': "
+                    "GeminiProvider(client=genai.Client(...))})."
+                )
+            import httpx2
+
+            self._http = [
+                httpx2.Client(verify=_ssl_context(), follow_redirects=True),
+                httpx2.AsyncClient(verify=_ssl_context(), follow_redirects=True),
+            ]
+            options = genai.types.HttpOptions(
+                httpx_client=self._http[0], httpx_async_client=self._http[1]
+            )
+            self._client = genai.Client(http_options=options)
+        return self._client
+
+    def _arguments(self, body: Mapping[str, Any], raw: bool) -> dict[str, Any]:
+        """The SDK's ``generate_content`` arguments for a codec body."""
+        types = _import_sdk("google.genai", "gemini", "google").types
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise ProviderError(
+                f"GeminiProvider: the request body has no 'model' (keys: {sorted(body)}); "
+                "encode it with the gemini codec's encode_request(model=...)."
+            )
+        config: dict[str, Any] = {
+            "system_instruction": body.get("systemInstruction"),
+            "tools": body.get("tools"),
+            "automatic_function_calling": {"disable": True},
+        }
+        generation = body.get("generationConfig") or {}
+        for key, field in (
+            ("temperature", "temperature"),
+            ("maxOutputTokens", "max_output_tokens"),
+        ):
+            if key in generation:
+                config[field] = generation[key]
+        if raw:
+            config["should_return_http_response"] = True
+        return {
+            "model": model,
+            "contents": [types.Content.model_validate(turn) for turn in body.get("contents", [])],
+            "config": types.GenerateContentConfig.model_validate(
+                {k: v for k, v in config.items() if v is not None}
+            ),
+        }
+
+    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        response = await self.client.aio.models.generate_content(**self._arguments(body, True))
+        data = json.loads(response.sdk_http_response.body or "{}")
+        if not isinstance(data, dict):
+            raise ProviderError(f"Gemini answered with JSON that is not an object: {data!r}")
+        return data
+
+    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+        """The event stream of a streamed call (``:streamGenerateContent?alt=sse``)."""
+        stream = await self.client.aio.models.generate_content_stream(
+            **self._arguments(body, False)
+        )
+        events = []
+        async for chunk in stream:
+            data = chunk.model_dump(
+                mode="json", by_alias=True, exclude_none=True, exclude=_SDK_ONLY_FIELDS
+            )
+            events.append(SSEEvent(None, json.dumps(data, ensure_ascii=False)))
+        return format_sse(events)
+
+    async def aclose(self) -> None:
+        """Close the client and its HTTP clients if this provider created them."""
+        if self._owned and self._client is not None:
+            client, self._client = self._client, None
+            http, self._http = self._http, []
+            await client.aio.aclose()
+            client.close()
+            http[0].close()
+            await http[1].aclose()
+
+
+_DEFAULTS: dict[str, type[_SDKProvider] | type[GeminiProvider]] = {
     "openai": OpenAIChatProvider,
     "openai-responses": OpenAIResponsesProvider,
     "anthropic": AnthropicMessagesProvider,
+    "google": GeminiProvider,
 }
 
 
 def default_provider(prefix: str) -> Provider:
-    """A new provider for a model prefix (``openai`` or ``anthropic``)."""
+    """A new provider for a model prefix (``openai``, ``openai-responses``, ``anthropic``,
+    ``google``)."""
     try:
         return _DEFAULTS[prefix]()
     except KeyError:

@@ -42,12 +42,14 @@ _ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai_chat": ("messages", ()),
     "anthropic_messages": ("messages", ("system",)),
     "openai_responses": ("input", ("instructions",)),
+    "gemini": ("contents", ("systemInstruction", "system_instruction")),
 }
 #: The runtime's provider name for each wire format (``metadata["provider"]``).
 _PROVIDERS = {
     "openai_chat": "openai",
     "anthropic_messages": "anthropic",
     "openai_responses": "openai-responses",
+    "gemini": "google",
 }
 #: Stop reasons after which the model's tool calls are not waiting for a result (a call
 #: forced by ``tool_choice`` to get structured output ends with ``stop``).

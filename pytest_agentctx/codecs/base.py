@@ -102,6 +102,7 @@ _CODECS = {
     "openai_chat": "pytest_agentctx.codecs.openai_chat",
     "anthropic_messages": "pytest_agentctx.codecs.anthropic_messages",
     "openai_responses": "pytest_agentctx.codecs.openai_responses",
+    "gemini": "pytest_agentctx.codecs.gemini",
 }
 
 # The endpoints of each wire format: (a regular expression that the end of a URL's path
@@ -122,6 +123,11 @@ _PATHS: tuple[tuple[str, str], ...] = (
         r"/publishers/anthropic/models/(?!count-tokens:)[^/:]+:(?:rawPredict|streamRawPredict)",
         "anthropic_messages",
     ),
+    # Google Gemini: .../models/<model>:generateContent on /v1beta, /v1, Vertex AI
+    # (.../publishers/google/models/<model>, .../endpoints/<id>) and tuned models; a
+    # stream is :streamGenerateContent?alt=sse.
+    (":generateContent", "gemini"),
+    (":streamGenerateContent", "gemini"),
 )
 #: The patterns of ``_PATHS``, compiled to match the end of a path.
 _ENDPOINTS = tuple((re.compile(f"(?:{pattern})$"), name) for pattern, name in _PATHS)

@@ -46,9 +46,6 @@ NON_LLM = {
     "langsmith__openai_anthropic_mixed_24_gzip.yaml": {"/v1/embeddings": 10},
     "langsmith__openai_embeddings_chat_53.yaml": {"/v1/embeddings": 10},
     "openllmetry__openai_agents_responses_stream_11.yaml": {"/v1/traces/ingest": 4},
-    "pydantic-ai__gemini_then_openai_chat_tools.yaml": {
-        "/v1beta/models/gemini-2.0-flash-exp:generateContent": 2
-    },
 }
 
 

@@ -213,11 +213,11 @@ async def test_default_provider_pairs_each_prefix_with_its_codec(prefix, kind, c
 async def test_default_provider_for_an_unknown_prefix_says_how_to_add_one():
     with pytest.raises(
         ProviderError,
-        match=r"^No provider for models 'gemini:\.\.\.'; the built-in ones are "
-        r"\['anthropic', 'openai', 'openai-responses'\]\. "
-        r"Pass AgentRuntime\(providers=\{'gemini': \.\.\.\}\)",
+        match=r"^No provider for models 'mistral:\.\.\.'; the built-in ones are "
+        r"\['anthropic', 'google', 'openai', 'openai-responses'\]\. "
+        r"Pass AgentRuntime\(providers=\{'mistral': \.\.\.\}\)",
     ):
-        default_provider("gemini")
+        default_provider("mistral")
 
 
 @pytest.mark.parametrize(

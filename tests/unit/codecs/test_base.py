@@ -106,10 +106,10 @@ async def test_get_codec_returns_the_codec_module_of_that_name(name, module):
 async def test_get_codec_unknown_name_lists_the_codecs():
     with pytest.raises(
         CodecError,
-        match=r"No codec called 'gemini'; the codecs are "
-        r"\['anthropic_messages', 'openai_chat', 'openai_responses'\]\.$",
+        match=r"No codec called 'mistral'; the codecs are "
+        r"\['anthropic_messages', 'gemini', 'openai_chat', 'openai_responses'\]\.$",
     ):
-        get_codec("gemini")
+        get_codec("mistral")
 
 
 @pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "openai_responses"])

@@ -1,0 +1,769 @@
+"""Unit tests of pytest_agentctx.codecs.gemini (``:generateContent``, ``:streamGenerateContent``).
+
+The recorded bodies come from real calls: the compatibility corpus (pydantic-ai
+``gemini_then_openai_chat_tools``, snake_case request fields) and pydantic-ai's Google test
+cassettes (MIT: ``tests/models/cassettes/test_google/test_google_streaming_tool_call_thought_
+signature.yaml`` and ``test_google_tool_call_id_wire_format[gla-model-provided-tool-return]``,
+signatures shortened). The round trips go through the real ``google-genai`` SDK over an
+``httpx2.MockTransport``: no socket is opened.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import pytest
+from google import genai
+from google.genai import types
+
+from pytest_agentctx.codecs import codec_for_path, gemini, get_codec
+from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.codecs.sse import SSEEvent, format_sse, parse_sse
+from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.tools import ToolSpec
+
+WEATHER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+WEATHER_SPEC = ToolSpec("get_weather", "Current weather for a city.", WEATHER_SCHEMA)
+MODEL = "gemini-2.5-flash"
+
+# The corpus: pydantic-ai's first call (snake_case tools, as one object) and its reply.
+CORPUS_REQUEST: dict[str, Any] = {
+    "contents": [{"parts": [{"text": "What is the capital of France?"}], "role": "user"}],
+    "tools": {
+        "function_declarations": [
+            {
+                "description": "Get the capital of a country.",
+                "name": "get_capital",
+                "parameters": {
+                    "properties": {"country": {"type": "string"}},
+                    "required": ["country"],
+                    "type": "object",
+                },
+            }
+        ]
+    },
+}
+CORPUS_RESPONSE: dict[str, Any] = {
+    "candidates": [
+        {
+            "avgLogprobs": 3.921892493963242e-06,
+            "content": {
+                "parts": [{"functionCall": {"args": {"country": "France"}, "name": "get_capital"}}],
+                "role": "model",
+            },
+            "finishReason": "STOP",
+        }
+    ],
+    "modelVersion": "gemini-2.0-flash-exp",
+    "usageMetadata": {
+        "candidatesTokenCount": 5,
+        "promptTokenCount": 23,
+        "totalTokenCount": 28,
+    },
+}
+# The corpus: the second call, answering the function call.
+CORPUS_FOLLOW_UP: dict[str, Any] = {
+    "contents": [
+        {"parts": [{"text": "What is the capital of France?"}], "role": "user"},
+        {
+            "parts": [{"functionCall": {"args": {"country": "France"}, "name": "get_capital"}}],
+            "role": "model",
+        },
+        {
+            "parts": [
+                {
+                    "functionResponse": {
+                        "name": "get_capital",
+                        "response": {"return_value": "Paris"},
+                    }
+                }
+            ],
+            "role": "user",
+        },
+    ],
+}
+
+# pydantic-ai, Gemini 3 streaming: a function call with its thought signature, then an
+# empty text part with the finish reason.
+SIGNED_CALL_STREAM = (
+    b'data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "get_country",'
+    b'"args": {}},"thoughtSignature": "Et8ECtwEAXLI2nyCB1jKZUE4ZxdH07XhZlpU7X7t"}],"role": '
+    b'"model"},"index": 0}],"usageMetadata": {"promptTokenCount": 29,"candidatesTokenCount": '
+    b'10,"totalTokenCount": 149,"promptTokensDetails": [{"modality": "TEXT","tokenCount": 29}],'
+    b'"thoughtsTokenCount": 110},"modelVersion": "gemini-3-pro-preview","responseId": '
+    b'"SVV8aY6uBqe6qtsPmJbEuAM"}\r\n\r\n'
+    b'data: {"candidates": [{"content": {"parts": [{"text": ""}],"role": "model"},'
+    b'"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 29,'
+    b'"candidatesTokenCount": 10,"totalTokenCount": 149,"promptTokensDetails": [{"modality": '
+    b'"TEXT","tokenCount": 29}],"thoughtsTokenCount": 110},"modelVersion": '
+    b'"gemini-3-pro-preview","responseId": "SVV8aY6uBqe6qtsPmJbEuAM"}\r\n\r\n'
+)
+# The same conversation's answer: text in two chunks, the usage growing to the last one.
+TEXT_STREAM = (
+    b'data: {"candidates": [{"content": {"parts": [{"text": "The capital of Mexico"}],"role": '
+    b'"model"},"index": 0}],"usageMetadata": {"promptTokenCount": 55,"candidatesTokenCount": 4,'
+    b'"totalTokenCount": 59},"modelVersion": "gemini-3-pro-preview","responseId": '
+    b'"S1V8aZK2NpGKqtsPvPuEqAw"}\r\n\r\n'
+    b'data: {"candidates": [{"content": {"parts": [{"text": " is Mexico City."}],"role": '
+    b'"model"},"index": 0}],"usageMetadata": {"promptTokenCount": 55,"candidatesTokenCount": 8,'
+    b'"totalTokenCount": 63},"modelVersion": "gemini-3-pro-preview","responseId": '
+    b'"S1V8aZK2NpGKqtsPvPuEqAw"}\r\n\r\n'
+    b'data: {"candidates": [{"content": {"parts": [{"text": ""}],"role": "model"},'
+    b'"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 165,'
+    b'"candidatesTokenCount": 8,"totalTokenCount": 173},"modelVersion": '
+    b'"gemini-3-pro-preview","responseId": "S1V8aZK2NpGKqtsPvPuEqAw"}\r\n\r\n'
+)
+# pydantic-ai, Gemini 2.5: a text answer that carries a thought signature.
+SIGNED_TEXT_RESPONSE: dict[str, Any] = {
+    "candidates": [
+        {
+            "content": {
+                "parts": [{"text": "I'm sorry.", "thoughtSignature": "Cr0FAb4+9vvZySfAkIcf4jO0"}],
+                "role": "model",
+            },
+            "finishReason": "STOP",
+            "index": 0,
+        }
+    ],
+    "modelVersion": "gemini-2.5-flash",
+    "responseId": "_qfgaevzGcz2juMP8pCmoAE",
+    "usageMetadata": {
+        "candidatesTokenCount": 32,
+        "promptTokenCount": 57,
+        "thoughtsTokenCount": 141,
+        "totalTokenCount": 230,
+    },
+}
+
+PARIS = ToolCall(
+    id=gemini.synthetic_call_id("get_weather", {"city": "Paris"}, 0),
+    name="get_weather",
+    arguments={"city": "Paris"},
+)
+LYON = ToolCall(
+    id=gemini.synthetic_call_id("get_weather", {"city": "Lyon"}, 1),
+    name="get_weather",
+    arguments={"city": "Lyon"},
+)
+
+
+def conversation() -> list[dict[str, Any]]:
+    """A conversation in neutral form: system, user, two parallel calls and their results."""
+    return [
+        {"role": "system", "content": "You answer weather questions."},
+        {"role": "user", "content": "Weather in Paris and Lyon?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [c.model_dump(mode="json") for c in (PARIS, LYON)],
+        },
+        {"role": "tool", "content": "Sunny", "tool_call_id": PARIS.id, "name": "get_weather"},
+        {"role": "tool", "content": "Rainy", "tool_call_id": LYON.id, "name": "get_weather"},
+    ]
+
+
+# -- paths -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1beta/models/gemini-2.5-flash:generateContent",
+        "/v1/models/gemini-2.5-flash:generateContent",
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+        ":generateContent",
+        "/v1beta1/projects/p/locations/global/publishers/google/models/gemini-2.5-flash"
+        ":streamGenerateContent",
+        "/v1beta/tunedModels/my-model:generateContent",
+    ],
+)
+async def test_generate_content_paths_are_gemini_calls(path):
+    assert codec_for_path(path) is gemini
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1beta/models/gemini-2.5-flash:countTokens",
+        "/v1beta/models/gemini-2.5-flash:embedContent",
+        "/v1beta/models/gemini-2.5-flash",
+        "/v1beta/models",
+    ],
+)
+async def test_other_gemini_endpoints_are_no_model_calls(path):
+    assert codec_for_path(path) is None
+
+
+async def test_get_codec_knows_gemini():
+    assert get_codec("gemini") is gemini
+
+
+@pytest.mark.parametrize(
+    ("path", "model", "stream"),
+    [
+        ("/v1beta/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", False),
+        ("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "gemini-2.5-flash", True),
+        (
+            "/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent",
+            "gemini-2.0-flash",
+            False,
+        ),
+    ],
+)
+async def test_the_path_names_the_model_and_whether_it_streams(path, model, stream):
+    request = gemini.request_for_path(path, gemini.decode_request({"contents": []}))
+
+    assert (request.model, request.stream) == (model, stream)
+
+
+# -- requests --------------------------------------------------------------------------
+
+
+async def test_encode_request_puts_the_system_prompt_in_system_instruction():
+    body = gemini.encode_request(model=MODEL, messages=conversation()[:2])
+
+    assert body == {
+        "model": MODEL,
+        "contents": [{"role": "user", "parts": [{"text": "Weather in Paris and Lyon?"}]}],
+        "systemInstruction": {"parts": [{"text": "You answer weather questions."}]},
+    }
+
+
+async def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
+    body = gemini.encode_request(model=MODEL, messages=conversation())
+
+    assert body["contents"][1:] == [
+        {
+            "role": "model",
+            "parts": [
+                {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
+                {"functionCall": {"name": "get_weather", "args": {"city": "Lyon"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "get_weather", "response": {"result": "Sunny"}}},
+                {"functionResponse": {"name": "get_weather", "response": {"result": "Rainy"}}},
+            ],
+        },
+    ]
+
+
+async def test_encode_request_sends_ids_the_model_gave():
+    messages = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "fc_1", "name": "get_weather", "arguments": {"city": "Paris"}}],
+        },
+        {"role": "tool", "content": "Sunny", "tool_call_id": "fc_1"},
+    ]
+
+    body = gemini.encode_request(model=MODEL, messages=messages)
+
+    assert body["contents"][1]["parts"][0]["functionCall"]["id"] == "fc_1"
+    assert body["contents"][2]["parts"][0]["functionResponse"] == {
+        "name": "get_weather",
+        "response": {"result": "Sunny"},
+        "id": "fc_1",
+    }
+
+
+async def test_encode_request_sends_an_error_result_under_error():
+    messages = [*conversation()[:4], {**conversation()[4], "is_error": True}]
+
+    body = gemini.encode_request(model=MODEL, messages=messages)
+
+    assert body["contents"][2]["parts"][1]["functionResponse"]["response"] == {"error": "Rainy"}
+
+
+async def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
+    body = gemini.encode_request(
+        model=MODEL,
+        messages=conversation()[1:2],
+        tools=[WEATHER_SPEC],
+        max_tokens=256,
+        temperature=0,
+    )
+
+    assert body["tools"] == [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "get_weather",
+                    "description": "Current weather for a city.",
+                    "parametersJsonSchema": WEATHER_SCHEMA,
+                }
+            ]
+        }
+    ]
+    assert body["generationConfig"] == {"temperature": 0, "maxOutputTokens": 256}
+
+
+async def test_encode_request_refuses_a_tool_result_it_cannot_name():
+    messages = [{"role": "tool", "content": "Sunny", "tool_call_id": "unknown"}]
+
+    with pytest.raises(CodecError, match=r"has no name.*give the tool message its name"):
+        gemini.encode_request(model=MODEL, messages=messages)
+
+
+async def test_encode_request_refuses_an_unknown_role():
+    with pytest.raises(CodecError, match="role 'developer' is not one of"):
+        gemini.encode_request(model=MODEL, messages=[{"role": "developer", "content": "x"}])
+
+
+async def test_decode_request_reads_back_what_encode_request_wrote():
+    body = gemini.encode_request(model=MODEL, messages=conversation(), tools=[WEATHER_SPEC])
+
+    decoded = gemini.decode_request(body)
+
+    assert decoded == DecodedRequest(
+        model=MODEL,
+        messages=conversation(),
+        tools=[
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": WEATHER_SCHEMA,
+            }
+        ],
+    )
+
+
+async def test_decode_request_reads_snake_case_fields_and_a_tools_object():
+    decoded = gemini.decode_request(CORPUS_REQUEST)
+
+    assert decoded.messages == [{"role": "user", "content": "What is the capital of France?"}]
+    assert [tool["name"] for tool in decoded.tools] == ["get_capital"]
+    assert decoded.tools[0]["parameters"]["required"] == ["country"]
+
+
+async def test_decode_request_joins_a_function_response_to_the_call_it_answers():
+    decoded = gemini.decode_request(CORPUS_FOLLOW_UP)
+
+    call_id = gemini.decode_response(CORPUS_RESPONSE).tool_calls[0].id
+    assert decoded.messages[1:] == [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "name": "get_capital", "arguments": {"country": "France"}}
+            ],
+        },
+        {"role": "tool", "content": "Paris", "tool_call_id": call_id, "name": "get_capital"},
+    ]
+
+
+async def test_decode_request_joins_two_responses_of_one_tool_in_order():
+    body = gemini.encode_request(model=MODEL, messages=conversation())
+
+    messages = gemini.decode_request(body).messages
+
+    assert [(m["content"], m["tool_call_id"]) for m in messages[3:]] == [
+        ("Sunny", PARIS.id),
+        ("Rainy", LYON.id),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("response", "content", "is_error"),
+    [
+        ({"result": "Sunny"}, "Sunny", False),
+        ({"output": "Sunny"}, "Sunny", False),
+        ({"error": "city unknown"}, "city unknown", True),
+        ({"temperature": 21, "sky": "clear"}, '{"sky": "clear", "temperature": 21}', False),
+        ({"return_value": 42}, '{"return_value": 42}', False),
+    ],
+)
+async def test_decode_request_reads_a_function_response_as_the_tool_messages_text(
+    response, content, is_error
+):
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": response}}]}
+        ]
+    }
+
+    (message,) = gemini.decode_request(body).messages
+
+    assert (message["content"], message.get("is_error", False)) == (content, is_error)
+
+
+async def test_decode_request_keeps_ids_the_client_sent():
+    body = {
+        "contents": [
+            {
+                "role": "model",
+                "parts": [{"functionCall": {"id": "pyd_ai_1", "name": "f", "args": {}}}],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": "pyd_ai_1", "name": "f", "response": {"a": 1}}}
+                ],
+            },
+        ]
+    }
+
+    messages = gemini.decode_request(body).messages
+
+    assert messages[0]["tool_calls"][0]["id"] == messages[1]["tool_call_id"] == "pyd_ai_1"
+
+
+async def test_decode_request_needs_contents():
+    with pytest.raises(CodecError, match="no 'contents' field"):
+        gemini.decode_request({"messages": []})
+
+
+async def test_decode_request_refuses_parts_that_are_not_objects():
+    with pytest.raises(CodecError, match=r"contents\[0\]: 'parts' is not a list of JSON objects"):
+        gemini.decode_request({"contents": [{"role": "user", "parts": ["hi"]}]})
+
+
+# -- responses -------------------------------------------------------------------------
+
+
+async def test_decode_response_reads_a_recorded_function_call():
+    completion = gemini.decode_response(CORPUS_RESPONSE)
+
+    assert completion == Completion(
+        content=None,
+        tool_calls=(
+            ToolCall(
+                id=gemini.synthetic_call_id("get_capital", {"country": "France"}, 0),
+                name="get_capital",
+                arguments={"country": "France"},
+            ),
+        ),
+        model="gemini-2.0-flash-exp",
+        usage=Usage(input_tokens=23, output_tokens=5),
+        stop_reason="STOP",
+    )
+
+
+async def test_decode_response_counts_thinking_tokens_as_output_and_keeps_the_signature():
+    completion = gemini.decode_response(SIGNED_TEXT_RESPONSE)
+
+    assert completion.content == "I'm sorry."
+    assert completion.usage == Usage(input_tokens=57, output_tokens=32 + 141)
+    assert completion.response_id == "_qfgaevzGcz2juMP8pCmoAE"
+    assert completion.reasoning == (
+        {
+            "type": "gemini_signature",
+            "part": "text",
+            "index": 0,
+            "thoughtSignature": "Cr0FAb4+9vvZySfAkIcf4jO0",
+        },
+    )
+
+
+async def test_thought_summaries_are_reasoning_not_text():
+    body = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"text": "The user wants the weather.", "thought": True},
+                        {"text": "Sunny."},
+                    ],
+                }
+            }
+        ]
+    }
+
+    completion = gemini.decode_response(body)
+
+    assert completion.content == "Sunny."
+    assert completion.reasoning == (
+        {"type": "gemini_thought", "text": "The user wants the weather."},
+    )
+
+
+async def test_signatures_and_thoughts_go_back_on_the_parts_that_carried_them():
+    parts = [
+        {"text": "Thinking about it.", "thought": True, "thoughtSignature": "c2ln"},
+        {"text": "Let me check."},
+        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
+        {
+            "functionCall": {"name": "get_weather", "args": {"city": "Lyon"}},
+            "thoughtSignature": "eA==",
+        },
+    ]
+    completion = gemini.decode_response({"candidates": [{"content": {"parts": parts}}]})
+    message = {
+        "role": "assistant",
+        "content": completion.content,
+        "tool_calls": [call.model_dump(mode="json") for call in completion.tool_calls],
+        "reasoning": [dict(item) for item in completion.reasoning],
+    }
+
+    body = gemini.encode_request(model=MODEL, messages=[message])
+
+    assert body["contents"] == [{"role": "model", "parts": parts}]
+
+
+async def test_decode_response_keeps_invalid_arguments_aside():
+    body = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": "{"}}]}}]}
+
+    (call,) = gemini.decode_response(body).tool_calls
+
+    assert call.arguments == {INVALID_ARGUMENTS_KEY: "{"}
+
+
+async def test_a_blocked_prompt_is_an_empty_reply_stopped_for_its_reason():
+    body = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 9}}
+
+    completion = gemini.decode_response(body)
+
+    assert (completion.content, completion.tool_calls, completion.stop_reason) == (
+        None,
+        (),
+        "SAFETY",
+    )
+
+
+async def test_decode_response_needs_candidates():
+    with pytest.raises(CodecError, match="no 'candidates' field"):
+        gemini.decode_response({"choices": []})
+
+
+async def test_decode_response_needs_a_candidate():
+    with pytest.raises(CodecError, match="'candidates' holds no candidate object"):
+        gemini.decode_response({"candidates": []})
+
+
+async def test_encode_response_leaves_synthetic_ids_out():
+    completion = Completion(
+        content="Checking.", tool_calls=(PARIS,), model=MODEL, usage=Usage(20, 9)
+    )
+
+    body = gemini.encode_response(completion, response_id="resp_1")
+
+    assert body == {
+        "candidates": [
+            {
+                "content": {
+                    "parts": [
+                        {"text": "Checking."},
+                        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
+                    ],
+                    "role": "model",
+                },
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 9, "totalTokenCount": 29},
+        "modelVersion": MODEL,
+        "responseId": "resp_1",
+    }
+
+
+async def test_encode_response_round_trips_through_decode_response():
+    completion = Completion(
+        content="Checking.",
+        tool_calls=(PARIS, ToolCall(id="fc_2", name="get_time", arguments={})),
+        model=MODEL,
+        usage=Usage(20, 9),
+        stop_reason="STOP",
+        response_id="resp_1",
+    )
+
+    assert gemini.decode_response(gemini.encode_response(completion, response_id="resp_1")) == (
+        completion
+    )
+
+
+# -- streaming ---------------------------------------------------------------------------
+
+
+async def test_decode_stream_reads_a_recorded_signed_function_call():
+    completion = gemini.decode_stream(SIGNED_CALL_STREAM)
+
+    assert completion == Completion(
+        content=None,
+        tool_calls=(
+            ToolCall(
+                id=gemini.synthetic_call_id("get_country", {}, 0), name="get_country", arguments={}
+            ),
+        ),
+        model="gemini-3-pro-preview",
+        usage=Usage(input_tokens=29, output_tokens=120),
+        stop_reason="STOP",
+        response_id="SVV8aY6uBqe6qtsPmJbEuAM",
+        reasoning=(
+            {
+                "type": "gemini_signature",
+                "part": "functionCall",
+                "index": 0,
+                "thoughtSignature": "Et8ECtwEAXLI2nyCB1jKZUE4ZxdH07XhZlpU7X7t",
+            },
+        ),
+    )
+
+
+async def test_decode_stream_joins_the_text_and_takes_the_last_usage():
+    completion = gemini.decode_stream(TEXT_STREAM)
+
+    assert (completion.content, completion.usage, completion.stop_reason) == (
+        "The capital of Mexico is Mexico City.",
+        Usage(input_tokens=165, output_tokens=8),
+        "STOP",
+    )
+
+
+async def test_decode_stream_reads_events_as_the_raw_body():
+    assert gemini.decode_stream(parse_sse(TEXT_STREAM)) == gemini.decode_stream(TEXT_STREAM)
+
+
+async def test_decode_stream_reports_an_error_event():
+    events = [SSEEvent(None, json.dumps({"error": {"code": 500, "message": "overloaded"}}))]
+
+    with pytest.raises(CodecError, match=r"event #0: the stream reports an error.*overloaded"):
+        gemini.decode_stream(events)
+
+
+async def test_decode_stream_refuses_data_that_is_not_json():
+    with pytest.raises(CodecError, match=r"not JSON.*Is this a Gemini stream \(alt=sse\)\?"):
+        gemini.decode_stream(b"data: [DONE]\n\n")
+
+
+STREAMED = [
+    pytest.param(
+        Completion(content="Sunny in Paris, 21 °C ☀.", model=MODEL, usage=Usage(20, 9)), id="text"
+    ),
+    pytest.param(Completion(tool_calls=(PARIS, LYON), model=MODEL, usage=Usage(20, 9)), id="calls"),
+    pytest.param(
+        Completion(
+            content="Checking both.", tool_calls=(PARIS, LYON), model=MODEL, usage=Usage(30, 40)
+        ),
+        id="text-and-calls",
+    ),
+    pytest.param(Completion(model=MODEL, usage=Usage(3, 0)), id="empty"),
+]
+
+
+@pytest.mark.parametrize("completion", STREAMED)
+async def test_encode_stream_decodes_to_the_same_reply_as_the_response(completion):
+    events = gemini.encode_stream(completion, response_id="resp_1")
+
+    assert gemini.decode_stream(events) == gemini.decode_response(
+        gemini.encode_response(completion, response_id="resp_1")
+    )
+
+
+async def test_encode_stream_sends_calls_whole_and_the_finish_reason_last():
+    completion = Completion(
+        content="Checking.", tool_calls=(PARIS,), model=MODEL, usage=Usage(20, 9)
+    )
+
+    chunks = [event.json() for event in gemini.encode_stream(completion, response_id="r")]
+
+    assert [chunk["candidates"][0]["content"]["parts"] for chunk in chunks] == [
+        [{"text": "Checking"}],
+        [{"text": "."}],
+        [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}],
+    ]
+    assert [chunk["candidates"][0].get("finishReason") for chunk in chunks] == [None, None, "STOP"]
+    assert chunks[0]["usageMetadata"] == {"promptTokenCount": 20, "totalTokenCount": 20}
+    assert chunks[-1]["usageMetadata"]["candidatesTokenCount"] == 9
+    assert all(event.event is None for event in gemini.encode_stream(completion, response_id="r"))
+
+
+# -- through the google-genai SDK ---------------------------------------------------------
+
+
+def sdk_client(handler: Any) -> genai.Client:
+    transport = httpx2.MockTransport(handler)
+    options = types.HttpOptions(httpx_client=httpx2.Client(transport=transport))
+    return genai.Client(api_key="test-key", http_options=options)
+
+
+async def test_the_sdk_reads_encode_response_as_the_reply():
+    completion = Completion(
+        content="Checking.", tool_calls=(PARIS,), model=MODEL, usage=Usage(20, 9)
+    )
+    body = gemini.encode_response(completion, response_id="resp_1")
+    client = sdk_client(lambda request: httpx2.Response(200, json=body))
+
+    response = client.models.generate_content(model=MODEL, contents="Weather in Paris?")
+
+    assert response.text == "Checking."
+    assert [(c.name, c.args, c.id) for c in response.function_calls or []] == [
+        ("get_weather", {"city": "Paris"}, None)
+    ]
+    assert response.usage_metadata is not None
+    assert response.usage_metadata.total_token_count == 29
+
+
+async def test_the_sdk_joins_encode_stream_into_the_same_reply():
+    completion = Completion(content="Sunny in Paris.", tool_calls=(PARIS,), model=MODEL)
+    stream = format_sse(gemini.encode_stream(completion, response_id="resp_1"))
+    client = sdk_client(
+        lambda request: httpx2.Response(
+            200, content=stream, headers={"content-type": "text/event-stream"}
+        )
+    )
+
+    chunks = list(client.models.generate_content_stream(model=MODEL, contents="Weather?"))
+
+    assert "".join(chunk.text or "" for chunk in chunks) == "Sunny in Paris."
+    assert chunks[-1].function_calls is not None
+    assert chunks[-1].function_calls[0].args == {"city": "Paris"}
+    assert chunks[-1].candidates is not None
+    assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
+
+
+async def test_what_the_sdk_sends_decodes_to_the_conversation():
+    sent: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(200, json=gemini.encode_response(Completion("ok"), response_id="r"))
+
+    client = sdk_client(handler)
+    client.models.generate_content(
+        model=MODEL,
+        contents=[
+            types.Content(role="user", parts=[types.Part(text="Weather in Paris?")]),
+            types.Content(
+                role="model",
+                parts=[types.Part.from_function_call(name="get_weather", args={"city": "Paris"})],
+            ),
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(
+                        name="get_weather", response={"result": "Sunny"}
+                    )
+                ],
+            ),
+        ],
+        config=types.GenerateContentConfig(system_instruction="Be brief."),
+    )
+
+    decoded = gemini.request_for_path(
+        sent[0].url.path, gemini.decode_request(json.loads(sent[0].content))
+    )
+    assert decoded == DecodedRequest(
+        model=MODEL,
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [PARIS.model_dump(mode="json")]},
+            {"role": "tool", "content": "Sunny", "tool_call_id": PARIS.id, "name": "get_weather"},
+        ],
+    )
