@@ -3,7 +3,9 @@
 The file holds a schema name and version, the agent's name and model (to check that the
 run is loaded for the right agent), the run's status, error and output, and the context.
 Tools are not serialised: they belong to the agent you pass to :func:`load_run`. Saving
-is atomic, so a crash never leaves a half-written file.
+is atomic, so a crash never leaves a half-written file, and a round trip is exact: the
+loaded context has its metadata keys in their original order, and saving it again writes
+the same bytes.
 """
 
 from __future__ import annotations
@@ -32,16 +34,19 @@ def save_run(path: str | Path, result: RunResult) -> Path:
             f"save_run() saves the RunResult of a run, got {type(result).__name__}: {result!r:.80}."
         )
     target = Path(path)
+    # The envelope's keys in sorted order; the context's as its JSON form has them (fields
+    # in declaration order, metadata and arguments in the order they were added), so a
+    # loaded run is the same context, byte for byte, and saves to the same file again.
     data: dict[str, Any] = {
-        "schema": SCHEMA,
-        "version": SCHEMA_VERSION,
-        "agent": {"name": result.agent.name, "model": result.agent.model},
-        "status": result.status,
+        "agent": {"model": result.agent.model, "name": result.agent.name},
+        "context": result.context.model_dump(mode="json"),
         "error": result.error,
         "output": result.output,
-        "context": result.context.model_dump(mode="json"),
+        "schema": SCHEMA,
+        "status": result.status,
+        "version": SCHEMA_VERSION,
     }
-    atomic_write_text(target, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    atomic_write_text(target, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return target
 
 

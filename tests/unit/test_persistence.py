@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_agentctx import (
     Agent,
@@ -30,6 +33,7 @@ from pytest_agentctx import (
     SequentialIds,
     StepClock,
     ToolCall,
+    ToolResult,
     load_run,
     save_run,
     tool,
@@ -460,3 +464,78 @@ async def test_a_hand_built_context_with_a_pending_call_round_trips(tmp_path):
     failed = RunResult(agent=SUPPORT, context=context, output=None, status="failed", error="x")
 
     assert load_run(save_run(tmp_path / "run.json", failed), SUPPORT) == failed
+
+
+# -- an exact round trip ---------------------------------------------------------------
+
+ROUND_TRIP = settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+METADATA = st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=5)
+
+
+def unsorted_run() -> RunResult:
+    """A run whose metadata and arguments are not in sorted key order."""
+    context = (
+        AgentContext.new("Where is A1?", at=T0)
+        .with_iteration_metadata({"usage": {"output_tokens": 2, "input_tokens": 9}, "model": "m"})
+        .add_assistant_message(
+            None, [ToolCall(id="c1", name="lookup_order", arguments={"zone": "eu", "id": "A1"})]
+        )
+    )
+    return RunResult(agent=SUPPORT, context=context, output=None)
+
+
+async def test_a_loaded_run_keeps_the_order_of_its_metadata_keys(tmp_path):
+    run = unsorted_run()
+
+    loaded = load_run(save_run(tmp_path / "run.json", run), SUPPORT)
+
+    assert list(loaded.context.iterations[0].metadata) == ["usage", "model"]
+    assert list(loaded.context.iterations[0].metadata["usage"]) == ["output_tokens", "input_tokens"]
+    assert list(loaded.context.all_tool_calls[0].arguments) == ["zone", "id"]
+
+
+async def test_a_loaded_run_is_the_same_context_byte_for_byte(tmp_path):
+    run = unsorted_run()
+
+    loaded = load_run(save_run(tmp_path / "run.json", run), SUPPORT)
+
+    assert loaded.context.model_dump_json() == run.context.model_dump_json()
+
+
+@ROUND_TRIP
+@given(first=METADATA, second=METADATA, arguments=METADATA)
+async def test_saving_a_loaded_run_writes_the_same_bytes(first, second, arguments):
+    context = (
+        AgentContext.new("Go", at=T0)
+        .with_iteration_metadata(first)
+        .add_assistant_message(None, [ToolCall(id="c1", name="step", arguments=arguments)], at=T0)
+        .add_tool_results([ToolResult(tool_call_id="c1", name="step", content="ok")], at=T0)
+        .with_iteration_metadata(second)
+    )
+    run = RunResult(agent=SUPPORT, context=context, output=None)
+    with tempfile.TemporaryDirectory() as folder:
+        saved = save_run(Path(folder) / "run.json", run).read_bytes()
+        loaded = load_run(Path(folder) / "run.json", SUPPORT)
+        again = save_run(Path(folder) / "again.json", loaded).read_bytes()
+
+    assert (again, loaded.context.model_dump_json()) == (saved, context.model_dump_json())
