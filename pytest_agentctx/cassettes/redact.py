@@ -158,9 +158,18 @@ _VOLATILE_RATELIMIT = re.compile(r"^(?:x-|anthropic-)?ratelimit(?:$|-.*(?:remain
 
 #: Values shorter than this are never treated as secrets (they would redact plain words).
 _MIN_SECRET = 8
+#: Characters no JSON encoder escapes: a secret made of them shows in JSON text as it is.
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]+")
 
 #: The compact JSON text of a value, as :meth:`Redactor.json` probes it.
 _dumps = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=1024)  # the values learned grow one by one: each computed once
+def _forms(value: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """How ``value`` may show in text (as it is, percent-encoded) and in JSON text."""
+    needles = tuple(dict.fromkeys((value, quote(value, safe=""), quote_plus(value))))
+    return needles, tuple(dict.fromkeys(_dumps(needle)[1:-1] for needle in needles))
 
 
 @functools.lru_cache(maxsize=256)  # a test's URLs repeat: parse each once
@@ -196,6 +205,12 @@ class Redactor:
     _needles: tuple[str, ...] = field(init=False, default=())
     #: The needles as they appear in JSON text (escaped), for :meth:`json`'s probe.
     _probes: tuple[str, ...] = field(init=False, default=())
+    #: The needles as UTF-8, for a look at the raw text a body was read from.
+    _raw_needles: tuple[bytes, ...] = field(init=False, default=())
+    #: Whether every needle is plain (see :meth:`_clean`).
+    _plain: bool = field(init=False, default=True)
+    #: Whether a needle holds a bracket, and so could straddle two events of a stream.
+    _straddles: bool = field(init=False, default=False)
     _learned: set[str] = field(init=False, default_factory=set)
     _env_values: tuple[str, ...] = field(init=False, default=())
 
@@ -247,11 +262,17 @@ class Redactor:
                 key=lambda v: (-len(v), v),
             )
         )
-        needles = dict.fromkeys(
-            form for v in self._values for form in (v, quote(v, safe=""), quote_plus(v))
+        forms = [_forms(value) for value in self._values]
+        self._needles = tuple(
+            sorted({n for needles, _ in forms for n in needles}, key=lambda v: (-len(v), v))
         )
-        self._needles = tuple(sorted(needles, key=lambda v: (-len(v), v)))
-        self._probes = tuple(dict.fromkeys(_dumps(n)[1:-1] for n in self._needles))
+        self._probes = tuple({p: None for _, probes in forms for p in probes})
+        # To tell whether a text holds a secret, the needles that hold no other suffice
+        # ("Bearer sk-..." holds "sk-..."): they are the ones that must be plain.
+        least = [n for n in self._needles if not any(o != n and o in n for o in self._needles)]
+        self._raw_needles = tuple(n.encode() for n in least)
+        self._plain = all(_PLAIN.fullmatch(n) for n in least)
+        self._straddles = any(c in n for n in self._needles for c in "{}[]")
 
     @property
     def secret_values(self) -> tuple[str, ...]:
@@ -302,16 +323,28 @@ class Redactor:
 
     # -- bodies ----------------------------------------------------------------------
 
-    def json(self, value: Any) -> Any:
+    def json(self, value: Any, *, raw: bytes | None = None) -> Any:
         """A JSON value with every string, object keys included, scrubbed of secret values;
-        ``value`` itself when it holds none."""
-        if not self._values:
+        ``value`` itself when it holds none.
+
+        ``raw``, the JSON text ``value`` was read from when it is at hand, lets a value with
+        no secret go without a look at its parts (see :meth:`_clean`).
+        """
+        if not self._values or self._clean(raw):
             return value
         try:
             probe = _dumps(value)
         except (TypeError, ValueError):  # not plain JSON: look at every part
             return self._json(value)
         return self._json(value) if self._probed(probe) else value
+
+    def _clean(self, raw: bytes | None) -> bool:
+        """Whether ``raw``, the text a value was read from, shows it holds no secret whole.
+
+        Only when every secret is plain (letters, digits, ``-_.~``, which no JSON encoder
+        escapes): then a secret in any string of the value is in ``raw`` as it is.
+        """
+        return raw is not None and self._plain and not any(n in raw for n in self._raw_needles)
 
     def _json(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -328,37 +361,40 @@ class Redactor:
             return out
         return value
 
-    def body(self, body: Body) -> Body:
+    def body(self, body: Body, *, raw: bytes | None = None) -> Body:
         """A stored body with secret values scrubbed (see the module docstring for where
         they are looked for); raises :class:`~.body.UndecodableBody` for a stream in which
-        a secret shows across events in a way it cannot cut."""
+        a secret shows across events in a way it cannot cut.
+
+        ``raw``, the decoded bytes the body was stored from when they are at hand, spares
+        the look at every part of a body that holds no secret whole (see :meth:`json`).
+        """
         if body is None or not self._values:
             return body
         if "json" in body:
-            return {"json": self.json(body["json"])}
+            return {"json": self.json(body["json"], raw=raw)}
         if "sse" in body:
-            return {"sse": self._stream(body["sse"])}
+            return {"sse": self._stream(body["sse"], whole=not self._clean(raw))}
         if "text" in body:
             return {"text": self.text(body["text"])}
         if "base64" in body:
             return {"base64": self._base64(body["base64"])}
         return body
 
-    def _stream(self, events: list[Any]) -> list[Any]:
-        """Stored server-sent events scrubbed one by one and as the texts they reassemble."""
-        texts = [_event_data(event) for event in events]
-        scrubbed = [
-            self._json(e) if self._event_holds(e, t) else e
-            for e, t in zip(events, texts, strict=True)
-        ]
+    def _stream(self, events: list[Any], *, whole: bool = True) -> list[Any]:
+        """Stored server-sent events scrubbed one by one (unless ``whole`` is false: none
+        holds a secret whole) and as the texts they reassemble."""
+        scrubbed = events
+        if whole:
+            scrubbed = [self._json(e) if self._event_holds(e) else e for e in events]
         groups = _stream_pieces(scrubbed)
         if any(self._found_in("".join(_text(slot) for slot in slots)) for slots in groups):
             scrubbed = copy.deepcopy(scrubbed)  # the pieces are cut in place
             for slots in _stream_pieces(scrubbed):
                 self._cut(slots)
-        if scrubbed != events:
-            texts = [_event_data(event) for event in scrubbed]
-        if self._found_in("".join(texts)):  # the data as the wire carries it, end to end
+        # A secret with brackets in it could straddle two events' data on the wire.
+        joined = "".join(map(_event_data, scrubbed)) if self._straddles else ""
+        if self._found_in(joined):
             raise UndecodableBody(
                 "text/event-stream",
                 "a secret shows in the concatenated data of its events, split in a way the "
@@ -369,20 +405,9 @@ class Redactor:
             )
         return scrubbed
 
-    def _event_holds(self, event: Any, data: str) -> bool:
-        """Whether a secret shows whole in one stored event (``data``: its data's text)."""
-        if not isinstance(event, Mapping):
-            return self._probed(_dumps(event))
-        if isinstance(event.get("data"), str):
-            if self._found_in(data):
-                return True
-        elif self._probed(data):
-            return True
-        return any(
-            isinstance(value, str) and self._found_in(value)
-            for name, value in event.items()
-            if name != "data"
-        )
+    def _event_holds(self, event: Any) -> bool:
+        """Whether a secret shows whole in one stored event."""
+        return self._probed(_dumps(event))
 
     def _probed(self, json_text: str) -> bool:
         """Whether a secret shows in the JSON text of a value."""

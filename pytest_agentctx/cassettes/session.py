@@ -229,7 +229,7 @@ class Cassette:
         raw = bytes(request.content or b"")
         body_json = parse_json(raw)
         if body_json is not NO_JSON:
-            body_json = self.redactor.json(body_json)
+            body_json = self.redactor.json(body_json, raw=raw)
         else:
             raw = self._redacted_raw(raw)
         return url, body_json, raw
@@ -324,7 +324,8 @@ class Cassette:
             headers = {name.lower(): value for name, value in response.headers.items()}
             try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
                 decoded = decode_content(raw_body, headers.get("content-encoding"))
-                body = self.redactor.body(encode_body(decoded, headers.get("content-type")))
+                stored = encode_body(decoded, headers.get("content-type"))
+                body = self.redactor.body(stored, raw=decoded)
             except UndecodableBody as exc:
                 where = f"{request.method.upper()} {url}"
                 error = unscrubbable(

@@ -233,6 +233,30 @@ async def test_json_without_a_secret_comes_back_as_it_was(canary_key):
     assert Redactor().json(value) is value
 
 
+async def test_a_value_read_from_json_text_without_a_secret_comes_back_as_it_was(canary_key):
+    raw = b'{"messages": [{"content": "hello"}]}'
+    value = json.loads(raw)
+
+    assert Redactor().json(value, raw=raw) is value
+
+
+async def test_a_secret_that_json_text_escapes_is_still_found_with_the_text_at_hand(
+    no_provider_keys,
+):
+    raw = b'{"echo": "tok\\/en\\/with\\/slashes"}'  # as an encoder that escapes "/" writes it
+    redactor = Redactor(extra_values=("tok/en/with/slashes",))
+
+    assert redactor.json(json.loads(raw), raw=raw) == {"echo": REDACTED}
+
+
+async def test_a_split_secret_is_cut_with_the_stream_bytes_at_hand(canary_key):
+    body = _chat_stream(*SPLIT)
+
+    redacted = Redactor().body(body, raw=body_bytes(body))
+
+    assert "5f1e" not in _stored_text(redacted)
+
+
 async def test_percent_encoded_env_value_is_redacted_in_a_url_path(no_provider_keys):
     redactor = Redactor(extra_values=("tok/en+with=marks",))
 

@@ -162,14 +162,15 @@ def secret_texts(draw: st.DrawFn) -> tuple[str, str]:
     return secret, secret.join(parts)
 
 
-#: A wire format, a secret, the text that holds it, and the stored stream.
-Case = tuple["WireFormat", str, str, Body]
+#: A wire format, a secret, the text that holds it, the stored stream and its bytes (or None).
+Case = tuple["WireFormat", str, str, Body, bytes | None]
 
 
 @st.composite
 def split_streams(draw: st.DrawFn) -> Case:
-    """A wire format, a secret, the text holding it, and a stored stream in which both the
-    text and a tool call's arguments holding the text are split at random points."""
+    """A wire format, a secret, the text holding it, a stored stream in which both the
+    text and a tool call's arguments holding the text are split at random points, and
+    (or not) the bytes it was stored from."""
     wire = draw(st.sampled_from(FORMATS))
     secret, text = draw(secret_texts())
     completion = Completion(
@@ -180,7 +181,10 @@ def split_streams(draw: st.DrawFn) -> Case:
     cuts = st.lists(st.integers(min_value=0, max_value=200), max_size=8)
     events = _resplit(events, wire.text, draw(cuts))
     events = _resplit(events, wire.arguments, draw(cuts))
-    return wire, secret, text, encode_body(format_sse(events), "text/event-stream")
+    wire_bytes = format_sse(events)
+    # With the bytes it was read from, as a recording passes them, or without.
+    raw = wire_bytes if draw(st.booleans()) else None
+    return wire, secret, text, encode_body(wire_bytes, "text/event-stream"), raw
 
 
 def _redactor(secret: str) -> Redactor:
@@ -190,9 +194,9 @@ def _redactor(secret: str) -> Redactor:
 @LAWS
 @given(split_streams())
 async def test_no_stored_event_holds_a_secret_split_across_deltas(case: Case) -> None:
-    _, secret, _, body = case
+    _, secret, _, body, raw = case
 
-    redacted = _redactor(secret).body(body)
+    redacted = _redactor(secret).body(body, raw=raw)
 
     assert redacted is not None
     for event in redacted["sse"]:
@@ -202,9 +206,9 @@ async def test_no_stored_event_holds_a_secret_split_across_deltas(case: Case) ->
 @LAWS
 @given(split_streams())
 async def test_the_text_a_redacted_stream_reassembles_to_holds_no_secret(case: Case) -> None:
-    wire, secret, _, body = case
+    wire, secret, _, body, raw = case
 
-    redacted = _redactor(secret).body(body)
+    redacted = _redactor(secret).body(body, raw=raw)
 
     assert secret not in _joined(redacted, wire.text)
     assert secret not in _joined(redacted, wire.arguments)
@@ -213,9 +217,9 @@ async def test_the_text_a_redacted_stream_reassembles_to_holds_no_secret(case: C
 @LAWS
 @given(split_streams())
 async def test_a_redacted_stream_still_decodes_without_the_secret(case: Case) -> None:
-    wire, secret, _, body = case
+    wire, secret, _, body, raw = case
 
-    completion = wire.codec.decode_stream(body_bytes(_redactor(secret).body(body)))
+    completion = wire.codec.decode_stream(body_bytes(_redactor(secret).body(body, raw=raw)))
 
     assert completion.content is not None
     assert secret not in completion.content
@@ -228,10 +232,10 @@ async def test_a_redacted_stream_still_decodes_without_the_secret(case: Case) ->
 @LAWS
 @given(split_streams())
 async def test_redacting_a_stream_twice_changes_nothing_more(case: Case) -> None:
-    _, secret, _, body = case
+    _, secret, _, body, raw = case
     redactor = _redactor(secret)
 
-    once = redactor.body(body)
+    once = redactor.body(body, raw=raw)
 
     assert redactor.body(once) == once
 
