@@ -112,6 +112,7 @@ if TYPE_CHECKING:
     from .prompts import PromptTemplates
     from .providers import (
         AnthropicMessagesProvider,
+        GeminiProvider,
         OpenAIChatProvider,
         OpenAIResponsesProvider,
         Provider,
@@ -189,6 +190,7 @@ __all__ = [
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
     "AnthropicMessagesProvider",
+    "GeminiProvider",
     "Completion",
     "Usage",
     # time and ids
@@ -344,6 +346,7 @@ _LAZY: dict[str, str] = {
     "FromState": "assembly",
     "FrozenClock": "freeze",
     "FrozenDict": "_seq",
+    "GeminiProvider": "providers",
     "GateResult": "gate",
     "GateTolerance": "gate",
     "History": "history",
