@@ -116,6 +116,64 @@ def _completion(text: str) -> dict[str, Any]:
     }
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """Answers for the :class:`Leaky` server that owns it (``server.owner``)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _start(self, content_type: str, encoding: str | None = None) -> None:
+        n = self.server.owner.count()  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("content-type", content_type)
+        if encoding:
+            self.send_header("content-encoding", encoding)
+        # What changes on every call of a real provider.
+        self.send_header("x-request-id", f"req_{n:04d}")
+        self.send_header("request-id", f"req_{n:04d}")
+        self.send_header("openai-processing-ms", str(100 + n))
+        self.send_header("x-ratelimit-remaining-requests", str(1000 - n))
+        self.send_header("x-ratelimit-limit-requests", "1000")
+        self.send_header("cf-ray", f"8f{n:04d}-CDG")
+        self.end_headers()
+
+    def _stream(self, events: list[tuple[str | None, Any]]) -> None:
+        self._start("text/event-stream")
+        for name, data in events:
+            text = data if isinstance(data, str) else json.dumps(data)
+            self.wfile.write((f"event: {name}\n" if name else "").encode())
+            self.wfile.write(f"data: {text}\n\n".encode())
+            self.wfile.flush()
+
+    def _json(self, value: Any, encoding: str | None = None) -> None:
+        raw = json.dumps(value).encode()
+        if encoding == "compress":
+            raw = b"\x1f\x9d\x90" + raw  # an encoding no client decodes
+        elif encoding:
+            raw = COMPRESS[encoding](raw)
+        self._start("application/json", encoding)
+        self.wfile.write(raw)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        request = json.loads(self.rfile.read(length) or b"{}")
+        if self.path == "/v1/messages":
+            self._stream(_anthropic_events())
+        elif request.get("stream"):
+            self._stream(_chat_events())
+        else:
+            encoding = self.headers.get("x-reply-encoding")
+            self._json(_completion(f"{encoding}: {CANARY}"), encoding)
+
+    def do_GET(self) -> None:
+        if self.path == f"/v1/keys/{CANARY}/usage":
+            self._json({"usage": {CANARY: {"tokens": 12}}})
+        elif self.path == "/v1/files/report":
+            self._json({"owner_key": CANARY}, "zstd")
+        else:
+            self._json({"legacy": CANARY}, "compress")
+
+
 class Leaky:
     """The careless provider (HTTP/1.0: one connection per request, so stopping it never
     waits on a kept-alive connection)."""
@@ -123,70 +181,18 @@ class Leaky:
     def __init__(self) -> None:
         self.requests = 0
         self._lock = threading.Lock()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _start(self, content_type: str, encoding: str | None = None) -> None:
-                with owner._lock:
-                    owner.requests += 1
-                    n = owner.requests
-                self.send_response(200)
-                self.send_header("content-type", content_type)
-                if encoding:
-                    self.send_header("content-encoding", encoding)
-                # What changes on every call of a real provider.
-                self.send_header("x-request-id", f"req_{n:04d}")
-                self.send_header("request-id", f"req_{n:04d}")
-                self.send_header("openai-processing-ms", str(100 + n))
-                self.send_header("x-ratelimit-remaining-requests", str(1000 - n))
-                self.send_header("x-ratelimit-limit-requests", "1000")
-                self.send_header("cf-ray", f"8f{n:04d}-CDG")
-                self.end_headers()
-
-            def _stream(self, events: list[tuple[str | None, Any]]) -> None:
-                self._start("text/event-stream")
-                for name, data in events:
-                    text = data if isinstance(data, str) else json.dumps(data)
-                    self.wfile.write((f"event: {name}\n" if name else "").encode())
-                    self.wfile.write(f"data: {text}\n\n".encode())
-                    self.wfile.flush()
-
-            def _json(self, value: Any, encoding: str | None = None) -> None:
-                raw = json.dumps(value).encode()
-                if encoding == "compress":
-                    raw = b"\x1f\x9d\x90" + raw  # an encoding no client decodes
-                elif encoding:
-                    raw = COMPRESS[encoding](raw)
-                self._start("application/json", encoding)
-                self.wfile.write(raw)
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                if self.path == "/v1/messages":
-                    self._stream(_anthropic_events())
-                elif request.get("stream"):
-                    self._stream(_chat_events())
-                else:
-                    encoding = self.headers.get("x-reply-encoding")
-                    self._json(_completion(f"{encoding}: {CANARY}"), encoding)
-
-            def do_GET(self) -> None:
-                if self.path == f"/v1/keys/{CANARY}/usage":
-                    self._json({"usage": {CANARY: {"tokens": 12}}})
-                elif self.path == "/v1/files/report":
-                    self._json({"owner_key": CANARY}, "zstd")
-                else:
-                    self._json({"legacy": CANARY}, "compress")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.owner = self  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         self._stopped = False
+
+    def count(self) -> int:
+        """Count one more request; its number, from 1."""
+        with self._lock:
+            self.requests += 1
+            return self.requests
 
     def stop(self) -> None:
         if not self._stopped:
