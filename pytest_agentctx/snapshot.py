@@ -39,7 +39,7 @@ from operator import is_
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from syrupy.assertion import DiffMode, SnapshotAssertion
 from syrupy.constants import SYMBOL_ELLIPSIS
 from syrupy.data import SnapshotCollection
@@ -338,7 +338,11 @@ class _Writer:
         elif isinstance(value, BaseModel):
             self.model(path, value, implied)
         elif kind is dict or isinstance(value, Mapping):
-            self.mapping(path, value)
+            run = _nested_run(key, value)
+            if run is None:
+                self.mapping(path, value)
+            else:
+                self.model(path, run, None)
         elif kind is Seq or kind is list or kind is tuple:
             self.sequence(path, value, implied)
         else:
@@ -643,7 +647,7 @@ class _Writer:
                 self.lines.append(f"{path} = {self.generated_id(value)}")
             else:
                 self.text(path, value)
-        elif isinstance(value, dict) and value:
+        elif isinstance(value, dict) and value and key != "context":  # a run: see write()
             self.fast_mapping(path, value)
         else:
             self.write(path, value, key)
@@ -702,6 +706,21 @@ class _Writer:
         write = self.value
         for index, item in enumerate(islice(value, skip, None), start=skip):
             write(f"{path}[{index}]", item, None, implied)
+
+
+_RUN_FIELDS = frozenset(AgentContext.model_fields)
+
+
+def _nested_run(key: Any, value: Mapping[Any, Any]) -> AgentContext | None:
+    """The run a sub-agent's record keeps as JSON (``metadata.subagents.<id>.context``), as
+    an :class:`AgentContext`, so it is written like the top-level run (offsets from the
+    top-level start, defaults left out); ``None`` for any other mapping."""
+    if key != "context" or value.keys() != _RUN_FIELDS:
+        return None
+    try:
+        return AgentContext.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def _calls_of_messages(calls: Sequence[Any], messages: Sequence[Any]) -> bool:

@@ -444,3 +444,79 @@ async def test_opaque_keys_in_metadata_are_placeholders_on_the_fast_path_too() -
         "iterations[0].metadata.a.signature = <opaque>",
         "iterations[0].metadata.b.signature = <opaque>",
     ]
+
+
+# -- sub-agent runs kept in metadata -----------------------------------------------------
+
+
+def orchestrated_run(start: datetime = T0) -> AgentContext:
+    """An orchestrator's run whose metadata keeps its sub-agent's run as the runtime does:
+    as JSON, under ``subagents.<id>.context``."""
+    sub = weather_run(start + timedelta(seconds=1))
+    record = {"status": "completed", "context": sub.model_dump(mode="json")}
+    ctx = AgentContext.new("Plan the trip.", at=start).with_iteration_metadata(
+        {"subagents": {"weather": record}}
+    )
+    return ctx.add_assistant_message("Pack an umbrella.", at=start + timedelta(seconds=5))
+
+
+async def test_a_sub_agents_run_is_written_like_the_top_level_run() -> None:
+    nested = "iterations[0].metadata.subagents.weather.context"
+    lines = [line[len(nested) :] for line in body(orchestrated_run()) if line.startswith(nested)]
+
+    assert lines == [
+        " = AgentContext",
+        ".iterations = [2 items]",
+        ".iterations[0].number = 1",
+        ".iterations[0].messages = [4 items]",
+        ".iterations[0].messages[0].role = 'system'",
+        ".iterations[0].messages[0].content = 'Be brief.'",
+        ".iterations[0].messages[1].role = 'user'",
+        ".iterations[0].messages[1].content = 'Weather in Paris?'",
+        ".iterations[0].messages[2].role = 'assistant'",
+        ".iterations[0].messages[2].tool_calls = [1 item]",
+        ".iterations[0].messages[2].tool_calls[0].id = <id:1>",
+        ".iterations[0].messages[2].tool_calls[0].name = 'get_weather'",
+        ".iterations[0].messages[2].tool_calls[0].arguments.city = 'Paris'",
+        ".iterations[0].messages[3].role = 'tool'",
+        ".iterations[0].messages[3].content = '18C, sunny'",
+        ".iterations[0].messages[3].tool_call_id = <id:1>",
+        ".iterations[0].messages[3].name = 'get_weather'",
+        ".iterations[0].tool_calls = [1 item: those of the messages]",
+        ".iterations[0].started_at = <t+1s>",
+        ".iterations[0].completed_at = <t+3s>",
+        ".iterations[0].metadata.latency_ms = 812",
+        ".iterations[0].metadata.model = 'gpt-4o-mini'",
+        ".iterations[1].number = 2",
+        ".iterations[1].messages = [1 item]",
+        ".iterations[1].messages[0].role = 'assistant'",
+        ".iterations[1].messages[0].content = '18C and sunny.'",
+        ".iterations[1].started_at = <t+3s>",
+        ".iterations[1].completed_at = <t+4s>",
+        ".current_iteration = 2",
+        ".created_at = <t+1s>",
+        ".updated_at = <t+4s>",
+    ]
+
+
+async def test_a_sub_agents_run_gives_the_same_snapshot_from_another_clock_start() -> None:
+    later = T0 + timedelta(days=30, hours=5)
+
+    assert serialize(orchestrated_run(later)) == serialize(orchestrated_run())
+
+
+async def test_a_sub_agents_run_is_written_like_the_top_level_run_under_path_rules() -> None:
+    omitted = body(orchestrated_run(), omit=["**.latency_ms"])
+
+    assert "iterations[0].metadata.subagents.weather.context.created_at = <t+1s>" in omitted
+
+
+async def test_a_context_key_that_holds_no_run_is_written_as_a_mapping() -> None:
+    ctx = AgentContext.new("Hi", at=T0).with_iteration_metadata(
+        {"assembly": {"context": {"iterations": 3, "source": "kb"}}}
+    )
+
+    assert [line for line in body(ctx) if ".assembly." in line] == [
+        "iterations[0].metadata.assembly.context.iterations = 3",
+        "iterations[0].metadata.assembly.context.source = 'kb'",
+    ]
