@@ -11,10 +11,11 @@ Where a secret is looked for:
 * JSON bodies: every string, object keys included, at any depth;
 * streams (server-sent events): every event as a JSON value, and the text each stream
   reassembles to, because a model streams a key it repeats in pieces ("sk-ca", "nary-12",
-  ...): the deltas of each choice, tool call, content block or output item are joined,
-  and each occurrence of a secret is cut out of every piece it spans (``REDACTED`` takes
-  the place of the first piece's part, the following pieces lose theirs), so the stream
-  still parses and reassembles to the text with ``REDACTED`` in place of the secret.
+  ...): the deltas of each choice, tool call, content block, output item or candidate
+  are joined, and each occurrence of a secret is cut out of every piece it spans
+  (``REDACTED`` takes the place of the first piece's part, the following pieces lose
+  theirs), so the stream still parses and reassembles to the text with ``REDACTED`` in
+  place of the secret.
   Events of shapes not known here are joined by the path of each string in them; a
   secret that still shows in the concatenated data of the events is refused
   (:class:`~.body.UndecodableBody`), never written;
