@@ -56,10 +56,11 @@ if TYPE_CHECKING:
 
     from .artifacts import LocalArtifactStore
     from .capture import CapturedRuns, Exchange
-    from .cassettes import Cassette, NetworkGuard
+    from .cassettes import Cassette, NetworkGuard, Redactor
     from .cassettes.store import Interaction
     from .fakes import FakeLLM, FakeTools
     from .freeze import FrozenClock
+    from .redaction import SessionSecrets
     from .retrieval import InMemoryVectorStore
     from .runtime import AgentRuntime
     from .snapshot import AgentSnapshotAssertion, SnapshotOptions
@@ -90,6 +91,10 @@ _RUNS_KEY = _test_key(pytest.StashKey[RunLog]())
 _CAPTURED_KEY: pytest.StashKey[CapturedRuns] = _test_key(pytest.StashKey())
 #: Whether the session reads every agent test's runs (a report file, the gate, a baseline).
 _MEASURE_KEY = pytest.StashKey[bool]()
+#: The session's secrets (secret environment values, values learned from traffic) and each
+#: test's redactor (its cassette's): snapshots, records and failure text pass it.
+_SECRETS_KEY: pytest.StashKey[SessionSecrets] = pytest.StashKey()
+_REDACTOR_KEY: pytest.StashKey[Redactor] = _test_key(pytest.StashKey())
 _FAKE_KEYS = {
     "OPENAI_API_KEY": "sk-agentctx-fake",
     "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
@@ -195,6 +200,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_CASSETTE_SETTINGS_KEY] = CassetteSettings.from_config(config)
     except CassetteError as exc:
         raise pytest.UsageError(str(exc)) from None
+    from .redaction import SessionSecrets, set_active
+
+    secrets = SessionSecrets(config.stash[_CASSETTE_SETTINGS_KEY].secret_env)
+    config.stash[_SECRETS_KEY] = secrets
+    secrets.outer = set_active(secrets.redactor)
     config.addinivalue_line(
         "markers",
         "agent(**options): an agent test; options configure pytest-agentctx for this test.",
@@ -217,6 +227,11 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     item.stash.setdefault(_REPORT_KEY, {})[report.when] = report
+    redactor = item.stash.get(_REDACTOR_KEY, None)
+    if redactor is not None:  # the failure text and output of a test that uses the plugin
+        from .redaction import redact_report
+
+        redact_report(report, redactor)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
         error = call.excinfo
         item.stash[_STALE_KEY] = error is not None and error.errisinstance(StaleCassette)
@@ -230,11 +245,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except BaseException as exc:
         cassette = item.stash.get(_CASSETTE_KEY, None)
         if cassette is not None and cassette.misses:
-            raise CassetteMiss(cassette.miss_message(cassette.misses[0])) from exc
+            message = cassette.miss_message(cassette.misses[0])
+            raise CassetteMiss(_redacted(item, message)) from exc
         guard = item.stash.get(_GUARD_KEY, None)
         if guard is not None and guard.blocked:
             # The test failed because a connection was refused: say so.
-            raise NetworkBlocked(guard.message(guard.blocked[0])) from exc
+            raise NetworkBlocked(_redacted(item, guard.message(guard.blocked[0]))) from exc
         raise
     cassette = item.stash.get(_CASSETTE_KEY, None)
     guard = item.stash.get(_GUARD_KEY, None)
@@ -255,6 +271,39 @@ def agent_cassette_config() -> dict[str, object]:
     ``allowed_hosts``, ``redact_values`` (more literal secrets) and ``directory`` (a
     folder for these tests' cassettes, e.g. one beside them)."""
     return {}
+
+
+def _redactor_of(item: pytest.Item) -> Redactor:
+    """The redactor of ``item``: its own (:func:`_test_redactor`), else the session's."""
+    redactor = item.stash.get(_REDACTOR_KEY, None)
+    return redactor if redactor is not None else item.config.stash[_SECRETS_KEY].redactor
+
+
+def _redacted(item: pytest.Item, text: str) -> str:
+    """``text`` (a failure message) scrubbed of the secrets of ``item``."""
+    return _redactor_of(item).text(text)
+
+
+def _use_redactor(item: pytest.Item, redactor: Redactor) -> Redactor:
+    """Make ``redactor`` the test's: its snapshots, record, reports and the assertion
+    explanations printed while it runs pass it."""
+    from .redaction import set_active
+
+    item.stash[_REDACTOR_KEY] = redactor
+    set_active(redactor)
+    return redactor
+
+
+def _test_redactor(request: pytest.FixtureRequest) -> Redactor:
+    """The test's redactor: its cassette's when it has one, else one of the session's
+    secrets and the ``redact_values`` of its ``agent_cassette_config``."""
+    item: pytest.Item = request.node
+    redactor = item.stash.get(_REDACTOR_KEY, None)
+    if redactor is not None:
+        return redactor
+    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=item.nodeid)
+    secrets = request.config.stash[_SECRETS_KEY]
+    return _use_redactor(item, secrets.for_test(config.get("redact_values", ())))
 
 
 def _capture(item: pytest.Item, source: Callable[[], Sequence[Exchange | Interaction]]) -> None:
@@ -294,6 +343,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
             and "fake_llm" not in fixtures
             and item.get_closest_marker("agent_budget") is not None
         ):
+            _test_redactor(request)
             for _ in _record_traffic(item):
                 yield None
             return
@@ -322,9 +372,17 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     repetition = item.stash.get(_REPEAT_INDEX_KEY, None)
     if repetition is not None:  # agent_repeat: one cassette per repetition
         path = repeat_cassette_path(path, repetition)
+    # The cassette's redactor is the test's: it also knows what earlier tests learned.
+    secrets = request.config.stash[_SECRETS_KEY]
+    own_secrets = config.get("redact_values", ())
     cassette, guard = build_cassette(
-        path, settings=settings, options=options, config=config, test_id=item.nodeid
+        path,
+        settings=settings,
+        options=options,
+        config={**config, "redact_values": (*own_secrets, *secrets.learned)},
+        test_id=item.nodeid,
     )
+    _use_redactor(item, cassette.redactor)
     item.stash[_CASSETTE_KEY] = cassette
     item.stash[_GUARD_KEY] = guard
     _capture(item, lambda: cassette.exchange_log)
@@ -339,6 +397,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
         cassette.stop()
         item.stash[_CASSETTE_KEY] = None
         item.stash[_GUARD_KEY] = None
+        secrets.absorb(cassette.redactor, own_secrets)  # what it learned, for later tests
     call = item.stash.get(_REPORT_KEY, {}).get("call")
     saved = False
     if cassette.records and call is not None and (call.passed or settings.record_failing):
@@ -433,6 +492,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     fake = FakeLLM(ids=SequentialIds())
     _capture(request.node, lambda: fake.exchanges)
     guard = _fake_llm_guard(request)
+    _test_redactor(request)
     request.node.stash[_GUARD_KEY] = guard  # verified and reported as a cassette's guard is
     with guard:
         fake.start()
@@ -462,10 +522,18 @@ def frozen_clock(request: pytest.FixtureRequest) -> Iterator[FrozenClock]:
 def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
 ) -> list[str] | None:
-    """For ``==`` on the context's models or a pattern: the count, then every mismatch."""
+    """For ``==`` on the context's models or a pattern: the count, then every mismatch,
+    with the running test's secrets redacted (only in the text: what compared equal, and
+    what did not, is unchanged)."""
     from .matching import assertrepr_compare
 
-    return assertrepr_compare(op, left, right)
+    lines = assertrepr_compare(op, left, right)
+    if lines is None:
+        return None
+    from .redaction import active, redact_lines
+
+    redactor = active()
+    return lines if redactor is None else redact_lines(lines, redactor)
 
 
 @pytest.fixture
@@ -478,15 +546,20 @@ def agent_snapshot_config() -> SnapshotOptions:
 
 @pytest.fixture
 def agent_snapshot(
-    snapshot: SnapshotAssertion, agent_snapshot_config: SnapshotOptions
+    request: pytest.FixtureRequest,
+    snapshot: SnapshotAssertion,
+    agent_snapshot_config: SnapshotOptions,
 ) -> AgentSnapshotAssertion:
     """A syrupy snapshot of an agent run: ``assert result.context == agent_snapshot``.
 
     Stored as ``__snapshots__/<module>/<test>.agentctx``; ``--snapshot-update`` writes it.
+    Secrets are written as ``REDACTED`` by the test's redactor, the one its cassette uses.
     """
     from .snapshot import AgentSnapshotAssertion
 
-    return AgentSnapshotAssertion.from_snapshot(snapshot, agent_snapshot_config)
+    return AgentSnapshotAssertion.from_snapshot(
+        snapshot, agent_snapshot_config, _test_redactor(request)
+    )
 
 
 # -- agent_context --
@@ -623,6 +696,7 @@ def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         prices=item.stash.get(_PRICES_KEY, None) or config_prices,
         contexts=contexts,
         measured=measured,
+        redactor=_redactor_of(item),
     )
 
 
@@ -832,7 +906,7 @@ def pytest_runtest_call_budget(item: pytest.Item) -> Generator[None, None, None]
         raise
     check = _check_budget(item)
     if check is not None and not check.passed:
-        pytest.fail(check.failure_message(item.nodeid), pytrace=False)
+        pytest.fail(_redacted(item, check.failure_message(item.nodeid)), pytrace=False)
     return result
 
 
@@ -914,10 +988,23 @@ def pytest_runtest_protocol_release(
 ) -> Generator[None, object, object]:
     """Drop what the plugin stashed on a test once its reports are made and sent: a long
     session then keeps no agent run alive, so its memory, the garbage collector's passes
-    and the interpreter's exit do not grow with the number of tests run."""
+    and the interpreter's exit do not grow with the number of tests run. The session's
+    redactor is the active one again."""
     try:
         return (yield)
     finally:
         for key in _TEST_KEYS:
             with contextlib.suppress(KeyError):
                 del item.stash[key]
+        from .redaction import set_active
+
+        set_active(item.config.stash[_SECRETS_KEY].redactor)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The redactor active before this session (an outer session's) is active again."""
+    secrets = config.stash.get(_SECRETS_KEY, None)
+    if secrets is not None:
+        from .redaction import set_active
+
+        set_active(secrets.outer)

@@ -28,7 +28,7 @@ from .exceptions import ReportError
 from .stats import PriceTable, RunRecord, RunStats
 
 if TYPE_CHECKING:
-    from .cassettes import Cassette
+    from .cassettes import Cassette, Redactor
 
 __all__ = [
     "CASSETTE_STATUSES",
@@ -133,6 +133,7 @@ def build_record(
     prices: PriceTable | None = None,
     contexts: bool = True,
     measured: bool = True,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
     stats of every run and of all of them, and (with ``contexts``) each run's context.
@@ -140,6 +141,11 @@ def build_record(
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
     because nothing in the session reads them (no budget, report file, gate or baseline):
     its figures are then unknown, not zero, and the record says so (``"measured": false``).
+
+    With a ``redactor`` (the test's, the one its cassette uses), every string of the record
+    (contexts, run names, models, tool names, keys) is scrubbed of its secrets, in the
+    process that ran the test: the JSON report, the HTML page, the JUnit properties and
+    the gate read the record, never the runs themselves.
     """
     entries: list[dict[str, Any]] = []
     totals: list[RunStats] = []
@@ -160,6 +166,10 @@ def build_record(
     }
     if not measured:
         record["measured"] = False
+    if redactor is not None:
+        from .redaction import redact
+
+        return redact(record, redactor)
     return record
 
 

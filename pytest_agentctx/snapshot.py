@@ -24,10 +24,16 @@ the run's start (``<t+3s>``), generated ids as ``<id:1>``, ``<id:2>`` in first-s
 
 The first line names the format version. A snapshot written in another version fails with
 a request to re-run pytest with ``--snapshot-update``.
+
+Secrets are written as ``REDACTED``: every string of the value (message contents, tool
+arguments and results, metadata and its keys, sub-agent runs) passes the test's redactor,
+the one its cassette uses, so a snapshot taken while recording equals the one its replay
+gives, where the cassette holds ``REDACTED``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,7 +43,7 @@ from enum import Enum
 from itertools import islice
 from operator import is_
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from syrupy.assertion import DiffMode, SnapshotAssertion
@@ -58,7 +64,11 @@ from ._paths import compile_globs, segment
 from ._seq import Seq
 from .context import AgentContext, Iteration, Message, ToolCall
 from .exceptions import SnapshotError
+from .redaction import active, redact, shows_secret
 from .runtime import RunResult
+
+if TYPE_CHECKING:
+    from .cassettes.redact import Redactor
 
 __all__ = [
     "FILE_EXTENSION",
@@ -736,9 +746,46 @@ def _same_calls(calls: Sequence[Any], from_messages: list[Any]) -> bool:
     return all(a is b or a == b for a, b in zip(calls, from_messages, strict=True))
 
 
-def serialize(data: Any, options: SnapshotOptions | None = None) -> str:
-    """The snapshot text of ``data``: a header, then one value per line."""
+def serialize(
+    data: Any, options: SnapshotOptions | None = None, redactor: Redactor | None = None
+) -> str:
+    """The snapshot text of ``data``: a header, then one value per line.
+
+    With a ``redactor``, every secret it knows is written as ``REDACTED``: the strings of
+    ``data`` are scrubbed before they are written (so truncation, ``normalize`` hooks and
+    quoting see what a replay from the redacted cassette gives), and the text once more.
+    """
     options = options or _DEFAULT_OPTIONS
+    if redactor is None or not redactor.secret_values:
+        return _serialize(data, options)
+    if not _scrub_first(options, redactor.secret_values):
+        text = _serialize(data, options)
+        if not shows_secret(text, redactor):  # the usual case: no secret in the run
+            return text
+    return redactor.text(_serialize(_redacted(data, redactor), options))
+
+
+def _scrub_first(options: SnapshotOptions, secrets: Sequence[str]) -> bool:
+    """Whether a secret in the data might not show in the text as it is (a string cut
+    short, changed by a hook, or written with escapes): then the data is always scrubbed
+    before it is written."""
+    return (
+        options.truncate is not None
+        or any(callable(replacement) for replacement in options.normalize.values())
+        or any(not s.isprintable() or "\\" in s or "'" in s for s in secrets)
+    )
+
+
+def _redacted(data: Any, redactor: Redactor) -> Any:
+    """``data`` with its strings scrubbed (of a run result: what the snapshot writes)."""
+    if isinstance(data, RunResult):
+        return dataclasses.replace(
+            data, context=redact(data.context, redactor), output=redact(data.output, redactor)
+        )
+    return redact(data, redactor)
+
+
+def _serialize(data: Any, options: SnapshotOptions) -> str:
     writer = _Writer(options)
     lines = writer.lines
     lines.append(HEADER)
@@ -852,13 +899,14 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
         include: PropertyFilter | None = None,
         matcher: PropertyMatcher | None = None,
     ) -> str:
-        """The snapshot text of ``data`` with the default options."""
+        """The snapshot text of ``data`` with the default options, redacted by the running
+        test's redactor."""
         if exclude is not None or include is not None:
             raise SnapshotError(
                 "The agent snapshot extension does not take syrupy's include=/exclude=; "
                 "use agent_snapshot(fields=[...]) or agent_snapshot(omit=[...]) instead."
             )
-        return serialize(data)
+        return serialize(data, redactor=active())
 
     def read_snapshot_data_from_location(
         self, *, snapshot_location: str, snapshot_name: str, session_id: str
@@ -944,13 +992,19 @@ class AgentSnapshotAssertion(SnapshotAssertion):
     """
 
     options: SnapshotOptions = field(default_factory=SnapshotOptions)
+    redactor: Redactor | None = None
     _call_options: SnapshotOptions | None = field(init=False, default=None)
 
     @classmethod
     def from_snapshot(
-        cls, snapshot: SnapshotAssertion, options: SnapshotOptions | None = None
+        cls,
+        snapshot: SnapshotAssertion,
+        options: SnapshotOptions | None = None,
+        redactor: Redactor | None = None,
     ) -> AgentSnapshotAssertion:
-        """An agent snapshot assertion for the same test as syrupy's ``snapshot``."""
+        """An agent snapshot assertion for the same test as syrupy's ``snapshot``; its
+        snapshots are redacted by ``redactor`` (the test's, the one its cassette uses), or
+        by the running test's when it is ``None``."""
         return cls(
             session=snapshot.session,
             extension_class=AgentSnapshotExtension,
@@ -958,6 +1012,7 @@ class AgentSnapshotAssertion(SnapshotAssertion):
             update_snapshots=snapshot.update_snapshots,
             update_new_snapshots_only=snapshot.update_new_snapshots_only,
             options=options or SnapshotOptions(),
+            redactor=redactor,
         )
 
     def __call__(
@@ -992,7 +1047,8 @@ class AgentSnapshotAssertion(SnapshotAssertion):
         return self
 
     def _serialize(self, data: SerializableData) -> str:
-        return serialize(data, self._call_options or self.options)
+        options = self._call_options or self.options
+        return serialize(data, options, self.redactor or active())
 
     def get_assert_diff(self, *, diff_mode: DiffMode = DiffMode.DETAILED) -> list[str]:
         """Syrupy's diff, with what to run next."""

@@ -539,3 +539,53 @@ async def test_the_summary_line_counts_the_unmeasured_tests_and_says_how_to_meas
         "; 1 not measured (runs captured from traffic are measured for a budget, "
         "--agent-report, --agent-gate or --agent-baseline)"
     )
+
+
+# -- redaction -------------------------------------------------------------------------
+
+SECRET = "sk-report-secret-4c1d7e"
+
+
+def _leaky_run() -> RunRecord:
+    """A run of agent ``SECRET-bot`` with the secret in its prompt, its tool's name,
+    arguments and result, its model and a metadata key."""
+    context = AgentContext.new(f"Use key {SECRET}", at=_at(0))
+    call = ToolCall(id="call_1", name=f"lookup_{SECRET}", arguments={"key": SECRET})
+    context = context.add_assistant_message(None, [call], at=_at(1))
+    context = context.with_iteration_metadata({"model": f"model-{SECRET}", SECRET: True})
+    result = ToolResult(tool_call_id="call_1", name=call.name, content=f"token={SECRET}")
+    context = context.add_tool_results([result], at=_at(2))
+    context = context.add_assistant_message(f"Done with {SECRET}.", at=_at(3))
+    return RunRecord(f"{SECRET}-bot", "runtime", context)
+
+
+async def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
+    from pytest_agentctx.cassettes import Redactor
+
+    record = build_record(runs=[_leaky_run()], redactor=Redactor(env=(), extra_values=[SECRET]))
+
+    text = json.dumps(record)
+    assert SECRET not in text
+    match record["runs"][0]:
+        case {
+            "name": "REDACTED-bot",
+            "stats": {"models": ["model-REDACTED"], "trajectory": ["lookup_REDACTED"]},
+            "context": {"iterations": [{"messages": [{"content": "Use key REDACTED"}, *_]}, *_]},
+        }:
+            pass
+        case other:
+            pytest.fail(f"unexpected run entry: {other}")
+    assert record["runs"][0]["context"]["iterations"][0]["metadata"]["REDACTED"] is True
+    assert record["stats"]["trajectory"] == ["lookup_REDACTED"]
+
+
+async def test_a_record_redacted_keeps_its_figures() -> None:
+    from pytest_agentctx.cassettes import Redactor
+
+    plain = build_record(runs=[_leaky_run()])
+    redacted = build_record(runs=[_leaky_run()], redactor=Redactor(env=(), extra_values=[SECRET]))
+
+    assert redacted["stats"]["total_tokens"] == plain["stats"]["total_tokens"]
+    assert redacted["stats"]["iterations"] == plain["stats"]["iterations"] == 2
+    assert junit_properties(redacted) == junit_properties(plain)
+    assert SECRET in json.dumps(plain)  # the redactor, not the record's building, removed it

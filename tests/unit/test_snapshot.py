@@ -446,6 +446,108 @@ async def test_opaque_keys_in_metadata_are_placeholders_on_the_fast_path_too() -
     ]
 
 
+# -- secrets --------------------------------------------------------------------------------
+
+SECRET = "sk-unit-secret-5e8f1a"
+
+
+def _redactor(*secrets: str) -> Any:
+    from pytest_agentctx.cassettes import Redactor
+
+    return Redactor(env=(), extra_values=secrets or (SECRET,))
+
+
+def leaky_run(secret: str = SECRET) -> AgentContext:
+    """A run with ``secret`` in its prompt, tool arguments and result, answer, metadata (a
+    value and a key) and in a sub-agent's run kept in its metadata."""
+    sub = AgentContext.new(f"Look up {secret}", at=T0).add_assistant_message(
+        f"found {secret}", at=T0 + timedelta(seconds=1)
+    )
+    ctx = AgentContext.new(f"Use key {secret}", at=T0).with_iteration_metadata(
+        {"auth": f"Bearer {secret}", secret: 1, "subagent": sub}
+    )
+    call = ToolCall(id="call_1", name="lookup", arguments={"key": secret})
+    ctx = ctx.add_assistant_message(None, [call], at=T0 + timedelta(seconds=1))
+    result = ToolResult(tool_call_id="call_1", name="lookup", content=f"token={secret}")
+    ctx = ctx.add_tool_results([result], at=T0 + timedelta(seconds=2))
+    return ctx.add_assistant_message(f"Done with {secret}.", at=T0 + timedelta(seconds=3))
+
+
+async def test_every_secret_of_a_run_is_written_as_redacted() -> None:
+    text = serialize(leaky_run(), redactor=_redactor())
+
+    assert SECRET not in text
+    assert "iterations[0].messages[0].content = 'Use key REDACTED'" in text
+    assert "iterations[0].metadata.auth = 'Bearer REDACTED'" in text
+    assert "iterations[0].metadata.REDACTED = 1" in text
+    assert "iterations[0].metadata.subagent.iterations[0].messages[0].content = " in text
+    assert "'Look up REDACTED'" in text
+    assert "iterations[0].messages[1].tool_calls[0].arguments.key = 'REDACTED'" in text
+    assert "iterations[0].messages[2].content = 'token=REDACTED'" in text
+    assert "iterations[1].messages[0].content = 'Done with REDACTED.'" in text
+
+
+async def test_a_recorded_run_is_written_as_its_replay_from_the_redacted_cassette() -> None:
+    # Recording: the live run holds the secret. Replaying: the cassette holds REDACTED.
+    recorded = serialize(leaky_run(), redactor=_redactor())
+
+    assert recorded == serialize(leaky_run("REDACTED"), redactor=_redactor())
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        SnapshotOptions(truncate=10),
+        SnapshotOptions(normalize={"**.content": lambda text: len(text or "")}),
+        SnapshotOptions(fields=["iterations[*].messages"], last=1),
+    ],
+    ids=["truncate", "normalize-hook", "projection"],
+)
+async def test_a_projected_run_is_written_as_its_redacted_replay(options: SnapshotOptions) -> None:
+    recorded = serialize(leaky_run(), options, _redactor())
+
+    assert SECRET[:8] not in recorded
+    assert recorded == serialize(leaky_run("REDACTED"), options, _redactor())
+
+
+async def test_a_secret_with_a_quote_is_written_as_its_redacted_replay() -> None:
+    secret = "it's-a-secret-9f2c"
+
+    recorded = serialize(leaky_run(secret), redactor=_redactor(secret))
+
+    assert "secret-9f2c" not in recorded
+    assert recorded == serialize(leaky_run("REDACTED"))
+
+
+async def test_a_run_without_secrets_is_written_as_without_a_redactor() -> None:
+    ctx = weather_run()
+
+    assert serialize(ctx, redactor=_redactor()) == serialize(ctx)
+
+
+async def test_a_run_result_is_written_redacted() -> None:
+    agent = Agent(name="weather", model="openai:gpt-4o-mini")
+    result = RunResult(agent=agent, context=leaky_run(), output=f"Done with {SECRET}.")
+
+    text = serialize(result, redactor=_redactor())
+
+    assert SECRET not in text
+    assert "output = 'Done with REDACTED.'" in text
+
+
+async def test_the_extension_redacts_with_the_running_tests_redactor() -> None:
+    from pytest_agentctx.redaction import set_active
+
+    previous = set_active(_redactor())
+    try:
+        text = AgentSnapshotExtension().serialize(leaky_run())
+    finally:
+        set_active(previous)
+
+    assert SECRET not in text
+    assert "'Done with REDACTED.'" in text
+
+
 # -- sub-agent runs kept in metadata -----------------------------------------------------
 
 
