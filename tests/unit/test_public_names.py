@@ -1,0 +1,263 @@
+"""The names users import: every public name of ``from pytest_agentctx import X``, where it
+is defined, and the plugin module the ``pytest11`` entry point names.
+
+The lists are written out, not computed: moving a definition, or adding or dropping a public
+name, changes this file too. A name added on purpose goes into ``PUBLIC_NAMES`` with the
+module that defines it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import tomllib
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+from _pytest.fixtures import FixtureFunctionDefinition
+
+import pytest_agentctx
+
+#: Every public name of the package, with the module that defines it.
+PUBLIC_NAMES: dict[str, str] = {
+    "ANY": "pytest_agentctx.matching",
+    "ARTIFACT_TOOLS": "pytest_agentctx.artifacts",
+    "Agent": "pytest_agentctx.runtime",
+    "AgentContext": "pytest_agentctx.context",
+    "AgentCtxError": "pytest_agentctx.exceptions",
+    "AgentDefinitionError": "pytest_agentctx.exceptions",
+    "AgentRuntime": "pytest_agentctx.runtime",
+    "AgentSnapshotAssertion": "pytest_agentctx.snapshot",
+    "AgentSnapshotExtension": "pytest_agentctx.snapshot",
+    "AllOf": "pytest_agentctx.matching",
+    "AnthropicMessagesProvider": "pytest_agentctx.providers",
+    "AnyOf": "pytest_agentctx.matching",
+    "ArtifactChanges": "pytest_agentctx.artifacts",
+    "ArtifactError": "pytest_agentctx.exceptions",
+    "ArtifactNotFound": "pytest_agentctx.exceptions",
+    "ArtifactPathError": "pytest_agentctx.exceptions",
+    "ArtifactRef": "pytest_agentctx.artifacts",
+    "ArtifactStore": "pytest_agentctx.artifacts",
+    "AssembledContext": "pytest_agentctx.assembly",
+    "BaselineComparison": "pytest_agentctx.gate",
+    "Budget": "pytest_agentctx.budgets",
+    "BudgetCheck": "pytest_agentctx.budgets",
+    "BudgetError": "pytest_agentctx.exceptions",
+    "CaptureError": "pytest_agentctx.exceptions",
+    "CapturedRuns": "pytest_agentctx.capture.runs",
+    "Cassette": "pytest_agentctx.cassettes.session",
+    "CassetteError": "pytest_agentctx.exceptions",
+    "CassetteFormatError": "pytest_agentctx.exceptions",
+    "CassetteMiss": "pytest_agentctx.exceptions",
+    "Clock": "pytest_agentctx.clock",
+    "CodecError": "pytest_agentctx.exceptions",
+    "CompensationRecord": "pytest_agentctx.failures",
+    "CompletedStep": "pytest_agentctx.failures",
+    "Completion": "pytest_agentctx.codecs.base",
+    "Contains": "pytest_agentctx.matching",
+    "ContextAssemblyError": "pytest_agentctx.exceptions",
+    "ContextAssemblyFailed": "pytest_agentctx.exceptions",
+    "ContextSource": "pytest_agentctx.assembly",
+    "ContextStateError": "pytest_agentctx.exceptions",
+    "ContextWindow": "pytest_agentctx.window",
+    "ContextWindowError": "pytest_agentctx.exceptions",
+    "ConversationError": "pytest_agentctx.exceptions",
+    "Delegation": "pytest_agentctx.subagents",
+    "Document": "pytest_agentctx.retrieval",
+    "Each": "pytest_agentctx.matching",
+    "EmptyHistory": "pytest_agentctx.exceptions",
+    "Exact": "pytest_agentctx.matching",
+    "Exchange": "pytest_agentctx.capture.exchange",
+    "Failure": "pytest_agentctx.failures",
+    "FakeLLM": "pytest_agentctx.fakes",
+    "FakeLLMError": "pytest_agentctx.exceptions",
+    "FakeModelCall": "pytest_agentctx.fakes",
+    "FakeToolCall": "pytest_agentctx.fakes",
+    "FakeTools": "pytest_agentctx.fakes",
+    "FakeToolsError": "pytest_agentctx.exceptions",
+    "FromRetrieval": "pytest_agentctx.assembly",
+    "FromState": "pytest_agentctx.assembly",
+    "FrozenClock": "pytest_agentctx.freeze",
+    "FrozenDict": "pytest_agentctx._seq",
+    "GateResult": "pytest_agentctx.gate",
+    "GateTolerance": "pytest_agentctx.gate",
+    "GeminiProvider": "pytest_agentctx.providers",
+    "History": "pytest_agentctx.history",
+    "HistoryError": "pytest_agentctx.exceptions",
+    "IdFactory": "pytest_agentctx.clock",
+    "InMemoryVectorStore": "pytest_agentctx.retrieval",
+    "Iteration": "pytest_agentctx.context",
+    "LastEntryNotUserMessage": "pytest_agentctx.exceptions",
+    "Like": "pytest_agentctx.matching",
+    "LocalArtifactStore": "pytest_agentctx.artifacts",
+    "LocatedCall": "pytest_agentctx.trajectory",
+    "LoopbackError": "pytest_agentctx.exceptions",
+    "LoopbackProvider": "pytest_agentctx.loopback",
+    "MaxIterationsExceeded": "pytest_agentctx.exceptions",
+    "Message": "pytest_agentctx.context",
+    "Mismatch": "pytest_agentctx.matching",
+    "MismatchError": "pytest_agentctx.exceptions",
+    "NetworkBlocked": "pytest_agentctx.exceptions",
+    "Not": "pytest_agentctx.matching",
+    "NotOneConversation": "pytest_agentctx.exceptions",
+    "Nowhere": "pytest_agentctx.matching",
+    "OpenAIChatProvider": "pytest_agentctx.providers",
+    "OpenAIResponsesProvider": "pytest_agentctx.providers",
+    "Pattern": "pytest_agentctx.matching",
+    "PatternError": "pytest_agentctx.exceptions",
+    "PersistenceError": "pytest_agentctx.exceptions",
+    "Predicate": "pytest_agentctx.matching",
+    "PriceTable": "pytest_agentctx.stats",
+    "PromptTemplateError": "pytest_agentctx.exceptions",
+    "PromptTemplates": "pytest_agentctx.prompts",
+    "Provider": "pytest_agentctx.providers",
+    "ProviderError": "pytest_agentctx.exceptions",
+    "Pruned": "pytest_agentctx.window",
+    "RandomIds": "pytest_agentctx.clock",
+    "RecordMode": "pytest_agentctx.cassettes.defaults",
+    "Regex": "pytest_agentctx.matching",
+    "RepeatError": "pytest_agentctx.exceptions",
+    "ReportError": "pytest_agentctx.exceptions",
+    "RunContext": "pytest_agentctx.tools",
+    "RunResult": "pytest_agentctx.runtime",
+    "RunStats": "pytest_agentctx.stats",
+    "SearchCall": "pytest_agentctx.retrieval",
+    "SearchResult": "pytest_agentctx.retrieval",
+    "Segment": "pytest_agentctx.assembly",
+    "Seq": "pytest_agentctx._seq",
+    "SequentialIds": "pytest_agentctx.clock",
+    "SnapshotError": "pytest_agentctx.exceptions",
+    "SnapshotOptions": "pytest_agentctx.snapshot",
+    "StaleCassette": "pytest_agentctx.exceptions",
+    "StepClock": "pytest_agentctx.clock",
+    "StepFailed": "pytest_agentctx.exceptions",
+    "SubAgent": "pytest_agentctx.subagents",
+    "SubAgentSummary": "pytest_agentctx.subagents",
+    "SystemClock": "pytest_agentctx.clock",
+    "Text": "pytest_agentctx.assembly",
+    "TiktokenCounter": "pytest_agentctx.window",
+    "Tool": "pytest_agentctx.tools",
+    "ToolCall": "pytest_agentctx.context",
+    "ToolDefinitionError": "pytest_agentctx.exceptions",
+    "ToolResult": "pytest_agentctx.context",
+    "ToolSpec": "pytest_agentctx.tools",
+    "TrackedArtifactStore": "pytest_agentctx.artifacts",
+    "Trajectory": "pytest_agentctx.trajectory",
+    "UnexpectedModelCall": "pytest_agentctx.exceptions",
+    "Unordered": "pytest_agentctx.matching",
+    "UnusedScriptedReplies": "pytest_agentctx.exceptions",
+    "Usage": "pytest_agentctx.codecs.base",
+    "VectorSearch": "pytest_agentctx.retrieval",
+    "VectorStoreError": "pytest_agentctx.exceptions",
+    "__version__": "pytest_agentctx",
+    "assemble": "pytest_agentctx.assembly",
+    "build_contexts": "pytest_agentctx.capture.runs",
+    "capture_contexts": "pytest_agentctx.capture.runs",
+    "compare_reports": "pytest_agentctx.gate",
+    "contexts_from_cassette": "pytest_agentctx.capture.runs",
+    "evaluate_gate": "pytest_agentctx.gate",
+    "list_artifacts": "pytest_agentctx.artifacts",
+    "load_report": "pytest_agentctx.report",
+    "load_run": "pytest_agentctx.persistence",
+    "matches": "pytest_agentctx.matching",
+    "mismatches": "pytest_agentctx.matching",
+    "nested_runs": "pytest_agentctx.trajectory",
+    "parse_summary": "pytest_agentctx.subagents",
+    "read_artifact": "pytest_agentctx.artifacts",
+    "render_html": "pytest_agentctx.report_html",
+    "run_stats": "pytest_agentctx.stats",
+    "save_run": "pytest_agentctx.persistence",
+    "tool": "pytest_agentctx.tools",
+    "tool_calls": "pytest_agentctx.trajectory",
+    "validate_sources": "pytest_agentctx.assembly",
+    "write_artifact": "pytest_agentctx.artifacts",
+}
+
+#: The ``pytest11`` entry point: pytest loads this module as the plugin ``agentctx``.
+ENTRY_POINT = ("agentctx", "pytest_agentctx.plugin")
+
+#: The hooks the plugin module gives pytest (by attribute name; some set a ``specname``).
+PLUGIN_HOOKS = [
+    "pytest_addoption",
+    "pytest_addoption_suites",
+    "pytest_assertrepr_compare",
+    "pytest_collection_modifyitems_order",
+    "pytest_collection_modifyitems_suites",
+    "pytest_configure",
+    "pytest_configure_suites",
+    "pytest_load_initial_conftests",
+    "pytest_pycollect_makeitem_asyncio",
+    "pytest_runtest_call",
+    "pytest_runtest_call_budget",
+    "pytest_runtest_makereport",
+    "pytest_runtest_makereport_repeat",
+    "pytest_runtest_protocol_release",
+    "pytest_runtest_protocol_repeat",
+    "pytest_runtest_protocol_serial",
+    "pytest_runtest_setup_budget",
+]
+
+#: The fixtures the plugin module defines (the public ones and its autouse ones).
+PLUGIN_FIXTURES = [
+    "_agentctx_cassette",
+    "_agentctx_prices",
+    "agent_cassette",
+    "agent_cassette_config",
+    "agent_context",
+    "agent_prices",
+    "agent_runtime",
+    "agent_snapshot",
+    "agent_snapshot_config",
+    "artifact_store",
+    "fake_llm",
+    "fake_tools",
+    "fake_vector_store",
+    "frozen_clock",
+]
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+async def test_all_lists_exactly_the_public_names() -> None:
+    listed = sorted(pytest_agentctx.__all__)
+
+    assert (listed, len(set(listed))) == (sorted(PUBLIC_NAMES), len(listed)), (
+        "pytest_agentctx.__all__ and PUBLIC_NAMES in tests/unit/test_public_names.py differ: "
+        "add a new public name to both (with its module), or restore the dropped one."
+    )
+
+
+@pytest.mark.parametrize(("name", "module"), sorted(PUBLIC_NAMES.items()))
+async def test_a_public_name_is_the_object_its_module_defines(name: str, module: str) -> None:
+    value = getattr(pytest_agentctx, name)
+
+    assert value is getattr(import_module(module), name)
+    if inspect.isclass(value) or inspect.isfunction(value):
+        assert value.__module__ == module
+
+
+async def test_the_entry_point_names_the_plugin_module() -> None:
+    entry_points = tomllib.loads(PYPROJECT.read_text())["project"]["entry-points"]["pytest11"]
+
+    assert entry_points == dict([ENTRY_POINT])
+
+
+async def test_pytest_loaded_the_entry_point_module_as_the_plugin(
+    pytestconfig: pytest.Config,
+) -> None:
+    name, module = ENTRY_POINT
+
+    assert pytestconfig.pluginmanager.get_plugin(name) is import_module(module)
+
+
+@pytest.mark.parametrize("hook", PLUGIN_HOOKS)
+async def test_the_plugin_module_has_its_hook(hook: str) -> None:
+    assert callable(getattr(import_module(ENTRY_POINT[1]), hook, None))
+
+
+@pytest.mark.parametrize("fixture", PLUGIN_FIXTURES)
+async def test_the_plugin_module_has_its_fixture(fixture: str) -> None:
+    # pytest finds a plugin's fixtures among the attributes of the module it registered
+    definition = getattr(import_module(ENTRY_POINT[1]), fixture, None)
+
+    assert isinstance(definition, FixtureFunctionDefinition)
