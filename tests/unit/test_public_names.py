@@ -219,11 +219,15 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 async def test_all_lists_exactly_the_public_names() -> None:
-    listed = sorted(pytest_agentctx.__all__)
+    listed = pytest_agentctx.__all__
+    added = sorted(set(listed) - set(PUBLIC_NAMES))
+    dropped = sorted(set(PUBLIC_NAMES) - set(listed))
+    twice = sorted(name for name in set(listed) if listed.count(name) > 1)
 
-    assert (listed, len(set(listed))) == (sorted(PUBLIC_NAMES), len(listed)), (
-        "pytest_agentctx.__all__ and PUBLIC_NAMES in tests/unit/test_public_names.py differ: "
-        "add a new public name to both (with its module), or restore the dropped one."
+    assert (added, dropped, twice) == ([], [], []), (
+        "pytest_agentctx.__all__ and PUBLIC_NAMES in tests/unit/test_public_names.py differ "
+        "(added, dropped, listed twice): put a new public name in PUBLIC_NAMES with the module "
+        "that defines it, or restore the dropped one."
     )
 
 
