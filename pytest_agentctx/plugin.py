@@ -204,7 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     secrets = SessionSecrets(config.stash[_CASSETTE_SETTINGS_KEY].secret_env)
     config.stash[_SECRETS_KEY] = secrets
-    secrets.outer = set_active(secrets.redactor)
+    secrets.outer = set_active(secrets)  # the redactor is made when first asked for
     config.addinivalue_line(
         "markers",
         "agent(**options): an agent test; options configure pytest-agentctx for this test.",
@@ -696,7 +696,7 @@ def _test_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         prices=item.stash.get(_PRICES_KEY, None) or config_prices,
         contexts=contexts,
         measured=measured,
-        redactor=_redactor_of(item),
+        redactor=_redactor_of(item) if runs or _REDACTOR_KEY in item.stash else None,
     )
 
 
@@ -998,7 +998,7 @@ def pytest_runtest_protocol_release(
                 del item.stash[key]
         from .redaction import set_active
 
-        set_active(item.config.stash[_SECRETS_KEY].redactor)
+        set_active(item.config.stash[_SECRETS_KEY])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -25,46 +25,56 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
-
 if TYPE_CHECKING:
     import pytest
 
+    from .cassettes.redact import Redactor
+
 __all__ = [
-    "REDACTED_NOTE",
     "SessionSecrets",
     "active",
     "redact",
     "redact_lines",
     "redact_report",
+    "redacted_note",
     "set_active",
     "shows_secret",
 ]
 
 T = TypeVar("T")
 
-#: The line added to an explanation in which a secret was replaced.
-REDACTED_NOTE = (
-    f"(secrets are shown as {REDACTED}: two values that differ only inside a secret look "
-    "the same here)"
-)
-
 
 class SessionSecrets:
     """The secrets of a test session, and the redactor of each test made from them.
 
-    ``redactor`` knows the values of the secret environment variables (``env``) and every
-    value learned from traffic so far (:meth:`absorb`); :meth:`for_test` makes a test's
-    redactor that also knows the test's own ``redact_values``.
+    ``redactor`` knows the values of the secret environment variables (the default ones
+    and ``secret_env``) and every value learned from traffic so far (:meth:`absorb`);
+    :meth:`for_test` makes a test's redactor that also knows the test's own
+    ``redact_values``. Nothing is read or built before a redactor is asked for, so a
+    session that never needs one pays nothing at start-up.
     """
 
     def __init__(self, secret_env: Iterable[str] = ()) -> None:
-        self.env: tuple[str, ...] = (*DEFAULT_SECRET_ENV, *secret_env)
+        self.secret_env = tuple(secret_env)
         self._learned: set[str] = set()
-        self.redactor = Redactor(env=self.env)
-        #: The redactor that was active before this session's (an outer session's, when
-        #: pytest runs inside pytest), active again when this session ends.
-        self.outer: Redactor | None = None
+        self._redactor: Redactor | None = None
+        #: What was active before this session (an outer session's redactor or secrets,
+        #: when pytest runs inside pytest): active again when this session ends.
+        self.outer: Redactor | SessionSecrets | None = None
+
+    @property
+    def env(self) -> tuple[str, ...]:
+        """The names of the secret environment variables."""
+        from .cassettes.redact import DEFAULT_SECRET_ENV
+
+        return (*DEFAULT_SECRET_ENV, *self.secret_env)
+
+    @property
+    def redactor(self) -> Redactor:
+        """The session's redactor: the secret environment values and the learned ones."""
+        if self._redactor is None:
+            self._redactor = self.for_test()
+        return self._redactor
 
     @property
     def learned(self) -> tuple[str, ...]:
@@ -73,6 +83,8 @@ class SessionSecrets:
 
     def for_test(self, extra_values: Iterable[str] = ()) -> Redactor:
         """A redactor of the session's secrets and ``extra_values`` (a test's own)."""
+        from .cassettes.redact import Redactor
+
         return Redactor(env=self.env, extra_values=(*extra_values, *self.learned))
 
     def absorb(self, redactor: Redactor, own: Iterable[str] = ()) -> None:
@@ -82,23 +94,37 @@ class SessionSecrets:
         new = {value for value in redactor.secret_values if value not in known} - self._learned
         if new:
             self._learned |= new
-            self.redactor = Redactor(env=self.env, extra_values=self.learned)
+            self._redactor = None  # made again, with the new values, when next asked for
 
 
-#: The redactor of what runs now (the running test's, or the session's between tests).
-_active: Redactor | None = None
+#: What redacts now: the running test's redactor, or the session's secrets between tests.
+_active: Redactor | SessionSecrets | None = None
 
 
 def active() -> Redactor | None:
-    """The redactor of the test running now (``None`` outside a pytest session)."""
+    """The redactor of the test running now, or the session's between tests (``None``
+    outside a pytest session)."""
+    if isinstance(_active, SessionSecrets):
+        return _active.redactor
     return _active
 
 
-def set_active(redactor: Redactor | None) -> Redactor | None:
-    """Make ``redactor`` the active one; returns the one it replaces."""
+def set_active(source: Redactor | SessionSecrets | None) -> Redactor | SessionSecrets | None:
+    """Make ``source`` (a test's redactor, or the session's secrets) the active one;
+    returns the one it replaces."""
     global _active
-    previous, _active = _active, redactor
+    previous, _active = _active, source
     return previous
+
+
+def redacted_note() -> str:
+    """The line added to an explanation in which a secret was replaced."""
+    from .cassettes.redact import REDACTED
+
+    return (
+        f"(secrets are shown as {REDACTED}: two values that differ only inside a secret "
+        "look the same here)"
+    )
 
 
 def shows_secret(text: str, redactor: Redactor) -> bool:
@@ -207,7 +233,7 @@ def redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
     are shown as ``REDACTED`` (two values that differ only in a secret then look alike)."""
     scrubbed = [redactor.text(line) for line in lines]
     if scrubbed != lines:
-        scrubbed.append(REDACTED_NOTE)
+        scrubbed.append(redacted_note())
     return scrubbed
 
 

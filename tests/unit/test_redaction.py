@@ -12,11 +12,11 @@ from pytest_agentctx import AgentContext, Message
 from pytest_agentctx._seq import FrozenDict, Seq
 from pytest_agentctx.cassettes import Redactor
 from pytest_agentctx.redaction import (
-    REDACTED_NOTE,
     SessionSecrets,
     redact,
     redact_lines,
     redact_report,
+    redacted_note,
 )
 
 SECRET = "sk-unit-redaction-7b3e9a"
@@ -133,7 +133,7 @@ async def test_lines_with_a_secret_are_scrubbed_and_say_so() -> None:
     assert redact_lines(lines, _redactor()) == [
         "1 mismatch:",
         "  content: 'REDACTED' != 'x'",
-        REDACTED_NOTE,
+        redacted_note(),
     ]
 
 
