@@ -306,6 +306,11 @@ class _Builder:
         self.non_llm: list[Exchange] = []
         self.reasons: list[str] = []
         self.events = 0
+        #: Background responses (OpenAI Responses ``background: true``) not done yet, by
+        #: id: the conversation that asked, its codec and the request's model.
+        self.background: dict[str, tuple[Conversation, Codec, str | None]] = {}
+        #: Compaction items (by id) returned for a conversation's history.
+        self.compactions: dict[str, Conversation] = {}
         self._child_first_request: tuple[_Iteration, Conversation] | None = None
 
     # -- one exchange --------------------------------------------------------------
@@ -313,7 +318,8 @@ class _Builder:
     def add(self, exchange: Exchange) -> None:
         codec = codec_for_path(exchange.path) if exchange.method == "POST" else None
         if codec is None:
-            self._skip(exchange, "not a model endpoint")
+            if not (self._retrieval(exchange) or self._compaction(exchange)):
+                self._skip(exchange, "not a model endpoint")
             return
         body = exchange.request_json()
         items_key, system_keys = _ITEMS[codec.name]
@@ -385,7 +391,7 @@ class _Builder:
             ]
             if candidates:
                 return candidates, length
-        return [], 0
+        return self._after_compaction(wire_format, items)
 
     def _unindex(self, conversation: Conversation) -> None:
         length, key = conversation.last_key
@@ -491,10 +497,7 @@ class _Builder:
         request_model: str | None,
         stream: bool,
     ) -> None:
-        at = self.clock.now()
-        self.events += 1
-        conversation.last_event = self.events
-        conversation._last_time = at
+        at = self._reply_time(conversation)
         iteration = conversation.iterations[-1]
         completion: Completion | None = None
         error: dict[str, Any] | None = None
@@ -511,6 +514,31 @@ class _Builder:
             iteration.metadata["errors"] = errors
             conversation.last_ok = False
             return
+        conversation.last_ok = True
+        if _in_background(completion) and completion.response_id:
+            # Answered later: the retrieval that finds it done brings the reply.
+            self.background[completion.response_id] = (conversation, codec, request_model)
+            return
+        self._reply(conversation, codec, completion, request_model, at)
+
+    def _reply_time(self, conversation: Conversation) -> datetime:
+        """Read the clock for a reply of ``conversation`` (its last event so far)."""
+        at = self.clock.now()
+        self.events += 1
+        conversation.last_event = self.events
+        conversation._last_time = at
+        return at
+
+    def _reply(
+        self,
+        conversation: Conversation,
+        codec: Codec,
+        completion: Completion,
+        request_model: str | None,
+        at: datetime,
+    ) -> None:
+        """The model's reply ``completion`` closes the last request of ``conversation``."""
+        iteration = conversation.iterations[-1]
         metadata = completion.metadata()
         metadata["provider"] = _PROVIDERS[codec.name]
         metadata["model"] = completion.model or request_model
@@ -530,10 +558,73 @@ class _Builder:
             iteration.completed_at = at
         conversation.pending = {call.id: call for call in calls}
         conversation.waits_for_tools = bool(calls) and completion.stop_reason not in _FINAL_STOPS
-        conversation.last_ok = True
         if completion.response_id:
             conversation.last_response_id = completion.response_id
             self.by_response[completion.response_id] = conversation
+
+    # -- OpenAI Responses compaction -----------------------------------------------
+
+    def _compaction(self, exchange: Exchange) -> bool:
+        """Take ``exchange`` if it compacts a conversation's history
+        (``POST .../responses/compact``): the compaction items it returns stand for that
+        history, so a request that sends one back continues the conversation."""
+        if exchange.method != "POST" or not exchange.path.rstrip("/").endswith(
+            "/responses/compact"
+        ):
+            return False
+        body, reply = exchange.request_json(), exchange.response_json()
+        items = body.get("input") if isinstance(body, Mapping) else None
+        output = reply.get("output") if isinstance(reply, Mapping) else None
+        if exchange.status >= 400 or not isinstance(items, list) or not isinstance(output, list):
+            return False
+        system = (_canonical(body.get("instructions")),)
+        candidates, _ = self._find("openai_responses", body, items, system)
+        if not candidates:
+            return False
+        for item in output:
+            key = _compaction_key(item)
+            if key is not None:
+                self.compactions[key] = candidates[0]
+        self._skip(exchange, f"compacts the history of conversation {candidates[0].number}")
+        return True
+
+    def _after_compaction(
+        self, wire_format: str, items: list[Any]
+    ) -> tuple[list[Conversation], int]:
+        """The conversation whose compacted history ``items`` sends back, and the position
+        of the items after the compaction item (the new ones)."""
+        for position, item in enumerate(items):
+            found = self.compactions.get(_compaction_key(item) or "")
+            if found is not None and found.wire_format == wire_format:
+                return [found], position + 1
+        return [], 0
+
+    # -- OpenAI Responses in the background ----------------------------------------
+
+    def _retrieval(self, exchange: Exchange) -> bool:
+        """Take ``exchange`` if it retrieves a background response a conversation waits for
+        (``GET .../responses/<id>``): its reply once done, else a poll (non-LLM)."""
+        segments = exchange.path.rstrip("/").split("/")
+        if exchange.method != "GET" or len(segments) < 2 or segments[-2] != "responses":
+            return False
+        waiting = self.background.get(segments[-1])
+        if waiting is None:
+            return False
+        conversation, codec, request_model = waiting
+        completion: Completion | None = None
+        if exchange.status < 400:
+            stream = exchange.response is not None and "sse" in exchange.response
+            try:
+                completion = _decode_reply(codec, exchange, stream)
+            except _UNREADABLE:
+                completion = None
+        if completion is None or _in_background(completion):
+            state = completion.stop_reason if completion is not None else f"{exchange.status}"
+            self._skip(exchange, f"a poll of background response {segments[-1]} ({state})")
+            return True
+        del self.background[segments[-1]]
+        self._reply(conversation, codec, completion, request_model, self._reply_time(conversation))
+        return True
 
 
 def _choose(
@@ -551,6 +642,27 @@ def _choose(
             not c.pending,
             c.number,
         ),
+    )
+
+
+def _compaction_key(item: Any) -> str | None:
+    """The id of an OpenAI Responses ``compaction`` item, else ``None``."""
+    if isinstance(item, Mapping) and item.get("type") == "compaction":
+        key = item.get("id") or item.get("encrypted_content")
+        return key if isinstance(key, str) else None
+    return None
+
+
+#: Statuses of an OpenAI Responses reply that is still being made (``background: true``).
+_UNFINISHED = frozenset({"queued", "in_progress"})
+
+
+def _in_background(completion: Completion) -> bool:
+    """Whether ``completion`` is a background response not done yet (no output so far)."""
+    return (
+        completion.stop_reason in _UNFINISHED
+        and completion.content is None
+        and not completion.tool_calls
     )
 
 

@@ -112,6 +112,43 @@ def encode_request(
     return body
 
 
+#: What separates the text blocks of a reply that other blocks (server tool calls and their
+#: results, thinking, tool calls) stand between.
+PARAGRAPH = "\n\n"
+
+
+class _ReplyText:
+    """The text of an assistant turn, from its blocks in order.
+
+    Adjacent text blocks are one text cut in pieces (a reply that cites sources cuts a
+    sentence at each citation): they are joined as they are. Text blocks that other blocks
+    stand between (``Let me search.`` [web search] ``Found it.``) are separate paragraphs:
+    they are joined with :data:`PARAGRAPH`.
+    """
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.apart = False
+
+    def text(self, piece: str) -> None:
+        if self.pieces and self.apart:
+            self.pieces.append(PARAGRAPH)
+        self.pieces.append(piece)
+        self.apart = False
+
+    def other(self) -> None:
+        self.apart = True
+
+    def joined(self) -> str | None:
+        """The text, or ``None`` when the turn has no text block."""
+        return "".join(self.pieces) if self.pieces else None
+
+
+def _server_tool(block: Mapping[str, Any], raw_input: Any) -> dict[str, Any]:
+    """A ``server_tool_use`` block (web search, code execution) as a server tool entry."""
+    return {"id": block.get("id"), "name": block.get("name"), "input": parse_arguments(raw_input)}
+
+
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -158,6 +195,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
             messages.append({"role": role, "content": content})
             continue
         texts: list[str] = []
+        reply = _ReplyText()
         calls: list[dict[str, Any]] = []
         for block in content or []:
             if not isinstance(block, Mapping):
@@ -168,7 +206,10 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
             kind = block.get("type")
             if kind == "text":
                 texts.append(block.get("text", ""))
-            elif kind == "tool_use":
+                reply.text(block.get("text", ""))
+                continue
+            reply.other()
+            if kind == "tool_use":
                 calls.append(
                     {
                         "id": block.get("id", ""),
@@ -186,7 +227,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
                     message["is_error"] = True
                 messages.append(message)
         if role == "assistant":
-            assistant: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+            assistant: dict[str, Any] = {"role": "assistant", "content": reply.joined() or None}
             if calls:
                 assistant["tool_calls"] = calls
             messages.append(assistant)
@@ -221,15 +262,20 @@ def _decode_usage(usage_data: Any) -> Usage | None:
 def decode_response(body: Mapping[str, Any]) -> Completion:
     """A Messages response body as a :class:`Completion`."""
     blocks = require(body, "content", list, "anthropic_messages.decode_response")
-    texts: list[str] = []
+    texts = _ReplyText()
     calls: list[ToolCall] = []
     reasoning: list[dict[str, Any]] = []
+    server_tools: list[dict[str, Any]] = []
     for block in blocks:
         kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text":
+            texts.text(block.get("text", ""))
+            continue
+        texts.other()
         if kind in _THINKING:
             reasoning.append(dict(block))
-        elif kind == "text":
-            texts.append(block.get("text", ""))
+        elif kind == "server_tool_use":
+            server_tools.append(_server_tool(block, block.get("input")))
         elif kind == "tool_use":
             calls.append(
                 ToolCall(
@@ -239,13 +285,14 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
                 )
             )
     return Completion(
-        content="".join(texts) if texts else None,
+        content=texts.joined(),
         tool_calls=tuple(calls),
         model=body.get("model"),
         usage=_decode_usage(body.get("usage")),
         stop_reason=body.get("stop_reason"),
         response_id=body.get("id"),
         reasoning=tuple(reasoning),
+        server_tools=tuple(server_tools),
     )
 
 
@@ -401,44 +448,43 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
                     f"{where}: a delta for content block {index}, which never started. "
                     "Is the stream complete and in order?"
                 )
-            if delta.get("type") == "text_delta":
-                parts[index].append(delta.get("text", ""))
-            elif delta.get("type") == "thinking_delta":
-                parts[index].append(delta.get("thinking", ""))
-            elif delta.get("type") == "signature_delta":
-                blocks[index]["signature"] = (blocks[index].get("signature") or "") + delta.get(
-                    "signature", ""
-                )
-            elif delta.get("type") == "input_json_delta":
-                parts[index].append(delta.get("partial_json", ""))
+            _add_delta(blocks[index], parts[index], delta)
         elif kind == "message_delta":
             stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
             usage_data.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    reasoning: list[dict[str, Any]] = []
-    for index, block in sorted(blocks.items()):
-        joined = "".join(parts[index])
-        if block.get("type") == "thinking":
-            reasoning.append({**block, "thinking": block.get("thinking", "") + joined})
-        elif block.get("type") == "redacted_thinking":
-            reasoning.append(block)
-        elif block.get("type") == "text":
-            texts.append(block.get("text", "") + joined)
-        elif block.get("type") == "tool_use":
-            calls.append(
-                ToolCall(
-                    id=block.get("id") or "",
-                    name=block.get("name", ""),
-                    arguments=parse_arguments(joined or block.get("input")),
-                )
-            )
-    return Completion(
-        content="".join(texts) if texts else None,
-        tool_calls=tuple(calls),
-        model=message.get("model"),
-        usage=_decode_usage(usage_data) if usage_data else None,
-        stop_reason=stop_reason,
-        response_id=message.get("id"),
-        reasoning=tuple(reasoning),
+    finished = [_finished(block, "".join(parts[index])) for index, block in sorted(blocks.items())]
+    return decode_response(
+        {
+            "content": finished,
+            "model": message.get("model"),
+            "usage": usage_data or None,
+            "stop_reason": stop_reason,
+            "id": message.get("id"),
+        }
     )
+
+
+def _add_delta(block: dict[str, Any], parts: list[str], delta: Mapping[str, Any]) -> None:
+    """One ``content_block_delta`` of ``block``: text, thinking and tool input pieces go to
+    ``parts``; a signature is added to the block."""
+    kind = delta.get("type")
+    if kind == "text_delta":
+        parts.append(delta.get("text", ""))
+    elif kind == "thinking_delta":
+        parts.append(delta.get("thinking", ""))
+    elif kind == "signature_delta":
+        block["signature"] = (block.get("signature") or "") + delta.get("signature", "")
+    elif kind == "input_json_delta":
+        parts.append(delta.get("partial_json", ""))
+
+
+def _finished(block: Mapping[str, Any], joined: str) -> dict[str, Any]:
+    """A streamed content block with its deltas ``joined`` in, as a reply holds it."""
+    kind = block.get("type")
+    if kind == "text":
+        return {**block, "text": block.get("text", "") + joined}
+    if kind == "thinking":
+        return {**block, "thinking": block.get("thinking", "") + joined}
+    if kind in ("tool_use", "server_tool_use"):
+        return {**block, "input": parse_arguments(joined or block.get("input"))}
+    return dict(block)

@@ -55,12 +55,18 @@ class Completion:
     response_id: str | None = None
     #: Provider reasoning items returned with the reply, verbatim (see Message.reasoning).
     reasoning: tuple[dict[str, Any], ...] = ()
+    #: Tools the provider ran itself while making the reply (web search, code execution),
+    #: in order, each ``{"id": ..., "name": ..., "input": {...}}`` (``id`` when the provider
+    #: gives one). No tool result of the client answers them: they are no tool calls.
+    server_tools: tuple[dict[str, Any], ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         """What the runtime records in the iteration's metadata for this call."""
         data: dict[str, Any] = {"model": self.model, "stop_reason": self.stop_reason}
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.server_tools:
+            data["server_tools"] = [dict(tool) for tool in self.server_tools]
         return data
 
 

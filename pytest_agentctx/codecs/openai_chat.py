@@ -103,8 +103,23 @@ def _content_text(content: Any) -> str | None:
     return str(content)
 
 
+def _separate_texts(content: Any) -> list[str]:
+    """The text parts of a content array, each on its own."""
+    if not isinstance(content, list):
+        return []
+    return [
+        part.get("text", "")
+        for part in content
+        if isinstance(part, Mapping) and part.get("type") in ("text", "input_text")
+    ]
+
+
 def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
-    """A chat completions request body in neutral form."""
+    """A chat completions request body in neutral form.
+
+    The text parts of a user or system message's content array stay apart: each is a
+    message of its own, in order (as if the client had sent one message per part).
+    """
     raw_messages = require(body, "messages", list, "openai_chat.decode_request")
     messages: list[dict[str, Any]] = []
     for index, raw in enumerate(raw_messages):
@@ -116,6 +131,10 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
         role = raw.get("role")
         if role == "developer":
             role = "system"
+        parts = _separate_texts(raw.get("content")) if role in ("user", "system") else []
+        if len(parts) > 1:
+            messages.extend({"role": role, "content": text} for text in parts)
+            continue
         message: dict[str, Any] = {"role": role, "content": _content_text(raw.get("content"))}
         if role == "assistant" and raw.get("tool_calls"):
             message["tool_calls"] = [
@@ -162,14 +181,23 @@ def _decode_usage(usage_data: Any) -> Usage | None:
 
 
 def decode_response(body: Mapping[str, Any]) -> Completion:
-    """A chat completions response body as a :class:`Completion`."""
+    """A chat completions response body as a :class:`Completion`.
+
+    The tools a provider ran itself and lists in the message's ``executed_tools`` (Groq's
+    compound models: web search, code execution) are its server tools.
+    """
     choices = require(body, "choices", list, "openai_chat.decode_response")
     if not choices:
         raise CodecError(
             "openai_chat.decode_response: 'choices' is empty; the response holds no reply."
         )
     choice = choices[0]
-    message = require(choice, "message", Mapping, "openai_chat.decode_response choices[0]")
+    if isinstance(choice, Mapping) and choice.get("finish_reason") == "content_filter":
+        # A choice that ended before any message: Azure OpenAI's content filter stops it
+        # with finish_reason "content_filter" and no message at all.
+        message: Mapping[str, Any] = choice.get("message") or {}
+    else:
+        message = require(choice, "message", Mapping, "openai_chat.decode_response choices[0]")
     calls = tuple(
         _decode_tool_call(call, f"openai_chat.decode_response choices[0].message.tool_calls[{i}]")
         for i, call in enumerate(message.get("tool_calls") or [])
@@ -181,6 +209,11 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
         usage=_decode_usage(body.get("usage")),
         stop_reason=choice.get("finish_reason"),
         response_id=body.get("id"),
+        server_tools=tuple(
+            {"name": tool.get("type"), "input": parse_arguments(tool.get("arguments"))}
+            for tool in message.get("executed_tools") or ()
+            if isinstance(tool, Mapping)
+        ),
     )
 
 

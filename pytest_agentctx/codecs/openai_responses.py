@@ -114,8 +114,23 @@ def encode_request(
     return body
 
 
+def _separate_texts(content: Any) -> list[str]:
+    """The text parts of a content array, each on its own."""
+    if not isinstance(content, list):
+        return []
+    return [
+        part.get("text") or ""
+        for part in content
+        if isinstance(part, Mapping) and part.get("type") in ("input_text", "output_text", "text")
+    ]
+
+
 def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
-    """A Responses request body in neutral form (reasoning items join the assistant)."""
+    """A Responses request body in neutral form (reasoning items join the assistant).
+
+    The text parts of a user, system or developer message stay apart: each is a message of
+    its own, in order (as if the client had sent one message per part).
+    """
     raw_input = body.get("input")
     if raw_input is None:
         raise CodecError(
@@ -147,7 +162,11 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
                 target["content"] = (target["content"] or "") + (text or "")
                 continue
             assistant = None
-            messages.append({"role": role, "content": _text_parts(item.get("content"))})
+            parts = _separate_texts(item.get("content"))
+            if len(parts) > 1:
+                messages.extend({"role": role, "content": text} for text in parts)
+            else:
+                messages.append({"role": role, "content": _text_parts(item.get("content"))})
         elif kind == "reasoning":
             current_assistant().setdefault("reasoning", []).append(dict(item))
         elif kind == "function_call":
@@ -191,15 +210,40 @@ def _decode_usage(data: Any) -> Usage | None:
     )
 
 
+#: Output items of the tools OpenAI runs itself, by the name they get as server tools, and
+#: the fields that say what each was asked (the results stay out).
+_SERVER_CALLS = {
+    "web_search_call": ("web_search", ("action",)),
+    "file_search_call": ("file_search", ("queries",)),
+    "code_interpreter_call": ("code_interpreter", ("code", "container_id")),
+    "image_generation_call": ("image_generation", ()),
+    "mcp_call": ("mcp", ("server_label", "name", "arguments")),
+}
+
+
+def _server_tool(item: Mapping[str, Any]) -> dict[str, Any]:
+    name, fields = _SERVER_CALLS[item["type"]]
+    asked: dict[str, Any] = {}
+    for key in fields:
+        if key in item:
+            value = item[key]
+            asked.update(value if key == "action" and isinstance(value, Mapping) else {key: value})
+    return {"id": item.get("id"), "name": name, "input": asked}
+
+
 def decode_response(body: Mapping[str, Any]) -> Completion:
-    """A Responses response body as a :class:`Completion`."""
+    """A Responses response body as a :class:`Completion` (the calls of the tools OpenAI
+    runs itself, such as ``web_search_call``, as its server tools)."""
     output = require(body, "output", list, "openai_responses.decode_response")
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[dict[str, Any]] = []
+    server_tools: list[dict[str, Any]] = []
     for item in output:
         kind = item.get("type") if isinstance(item, Mapping) else None
-        if kind == "message":
+        if kind in _SERVER_CALLS:
+            server_tools.append(_server_tool(item))
+        elif kind == "message":
             texts.append(_text_parts(item.get("content")) or "")
         elif kind == "function_call":
             calls.append(
@@ -220,6 +264,7 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
         stop_reason=("tool_calls" if calls else status) if status == "completed" else status,
         response_id=body.get("id"),
         reasoning=tuple(reasoning),
+        server_tools=tuple(server_tools),
     )
 
 

@@ -1,14 +1,18 @@
 """Other tools' cassettes replay through the current ``openai`` and ``anthropic`` SDKs.
 
-The compatibility corpus (``shared/corpus/`` beside the checkout; its ``MANIFEST.md`` names
-the source of every file) holds 36 vcrpy YAML cassettes recorded against the real APIs by
-pydantic-ai, simonw/llm, crewAI, LangSmith, OpenLLMetry, OpenInference and
-OpenTelemetry: gzip ``!!binary`` bodies, pydantic-ai's ``parsed_body``, pretty-printed
-bodies, server-sent events, 204s and error statuses.
+Two corpora of vcrpy YAML cassettes recorded against the real APIs, each with a
+``MANIFEST.md`` that names the source of every file: the shared compatibility corpus
+(``shared/corpus/`` beside the checkout: pydantic-ai, simonw/llm, crewAI, LangSmith,
+OpenLLMetry, OpenInference and OpenTelemetry; gzip ``!!binary`` bodies, pydantic-ai's
+``parsed_body``, pretty-printed bodies, server-sent events, 204s and error statuses) and
+this repository's own ``tests/integration/corpus/`` (Azure OpenAI, OpenAI-compatible
+providers under their own paths, prompt caching, server tools, background responses,
+compaction and the endpoints beside the model endpoints).
 
 For every file, each recorded request is rebuilt as the SDK call that sends it (the
 recorded JSON body as the call's arguments; body fields the SDK method has no argument
-for go through ``extra_body``, as a user's code would pass them) and answered by a
+for go through ``extra_body``, as a user's code would pass them), with a client whose base
+URL is the recorded one (``AzureOpenAI`` for an Azure deployment), and answered by a
 :class:`Cassette` in replay mode while a :class:`NetworkGuard` refuses every connection.
 Every interaction must be used, in order, with no miss; error statuses surface as the
 SDK's own ``APIStatusError`` subclass; every chat completions, Responses or Messages reply
@@ -21,7 +25,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,6 +42,9 @@ from pytest_agentctx.codecs import Completion, codec_for_path
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))
+#: This repository's own corpus (always present).
+OWN_CORPUS = Path(__file__).resolve().parent / "corpus"
+OWN_FILES = sorted(OWN_CORPUS.glob("*.yaml"))
 SKIP_REASON = (
     f"the cassette corpus is not at {CORPUS}; it is checked out as shared/corpus beside "
     "the repository (as in CI)"
@@ -45,6 +52,7 @@ SKIP_REASON = (
 PARAMS = [pytest.param(path, id=path.name) for path in FILES] or [
     pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=SKIP_REASON))
 ]
+OWN_PARAMS = [pytest.param(path, id=f"own-{path.name}") for path in OWN_FILES]
 
 #: The SDKs' exception class for each recorded error status (same names in both SDKs;
 #: 5xx statuses raise InternalServerError).
@@ -63,29 +71,50 @@ SDK_OPTIONS = frozenset({"extra_body", "extra_headers", "extra_query", "timeout"
 
 @dataclass
 class Clients:
-    """One client per API the corpus talks to (all sync or all async)."""
+    """The clients the corpus talks through (all sync or all async): one per base URL."""
 
-    openai: openai.OpenAI | openai.AsyncOpenAI
-    openrouter: openai.OpenAI | openai.AsyncOpenAI
-    anthropic: anthropic.Anthropic | anthropic.AsyncAnthropic
+    asynchronous: bool
     http: httpx2.Client | httpx2.AsyncClient
+    made: dict[tuple[str, ...], Any] = field(default_factory=dict)
 
     @classmethod
     def make(cls, *, asynchronous: bool) -> Clients:
-        openai_client = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-        anthropic_client = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return cls(
-            openai=openai_client(
-                api_key="sk-test", base_url="https://api.openai.com/v1", max_retries=0
-            ),
-            openrouter=openai_client(
-                api_key="sk-test", base_url="https://openrouter.ai/api/v1", max_retries=0
-            ),
-            anthropic=anthropic_client(
-                api_key="sk-test", base_url="https://api.anthropic.com", max_retries=0
-            ),
-            http=httpx2.AsyncClient() if asynchronous else httpx2.Client(),
+        return cls(asynchronous, httpx2.AsyncClient() if asynchronous else httpx2.Client())
+
+    def openai_at(self, base_url: str) -> Any:
+        """An ``openai`` client of the API at ``base_url`` (OpenAI or a compatible one)."""
+        kind = openai.AsyncOpenAI if self.asynchronous else openai.OpenAI
+        return self._client(("openai", base_url), kind, base_url=base_url)
+
+    def azure_deployment(self, endpoint: str, deployment: str, api_version: str) -> Any:
+        """An ``AzureOpenAI`` client of one deployment."""
+        kind = openai.AsyncAzureOpenAI if self.asynchronous else openai.AzureOpenAI
+        return self._client(
+            ("azure", endpoint, deployment, api_version),
+            kind,
+            azure_endpoint=endpoint,
+            azure_deployment=deployment,
+            api_version=api_version,
         )
+
+    def anthropic_at(self, base_url: str) -> Any:
+        kind = anthropic.AsyncAnthropic if self.asynchronous else anthropic.Anthropic
+        return self._client(("anthropic", base_url), kind, base_url=base_url)
+
+    def _client(self, key: tuple[str, ...], kind: Any, **options: Any) -> Any:
+        if key not in self.made:
+            self.made[key] = kind(api_key="sk-test", max_retries=0, **options)
+        return self.made[key]
+
+    def close(self) -> None:
+        for client in self.made.values():
+            client.close()
+        self.http.close()  # type: ignore[union-attr]
+
+    async def aclose(self) -> None:
+        for client in self.made.values():
+            await client.close()
+        await self.http.aclose()  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +125,7 @@ def clients() -> Iterator[Clients]:
     try:
         yield made
     finally:
-        for client in (made.openai, made.openrouter, made.anthropic, made.http):
-            client.close()
+        made.close()
 
 
 # -- building the SDK call of a recorded request -------------------------------------
@@ -128,39 +156,90 @@ class Call:
     stream: bool
 
 
-def _call(clients: Clients, interaction: Interaction) -> Call:
+#: Where an OpenAI-style API's own path begins: the base URL is what comes before it.
+_OPENAI_ENDPOINT = re.compile(
+    r"^(?P<base>.*?)(?P<endpoint>/(?:chat/completions|responses|embeddings|assistants|threads"
+    r"|traces)(?:/.*)?)$"
+)
+#: The typed method of each OpenAI endpoint: (codec name or "typed", attribute path).
+_OPENAI_METHODS = {
+    ("POST", "/chat/completions"): ("openai_chat", ("chat", "completions", "create")),
+    ("POST", "/responses"): ("openai_responses", ("responses", "create")),
+    ("POST", "/responses/compact"): ("typed", ("responses", "compact")),
+    ("POST", "/responses/input_tokens"): ("typed", ("responses", "input_tokens", "count")),
+    ("POST", "/embeddings"): ("typed", ("embeddings", "create")),
+}
+
+
+def _raw_method(client: Any, names: tuple[str, ...]) -> Any:
+    """``client.a.b.with_raw_response.c`` for the attribute path ``(a, b, c)``."""
+    resource = client
+    for name in names[:-1]:
+        resource = getattr(resource, name)
+    return getattr(resource.with_raw_response, names[-1])
+
+
+def _http_call(clients: Clients, interaction: Interaction) -> Call:
+    """The recorded request sent as it is (another provider's API, a file upload)."""
+    content = body_bytes(interaction.request_body) if interaction.request_body else None
+    method, url = interaction.method, interaction.url
+    return Call(
+        lambda: clients.http.request(method, url, content=content), None, "http", stream=False
+    )
+
+
+def _anthropic_call(clients: Clients, interaction: Interaction, body: Any, stream: bool) -> Call:
     parts = urlsplit(interaction.url)
-    host, path = parts.hostname or "", parts.path
-    body = _json_body(interaction)
-    stream = isinstance(body, dict) and bool(body.get("stream"))
-    if host == "generativelanguage.googleapis.com":
-        return Call(
-            lambda: clients.http.post(interaction.url, json=body), None, "http", stream=False
-        )
-    if host == "api.anthropic.com" and path == "/v1/messages":
-        beta = ("beta", "true") in parse_qsl(parts.query)
-        resource = clients.anthropic.beta.messages if beta else clients.anthropic.messages
+    client = clients.anthropic_at(f"{parts.scheme}://{parts.netloc}")
+    beta = ("beta", "true") in parse_qsl(parts.query)
+    resource = client.beta.messages if beta else client.messages
+    if interaction.method == "POST" and parts.path == "/v1/messages":
         create = resource.with_raw_response.create
         return Call(
             lambda: create(**_arguments(create, body)), anthropic, "anthropic_messages", stream
         )
-    if host == "openrouter.ai" and path.startswith("/api/v1/"):
-        client, endpoint = clients.openrouter, path.removeprefix("/api/v1")
-    elif host == "api.openai.com" and path.startswith("/v1/"):
-        client, endpoint = clients.openai, path.removeprefix("/v1")
-    else:
+    if interaction.method == "POST" and parts.path == "/v1/messages/count_tokens":
+        count = resource.with_raw_response.count_tokens
+        return Call(lambda: count(**_arguments(count, body)), anthropic, "typed", stream=False)
+    return _http_call(clients, interaction)  # the Files API: a multipart upload, a delete
+
+
+def _openai_client(clients: Clients, interaction: Interaction, base: str) -> Any:
+    parts = urlsplit(interaction.url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    deployment = re.fullmatch(r"/openai/deployments/([^/]+)", base)
+    if deployment is not None:
+        version = dict(parse_qsl(parts.query))["api-version"]
+        return clients.azure_deployment(origin, deployment.group(1), version)
+    return clients.openai_at(origin + base)
+
+
+def _call(clients: Clients, interaction: Interaction) -> Call:
+    parts = urlsplit(interaction.url)
+    body = _json_body(interaction)
+    stream = isinstance(body, dict) and bool(body.get("stream"))
+    if parts.hostname == "generativelanguage.googleapis.com":
+        return _http_call(clients, interaction)
+    if parts.hostname == "api.anthropic.com":
+        return _anthropic_call(clients, interaction, body, stream)
+    found = _OPENAI_ENDPOINT.match(parts.path)
+    if found is None:
         raise AssertionError(f"{interaction.origin}: no SDK call for {interaction.url}")
-    typed = {
-        "/chat/completions": ("openai_chat", lambda: client.chat.completions),
-        "/responses": ("openai_responses", lambda: client.responses),
-        "/embeddings": ("typed", lambda: client.embeddings),
-    }
-    if endpoint in typed and isinstance(body, dict):
-        api, resource = typed[endpoint]
-        create = resource().with_raw_response.create
-        return Call(lambda: create(**_arguments(create, body)), openai, api, stream)
-    # Assistants, threads, runs, traces: the SDK's generic methods.
+    client = _openai_client(clients, interaction, found["base"])
+    endpoint = found["endpoint"]
+    typed = _OPENAI_METHODS.get((interaction.method, endpoint))
+    if typed is not None and isinstance(body, dict):
+        api, names = typed
+        method = _raw_method(client, names)
+        return Call(lambda: method(**_arguments(method, body)), openai, api, stream)
     params = dict(parse_qsl(parts.query))
+    retrieved = re.fullmatch(r"/responses/(resp_[^/]+)", endpoint)
+    if interaction.method == "GET" and retrieved is not None:
+        retrieve = client.responses.with_raw_response.retrieve
+        return Call(
+            lambda: retrieve(retrieved[1], extra_query=params), openai, "typed", stream=False
+        )
+    # Assistants, threads, runs, traces: the SDK's generic methods.
     if interaction.method == "GET":
         return Call(
             lambda: client.get(endpoint, cast_to=httpx2.Response, options={"params": params}),
@@ -197,6 +276,8 @@ class Reply:
 
 def _chat_reply(parsed: Any) -> Reply:
     choice = parsed.choices[0]
+    if choice.message is None:  # stopped by Azure's content filter before any message
+        return Reply(None, [], choice.finish_reason)
     calls = [(call.id, call.function.name) for call in choice.message.tool_calls or []]
     return Reply(choice.message.content, calls, choice.finish_reason)
 
@@ -220,26 +301,41 @@ def _chat_stream_reply(chunks: list[Any]) -> Reply:
     return Reply(content, [(i, n) for _, (i, n) in sorted(calls.items())], stop)
 
 
+def _paragraphs(blocks: list[tuple[str, str]]) -> str | None:
+    """The text of ``(block type, text)`` pairs as the codec documents it: adjacent text
+    blocks run on, text blocks that other blocks stand between are paragraphs apart."""
+    texts: list[str] = []
+    apart = False
+    for kind, text in blocks:
+        if kind != "text":
+            apart = True
+            continue
+        texts.extend(["\n\n", text] if texts and apart else [text])
+        apart = False
+    return "".join(texts) if texts else None
+
+
 def _messages_reply(parsed: Any) -> Reply:
-    texts = [block.text for block in parsed.content if block.type == "text"]
+    blocks = [(block.type, getattr(block, "text", "")) for block in parsed.content]
     calls = [(block.id, block.name) for block in parsed.content if block.type == "tool_use"]
-    return Reply("".join(texts) if texts else None, calls, parsed.stop_reason)
+    return Reply(_paragraphs(blocks), calls, parsed.stop_reason)
 
 
 def _messages_stream_reply(events: list[Any]) -> Reply:
-    texts: list[str] | None = None
+    blocks: list[list[str]] = []  # [type, text] per content block, in order
     calls: list[tuple[str, str]] = []
     stop = None
     for event in events:
-        if event.type == "content_block_start" and event.content_block.type == "text":
-            texts = [*(texts or []), event.content_block.text]
-        elif event.type == "content_block_start" and event.content_block.type == "tool_use":
-            calls.append((event.content_block.id, event.content_block.name))
+        if event.type == "content_block_start":
+            block = event.content_block
+            blocks.append([block.type, getattr(block, "text", "")])
+            if block.type == "tool_use":
+                calls.append((block.id, block.name))
         elif event.type == "content_block_delta" and event.delta.type == "text_delta":
-            texts = [*(texts or []), event.delta.text]
+            blocks[-1][1] += event.delta.text
         elif event.type == "message_delta":
             stop = event.delta.stop_reason or stop
-    return Reply("".join(texts) if texts is not None else None, calls, stop)
+    return Reply(_paragraphs([(kind, text) for kind, text in blocks]), calls, stop)
 
 
 def _responses_reply(parsed: Any) -> Reply:
@@ -354,7 +450,7 @@ async def _replay_async(clients: Clients, cassette: Cassette, position: int) -> 
 
 
 @pytest.mark.filterwarnings(r"ignore:The model '[^']*' is deprecated:DeprecationWarning")
-@pytest.mark.parametrize("path", PARAMS)
+@pytest.mark.parametrize("path", PARAMS + OWN_PARAMS)
 def test_cassette_replays_through_the_sdks(path: Path, clients: Clients) -> None:
     cassette = Cassette(path)
     guard = NetworkGuard(reason="replaying the corpus")
@@ -385,14 +481,21 @@ def test_corpus_is_the_one_the_manifest_lists() -> None:
     assert len(FILES) == 36
 
 
+def test_own_corpus_is_the_one_its_manifest_lists() -> None:
+    manifest = (OWN_CORPUS / "MANIFEST.md").read_text()
+    listed = re.findall(r"^\| `([^`]+\.yaml)` \|", manifest, re.M)
+
+    assert sorted(listed) == [path.name for path in OWN_FILES]
+    assert OWN_FILES
+
+
 @pytest.mark.filterwarnings(r"ignore:The model '[^']*' is deprecated:DeprecationWarning")
-@pytest.mark.skipif(not FILES, reason=SKIP_REASON)
 async def test_corpus_replays_through_the_async_sdks() -> None:
     # Every file again through the async clients, in one test with one set of clients.
     made = Clients.make(asynchronous=True)
     problems: list[str] = []
     try:
-        for path in FILES:
+        for path in FILES + OWN_FILES:
             cassette = Cassette(path)
             guard = NetworkGuard(reason="replaying the corpus")
             cassette.start()
@@ -409,9 +512,6 @@ async def test_corpus_replays_through_the_async_sdks() -> None:
             if cassette.played != list(range(len(cassette.loaded))):
                 problems.append(f"{path.name}: replayed {cassette.played}")
     finally:
-        await made.openai.close()
-        await made.openrouter.close()
-        await made.anthropic.close()
-        await made.http.aclose()
+        await made.aclose()
 
     assert problems == []

@@ -594,6 +594,81 @@ async def test_text_blocks_of_a_user_turn_stay_apart_in_the_context():
     ]
 
 
+def _responses_body(response_id: str, status: str, completion: Completion | None = None) -> Any:
+    codec = get_codec("openai_responses")
+    body = codec.encode_response(completion or Completion(), response_id=response_id)
+    if completion is None:
+        body["output"] = []
+    body["status"] = status
+    return {"json": body}
+
+
+async def test_a_background_response_is_answered_by_the_retrieval_that_finds_it_done():
+    agent = Agent("openai_responses").user("Weather in Paris?")
+    asked = agent.call("ignored")
+    assert asked.request is not None
+    queued = Exchange("POST", asked.url, 200, asked.request, _responses_body("resp_bg", "queued"))
+    url = "https://api.openai.com/v1/responses/resp_bg?stream=false"
+    poll = Exchange("GET", url, 200, None, _responses_body("resp_bg", "in_progress"))
+    done = Exchange(
+        "GET", url, 200, None, _responses_body("resp_bg", "completed", Completion("Sunny."))
+    )
+
+    runs = build_contexts([queued, poll, done])
+
+    assert [(m.role, m.content) for m in runs.context.iterations[0].messages] == [
+        ("system", "You are a weather bot."),
+        ("user", "Weather in Paris?"),
+        ("assistant", "Sunny."),
+    ]
+    assert runs.non_llm == [poll]
+    assert runs.non_llm_reasons == ["a poll of background response resp_bg (in_progress)"]
+
+
+async def test_a_retrieval_of_a_response_nobody_waits_for_is_not_a_model_call():
+    retrieval = Exchange(
+        "GET",
+        "https://api.openai.com/v1/responses/resp_1",
+        200,
+        None,
+        _responses_body("resp_1", "completed", Completion("Sunny.")),
+    )
+
+    runs = build_contexts([*_weather_run(Agent("openai_responses")), retrieval])
+
+    assert runs.non_llm == [retrieval]
+    assert runs.context.final_output == "Sunny in Paris."
+
+
+async def test_a_request_that_sends_back_a_compacted_history_continues_the_conversation():
+    agent = Agent("openai_responses").user("What is 2+2?")
+    first = agent.call("4.")
+    agent.user("And 3+3?")
+    second = agent.call("6.")
+    assert second.request is not None
+    history = second.request["json"]
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA"}
+    compact = Exchange(
+        "POST",
+        "https://api.openai.com/v1/responses/compact",
+        200,
+        {"json": {**history, "input": [*history["input"], agent.history[-1]]}},
+        {"json": {"object": "response.compaction", "output": [compaction]}},
+    )
+    after = Agent("openai_responses").user("And 5+5?").call("10.")
+    assert after.request is not None
+    body = {**after.request["json"], "input": [compaction, *after.request["json"]["input"]]}
+
+    runs = build_contexts([first, second, compact, _with_request(after, body)])
+
+    assert [[m.content for m in it.messages] for it in runs.context.iterations] == [
+        ["You are a weather bot.", "What is 2+2?", "4."],
+        ["And 3+3?", "6."],
+        ["And 5+5?", "10."],
+    ]
+    assert runs.non_llm_reasons == ["compacts the history of conversation 1"]
+
+
 @pytest.mark.parametrize(
     ("url", "wire_format"),
     [

@@ -925,3 +925,66 @@ async def test_decode_stream_joins_thinking_and_signature_deltas():
 
     assert completion.content == "Hi"
     assert completion.reasoning == ({"type": "thinking", "thinking": "Paris.", "signature": "sig"},)
+
+
+# -- text around server tools: paragraphs, not one run-on text --------------------------
+
+SEARCHED = [
+    {"type": "text", "text": "Let me search."},
+    {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "input": {"query": "Paris weather"},
+    },
+    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+    {"type": "text", "text": "Paris is "},
+    {"type": "text", "text": "sunny", "citations": [{"type": "web_search_result_location"}]},
+    {"type": "text", "text": "."},
+]
+
+
+async def test_decode_response_keeps_texts_that_a_server_tool_stands_between_apart():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["content"] = SEARCHED
+
+    assert anthropic_messages.decode_response(body).content == "Let me search.\n\nParis is sunny."
+
+
+async def test_decode_request_reads_an_assistant_turn_around_a_server_tool_the_same_way():
+    decoded = anthropic_messages.decode_request(
+        {"model": "m", "messages": [{"role": "assistant", "content": SEARCHED}]}
+    )
+
+    assert decoded.messages == [
+        {"role": "assistant", "content": "Let me search.\n\nParis is sunny."}
+    ]
+
+
+async def test_decode_stream_keeps_texts_that_a_server_tool_stands_between_apart():
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}}
+    ]
+    for index, block in enumerate(SEARCHED):
+        start = {**block, "text": ""} if block["type"] == "text" else block
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        if block["type"] == "text":
+            delta = {"type": "text_delta", "text": block["text"]}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_stop"})
+    raw = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+    assert anthropic_messages.decode_stream(raw).content == "Let me search.\n\nParis is sunny."
+
+
+async def test_decode_response_keeps_the_server_tools_the_model_ran():
+    body = copy.deepcopy(TEXT_RESPONSE)
+    body["content"] = SEARCHED
+
+    completion = anthropic_messages.decode_response(body)
+
+    assert completion.server_tools == (
+        {"id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris weather"}},
+    )
+    assert completion.tool_calls == ()

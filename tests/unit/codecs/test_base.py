@@ -58,6 +58,13 @@ async def test_completion_metadata_holds_model_stop_reason_and_usage():
     }
 
 
+async def test_completion_metadata_lists_the_server_tools_the_provider_ran():
+    search = {"id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris weather"}}
+    completion = Completion(content="Sunny.", stop_reason="end_turn", server_tools=(search,))
+
+    assert completion.metadata()["server_tools"] == [search]
+
+
 async def test_completion_metadata_leaves_usage_out_when_unknown():
     completion = Completion(content="YES", model="gpt-4o-mini", stop_reason="stop")
 

@@ -459,7 +459,7 @@ async def test_decode_request_reads_developer_messages_as_system():
     assert decoded.messages == [{"role": "system", "content": "Be brief."}]
 
 
-async def test_decode_request_joins_the_text_parts_of_a_content_array():
+async def test_decode_request_keeps_the_text_parts_of_a_content_array_apart():
     decoded = openai_chat.decode_request(
         {
             "model": "gpt-4o",
@@ -476,7 +476,21 @@ async def test_decode_request_joins_the_text_parts_of_a_content_array():
         }
     )
 
-    assert decoded.messages == [{"role": "user", "content": "What is in this picture?"}]
+    assert decoded.messages == [
+        {"role": "user", "content": "What is in "},
+        {"role": "user", "content": "this picture?"},
+    ]
+
+
+async def test_decode_request_reads_a_content_array_of_one_text_part_as_its_text():
+    decoded = openai_chat.decode_request(
+        {
+            "model": "gpt-4o",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        }
+    )
+
+    assert decoded.messages == [{"role": "user", "content": "Hi"}]
 
 
 async def test_decode_request_keeps_invalid_json_arguments_as_raw_text():
@@ -778,3 +792,51 @@ async def test_encode_response_fills_unknown_model_and_zero_usage():
         ],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
+
+
+async def test_decode_response_of_a_reply_stopped_by_a_content_filter_has_no_content():
+    # Azure OpenAI, recorded by OpenLLMetry: the filtered choice has no message at all.
+    body = {
+        "id": "chatcmpl-9HpyGSWv1hoKdGaUaiFhfxzTEVlZo",
+        "model": "gpt-35-turbo",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "content_filter_results": {"hate": {"filtered": True, "severity": "high"}},
+                "finish_reason": "content_filter",
+                "index": 0,
+                "logprobs": None,
+            }
+        ],
+        "usage": {"completion_tokens": 19, "prompt_tokens": 15, "total_tokens": 34},
+    }
+
+    assert openai_chat.decode_response(body) == Completion(
+        content=None,
+        model="gpt-35-turbo",
+        usage=Usage(15, 19),
+        stop_reason="content_filter",
+        response_id="chatcmpl-9HpyGSWv1hoKdGaUaiFhfxzTEVlZo",
+    )
+
+
+async def test_decode_response_keeps_the_tools_a_compound_model_ran_as_server_tools():
+    # Groq's compound models list the tools they ran in the message's executed_tools.
+    body = _response_with_message(
+        {
+            "role": "assistant",
+            "content": "Partly cloudy, 17°C.",
+            "executed_tools": [
+                {
+                    "index": "0",
+                    "type": "search",
+                    "arguments": '{"query": "What is the weather in San Francisco today?"}',
+                    "output": "Title: Weather in San Francisco ...",
+                }
+            ],
+        }
+    )
+
+    assert openai_chat.decode_response(body).server_tools == (
+        {"name": "search", "input": {"query": "What is the weather in San Francisco today?"}},
+    )

@@ -328,7 +328,8 @@ async def test_decode_request_reads_developer_messages_and_content_parts():
 
     assert decoded.messages == [
         {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "Weather here?"},
+        {"role": "user", "content": "Weather "},
+        {"role": "user", "content": "here?"},
     ]
 
 
@@ -802,3 +803,36 @@ async def test_the_fake_serves_a_stream_that_decodes_to_its_plain_reply(client):
         stop_reason=plain_completion.stop_reason,
         response_id="resp_2",
     )
+
+
+async def test_decode_response_keeps_a_web_search_call_as_a_server_tool():
+    body = {
+        "id": "resp_1",
+        "status": "completed",
+        "model": "gpt-5",
+        "output": [
+            {
+                "id": "ws_1",
+                "type": "web_search_call",
+                "status": "completed",
+                "action": {"type": "search", "query": "weather: San Francisco, CA"},
+            },
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}],
+            },
+        ],
+    }
+
+    completion = openai_responses.decode_response(body)
+
+    assert completion.server_tools == (
+        {
+            "id": "ws_1",
+            "name": "web_search",
+            "input": {"type": "search", "query": "weather: San Francisco, CA"},
+        },
+    )
+    assert (completion.content, completion.tool_calls) == ("Sunny.", ())
