@@ -1,13 +1,37 @@
-"""Writing files so that nothing is ever half-written: a temporary file, then a rename."""
+"""Writing files so that nothing is ever half-written: a temporary file, then a rename.
+
+A write goes to ``<prefix><name>.<pid>.<hex>.tmp`` beside the target, is flushed to disk and
+renamed over the target. A process killed between the two (``kill -9``, a crash, a power
+cut) leaves the target as it was and the temporary file behind; the next write of a file in
+that folder removes the temporary files that such a process left
+(:func:`remove_stale_temporaries`), never those of a process that is still writing.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import time
 import uuid
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text"]
+__all__ = [
+    "STALE_AFTER_SECONDS",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "is_temporary",
+    "pid_running",
+    "remove_stale_temporaries",
+    "unwritable_reason",
+]
+
+#: A temporary file older than this is left over whatever its process id says (the id may
+#: have been reused by another process since): a write takes seconds, not an hour.
+STALE_AFTER_SECONDS = 3600.0
+
+#: ``<name>.<pid>.<8 hex digits>.tmp``, after the prefix: the shape of every temporary file.
+_TEMPORARY = re.compile(r"(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -21,7 +45,10 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str = ".") -> None:
     """:func:`atomic_write_text` for bytes. The temporary file's name starts with
-    ``temp_prefix``, so that a reader of the folder can tell it from the real files."""
+    ``temp_prefix``, so that a reader of the folder can tell it from the real files.
+
+    Once written, the temporary files of ``path`` that a dead process left are removed
+    (:func:`remove_stale_temporaries`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f"{temp_prefix}{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -34,3 +61,81 @@ def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str = ".") -> No
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
         raise
+    remove_stale_temporaries(path.parent, name=path.name, temp_prefix=temp_prefix)
+
+
+def is_temporary(name: str, *, temp_prefix: str = ".") -> bool:
+    """Whether the file name ``name`` is one of :func:`atomic_write_bytes`'s temporary files
+    (so a reader of a folder never takes one for a real file)."""
+    return (
+        name.startswith(temp_prefix) and _TEMPORARY.fullmatch(name[len(temp_prefix) :]) is not None
+    )
+
+
+def remove_stale_temporaries(
+    folder: Path, *, name: str | None = None, temp_prefix: str = "."
+) -> list[Path]:
+    """Remove the temporary files in ``folder`` (of the file ``name`` only, when given) that
+    no running write will rename: those of a process that is no longer running, and those
+    older than :data:`STALE_AFTER_SECONDS`. Returns the paths removed.
+
+    The temporary file of a write in progress is kept: its process is alive (another xdist
+    worker, another pytest run, another thread of this process), and it is young. A file
+    that cannot be removed is left for a later write.
+    """
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    removed: list[Path] = []
+    now = time.time()
+    for entry in entries:
+        if not entry.name.startswith(temp_prefix):
+            continue
+        match = _TEMPORARY.fullmatch(entry.name[len(temp_prefix) :])
+        if match is None or (name is not None and match["name"] != name):
+            continue
+        try:
+            old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER_SECONDS
+            if not old and pid_running(int(match["pid"])):
+                continue
+            os.unlink(entry.path)
+        except OSError:  # gone already (another process removed it), or not ours to remove
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
+def pid_running(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, OSError):  # not a process id this system can have
+        return False
+    return True
+
+
+def unwritable_reason(path: Path) -> str | None:
+    """Why the file ``path`` cannot be written (created or replaced), or ``None`` when it
+    looks writable: a folder at ``path``, a file where one of its folders should be, or a
+    folder that is not writable. The folders missing on the way would be created.
+
+    It only looks: a write can still fail (a full disk), and must say so itself.
+    """
+    if path.is_dir():
+        return f"{path} is a folder; give the path of a file"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    missing = "" if folder == path.parent else f", so {path.parent} cannot be created"
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder{missing}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable{missing}"
+    return None

@@ -42,7 +42,9 @@ Hierarchy::
     ├── RepeatError                an agent_repeat marker with a bad count or pass rate
     └── CassetteError
         ├── CassetteFormatError    a cassette file that cannot be read
+        ├── CassetteWriteError     a cassette that cannot be saved (read-only, full disk...)
         ├── CassetteMiss           a request the cassette has no recording for
+        ├── PartialRecording       a stream recorded in part, replayed past where it stops
         ├── StaleCassette          recorded interactions the test never used
         └── NetworkBlocked         a connection to the network during an offline replay
 """
@@ -62,7 +64,9 @@ __all__ = [
     "CassetteError",
     "CassetteFormatError",
     "CassetteMiss",
+    "CassetteWriteError",
     "NetworkBlocked",
+    "PartialRecording",
     "StaleCassette",
     "AgentDefinitionError",
     "ArtifactError",
@@ -328,10 +332,27 @@ class CassetteFormatError(CassetteError):
     """A cassette file that cannot be read: bad YAML/JSON or an unknown structure."""
 
 
+class CassetteWriteError(CassetteError):
+    """A cassette that could not be saved: a read-only folder, a full disk, a file where
+    its folder should be. The message names the cassette and the reason, and says what to
+    do; the previous version of the cassette is kept as it was.
+    """
+
+
 class CassetteMiss(CassetteError, AssertionError):
     """A request that the cassette holds no (unused) recording for.
 
     It is also an :class:`AssertionError`: the test fails rather than errors.
+    """
+
+
+class PartialRecording(CassetteError, AssertionError):
+    """A streamed response recorded in part, replayed past where its recording stops.
+
+    While recording, the agent stopped reading the stream without closing it, and the rest
+    could not be read when the test ended (an async stream, or one that did not end in
+    time): the cassette holds what was read. Replaying it, the agent read further. It is
+    also an :class:`AssertionError`: the test fails rather than errors.
     """
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -254,6 +255,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         raise
     cassette = item.stash.get(_CASSETTE_KEY, None)
     guard = item.stash.get(_GUARD_KEY, None)
+    if cassette is not None:  # a stream the agent stopped reading: while its client is open
+        cassette.finish_streams()
     if cassette is not None and cassette.misses:
         cassette.check()
     if guard is not None:
@@ -400,14 +403,20 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
         secrets.absorb(cassette.redactor, own_secrets)  # what it learned, for later tests
     call = item.stash.get(_REPORT_KEY, {}).get("call")
     saved = False
+    unsaved: CassetteError | None = None
     if cassette.records and call is not None and (call.passed or settings.record_failing):
-        saved = cassette.save(settings.run_id)
+        try:
+            saved = cassette.save(settings.run_id)
+        except CassetteError as exc:  # a read-only or full disk: the old cassette is kept
+            unsaved = exc
     judged = bool(call and call.passed) or item.stash.get(_STALE_KEY, False)
     from .report import cassette_entry
 
     item.stash[_CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports
         cassette, rootpath=request.config.rootpath, judged=judged, saved=saved
     )
+    if unsaved is not None:  # the message says it all: no frames of the plugin
+        raise pytest.fail.Exception(f"{type(unsaved).__name__}: {unsaved}", pytrace=False)
 
 
 @pytest.fixture
@@ -1002,9 +1011,20 @@ def pytest_runtest_protocol_release(
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The redactor active before this session (an outer session's) is active again."""
+    """The redactor active before this session (an outer session's) is active again. The
+    run's cassette markers are removed (by the xdist controller once its workers ended)."""
     secrets = config.stash.get(_SECRETS_KEY, None)
     if secrets is not None:
         from .redaction import set_active
 
         set_active(secrets.outer)
+    settings = config.stash.get(_CASSETTE_SETTINGS_KEY, None)
+    cassettes_used = "pytest_agentctx.cassettes.store" in sys.modules
+    if (
+        settings is not None
+        and not hasattr(config, "workerinput")
+        and (cassettes_used or config.pluginmanager.has_plugin("dsession"))
+    ):
+        from .cassettes.store import end_runs
+
+        end_runs(settings.run_id)

@@ -10,13 +10,14 @@ figures on their teardown reports (:func:`~.report.build_record`); the process t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._files import atomic_write_text
+from ._files import atomic_write_text, unwritable_reason
 from .exceptions import ReportError
 from .gate import GateResult, GateTolerance, evaluate_gate, gate_lines
 from .report import (
@@ -63,6 +64,18 @@ class AgentReports:
         base = config.invocation_params.dir
         self.json_path = path_option(config, "agent_report", base)
         self.html_path = path_option(config, "agent_report_html", base)
+        for name, path, example in (
+            ("agent_report", self.json_path, "agentctx-report.json"),
+            ("agent_report_html", self.html_path, "agentctx-report.html"),
+        ):
+            problem = None if path is None or self.worker else unwritable_reason(path)
+            if problem is not None:  # found now, not after the whole run
+                option = "--" + name.replace("_", "-")
+                raise pytest.UsageError(
+                    f"{option}={config.getoption(name)}: the report cannot be written to "
+                    f"{path}: {problem}. Give a file path in a writable folder, for example "
+                    f"{option}={example}."
+                )
         self.contexts = self.json_path is not None or self.html_path is not None
         self.gate_enabled = bool(config.getoption("agent_gate"))
         self.collector = ReportCollector()
@@ -123,13 +136,38 @@ class AgentReports:
             "failures": list(result.failures),
         }
         self.report, self.result = report, result
-        if self.json_path is not None:
-            write_report(self.json_path, report)
-        if self.html_path is not None:
-            from .report_html import render_html
+        unwritten: list[str] = []  # a report that could not be written fails the session
+        for option, path, html in (
+            ("--agent-report", self.json_path, False),
+            ("--agent-report-html", self.html_path, True),
+        ):
+            if path is None:
+                continue
+            try:
+                if html:
+                    from .report_html import render_html
 
-            atomic_write_text(self.html_path, render_html(report))
-        if self.gate_enabled and not result.passed and session.exitstatus == pytest.ExitCode.OK:
+                    atomic_write_text(path, render_html(report))
+                else:
+                    write_report(path, report)
+            except OSError as exc:
+                unwritten.append(
+                    f"agentctx: ERROR: {option}: the report could not be written to {path} "
+                    f"({exc.strerror or exc}); the tests' results stand. Free some disk space "
+                    f"or give {option} a path in a writable folder, then run pytest again."
+                )
+                if html:  # not listed as written in the summary
+                    self.html_path = None
+                else:
+                    self.json_path = None
+        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in unwritten:
+            if terminal is not None:
+                terminal.write_line(line, red=True, bold=True)
+            else:
+                print(line, file=sys.stderr)
+        failed = unwritten or (self.gate_enabled and not result.passed)
+        if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import importlib
 import inspect
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType, TracebackType
@@ -138,6 +140,85 @@ async def forward_async(request: Any) -> Any:
     return await current.library.async_original(current.transport, request)
 
 
+class _Chunks:
+    """Yields recorded chunks one by one (event boundaries of a stream kept), then calls
+    ``on_end`` (if given) when the reader asks for more. Mixed into each library's byte
+    stream classes (see :func:`_stream_classes`)."""
+
+    def __init__(self, chunks: Iterable[bytes], on_end: Callable[[], None] | None = None) -> None:
+        self._chunks = list(chunks)
+        self._on_end = on_end or _nothing
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._chunks
+        self._on_end()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+        self._on_end()
+
+
+class _Tee:
+    """Passes a live stream through chunk by chunk, keeping a copy for later. Mixed into
+    each library's byte stream classes (see :func:`_stream_classes`)."""
+
+    def __init__(
+        self, inner: Any, on_close: Callable[[bytes, bool], None], *, is_async: bool = False
+    ) -> None:
+        self._inner = inner
+        self._on_close = on_close
+        self._parts: list[bytes] = []
+        self._complete = False
+        self._closed = False
+        self._async = is_async
+
+    def finish(self, *, seconds: float, max_bytes: int) -> bool:
+        """Hand over the copy of a response the client never closed; returns whether it
+        is whole.
+
+        A sync stream is read on to its end (from where the client stopped reading), for at
+        most ``seconds`` (checked as chunks arrive: a read that hangs waits for the client's
+        read timeout) and ``max_bytes`` in all, then closed. An async stream cannot be read
+        outside its event loop, which has ended by then: it keeps what the client read.
+        """
+        if not self._closed and not self._async:
+            self._complete = _read_rest(self._inner, self._parts, seconds, max_bytes)
+        self._finish()
+        return self._complete
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._parts.append(chunk)
+            yield chunk
+        self._complete = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._parts.append(chunk)
+            yield chunk
+        self._complete = True
+
+    def _finish(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._on_close(b"".join(self._parts), self._complete)
+
+    def close(self) -> None:
+        try:
+            if hasattr(self._inner, "close"):
+                self._inner.close()
+        finally:
+            self._finish()
+
+    async def aclose(self) -> None:
+        try:
+            if hasattr(self._inner, "aclose"):
+                await self._inner.aclose()
+        finally:
+            self._finish()
+
+
 #: The stream classes of each library, built once: a library is patched anew for every
 #: test, and building two classes on a test's first request cost it tens of microseconds.
 _built_stream_classes: dict[ModuleType, tuple[type, type]] = {}
@@ -150,63 +231,40 @@ def _stream_classes(library: _Library) -> tuple[type, type]:
         sync_base = library.module.SyncByteStream
         async_base = library.module.AsyncByteStream
 
-        class ChunkStream(sync_base, async_base):  # type: ignore[misc,valid-type]
+        class ChunkStream(_Chunks, sync_base, async_base):  # type: ignore[misc,valid-type]
             """Yields recorded chunks one by one (event boundaries of a stream kept)."""
 
-            def __init__(self, chunks: Iterable[bytes]) -> None:
-                self._chunks = list(chunks)
-
-            def __iter__(self) -> Iterator[bytes]:
-                yield from self._chunks
-
-            async def __aiter__(self) -> AsyncIterator[bytes]:
-                for chunk in self._chunks:
-                    yield chunk
-
-        class TeeStream(sync_base, async_base):  # type: ignore[misc,valid-type]
+        class TeeStream(_Tee, sync_base, async_base):  # type: ignore[misc,valid-type]
             """Passes a live stream through chunk by chunk, keeping a copy for later."""
-
-            def __init__(self, inner: Any, on_close: Callable[[bytes, bool], None]) -> None:
-                self._inner = inner
-                self._on_close = on_close
-                self._parts: list[bytes] = []
-                self._complete = False
-                self._closed = False
-
-            def __iter__(self) -> Iterator[bytes]:
-                for chunk in self._inner:
-                    self._parts.append(chunk)
-                    yield chunk
-                self._complete = True
-
-            async def __aiter__(self) -> AsyncIterator[bytes]:
-                async for chunk in self._inner:
-                    self._parts.append(chunk)
-                    yield chunk
-                self._complete = True
-
-            def _finish(self) -> None:
-                if not self._closed:
-                    self._closed = True
-                    self._on_close(b"".join(self._parts), self._complete)
-
-            def close(self) -> None:
-                try:
-                    if hasattr(self._inner, "close"):
-                        self._inner.close()
-                finally:
-                    self._finish()
-
-            async def aclose(self) -> None:
-                try:
-                    if hasattr(self._inner, "aclose"):
-                        await self._inner.aclose()
-                finally:
-                    self._finish()
 
         library.stream_classes = (ChunkStream, TeeStream)
         _built_stream_classes[library.module] = library.stream_classes
     return library.stream_classes
+
+
+def _nothing() -> None:
+    pass
+
+
+def _read_rest(inner: Any, parts: list[bytes], seconds: float, max_bytes: int) -> bool:
+    """Read the sync stream ``inner`` on to its end into ``parts`` (within ``seconds`` and
+    ``max_bytes`` in all), then close it; returns whether the end was reached."""
+    # The clock the frozen clock leaves alone (freezegun patches time.monotonic()).
+    now = functools.partial(time.clock_gettime, time.CLOCK_MONOTONIC)
+    deadline = now() + seconds
+    size = sum(len(part) for part in parts)
+    try:
+        for chunk in inner:  # a new iteration goes on where the last one stopped
+            parts.append(chunk)
+            size += len(chunk)
+            if size > max_bytes or now() > deadline:
+                return False
+        return True
+    except Exception:  # a broken connection: what arrived is kept, in part
+        return False
+    finally:
+        with contextlib.suppress(Exception):
+            inner.close()
 
 
 def make_response(
@@ -215,30 +273,37 @@ def make_response(
     headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
     content: bytes | None = None,
     chunks: Iterable[bytes] | None = None,
+    on_end: Callable[[], None] | None = None,
 ) -> Any:
     """A response of the library the handled request came from (``httpx2`` outside one).
 
     Give ``content`` for a body in one piece or ``chunks`` for a body delivered in parts,
-    as a stream is.
+    as a stream is; ``on_end`` is called when the reader asks for more than ``chunks`` (it
+    may raise, to say there is no more to give).
     """
     current = _current.get()
     module = current.library.module if current else httpx2
     if chunks is not None:
         library = current.library if current else _library_for(httpx2)
         chunk_stream, _ = _stream_classes(library)
-        return module.Response(status, headers=list(_pairs(headers)), stream=chunk_stream(chunks))
+        stream = chunk_stream(chunks, on_end)
+        return module.Response(status, headers=list(_pairs(headers)), stream=stream)
     return module.Response(status, headers=list(_pairs(headers)), content=content or b"")
 
 
 def tee_response(response: Any, on_close: Callable[[bytes, bool], None]) -> Any:
     """Wrap a live response so its body streams through and ``on_close(body, complete)``
-    gets a copy of the raw bytes when the client closes it."""
-    library = _require_current("tee_response()").library
+    gets a copy of the raw bytes when the client closes it.
+
+    The wrapper's ``stream`` has ``finish(seconds=, max_bytes=)``, to hand over the copy of
+    a response the client never closes (see ``TeeStream.finish``)."""
+    current = _require_current("tee_response()")
+    library = current.library
     _, tee_stream = _stream_classes(library)
     return library.module.Response(
         response.status_code,
         headers=response.headers.raw,
-        stream=tee_stream(response.stream, on_close),
+        stream=tee_stream(response.stream, on_close, is_async=current.is_async),
         extensions=response.extensions,
     )
 

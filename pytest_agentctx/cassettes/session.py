@@ -26,11 +26,27 @@ interaction the node id of the test that recorded it (``test_id``):
   were its own recording before test ids existed.
 * ``missing`` records a test that has no interaction of its own in the cassette (and no
   interaction of no known test to replay); the others replay.
+
+A streamed response is recorded when the agent closes it. One the agent stops reading
+without closing (``break`` out of ``for chunk in stream``) is finished when the test ends
+(:meth:`Cassette.finish_streams`): a sync stream is read on to its end (within
+:data:`STREAM_FINISH_SECONDS` and :data:`STREAM_FINISH_BYTES`), so the cassette holds the
+whole response; an async stream, whose event loop has ended by then, a sync one whose
+client was closed before the rest arrived, or one that does not end within those bounds,
+keeps what was read, up to its last whole event, marked ``partial``. Replay serves a
+partial recording's events, and fails with
+:class:`~pytest_agentctx.exceptions.PartialRecording` if the agent reads past them.
+
+Saving never loses the cassette: the new version replaces the old one in one rename, and a
+save that fails (a read-only folder, a full disk) raises
+:class:`~pytest_agentctx.exceptions.CassetteWriteError`, naming the cassette and the reason,
+with the old version in place.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import threading
 from collections import deque
@@ -39,7 +55,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import CassetteError, CassetteMiss, StaleCassette
+from ..exceptions import (
+    CassetteError,
+    CassetteMiss,
+    CassetteWriteError,
+    PartialRecording,
+    StaleCassette,
+)
 from ..transport import (
     Interceptor,
     answered_by_another_tool,
@@ -70,9 +92,23 @@ from .matcher import (
     strip_fields,
 )
 from .redact import Redactor, unscrubbable
-from .store import Interaction, load_cassette, locked, paused_gc, run_marker, write_cassette
+from .store import (
+    Interaction,
+    load_cassette,
+    locked,
+    mark_written,
+    paused_gc,
+    sweep_folder,
+    write_cassette,
+    written_in_run,
+)
 
-__all__ = ["Cassette", "Miss", "RecordMode"]
+__all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "Miss", "RecordMode"]
+
+#: How long a recorded stream the agent never closed is read on when the test ends.
+STREAM_FINISH_SECONDS = 30.0
+#: How much of it, in bytes, at most.
+STREAM_FINISH_BYTES = 64 * 1024 * 1024
 
 #: Request headers not worth keeping: volatile (SDK versions, retry counters) or wire-level.
 _DROP_REQUEST_HEADERS = frozenset(
@@ -116,6 +152,7 @@ class Cassette:
         self.allow_unused = allow_unused
         self.shared = shared
         self.existed = path.exists()
+        sweep_folder(path.parent)
         # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
         loaded = [] if mode is RecordMode.REWRITE else load_cassette(path)
         if mode is RecordMode.MISSING:
@@ -125,7 +162,13 @@ class Cassette:
         self.misses: list[Miss] = []
         #: Responses not recorded because their body cannot be scrubbed of secrets.
         self.unscrubbable: list[CassetteError] = []
+        #: Positions of partial recordings the agent read past, on replay.
+        self.overread: list[int] = []
         self._lock = threading.Lock()
+        #: Live responses not closed yet, by (recorded?, slot), for :meth:`finish_streams`.
+        self._open: dict[tuple[bool, int], Any] = {}
+        #: Slots of the recordings :meth:`finish_streams` finished (partial unless whole).
+        self._cut_short: set[int] = set()
         # A witness: it sees the requests another tool (a respx route) answers, and logs
         # them for capture without ever saving them (see _witness).
         self._interceptor = Interceptor(self.handle, witness=True)
@@ -278,7 +321,7 @@ class Cassette:
                     self.played.append(position)
                     self._log.append((False, position))
             if position is not None:
-                return self._replay(self.loaded[position])
+                return self._replay(position)
         if self.records:
             return self._record(request, url, body_json, raw)
         reason = self._miss_reason(key)
@@ -294,12 +337,41 @@ class Cassette:
             ).encode(),
         )
 
-    def _replay(self, interaction: Interaction) -> Any:
+    def _replay(self, position: int) -> Any:
+        interaction = self.loaded[position]
         headers = dict(interaction.response_headers)
         chunks = body_chunks(interaction.response_body)
         if not interaction.is_stream:
             headers["content-length"] = str(sum(len(c) for c in chunks))
-        return make_response(interaction.status, headers=headers, chunks=chunks)
+
+        def read_past() -> None:
+            with self._lock:
+                self.overread.append(position)
+            raise PartialRecording(self._partial_message(position))
+
+        on_end = read_past if interaction.partial else None
+        return make_response(interaction.status, headers=headers, chunks=chunks, on_end=on_end)
+
+    def _partial_message(self, position: int) -> str:
+        interaction = self.loaded[position]
+        events = len((interaction.response_body or {}).get("sse") or [])
+        return (
+            f"Cassette {self.path}: interaction #{position} "
+            f"({self._keys[position].describe()}) is a partial recording of a stream "
+            f"({events} event(s)): while recording, the agent stopped reading it without "
+            "closing it, and the rest could not be read when the test ended (an async "
+            "stream, a stream whose client was closed first, or one that did not end in "
+            "time). Now the agent reads past its end. "
+            f"Re-record this test: {self.record_command()}; if the agent stops reading a "
+            "stream, close it (`with stream:` or `stream.close()`), which records what it read."
+        )
+
+    def _track(self, response: Any, key: tuple[bool, int]) -> Any:
+        """Note the live ``response`` (a :func:`tee_response`), for :meth:`finish_streams`
+        to finish if the agent never closes it."""
+        with self._lock:
+            self._open[key] = response.stream
+        return response
 
     def _record(self, request: Any, url: str, body_json: Any, raw: bytes) -> Any:
         with self._lock:
@@ -322,8 +394,13 @@ class Cassette:
 
         def store(raw_body: bytes, complete: bool, response: Any) -> None:
             headers = {name.lower(): value for name, value in response.headers.items()}
+            with self._lock:
+                self._open.pop((True, slot), None)
+                partial = not complete and slot in self._cut_short
             try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
                 decoded = decode_content(raw_body, headers.get("content-encoding"))
+                if not complete:  # cut short: up to the end of its last whole event
+                    decoded = _whole_events(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
                 body = self.redactor.body(stored, raw=decoded)
             except UndecodableBody as exc:
@@ -345,6 +422,7 @@ class Cassette:
                 response_body=body,
                 origin=f"recorded#{slot}",
                 test_id=self.test_id if self.shared else "",
+                partial=partial,
             )
             with self._lock:
                 self.recorded_interactions[slot] = interaction
@@ -353,11 +431,13 @@ class Cassette:
 
             async def record_async() -> Any:
                 response = await forward_async(request)
-                return tee_response(response, lambda data, done: store(data, done, response))
+                teed = tee_response(response, lambda data, done: store(data, done, response))
+                return self._track(teed, (True, slot))
 
             return record_async()
         response = forward_sync(request)
-        return tee_response(response, lambda data, done: store(data, done, response))
+        teed = tee_response(response, lambda data, done: store(data, done, response))
+        return self._track(teed, (True, slot))
 
     def _witness(self, request: Any) -> Any:
         """Pass on a request another tool in the test answers (a respx route), keeping a
@@ -374,6 +454,8 @@ class Cassette:
             self._witnessed.append((len(self._log), None))
 
         def store(raw_body: bytes, complete: bool, response: Any) -> None:
+            with self._lock:
+                self._open.pop((False, slot), None)
             decoded, ok = decompress(raw_body, response.headers.get("content-encoding"))
             body = encode_body(decoded, response.headers.get("content-type")) if ok else None
             interaction = Interaction(
@@ -393,17 +475,27 @@ class Cassette:
 
             async def witness_async() -> Any:
                 response = await forward_async(request)
-                return tee_response(response, lambda data, done: store(data, done, response))
+                teed = tee_response(response, lambda data, done: store(data, done, response))
+                return self._track(teed, (False, slot))
 
             return witness_async()
         response = forward_sync(request)
-        return tee_response(response, lambda data, done: store(data, done, response))
+        teed = tee_response(response, lambda data, done: store(data, done, response))
+        return self._track(teed, (False, slot))
 
     # -- reporting -------------------------------------------------------------------
 
     def _miss_reason(self, key: RequestKey) -> str:
         if not self.loaded:
-            return "there is no cassette" if not self.existed else "the cassette is empty"
+            if self.existed:
+                return "the cassette is empty"
+            blocking = _file_on_the_way(self.path)
+            return (
+                f"there is no cassette ({blocking} is a file, where a folder of the cassette "
+                "should be: move it away before recording)"
+                if blocking is not None
+                else "there is no cassette"
+            )
         if key in self._ambiguous:
             return (
                 "this test has no recording of its own in the shared cassette, and the tests "
@@ -490,6 +582,8 @@ class Cassette:
         (unless allowed)."""
         if self.unscrubbable:
             raise self.unscrubbable[0]
+        if self.overread:
+            raise PartialRecording(self._partial_message(self.overread[0]))
         if self.misses:
             first = self.miss_message(self.misses[0])
             more = (
@@ -551,7 +645,20 @@ class Cassette:
         self._interceptor.start()
 
     def stop(self) -> None:
+        """Stop answering requests, and finish the recorded responses the agent never
+        closed (:meth:`finish_streams`)."""
         self._interceptor.stop()
+        self.finish_streams()
+
+    def finish_streams(self) -> None:
+        """Finish the recorded responses the agent never closed (see the module docstring):
+        the test has ended, so the agent reads no more of them. The plugin calls it as soon
+        as the test function returns, while the agent's clients are still open."""
+        with self._lock:
+            still_open, self._open = self._open, {}
+            self._cut_short.update(slot for recorded, slot in still_open if recorded)
+        for stream in still_open.values():
+            stream.finish(seconds=STREAM_FINISH_SECONDS, max_bytes=STREAM_FINISH_BYTES)
 
     def save(self, run_id: str) -> bool:
         """Write what was recorded; returns whether the file was written.
@@ -561,7 +668,17 @@ class Cassette:
         file as it is now; ``rewrite`` replaces it, except when another test of the same run
         (``run_id``) already wrote it (two tests whose cassettes have one path): then it
         appends, so both tests' interactions are kept.
+
+        Raises :class:`CassetteWriteError` when the file cannot be written; the previous
+        version is then kept as it was.
         """
+        existed = self.path.exists()
+        try:
+            return self._save(run_id)
+        except OSError as exc:
+            raise self._write_error(exc, existed) from None
+
+    def _save(self, run_id: str) -> bool:
         recorded = self.new_interactions
         if self.shared:
             return self._save_shared(recorded, run_id)
@@ -572,12 +689,12 @@ class Cassette:
         ):
             return False
         with locked(self.path):
-            marker = run_marker(self.path)
-            same_run = marker.exists() and marker.read_text() == run_id
+            same_run = written_in_run(self.path, run_id)
             base = _fresh_load(self.path) if self.mode is RecordMode.NEW or same_run else []
+            # Marked first: a marker that cannot be written leaves the cassette as it was.
+            mark_written(self.path, run_id)
             # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
             write_cassette(self.path, [_scrubbed(i, self.redactor) for i in base] + recorded)
-            marker.write_text(run_id)
         return True
 
     def _save_shared(self, recorded: list[Interaction], run_id: str) -> bool:
@@ -586,10 +703,45 @@ class Cassette:
             merged = self._merged(current, recorded)
             if merged is None:
                 return False
+            mark_written(self.path, run_id)
             # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
             write_cassette(self.path, [_scrubbed(i, self.redactor) for i in merged])
-            run_marker(self.path).write_text(run_id)
         return True
+
+    def _write_error(self, exc: OSError, existed: bool) -> CassetteWriteError:
+        """The clear error of a save that failed with ``exc``."""
+        reason = exc.strerror or str(exc)
+        code = errno.errorcode.get(exc.errno or 0)
+        if code:
+            reason += f", {code}"
+        if exc.filename and Path(str(exc.filename)) != self.path:
+            reason += f", on {exc.filename}"
+        kept = (
+            "The previous version of the cassette is kept unchanged."
+            if existed
+            else "No cassette was written (there was none before)."
+        )
+        again = f"then record again: {self.record_command()}"
+        blocking = _file_on_the_way(self.path)
+        if blocking is not None:
+            todo = (
+                f"{blocking} is a file, where a folder of the cassette should be: move it "
+                f"away (or set agent_cassette_dir to another folder), {again}"
+            )
+        elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            todo = f"Free some disk space, {again}"
+        elif exc.errno == errno.EFBIG:
+            todo = f"Raise the file size limit of this process (ulimit -f), {again}"
+        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            todo = (
+                f"Make {self.path.parent} writable for the user running pytest (or set "
+                f"agent_cassette_dir to a writable folder), {again}"
+            )
+        else:
+            todo = f"Fix the cause above, {again}"
+        return CassetteWriteError(
+            f"Cassette {self.path} could not be saved ({reason}). {kept} {todo}"
+        )
 
     def _merged(
         self, current: list[Interaction], recorded: list[Interaction]
@@ -654,11 +806,31 @@ def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
 
 
 def _written_in_run(path: Path, run_id: str) -> bool:
-    with locked(path):
-        try:
-            return run_marker(path).read_text() == run_id
-        except FileNotFoundError:
-            return False
+    try:
+        return written_in_run(path, run_id)
+    except OSError:  # no marker can be read: as if none was written
+        return False
+
+
+def _whole_events(data: bytes, content_type: str | None) -> bytes:
+    """A server-sent-event stream cut short, up to the end of its last whole event (other
+    bodies as they are)."""
+    if "event-stream" not in (content_type or "").lower():
+        return data
+    ends = [
+        at + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r") if (at := data.rfind(sep)) >= 0
+    ]
+    return data[: max(ends)] if ends else b""
+
+
+def _file_on_the_way(path: Path) -> Path | None:
+    """The file that stands where a folder of ``path`` should be, if any."""
+    for folder in reversed(path.parents):
+        if folder.exists() and not folder.is_dir():
+            return folder
+        if not folder.exists():
+            return None
+    return None
 
 
 def _fresh_load(path: Path) -> list[Interaction]:

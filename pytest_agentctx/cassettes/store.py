@@ -12,11 +12,14 @@ redacted before anything was written. ``test_id``, the node id of the test that 
 the interaction, is written in cassettes that several tests share
 (``@pytest.mark.agent(cassette=...)``), so that each test replays, and re-records, its own
 interactions; it is absent from a test's own cassette and from cassettes written before it
-existed, which read as before (version 1 either way).
+existed, which read as before (version 1 either way). ``"partial": true`` marks a streamed
+response recorded in part: the agent stopped reading it without closing it, and the rest
+could not be read when the test ended (see :class:`~.session.Cassette`).
 
 Writes are atomic (a temporary file renamed over the old one) and serialised across
 processes with a file lock, so ``pytest -n`` workers that record into one shared cassette
-keep every interaction.
+keep every interaction. Neither leaves files behind: see :func:`locked` and
+:func:`mark_written`.
 
 It also reads the vcrpy YAML cassettes other tools write (pytest-recording, vcrpy,
 pydantic-ai's ``parsed_body`` variant, gzip ``!!binary`` bodies, pretty-printed bodies), so
@@ -31,13 +34,16 @@ import fcntl
 import gc
 import hashlib
 import json
+import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write_text
+from .._files import atomic_write_text, pid_running, remove_stale_temporaries
 from ..exceptions import CassetteFormatError
 from .body import Body, decompress, encode_body
 
@@ -47,9 +53,13 @@ __all__ = [
     "Interaction",
     "dump_cassette",
     "load_cassette",
+    "end_runs",
     "locked",
+    "mark_written",
     "run_marker",
+    "sweep_folder",
     "write_cassette",
+    "written_in_run",
 ]
 
 FORMAT_NAME = "pytest-agentctx"
@@ -75,6 +85,9 @@ class Interaction:
     #: The node id of the test that recorded it, in a shared cassette; ``""`` when no test
     #: is known (a test's own cassette, or one written before test ids or by another tool).
     test_id: str = ""
+    #: Whether the response is a stream recorded in part (the agent stopped reading it and
+    #: it could not be read to its end when the test ended): replayed up to where it stops.
+    partial: bool = False
     _request_json: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +106,8 @@ class Interaction:
         }
         if self.test_id:
             data["test_id"] = self.test_id
+        if self.partial:
+            data["partial"] = True
         return data
 
     @property
@@ -157,6 +172,15 @@ def _test_id(value: Any) -> str:
     return value
 
 
+def _partial(value: Any) -> bool:
+    """A stored ``partial`` flag: ``true``, or absent for a whole response."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValueError(f"partial is {type(value).__name__}; expected true or false")
+    return value
+
+
 def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
     version = data.get("version")
     if version != FORMAT_VERSION:
@@ -179,6 +203,7 @@ def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
                     response_body=_native_body(response.get("body")),
                     origin=f"{where}#{index}",
                     test_id=_test_id(item.get("test_id")),
+                    partial=_partial(item.get("partial")),
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -186,7 +211,8 @@ def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
                 f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
                 "each needs request.method, request.url and response.status, bodies of "
                 "the form {'json': ...}, {'sse': [...]}, {'text': ...} or {'base64': ...}, "
-                "and, if it has one, a test_id that is a test's node id (a string). "
+                "and, if it has one, a test_id that is a test's node id (a string) and a "
+                "partial flag that is true or false. "
                 "Fix the file or re-record it with pytest --agent-record."
             ) from None
     return out
@@ -302,8 +328,10 @@ def load_cassette(path: Path) -> list[Interaction]:
     """
     try:
         stat = path.stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # under a file: there can be none
         return []
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     cached = _cache.pop(path, None)
     if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
         _cache[path] = cached  # now the most recently used
@@ -314,6 +342,8 @@ def load_cassette(path: Path) -> list[Interaction]:
         raise CassetteFormatError(
             f"{path}: not UTF-8 text. A compressed cassette (.yaml.gz) must be unpacked first."
         ) from None
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     with paused_gc():
         interactions = parse_cassette(text, path)
     _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
@@ -360,32 +390,222 @@ def dump_cassette(interactions: list[Interaction], path: Path) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _lock_path(path: Path) -> Path:
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+def _unreadable(path: Path, exc: OSError) -> CassetteFormatError:
+    reason = exc.strerror or str(exc)
+    return CassetteFormatError(
+        f"{path}: cannot be read ({reason}). Make it readable by the user running pytest "
+        "(or restore it from version control), then run pytest again."
+    )
+
+
+# -- locks and run markers -----------------------------------------------------------
+#
+# Both live in one folder under the system temp dir, so cassette folders never get lock
+# files, and neither piles up there:
+#
+# * A lock file exists only while a process holds or waits for it (:func:`locked`); one
+#   that a killed holder left is removed by the next process that locks it, or by
+#   :func:`end_runs`.
+# * A run marker (``runs/<run>/<cassette>``, an empty file) says that the test run
+#   ``<run>`` wrote the cassette. Beside the markers, ``pid-<pid>`` names each process of
+#   the run that wrote one. A run's folder is removed once no process of it runs any more
+#   (:func:`end_runs`, when a session ends, and when a process first marks a cassette), or
+#   once it is :data:`RUN_MARKERS_KEPT_SECONDS` old (process ids get reused).
+
+#: How long the markers of a run are kept at most, whatever its process ids say.
+RUN_MARKERS_KEPT_SECONDS = 24 * 3600.0
+#: Whether this process already swept the markers of ended runs.
+_swept_runs = False
+
+
+def _locks_folder(create: bool = True) -> Path:
     folder = Path(tempfile.gettempdir()) / "pytest-agentctx-locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{digest}.lock"
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
-def run_marker(path: Path) -> Path:
-    """The file (beside the lock) naming the test run that last wrote ``path``."""
-    return _lock_path(path).with_suffix(".run")
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _lock_path(path: Path) -> Path:
+    return _locks_folder() / f"{_digest(str(path.resolve()))}.lock"
 
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[Path]:
     """Hold an exclusive lock for ``path`` across processes (the lock lives in the temp dir,
-    so cassette folders get no lock files). Yields the lock file's path."""
+    so cassette folders get no lock files). Yields the lock file's path.
+
+    The lock file is removed when the lock is released, so the temp dir does not keep one
+    per cassette ever written. Removing a lock file that others may wait on is the classic
+    race (a process waiting on the removed file gets its lock while another locks the new
+    file at the same path, and both go on). Two rules make it safe here:
+
+    * only a holder removes the lock file, and before it releases the lock;
+    * a process that gets the lock checks that the path still names the file it locked;
+      if not (the holder removed it while this process waited on it), nobody else will
+      ever lock that file, so the process lets go and starts again on the file now at the
+      path (created anew by whoever comes first).
+
+    So the file at the path is locked by one process at most, and only a process holding
+    the lock of the file at the path goes on.
+    """
     lock_file = _lock_path(path)
-    with open(lock_file, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    descriptor = _acquire(lock_file)
+    try:
+        yield lock_file
+    finally:
+        _release(lock_file, descriptor)
+
+
+def _acquire(lock_file: Path) -> int:
+    """A descriptor of ``lock_file`` holding its exclusive lock, the file being the one at
+    the path (see :func:`locked`)."""
+    while True:
+        descriptor = _lock_once(lock_file, wait=True)
+        if descriptor is not None:
+            return descriptor
+        # The file was removed while this process waited: lock the one at the path now.
+
+
+def _lock_once(lock_file: Path, *, wait: bool) -> int | None:
+    """A descriptor holding the lock of the file at ``lock_file``, or ``None``: the file
+    this process locked is no longer the one at the path, or (without ``wait``) another
+    process holds the lock, or there is no file."""
+    flags = os.O_RDWR | os.O_CREAT if wait else os.O_RDWR
+    try:
+        descriptor = os.open(lock_file, flags, 0o666)
+    except FileNotFoundError:
+        if wait:
+            raise
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held = os.fstat(descriptor)
+        current = os.stat(lock_file)
+    except (BlockingIOError, FileNotFoundError):
+        os.close(descriptor)
+        return None
+    except BaseException:
+        os.close(descriptor)
+        raise
+    if (current.st_dev, current.st_ino) != (held.st_dev, held.st_ino):
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
+def _release(lock_file: Path, descriptor: int) -> None:
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock_file)  # while still holding it: see locked()
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _runs_folder() -> Path:
+    return _locks_folder(create=False) / "runs"
+
+
+def run_marker(path: Path, run_id: str) -> Path:
+    """The marker saying that the test run ``run_id`` wrote the cassette ``path``."""
+    return _runs_folder() / _digest(run_id) / _digest(str(path.resolve()))
+
+
+def mark_written(path: Path, run_id: str) -> None:
+    """Note that the test run ``run_id`` wrote ``path`` (see :func:`written_in_run`)."""
+    if not _swept_runs:
+        _sweep(keep=_digest(run_id))
+    marker = run_marker(path, run_id)
+    for attempt in range(3):
         try:
-            yield lock_file
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            (marker.parent / f"pid-{os.getpid()}").touch()
+            marker.touch()
+            return
+        except FileNotFoundError:  # another process removed the folder meanwhile
+            if attempt == 2:
+                raise
+
+
+def written_in_run(path: Path, run_id: str) -> bool:
+    """Whether the test run ``run_id`` wrote ``path`` (:func:`mark_written`)."""
+    return run_marker(path, run_id).exists()
+
+
+def end_runs(run_id: str) -> None:
+    """At the end of the test run ``run_id`` (in the process that ran it, or the xdist
+    controller, once its workers have ended): remove its markers, and those of other runs
+    that no process runs any more (killed ones), and lock files nobody holds."""
+    _swept_folders.clear()  # a next session in this process (pytester) sweeps them again
+    if not _locks_folder(create=False).is_dir():
+        return
+    shutil.rmtree(_runs_folder() / _digest(run_id), ignore_errors=True)
+    _sweep(keep=None)
+
+
+def _sweep(keep: str | None) -> None:
+    """Remove the run folders (but ``keep``) whose processes all ended, or that are too old,
+    and the lock files that a killed holder left."""
+    global _swept_runs
+    _swept_runs = True
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for folder in os.scandir(_runs_folder()):
+            if folder.name != keep and _run_ended(folder, now):
+                shutil.rmtree(folder.path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_locks_folder(create=False)):
+            if entry.name.endswith(".lock"):
+                _remove_free_lock(Path(entry.path))
+            elif entry.name.endswith(".run"):  # a marker of older versions, one per cassette
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_mtime < now - RUN_MARKERS_KEPT_SECONDS:
+                        os.unlink(entry.path)
+
+
+def _run_ended(folder: os.DirEntry[str], now: float) -> bool:
+    try:
+        if folder.stat(follow_symlinks=False).st_mtime < now - RUN_MARKERS_KEPT_SECONDS:
+            return True
+        names = os.listdir(folder.path)
+        pids = [int(n[4:]) for n in names if n.startswith("pid-") and n[4:].isdigit()]
+    except (OSError, ValueError):
+        return False
+    # A folder without any process yet is being made: it is kept until it is old.
+    return bool(pids) and not any(pid_running(pid) for pid in pids)
+
+
+def _remove_free_lock(lock_file: Path) -> None:
+    """Remove ``lock_file`` if nobody holds it: taking its lock first, as only a holder may
+    remove it (see :func:`locked`; a process about to lock it tries again on a new file)."""
+    try:
+        descriptor = _lock_once(lock_file, wait=False)
+    except OSError:
+        return
+    if descriptor is not None:
+        _release(lock_file, descriptor)
+
+
+#: The cassette folders this process cleared of temporary files in this session.
+_swept_folders: set[Path] = set()
+
+
+def sweep_folder(folder: Path) -> None:
+    """Once per session: remove the temporary files that killed writes left in the
+    cassette folder ``folder`` (see :func:`~pytest_agentctx._files.remove_stale_temporaries`),
+    so a run that only replays clears them too."""
+    if folder not in _swept_folders:
+        _swept_folders.add(folder)
+        remove_stale_temporaries(folder)
 
 
 def write_cassette(path: Path, interactions: list[Interaction]) -> None:
-    """Write atomically: a temporary file beside ``path``, flushed, then renamed over it."""
+    """Write atomically: a temporary file beside ``path``, flushed, then renamed over it.
+
+    Temporary files of ``path`` that a killed process left are removed (see
+    :func:`~pytest_agentctx._files.remove_stale_temporaries`)."""
     atomic_write_text(path, dump_cassette(interactions, path))
     _cache.pop(path, None)

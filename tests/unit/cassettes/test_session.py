@@ -10,8 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import gzip
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +28,23 @@ import openai
 import pytest
 from cassette_support import TLS, Loopback, chat_chunk, chat_completion
 
-from pytest_agentctx.cassettes import Cassette, Interaction, RecordMode, load_cassette
+from pytest_agentctx.cassettes import (
+    Cassette,
+    Interaction,
+    RecordMode,
+    load_cassette,
+    session,
+    store,
+)
 from pytest_agentctx.cassettes.matcher import make_key
 from pytest_agentctx.cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
 from pytest_agentctx.cassettes.store import write_cassette
-from pytest_agentctx.exceptions import CassetteMiss, StaleCassette
+from pytest_agentctx.exceptions import (
+    CassetteMiss,
+    CassetteWriteError,
+    PartialRecording,
+    StaleCassette,
+)
 
 REPLAY_BASE = "http://127.0.0.1:9/v1"
 CHAT_URL = f"{REPLAY_BASE}/chat/completions"
@@ -993,3 +1010,255 @@ async def test_exchange_log_leaves_out_a_miss(path):
                 await _ask(client, "Unknown")
 
     assert cassette.exchange_log == [cassette.loaded[0]]
+
+
+# -- streams the agent never closes --------------------------------------------------
+
+
+def _sync_client(base_url: str) -> openai.OpenAI:
+    return openai.OpenAI(
+        api_key="sk-unit-test-key-000",
+        base_url=base_url,
+        max_retries=0,
+        http_client=httpx2.Client(verify=TLS, trust_env=False),
+    )
+
+
+def _first_delta_then_break(client: openai.OpenAI) -> tuple[Any, str | None]:
+    """An agent that stops reading a stream at its first word, without closing it; returns
+    the stream (kept alive, as an agent's local in a reference cycle would be) and the word."""
+    stream = client.chat.completions.create(
+        model=MODEL, messages=[_request("Hi")["messages"][0]], stream=True
+    )
+    for chunk in stream:
+        return stream, chunk.choices[0].delta.content
+    return stream, None
+
+
+def _events(interaction: Interaction) -> list[Any]:
+    return [event["data"] for event in (interaction.response_body or {})["sse"]]
+
+
+def _words(interaction: Interaction) -> list[str]:
+    return [
+        data["choices"][0]["delta"]["content"]
+        for data in _events(interaction)
+        if isinstance(data, dict)
+    ]
+
+
+async def test_a_sync_stream_the_agent_stops_reading_is_recorded_whole(path, loopback: Loopback):
+    loopback.answer_sse(chat_chunk("Hel"), chat_chunk("lo"), chat_chunk("!"), b"data: [DONE]\n\n")
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette), _sync_client(f"{loopback.url}/v1") as client:
+        stream, word = await asyncio.to_thread(_first_delta_then_break, client)
+        cassette.finish_streams()  # as the plugin does when the test function returns
+
+        [recorded] = cassette.new_interactions
+    assert (word, _words(recorded), _events(recorded)[-1]) == ("Hel", ["Hel", "lo", "!"], "[DONE]")
+    assert not recorded.partial
+    assert stream is not None
+
+
+async def test_a_sync_stream_that_does_not_end_in_time_keeps_its_whole_events(
+    path, loopback: Loopback, monkeypatch
+):
+    monkeypatch.setattr(session, "STREAM_FINISH_BYTES", 1)  # stop at the first chunk read on
+    go_on = threading.Event()
+    loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b'data: {"choices": [{"de')
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette), _sync_client(f"{loopback.url}/v1") as client:
+        stream, word = await asyncio.to_thread(_first_delta_then_break, client)
+        go_on.set()
+        cassette.finish_streams()
+
+        [recorded] = cassette.new_interactions
+    assert (word, _words(recorded), recorded.partial) == ("Hel", ["Hel", "lo"], True)
+    assert stream is not None
+
+
+async def test_a_sync_stream_whose_client_was_closed_keeps_what_arrived(path, loopback: Loopback):
+    go_on = threading.Event()
+    loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b"data: [DONE]\n\n")
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        with _sync_client(f"{loopback.url}/v1") as client:
+            stream, word = await asyncio.to_thread(_first_delta_then_break, client)
+        go_on.set()
+        cassette.finish_streams()
+
+        [recorded] = cassette.new_interactions
+    assert (word, _words(recorded), recorded.partial) == ("Hel", ["Hel"], True)
+    assert stream is not None
+
+
+async def test_an_async_stream_the_agent_stops_reading_keeps_what_it_read(path, loopback: Loopback):
+    go_on = threading.Event()
+    loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b"data: [DONE]\n\n")
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            stream = await client.chat.completions.create(
+                model=MODEL, messages=_request("Hi")["messages"], stream=True
+            )
+            async for chunk in stream:
+                word = chunk.choices[0].delta.content
+                break
+            cassette.finish_streams()
+            go_on.set()
+
+    [recorded] = cassette.new_interactions
+    assert (word, _words(recorded), recorded.partial) == ("Hel", ["Hel"], True)
+
+
+def _partial(*words: str) -> Interaction:
+    whole = _stream_interaction(_request("Hi"), *words)
+    events = (whole.response_body or {})["sse"][: len(words)]  # no [DONE]: cut short
+    return dataclasses.replace(whole, partial=True, response_body={"sse": events})
+
+
+async def test_a_partial_recording_replays_what_the_agent_read(path):
+    cassette = _replaying(path, _partial("Hel", "lo"))
+
+    with _active(cassette):
+        async with _client() as client:
+            stream = await client.chat.completions.create(
+                model=MODEL, messages=_request("Hi")["messages"], stream=True
+            )
+            words = []
+            async for chunk in stream:
+                words.append(chunk.choices[0].delta.content)
+                if len(words) == 2:
+                    break
+
+    assert words == ["Hel", "lo"]
+    cassette.check()
+
+
+async def test_reading_past_a_partial_recording_fails_and_says_to_re_record(path):
+    cassette = _replaying(path, _partial("Hel", "lo"))
+
+    with _active(cassette):
+        async with _client() as client:
+            with pytest.raises(PartialRecording) as raised:
+                await _ask_streaming(client, "Hi")
+
+    message = (
+        f"Cassette {path}: interaction #0 ({LINE}) is a partial recording of a stream "
+        "(2 event(s)): while recording, the agent stopped reading it without closing it, and "
+        "the rest could not be read when the test ended (an async stream, a stream whose "
+        "client was closed first, or one that did not end in time). Now the agent reads "
+        "past its end. Re-record this test: "
+        f'pytest --agent-record "{TEST_ID}"; if the agent stops reading a stream, close it '
+        "(`with stream:` or `stream.close()`), which records what it read."
+    )
+    assert str(raised.value) == message
+    with pytest.raises(PartialRecording, match=re.escape(message)):
+        cassette.check()
+
+
+# -- saving fails clearly ------------------------------------------------------------
+
+
+def _recorded(path: Path) -> Cassette:
+    cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
+    cassette.recorded_interactions.append(_interaction(_request("New")))
+    return cassette
+
+
+def _failing_rename(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    def fail(source: object, target: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "replace", fail)
+
+
+async def test_a_full_disk_keeps_the_old_cassette_and_says_what_to_do(path, monkeypatch):
+    write_cassette(path, [_interaction(_request("Old"))])
+    before = path.read_bytes()
+    _failing_rename(monkeypatch, errno.ENOSPC)
+
+    with pytest.raises(CassetteWriteError) as raised:
+        _recorded(path).save("run-1")
+
+    assert str(raised.value) == (
+        f"Cassette {path} could not be saved (No space left on device, ENOSPC). The previous "
+        "version of the cassette is kept unchanged. Free some disk space, then record again: "
+        f'pytest --agent-record "{TEST_ID}"'
+    )
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+async def test_a_read_only_folder_says_to_make_it_writable(path, monkeypatch):
+    _failing_rename(monkeypatch, errno.EROFS)
+
+    with pytest.raises(CassetteWriteError) as raised:
+        _recorded(path).save("run-1")
+
+    assert str(raised.value) == (
+        f"Cassette {path} could not be saved (Read-only file system, EROFS). No cassette was "
+        f"written (there was none before). Make {path.parent} writable for the user running "
+        "pytest (or set agent_cassette_dir to a writable folder), then record again: "
+        f'pytest --agent-record "{TEST_ID}"'
+    )
+    assert not path.exists()
+
+
+async def test_a_file_where_the_cassette_folder_should_be_is_named(path):
+    blocking = path.parents[1]  # cassettes/, with test_agent/test_weather.json under it
+    blocking.write_text("not a folder")
+
+    with pytest.raises(CassetteWriteError) as raised:
+        _recorded(path).save("run-1")
+
+    assert str(raised.value).startswith(f"Cassette {path} could not be saved (")
+    assert str(raised.value).endswith(
+        f"No cassette was written (there was none before). {blocking} is a file, where a "
+        "folder of the cassette should be: move it away (or set agent_cassette_dir to another "
+        f'folder), then record again: pytest --agent-record "{TEST_ID}"'
+    )
+    assert blocking.read_text() == "not a folder"
+
+
+async def test_a_replay_under_a_file_says_which_file_is_in_the_way(path):
+    blocking = path.parents[1]
+    blocking.write_text("not a folder")
+    cassette = Cassette(path, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client() as client:
+            with contextlib.suppress(openai.APIStatusError):
+                await _ask(client, "Hi")
+
+    with pytest.raises(
+        CassetteMiss, match=re.escape(f"there is no cassette ({blocking} is a file")
+    ):
+        cassette.check()
+
+
+@pytest.fixture(scope="module")
+def dead_pid() -> int:
+    """The id of a process that has ended."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(child.stdout)
+
+
+async def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(path, dead_pid):
+    write_cassette(path, [_interaction(_request("Hi"))])
+    left = path.with_name(f".{path.name}.{dead_pid}.0123abcd.tmp")
+    left.write_text('{"cassette": ')
+    store._swept_folders.discard(path.parent)
+
+    Cassette(path, test_id=TEST_ID)
+
+    assert [p.name for p in path.parent.iterdir()] == [path.name]

@@ -3,11 +3,18 @@ atomically, and clear errors for files that cannot be read."""
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -605,3 +612,208 @@ async def test_compressed_cassette_file_says_to_unpack_it(tmp_path):
 
     with pytest.raises(CassetteFormatError, match=r"not UTF-8 text.*unpacked first"):
         load_cassette(path)
+
+
+async def test_a_cassette_under_a_file_loads_as_no_interactions(tmp_path):
+    (tmp_path / "cassettes").write_text("not a folder")
+
+    assert load_cassette(tmp_path / "cassettes" / "c.json") == []
+
+
+async def test_a_cassette_that_cannot_be_read_says_so_and_what_to_do(tmp_path, monkeypatch):
+    path = _write(tmp_path / "c.json", json.dumps(NATIVE))
+
+    def denied(self: Path, *args: object, **kwargs: object) -> str:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    with pytest.raises(CassetteFormatError) as caught:
+        load_cassette(path)
+
+    assert str(caught.value) == (
+        f"{path}: cannot be read (Permission denied). Make it readable by the user running "
+        "pytest (or restore it from version control), then run pytest again."
+    )
+
+
+# -- partial recordings --------------------------------------------------------------
+
+
+async def test_a_partial_recording_is_written_and_read_back_as_partial(tmp_path):
+    path = tmp_path / "c.json"
+
+    write_cassette(path, [replace(_interaction("cut"), partial=True), _interaction("whole")])
+
+    written = json.loads(path.read_text())["interactions"]
+    assert [item.get("partial") for item in written] == [True, None]
+    assert [i.partial for i in load_cassette(path)] == [True, False]
+
+
+async def test_a_partial_flag_that_is_not_true_or_false_is_refused_on_load(tmp_path):
+    broken = json.loads(json.dumps(NATIVE))
+    broken["interactions"][0]["partial"] = "yes"
+    path = _write(tmp_path / "c.json", json.dumps(broken))
+
+    with pytest.raises(CassetteFormatError, match=r"#0 is malformed .*partial is str; expected"):
+        load_cassette(path)
+
+
+# -- no debris: temporary files, locks, run markers ----------------------------------
+
+
+@pytest.fixture
+def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A system temp dir of the test's own, where the locks and run markers go."""
+    folder = tmp_path / "system-tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setattr(store, "_swept_runs", False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def dead_pid() -> int:
+    """The id of a process that has ended."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(child.stdout)
+
+
+def _files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+async def test_writing_a_cassette_removes_what_a_killed_write_of_it_left(tmp_path, dead_pid):
+    path = tmp_path / "c.json"
+    write_cassette(path, [_interaction("old")])
+    (tmp_path / f".c.json.{dead_pid}.0123abcd.tmp").write_text('{"cassette": "pytest-agen')
+
+    write_cassette(path, [_interaction("new")])
+
+    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
+
+
+async def test_a_lock_file_is_removed_when_the_lock_is_released(tmp_path, temp_dir):
+    with locked(tmp_path / "c.json") as lock_file:
+        held = lock_file.exists()
+
+    assert (held, _files_under(temp_dir)) == (True, [])
+
+
+async def test_a_held_lock_excludes_every_other_opener(tmp_path, temp_dir):
+    with locked(tmp_path / "c.json") as lock_file:
+        other = os.open(lock_file, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(other)
+
+
+async def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
+    tmp_path, temp_dir, monkeypatch
+):
+    """The race of removing lock files: a waiter that gets the lock of a file the holder
+    removed must not go on, while another process holds the file now at the path."""
+    lock_file = store._lock_path(tmp_path / "c.json")
+    old_holder = os.open(lock_file, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(old_holder, fcntl.LOCK_EX)
+    waiting = [threading.Event(), threading.Event()]  # the waiter's 1st and 2nd flock calls
+
+    def flock(descriptor: int, operation: int) -> None:
+        next(event for event in waiting if not event.is_set()).set()
+        fcntl.flock(descriptor, operation)
+
+    monkeypatch.setattr(store, "fcntl", SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX))
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(store._acquire(lock_file)))
+    waiter.start()
+    assert waiting[0].wait(10)  # the waiter opened the old file and waits for its lock
+    os.unlink(lock_file)  # what a holder does when it releases: remove, then unlock
+    new_holder = os.open(lock_file, os.O_RDWR | os.O_CREAT)  # another process comes first
+    fcntl.flock(new_holder, fcntl.LOCK_EX)
+    os.close(old_holder)
+    assert waiting[1].wait(10)  # the waiter saw it locked a removed file, and tries again
+    still_waiting = waiter.is_alive()
+    new_file = os.fstat(new_holder).st_ino
+    os.close(new_holder)
+    waiter.join(10)
+    try:
+        assert still_waiting
+        assert [os.fstat(d).st_ino for d in got] == [new_file]
+    finally:
+        for descriptor in got:
+            os.close(descriptor)
+
+
+async def test_a_run_marker_says_which_run_wrote_a_cassette(tmp_path, temp_dir):
+    store.mark_written(tmp_path / "c.json", "run-1")
+
+    assert store.written_in_run(tmp_path / "c.json", "run-1")
+    assert not store.written_in_run(tmp_path / "c.json", "run-2")
+    assert not store.written_in_run(tmp_path / "other.json", "run-1")
+
+
+async def test_the_end_of_a_run_removes_its_markers(tmp_path, temp_dir):
+    store.mark_written(tmp_path / "c.json", "run-1")
+
+    store.end_runs("run-1")
+
+    assert not store.written_in_run(tmp_path / "c.json", "run-1")
+    assert _files_under(temp_dir) == []
+
+
+def _killed_run(temp_dir: Path, run_id: str, pid: int, cassette: Path) -> Path:
+    """The markers a run of process ``pid`` left when it was killed."""
+    folder = temp_dir / "pytest-agentctx-locks" / "runs" / store._digest(run_id)
+    folder.mkdir(parents=True)
+    (folder / f"pid-{pid}").touch()
+    store.run_marker(cassette, run_id).touch()
+    return folder
+
+
+async def test_the_next_run_removes_the_markers_of_a_killed_run(tmp_path, temp_dir, dead_pid):
+    killed = _killed_run(temp_dir, "killed", dead_pid, tmp_path / "c.json")
+
+    store.mark_written(tmp_path / "c.json", "next")
+
+    assert not killed.exists()
+    assert store.written_in_run(tmp_path / "c.json", "next")
+
+
+async def test_the_markers_of_a_run_still_running_are_kept(tmp_path, temp_dir):
+    running = _killed_run(temp_dir, "running", os.getpid(), tmp_path / "c.json")
+
+    store.end_runs("another")
+
+    assert store.written_in_run(tmp_path / "c.json", "running")
+    assert running.exists()
+
+
+async def test_the_markers_of_a_day_old_run_go_whatever_its_process_ids(tmp_path, temp_dir):
+    old = _killed_run(temp_dir, "old", os.getpid(), tmp_path / "c.json")
+    then = time.time() - store.RUN_MARKERS_KEPT_SECONDS - 60
+    os.utime(old, (then, then))
+
+    store.end_runs("another")
+
+    assert not old.exists()
+
+
+async def test_a_lock_file_a_killed_holder_left_is_removed_when_a_run_ends(tmp_path, temp_dir):
+    store._lock_path(tmp_path / "c.json").touch()
+
+    store.end_runs("run-1")
+
+    assert _files_under(temp_dir) == []
+
+
+async def test_a_lock_file_someone_holds_is_kept_when_a_run_ends(tmp_path, temp_dir):
+    with locked(tmp_path / "c.json") as lock_file:
+        store.end_runs("run-1")
+
+        assert lock_file.exists()

@@ -1,0 +1,177 @@
+"""Unit tests of pytest_agentctx._files: atomic writes, and no temporary file left behind by
+a killed write once the folder is written again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_agentctx import _files
+from pytest_agentctx._files import (
+    STALE_AFTER_SECONDS,
+    atomic_write_bytes,
+    atomic_write_text,
+    is_temporary,
+    pid_running,
+    remove_stale_temporaries,
+    unwritable_reason,
+)
+
+
+@pytest.fixture(scope="module")
+def dead_pid() -> int:
+    """The id of a process that has ended."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(child.stdout)
+
+
+def _leftover(folder: Path, name: str, pid: int, *, age: float = 0.0) -> Path:
+    """A temporary file as a write of ``name`` by process ``pid`` leaves it when killed."""
+    path = folder / f".{name}.{pid}.0123abcd.tmp"
+    path.write_text('{"half": ')
+    if age:
+        then = time.time() - age
+        os.utime(path, (then, then))
+    return path
+
+
+async def test_write_replaces_the_file_and_leaves_no_temporary_file(tmp_path):
+    atomic_write_text(tmp_path / "c.json", "old")
+    atomic_write_text(tmp_path / "c.json", "new")
+
+    assert [(p.name, p.read_text()) for p in tmp_path.iterdir()] == [("c.json", "new")]
+
+
+async def test_a_temporary_file_of_a_dead_process_goes_when_the_file_is_written(tmp_path, dead_pid):
+    _leftover(tmp_path, "c.json", dead_pid)
+
+    atomic_write_text(tmp_path / "c.json", "new")
+
+    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
+
+
+async def test_a_temporary_file_of_a_running_process_is_kept(tmp_path):
+    mine = _leftover(tmp_path, "c.json", os.getpid())  # as a write in progress in this process
+
+    atomic_write_text(tmp_path / "c.json", "new")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["c.json", mine.name])
+
+
+async def test_an_old_temporary_file_goes_whatever_its_process_id(tmp_path):
+    _leftover(tmp_path, "c.json", os.getpid(), age=STALE_AFTER_SECONDS + 60)
+
+    atomic_write_text(tmp_path / "c.json", "new")
+
+    assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
+
+
+async def test_writing_a_file_leaves_the_temporary_files_of_other_files_alone(tmp_path, dead_pid):
+    other = _leftover(tmp_path, "other.json", dead_pid)
+
+    atomic_write_text(tmp_path / "c.json", "new")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["c.json", other.name])
+
+
+async def test_a_folder_sweep_removes_only_files_shaped_like_temporaries(tmp_path, dead_pid):
+    stale = _leftover(tmp_path, "c.json", dead_pid)
+    kept = ["c.json", ".c.json.swp", "notes.tmp", f".c.json.{dead_pid}.tmp", ".hidden"]
+    for name in kept:
+        (tmp_path / name).write_text("mine")
+
+    removed = remove_stale_temporaries(tmp_path)
+
+    assert removed == [stale]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
+
+
+async def test_a_sweep_with_a_prefix_removes_only_temporaries_with_that_prefix(tmp_path, dead_pid):
+    plain = _leftover(tmp_path, "c.json", dead_pid)
+    prefixed = tmp_path / f".agentctx-tmp-a.md.{dead_pid}.0123abcd.tmp"
+    prefixed.write_text("half")
+
+    atomic_write_bytes(tmp_path / "a.md", b"new", temp_prefix=".agentctx-tmp-")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.md", plain.name])
+
+
+async def test_a_sweep_of_a_missing_folder_removes_nothing(tmp_path):
+    assert remove_stale_temporaries(tmp_path / "absent") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "temporary"),
+    [
+        (".c.json.123.0123abcd.tmp", True),
+        (".c.json.tmp", False),
+        ("c.json.123.0123abcd.tmp", False),
+        (".c.json.123.0123abcd.tmp.json", False),
+        (".c.json.x1.0123abcd.tmp", False),
+    ],
+)
+async def test_a_temporary_file_is_told_from_a_real_one_by_its_name(name, temporary):
+    assert is_temporary(name) is temporary
+
+
+async def test_this_process_runs_and_an_ended_one_does_not(dead_pid):
+    assert (pid_running(os.getpid()), pid_running(dead_pid)) == (True, False)
+
+
+async def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(
+    tmp_path, monkeypatch
+):
+    atomic_write_text(tmp_path / "c.json", "old")
+
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write_text(tmp_path / "c.json", "new")
+
+    assert [(p.name, p.read_text()) for p in tmp_path.iterdir()] == [("c.json", "old")]
+
+
+# -- unwritable_reason ---------------------------------------------------------------
+
+
+async def test_a_path_in_a_writable_folder_is_writable(tmp_path):
+    assert unwritable_reason(tmp_path / "report.json") is None
+
+
+async def test_a_path_whose_folders_can_be_created_is_writable(tmp_path):
+    assert unwritable_reason(tmp_path / "a" / "b" / "report.json") is None
+
+
+async def test_a_folder_is_not_a_file_to_write(tmp_path):
+    assert unwritable_reason(tmp_path) == f"{tmp_path} is a folder; give the path of a file"
+
+
+async def test_a_file_where_a_folder_should_be_is_named(tmp_path):
+    (tmp_path / "reports").write_text("not a folder")
+
+    reason = unwritable_reason(tmp_path / "reports" / "2025" / "report.json")
+
+    assert reason == (
+        f"{tmp_path / 'reports'} is a file, not a folder, so "
+        f"{tmp_path / 'reports' / '2025'} cannot be created"
+    )
+
+
+async def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch):
+    real = os.access
+    # chmod does not stop root, who runs some CI containers: the check is what matters.
+    monkeypatch.setattr(_files.os, "access", lambda p, mode: Path(p) != tmp_path and real(p, mode))
+
+    assert unwritable_reason(tmp_path / "report.json") == f"the folder {tmp_path} is not writable"
