@@ -2,9 +2,9 @@
 
 A write goes to ``<prefix><name>.<pid>.<hex>.tmp`` beside the target, is flushed to disk and
 renamed over the target. A process killed between the two (``kill -9``, a crash, a power
-cut) leaves the target as it was and the temporary file behind; the next write of a file in
-that folder removes the temporary files that such a process left
-(:func:`remove_stale_temporaries`), never those of a process that is still writing.
+cut) leaves the target as it was and the temporary file behind; the next write of the same
+file removes the temporary files that such a process left, never those of a process that is
+still writing (:func:`remove_stale_temporaries`, which also clears a whole folder).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ __all__ = [
     "STALE_AFTER_SECONDS",
     "atomic_write_bytes",
     "atomic_write_text",
-    "is_temporary",
     "pid_running",
     "remove_stale_temporaries",
     "unwritable_reason",
@@ -62,14 +61,6 @@ def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str = ".") -> No
             temporary.unlink()
         raise
     remove_stale_temporaries(path.parent, name=path.name, temp_prefix=temp_prefix)
-
-
-def is_temporary(name: str, *, temp_prefix: str = ".") -> bool:
-    """Whether the file name ``name`` is one of :func:`atomic_write_bytes`'s temporary files
-    (so a reader of a folder never takes one for a real file)."""
-    return (
-        name.startswith(temp_prefix) and _TEMPORARY.fullmatch(name[len(temp_prefix) :]) is not None
-    )
 
 
 def remove_stale_temporaries(

@@ -16,7 +16,6 @@ from pytest_agentctx._files import (
     STALE_AFTER_SECONDS,
     atomic_write_bytes,
     atomic_write_text,
-    is_temporary,
     pid_running,
     remove_stale_temporaries,
     unwritable_reason,
@@ -108,20 +107,6 @@ async def test_a_sweep_with_a_prefix_removes_only_temporaries_with_that_prefix(t
 
 async def test_a_sweep_of_a_missing_folder_removes_nothing(tmp_path):
     assert remove_stale_temporaries(tmp_path / "absent") == []
-
-
-@pytest.mark.parametrize(
-    ("name", "temporary"),
-    [
-        (".c.json.123.0123abcd.tmp", True),
-        (".c.json.tmp", False),
-        ("c.json.123.0123abcd.tmp", False),
-        (".c.json.123.0123abcd.tmp.json", False),
-        (".c.json.x1.0123abcd.tmp", False),
-    ],
-)
-async def test_a_temporary_file_is_told_from_a_real_one_by_its_name(name, temporary):
-    assert is_temporary(name) is temporary
 
 
 async def test_this_process_runs_and_an_ended_one_does_not(dead_pid):
