@@ -96,11 +96,6 @@ _MEASURE_KEY = pytest.StashKey[bool]()
 #: test's redactor (its cassette's): snapshots, records and failure text pass it.
 _SECRETS_KEY: pytest.StashKey[SessionSecrets] = pytest.StashKey()
 _REDACTOR_KEY: pytest.StashKey[Redactor] = _test_key(pytest.StashKey())
-_FAKE_KEYS = {
-    "OPENAI_API_KEY": "sk-agentctx-fake",
-    "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
-    "GEMINI_API_KEY": "agentctx-fake-gemini-key",
-}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -493,9 +488,9 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """
     import os
 
-    from .fakes import FakeLLM
+    from .fakes import PLACEHOLDER_KEYS, FakeLLM
 
-    for name, value in _FAKE_KEYS.items():
+    for name, value in PLACEHOLDER_KEYS.items():
         if not os.environ.get(name):
             monkeypatch.setenv(name, value)
     fake = FakeLLM(ids=SequentialIds())
