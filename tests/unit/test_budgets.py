@@ -235,11 +235,11 @@ async def test_check_budget_fails_a_marked_test_without_runs_as_unmeasured() -> 
 
 
 async def test_check_budget_fails_an_agent_test_without_runs_under_ini_defaults() -> None:
-    check = check_budget(
-        (Budget(max_tokens=10), False), list, prices=PriceTable(), agent_test=True
-    )
+    check = check_budget((Budget(max_tokens=10), False), list, prices=PriceTable(), agent_test=True)
 
-    assert check is not None and check.unmeasured and not check.passed
+    assert check is not None
+    assert check.unmeasured
+    assert not check.passed
 
 
 async def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() -> None:
@@ -247,9 +247,7 @@ async def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() 
 
     message = check.failure_message("test_x.py::test_agent")
 
-    assert message.startswith(
-        "agent budget not measured: test_x.py::test_agent made no model call"
-    )
+    assert message.startswith("agent budget not measured: test_x.py::test_agent made no model call")
     assert "(max_iterations=1, max_tokens=10)" in message
     assert "@pytest.mark.agent_budget(max_iterations=None, max_tokens=None)" in message
 
@@ -265,4 +263,5 @@ async def test_a_repetition_without_runs_keeps_the_merged_check_unmeasured() -> 
 
     merged = measured.merged(BudgetCheck(Budget(max_iterations=5), unmeasured=True))
 
-    assert merged.unmeasured and not merged.passed
+    assert merged.unmeasured
+    assert not merged.passed

@@ -512,7 +512,8 @@ async def test_there_is_no_summary_line_without_agent_tests() -> None:
 async def test_an_unmeasured_record_says_so_and_is_an_agent_test() -> None:
     record = _record(runs=[], measured=False)
 
-    assert record["measured"] is False and is_agent_test(record)
+    assert record["measured"] is False
+    assert is_agent_test(record)
 
 
 async def test_a_measured_record_has_no_measured_key() -> None:
@@ -535,7 +536,8 @@ async def test_the_summary_line_counts_the_unmeasured_tests_and_says_how_to_meas
 
     line = summary_line(report)
 
-    assert line is not None and line.endswith(
+    assert line is not None
+    assert line.endswith(
         "; 1 not measured (runs captured from traffic are measured for a budget, "
         "--agent-report, --agent-gate or --agent-baseline)"
     )
