@@ -19,6 +19,9 @@ Sessions, interleaved round by round (A B C [D] A B C [D] ...):
 * ``before`` (with ``--before REV``): a plain session of the package at git revision REV
   (a worktree put first on ``PYTHONPATH``), to show the plain replay did not get slower.
 
+Also, in this process: the CPU time of rebuilding one test's runs from its recorded
+cassette and measuring them (the capture's own cost, free of the noise of whole sessions).
+
 Figures: the time from the first test's start to the last test's end (a ``conftest.py``
 takes ``perf_counter`` and ``process_time`` in ``pytest_runtest_logstart`` and
 ``pytest_runtest_logfinish``), divided by the number of tests: what one replayed test
@@ -41,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,7 +91,11 @@ TOOLS = [
 
 
 def ask(base_url, question):
-    client = openai.OpenAI(api_key="sk-bench", base_url=base_url, max_retries=0)
+    with openai.OpenAI(api_key="sk-bench", base_url=base_url, max_retries=0) as client:
+        return _loop(client, question)
+
+
+def _loop(client, question):
     messages = [{{"role": "system", "content": SYSTEM}}, {{"role": "user", "content": question}}]
     while True:
         reply = client.chat.completions.create(
@@ -241,6 +249,25 @@ def run_session(
     return data
 
 
+def build_cost(root: Path, repeats: int = 300) -> dict[str, float]:
+    """CPU milliseconds to rebuild one test's runs from its recorded cassette and measure
+    them (what a budget or a report reads), in this process: the best of 5 batches."""
+    from pytest_agentctx.capture import CapturedRuns
+    from pytest_agentctx.cassettes.store import load_cassette
+    from pytest_agentctx.stats import PriceTable
+
+    interactions = load_cassette(root / "cassettes" / "test_parcel" / "test_ask_0.json")
+    prices = PriceTable()
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        for _ in range(repeats):
+            for record in CapturedRuns(list(interactions)).records():
+                record.stats(prices)
+        best = min(best, (time.process_time() - start) / repeats * 1000)
+    return {"build_ms": best, "interactions": len(interactions)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tests", type=int, default=200)
@@ -255,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(tmp) / "project"
         root.mkdir()
         build(root, tests)
+        cost = build_cost(root)
         sessions: dict[str, tuple[list[str], str | None]] = {
             "plain": ([], None),
             "uncaptured": ([], None),
@@ -285,7 +313,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     capture_output=True,
                     timeout=60,
                 )
-    results = {"tests": tests, "rounds": rounds, "samples": samples, "before": options.before}
+    results = {
+        "tests": tests,
+        "rounds": rounds,
+        "samples": samples,
+        "before": options.before,
+        **cost,
+    }
     if options.json:
         Path(options.json).write_text(json.dumps(results, indent=2))
     print(render(results, command=" ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])))
@@ -318,7 +352,13 @@ def render(results: Mapping[str, Any], command: str) -> str:
             f"| {label} | {statistics.median(wall):.2f} | {statistics.median(cpu):.2f} | "
             f"{builds:g} | {wall_ratio:.3f}x | {cpu_ratio:.3f}x |"
         )
+    plain_cpu_ms = statistics.median(plain_cpu)
     lines += [
+        "",
+        f"Rebuilding one test's runs from its cassette ({results['interactions']} "
+        f"interactions) and measuring them: {results['build_ms']:.3f} ms of CPU (best of 5 "
+        f"batches), {results['build_ms'] / plain_cpu_ms * 100:.1f}% of a plain replayed "
+        "test's CPU.",
         "",
         f"Command: `.venv/bin/python benchmarks/{command}`; "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; Python {platform.python_version()}; "

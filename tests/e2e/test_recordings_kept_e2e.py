@@ -120,7 +120,7 @@ def provider():
 
 STREAM_TESTS = """
 import pytest
-from agents import all_words_sync, first_word_anthropic, first_word_async, first_word_sync
+from stream_agents import all_words_sync, first_word_anthropic, first_word_async, first_word_sync
 
 pytestmark = pytest.mark.agent
 
@@ -148,7 +148,7 @@ import os
 import signal
 
 import pytest
-from agents import all_words_sync
+from stream_agents import all_words_sync
 
 pytestmark = pytest.mark.agent
 
@@ -172,7 +172,7 @@ def test_three(provider):
 def project(agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A project with the agents and the provider fixture, and a system temp dir of its own
     (for in-process runs and subprocesses alike)."""
-    agent_pytester.makepyfile(agents=AGENTS)
+    agent_pytester.makepyfile(stream_agents=AGENTS)
     agent_pytester.makeconftest(CONFTEST)
     system_tmp = agent_pytester.path / "system-tmp"
     system_tmp.mkdir()
@@ -231,7 +231,7 @@ def test_a_stream_whose_client_closed_replays_what_the_agent_read(project, monke
     project.makepyfile(
         test_closed="""
         import pytest
-        from agents import first_word_sync
+        from stream_agents import first_word_sync
 
         @pytest.mark.agent
         def test_closed(provider):
@@ -253,7 +253,7 @@ def test_an_agent_reading_past_a_partial_recording_fails_and_says_to_re_record(
     import os
 
     import pytest
-    from agents import all_words_sync, first_word_sync
+    from stream_agents import all_words_sync, first_word_sync
 
     @pytest.mark.agent
     def test_words(provider):

@@ -290,8 +290,10 @@ def test_a_worker_killed_between_two_tests_loses_nothing_of_the_others(recorded,
     monkeypatch.delenv("AGENT_KILL")
     echo.stop()
     result.assert_outcomes(passed=2, failed=1)
-    [crashed] = re.findall(r"worker '(gw\d)' crashed while running .*test_two", result.stdout.str())
-    [survivor] = {p.read_text() for p in workers.iterdir()}  # test_one and test_three
-    assert survivor != crashed
+    # the worker running test_two died; test_one and test_three ran on workers of their own
+    # or before it died on the same one (xdist's replacement gets a new name): either way,
+    # their recordings are kept
+    assert re.search(r"worker 'gw\d' crashed while running .*test_two", result.stdout.str())
+    assert sorted(p.name for p in workers.iterdir()) == ["one?", "three?"]
     assert _answers(recorded) == ["v2: one?", "v1: two?", "v2: three?"]
     recorded.runpytest().assert_outcomes(passed=3)
