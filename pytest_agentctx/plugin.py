@@ -408,7 +408,11 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     from .report import cassette_entry
 
     item.stash[_CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports
-        cassette, rootpath=request.config.rootpath, judged=judged, saved=saved
+        cassette,
+        rootpath=request.config.rootpath,
+        judged=judged,
+        saved=saved,
+        unsaved=unsaved is not None,
     )
     if unsaved is not None:  # the message says it all: no frames of the plugin
         raise pytest.fail.Exception(f"{type(unsaved).__name__}: {unsaved}", pytrace=False)

@@ -56,14 +56,16 @@ REPORT_VERSION = 1
 #: Name of the teardown report attribute that carries a test's record.
 RECORD_ATTRIBUTE = "agentctx"
 
-CassetteStatus = Literal["replayed", "recorded", "stale", "unused", "missing"]
+CassetteStatus = Literal["replayed", "recorded", "unsaved", "stale", "unused", "missing"]
 #: What happened to a test's cassette: ``replayed`` (answered every request from the file),
-#: ``recorded`` (the test's traffic went to the network and was recorded), ``stale`` (the
+#: ``recorded`` (the test's traffic went to the network and was recorded), ``unsaved``
+#: (recorded, but the file could not be written: the previous version is kept), ``stale`` (the
 #: agent sent requests the cassette cannot answer, or left recordings unused and failed for
 #: it), ``unused`` (recordings left unused where that is allowed), ``missing`` (no file).
 CASSETTE_STATUSES: tuple[CassetteStatus, ...] = (
     "replayed",
     "recorded",
+    "unsaved",
     "stale",
     "unused",
     "missing",
@@ -83,20 +85,23 @@ def _relative(path: Path, rootpath: Path) -> str:
 
 
 def cassette_entry(
-    cassette: Cassette, *, rootpath: Path, judged: bool, saved: bool
+    cassette: Cassette, *, rootpath: Path, judged: bool, saved: bool, unsaved: bool = False
 ) -> dict[str, Any]:
     """The report entry of a test's cassette after the test ran.
 
     ``judged``: the test body passed, so recordings it left unused count against the
     cassette (a failing test stops early and leaves some unused for that reason alone).
-    ``saved``: the cassette file was written by this test. A cassette shared by several
+    ``saved``: the cassette file was written by this test; ``unsaved``: writing it failed
+    (the test fails for it, and the report must not say ``recorded``). A cassette shared by several
     tests (``@pytest.mark.agent(cassette=...)``) is never ``unused`` on its own: the
     collector decides from every test that used it (the ``shared`` key, dropped from the
     report).
     """
     unused = cassette.unused() if judged and cassette.replays and not cassette.misses else []
     status: CassetteStatus
-    if cassette.recorded or saved or cassette.mode is RecordMode.REWRITE:
+    if unsaved:
+        status = "unsaved"
+    elif cassette.recorded or saved or cassette.mode is RecordMode.REWRITE:
         status = "recorded"
     elif cassette.misses:
         status = "stale" if cassette.existed else "missing"
@@ -439,7 +444,9 @@ def _flagged(test: Mapping[str, Any]) -> bool:
     budget = test["budget"]
     return (
         test["outcome"] == "failed"
-        or (cassette is not None and cassette["status"] in ("stale", "unused", "missing"))
+        or (
+            cassette is not None and cassette["status"] in ("unsaved", "stale", "unused", "missing")
+        )
         or (budget is not None and bool(budget.get("exceeded")))
     )
 

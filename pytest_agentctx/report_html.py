@@ -473,7 +473,7 @@ class _Page:
             test.get("outcome") == "failed"
             or gate_lines
             or _seq(_map(test.get("budget")).get("exceeded"))
-            or cassette.get("status") in ("stale", "unused", "missing")
+            or cassette.get("status") in ("unsaved", "stale", "unused", "missing")
             or (repeat and repeat.get("pass_rate", 1) < repeat.get("min_pass_rate", 0))
         )
 

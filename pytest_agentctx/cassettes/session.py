@@ -734,7 +734,7 @@ class Cassette:
             todo = f"Raise the file size limit of this process (ulimit -f), {again}"
         elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             todo = (
-                f"Make {self.path.parent} writable for the user running pytest (or set "
+                f"Make {_nearest_folder(self.path)} writable for the user running pytest (or set "
                 f"agent_cassette_dir to a writable folder), {again}"
             )
         else:
@@ -831,6 +831,12 @@ def _file_on_the_way(path: Path) -> Path | None:
         if not folder.exists():
             return None
     return None
+
+
+def _nearest_folder(path: Path) -> Path:
+    """The folder of ``path`` that exists: its own, or the closest one above it (where the
+    missing ones must be created)."""
+    return next((f for f in path.parents if f.is_dir()), path.parent)
 
 
 def _fresh_load(path: Path) -> list[Interaction]:

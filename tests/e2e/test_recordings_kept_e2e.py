@@ -109,6 +109,19 @@ def _renaming(source, target, *args, **kwargs):
 
 os.replace = _renaming
 
+_mkdir = os.mkdir
+
+
+def _making(path, *args, **kwargs):
+    if os.environ.get("AGENT_READ_ONLY_CASSETTES") and os.path.basename(
+        os.path.dirname(os.fspath(path))
+    ) == "cassettes":  # a folder in cassettes/ cannot be made: cassettes/ is read-only
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+    return _mkdir(path, *args, **kwargs)
+
+
+os.mkdir = _making
+
 
 @pytest.fixture
 def provider():
@@ -346,6 +359,27 @@ def test_a_cassette_that_cannot_be_written_keeps_the_old_one_and_says_why(
     )
     assert cassette.read_bytes() == before
     assert _debris(project) == []
+
+
+def test_a_new_cassette_under_a_read_only_folder_names_that_folder_and_is_unsaved(
+    project, monkeypatch
+):
+    project.makepyfile(test_streams=STREAM_TESTS)
+    (project.path / "cassettes").mkdir()
+    monkeypatch.setenv("AGENT_READ_ONLY_CASSETTES", "1")
+
+    result = _subprocess(project, "--agent-record", "-k", "test_whole")
+
+    _assert_clear_teardown_error(
+        result,
+        f"CassetteWriteError: Cassette {_cassette(project, 'test_streams', 'test_whole')} could "
+        "not be saved (Permission denied, EACCES, on */cassettes/test_streams). No cassette was "
+        f"written (there was none before). Make {project.path / 'cassettes'} writable for the "
+        "user running pytest (or set agent_cassette_dir to a writable folder), then record "
+        'again: pytest --agent-record "test_streams.py::test_whole"',
+    )
+    result.stdout.fnmatch_lines(["test_streams.py::test_whole * unsaved"])
+    assert list((project.path / "cassettes").iterdir()) == []
 
 
 # -- report paths ----------------------------------------------------------------------
