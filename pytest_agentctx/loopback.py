@@ -26,6 +26,7 @@ import json
 import math
 import selectors
 import socket
+import sys
 import threading
 import zlib
 from collections.abc import Iterable
@@ -315,6 +316,13 @@ class _Server(ThreadingHTTPServer):
         with self._connections_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that goes away (closes or resets its keep-alive connection, stops
+        # reading a stream) is what clients do: no traceback on the test's stderr for it.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def close_connections(self) -> None:
         """End every open connection, so idle keep-alive threads return."""

@@ -325,7 +325,8 @@ def test_a_file_where_the_cassette_folder_should_be_fails_the_test_clearly(proje
     ("environment", "reason", "what_to_do"),
     [
         (
-            {"AGENT_FILE_SIZE_LIMIT": "2000"},  # the new cassette is larger: a real EFBIG
+            # the new cassette is larger (a real EFBIG); pytest's output, a file too, is not
+            {"AGENT_FILE_SIZE_LIMIT": "65536"},
             "File too large, EFBIG",
             "Raise the file size limit of this process (ulimit -f)",
         ),
@@ -345,7 +346,7 @@ def test_a_cassette_that_cannot_be_written_keeps_the_old_one_and_says_why(
     project.runpytest("--agent-record", "-k", "test_whole").assert_outcomes(passed=1)
     cassette = _cassette(project, "test_streams", "test_whole")
     before = cassette.read_bytes()
-    monkeypatch.setenv("AGENT_REPLY", "one " + "two " * 200)  # a new, larger recording
+    monkeypatch.setenv("AGENT_REPLY", "one " + "two " * 2000)  # a new, larger recording
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -536,6 +537,17 @@ async def test_a_request_with_a_bad_content_length_is_a_400_not_a_server_failure
         status_line = connection.makefile("rb").readline()
 
     assert (status_line, provider.errors) == (b"HTTP/1.1 400 Bad Request\r\n", [])
+
+
+async def test_a_client_that_resets_its_connection_prints_nothing(capsys):
+    with LoopbackProvider() as running:
+        connection = socket.create_connection(running.address, timeout=5)
+        connection.sendall(b"POST /v1/messages HTTP/1.1\r\n")  # half a request, then a reset
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        connection.close()
+    # leaving the block joined the connection's thread: whatever it printed is here
+
+    assert capsys.readouterr().err == ""
 
 
 async def test_a_chunked_request_body_is_read(provider, http):
