@@ -1,6 +1,6 @@
 """End-to-end tests of redaction: a secret the session knows never reaches a file the plugin
 writes (cassettes, snapshots, the JSON and HTML reports, JUnit XML, pytest's cache) nor
-the terminal, recording or replaying, passing or failing, serially and on two xdist workers.
+the terminal, recording or replaying, passing or failing, serially and on four xdist workers.
 
 The secrets are canaries: the value of ``GROQ_API_KEY`` (one of the default secret
 variables), of ``ACME_SERVICE_TOKEN`` (listed in ``agent_secret_env``), of
@@ -84,7 +84,7 @@ async def test_raw_sdk(agent_context, agent_snapshot):
 '''
 
 REPORTS = ("--agent-report=r.json", "--agent-report-html=r.html", "--junitxml=j.xml")
-WORKERS = pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+WORKERS = pytest.mark.parametrize("workers", [(), ("-n", "4")], ids=["serial", "xdist"])
 
 
 def _leaks(project: pytest.Pytester, result: pytest.RunResult) -> list[str]:
