@@ -292,6 +292,54 @@ def _own_figures(context: Mapping[str, Any]) -> str:
     return text
 
 
+def _iteration_head(
+    iteration: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    duration: float | None,
+    run_start: datetime | None,
+    calls: Sequence[Mapping[str, Any]],
+    subs: int,
+) -> list[str]:
+    """The parts of an iteration's summary line: when, how long, model, tokens, calls."""
+    usage = _map(metadata.get("usage"))
+    offset = _elapsed(run_start, _instant(iteration.get("started_at")))
+    head = []
+    if offset is not None:
+        head.append(f"+{_seconds(offset) or '0 ms'}")
+    head.append(_seconds(duration) or "0 ms" if iteration.get("completed_at") else "in progress")
+    if metadata.get("model"):
+        head.append(str(metadata["model"]))
+    if usage:
+        inp, outp = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        head.append(f"{inp + outp:,} tokens ({inp:,} in / {outp:,} out)")
+    if calls:
+        head.append("calls " + ", ".join(str(call.get("name", "?")) for call in calls))
+    if subs:
+        head.append(f"{subs} sub-agent run{'s' if subs != 1 else ''}")
+    return head
+
+
+def _last_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The preview of an iteration: its last text that is not a tool result, or ``""``."""
+    for message in reversed(messages):
+        if message.get("role") != "tool" and isinstance(message.get("content"), str):
+            return f"{message.get('role')}: {_preview(message['content'])}"
+    return ""
+
+
+def _iteration_facts(iteration: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[str]:
+    """The provider, the stop reason and the times of an iteration, those it has."""
+    facts = []
+    for key in ("provider", "stop_reason"):
+        if metadata.get(key) is not None:
+            facts.append(f"{key}: {metadata[key]}")
+    if iteration.get("started_at"):
+        facts.append(f"started {iteration['started_at']}")
+    if iteration.get("completed_at"):
+        facts.append(f"completed {iteration['completed_at']}")
+    return facts
+
+
 class _Page:
     """The fragments of the page, written in order and joined once."""
 
@@ -620,31 +668,11 @@ class _Page:
         w = self.w
         number = _e(iteration.get("number", "?"))
         metadata = _map(iteration.get("metadata"))
-        usage = _map(metadata.get("usage"))
         messages = [_map(message) for message in _seq(iteration.get("messages"))]
         calls = [_map(call) for call in _seq(iteration.get("tool_calls"))]
-        offset = _elapsed(run_start, _instant(iteration.get("started_at")))
-        head = []
-        if offset is not None:
-            head.append(f"+{_seconds(offset) or '0 ms'}")
-        head.append(
-            _seconds(duration) or "0 ms" if iteration.get("completed_at") else "in progress"
-        )
-        if metadata.get("model"):
-            head.append(str(metadata["model"]))
-        if usage:
-            inp, outp = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
-            head.append(f"{inp + outp:,} tokens ({inp:,} in / {outp:,} out)")
-        if calls:
-            head.append("calls " + ", ".join(str(call.get("name", "?")) for call in calls))
-        preview = ""
-        for message in reversed(messages):
-            if message.get("role") != "tool" and isinstance(message.get("content"), str):
-                preview = f"{message.get('role')}: {_preview(message['content'])}"
-                break
         subs = list(_nested(metadata, ()))
-        if subs:
-            head.append(f"{len(subs)} sub-agent run{'s' if len(subs) != 1 else ''}")
+        head = _iteration_head(iteration, metadata, duration, run_start, calls, len(subs))
+        preview = _last_text(messages)
         w(
             f'<details class="it" id="{prefix}-i{number}"><summary><span class="num">#{number}'
             f"</span> {_e(' · '.join(head))}"
@@ -652,14 +680,7 @@ class _Page:
         if preview:
             w(f' <span class="preview">— {_e(preview)}</span>')
         w('</summary>\n<div class="it-body">\n')
-        facts = []
-        for key in ("provider", "stop_reason"):
-            if metadata.get(key) is not None:
-                facts.append(f"{key}: {metadata[key]}")
-        if iteration.get("started_at"):
-            facts.append(f"started {iteration['started_at']}")
-        if iteration.get("completed_at"):
-            facts.append(f"completed {iteration['completed_at']}")
+        facts = _iteration_facts(iteration, metadata)
         if facts:
             w(f'<div class="facts">{_e(" · ".join(facts))}</div>\n')
         shown: set[str] = set()
@@ -677,8 +698,14 @@ class _Page:
                 '<details class="meta"><summary class="muted">metadata</summary><pre>'
                 f"{_e(_json(_without_nested(rest)))}</pre></details>\n"
             )
+        self.sub_runs(f"{prefix}-i{number}", subs)
+        w("</div></details>\n")
+
+    def sub_runs(self, prefix: str, subs: Sequence[tuple[tuple[str, ...], Any]]) -> None:
+        """The sub-agent runs found in an iteration's metadata, each nested in full."""
+        w = self.w
         for number_of_sub, (keys, sub) in enumerate(subs):
-            sub_prefix = f"{prefix}-i{number}-s{number_of_sub}"
+            sub_prefix = f"{prefix}-s{number_of_sub}"
             w(
                 f'<div class="sub"><div class="run nested" id="{sub_prefix}">'
                 f'<div class="run-head">sub-agent <span class="mono">'
@@ -687,7 +714,6 @@ class _Page:
             )
             self.context(sub_prefix, _map(sub))
             w("</div></div>\n")
-        w("</div></details>\n")
 
     def message(
         self,

@@ -518,48 +518,7 @@ class _Writer:
         calls = data["tool_calls"]
         calls = calls.to_list() if type(calls) is Seq else list(calls)
         if calls:
-            where = f"{path}.tool_calls"
-            append(f"{where} = [{_count(len(calls))}]")
-            if gathered is not None:
-                gathered.extend(calls)
-            suffixes = self.suffixes
-            id_cache = self.id_cache
-            id_numbers = self.id_numbers
-            for index, call in enumerate(calls):
-                if type(call) is not ToolCall or not self.id_is_id:
-                    self.write(f"{where}[{index}]", call, None, ToolCall)
-                    continue
-                # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
-                call_path = f"{where}[{index}]"
-                call_data = call.__dict__
-                call_id = call_data["id"]
-                id_text = id_numbers.get(call_id)
-                if id_text is None:
-                    id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
-                append(f"{call_path}.id = {id_text}")
-                name = call_data["name"]
-                if "\n" in name:
-                    self.text(f"{call_path}.name", name)
-                else:
-                    append(f"{call_path}.name = {name!r}")
-                arguments = call_data["arguments"]
-                if not arguments:
-                    continue
-                arguments_path = f"{call_path}.arguments"
-                try:
-                    keys = sorted(arguments)
-                except TypeError:
-                    keys = sorted(arguments, key=_sort_key)
-                for key in keys:
-                    item = arguments[key]
-                    suffix = suffixes.get(key) or self.suffix(key)
-                    kind = type(item)
-                    if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
-                        kind is int or kind is float or kind is bool or item is None
-                    ):
-                        append(f"{arguments_path}{suffix} = {item!r}")
-                    else:
-                        self.fast_value(arguments_path + suffix, item, key)
+            self.message_calls(f"{path}.tool_calls", calls, gathered)
         tool_call_id = data["tool_call_id"]
         if tool_call_id is not None:
             if self.tool_call_id_is_id:
@@ -581,6 +540,51 @@ class _Writer:
         reasoning = data["reasoning"]
         if reasoning:
             self.write(f"{path}.reasoning", reasoning, "reasoning", _reasoning_implied())
+
+    def message_calls(self, where: str, calls: list[Any], gathered: list[Any] | None) -> None:
+        """The lines of a message's tool calls (``calls`` not empty), at ``where``."""
+        append = self.lines.append
+        append(f"{where} = [{_count(len(calls))}]")
+        if gathered is not None:
+            gathered.extend(calls)
+        suffixes = self.suffixes
+        id_cache = self.id_cache
+        id_numbers = self.id_numbers
+        for index, call in enumerate(calls):
+            if type(call) is not ToolCall or not self.id_is_id:
+                self.write(f"{where}[{index}]", call, None, ToolCall)
+                continue
+            # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
+            call_path = f"{where}[{index}]"
+            call_data = call.__dict__
+            call_id = call_data["id"]
+            id_text = id_numbers.get(call_id)
+            if id_text is None:
+                id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
+            append(f"{call_path}.id = {id_text}")
+            name = call_data["name"]
+            if "\n" in name:
+                self.text(f"{call_path}.name", name)
+            else:
+                append(f"{call_path}.name = {name!r}")
+            arguments = call_data["arguments"]
+            if not arguments:
+                continue
+            arguments_path = f"{call_path}.arguments"
+            try:
+                keys = sorted(arguments)
+            except TypeError:
+                keys = sorted(arguments, key=_sort_key)
+            for key in keys:
+                item = arguments[key]
+                suffix = suffixes.get(key) or self.suffix(key)
+                kind = type(item)
+                if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
+                    kind is int or kind is float or kind is bool or item is None
+                ):
+                    append(f"{arguments_path}{suffix} = {item!r}")
+                else:
+                    self.fast_value(arguments_path + suffix, item, key)
 
     def tool_call(self, path: str, call: ToolCall) -> None:
         data = call.__dict__
