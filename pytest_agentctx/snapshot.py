@@ -34,8 +34,6 @@ gives, where the cassette holds ``REDACTED``.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import date, datetime, time
@@ -60,6 +58,7 @@ from syrupy.types import (
     SnapshotIndex,
 )
 
+from ._files import atomic_write_text
 from ._paths import compile_globs, segment
 from ._seq import Seq
 from .context import AgentContext, Iteration, Message, ToolCall
@@ -966,25 +965,18 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
         snapshot_collection: SnapshotCollection,
         name_order: dict[str, int] | None = None,
     ) -> None:
-        """Write the snapshot atomically: a temporary file, then a rename over the old one."""
+        """Write the snapshot atomically: a temporary file, then a rename over the old one.
+
+        The file is UTF-8 with ``\\n`` line ends on every system, readable by all
+        (``0o644``) whatever the umask.
+        """
         location = Path(snapshot_collection.location)
         data = next(iter(snapshot_collection)).data
         if not isinstance(data, str):
             raise SnapshotError(
                 f"Cannot write {location}: expected the snapshot text, got {type(data).__name__}."
             )
-        location.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            prefix=f".{location.name}.", suffix=".part", dir=location.parent
-        )
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-                stream.write(data)
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, location)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        atomic_write_text(location, data, mode=0o644)
 
 
 @dataclass(eq=False, order=False, repr=False)
