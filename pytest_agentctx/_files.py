@@ -1,7 +1,8 @@
 """Writing files so that nothing is ever half-written: a temporary file, then a rename.
 
-A write goes to ``<prefix><name>.<pid>.<hex>.tmp`` beside the target, is flushed to disk and
-renamed over the target. A process killed between the two (``kill -9``, a crash, a power
+A write goes to ``<prefix><name>.<pid>.<hex>.tmp`` beside the target (created anew: an
+existing file or link of that name is never opened), is flushed to disk and renamed over the
+target. A process killed between the two (``kill -9``, a crash, a power
 cut) leaves the target as it was and the temporary file behind; the next write of the same
 file removes the temporary files that such a process left, never those of a process that is
 still writing (:func:`remove_stale_temporaries`, which also clears a whole folder).
@@ -33,16 +34,20 @@ STALE_AFTER_SECONDS = 3600.0
 _TEMPORARY = re.compile(r"(?P<name>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
     """Write ``text`` to ``path`` atomically: readers see the old file or the new one.
 
-    The text goes to a temporary file beside ``path``, is flushed to disk, and is renamed
-    over ``path``; if anything fails, the temporary file is removed and ``path`` is as it was.
+    The text goes, encoded in UTF-8 and with its line ends as they are, to a temporary file
+    beside ``path``, is flushed to disk, and is renamed over ``path``; if anything fails, the
+    temporary file is removed and ``path`` is as it was. ``mode``: the permissions of the
+    file, whatever the umask (by default, those the umask gives a new file).
     """
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str = ".") -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, temp_prefix: str = ".", mode: int | None = None
+) -> None:
     """:func:`atomic_write_text` for bytes. The temporary file's name starts with
     ``temp_prefix``, so that a reader of the folder can tell it from the real files.
 
@@ -50,11 +55,16 @@ def atomic_write_bytes(path: Path, data: bytes, *, temp_prefix: str = ".") -> No
     (:func:`remove_stale_temporaries`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f"{temp_prefix}{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    # "x": a new file or an error, never another writer's file nor a link planted there;
+    # opened before the try, so that a file this write did not create is never removed.
+    handle = open(temporary, "xb")  # noqa: SIM115 (closed by the with below)
     try:
-        with open(temporary, "wb") as handle:
+        with handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -803,27 +803,47 @@ def _m_mapping(value: Any, pattern: Mapping[Any, Any], path: PathCell, out: Out)
     elif access == _OBJECT:
         get = _attribute_getter(value)
     else:
-        if out is not None:
-            _miss(out, path, f"expected a mapping or an object with fields, got {short(value)}")
-        return False
+        return _not_a_mapping(value, path, out)
+    if out is not None:
+        return _collect_mapping(value, pattern, path, out, get, access)
+    # A probe: the first mismatch decides, no paths to build. This loop is the hot path of
+    # partial matching: the str and int leaves are compared inline, without a handler call.
     handlers = _HANDLERS
-    if out is None:  # a probe: the first mismatch decides, no paths to build
-        for key, sub in pattern.items():
-            item = get(key, _MISSING)
-            if item is _MISSING:
-                if access != _MODEL or not isinstance(key, str):
-                    return False
-                item = getattr(value, key, _MISSING)
-                if item is _MISSING:
-                    return False
-            kind = type(sub)
-            if kind is str or kind is int:
-                if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
-                    return False
-            elif not (handlers.get(kind) or _resolve(kind))(item, sub, None, None):
+    for key, sub in pattern.items():
+        item = get(key, _MISSING)
+        if item is _MISSING:
+            if access != _MODEL or not isinstance(key, str):
                 return False
-        return True
-    ok = True  # collecting: every mismatch, each with its path
+            item = getattr(value, key, _MISSING)
+            if item is _MISSING:
+                return False
+        kind = type(sub)
+        if kind is str or kind is int:
+            if not item == sub:  # noqa: SIM201 (the value's __eq__, as in ==)
+                return False
+        elif not (handlers.get(kind) or _resolve(kind))(item, sub, None, None):
+            return False
+    return True
+
+
+def _not_a_mapping(value: Any, path: PathCell, out: Out) -> bool:
+    """``_m_mapping`` of a value that has no keys or fields: always a mismatch."""
+    if out is not None:
+        _miss(out, path, f"expected a mapping or an object with fields, got {short(value)}")
+    return False
+
+
+def _collect_mapping(
+    value: Any,
+    pattern: Mapping[Any, Any],
+    path: PathCell,
+    out: list[Mismatch],
+    get: Callable[[Any, Any], Any],
+    access: int,
+) -> bool:
+    """``_m_mapping`` collecting every mismatch, each with its path (after a failed probe)."""
+    handlers = _HANDLERS
+    ok = True
     for key, sub in pattern.items():
         item = get(key, _MISSING)
         if item is _MISSING and access == _MODEL and isinstance(key, str):
@@ -1235,6 +1255,23 @@ def _exact_record(
             ok = False
             if out is None:
                 return False
+    no_others = _no_other_keys_set(value, expected, cls, access, path, out, also)
+    return ok and no_others
+
+
+def _no_other_keys_set(
+    value: Any,
+    expected: Mapping[Any, Any],
+    cls: type | None,
+    access: int,
+    path: PathCell,
+    out: Out,
+    also: Named | None,
+) -> bool:
+    """Whether ``value`` sets no key that neither ``expected`` nor ``also`` names.
+
+    The second half of ``_exact_record``: each such key is a mismatch.
+    """
     also_keys = also.keys if also is not None else frozenset()
     if cls is None and also is not None:
         cls = also.cls
@@ -1243,7 +1280,8 @@ def _exact_record(
         if extra and out is not None:
             for key in extra:
                 _miss(out, (path, key), f"unexpected key, with value {short(value[key])}")
-        return ok and not extra
+        return not extra
+    ok = True
     for key, item, default in _set_entries(value, cls):
         if key in expected or key in also_keys:
             continue
@@ -1527,19 +1565,7 @@ def assign(
     n, m = len(items), len(patterns)
     pattern_of: list[int | None] = [None] * n
     item_of: list[int | None] = [None] * m
-    buckets: dict[Any, list[int]] = {}
-    wild: list[int] = []
-    pattern_keys: list[Any] = [_WILD] * m
-    for j, pattern in enumerate(patterns):
-        key = keyer.pattern_key(pattern) if keyer is not None else _WILD
-        if key is not _WILD:
-            try:
-                buckets.setdefault(key, []).append(j)
-            except TypeError:
-                key = _WILD
-        pattern_keys[j] = key
-        if key is _WILD:
-            wild.append(j)
+    buckets, wild, pattern_keys = _index_patterns(patterns, keyer)
     item_keys: list[Any] = [_NO_KEY] * n
     heads: dict[Any, int] = {}
     wild_head = 0
@@ -1575,6 +1601,61 @@ def assign(
     return pattern_of, item_of
 
 
+def _index_patterns(
+    patterns: Sequence[Any], keyer: Keyer | None
+) -> tuple[dict[Any, list[int]], list[int], list[Any]]:
+    """``(buckets, wild, pattern_keys)``: the patterns' indexes by key, then unkeyed.
+
+    ``buckets`` maps a key to the indexes of the patterns under it, in order; ``wild``
+    lists the patterns any item may match (no key, or an unhashable one); ``pattern_keys``
+    is each pattern's key, ``WILD`` for those in ``wild``.
+    """
+    buckets: dict[Any, list[int]] = {}
+    wild: list[int] = []
+    pattern_keys: list[Any] = [_WILD] * len(patterns)
+    for j, pattern in enumerate(patterns):
+        key = keyer.pattern_key(pattern) if keyer is not None else _WILD
+        if key is not _WILD:
+            try:
+                buckets.setdefault(key, []).append(j)
+            except TypeError:
+                key = _WILD
+        pattern_keys[j] = key
+        if key is _WILD:
+            wild.append(j)
+    return buckets, wild, pattern_keys
+
+
+def _items_by_key(item_keys: Sequence[Any]) -> dict[Any, list[int]]:
+    """The indexes of the items under each hashable key (items without a key left out)."""
+    by_key: dict[Any, list[int]] = {}
+    for i, key in enumerate(item_keys):
+        if key is not _NO_KEY:
+            try:
+                by_key.setdefault(key, []).append(i)
+            except TypeError:
+                continue
+    return by_key
+
+
+def _flip_path(
+    reached: Mapping[int, int],
+    i: int,
+    start: int,
+    pattern_of: list[int | None],
+    item_of: list[int | None],
+) -> None:
+    """Pair the free item ``i`` along the augmenting path back to the pattern ``start``."""
+    while True:
+        owner = reached[i]
+        previous = item_of[owner]
+        item_of[owner] = i
+        pattern_of[i] = owner
+        if owner == start or previous is None:
+            break
+        i = previous
+
+
 def _augment(
     items: Sequence[Any],
     patterns: Sequence[Any],
@@ -1585,13 +1666,7 @@ def _augment(
     item_keys: list[Any],
 ) -> None:
     """Improve a greedy assignment along augmenting paths until it is maximum."""
-    by_key: dict[Any, list[int]] = {}
-    for i, key in enumerate(item_keys):
-        if key is not _NO_KEY:
-            try:
-                by_key.setdefault(key, []).append(i)
-            except TypeError:
-                continue
+    by_key = _items_by_key(item_keys)
     everyone = list(range(len(items)))
     cache: dict[tuple[int, int], bool] = {}
 
@@ -1620,14 +1695,7 @@ def _augment(
                     continue
                 reached[i] = j
                 if pattern_of[i] is None:
-                    while True:
-                        owner = reached[i]
-                        previous = item_of[owner]
-                        item_of[owner] = i
-                        pattern_of[i] = owner
-                        if owner == start or previous is None:
-                            break
-                        i = previous
+                    _flip_path(reached, i, start, pattern_of, item_of)
                     augmented = True
                     break
                 queue.append(pattern_of[i])  # type: ignore[arg-type]

@@ -16,10 +16,12 @@ rendered in linear time.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from html import escape
+from importlib import resources
 from typing import Any
 
 __all__ = ["render_html"]
@@ -29,128 +31,17 @@ _HEADER_KEYS = frozenset({"usage", "model", "provider", "stop_reason"})
 #: Longest preview of a message in an iteration's one-line summary.
 _PREVIEW = 90
 
-_CSS = """
-:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#fff;--soft:#f6f8fa;--ok:#1a7f37;
---bad:#cf222e;--warn:#9a6700;--info:#0969da;--sys:#8250df}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
-background:var(--bg)}
-header.top{padding:16px 24px;border-bottom:1px solid var(--line);background:var(--soft)}
-main{padding:16px 24px}
-h1{font-size:20px;margin:0 0 8px}
-h2{font-size:16px;margin:24px 0 8px}
-code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-pre{margin:4px 0;padding:6px 8px;background:var(--soft);border-radius:4px;white-space:pre-wrap;
-word-break:break-word;max-height:480px;overflow:auto}
-.cards{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}
-.card{border:1px solid var(--line);border-radius:6px;padding:6px 10px;background:var(--bg);
-min-width:96px}
-.card b{display:block;font-size:18px}
-.card span{color:var(--muted);font-size:12px}
-.badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:12px;line-height:18px;
-border:1px solid var(--line);color:var(--muted);white-space:nowrap}
-.b-passed,.b-replayed,.b-ok{color:var(--ok);border-color:var(--ok)}
-.b-failed,.b-stale,.b-unused,.b-missing,.b-exceeded,.b-error{color:var(--bad);
-border-color:var(--bad)}
-.b-skipped,.b-recorded{color:var(--warn);border-color:var(--warn)}
-.b-integration{color:var(--sys);border-color:var(--sys)}
-.gate{margin:8px 0;padding:8px 12px;border-radius:6px;border:1px solid var(--line)}
-.gate.fail{border-color:var(--bad);background:#ffebe9}
-.gate.pass{border-color:var(--ok);background:#dafbe1}
-.gate ul{margin:4px 0 0;padding-left:20px}
-.controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:12px 0}
-.controls input[type=search]{min-width:280px;padding:4px 8px;border:1px solid var(--line);
-border-radius:4px}
-button{font:inherit;padding:3px 10px;border:1px solid var(--line);border-radius:4px;
-background:var(--bg);cursor:pointer}
-table.tests{border-collapse:collapse;width:100%;font-size:13px}
-table.tests th,table.tests td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;
-vertical-align:top}
-table.tests td.n,table.tests th.n{text-align:right;font-variant-numeric:tabular-nums}
-table.tests a{color:var(--info);text-decoration:none;word-break:break-all}
-details.test{border:1px solid var(--line);border-radius:6px;margin:10px 0;background:var(--bg)}
-details.test>summary{padding:8px 12px;cursor:pointer;background:var(--soft);border-radius:6px}
-details.test[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
-.test-body{padding:8px 12px}
-.nodeid{font-weight:600;word-break:break-all}
-.facts{color:var(--muted);font-size:12.5px;margin:4px 0}
-.facts .bad{color:var(--bad);font-weight:600}
-.run{margin:10px 0 4px;padding-left:10px;border-left:3px solid var(--info)}
-.run.nested{border-left-color:var(--sys);margin-left:4px}
-.run-head{font-weight:600}
-.timeline{display:flex;height:14px;margin:6px 0;gap:2px;max-width:720px}
-.timeline a{display:block;min-width:6px;background:var(--info);opacity:.75;border-radius:2px}
-.timeline a:hover,.timeline a:focus{opacity:1}
-.timeline a.calls{background:var(--sys)}
-details.it{margin:4px 0;border-left:2px solid var(--line);padding-left:8px}
-details.it>summary{cursor:pointer;padding:2px 0}
-details.it>summary .num{display:inline-block;min-width:2.2em;font-weight:600}
-details.it>summary .preview{color:var(--muted)}
-.it-body{padding:4px 0 8px}
-.msg{margin:6px 0}
-.role{font-size:12px;font-weight:600;text-transform:uppercase;letter-spacing:.03em}
-.role-system{color:var(--sys)}.role-user{color:var(--info)}.role-assistant{color:var(--ok)}
-.role-tool{color:var(--warn)}
-.call{margin:6px 0 6px 12px;border:1px solid var(--line);border-radius:4px;padding:4px 8px}
-.call .label{font-size:12px;color:var(--muted)}
-.call.error{border-color:var(--bad)}
-.sub{margin:8px 0 4px 4px}
-.muted{color:var(--muted)}
-.hidden{display:none}
-"""
+#: The folder of the page's stylesheet and script, inlined into every page.
+_ASSETS = "report_assets"
 
-_JS = """
-(function () {
-  'use strict';
-  var tests = Array.prototype.slice.call(document.querySelectorAll('details.test'));
-  var rows = Array.prototype.slice.call(document.querySelectorAll('tr[data-test]'));
-  var search = document.getElementById('filter');
-  var outcome = document.getElementById('outcome');
-  var shown = document.getElementById('shown');
-  function applyFilter() {
-    var q = search.value.trim().toLowerCase();
-    var want = outcome.value;
-    var count = 0;
-    tests.forEach(function (el, i) {
-      var ok = (!q || el.dataset.nodeid.toLowerCase().indexOf(q) !== -1) &&
-        (!want || el.dataset.outcome === want ||
-         (want === 'attention' && el.dataset.attention === '1'));
-      el.classList.toggle('hidden', !ok);
-      if (rows[i]) { rows[i].classList.toggle('hidden', !ok); }
-      if (ok) { count += 1; }
-    });
-    shown.textContent = String(count);
-  }
-  search.addEventListener('input', applyFilter);
-  outcome.addEventListener('change', applyFilter);
-  function setAll(selector, open) {
-    document.querySelectorAll(selector).forEach(function (el) {
-      if (!el.classList.contains('hidden')) { el.open = open; }
-    });
-  }
-  document.getElementById('expand-tests').addEventListener('click', function () {
-    setAll('details.test', true);
-  });
-  document.getElementById('collapse-all').addEventListener('click', function () {
-    setAll('details.it', false);
-    setAll('details.test', false);
-  });
-  function reveal(id) {
-    var el = id ? document.getElementById(id) : null;
-    if (!el) { return; }
-    for (var node = el; node; node = node.parentElement) {
-      if (node.tagName === 'DETAILS') { node.open = true; }
-    }
-    el.scrollIntoView({block: 'nearest'});
-  }
-  document.addEventListener('click', function (event) {
-    var link = event.target.closest ? event.target.closest('a[href^="#"]') : null;
-    if (link) { reveal(decodeURIComponent(link.getAttribute('href').slice(1))); }
-  });
-  if (location.hash) { reveal(decodeURIComponent(location.hash.slice(1))); }
-  applyFilter();
-})();
-"""
+
+@functools.cache
+def _asset(name: str) -> str:
+    """The text of the file ``name`` of the package's report assets (read once).
+
+    Read as text, so line ends are ``\\n`` however the file was checked out.
+    """
+    return (resources.files(__package__) / _ASSETS / name).read_text(encoding="utf-8")
 
 
 def _e(value: Any) -> str:
@@ -292,6 +183,54 @@ def _own_figures(context: Mapping[str, Any]) -> str:
     return text
 
 
+def _iteration_head(
+    iteration: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    duration: float | None,
+    run_start: datetime | None,
+    calls: Sequence[Mapping[str, Any]],
+    subs: int,
+) -> list[str]:
+    """The parts of an iteration's summary line: when, how long, model, tokens, calls."""
+    usage = _map(metadata.get("usage"))
+    offset = _elapsed(run_start, _instant(iteration.get("started_at")))
+    head = []
+    if offset is not None:
+        head.append(f"+{_seconds(offset) or '0 ms'}")
+    head.append(_seconds(duration) or "0 ms" if iteration.get("completed_at") else "in progress")
+    if metadata.get("model"):
+        head.append(str(metadata["model"]))
+    if usage:
+        inp, outp = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        head.append(f"{inp + outp:,} tokens ({inp:,} in / {outp:,} out)")
+    if calls:
+        head.append("calls " + ", ".join(str(call.get("name", "?")) for call in calls))
+    if subs:
+        head.append(f"{subs} sub-agent run{'s' if subs != 1 else ''}")
+    return head
+
+
+def _last_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The preview of an iteration: its last text that is not a tool result, or ``""``."""
+    for message in reversed(messages):
+        if message.get("role") != "tool" and isinstance(message.get("content"), str):
+            return f"{message.get('role')}: {_preview(message['content'])}"
+    return ""
+
+
+def _iteration_facts(iteration: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[str]:
+    """The provider, the stop reason and the times of an iteration, those it has."""
+    facts = []
+    for key in ("provider", "stop_reason"):
+        if metadata.get(key) is not None:
+            facts.append(f"{key}: {metadata[key]}")
+    if iteration.get("started_at"):
+        facts.append(f"started {iteration['started_at']}")
+    if iteration.get("completed_at"):
+        facts.append(f"completed {iteration['completed_at']}")
+    return facts
+
+
 class _Page:
     """The fragments of the page, written in order and joined once."""
 
@@ -308,8 +247,8 @@ class _Page:
         w = self.w
         w('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n')
         w('<meta name="viewport" content="width=device-width, initial-scale=1">\n')
-        w("<title>pytest-agentctx report</title>\n<style>")
-        w(_CSS)
+        w("<title>pytest-agentctx report</title>\n<style>\n")
+        w(_asset("report.css"))
         w("</style>\n</head>\n<body>\n")
         self.summary(report, summary, tests)
         w("<main>\n")
@@ -318,8 +257,8 @@ class _Page:
         w("<h2>Runs</h2>\n")
         for index, test in enumerate(tests):
             self.test(index, test, gate_lines.get(index, ()))
-        w("</main>\n<script>")
-        w(_JS)
+        w("</main>\n<script>\n")
+        w(_asset("report.js"))
         w("</script>\n</body>\n</html>\n")
         return "".join(self.out)
 
@@ -620,31 +559,11 @@ class _Page:
         w = self.w
         number = _e(iteration.get("number", "?"))
         metadata = _map(iteration.get("metadata"))
-        usage = _map(metadata.get("usage"))
         messages = [_map(message) for message in _seq(iteration.get("messages"))]
         calls = [_map(call) for call in _seq(iteration.get("tool_calls"))]
-        offset = _elapsed(run_start, _instant(iteration.get("started_at")))
-        head = []
-        if offset is not None:
-            head.append(f"+{_seconds(offset) or '0 ms'}")
-        head.append(
-            _seconds(duration) or "0 ms" if iteration.get("completed_at") else "in progress"
-        )
-        if metadata.get("model"):
-            head.append(str(metadata["model"]))
-        if usage:
-            inp, outp = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
-            head.append(f"{inp + outp:,} tokens ({inp:,} in / {outp:,} out)")
-        if calls:
-            head.append("calls " + ", ".join(str(call.get("name", "?")) for call in calls))
-        preview = ""
-        for message in reversed(messages):
-            if message.get("role") != "tool" and isinstance(message.get("content"), str):
-                preview = f"{message.get('role')}: {_preview(message['content'])}"
-                break
         subs = list(_nested(metadata, ()))
-        if subs:
-            head.append(f"{len(subs)} sub-agent run{'s' if len(subs) != 1 else ''}")
+        head = _iteration_head(iteration, metadata, duration, run_start, calls, len(subs))
+        preview = _last_text(messages)
         w(
             f'<details class="it" id="{prefix}-i{number}"><summary><span class="num">#{number}'
             f"</span> {_e(' · '.join(head))}"
@@ -652,14 +571,7 @@ class _Page:
         if preview:
             w(f' <span class="preview">— {_e(preview)}</span>')
         w('</summary>\n<div class="it-body">\n')
-        facts = []
-        for key in ("provider", "stop_reason"):
-            if metadata.get(key) is not None:
-                facts.append(f"{key}: {metadata[key]}")
-        if iteration.get("started_at"):
-            facts.append(f"started {iteration['started_at']}")
-        if iteration.get("completed_at"):
-            facts.append(f"completed {iteration['completed_at']}")
+        facts = _iteration_facts(iteration, metadata)
         if facts:
             w(f'<div class="facts">{_e(" · ".join(facts))}</div>\n')
         shown: set[str] = set()
@@ -677,8 +589,14 @@ class _Page:
                 '<details class="meta"><summary class="muted">metadata</summary><pre>'
                 f"{_e(_json(_without_nested(rest)))}</pre></details>\n"
             )
+        self.sub_runs(f"{prefix}-i{number}", subs)
+        w("</div></details>\n")
+
+    def sub_runs(self, prefix: str, subs: Sequence[tuple[tuple[str, ...], Any]]) -> None:
+        """The sub-agent runs found in an iteration's metadata, each nested in full."""
+        w = self.w
         for number_of_sub, (keys, sub) in enumerate(subs):
-            sub_prefix = f"{prefix}-i{number}-s{number_of_sub}"
+            sub_prefix = f"{prefix}-s{number_of_sub}"
             w(
                 f'<div class="sub"><div class="run nested" id="{sub_prefix}">'
                 f'<div class="run-head">sub-agent <span class="mono">'
@@ -687,7 +605,6 @@ class _Page:
             )
             self.context(sub_prefix, _map(sub))
             w("</div></div>\n")
-        w("</div></details>\n")
 
     def message(
         self,

@@ -34,8 +34,6 @@ gives, where the cassette holds ``REDACTED``.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import date, datetime, time
@@ -60,6 +58,7 @@ from syrupy.types import (
     SnapshotIndex,
 )
 
+from ._files import atomic_write_text
 from ._paths import compile_globs, segment
 from ._seq import Seq
 from .context import AgentContext, Iteration, Message, ToolCall
@@ -518,48 +517,7 @@ class _Writer:
         calls = data["tool_calls"]
         calls = calls.to_list() if type(calls) is Seq else list(calls)
         if calls:
-            where = f"{path}.tool_calls"
-            append(f"{where} = [{_count(len(calls))}]")
-            if gathered is not None:
-                gathered.extend(calls)
-            suffixes = self.suffixes
-            id_cache = self.id_cache
-            id_numbers = self.id_numbers
-            for index, call in enumerate(calls):
-                if type(call) is not ToolCall or not self.id_is_id:
-                    self.write(f"{where}[{index}]", call, None, ToolCall)
-                    continue
-                # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
-                call_path = f"{where}[{index}]"
-                call_data = call.__dict__
-                call_id = call_data["id"]
-                id_text = id_numbers.get(call_id)
-                if id_text is None:
-                    id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
-                append(f"{call_path}.id = {id_text}")
-                name = call_data["name"]
-                if "\n" in name:
-                    self.text(f"{call_path}.name", name)
-                else:
-                    append(f"{call_path}.name = {name!r}")
-                arguments = call_data["arguments"]
-                if not arguments:
-                    continue
-                arguments_path = f"{call_path}.arguments"
-                try:
-                    keys = sorted(arguments)
-                except TypeError:
-                    keys = sorted(arguments, key=_sort_key)
-                for key in keys:
-                    item = arguments[key]
-                    suffix = suffixes.get(key) or self.suffix(key)
-                    kind = type(item)
-                    if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
-                        kind is int or kind is float or kind is bool or item is None
-                    ):
-                        append(f"{arguments_path}{suffix} = {item!r}")
-                    else:
-                        self.fast_value(arguments_path + suffix, item, key)
+            self.message_calls(f"{path}.tool_calls", calls, gathered)
         tool_call_id = data["tool_call_id"]
         if tool_call_id is not None:
             if self.tool_call_id_is_id:
@@ -581,6 +539,51 @@ class _Writer:
         reasoning = data["reasoning"]
         if reasoning:
             self.write(f"{path}.reasoning", reasoning, "reasoning", _reasoning_implied())
+
+    def message_calls(self, where: str, calls: list[Any], gathered: list[Any] | None) -> None:
+        """The lines of a message's tool calls (``calls`` not empty), at ``where``."""
+        append = self.lines.append
+        append(f"{where} = [{_count(len(calls))}]")
+        if gathered is not None:
+            gathered.extend(calls)
+        suffixes = self.suffixes
+        id_cache = self.id_cache
+        id_numbers = self.id_numbers
+        for index, call in enumerate(calls):
+            if type(call) is not ToolCall or not self.id_is_id:
+                self.write(f"{where}[{index}]", call, None, ToolCall)
+                continue
+            # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
+            call_path = f"{where}[{index}]"
+            call_data = call.__dict__
+            call_id = call_data["id"]
+            id_text = id_numbers.get(call_id)
+            if id_text is None:
+                id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
+            append(f"{call_path}.id = {id_text}")
+            name = call_data["name"]
+            if "\n" in name:
+                self.text(f"{call_path}.name", name)
+            else:
+                append(f"{call_path}.name = {name!r}")
+            arguments = call_data["arguments"]
+            if not arguments:
+                continue
+            arguments_path = f"{call_path}.arguments"
+            try:
+                keys = sorted(arguments)
+            except TypeError:
+                keys = sorted(arguments, key=_sort_key)
+            for key in keys:
+                item = arguments[key]
+                suffix = suffixes.get(key) or self.suffix(key)
+                kind = type(item)
+                if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
+                    kind is int or kind is float or kind is bool or item is None
+                ):
+                    append(f"{arguments_path}{suffix} = {item!r}")
+                else:
+                    self.fast_value(arguments_path + suffix, item, key)
 
     def tool_call(self, path: str, call: ToolCall) -> None:
         data = call.__dict__
@@ -962,25 +965,18 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
         snapshot_collection: SnapshotCollection,
         name_order: dict[str, int] | None = None,
     ) -> None:
-        """Write the snapshot atomically: a temporary file, then a rename over the old one."""
+        """Write the snapshot atomically: a temporary file, then a rename over the old one.
+
+        The file is UTF-8 with ``\\n`` line ends on every system, readable by all
+        (``0o644``) whatever the umask.
+        """
         location = Path(snapshot_collection.location)
         data = next(iter(snapshot_collection)).data
         if not isinstance(data, str):
             raise SnapshotError(
                 f"Cannot write {location}: expected the snapshot text, got {type(data).__name__}."
             )
-        location.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            prefix=f".{location.name}.", suffix=".part", dir=location.parent
-        )
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-                stream.write(data)
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, location)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        atomic_write_text(location, data, mode=0o644)
 
 
 @dataclass(eq=False, order=False, repr=False)

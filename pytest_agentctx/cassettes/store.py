@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import gc
 import hashlib
 import json
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import atomic_write_text, pid_running, remove_stale_temporaries
+from .._locks import hold, let_go, try_hold
 from ..exceptions import CassetteFormatError
 from .body import Body, decompress, encode_body
 
@@ -439,70 +439,15 @@ def locked(path: Path) -> Iterator[Path]:
     so cassette folders get no lock files). Yields the lock file's path.
 
     The lock file is removed when the lock is released, so the temp dir does not keep one
-    per cassette ever written. Removing a lock file that others may wait on is the classic
-    race (a process waiting on the removed file gets its lock while another locks the new
-    file at the same path, and both go on). Two rules make it safe here:
-
-    * only a holder removes the lock file, and before it releases the lock;
-    * a process that gets the lock checks that the path still names the file it locked;
-      if not (the holder removed it while this process waited on it), nobody else will
-      ever lock that file, so the process lets go and starts again on the file now at the
-      path (created anew by whoever comes first).
-
-    So the file at the path is locked by one process at most, and only a process holding
-    the lock of the file at the path goes on.
+    per cassette ever written; :mod:`pytest_agentctx._locks` says how that stays safe for
+    the processes that wait on it.
     """
     lock_file = _lock_path(path)
-    descriptor = _acquire(lock_file)
+    held = hold(lock_file)
     try:
         yield lock_file
     finally:
-        _release(lock_file, descriptor)
-
-
-def _acquire(lock_file: Path) -> int:
-    """A descriptor of ``lock_file`` holding its exclusive lock, the file being the one at
-    the path (see :func:`locked`)."""
-    while True:
-        descriptor = _lock_once(lock_file, wait=True)
-        if descriptor is not None:
-            return descriptor
-        # The file was removed while this process waited: lock the one at the path now.
-
-
-def _lock_once(lock_file: Path, *, wait: bool) -> int | None:
-    """A descriptor holding the lock of the file at ``lock_file``, or ``None``: the file
-    this process locked is no longer the one at the path, or (without ``wait``) another
-    process holds the lock, or there is no file."""
-    flags = os.O_RDWR | os.O_CREAT if wait else os.O_RDWR
-    try:
-        descriptor = os.open(lock_file, flags, 0o666)
-    except FileNotFoundError:
-        if wait:
-            raise
-        return None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held = os.fstat(descriptor)
-        current = os.stat(lock_file)
-    except (BlockingIOError, FileNotFoundError):
-        os.close(descriptor)
-        return None
-    except BaseException:
-        os.close(descriptor)
-        raise
-    if (current.st_dev, current.st_ino) != (held.st_dev, held.st_ino):
-        os.close(descriptor)
-        return None
-    return descriptor
-
-
-def _release(lock_file: Path, descriptor: int) -> None:
-    try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock_file)  # while still holding it: see locked()
-    finally:
-        os.close(descriptor)  # releases the lock
+        let_go(lock_file, held)
 
 
 def _runs_folder() -> Path:
@@ -582,11 +527,11 @@ def _remove_free_lock(lock_file: Path) -> None:
     """Remove ``lock_file`` if nobody holds it: taking its lock first, as only a holder may
     remove it (see :func:`locked`; a process about to lock it tries again on a new file)."""
     try:
-        descriptor = _lock_once(lock_file, wait=False)
+        held = try_hold(lock_file)
     except OSError:
         return
-    if descriptor is not None:
-        _release(lock_file, descriptor)
+    if held is not None:
+        let_go(lock_file, held)
 
 
 #: The cassette folders this process cleared of temporary files in this session.

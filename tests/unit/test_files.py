@@ -128,6 +128,42 @@ async def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(
     assert [(p.name, p.read_text()) for p in tmp_path.iterdir()] == [("c.json", "old")]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
+async def test_mode_gives_the_file_its_permissions_whatever_the_umask(tmp_path):
+    old_umask = os.umask(0o077)
+    try:
+        atomic_write_text(tmp_path / "shared.txt", "text", mode=0o644)
+        atomic_write_text(tmp_path / "private.txt", "text")
+    finally:
+        os.umask(old_umask)
+
+    assert (tmp_path / "shared.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "private.txt").stat().st_mode & 0o777 == 0o600
+
+
+async def test_text_is_written_as_utf8_with_its_line_ends_as_they_are(tmp_path):
+    atomic_write_text(tmp_path / "c.txt", "a\nb\r\n°C\n")
+
+    assert (tmp_path / "c.txt").read_bytes() == "a\nb\r\n°C\n".encode()
+
+
+async def test_a_file_already_at_the_temporary_name_is_never_written_nor_removed(
+    tmp_path, monkeypatch
+):
+    class _FixedUuid:
+        hex = "0123abcd" + "0" * 24
+
+    monkeypatch.setattr(_files.uuid, "uuid4", _FixedUuid)
+    planted = tmp_path / f".c.json.{os.getpid()}.0123abcd.tmp"
+    planted.write_text("not mine")
+
+    with pytest.raises(FileExistsError):
+        atomic_write_text(tmp_path / "c.json", "new")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == [planted.name]
+    assert planted.read_text() == "not mine"
+
+
 # -- unwritable_reason ---------------------------------------------------------------
 
 

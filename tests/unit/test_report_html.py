@@ -7,6 +7,7 @@ import re
 import time
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
+from importlib import resources
 from typing import Any
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult, matches
@@ -171,6 +172,17 @@ async def test_the_page_loads_nothing_from_outside() -> None:
     assert re.search(r"\b(src|href)\s*=\s*[\"']?(https?:|//)", page) is None
     assert re.search(r"<link\b|@import|url\(", page) is None
     assert page.startswith("<!DOCTYPE html>")
+
+
+async def test_the_page_inlines_the_stylesheet_and_script_the_package_ships() -> None:
+    assets = resources.files("pytest_agentctx") / "report_assets"
+    css = (assets / "report.css").read_text(encoding="utf-8")
+    js = (assets / "report.js").read_text(encoding="utf-8")
+
+    page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
+
+    assert f"<style>\n{css}</style>" in page
+    assert f"<script>\n{js}</script>" in page
 
 
 async def test_each_iteration_is_collapsed_inside_its_run() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -323,6 +325,43 @@ async def test_writing_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_
 
     assert location.read_text(encoding="utf-8").startswith(HEADER + "\n")
     assert [p.name for p in location.parent.iterdir()] == ["test_x.agentctx"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
+async def test_a_written_snapshot_is_readable_by_all_whatever_the_umask(tmp_path: Path) -> None:
+    location = tmp_path / "test_x.agentctx"
+    collection = SnapshotCollection(location=str(location))
+    collection.add(Snapshot(name="test_x", data=serialize(weather_run())))
+
+    old_umask = os.umask(0o077)
+    try:
+        AgentSnapshotExtension.write_snapshot_collection(snapshot_collection=collection)
+    finally:
+        os.umask(old_umask)
+
+    assert location.stat().st_mode & 0o777 == 0o644
+
+
+async def test_a_failed_write_keeps_the_old_snapshot_and_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = tmp_path / "test_x.agentctx"
+    collection = SnapshotCollection(location=str(location))
+    collection.add(Snapshot(name="test_x", data=serialize(weather_run())))
+    AgentSnapshotExtension.write_snapshot_collection(snapshot_collection=collection)
+    old = location.read_bytes()
+    changed = SnapshotCollection(location=str(location))
+    changed.add(Snapshot(name="test_x", data=serialize(weather_run(answer="Rainy."))))
+
+    def full(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pytest_agentctx._files.os.replace", full)
+    with pytest.raises(OSError, match="No space left"):
+        AgentSnapshotExtension.write_snapshot_collection(snapshot_collection=changed)
+
+    assert [p.name for p in location.parent.iterdir()] == ["test_x.agentctx"]
+    assert location.read_bytes() == old
 
 
 async def test_diff_shows_only_the_changed_lines_and_their_neighbours() -> None:

@@ -3,7 +3,6 @@ atomically, and clear errors for files that cannot be read."""
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import json
 import os
@@ -20,6 +19,7 @@ import pytest
 import yaml
 from cassette_support import CORPUS
 
+from pytest_agentctx import _locks
 from pytest_agentctx.cassettes import store
 from pytest_agentctx.cassettes.body import body_chunks
 from pytest_agentctx.cassettes.store import (
@@ -30,6 +30,14 @@ from pytest_agentctx.cassettes.store import (
     write_cassette,
 )
 from pytest_agentctx.exceptions import CassetteFormatError
+
+try:
+    import fcntl
+except ModuleNotFoundError:  # Windows, where the locks are filelock's
+    fcntl = None  # type: ignore[assignment]
+
+#: The tests of the ``flock`` locks, which exist where ``fcntl`` does.
+with_flock = pytest.mark.skipif(fcntl is None, reason="no fcntl on this system")
 
 URL = "https://api.openai.com/v1/chat/completions"
 CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.yaml")) if CORPUS.is_dir() else ["absent"]
@@ -704,6 +712,7 @@ async def test_a_lock_file_is_removed_when_the_lock_is_released(tmp_path, temp_d
     assert (held, _files_under(temp_dir)) == (True, [])
 
 
+@with_flock
 async def test_a_held_lock_excludes_every_other_opener(tmp_path, temp_dir):
     with locked(tmp_path / "c.json") as lock_file:
         other = os.open(lock_file, os.O_RDWR)
@@ -714,6 +723,7 @@ async def test_a_held_lock_excludes_every_other_opener(tmp_path, temp_dir):
             os.close(other)
 
 
+@with_flock
 async def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
     tmp_path, temp_dir, monkeypatch
 ):
@@ -728,9 +738,9 @@ async def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
         next(event for event in waiting if not event.is_set()).set()
         fcntl.flock(descriptor, operation)
 
-    monkeypatch.setattr(store, "fcntl", SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX))
+    monkeypatch.setattr(_locks, "fcntl", SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX))
     got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(store._acquire(lock_file)))
+    waiter = threading.Thread(target=lambda: got.append(_locks.hold(lock_file)))  # type: ignore[arg-type]
     waiter.start()
     assert waiting[0].wait(10)  # the waiter opened the old file and waits for its lock
     os.unlink(lock_file)  # what a holder does when it releases: remove, then unlock
@@ -748,6 +758,41 @@ async def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
     finally:
         for descriptor in got:
             os.close(descriptor)
+
+
+async def test_without_fcntl_a_held_lock_fails_another_attempt_at_once(
+    tmp_path, temp_dir, monkeypatch
+):
+    """Where there is no fcntl (Windows), the locks are filelock's."""
+    monkeypatch.setattr(_locks, "fcntl", None)
+
+    with locked(tmp_path / "c.json") as lock_file:
+        other = _locks.try_hold(lock_file)
+        store.end_runs("run-1")  # leaves a held lock file
+        still_there = lock_file.exists()
+    again = _locks.try_hold(lock_file)
+    assert again is not None
+    _locks.let_go(lock_file, again)
+
+    assert (other, still_there) == (None, True)
+
+
+def test_the_cassette_store_imports_and_locks_without_fcntl(tmp_path):
+    script = f"""
+import sys, warnings
+from pathlib import Path
+sys.modules["fcntl"] = None  # as on Windows
+# Off Windows, filelock without fcntl says it falls back to its soft lock.
+warnings.filterwarnings("ignore", "only soft file lock is available", UserWarning)
+from pytest_agentctx.cassettes import store
+with store.locked(Path({str(tmp_path / "c.json")!r})):
+    print("locked")
+"""
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
+
+    assert (child.returncode, child.stdout, child.stderr) == (0, "locked\n", "")
 
 
 async def test_a_run_marker_says_which_run_wrote_a_cassette(tmp_path, temp_dir):
