@@ -19,8 +19,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The package strictly; tests/ and benchmarks/ under the relaxed overrides of pyproject.toml.
 typecheck: $(STAMP)
 	$(BIN)/mypy pytest_agentctx
+	$(BIN)/mypy tests benchmarks
 
 test: lint typecheck
 	$(BIN)/python -m pytest -n 2 --agent-integration $(PYTEST_ARGS)

@@ -8,421 +8,349 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import exceptions
 from ._lazy import lazy_getattr
-from .exceptions import (
-    AgentCtxError,
-    AgentDefinitionError,
-    ArtifactError,
-    ArtifactNotFound,
-    ArtifactPathError,
-    BudgetError,
-    CaptureError,
-    CassetteError,
-    CassetteFormatError,
-    CassetteMiss,
-    CassetteWriteError,
-    CodecError,
-    ContextAssemblyError,
-    ContextAssemblyFailed,
-    ContextStateError,
-    ConversationError,
-    EmptyHistory,
-    FakeLLMError,
-    FakeToolsError,
-    HistoryError,
-    LastEntryNotUserMessage,
-    LoopbackError,
-    MaxIterationsExceeded,
-    MismatchError,
-    NetworkBlocked,
-    NotOneConversation,
-    PartialRecording,
-    PatternError,
-    PromptTemplateError,
-    ProviderError,
-    RepeatError,
-    ReportError,
-    SnapshotError,
-    StaleCassette,
-    StepFailed,
-    ToolDefinitionError,
-    UnexpectedModelCall,
-    UnusedScriptedReplies,
-    VectorStoreError,
-)
 
 if TYPE_CHECKING:
-    from ._seq import FrozenDict, Seq
-    from .artifacts import (
-        ARTIFACT_TOOLS,
-        ArtifactChanges,
-        ArtifactRef,
-        ArtifactStore,
-        LocalArtifactStore,
-        TrackedArtifactStore,
-        list_artifacts,
-        read_artifact,
-        write_artifact,
-    )
-    from .assembly import (
-        AssembledContext,
-        ContextSource,
-        FromRetrieval,
-        FromState,
-        Segment,
-        Text,
-        assemble,
-        validate_sources,
-    )
-    from .budgets import Budget, BudgetCheck
-    from .capture import (
-        CapturedRuns,
-        Exchange,
-        build_contexts,
-        capture_contexts,
-        contexts_from_cassette,
-    )
-    from .cassettes import Cassette, RecordMode
-    from .clock import Clock, IdFactory, RandomIds, SequentialIds, StepClock, SystemClock
-    from .codecs import Completion, Usage
-    from .context import AgentContext, Iteration, Message, ToolCall, ToolResult
-    from .failures import CompensationRecord, CompletedStep, Failure
-    from .fakes import FakeLLM, FakeModelCall, FakeToolCall, FakeTools
-    from .freeze import FrozenClock
-    from .gate import BaselineComparison, GateResult, GateTolerance, compare_reports, evaluate_gate
-    from .history import History
-    from .loopback import LoopbackProvider
-    from .matching import (
-        ANY,
-        AllOf,
-        AnyOf,
-        Contains,
-        Each,
-        Exact,
-        Like,
-        Mismatch,
-        Not,
-        Nowhere,
-        Pattern,
-        Predicate,
-        Regex,
-        Unordered,
-        matches,
-        mismatches,
-    )
-    from .persistence import PersistenceError, load_run, save_run
-    from .prompts import PromptTemplates
-    from .providers import (
-        AnthropicMessagesProvider,
-        GeminiProvider,
-        OpenAIChatProvider,
-        OpenAIResponsesProvider,
-        Provider,
-    )
-    from .report import load_report
-    from .report_html import render_html
-    from .retrieval import Document, InMemoryVectorStore, SearchCall, SearchResult, VectorSearch
-    from .runtime import Agent, AgentRuntime, RunResult
-    from .snapshot import AgentSnapshotAssertion, AgentSnapshotExtension, SnapshotOptions
-    from .stats import PriceTable, RunStats, run_stats
-    from .subagents import Delegation, SubAgent, SubAgentSummary, parse_summary
-    from .tools import RunContext, Tool, ToolSpec, tool
-    from .trajectory import LocatedCall, Trajectory, nested_runs, tool_calls
-    from .window import ContextWindow, ContextWindowError, Pruned, TiktokenCounter
+    # For type checkers, which do not run ``__getattr__``: the same names as ``_PUBLIC``,
+    # each re-exported explicitly (``X as X``). tests/unit/test_public_names.py checks
+    # that the two agree.
+    from ._seq import FrozenDict as FrozenDict
+    from ._seq import Seq as Seq
+    from .artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
+    from .artifacts import ArtifactChanges as ArtifactChanges
+    from .artifacts import ArtifactRef as ArtifactRef
+    from .artifacts import ArtifactStore as ArtifactStore
+    from .artifacts import LocalArtifactStore as LocalArtifactStore
+    from .artifacts import TrackedArtifactStore as TrackedArtifactStore
+    from .artifacts import list_artifacts as list_artifacts
+    from .artifacts import read_artifact as read_artifact
+    from .artifacts import write_artifact as write_artifact
+    from .assembly import AssembledContext as AssembledContext
+    from .assembly import ContextSource as ContextSource
+    from .assembly import FromRetrieval as FromRetrieval
+    from .assembly import FromState as FromState
+    from .assembly import Segment as Segment
+    from .assembly import Text as Text
+    from .assembly import assemble as assemble
+    from .assembly import validate_sources as validate_sources
+    from .budgets import Budget as Budget
+    from .budgets import BudgetCheck as BudgetCheck
+    from .capture.exchange import Exchange as Exchange
+    from .capture.runs import CapturedRuns as CapturedRuns
+    from .capture.runs import build_contexts as build_contexts
+    from .capture.runs import capture_contexts as capture_contexts
+    from .capture.runs import contexts_from_cassette as contexts_from_cassette
+    from .cassettes.defaults import RecordMode as RecordMode
+    from .cassettes.session import Cassette as Cassette
+    from .clock import Clock as Clock
+    from .clock import IdFactory as IdFactory
+    from .clock import RandomIds as RandomIds
+    from .clock import SequentialIds as SequentialIds
+    from .clock import StepClock as StepClock
+    from .clock import SystemClock as SystemClock
+    from .codecs.base import Completion as Completion
+    from .codecs.base import Usage as Usage
+    from .context import AgentContext as AgentContext
+    from .context import Iteration as Iteration
+    from .context import Message as Message
+    from .context import ToolCall as ToolCall
+    from .context import ToolResult as ToolResult
+    from .exceptions import AgentCtxError as AgentCtxError
+    from .exceptions import AgentDefinitionError as AgentDefinitionError
+    from .exceptions import ArtifactError as ArtifactError
+    from .exceptions import ArtifactNotFound as ArtifactNotFound
+    from .exceptions import ArtifactPathError as ArtifactPathError
+    from .exceptions import BudgetError as BudgetError
+    from .exceptions import CaptureError as CaptureError
+    from .exceptions import CassetteError as CassetteError
+    from .exceptions import CassetteFormatError as CassetteFormatError
+    from .exceptions import CassetteMiss as CassetteMiss
+    from .exceptions import CassetteWriteError as CassetteWriteError
+    from .exceptions import CodecError as CodecError
+    from .exceptions import ContextAssemblyError as ContextAssemblyError
+    from .exceptions import ContextAssemblyFailed as ContextAssemblyFailed
+    from .exceptions import ContextStateError as ContextStateError
+    from .exceptions import ContextWindowError as ContextWindowError
+    from .exceptions import ConversationError as ConversationError
+    from .exceptions import EmptyHistory as EmptyHistory
+    from .exceptions import FakeLLMError as FakeLLMError
+    from .exceptions import FakeToolsError as FakeToolsError
+    from .exceptions import HistoryError as HistoryError
+    from .exceptions import LastEntryNotUserMessage as LastEntryNotUserMessage
+    from .exceptions import LoopbackError as LoopbackError
+    from .exceptions import MaxIterationsExceeded as MaxIterationsExceeded
+    from .exceptions import MismatchError as MismatchError
+    from .exceptions import NetworkBlocked as NetworkBlocked
+    from .exceptions import NotOneConversation as NotOneConversation
+    from .exceptions import PartialRecording as PartialRecording
+    from .exceptions import PatternError as PatternError
+    from .exceptions import PersistenceError as PersistenceError
+    from .exceptions import PromptTemplateError as PromptTemplateError
+    from .exceptions import ProviderError as ProviderError
+    from .exceptions import RepeatError as RepeatError
+    from .exceptions import ReportError as ReportError
+    from .exceptions import SnapshotError as SnapshotError
+    from .exceptions import StaleCassette as StaleCassette
+    from .exceptions import StepFailed as StepFailed
+    from .exceptions import ToolDefinitionError as ToolDefinitionError
+    from .exceptions import UnexpectedModelCall as UnexpectedModelCall
+    from .exceptions import UnusedScriptedReplies as UnusedScriptedReplies
+    from .exceptions import VectorStoreError as VectorStoreError
+    from .failures import CompensationRecord as CompensationRecord
+    from .failures import CompletedStep as CompletedStep
+    from .failures import Failure as Failure
+    from .fakes import FakeLLM as FakeLLM
+    from .fakes import FakeModelCall as FakeModelCall
+    from .fakes import FakeToolCall as FakeToolCall
+    from .fakes import FakeTools as FakeTools
+    from .freeze import FrozenClock as FrozenClock
+    from .gate import BaselineComparison as BaselineComparison
+    from .gate import GateResult as GateResult
+    from .gate import GateTolerance as GateTolerance
+    from .gate import compare_reports as compare_reports
+    from .gate import evaluate_gate as evaluate_gate
+    from .history import History as History
+    from .loopback import LoopbackProvider as LoopbackProvider
+    from .matching import ANY as ANY
+    from .matching import AllOf as AllOf
+    from .matching import AnyOf as AnyOf
+    from .matching import Contains as Contains
+    from .matching import Each as Each
+    from .matching import Exact as Exact
+    from .matching import Like as Like
+    from .matching import Mismatch as Mismatch
+    from .matching import Not as Not
+    from .matching import Nowhere as Nowhere
+    from .matching import Pattern as Pattern
+    from .matching import Predicate as Predicate
+    from .matching import Regex as Regex
+    from .matching import Unordered as Unordered
+    from .matching import matches as matches
+    from .matching import mismatches as mismatches
+    from .persistence import load_run as load_run
+    from .persistence import save_run as save_run
+    from .prompts import PromptTemplates as PromptTemplates
+    from .providers import AnthropicMessagesProvider as AnthropicMessagesProvider
+    from .providers import GeminiProvider as GeminiProvider
+    from .providers import OpenAIChatProvider as OpenAIChatProvider
+    from .providers import OpenAIResponsesProvider as OpenAIResponsesProvider
+    from .providers import Provider as Provider
+    from .report import load_report as load_report
+    from .report_html import render_html as render_html
+    from .retrieval import Document as Document
+    from .retrieval import InMemoryVectorStore as InMemoryVectorStore
+    from .retrieval import SearchCall as SearchCall
+    from .retrieval import SearchResult as SearchResult
+    from .retrieval import VectorSearch as VectorSearch
+    from .runtime import Agent as Agent
+    from .runtime import AgentRuntime as AgentRuntime
+    from .runtime import RunResult as RunResult
+    from .snapshot import AgentSnapshotAssertion as AgentSnapshotAssertion
+    from .snapshot import AgentSnapshotExtension as AgentSnapshotExtension
+    from .snapshot import SnapshotOptions as SnapshotOptions
+    from .stats import PriceTable as PriceTable
+    from .stats import RunStats as RunStats
+    from .stats import run_stats as run_stats
+    from .subagents import Delegation as Delegation
+    from .subagents import SubAgent as SubAgent
+    from .subagents import SubAgentSummary as SubAgentSummary
+    from .subagents import parse_summary as parse_summary
+    from .tools import RunContext as RunContext
+    from .tools import Tool as Tool
+    from .tools import ToolSpec as ToolSpec
+    from .tools import tool as tool
+    from .trajectory import LocatedCall as LocatedCall
+    from .trajectory import Trajectory as Trajectory
+    from .trajectory import nested_runs as nested_runs
+    from .trajectory import tool_calls as tool_calls
+    from .window import ContextWindow as ContextWindow
+    from .window import Pruned as Pruned
+    from .window import TiktokenCounter as TiktokenCounter
 
 __version__ = "0.1.0.dev0"
 
-__all__ = [
+#: Every public name, with the module that defines it: the source of ``__all__`` and of
+#: the loader below. A name is imported on first use (PEP 562), so that loading the pytest
+#: plugin, or one module of the package, does not import all of it (start-up time).
+_PUBLIC: dict[str, str] = {
     # the context
-    "AgentContext",
-    "Iteration",
-    "Message",
-    "ToolCall",
-    "ToolResult",
-    "History",
-    "Seq",
-    "FrozenDict",
-    # the runtime
-    "Agent",
-    "AgentRuntime",
-    "RunResult",
-    "RunContext",
-    "ContextWindow",
-    "Pruned",
-    "TiktokenCounter",
-    "save_run",
-    "load_run",
-    "Tool",
-    "ToolSpec",
-    "tool",
-    # failure handling and sub-agents
-    "Failure",
-    "CompletedStep",
-    "CompensationRecord",
-    "SubAgent",
-    "Delegation",
-    "SubAgentSummary",
-    "parse_summary",
-    # context assembly, retrieval, artifacts, prompt templates
-    "FromState",
-    "FromRetrieval",
-    "Text",
-    "ContextSource",
-    "validate_sources",
-    "assemble",
-    "AssembledContext",
-    "Segment",
-    "VectorSearch",
-    "Document",
-    "SearchResult",
-    "SearchCall",
-    "InMemoryVectorStore",
-    "ArtifactStore",
-    "ArtifactRef",
-    "ArtifactChanges",
-    "LocalArtifactStore",
-    "TrackedArtifactStore",
-    "write_artifact",
-    "read_artifact",
-    "list_artifacts",
-    "ARTIFACT_TOOLS",
-    "PromptTemplates",
-    # providers and wire formats
-    "Provider",
-    "OpenAIChatProvider",
-    "OpenAIResponsesProvider",
-    "AnthropicMessagesProvider",
-    "GeminiProvider",
-    "Completion",
-    "Usage",
-    # time and ids
-    "Clock",
-    "IdFactory",
-    "StepClock",
-    "SystemClock",
-    "SequentialIds",
-    "RandomIds",
-    "FrozenClock",
-    # cassettes
-    "Cassette",
-    "RecordMode",
-    # capture (contexts from any agent's traffic)
-    "CapturedRuns",
-    "Exchange",
-    "build_contexts",
-    "capture_contexts",
-    "contexts_from_cassette",
-    # fakes
-    "FakeLLM",
-    "FakeModelCall",
-    "FakeTools",
-    "FakeToolCall",
-    "LoopbackProvider",
-    # assertions
-    "matches",
-    "mismatches",
-    "Mismatch",
-    "Pattern",
-    "ANY",
-    "Regex",
-    "Predicate",
-    "Like",
-    "Exact",
-    "Unordered",
-    "Contains",
-    "Each",
-    "Nowhere",
-    "AllOf",
-    "AnyOf",
-    "Not",
-    # trajectories
-    "Trajectory",
-    "LocatedCall",
-    "tool_calls",
-    "nested_runs",
-    # reports and the gate
-    "load_report",
-    "render_html",
-    "evaluate_gate",
-    "compare_reports",
-    "GateTolerance",
-    "GateResult",
-    "BaselineComparison",
-    # budgets and run figures
-    "Budget",
-    "BudgetCheck",
-    "PriceTable",
-    "RunStats",
-    "run_stats",
-    # snapshots (imported on first use: they need syrupy, and so pytest)
-    "AgentSnapshotAssertion",
-    "AgentSnapshotExtension",
-    "SnapshotOptions",
-    # exceptions
-    "AgentCtxError",
-    "AgentDefinitionError",
-    "ArtifactError",
-    "ArtifactNotFound",
-    "ArtifactPathError",
-    "ContextAssemblyError",
-    "ContextAssemblyFailed",
-    "PromptTemplateError",
-    "VectorStoreError",
-    "CaptureError",
-    "CassetteError",
-    "CassetteFormatError",
-    "CassetteMiss",
-    "CassetteWriteError",
-    "CodecError",
-    "ContextStateError",
-    "ContextWindowError",
-    "ConversationError",
-    "PersistenceError",
-    "EmptyHistory",
-    "FakeLLMError",
-    "FakeToolsError",
-    "HistoryError",
-    "LastEntryNotUserMessage",
-    "LoopbackError",
-    "MaxIterationsExceeded",
-    "StepFailed",
-    "MismatchError",
-    "NetworkBlocked",
-    "NotOneConversation",
-    "PartialRecording",
-    "PatternError",
-    "ProviderError",
-    "ReportError",
-    "BudgetError",
-    "RepeatError",
-    "SnapshotError",
-    "StaleCassette",
-    "ToolDefinitionError",
-    "UnexpectedModelCall",
-    "UnusedScriptedReplies",
-    "__version__",
-]
-
-#: Where each public name lives: imported on first use (PEP 562), so that loading the
-#: pytest plugin, or one module of the package, does not import all of it (start-up time).
-_LAZY: dict[str, str] = {
-    "ANY": "matching",
-    "ARTIFACT_TOOLS": "artifacts",
-    "Agent": "runtime",
     "AgentContext": "context",
+    "Iteration": "context",
+    "Message": "context",
+    "ToolCall": "context",
+    "ToolResult": "context",
+    "History": "history",
+    "Seq": "_seq",
+    "FrozenDict": "_seq",
+    # the runtime
+    "Agent": "runtime",
     "AgentRuntime": "runtime",
-    "AgentSnapshotAssertion": "snapshot",
-    "AgentSnapshotExtension": "snapshot",
-    "AllOf": "matching",
-    "AnthropicMessagesProvider": "providers",
-    "AnyOf": "matching",
-    "ArtifactChanges": "artifacts",
-    "ArtifactRef": "artifacts",
-    "ArtifactStore": "artifacts",
+    "RunResult": "runtime",
+    "RunContext": "tools",
+    "ContextWindow": "window",
+    "Pruned": "window",
+    "TiktokenCounter": "window",
+    "save_run": "persistence",
+    "load_run": "persistence",
+    "Tool": "tools",
+    "ToolSpec": "tools",
+    "tool": "tools",
+    # failure handling and sub-agents
+    "Failure": "failures",
+    "CompletedStep": "failures",
+    "CompensationRecord": "failures",
+    "SubAgent": "subagents",
+    "Delegation": "subagents",
+    "SubAgentSummary": "subagents",
+    "parse_summary": "subagents",
+    # context assembly, retrieval, artifacts, prompt templates
+    "FromState": "assembly",
+    "FromRetrieval": "assembly",
+    "Text": "assembly",
+    "ContextSource": "assembly",
+    "validate_sources": "assembly",
+    "assemble": "assembly",
     "AssembledContext": "assembly",
+    "Segment": "assembly",
+    "VectorSearch": "retrieval",
+    "Document": "retrieval",
+    "SearchResult": "retrieval",
+    "SearchCall": "retrieval",
+    "InMemoryVectorStore": "retrieval",
+    "ArtifactStore": "artifacts",
+    "ArtifactRef": "artifacts",
+    "ArtifactChanges": "artifacts",
+    "LocalArtifactStore": "artifacts",
+    "TrackedArtifactStore": "artifacts",
+    "write_artifact": "artifacts",
+    "read_artifact": "artifacts",
+    "list_artifacts": "artifacts",
+    "ARTIFACT_TOOLS": "artifacts",
+    "PromptTemplates": "prompts",
+    # providers and wire formats
+    "Provider": "providers",
+    "OpenAIChatProvider": "providers",
+    "OpenAIResponsesProvider": "providers",
+    "AnthropicMessagesProvider": "providers",
+    "GeminiProvider": "providers",
+    "Completion": "codecs.base",
+    "Usage": "codecs.base",
+    # time and ids
+    "Clock": "clock",
+    "IdFactory": "clock",
+    "StepClock": "clock",
+    "SystemClock": "clock",
+    "SequentialIds": "clock",
+    "RandomIds": "clock",
+    "FrozenClock": "freeze",
+    # cassettes
+    "Cassette": "cassettes.session",
+    "RecordMode": "cassettes.defaults",
+    # capture (contexts from any agent's traffic)
+    "CapturedRuns": "capture.runs",
+    "Exchange": "capture.exchange",
+    "build_contexts": "capture.runs",
+    "capture_contexts": "capture.runs",
+    "contexts_from_cassette": "capture.runs",
+    # fakes
+    "FakeLLM": "fakes",
+    "FakeModelCall": "fakes",
+    "FakeTools": "fakes",
+    "FakeToolCall": "fakes",
+    "LoopbackProvider": "loopback",
+    # assertions
+    "matches": "matching",
+    "mismatches": "matching",
+    "Mismatch": "matching",
+    "Pattern": "matching",
+    "ANY": "matching",
+    "Regex": "matching",
+    "Predicate": "matching",
+    "Like": "matching",
+    "Exact": "matching",
+    "Unordered": "matching",
+    "Contains": "matching",
+    "Each": "matching",
+    "Nowhere": "matching",
+    "AllOf": "matching",
+    "AnyOf": "matching",
+    "Not": "matching",
+    # trajectories
+    "Trajectory": "trajectory",
+    "LocatedCall": "trajectory",
+    "tool_calls": "trajectory",
+    "nested_runs": "trajectory",
+    # reports and the gate
+    "load_report": "report",
+    "render_html": "report_html",
+    "evaluate_gate": "gate",
+    "compare_reports": "gate",
+    "GateTolerance": "gate",
+    "GateResult": "gate",
     "BaselineComparison": "gate",
+    # budgets and run figures
     "Budget": "budgets",
+    "BudgetCheck": "budgets",
     "PriceTable": "stats",
     "RunStats": "stats",
     "run_stats": "stats",
-    "BudgetCheck": "budgets",
-    "CapturedRuns": "capture",
-    "Cassette": "cassettes",
-    "Clock": "clock",
-    "CompensationRecord": "failures",
-    "CompletedStep": "failures",
-    "Completion": "codecs",
-    "Contains": "matching",
-    "ContextSource": "assembly",
-    "ContextWindow": "window",
-    "ContextWindowError": "window",
-    "Delegation": "subagents",
-    "Document": "retrieval",
-    "Each": "matching",
-    "Exact": "matching",
-    "Exchange": "capture",
-    "Failure": "failures",
-    "FakeLLM": "fakes",
-    "FakeModelCall": "fakes",
-    "FakeToolCall": "fakes",
-    "FakeTools": "fakes",
-    "FromRetrieval": "assembly",
-    "FromState": "assembly",
-    "FrozenClock": "freeze",
-    "FrozenDict": "_seq",
-    "GeminiProvider": "providers",
-    "GateResult": "gate",
-    "GateTolerance": "gate",
-    "History": "history",
-    "IdFactory": "clock",
-    "InMemoryVectorStore": "retrieval",
-    "Iteration": "context",
-    "Like": "matching",
-    "LocalArtifactStore": "artifacts",
-    "LocatedCall": "trajectory",
-    "LoopbackProvider": "loopback",
-    "Message": "context",
-    "Mismatch": "matching",
-    "Not": "matching",
-    "Nowhere": "matching",
-    "OpenAIChatProvider": "providers",
-    "OpenAIResponsesProvider": "providers",
-    "Pattern": "matching",
-    "PersistenceError": "persistence",
-    "Predicate": "matching",
-    "PromptTemplates": "prompts",
-    "Provider": "providers",
-    "Pruned": "window",
-    "RandomIds": "clock",
-    "RecordMode": "cassettes",
-    "Regex": "matching",
-    "RunContext": "tools",
-    "RunResult": "runtime",
-    "SearchCall": "retrieval",
-    "SearchResult": "retrieval",
-    "Segment": "assembly",
-    "Seq": "_seq",
-    "SequentialIds": "clock",
+    # snapshots (imported on first use: they need syrupy, and so pytest)
+    "AgentSnapshotAssertion": "snapshot",
+    "AgentSnapshotExtension": "snapshot",
     "SnapshotOptions": "snapshot",
-    "StepClock": "clock",
-    "SubAgent": "subagents",
-    "SubAgentSummary": "subagents",
-    "SystemClock": "clock",
-    "Text": "assembly",
-    "TiktokenCounter": "window",
-    "Tool": "tools",
-    "ToolCall": "context",
-    "ToolResult": "context",
-    "ToolSpec": "tools",
-    "TrackedArtifactStore": "artifacts",
-    "Trajectory": "trajectory",
-    "Unordered": "matching",
-    "Usage": "codecs",
-    "VectorSearch": "retrieval",
-    "assemble": "assembly",
-    "build_contexts": "capture",
-    "capture_contexts": "capture",
-    "compare_reports": "gate",
-    "contexts_from_cassette": "capture",
-    "evaluate_gate": "gate",
-    "list_artifacts": "artifacts",
-    "load_report": "report",
-    "load_run": "persistence",
-    "matches": "matching",
-    "mismatches": "matching",
-    "nested_runs": "trajectory",
-    "parse_summary": "subagents",
-    "read_artifact": "artifacts",
-    "render_html": "report_html",
-    "save_run": "persistence",
-    "tool": "tools",
-    "tool_calls": "trajectory",
-    "validate_sources": "assembly",
-    "write_artifact": "artifacts",
+    # exceptions
+    "AgentCtxError": "exceptions",
+    "AgentDefinitionError": "exceptions",
+    "ArtifactError": "exceptions",
+    "ArtifactNotFound": "exceptions",
+    "ArtifactPathError": "exceptions",
+    "ContextAssemblyError": "exceptions",
+    "ContextAssemblyFailed": "exceptions",
+    "PromptTemplateError": "exceptions",
+    "VectorStoreError": "exceptions",
+    "CaptureError": "exceptions",
+    "CassetteError": "exceptions",
+    "CassetteFormatError": "exceptions",
+    "CassetteMiss": "exceptions",
+    "CassetteWriteError": "exceptions",
+    "CodecError": "exceptions",
+    "ContextStateError": "exceptions",
+    "ContextWindowError": "exceptions",
+    "ConversationError": "exceptions",
+    "PersistenceError": "exceptions",
+    "EmptyHistory": "exceptions",
+    "FakeLLMError": "exceptions",
+    "FakeToolsError": "exceptions",
+    "HistoryError": "exceptions",
+    "LastEntryNotUserMessage": "exceptions",
+    "LoopbackError": "exceptions",
+    "MaxIterationsExceeded": "exceptions",
+    "StepFailed": "exceptions",
+    "MismatchError": "exceptions",
+    "NetworkBlocked": "exceptions",
+    "NotOneConversation": "exceptions",
+    "PartialRecording": "exceptions",
+    "PatternError": "exceptions",
+    "ProviderError": "exceptions",
+    "ReportError": "exceptions",
+    "BudgetError": "exceptions",
+    "RepeatError": "exceptions",
+    "SnapshotError": "exceptions",
+    "StaleCassette": "exceptions",
+    "ToolDefinitionError": "exceptions",
+    "UnexpectedModelCall": "exceptions",
+    "UnusedScriptedReplies": "exceptions",
 }
 
+__all__ = [*_PUBLIC, "__version__"]
 
-__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+# The exceptions are bound now: their module is small, and every other module imports it.
+globals().update(
+    {name: getattr(exceptions, name) for name, module in _PUBLIC.items() if module == "exceptions"}
+)
+
+__getattr__ = lazy_getattr(__name__, _PUBLIC, globals())
 
 
 def __dir__() -> list[str]:

@@ -51,13 +51,17 @@ Hierarchy::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+# For annotations only: context, matching and runtime import this module (a cycle), and
+# this module imports nothing of the package at run time (the package imports it first).
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .context import AgentContext
+    from .failures import CompensationRecord, Failure
     from .matching import Mismatch
+    from .runtime import RunResult
 
 __all__ = [
     "AgentCtxError",
@@ -141,13 +145,13 @@ class MaxIterationsExceeded(AgentCtxError):
         *,
         context: AgentContext,
         max_iterations: int,
-        result: Any = None,
+        result: RunResult | None = None,
     ) -> None:
         super().__init__(message)
         self.context = context
         self.max_iterations = max_iterations
-        #: The failed ``RunResult`` (status ``"failed"``), which can be continued with
-        #: ``runtime.continue_conversation(exc.result, message)``.
+        #: The failed :class:`~pytest_agentctx.RunResult` (status ``"failed"``), which can
+        #: be continued with ``runtime.continue_conversation(exc.result, message)``.
         self.result = result
 
 
@@ -166,9 +170,9 @@ class StepFailed(AgentCtxError):
         message: str,
         *,
         context: AgentContext,
-        failure: Any,
-        compensations: Sequence[Any] = (),
-        result: Any = None,
+        failure: Failure,
+        compensations: Sequence[CompensationRecord] = (),
+        result: RunResult | None = None,
     ) -> None:
         super().__init__(message)
         self.context = context
@@ -176,7 +180,7 @@ class StepFailed(AgentCtxError):
         self.failure = failure
         #: One :class:`~pytest_agentctx.failures.CompensationRecord` per compensated step.
         self.compensations = list(compensations)
-        #: The failed ``RunResult``, which can be continued.
+        #: The failed :class:`~pytest_agentctx.RunResult`, which can be continued.
         self.result = result
 
 

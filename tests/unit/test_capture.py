@@ -950,7 +950,7 @@ class CountedItem(dict[str, Any]):
         CountedItem.compared += 1
         return dict.__eq__(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 def _counted(exchange: Exchange) -> Exchange:

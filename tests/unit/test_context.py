@@ -545,17 +545,17 @@ async def test_every_update_returns_a_new_context_and_leaves_the_old_one_unchang
 
 async def test_context_fields_cannot_be_assigned() -> None:
     with pytest.raises(ValidationError, match="frozen"):
-        started().current_iteration = 2  # type: ignore[misc]
+        started().current_iteration = 2
 
 
 async def test_models_refuse_unknown_fields() -> None:
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
-        Message(role="user", content="hi", mood="happy")  # type: ignore[call-arg]
+        Message(role="user", content="hi", mood="happy")
 
 
 async def test_message_refuses_an_unknown_role() -> None:
     with pytest.raises(ValidationError, match="role"):
-        Message(role="robot", content="hi")  # type: ignore[arg-type]
+        Message(role="robot", content="hi")
 
 
 async def test_iteration_numbers_start_at_one() -> None:

@@ -91,7 +91,9 @@ async def failed_run(fake: FakeLLM, runtime: AgentRuntime) -> RunResult:
     )
     with pytest.raises(MaxIterationsExceeded) as raised:
         await runtime.run(support(max_iterations=1), "Where are A1 and B2?")
-    return raised.value.result  # type: ignore[no-any-return]
+    failed = raised.value.result
+    assert failed is not None
+    return failed
 
 
 # -- continue_conversation -----------------------------------------------------------
@@ -289,7 +291,7 @@ async def test_continue_conversation_refuses_a_bare_context(runtime):
     context = AgentContext.new("Where is A1?", at=T0).add_assistant_message("Shipped.", at=T0)
 
     with pytest.raises(ConversationError, match=r"got AgentContext: "):
-        await runtime.continue_conversation(context, "Thanks!")  # type: ignore[arg-type]
+        await runtime.continue_conversation(context, "Thanks!")
 
 
 # -- RunResult -------------------------------------------------------------------------
@@ -366,9 +368,11 @@ async def test_run_multi_turn_stops_at_a_turn_that_runs_out_of_iterations(fake, 
     with pytest.raises(MaxIterationsExceeded) as raised:
         await runtime.run_multi_turn(support(max_iterations=1), "A1?", ["B2?", "C3?"])
 
+    failed = raised.value.result
+    assert failed is not None
     assert (
-        [m.content for m in raised.value.result.context.get_all_messages() if m.role == "user"],
-        raised.value.result.status,
+        [m.content for m in failed.context.get_all_messages() if m.role == "user"],
+        failed.status,
     ) == (["A1?", "B2?"], "failed")
 
 

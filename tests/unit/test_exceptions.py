@@ -108,7 +108,7 @@ async def test_max_iterations_exceeded_carries_the_context_and_the_limit() -> No
 
 async def test_max_iterations_exceeded_takes_context_and_limit_by_keyword_only() -> None:
     with pytest.raises(TypeError, match="positional argument"):
-        MaxIterationsExceeded("stopped", run_so_far(), 3)  # type: ignore[misc]
+        MaxIterationsExceeded("stopped", run_so_far(), 3)  # type: ignore[call-arg]
 
 
 async def test_mismatch_error_keeps_every_mismatch_and_is_an_assertion_error() -> None:

@@ -113,7 +113,7 @@ def booking_run(journal: Journal) -> tuple[AgentRuntime, Agent]:
 async def test_on_failure_must_be_callable():
     with pytest.raises(ToolDefinitionError, match="on_failure='log'"):
 
-        @tool(on_failure="log")  # type: ignore[arg-type]
+        @tool(on_failure="log")  # type: ignore[call-overload, untyped-decorator]
         def lookup(key: str) -> str:
             """Look up a key."""
             return key
@@ -122,7 +122,7 @@ async def test_on_failure_must_be_callable():
 async def test_compensate_must_be_callable():
     with pytest.raises(ToolDefinitionError, match="compensate=1"):
 
-        @tool(compensate=1)  # type: ignore[arg-type]
+        @tool(compensate=1)  # type: ignore[call-overload, untyped-decorator]
         def lookup(key: str) -> str:
             """Look up a key."""
             return key
@@ -481,7 +481,9 @@ async def test_a_step_failed_run_is_kept_in_results_and_can_be_continued():
     with pytest.raises(StepFailed) as excinfo:
         await rt.run(booker, "Book a trip")
 
-    continued = await rt.continue_conversation(excinfo.value.result, "What happened?")
+    failed = excinfo.value.result
+    assert failed is not None
+    continued = await rt.continue_conversation(failed, "What happened?")
 
     assert rt.results[0] is excinfo.value.result
     match continued.context.iterations[-1]:

@@ -147,11 +147,11 @@ async def test_one_script_serves_both_sdks_each_in_its_own_wire_format(
     message = await _ask_anthropic(anthropic_client)
 
     tool_call = (completion.choices[0].message.tool_calls or [])[0]
-    assert (tool_call.function.name, tool_call.function.arguments) == (  # type: ignore[union-attr]
+    assert (tool_call.function.name, tool_call.function.arguments) == (
         "get_weather",
         '{"city":"Paris"}',
     )
-    assert message.content[0].text == "Sunny in Paris."  # type: ignore[union-attr]
+    assert message.content[0].text == "Sunny in Paris."
     assert [call.wire_format for call in fake.calls] == ["openai_chat", "anthropic_messages"]
 
 
@@ -166,7 +166,7 @@ async def test_sdk_clients_built_with_their_defaults_are_served(fake):
         message = await _ask_anthropic(anthropic_client)
 
     assert completion.choices[0].message.content == "Sunny in Paris."
-    assert message.content[0].text == "Sunny in Paris."  # type: ignore[union-attr]
+    assert message.content[0].text == "Sunny in Paris."
 
 
 async def test_anthropic_beta_messages_endpoint_is_served(fake, anthropic_client):
@@ -176,7 +176,7 @@ async def test_anthropic_beta_messages_endpoint_is_served(fake, anthropic_client
         model=ANTHROPIC_MODEL, max_tokens=1024, messages=QUESTION
     )
 
-    assert message.content[0].text == "Sunny in Paris."  # type: ignore[union-attr]
+    assert message.content[0].text == "Sunny in Paris."
 
 
 async def test_openai_tool_call_ids_count_call_1_call_2_across_replies(fake, openai_client):
@@ -340,7 +340,7 @@ async def test_the_openai_stream_helper_rebuilds_scripted_tool_calls(fake, opena
         completion = await stream.get_final_completion()
 
     assert [
-        (call.id, call.function.name, call.function.arguments)  # type: ignore[union-attr]
+        (call.id, call.function.name, call.function.arguments)
         for call in completion.choices[0].message.tool_calls or []
     ] == [
         ("call_1", "get_weather", '{"city":"Paris"}'),
@@ -403,10 +403,9 @@ async def test_openai_responses_sdk_gets_scripted_tool_calls_as_function_calls(f
 
     response = await openai_client.responses.create(model="gpt-4.1-mini", input="Weather?")
 
-    assert [
-        (item.type, item.call_id, item.name, item.arguments)  # type: ignore[union-attr]
-        for item in response.output
-    ] == [("function_call", "call_1", "get_weather", '{"city":"Paris"}')]
+    assert [(item.type, item.call_id, item.name, item.arguments) for item in response.output] == [
+        ("function_call", "call_1", "get_weather", '{"city":"Paris"}')
+    ]
 
 
 async def test_a_streaming_openai_responses_request_gets_responses_events(fake, openai_client):
@@ -614,7 +613,7 @@ async def test_requests_are_decoded_into_neutral_form(fake, openai_client):
     await openai_client.chat.completions.create(
         model=OPENAI_MODEL,
         messages=[{"role": "system", "content": "Be brief."}, *QUESTION],
-        tools=[WEATHER_TOOL],  # type: ignore[list-item]
+        tools=[WEATHER_TOOL],
     )
 
     assert fake.requests == [

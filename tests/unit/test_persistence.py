@@ -117,6 +117,7 @@ async def test_a_failed_run_loads_back_with_its_status_and_error(fake, provider,
             "Where is A1?",
         )
     failed = raised.value.result
+    assert failed is not None
 
     loaded = load_run(save_run(tmp_path / "failed.json", failed), failed.agent)
 
@@ -237,7 +238,9 @@ async def test_a_loaded_failed_run_can_be_continued(fake, provider, tmp_path):
     )
     with pytest.raises(MaxIterationsExceeded) as raised:
         await fresh_runtime(provider).run(impatient, "Where is A1?")
-    loaded = load_run(save_run(tmp_path / "failed.json", raised.value.result), impatient)
+    failed = raised.value.result
+    assert failed is not None
+    loaded = load_run(save_run(tmp_path / "failed.json", failed), impatient)
     fake.reply("Sorry, A1 has shipped.")
 
     result = await fresh_runtime(provider).continue_conversation(loaded, "Well?")

@@ -4,10 +4,16 @@ is defined, and the plugin module the ``pytest11`` entry point names.
 The lists are written out, not computed: moving a definition, or adding or dropping a public
 name, changes this file too. A name added on purpose goes into ``PUBLIC_NAMES`` with the
 module that defines it.
+
+A package with lazily imported names (``pytest_agentctx`` and ``pytest_agentctx.cassettes``)
+lists them twice: in its ``_PUBLIC`` table (name to defining module), the source of its
+``__all__`` and of its ``__getattr__``, and in its ``TYPE_CHECKING`` imports, for type
+checkers. The tests here read both from the source and check that they agree.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import tomllib
 from importlib import import_module
@@ -218,6 +224,73 @@ PLUGIN_FIXTURES = [
 ]
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+#: The packages whose names are imported on first use, with the names each defines itself
+#: (and so lists in ``__all__`` but not in its ``_PUBLIC`` table).
+LAZY_PACKAGES = {"pytest_agentctx": ["__version__"], "pytest_agentctx.cassettes": []}
+
+
+def lazy_declarations(package: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """The ``_PUBLIC`` table of ``package`` as (name, module) pairs in source order, and its
+    ``TYPE_CHECKING`` imports as (name, alias, module) triples; modules are absolute."""
+    source = inspect.getsource(import_module(package))
+    table: list[tuple[str, str]] = []
+    imports: list[tuple[str, str, str]] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "_PUBLIC":
+            assert isinstance(node.value, ast.Dict)
+            table = [
+                (ast.literal_eval(key), f"{package}.{ast.literal_eval(value)}")
+                for key, value in zip(node.value.keys, node.value.values, strict=True)
+                if key is not None
+            ]
+        elif isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom)
+                assert statement.level == 1
+                assert statement.module is not None
+                imports += [
+                    (alias.name, alias.asname or "", f"{package}.{statement.module}")
+                    for alias in statement.names
+                ]
+    return table, imports
+
+
+@pytest.mark.parametrize("package", sorted(LAZY_PACKAGES))
+async def test_the_type_checking_imports_are_the_public_table(package: str) -> None:
+    table, imports = lazy_declarations(package)
+    twice = sorted({name for name, _ in table if [n for n, _ in table].count(name) > 1})
+    not_reexported = sorted(name for name, alias, _ in imports if alias != name)
+
+    assert table, f"{package} has no _PUBLIC table"
+    assert (twice, not_reexported) == ([], []), (
+        f"{package}: names listed twice in _PUBLIC, TYPE_CHECKING imports not written "
+        "`from .module import X as X` (the form type checkers read as a re-export)"
+    )
+    assert sorted((name, module) for name, _, module in imports) == sorted(table), (
+        f"{package}: the TYPE_CHECKING imports and the _PUBLIC table differ: import each "
+        "name of the table from the module the table gives, and nothing else"
+    )
+
+
+@pytest.mark.parametrize(("package", "own_names"), sorted(LAZY_PACKAGES.items()))
+async def test_all_is_the_public_table(package: str, own_names: list[str]) -> None:
+    table, _ = lazy_declarations(package)
+
+    assert import_module(package).__all__ == [name for name, _ in table] + own_names
+
+
+async def test_the_public_table_gives_the_defining_modules() -> None:
+    table, _ = lazy_declarations("pytest_agentctx")
+
+    assert dict(table) | {"__version__": "pytest_agentctx"} == PUBLIC_NAMES
+
+
+async def test_dir_lists_every_public_name() -> None:
+    listed = dir(pytest_agentctx)
+
+    assert sorted(set(pytest_agentctx.__all__) - set(listed)) == []
+    assert listed == sorted(listed)
 
 
 async def test_all_lists_exactly_the_public_names() -> None:

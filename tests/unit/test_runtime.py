@@ -822,7 +822,7 @@ async def test_reasoning_items_of_a_reply_are_kept_on_the_assistant_message():
         },
     ]
     provider = CannedProvider(body)
-    provider.codec = openai_responses  # type: ignore[assignment]
+    provider.codec = openai_responses
     runtime = AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers={"local": provider})
 
     result = await runtime.run(weather_agent("local:o4-mini"), "Answer?")
@@ -1024,7 +1024,7 @@ async def test_continue_conversation_needs_a_run_result(runtime):
         match=r"^continue_conversation\(\) takes the RunResult of an earlier run, got str: "
         r"'Sunny\.'\.$",
     ):
-        await runtime.continue_conversation("Sunny.", "And tomorrow?")  # type: ignore[arg-type]
+        await runtime.continue_conversation("Sunny.", "And tomorrow?")
 
 
 async def test_run_multi_turn_runs_each_follow_up_as_a_new_turn(fake, runtime):

@@ -365,7 +365,7 @@ async def test_pydantic_field_validates_each_item() -> None:
 
 async def test_pydantic_field_rejects_a_value_that_is_not_a_sequence() -> None:
     with pytest.raises(ValidationError, match="numbers"):
-        Holder(numbers=5)  # type: ignore[arg-type]
+        Holder(numbers=5)
 
 
 async def test_pydantic_field_serialises_as_a_json_array() -> None:

@@ -69,7 +69,9 @@ async def three_turns(runtime: AgentRuntime, agent: Agent) -> RunResult:
 async def failed_then_continued(runtime: AgentRuntime, agent: Agent) -> RunResult:
     with pytest.raises(MaxIterationsExceeded) as raised:
         await runtime.run(agent, "Where are my orders?")
-    return await runtime.continue_conversation(raised.value.result, "Just answer, please.")
+    failed = raised.value.result
+    assert failed is not None
+    return await runtime.continue_conversation(failed, "Just answer, please.")
 
 
 SCRIPTS: dict[str, tuple[Callable[[FakeLLM], Any], Conversation, dict[str, Any]]] = {

@@ -326,7 +326,7 @@ async def test_var_keyword_parameter_is_rejected() -> None:
 
 
 async def test_parameter_without_annotation_is_rejected() -> None:
-    def search(query, limit: int = 3) -> str:  # type: ignore[no-untyped-def]
+    def search(query, limit: int = 3) -> str:
         return str(query)
 
     with pytest.raises(

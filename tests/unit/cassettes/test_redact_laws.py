@@ -46,11 +46,11 @@ class Pieces:
 
 
 def _chat_delta(data: dict[str, Any]) -> dict[str, Any]:
-    return data["choices"][0]["delta"]  # type: ignore[no-any-return]
+    return data["choices"][0]["delta"]
 
 
 def _chat_call(data: dict[str, Any]) -> dict[str, Any]:
-    return _chat_delta(data)["tool_calls"][0]  # type: ignore[no-any-return]
+    return _chat_delta(data)["tool_calls"][0]
 
 
 def _put_chat_text(data: dict[str, Any], piece: str) -> None:
