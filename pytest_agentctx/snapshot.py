@@ -546,8 +546,6 @@ class _Writer:
         append(f"{where} = [{_count(len(calls))}]")
         if gathered is not None:
             gathered.extend(calls)
-        suffixes = self.suffixes
-        id_cache = self.id_cache
         id_numbers = self.id_numbers
         for index, call in enumerate(calls):
             if type(call) is not ToolCall or not self.id_is_id:
@@ -567,23 +565,8 @@ class _Writer:
             else:
                 append(f"{call_path}.name = {name!r}")
             arguments = call_data["arguments"]
-            if not arguments:
-                continue
-            arguments_path = f"{call_path}.arguments"
-            try:
-                keys = sorted(arguments)
-            except TypeError:
-                keys = sorted(arguments, key=_sort_key)
-            for key in keys:
-                item = arguments[key]
-                suffix = suffixes.get(key) or self.suffix(key)
-                kind = type(item)
-                if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
-                    kind is int or kind is float or kind is bool or item is None
-                ):
-                    append(f"{arguments_path}{suffix} = {item!r}")
-                else:
-                    self.fast_value(arguments_path + suffix, item, key)
+            if arguments:
+                self.fast_mapping(f"{call_path}.arguments", arguments)
 
     def tool_call(self, path: str, call: ToolCall) -> None:
         data = call.__dict__

@@ -43,7 +43,7 @@ from ..context import ToolCall
 from ..exceptions import CodecError
 from ..tools import ToolSpec
 from .base import Completion, DecodedRequest, Usage, parse_arguments, require
-from .sse import SSEEvent, parse_sse, split_text
+from .sse import SSEEvent, event_chunk, parse_sse, split_text
 
 __all__ = [
     "SYNTHETIC_ID_PREFIX",
@@ -622,17 +622,7 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
         if not item.data:
             continue
         where = f"gemini.decode_stream event #{position}"
-        try:
-            chunk = json.loads(item.data)
-        except json.JSONDecodeError as exc:
-            raise CodecError(
-                f"{where}: the data is not JSON ({exc}): {item.data[:80]!r}. Is this a "
-                "Gemini stream (alt=sse)?"
-            ) from None
-        if not isinstance(chunk, Mapping):
-            raise CodecError(f"{where}: expected a JSON object, got {type(chunk).__name__}.")
-        if chunk.get("error"):
-            raise CodecError(f"{where}: the stream reports an error: {chunk['error']!r}.")
+        chunk = event_chunk(item.data, where, "Gemini stream (alt=sse)")
         for key in ("usageMetadata", "modelVersion", "responseId", "promptFeedback"):
             value = _get(chunk, key)
             if value:

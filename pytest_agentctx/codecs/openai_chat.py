@@ -10,7 +10,7 @@ from ..context import ToolCall
 from ..exceptions import CodecError
 from ..tools import ToolSpec
 from .base import Completion, DecodedRequest, Usage, parse_arguments, require
-from .sse import DONE, SSEEvent, parse_sse, split_text
+from .sse import DONE, SSEEvent, event_chunk, parse_sse, split_text
 
 __all__ = [
     "decode_request",
@@ -408,17 +408,7 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
         if item.data == DONE:
             break
         where = f"openai_chat.decode_stream event #{position}"
-        try:
-            chunk = json.loads(item.data)
-        except json.JSONDecodeError as exc:
-            raise CodecError(
-                f"{where}: the data is not JSON ({exc}): {item.data[:80]!r}. Is this a chat "
-                "completions stream?"
-            ) from None
-        if not isinstance(chunk, Mapping):
-            raise CodecError(f"{where}: expected a JSON object, got {type(chunk).__name__}.")
-        if chunk.get("error"):
-            raise CodecError(f"{where}: the stream reports an error: {chunk['error']!r}.")
+        chunk = event_chunk(item.data, where, "chat completions stream")
         response_id = chunk.get("id") or response_id
         model = chunk.get("model") or model
         usage = _decode_usage(chunk.get("usage")) or usage

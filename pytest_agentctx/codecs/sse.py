@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,3 +113,22 @@ def split_text(text: str) -> list[str]:
     ['{"', 'city', '":"', 'Paris', '"}']
     """
     return _PIECE.findall(text)
+
+
+def event_chunk(data: str, where: str, stream: str) -> Mapping[str, Any]:
+    """The JSON object a streamed event carries (chat completions, Gemini).
+
+    Raises :class:`CodecError` naming ``where`` when the data is not JSON (asking whether
+    this is a ``stream``), not an object, or an error the stream reports.
+    """
+    try:
+        chunk = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise CodecError(
+            f"{where}: the data is not JSON ({exc}): {data[:80]!r}. Is this a {stream}?"
+        ) from None
+    if not isinstance(chunk, Mapping):
+        raise CodecError(f"{where}: expected a JSON object, got {type(chunk).__name__}.")
+    if chunk.get("error"):
+        raise CodecError(f"{where}: the stream reports an error: {chunk['error']!r}.")
+    return chunk
