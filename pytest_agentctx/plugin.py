@@ -187,6 +187,22 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     normalise_record_args(args)
 
 
+@pytest.hookimpl(tryfirst=True, specname="pytest_configure")
+def pytest_configure_asyncio_warning(config: pytest.Config) -> None:
+    """Installing the plugin installs pytest-asyncio, which warns (and, under
+    ``filterwarnings = error``, stops pytest) when a project never configured it. A project
+    that does not use pytest-asyncio must run as without the plugin: that one warning is
+    ignored. The filter goes into the warning filters pytest sets up for its configuration,
+    which it restores when the session ends; it matches that one message only."""
+    import warnings
+
+    warnings.filterwarnings(
+        "ignore",
+        message=r'The configuration option "asyncio_default_fixture_loop_scope" is unset',
+        category=pytest.PytestDeprecationWarning,
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     try:
         config.stash[_CLOCK_KEY] = ClockSettings.from_config(config)

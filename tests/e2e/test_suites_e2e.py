@@ -384,6 +384,24 @@ def test_a_project_without_agent_tests_runs_as_without_the_plugin(
     assert not [line for line in with_plugin.stdout.lines if line.startswith("agentctx")]
 
 
+def test_a_project_that_never_configured_pytest_asyncio_runs_as_without_the_plugin(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    # pytest-asyncio comes with the plugin; unconfigured, it warns, and under
+    # filterwarnings = error that warning would stop pytest before the first test.
+    agent_pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    agent_pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+
+    with_plugin = agent_pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    without = agent_pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:agentctx", "-p", "no:asyncio"
+    )
+
+    assert with_plugin.ret == without.ret == pytest.ExitCode.OK
+    assert with_plugin.parseoutcomes() == without.parseoutcomes() == {"passed": 1}
+    assert "is unset" not in str(with_plugin.stdout) + str(with_plugin.stderr)
+
+
 @pytest.mark.parametrize("args", [(), ("-m", "integration")])
 def test_under_xdist_a_project_without_agent_tests_keeps_its_dist_mode(
     plain_project: pytest.Pytester, args: tuple[str, ...]

@@ -192,6 +192,7 @@ PLUGIN_HOOKS = [
     "pytest_collection_modifyitems_order",
     "pytest_collection_modifyitems_suites",
     "pytest_configure",
+    "pytest_configure_asyncio_warning",
     "pytest_configure_suites",
     "pytest_load_initial_conftests",
     "pytest_pycollect_makeitem_asyncio",
