@@ -42,8 +42,8 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 from syrupy.terminal import disable_color
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult, Unordered, matches
-from pytest_agentctx._seq import Seq
-from pytest_agentctx.snapshot import AgentSnapshotExtension
+from pytest_agentctx.assertions.snapshot import AgentSnapshotExtension
+from pytest_agentctx.context._seq import Seq
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 TOOLS = ("search", "get_weather", "book")

@@ -40,11 +40,11 @@ from typing import Any
 import openai
 
 from pytest_agentctx import FakeLLM, ToolCall
-from pytest_agentctx.capture import CapturedRuns, Exchange, TrafficRecorder, build_contexts
-from pytest_agentctx.cassettes import Cassette
-from pytest_agentctx.cassettes.store import Interaction, write_cassette
-from pytest_agentctx.codecs import Completion, Usage, get_codec
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.capture import CapturedRuns, Exchange, TrafficRecorder, build_contexts
+from pytest_agentctx.traffic.cassettes import Cassette
+from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
+from pytest_agentctx.traffic.codecs import Completion, Usage, get_codec
 
 BASE_URL = "http://127.0.0.1:9/v1"
 TOOLS = [

@@ -246,7 +246,7 @@ def _floor_client(indices: Sequence[int]) -> Any:
 
 
 def write_ours(path: Path, size: int) -> None:
-    from pytest_agentctx.cassettes import Interaction, write_cassette
+    from pytest_agentctx.traffic.cassettes import Interaction, write_cassette
 
     write_cassette(
         path,
@@ -370,7 +370,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _ours(path: Path) -> Iterator[None]:
-    from pytest_agentctx.cassettes import Cassette, store
+    from pytest_agentctx.traffic.cassettes import Cassette, store
 
     store._cache.clear()  # parse the file again, as a new test process would
     cassette = Cassette(path)
@@ -481,13 +481,13 @@ def worker_load(payload: dict[str, Any]) -> dict[str, Any]:
     kind, path = payload["kind"], payload["path"]
     load: Callable[[], int]
     if kind == "ours-store":
-        from pytest_agentctx.cassettes import load_cassette
+        from pytest_agentctx.traffic.cassettes import load_cassette
 
         def load() -> int:
             return len(load_cassette(Path(path)))
 
     elif kind == "ours-cassette":
-        from pytest_agentctx.cassettes import Cassette
+        from pytest_agentctx.traffic.cassettes import Cassette
 
         def load() -> int:
             return len(Cassette(Path(path)).loaded)
@@ -705,7 +705,7 @@ def _stream_live(base_url: str, _path: Path, first_only: bool = False) -> tuple[
 
 
 def _stream_ours(base_url: str, path: Path, first_only: bool = False) -> tuple[float, float, int]:
-    from pytest_agentctx.cassettes import Cassette, RecordMode
+    from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
 
     cassette = Cassette(path, mode=RecordMode.REWRITE)
     client = _sdk_client(base_url=base_url)

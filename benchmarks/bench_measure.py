@@ -131,7 +131,7 @@ def pytest_configure(config):
 
         plugin._capture = lambda item, source: None
     try:
-        from pytest_agentctx.capture import runs
+        from pytest_agentctx.traffic.capture import runs
     except ImportError:
         return
     original = runs.build
@@ -252,9 +252,9 @@ def run_session(
 def build_cost(root: Path, repeats: int = 300) -> dict[str, float]:
     """CPU milliseconds to rebuild one test's runs from its recorded cassette and measure
     them (what a budget or a report reads), in this process: the best of 5 batches."""
-    from pytest_agentctx.capture import CapturedRuns
-    from pytest_agentctx.cassettes.store import load_cassette
-    from pytest_agentctx.stats import PriceTable
+    from pytest_agentctx.reports.stats import PriceTable
+    from pytest_agentctx.traffic.capture import CapturedRuns
+    from pytest_agentctx.traffic.cassettes.store import load_cassette
 
     interactions = load_cassette(root / "cassettes" / "test_parcel" / "test_ask_0.json")
     prices = PriceTable()

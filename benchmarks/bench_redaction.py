@@ -45,10 +45,10 @@ import httpx2
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from pytest_agentctx.cassettes import Cassette, RecordMode  # noqa: E402
-from pytest_agentctx.cassettes.body import Body  # noqa: E402
-from pytest_agentctx.cassettes.redact import DEFAULT_SECRET_ENV, Redactor  # noqa: E402
-from pytest_agentctx.codecs.sse import split_text  # noqa: E402
+from pytest_agentctx.traffic.cassettes import Cassette, RecordMode  # noqa: E402
+from pytest_agentctx.traffic.cassettes.body import Body  # noqa: E402
+from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV, Redactor  # noqa: E402
+from pytest_agentctx.traffic.codecs.sse import split_text  # noqa: E402
 
 FULL_SIZE, FULL_PAIRS = 5_000, 5
 QUICK_SIZE, QUICK_PAIRS = 1_000, 3

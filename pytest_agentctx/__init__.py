@@ -15,47 +15,49 @@ if TYPE_CHECKING:
     # For type checkers, which do not run ``__getattr__``: the same names as ``_PUBLIC``,
     # each re-exported explicitly (``X as X``). tests/unit/test_public_names.py checks
     # that the two agree.
-    from ._seq import FrozenDict as FrozenDict
-    from ._seq import Seq as Seq
-    from .artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
-    from .artifacts import ArtifactChanges as ArtifactChanges
-    from .artifacts import ArtifactRef as ArtifactRef
-    from .artifacts import ArtifactStore as ArtifactStore
-    from .artifacts import LocalArtifactStore as LocalArtifactStore
-    from .artifacts import TrackedArtifactStore as TrackedArtifactStore
-    from .artifacts import list_artifacts as list_artifacts
-    from .artifacts import read_artifact as read_artifact
-    from .artifacts import write_artifact as write_artifact
-    from .assembly import AssembledContext as AssembledContext
-    from .assembly import ContextSource as ContextSource
-    from .assembly import FromRetrieval as FromRetrieval
-    from .assembly import FromState as FromState
-    from .assembly import Segment as Segment
-    from .assembly import Text as Text
-    from .assembly import assemble as assemble
-    from .assembly import validate_sources as validate_sources
-    from .budgets import Budget as Budget
-    from .budgets import BudgetCheck as BudgetCheck
-    from .capture.exchange import Exchange as Exchange
-    from .capture.runs import CapturedRuns as CapturedRuns
-    from .capture.runs import build_contexts as build_contexts
-    from .capture.runs import capture_contexts as capture_contexts
-    from .capture.runs import contexts_from_cassette as contexts_from_cassette
-    from .cassettes.defaults import RecordMode as RecordMode
-    from .cassettes.session import Cassette as Cassette
-    from .clock import Clock as Clock
-    from .clock import IdFactory as IdFactory
-    from .clock import RandomIds as RandomIds
-    from .clock import SequentialIds as SequentialIds
-    from .clock import StepClock as StepClock
-    from .clock import SystemClock as SystemClock
-    from .codecs.base import Completion as Completion
-    from .codecs.base import Usage as Usage
-    from .context import AgentContext as AgentContext
-    from .context import Iteration as Iteration
-    from .context import Message as Message
-    from .context import ToolCall as ToolCall
-    from .context import ToolResult as ToolResult
+    from .assertions.matching import ANY as ANY
+    from .assertions.matching import AllOf as AllOf
+    from .assertions.matching import AnyOf as AnyOf
+    from .assertions.matching import Contains as Contains
+    from .assertions.matching import Each as Each
+    from .assertions.matching import Exact as Exact
+    from .assertions.matching import Like as Like
+    from .assertions.matching import Mismatch as Mismatch
+    from .assertions.matching import Not as Not
+    from .assertions.matching import Nowhere as Nowhere
+    from .assertions.matching import Pattern as Pattern
+    from .assertions.matching import Predicate as Predicate
+    from .assertions.matching import Regex as Regex
+    from .assertions.matching import Unordered as Unordered
+    from .assertions.matching import matches as matches
+    from .assertions.matching import mismatches as mismatches
+    from .assertions.snapshot import AgentSnapshotAssertion as AgentSnapshotAssertion
+    from .assertions.snapshot import AgentSnapshotExtension as AgentSnapshotExtension
+    from .assertions.snapshot import SnapshotOptions as SnapshotOptions
+    from .assertions.trajectory import LocatedCall as LocatedCall
+    from .assertions.trajectory import Trajectory as Trajectory
+    from .assertions.trajectory import nested_runs as nested_runs
+    from .assertions.trajectory import tool_calls as tool_calls
+    from .context._seq import FrozenDict as FrozenDict
+    from .context._seq import Seq as Seq
+    from .context.history import History as History
+    from .context.model import AgentContext as AgentContext
+    from .context.model import Iteration as Iteration
+    from .context.model import Message as Message
+    from .context.model import ToolCall as ToolCall
+    from .context.model import ToolResult as ToolResult
+    from .doubles.clock import Clock as Clock
+    from .doubles.clock import IdFactory as IdFactory
+    from .doubles.clock import RandomIds as RandomIds
+    from .doubles.clock import SequentialIds as SequentialIds
+    from .doubles.clock import StepClock as StepClock
+    from .doubles.clock import SystemClock as SystemClock
+    from .doubles.fakes import FakeLLM as FakeLLM
+    from .doubles.fakes import FakeModelCall as FakeModelCall
+    from .doubles.fakes import FakeToolCall as FakeToolCall
+    from .doubles.fakes import FakeTools as FakeTools
+    from .doubles.frozen_clock import FrozenClock as FrozenClock
+    from .doubles.loopback import LoopbackProvider as LoopbackProvider
     from .exceptions import AgentCtxError as AgentCtxError
     from .exceptions import AgentDefinitionError as AgentDefinitionError
     from .exceptions import ArtifactError as ArtifactError
@@ -97,76 +99,74 @@ if TYPE_CHECKING:
     from .exceptions import UnexpectedModelCall as UnexpectedModelCall
     from .exceptions import UnusedScriptedReplies as UnusedScriptedReplies
     from .exceptions import VectorStoreError as VectorStoreError
-    from .failures import CompensationRecord as CompensationRecord
-    from .failures import CompletedStep as CompletedStep
-    from .failures import Failure as Failure
-    from .fakes import FakeLLM as FakeLLM
-    from .fakes import FakeModelCall as FakeModelCall
-    from .fakes import FakeToolCall as FakeToolCall
-    from .fakes import FakeTools as FakeTools
-    from .freeze import FrozenClock as FrozenClock
-    from .gate import BaselineComparison as BaselineComparison
-    from .gate import GateResult as GateResult
-    from .gate import GateTolerance as GateTolerance
-    from .gate import compare_reports as compare_reports
-    from .gate import evaluate_gate as evaluate_gate
-    from .history import History as History
-    from .loopback import LoopbackProvider as LoopbackProvider
-    from .matching import ANY as ANY
-    from .matching import AllOf as AllOf
-    from .matching import AnyOf as AnyOf
-    from .matching import Contains as Contains
-    from .matching import Each as Each
-    from .matching import Exact as Exact
-    from .matching import Like as Like
-    from .matching import Mismatch as Mismatch
-    from .matching import Not as Not
-    from .matching import Nowhere as Nowhere
-    from .matching import Pattern as Pattern
-    from .matching import Predicate as Predicate
-    from .matching import Regex as Regex
-    from .matching import Unordered as Unordered
-    from .matching import matches as matches
-    from .matching import mismatches as mismatches
-    from .persistence import load_run as load_run
-    from .persistence import save_run as save_run
-    from .prompts import PromptTemplates as PromptTemplates
-    from .providers import AnthropicMessagesProvider as AnthropicMessagesProvider
-    from .providers import GeminiProvider as GeminiProvider
-    from .providers import OpenAIChatProvider as OpenAIChatProvider
-    from .providers import OpenAIResponsesProvider as OpenAIResponsesProvider
-    from .providers import Provider as Provider
-    from .report import load_report as load_report
-    from .report_html import render_html as render_html
-    from .retrieval import Document as Document
-    from .retrieval import InMemoryVectorStore as InMemoryVectorStore
-    from .retrieval import SearchCall as SearchCall
-    from .retrieval import SearchResult as SearchResult
-    from .retrieval import VectorSearch as VectorSearch
-    from .runtime import Agent as Agent
-    from .runtime import AgentRuntime as AgentRuntime
-    from .runtime import RunResult as RunResult
-    from .snapshot import AgentSnapshotAssertion as AgentSnapshotAssertion
-    from .snapshot import AgentSnapshotExtension as AgentSnapshotExtension
-    from .snapshot import SnapshotOptions as SnapshotOptions
-    from .stats import PriceTable as PriceTable
-    from .stats import RunStats as RunStats
-    from .stats import run_stats as run_stats
-    from .subagents import Delegation as Delegation
-    from .subagents import SubAgent as SubAgent
-    from .subagents import SubAgentSummary as SubAgentSummary
-    from .subagents import parse_summary as parse_summary
-    from .tools import RunContext as RunContext
-    from .tools import Tool as Tool
-    from .tools import ToolSpec as ToolSpec
-    from .tools import tool as tool
-    from .trajectory import LocatedCall as LocatedCall
-    from .trajectory import Trajectory as Trajectory
-    from .trajectory import nested_runs as nested_runs
-    from .trajectory import tool_calls as tool_calls
-    from .window import ContextWindow as ContextWindow
-    from .window import Pruned as Pruned
-    from .window import TiktokenCounter as TiktokenCounter
+    from .reports.budgets import Budget as Budget
+    from .reports.budgets import BudgetCheck as BudgetCheck
+    from .reports.gate import BaselineComparison as BaselineComparison
+    from .reports.gate import GateResult as GateResult
+    from .reports.gate import GateTolerance as GateTolerance
+    from .reports.gate import compare_reports as compare_reports
+    from .reports.gate import evaluate_gate as evaluate_gate
+    from .reports.html import render_html as render_html
+    from .reports.records import load_report as load_report
+    from .reports.stats import PriceTable as PriceTable
+    from .reports.stats import RunStats as RunStats
+    from .reports.stats import run_stats as run_stats
+    from .runtime.agent import Agent as Agent
+    from .runtime.agent import AgentRuntime as AgentRuntime
+    from .runtime.agent import RunResult as RunResult
+    from .runtime.artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
+    from .runtime.artifacts import ArtifactChanges as ArtifactChanges
+    from .runtime.artifacts import ArtifactRef as ArtifactRef
+    from .runtime.artifacts import ArtifactStore as ArtifactStore
+    from .runtime.artifacts import LocalArtifactStore as LocalArtifactStore
+    from .runtime.artifacts import TrackedArtifactStore as TrackedArtifactStore
+    from .runtime.artifacts import list_artifacts as list_artifacts
+    from .runtime.artifacts import read_artifact as read_artifact
+    from .runtime.artifacts import write_artifact as write_artifact
+    from .runtime.assembly import AssembledContext as AssembledContext
+    from .runtime.assembly import ContextSource as ContextSource
+    from .runtime.assembly import FromRetrieval as FromRetrieval
+    from .runtime.assembly import FromState as FromState
+    from .runtime.assembly import Segment as Segment
+    from .runtime.assembly import Text as Text
+    from .runtime.assembly import assemble as assemble
+    from .runtime.assembly import validate_sources as validate_sources
+    from .runtime.failures import CompensationRecord as CompensationRecord
+    from .runtime.failures import CompletedStep as CompletedStep
+    from .runtime.failures import Failure as Failure
+    from .runtime.persistence import load_run as load_run
+    from .runtime.persistence import save_run as save_run
+    from .runtime.prompts import PromptTemplates as PromptTemplates
+    from .runtime.providers import AnthropicMessagesProvider as AnthropicMessagesProvider
+    from .runtime.providers import GeminiProvider as GeminiProvider
+    from .runtime.providers import OpenAIChatProvider as OpenAIChatProvider
+    from .runtime.providers import OpenAIResponsesProvider as OpenAIResponsesProvider
+    from .runtime.providers import Provider as Provider
+    from .runtime.retrieval import Document as Document
+    from .runtime.retrieval import InMemoryVectorStore as InMemoryVectorStore
+    from .runtime.retrieval import SearchCall as SearchCall
+    from .runtime.retrieval import SearchResult as SearchResult
+    from .runtime.retrieval import VectorSearch as VectorSearch
+    from .runtime.subagents import Delegation as Delegation
+    from .runtime.subagents import SubAgent as SubAgent
+    from .runtime.subagents import SubAgentSummary as SubAgentSummary
+    from .runtime.subagents import parse_summary as parse_summary
+    from .runtime.tools import RunContext as RunContext
+    from .runtime.tools import Tool as Tool
+    from .runtime.tools import ToolSpec as ToolSpec
+    from .runtime.tools import tool as tool
+    from .runtime.window import ContextWindow as ContextWindow
+    from .runtime.window import Pruned as Pruned
+    from .runtime.window import TiktokenCounter as TiktokenCounter
+    from .traffic.capture.exchange import Exchange as Exchange
+    from .traffic.capture.runs import CapturedRuns as CapturedRuns
+    from .traffic.capture.runs import build_contexts as build_contexts
+    from .traffic.capture.runs import capture_contexts as capture_contexts
+    from .traffic.capture.runs import contexts_from_cassette as contexts_from_cassette
+    from .traffic.cassettes.defaults import RecordMode as RecordMode
+    from .traffic.cassettes.session import Cassette as Cassette
+    from .traffic.codecs.base import Completion as Completion
+    from .traffic.codecs.base import Usage as Usage
 
 __version__ = "0.1.0.dev0"
 
@@ -175,130 +175,130 @@ __version__ = "0.1.0.dev0"
 #: plugin, or one module of the package, does not import all of it (start-up time).
 _PUBLIC: dict[str, str] = {
     # the context
-    "AgentContext": "context",
-    "Iteration": "context",
-    "Message": "context",
-    "ToolCall": "context",
-    "ToolResult": "context",
-    "History": "history",
-    "Seq": "_seq",
-    "FrozenDict": "_seq",
+    "AgentContext": "context.model",
+    "Iteration": "context.model",
+    "Message": "context.model",
+    "ToolCall": "context.model",
+    "ToolResult": "context.model",
+    "History": "context.history",
+    "Seq": "context._seq",
+    "FrozenDict": "context._seq",
     # the runtime
-    "Agent": "runtime",
-    "AgentRuntime": "runtime",
-    "RunResult": "runtime",
-    "RunContext": "tools",
-    "ContextWindow": "window",
-    "Pruned": "window",
-    "TiktokenCounter": "window",
-    "save_run": "persistence",
-    "load_run": "persistence",
-    "Tool": "tools",
-    "ToolSpec": "tools",
-    "tool": "tools",
+    "Agent": "runtime.agent",
+    "AgentRuntime": "runtime.agent",
+    "RunResult": "runtime.agent",
+    "RunContext": "runtime.tools",
+    "ContextWindow": "runtime.window",
+    "Pruned": "runtime.window",
+    "TiktokenCounter": "runtime.window",
+    "save_run": "runtime.persistence",
+    "load_run": "runtime.persistence",
+    "Tool": "runtime.tools",
+    "ToolSpec": "runtime.tools",
+    "tool": "runtime.tools",
     # failure handling and sub-agents
-    "Failure": "failures",
-    "CompletedStep": "failures",
-    "CompensationRecord": "failures",
-    "SubAgent": "subagents",
-    "Delegation": "subagents",
-    "SubAgentSummary": "subagents",
-    "parse_summary": "subagents",
+    "Failure": "runtime.failures",
+    "CompletedStep": "runtime.failures",
+    "CompensationRecord": "runtime.failures",
+    "SubAgent": "runtime.subagents",
+    "Delegation": "runtime.subagents",
+    "SubAgentSummary": "runtime.subagents",
+    "parse_summary": "runtime.subagents",
     # context assembly, retrieval, artifacts, prompt templates
-    "FromState": "assembly",
-    "FromRetrieval": "assembly",
-    "Text": "assembly",
-    "ContextSource": "assembly",
-    "validate_sources": "assembly",
-    "assemble": "assembly",
-    "AssembledContext": "assembly",
-    "Segment": "assembly",
-    "VectorSearch": "retrieval",
-    "Document": "retrieval",
-    "SearchResult": "retrieval",
-    "SearchCall": "retrieval",
-    "InMemoryVectorStore": "retrieval",
-    "ArtifactStore": "artifacts",
-    "ArtifactRef": "artifacts",
-    "ArtifactChanges": "artifacts",
-    "LocalArtifactStore": "artifacts",
-    "TrackedArtifactStore": "artifacts",
-    "write_artifact": "artifacts",
-    "read_artifact": "artifacts",
-    "list_artifacts": "artifacts",
-    "ARTIFACT_TOOLS": "artifacts",
-    "PromptTemplates": "prompts",
+    "FromState": "runtime.assembly",
+    "FromRetrieval": "runtime.assembly",
+    "Text": "runtime.assembly",
+    "ContextSource": "runtime.assembly",
+    "validate_sources": "runtime.assembly",
+    "assemble": "runtime.assembly",
+    "AssembledContext": "runtime.assembly",
+    "Segment": "runtime.assembly",
+    "VectorSearch": "runtime.retrieval",
+    "Document": "runtime.retrieval",
+    "SearchResult": "runtime.retrieval",
+    "SearchCall": "runtime.retrieval",
+    "InMemoryVectorStore": "runtime.retrieval",
+    "ArtifactStore": "runtime.artifacts",
+    "ArtifactRef": "runtime.artifacts",
+    "ArtifactChanges": "runtime.artifacts",
+    "LocalArtifactStore": "runtime.artifacts",
+    "TrackedArtifactStore": "runtime.artifacts",
+    "write_artifact": "runtime.artifacts",
+    "read_artifact": "runtime.artifacts",
+    "list_artifacts": "runtime.artifacts",
+    "ARTIFACT_TOOLS": "runtime.artifacts",
+    "PromptTemplates": "runtime.prompts",
     # providers and wire formats
-    "Provider": "providers",
-    "OpenAIChatProvider": "providers",
-    "OpenAIResponsesProvider": "providers",
-    "AnthropicMessagesProvider": "providers",
-    "GeminiProvider": "providers",
-    "Completion": "codecs.base",
-    "Usage": "codecs.base",
+    "Provider": "runtime.providers",
+    "OpenAIChatProvider": "runtime.providers",
+    "OpenAIResponsesProvider": "runtime.providers",
+    "AnthropicMessagesProvider": "runtime.providers",
+    "GeminiProvider": "runtime.providers",
+    "Completion": "traffic.codecs.base",
+    "Usage": "traffic.codecs.base",
     # time and ids
-    "Clock": "clock",
-    "IdFactory": "clock",
-    "StepClock": "clock",
-    "SystemClock": "clock",
-    "SequentialIds": "clock",
-    "RandomIds": "clock",
-    "FrozenClock": "freeze",
+    "Clock": "doubles.clock",
+    "IdFactory": "doubles.clock",
+    "StepClock": "doubles.clock",
+    "SystemClock": "doubles.clock",
+    "SequentialIds": "doubles.clock",
+    "RandomIds": "doubles.clock",
+    "FrozenClock": "doubles.frozen_clock",
     # cassettes
-    "Cassette": "cassettes.session",
-    "RecordMode": "cassettes.defaults",
+    "Cassette": "traffic.cassettes.session",
+    "RecordMode": "traffic.cassettes.defaults",
     # capture (contexts from any agent's traffic)
-    "CapturedRuns": "capture.runs",
-    "Exchange": "capture.exchange",
-    "build_contexts": "capture.runs",
-    "capture_contexts": "capture.runs",
-    "contexts_from_cassette": "capture.runs",
+    "CapturedRuns": "traffic.capture.runs",
+    "Exchange": "traffic.capture.exchange",
+    "build_contexts": "traffic.capture.runs",
+    "capture_contexts": "traffic.capture.runs",
+    "contexts_from_cassette": "traffic.capture.runs",
     # fakes
-    "FakeLLM": "fakes",
-    "FakeModelCall": "fakes",
-    "FakeTools": "fakes",
-    "FakeToolCall": "fakes",
-    "LoopbackProvider": "loopback",
+    "FakeLLM": "doubles.fakes",
+    "FakeModelCall": "doubles.fakes",
+    "FakeTools": "doubles.fakes",
+    "FakeToolCall": "doubles.fakes",
+    "LoopbackProvider": "doubles.loopback",
     # assertions
-    "matches": "matching",
-    "mismatches": "matching",
-    "Mismatch": "matching",
-    "Pattern": "matching",
-    "ANY": "matching",
-    "Regex": "matching",
-    "Predicate": "matching",
-    "Like": "matching",
-    "Exact": "matching",
-    "Unordered": "matching",
-    "Contains": "matching",
-    "Each": "matching",
-    "Nowhere": "matching",
-    "AllOf": "matching",
-    "AnyOf": "matching",
-    "Not": "matching",
+    "matches": "assertions.matching",
+    "mismatches": "assertions.matching",
+    "Mismatch": "assertions.matching",
+    "Pattern": "assertions.matching",
+    "ANY": "assertions.matching",
+    "Regex": "assertions.matching",
+    "Predicate": "assertions.matching",
+    "Like": "assertions.matching",
+    "Exact": "assertions.matching",
+    "Unordered": "assertions.matching",
+    "Contains": "assertions.matching",
+    "Each": "assertions.matching",
+    "Nowhere": "assertions.matching",
+    "AllOf": "assertions.matching",
+    "AnyOf": "assertions.matching",
+    "Not": "assertions.matching",
     # trajectories
-    "Trajectory": "trajectory",
-    "LocatedCall": "trajectory",
-    "tool_calls": "trajectory",
-    "nested_runs": "trajectory",
+    "Trajectory": "assertions.trajectory",
+    "LocatedCall": "assertions.trajectory",
+    "tool_calls": "assertions.trajectory",
+    "nested_runs": "assertions.trajectory",
     # reports and the gate
-    "load_report": "report",
-    "render_html": "report_html",
-    "evaluate_gate": "gate",
-    "compare_reports": "gate",
-    "GateTolerance": "gate",
-    "GateResult": "gate",
-    "BaselineComparison": "gate",
+    "load_report": "reports.records",
+    "render_html": "reports.html",
+    "evaluate_gate": "reports.gate",
+    "compare_reports": "reports.gate",
+    "GateTolerance": "reports.gate",
+    "GateResult": "reports.gate",
+    "BaselineComparison": "reports.gate",
     # budgets and run figures
-    "Budget": "budgets",
-    "BudgetCheck": "budgets",
-    "PriceTable": "stats",
-    "RunStats": "stats",
-    "run_stats": "stats",
+    "Budget": "reports.budgets",
+    "BudgetCheck": "reports.budgets",
+    "PriceTable": "reports.stats",
+    "RunStats": "reports.stats",
+    "run_stats": "reports.stats",
     # snapshots (imported on first use: they need syrupy, and so pytest)
-    "AgentSnapshotAssertion": "snapshot",
-    "AgentSnapshotExtension": "snapshot",
-    "SnapshotOptions": "snapshot",
+    "AgentSnapshotAssertion": "assertions.snapshot",
+    "AgentSnapshotExtension": "assertions.snapshot",
+    "SnapshotOptions": "assertions.snapshot",
     # exceptions
     "AgentCtxError": "exceptions",
     "AgentDefinitionError": "exceptions",

@@ -58,10 +58,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .context import AgentContext
-    from .failures import CompensationRecord, Failure
-    from .matching import Mismatch
-    from .runtime import RunResult
+    from pytest_agentctx.assertions.matching import Mismatch
+    from pytest_agentctx.context.model import AgentContext
+    from pytest_agentctx.runtime.agent import RunResult
+    from pytest_agentctx.runtime.failures import CompensationRecord, Failure
 
 __all__ = [
     "AgentCtxError",
@@ -176,9 +176,9 @@ class StepFailed(AgentCtxError):
     ) -> None:
         super().__init__(message)
         self.context = context
-        #: The :class:`~pytest_agentctx.failures.Failure` of the step.
+        #: The :class:`~pytest_agentctx.runtime.failures.Failure` of the step.
         self.failure = failure
-        #: One :class:`~pytest_agentctx.failures.CompensationRecord` per compensated step.
+        #: One :class:`~pytest_agentctx.runtime.failures.CompensationRecord` per compensated step.
         self.compensations = list(compensations)
         #: The failed :class:`~pytest_agentctx.RunResult`, which can be continued.
         self.result = result

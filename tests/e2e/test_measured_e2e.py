@@ -251,7 +251,7 @@ COUNTING_CONFTEST = (
     CONFTEST
     + """
 
-from pytest_agentctx.capture import runs
+from pytest_agentctx.traffic.capture import runs
 
 _BUILDS = [0]
 _original = runs.build

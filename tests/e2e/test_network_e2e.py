@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-import pytest_agentctx.cassettes._child_guard  # noqa: F401  (loaded once, not per inner run)
+import pytest_agentctx.traffic.cassettes._child_guard  # noqa: F401  (loaded once, not per inner run)
 
 #: An agent whose tool reaches the network and, as many tools do, reports a failure as text.
 AGENT_MODULE = '''
@@ -263,7 +263,7 @@ import socket
 
 import pytest
 
-from pytest_agentctx.cassettes import network
+from pytest_agentctx.traffic.cassettes import network
 
 
 @pytest.fixture

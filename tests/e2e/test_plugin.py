@@ -53,7 +53,9 @@ def test_fixtures_are_listed_with_their_docs(agent_pytester: pytest.Pytester) ->
         ("fake_tools", "Replace tools by name*"),
         ("frozen_clock", "The wall clock frozen*"),
     ):
-        result.stdout.fnmatch_lines([f"{name} -- *pytest_agentctx/plugin.py:*", f"    {doc}"])
+        result.stdout.fnmatch_lines(
+            [f"{name} -- *pytest_agentctx/plugin/__init__.py:*", f"    {doc}"]
+        )
 
 
 def test_an_agent_run_passes_with_a_scripted_model(agent_pytester: pytest.Pytester) -> None:

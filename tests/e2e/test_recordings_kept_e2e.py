@@ -27,7 +27,7 @@ import anthropic  # noqa: F401  (imported here so the inner runs do not import i
 import openai  # noqa: F401  (same)
 import pytest
 
-from pytest_agentctx.cassettes import load_cassette
+from pytest_agentctx.traffic.cassettes import load_cassette
 
 #: Agents that stop reading a stream at its first word, without closing it.
 AGENTS = """

@@ -36,9 +36,9 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.cassettes import Cassette, Interaction, NetworkGuard
-from pytest_agentctx.cassettes.body import body_bytes
-from pytest_agentctx.codecs import Completion, codec_for_path
+from pytest_agentctx.traffic.cassettes import Cassette, Interaction, NetworkGuard
+from pytest_agentctx.traffic.cassettes.body import body_bytes
+from pytest_agentctx.traffic.codecs import Completion, codec_for_path
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))

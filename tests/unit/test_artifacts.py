@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.artifacts: the store, workspace escapes, changes, tools."""
+"""Unit tests for pytest_agentctx.runtime.artifacts: the store, workspace
+escapes, changes, tools."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.artifacts import (
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.exceptions import ArtifactError, ArtifactNotFound, ArtifactPathError
+from pytest_agentctx.runtime.artifacts import (
     ARTIFACT_TOOLS,
     ARTIFACTS_DEP,
     ArtifactChanges,
@@ -22,10 +26,7 @@ from pytest_agentctx.artifacts import (
     read_artifact,
     write_artifact,
 )
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.context import ToolCall
-from pytest_agentctx.exceptions import ArtifactError, ArtifactNotFound, ArtifactPathError
-from pytest_agentctx.tools import RunContext
+from pytest_agentctx.runtime.tools import RunContext
 
 HELLO_SHA = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 

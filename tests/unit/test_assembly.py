@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.assembly: context sources, their validation, assembly."""
+"""Unit tests for pytest_agentctx.runtime.assembly: context sources, their validation, assembly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from typing import Any, Optional, TypedDict
 import pytest
 from pydantic import BaseModel
 
-from pytest_agentctx.assembly import (
+from pytest_agentctx.assertions.matching import ANY, matches
+from pytest_agentctx.exceptions import (
+    AgentDefinitionError,
+    ContextAssemblyError,
+    ContextAssemblyFailed,
+    VectorStoreError,
+)
+from pytest_agentctx.runtime.assembly import (
     AssembledContext,
     FromRetrieval,
     FromState,
@@ -17,14 +24,7 @@ from pytest_agentctx.assembly import (
     assemble,
     validate_sources,
 )
-from pytest_agentctx.exceptions import (
-    AgentDefinitionError,
-    ContextAssemblyError,
-    ContextAssemblyFailed,
-    VectorStoreError,
-)
-from pytest_agentctx.matching import ANY, matches
-from pytest_agentctx.retrieval import Document, InMemoryVectorStore
+from pytest_agentctx.runtime.retrieval import Document, InMemoryVectorStore
 
 
 @dataclass

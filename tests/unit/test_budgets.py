@@ -1,10 +1,11 @@
-"""Unit tests for pytest_agentctx.budgets: limits from markers and ini, checks, messages."""
+"""Unit tests for pytest_agentctx.reports.budgets: limits from markers and ini, checks, messages."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_agentctx.budgets import (
+from pytest_agentctx.exceptions import BudgetError
+from pytest_agentctx.reports.budgets import (
     BUDGET_LIMITS,
     Budget,
     BudgetCheck,
@@ -12,8 +13,7 @@ from pytest_agentctx.budgets import (
     check_budget,
     ini_name,
 )
-from pytest_agentctx.exceptions import BudgetError
-from pytest_agentctx.stats import PriceTable, RunRecord, RunStats
+from pytest_agentctx.reports.stats import PriceTable, RunRecord, RunStats
 
 WHERE = "tests/test_x.py::test_y"
 

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.capture: conversations rebuilt from HTTP exchanges.
+"""Unit tests of pytest_agentctx.traffic.capture: conversations rebuilt from HTTP exchanges.
 
 Exchanges are built with the wire-format codecs (``encode_request``, ``encode_response``,
 ``encode_stream``), as an agent on the SDKs would send and receive them: every request
@@ -37,12 +37,12 @@ from pytest_agentctx import (
     nested_runs,
     tool,
 )
-from pytest_agentctx.cassettes.body import encode_body
-from pytest_agentctx.cassettes.store import Interaction, write_cassette
-from pytest_agentctx.codecs import Completion, Usage, get_codec
-from pytest_agentctx.codecs.sse import format_sse
-from pytest_agentctx.stats import run_stats
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.reports.stats import run_stats
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.cassettes.body import encode_body
+from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
+from pytest_agentctx.traffic.codecs import Completion, Usage, get_codec
+from pytest_agentctx.traffic.codecs.sse import format_sse
 
 URLS = {
     "openai_chat": "https://api.openai.com/v1/chat/completions",
@@ -463,7 +463,7 @@ async def test_a_stream_stored_as_text_is_decoded_too():
 
 
 def _sse_text(exchange: Exchange) -> str:
-    from pytest_agentctx.cassettes.body import body_bytes
+    from pytest_agentctx.traffic.cassettes.body import body_bytes
 
     return body_bytes(exchange.response).decode()
 

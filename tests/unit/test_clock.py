@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.clock: injected clocks and id factories."""
+"""Unit tests for pytest_agentctx.doubles.clock: injected clocks and id factories."""
 
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pytest_agentctx.clock import (
+from pytest_agentctx.doubles.clock import (
     DEFAULT_START,
     Clock,
     IdFactory,
@@ -223,7 +223,7 @@ async def test_parse_datetime_error_names_what_was_being_parsed() -> None:
 
 
 async def test_clock_settings_read_the_option_values():
-    from pytest_agentctx.clock import ClockSettings
+    from pytest_agentctx.doubles.clock import ClockSettings
 
     settings = ClockSettings.build(start="2030-06-01T12:00:00Z", step="0.5", ignore=["my_mod"])
 
@@ -233,7 +233,7 @@ async def test_clock_settings_read_the_option_values():
 
 
 async def test_clock_settings_refuse_a_negative_step():
-    from pytest_agentctx.clock import ClockSettings
+    from pytest_agentctx.doubles.clock import ClockSettings
 
     with pytest.raises(ValueError, match=r"agent_clock_step = '-1' must not be negative"):
         ClockSettings.build(start="2030-06-01", step="-1", ignore=())

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.context: the nested iteration context and its models."""
+"""Unit tests for pytest_agentctx.context.model: the nested iteration context and its models."""
 
 import copy
 import pickle
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_agentctx._seq import Seq
-from pytest_agentctx.context import (
+from pytest_agentctx.context._seq import Seq
+from pytest_agentctx.context.model import (
     INVALID_ARGUMENTS_KEY,
     AgentContext,
     Iteration,

@@ -34,7 +34,7 @@ from pytest_agentctx import (
     ToolCall,
     tool,
 )
-from pytest_agentctx.providers import (
+from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
     OpenAIResponsesProvider,

@@ -7,7 +7,7 @@ import pytest
 
 import pytest_agentctx
 from pytest_agentctx import exceptions
-from pytest_agentctx.context import AgentContext
+from pytest_agentctx.context.model import AgentContext
 from pytest_agentctx.exceptions import (
     AgentCtxError,
     MaxIterationsExceeded,

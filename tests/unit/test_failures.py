@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.codecs import openai_chat
-from pytest_agentctx.context import AgentContext, Iteration, Message
+from pytest_agentctx.context.model import AgentContext, Iteration, Message
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.fakes import FakeTools
 from pytest_agentctx.exceptions import StepFailed, ToolDefinitionError
-from pytest_agentctx.failures import CompletedStep, Failure, format_traceback
-from pytest_agentctx.fakes import FakeTools
-from pytest_agentctx.runtime import Agent, AgentRuntime
-from pytest_agentctx.tools import RunContext, tool
+from pytest_agentctx.runtime.agent import Agent, AgentRuntime
+from pytest_agentctx.runtime.failures import CompletedStep, Failure, format_traceback
+from pytest_agentctx.runtime.tools import RunContext, tool
+from pytest_agentctx.traffic.codecs import openai_chat
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

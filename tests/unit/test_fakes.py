@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.fakes: FakeLLM through the real SDKs, and FakeTools."""
+"""Unit tests of pytest_agentctx.doubles.fakes: FakeLLM through the real SDKs, and FakeTools."""
 
 from __future__ import annotations
 
@@ -16,16 +16,8 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.codecs import anthropic_messages, openai_chat
-from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
-from pytest_agentctx.context import ToolCall
-from pytest_agentctx.exceptions import (
-    FakeLLMError,
-    FakeToolsError,
-    UnexpectedModelCall,
-    UnusedScriptedReplies,
-)
-from pytest_agentctx.fakes import (
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.doubles.fakes import (
     PLACEHOLDER_KEYS,
     FakeLLM,
     FakeModelCall,
@@ -36,7 +28,15 @@ from pytest_agentctx.fakes import (
     ScriptedReply,
     estimate_tokens,
 )
-from pytest_agentctx.transport import Interceptor
+from pytest_agentctx.exceptions import (
+    FakeLLMError,
+    FakeToolsError,
+    UnexpectedModelCall,
+    UnusedScriptedReplies,
+)
+from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat
+from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.traffic.transport import Interceptor
 
 OPENAI_MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-haiku-4-5"

@@ -1,4 +1,5 @@
-"""Unit tests of pytest_agentctx.freeze: FrozenClock on freezegun, with a module-walk skip list.
+"""Unit tests of pytest_agentctx.doubles.frozen_clock: FrozenClock on freezegun,
+with a module-walk skip list.
 
 The clock is frozen in 2001 in most tests: any reading from the real clock is then far
 later than the frozen one, so a test tells them apart without sleeping.
@@ -15,8 +16,8 @@ from time import time as module_level_time
 
 import pytest
 
-from pytest_agentctx.clock import DEFAULT_START, Clock
-from pytest_agentctx.freeze import DEFAULT_SKIP, FrozenClock
+from pytest_agentctx.doubles.clock import DEFAULT_START, Clock
+from pytest_agentctx.doubles.frozen_clock import DEFAULT_SKIP, FrozenClock
 
 START = "2001-02-03T04:05:06Z"
 FROZEN = datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC)

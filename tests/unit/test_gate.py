@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.gate: tolerances, baseline comparison and the verdict."""
+"""Unit tests for pytest_agentctx.reports.gate: tolerances, baseline comparison and the verdict."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pytest_agentctx import (
     compare_reports,
     evaluate_gate,
 )
-from pytest_agentctx.gate import gate_lines
+from pytest_agentctx.reports.gate import gate_lines
 
 
 def _test(

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import Exchange, build_contexts, contexts_from_cassette
-from pytest_agentctx.cassettes.body import encode_body
-from pytest_agentctx.codecs import Completion, Usage, gemini
-from pytest_agentctx.codecs.sse import format_sse
-from pytest_agentctx.context import ToolCall
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.cassettes.body import encode_body
+from pytest_agentctx.traffic.codecs import Completion, Usage, gemini
+from pytest_agentctx.traffic.codecs.sse import format_sse
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 MIXED = CORPUS / "pydantic-ai__gemini_then_openai_chat_tools.yaml"

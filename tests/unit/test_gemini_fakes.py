@@ -15,9 +15,9 @@ from google import genai
 from google.genai import errors, types
 
 from pytest_agentctx import build_contexts
-from pytest_agentctx.codecs import gemini
+from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import UnexpectedModelCall
-from pytest_agentctx.fakes import FakeLLM
+from pytest_agentctx.traffic.codecs import gemini
 
 MODEL = "gemini-2.5-flash"
 WEATHER = types.Tool(

@@ -14,8 +14,8 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from pytest_agentctx.codecs import gemini
-from pytest_agentctx.loopback import LoopbackProvider
+from pytest_agentctx.doubles.loopback import LoopbackProvider
+from pytest_agentctx.traffic.codecs import gemini
 
 MODEL = "gemini-2.5-flash"
 

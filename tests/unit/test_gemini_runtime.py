@@ -17,14 +17,14 @@ import pytest
 from google import genai
 from google.genai import types
 
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.codecs import gemini
-from pytest_agentctx.context import AgentContext, Iteration, Message, ToolCall
+from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import ProviderError
-from pytest_agentctx.fakes import FakeLLM
-from pytest_agentctx.providers import GeminiProvider, default_provider
-from pytest_agentctx.runtime import Agent, AgentRuntime
-from pytest_agentctx.tools import tool
+from pytest_agentctx.runtime.agent import Agent, AgentRuntime
+from pytest_agentctx.runtime.providers import GeminiProvider, default_provider
+from pytest_agentctx.runtime.tools import tool
+from pytest_agentctx.traffic.codecs import gemini
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SYSTEM = "You answer weather questions."

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.history: the flat, read-only conversation view."""
+"""Unit tests for pytest_agentctx.context.history: the flat, read-only conversation view."""
 
 import re
 from collections.abc import Callable, Sequence
@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pytest_agentctx.context import AgentContext, Message, ToolCall, ToolResult
+from pytest_agentctx.context.history import History
+from pytest_agentctx.context.model import AgentContext, Message, ToolCall, ToolResult
 from pytest_agentctx.exceptions import EmptyHistory, LastEntryNotUserMessage
-from pytest_agentctx.history import History
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

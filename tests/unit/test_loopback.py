@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.loopback: a scripted provider on a real 127.0.0.1 socket.
+"""Unit tests of pytest_agentctx.doubles.loopback: a scripted provider on a real 127.0.0.1 socket.
 
 The real ``openai`` and ``anthropic`` SDKs talk to the server over HTTP; nothing leaves
 127.0.0.1, and no interceptor (fake model, cassette) is active.
@@ -21,9 +21,9 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.codecs.base import DecodedRequest
+from pytest_agentctx.doubles.loopback import LoopbackExchange, LoopbackProvider
 from pytest_agentctx.exceptions import LoopbackError, UnexpectedModelCall, UnusedScriptedReplies
-from pytest_agentctx.loopback import LoopbackExchange, LoopbackProvider
+from pytest_agentctx.traffic.codecs.base import DecodedRequest
 
 MESSAGES: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
 GPT = "gpt-4o-mini"

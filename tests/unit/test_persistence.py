@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.persistence: save_run and load_run.
+"""Unit tests of pytest_agentctx.runtime.persistence: save_run and load_run.
 
 A saved run is JSON with a schema name and version; loading it back gives an equal
 ``RunResult`` for the agent passed in (tools are never saved). Every failure is a
@@ -38,8 +38,8 @@ from pytest_agentctx import (
     save_run,
     tool,
 )
-from pytest_agentctx.persistence import SCHEMA, SCHEMA_VERSION
-from pytest_agentctx.providers import OpenAIChatProvider
+from pytest_agentctx.runtime.persistence import SCHEMA, SCHEMA_VERSION
+from pytest_agentctx.runtime.providers import OpenAIChatProvider
 
 _TLS = ssl.create_default_context()
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

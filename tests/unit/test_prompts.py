@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.prompts: templates, partials, overrides, missing names."""
+"""Unit tests for pytest_agentctx.runtime.prompts: templates, partials, overrides, missing names."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentctx.exceptions import PromptTemplateError
-from pytest_agentctx.prompts import PACKAGE_TEMPLATES, PromptTemplates
-from pytest_agentctx.tools import tool
+from pytest_agentctx.runtime.prompts import PACKAGE_TEMPLATES, PromptTemplates
+from pytest_agentctx.runtime.tools import tool
 
 DEFAULT_VARIABLES = {
     "agent_type": "researcher",

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.providers: model names, default providers, SDK round trips.
+"""Unit tests of pytest_agentctx.runtime.providers: model names, default providers, SDK round trips.
 
 The SDK clients are injected and run over ``httpx2.MockTransport``: nothing leaves the
 process, and the mock sees exactly what the SDK sent.
@@ -18,10 +18,9 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.codecs import anthropic_messages, openai_chat, openai_responses
+from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import ProviderError
-from pytest_agentctx.fakes import FakeLLM
-from pytest_agentctx.providers import (
+from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
     OpenAIResponsesProvider,
@@ -29,6 +28,7 @@ from pytest_agentctx.providers import (
     default_provider,
     split_model,
 )
+from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat, openai_responses
 
 _TLS = ssl.create_default_context()
 

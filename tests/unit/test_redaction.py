@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.redaction: the session's secrets, scrubbing values, lines
+"""Unit tests for pytest_agentctx.traffic.redaction: the session's secrets, scrubbing values, lines
 and pytest reports."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from pytest_agentctx import AgentContext, Message
-from pytest_agentctx._seq import FrozenDict, Seq
-from pytest_agentctx.cassettes import Redactor
-from pytest_agentctx.redaction import (
+from pytest_agentctx.context._seq import FrozenDict, Seq
+from pytest_agentctx.traffic.cassettes import Redactor
+from pytest_agentctx.traffic.redaction import (
     SessionSecrets,
     redact,
     redact_lines,

@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.report: records, the collector, the JSON file and the table."""
+"""Unit tests for pytest_agentctx.reports.records: records, the collector, the JSON
+file and the table."""
 
 from __future__ import annotations
 
@@ -10,10 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, ReportError, ToolCall, ToolResult
-from pytest_agentctx.cassettes import Cassette, RecordMode
-from pytest_agentctx.cassettes.session import Miss
-from pytest_agentctx.cassettes.store import Interaction, write_cassette
-from pytest_agentctx.report import (
+from pytest_agentctx.reports.records import (
     REPORT_FORMAT,
     ReportCollector,
     build_record,
@@ -26,7 +24,10 @@ from pytest_agentctx.report import (
     table_lines,
     write_report,
 )
-from pytest_agentctx.stats import RunRecord
+from pytest_agentctx.reports.stats import RunRecord
+from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
+from pytest_agentctx.traffic.cassettes.session import Miss
+from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -562,7 +563,7 @@ def _leaky_run() -> RunRecord:
 
 
 async def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
-    from pytest_agentctx.cassettes import Redactor
+    from pytest_agentctx.traffic.cassettes import Redactor
 
     record = build_record(runs=[_leaky_run()], redactor=Redactor(env=(), extra_values=[SECRET]))
 
@@ -582,7 +583,7 @@ async def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
 
 
 async def test_a_record_redacted_keeps_its_figures() -> None:
-    from pytest_agentctx.cassettes import Redactor
+    from pytest_agentctx.traffic.cassettes import Redactor
 
     plain = build_record(runs=[_leaky_run()])
     redacted = build_record(runs=[_leaky_run()], redactor=Redactor(env=(), extra_values=[SECRET]))

@@ -11,8 +11,8 @@ from importlib import resources
 from typing import Any
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult, matches
-from pytest_agentctx.report_html import render_html
-from pytest_agentctx.stats import run_stats
+from pytest_agentctx.reports.html import render_html
+from pytest_agentctx.reports.stats import run_stats
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SCRIPT = "<script>alert('pwned')</script>"
@@ -175,7 +175,7 @@ async def test_the_page_loads_nothing_from_outside() -> None:
 
 
 async def test_the_page_inlines_the_stylesheet_and_script_the_package_ships() -> None:
-    assets = resources.files("pytest_agentctx") / "report_assets"
+    assets = resources.files("pytest_agentctx.reports") / "report_assets"
     css = (assets / "report.css").read_text(encoding="utf-8")
     js = (assets / "report.js").read_text(encoding="utf-8")
 

@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.retrieval: the VectorSearch protocol and the in-memory store."""
+"""Unit tests for pytest_agentctx.runtime.retrieval: the VectorSearch protocol and
+the in-memory store."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from pytest_agentctx.assertions.matching import AnyOf, Regex
 from pytest_agentctx.exceptions import VectorStoreError
-from pytest_agentctx.matching import AnyOf, Regex
-from pytest_agentctx.retrieval import (
+from pytest_agentctx.runtime.retrieval import (
     Document,
     InMemoryVectorStore,
     SearchCall,

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.runtime: Agent definitions and the run loop.
+"""Unit tests of pytest_agentctx.runtime.agent: Agent definitions and the run loop.
 
 Runs go through the real ``openai``/``anthropic`` SDKs, answered by :class:`FakeLLM` at the
 HTTP transport; the runtime has a :class:`StepClock` and :class:`SequentialIds`, so every
@@ -18,10 +18,7 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.artifacts import LocalArtifactStore
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.codecs import openai_chat, openai_responses
-from pytest_agentctx.context import (
+from pytest_agentctx.context.model import (
     INVALID_ARGUMENTS_KEY,
     AgentContext,
     Iteration,
@@ -29,6 +26,8 @@ from pytest_agentctx.context import (
     ToolCall,
     ToolResult,
 )
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.fakes import FakeLLM, FakeToolCall, FakeTools
 from pytest_agentctx.exceptions import (
     AgentCtxError,
     AgentDefinitionError,
@@ -36,15 +35,16 @@ from pytest_agentctx.exceptions import (
     MaxIterationsExceeded,
     ProviderError,
 )
-from pytest_agentctx.fakes import FakeLLM, FakeToolCall, FakeTools
-from pytest_agentctx.providers import (
+from pytest_agentctx.runtime.agent import Agent, AgentRuntime, RunResult
+from pytest_agentctx.runtime.artifacts import LocalArtifactStore
+from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
     OpenAIResponsesProvider,
 )
-from pytest_agentctx.runtime import Agent, AgentRuntime, RunResult
-from pytest_agentctx.tools import RunContext, Tool, tool
-from pytest_agentctx.window import ContextWindow
+from pytest_agentctx.runtime.tools import RunContext, Tool, tool
+from pytest_agentctx.runtime.window import ContextWindow
+from pytest_agentctx.traffic.codecs import openai_chat, openai_responses
 
 _TLS = ssl.create_default_context()
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

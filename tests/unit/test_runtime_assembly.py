@@ -15,20 +15,20 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.assembly import FromRetrieval, FromState, Text
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.context import Message
+from pytest_agentctx.context.model import Message
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import (
     AgentDefinitionError,
     ContextAssemblyError,
     ContextAssemblyFailed,
 )
-from pytest_agentctx.fakes import FakeLLM
-from pytest_agentctx.providers import AnthropicMessagesProvider, OpenAIChatProvider
-from pytest_agentctx.retrieval import Document, InMemoryVectorStore
-from pytest_agentctx.runtime import CONTEXT_TAG, Agent, AgentRuntime
-from pytest_agentctx.tools import RunContext, tool
-from pytest_agentctx.window import ContextWindow
+from pytest_agentctx.runtime.agent import CONTEXT_TAG, Agent, AgentRuntime
+from pytest_agentctx.runtime.assembly import FromRetrieval, FromState, Text
+from pytest_agentctx.runtime.providers import AnthropicMessagesProvider, OpenAIChatProvider
+from pytest_agentctx.runtime.retrieval import Document, InMemoryVectorStore
+from pytest_agentctx.runtime.tools import RunContext, tool
+from pytest_agentctx.runtime.window import ContextWindow
 
 _TLS = ssl.create_default_context()
 SYSTEM = "You answer support tickets."

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx._seq: the immutable, storage-sharing sequence."""
+"""Unit tests for pytest_agentctx.context._seq: the immutable, storage-sharing sequence."""
 
 import copy
 import pickle
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from pytest_agentctx._seq import Seq, seq
+from pytest_agentctx.context._seq import Seq, seq
 
 
 class Point(BaseModel):

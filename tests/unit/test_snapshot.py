@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.snapshot: the serialized form, normalisation, projections."""
+"""Unit tests for pytest_agentctx.assertions.snapshot: the serialized form,
+normalisation, projections."""
 
 from __future__ import annotations
 
@@ -24,14 +25,14 @@ from pytest_agentctx import (
     ToolResult,
     matches,
 )
-from pytest_agentctx._seq import Seq
-from pytest_agentctx.snapshot import (
+from pytest_agentctx.assertions.snapshot import (
     FORMAT_VERSION,
     HEADER,
     AgentSnapshotExtension,
     SnapshotOptions,
     serialize,
 )
+from pytest_agentctx.context._seq import Seq
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -491,7 +492,7 @@ SECRET = "sk-unit-secret-5e8f1a"
 
 
 def _redactor(*secrets: str) -> Any:
-    from pytest_agentctx.cassettes import Redactor
+    from pytest_agentctx.traffic.cassettes import Redactor
 
     return Redactor(env=(), extra_values=secrets or (SECRET,))
 
@@ -575,7 +576,7 @@ async def test_a_run_result_is_written_redacted() -> None:
 
 
 async def test_the_extension_redacts_with_the_running_tests_redactor() -> None:
-    from pytest_agentctx.redaction import set_active
+    from pytest_agentctx.traffic.redaction import set_active
 
     previous = set_active(_redactor())
     try:

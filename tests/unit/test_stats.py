@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.stats: one measure of a run for budgets, reports, gate."""
+"""Unit tests for pytest_agentctx.reports.stats: one measure of a run for budgets, reports, gate."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, AgentCtxError, ToolCall, ToolResult
-from pytest_agentctx.stats import (
+from pytest_agentctx.reports.stats import (
     DEFAULT_PRICES,
     ModelPrice,
     PriceTable,

@@ -29,7 +29,7 @@ from pytest_agentctx import (
     StepClock,
     tool,
 )
-from pytest_agentctx.providers import (
+from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,
     OpenAIResponsesProvider,

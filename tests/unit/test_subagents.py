@@ -16,24 +16,24 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.artifacts import LocalArtifactStore, write_artifact
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.codecs import openai_chat
-from pytest_agentctx.context import AgentContext, Iteration, Message, ToolCall
+from pytest_agentctx.assertions.matching import ANY, matches
+from pytest_agentctx.assertions.trajectory import Trajectory, nested_runs
+from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.fakes import FakeTools
 from pytest_agentctx.exceptions import AgentDefinitionError
-from pytest_agentctx.fakes import FakeTools
-from pytest_agentctx.matching import ANY, matches
-from pytest_agentctx.persistence import load_run, save_run
-from pytest_agentctx.runtime import Agent, AgentRuntime
-from pytest_agentctx.stats import run_stats
-from pytest_agentctx.subagents import (
+from pytest_agentctx.reports.stats import run_stats
+from pytest_agentctx.runtime.agent import Agent, AgentRuntime
+from pytest_agentctx.runtime.artifacts import LocalArtifactStore, write_artifact
+from pytest_agentctx.runtime.persistence import load_run, save_run
+from pytest_agentctx.runtime.subagents import (
     SUMMARY_INSTRUCTIONS,
     SubAgent,
     SubAgentSummary,
     parse_summary,
 )
-from pytest_agentctx.tools import tool
-from pytest_agentctx.trajectory import Trajectory, nested_runs
+from pytest_agentctx.runtime.tools import tool
+from pytest_agentctx.traffic.codecs import openai_chat
 
 DONE = json.dumps({"summary": "Found three sources."})
 

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.suites: integration folders, ordering, asyncio marking,
+"""Unit tests for pytest_agentctx.plugin.suites: integration folders, ordering, asyncio marking,
 which tests are sorted, repeated runs and the suite counts."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentctx.exceptions import RepeatError
-from pytest_agentctx.suites import (
+from pytest_agentctx.plugin.suites import (
     RepeatSpec,
     RepeatTally,
     SuiteCounts,

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.tools: functions whose signature becomes the tool schema.
+"""Unit tests for pytest_agentctx.runtime.tools: functions whose signature becomes the tool schema.
 
 No ``from __future__ import annotations`` here: tools defined inside a test would then carry
 string annotations that name test-local classes, which ``get_type_hints`` cannot resolve.
@@ -12,10 +12,10 @@ from typing import Annotated, Any, Optional
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from pytest_agentctx.clock import SequentialIds, StepClock
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.doubles.clock import SequentialIds, StepClock
 from pytest_agentctx.exceptions import ToolDefinitionError
-from pytest_agentctx.tools import RunContext, Tool, ToolSpec, render_tool_output, tool
+from pytest_agentctx.runtime.tools import RunContext, Tool, ToolSpec, render_tool_output, tool
 
 
 @tool

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.trajectory: modes, argument checks and nested runs."""
+"""Unit tests for pytest_agentctx.assertions.trajectory: modes, argument checks and nested runs."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pytest_agentctx import (
     nested_runs,
     tool_calls,
 )
-from pytest_agentctx.matching import assertrepr_compare
+from pytest_agentctx.assertions.matching import assertrepr_compare
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.transport: the Interceptor at the httpx2 transports.
+"""Unit tests of pytest_agentctx.traffic.transport: the Interceptor at the httpx2 transports.
 
 Requests that a handler answers go to ``http://127.0.0.1:9/`` (the discard port): if they
 passed through, they would fail to connect. Requests that must pass through go to a
@@ -18,7 +18,7 @@ import pytest
 import pytest_httpx2  # noqa: F401  (registers respx's "httpcore2" mocker, for httpx2)
 import respx
 
-from pytest_agentctx.transport import (
+from pytest_agentctx.traffic.transport import (
     Interceptor,
     answered_by_another_tool,
     forward_async,

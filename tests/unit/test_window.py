@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.window: ContextWindow limits, units and strategies.
+"""Unit tests of pytest_agentctx.runtime.window: ContextWindow limits, units and strategies.
 
 Most tests prune one conversation of five turns, counted with a counter that gives every
 message 10 tokens, so the expected results can be worked out by hand::
@@ -23,8 +23,8 @@ import pytest
 import tiktoken
 
 from pytest_agentctx import ContextWindow, ContextWindowError, Pruned, TiktokenCounter
-from pytest_agentctx.context import Message, ToolCall
-from pytest_agentctx.window import Unit, estimate_tokens
+from pytest_agentctx.context.model import Message, ToolCall
+from pytest_agentctx.runtime.window import Unit, estimate_tokens
 
 
 def system(text: str = "Be brief.") -> Message:

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_agentctx import ContextWindow, Pruned
-from pytest_agentctx.context import Message, ToolCall
-from pytest_agentctx.window import Unit, estimate_tokens
+from pytest_agentctx.context.model import Message, ToolCall
+from pytest_agentctx.runtime.window import Unit, estimate_tokens
 
 SETTINGS = settings(
     max_examples=100,

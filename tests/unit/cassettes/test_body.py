@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.cassettes.body: bodies stored readable and served back."""
+"""Unit tests of pytest_agentctx.traffic.cassettes.body: bodies stored readable and served back."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from pytest_agentctx.cassettes.body import (
+from pytest_agentctx.traffic.cassettes.body import (
     body_bytes,
     body_chunks,
     decompress,

@@ -1,10 +1,10 @@
-"""Unit tests of pytest_agentctx.cassettes.matcher: request keys and field-level diffs."""
+"""Unit tests of pytest_agentctx.traffic.cassettes.matcher: request keys and field-level diffs."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_agentctx.cassettes.matcher import (
+from pytest_agentctx.traffic.cassettes.matcher import (
     DEFAULT_IGNORED_FIELDS,
     NO_JSON,
     RequestKey,

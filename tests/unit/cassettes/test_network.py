@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.cassettes.network: the offline guard on sockets, DNS
+"""Unit tests of pytest_agentctx.traffic.cassettes.network: the offline guard on sockets, DNS
 lookups, datagrams and child processes.
 
 No packet leaves the machine: connections, datagrams and lookups the guard must refuse go
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from pytest_agentctx.cassettes import _child_guard, network
-from pytest_agentctx.cassettes.network import NetworkGuard, is_loopback
 from pytest_agentctx.exceptions import CassetteError, NetworkBlocked
+from pytest_agentctx.traffic.cassettes import _child_guard, network
+from pytest_agentctx.traffic.cassettes.network import NetworkGuard, is_loopback
 
 #: A private address nothing answers on; the guard must refuse it before connecting.
 UNROUTED = "10.255.255.1"
@@ -612,7 +612,7 @@ async def test_children_go_around_the_proxy_only_for_loopback_and_allowed_hosts(
 
 async def test_a_child_gets_the_allowed_hosts_of_every_active_guard():
     show = (
-        "from pytest_agentctx.cassettes.network import active_guards\n"
+        "from pytest_agentctx.traffic.cassettes.network import active_guards\n"
         f"print([guard.allows({OUTSIDE!r}) for guard in active_guards()])"
     )
     with NetworkGuard([OUTSIDE]), NetworkGuard([OUTSIDE, "api.example.test"]):

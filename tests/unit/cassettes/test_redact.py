@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.cassettes.redact: no secret survives redaction, wherever it
+"""Unit tests of pytest_agentctx.traffic.cassettes.redact: no secret survives redaction, wherever it
 hides (headers, URLs, JSON keys and values, streams split into deltas, binary bodies), and
 response headers that change on every call are not stored."""
 
@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.cassettes.body import UndecodableBody, body_bytes, encode_body
-from pytest_agentctx.cassettes.redact import (
+from pytest_agentctx.traffic.cassettes.body import UndecodableBody, body_bytes, encode_body
+from pytest_agentctx.traffic.cassettes.redact import (
     DEFAULT_SECRET_ENV,
     DEFAULT_SECRET_HEADERS,
     NORMALISED_REQUEST_ID,
     REDACTED,
     Redactor,
 )
-from pytest_agentctx.codecs import anthropic_messages, openai_chat
+from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat
 
 CANARY = "canary-5f1e-secret-value"
 URL = "https://api.example.test/v1/models"

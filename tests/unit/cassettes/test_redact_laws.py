@@ -21,12 +21,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentctx.cassettes.body import Body, body_bytes, encode_body
-from pytest_agentctx.cassettes.redact import Redactor
-from pytest_agentctx.codecs import anthropic_messages, openai_chat, openai_responses
-from pytest_agentctx.codecs.base import Completion
-from pytest_agentctx.codecs.sse import SSEEvent, format_sse
-from pytest_agentctx.context import ToolCall
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.traffic.cassettes.body import Body, body_bytes, encode_body
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat, openai_responses
+from pytest_agentctx.traffic.codecs.base import Completion
+from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
 
 LAWS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.cassettes.session: a test's cassette replaying, recording,
+"""Unit tests of pytest_agentctx.traffic.cassettes.session: a test's cassette replaying, recording,
 reporting misses and stale recordings, and saving.
 
 Replayed requests go to ``http://127.0.0.1:9`` (the discard port): if the cassette did not
@@ -28,7 +28,13 @@ import openai
 import pytest
 from cassette_support import TLS, Loopback, chat_chunk, chat_completion
 
-from pytest_agentctx.cassettes import (
+from pytest_agentctx.exceptions import (
+    CassetteMiss,
+    CassetteWriteError,
+    PartialRecording,
+    StaleCassette,
+)
+from pytest_agentctx.traffic.cassettes import (
     Cassette,
     Interaction,
     RecordMode,
@@ -36,15 +42,9 @@ from pytest_agentctx.cassettes import (
     session,
     store,
 )
-from pytest_agentctx.cassettes.matcher import make_key
-from pytest_agentctx.cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
-from pytest_agentctx.cassettes.store import write_cassette
-from pytest_agentctx.exceptions import (
-    CassetteMiss,
-    CassetteWriteError,
-    PartialRecording,
-    StaleCassette,
-)
+from pytest_agentctx.traffic.cassettes.matcher import make_key
+from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
+from pytest_agentctx.traffic.cassettes.store import write_cassette
 
 REPLAY_BASE = "http://127.0.0.1:9/v1"
 CHAT_URL = f"{REPLAY_BASE}/chat/completions"

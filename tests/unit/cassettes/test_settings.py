@@ -1,4 +1,5 @@
-"""Unit tests of pytest_agentctx.cassettes.settings: session and per-test cassette options."""
+"""Unit tests of pytest_agentctx.traffic.cassettes.settings: session and per-test
+cassette options."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
-from pytest_agentctx.cassettes.settings import (
+from pytest_agentctx.exceptions import CassetteError
+from pytest_agentctx.traffic.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
+from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
     TestOptions,
     build_cassette,
@@ -20,7 +22,6 @@ from pytest_agentctx.cassettes.settings import (
     normalise_record_args,
     parse_mode,
 )
-from pytest_agentctx.exceptions import CassetteError
 
 ROOT = Path("/project")
 

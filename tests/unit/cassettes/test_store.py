@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.cassettes.store: reading every cassette format, writing
+"""Unit tests of pytest_agentctx.traffic.cassettes.store: reading every cassette format, writing
 atomically, and clear errors for files that cannot be read."""
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ import yaml
 from cassette_support import CORPUS
 
 from pytest_agentctx import _locks
-from pytest_agentctx.cassettes import store
-from pytest_agentctx.cassettes.body import body_chunks
-from pytest_agentctx.cassettes.store import (
+from pytest_agentctx.exceptions import CassetteFormatError
+from pytest_agentctx.traffic.cassettes import store
+from pytest_agentctx.traffic.cassettes.body import body_chunks
+from pytest_agentctx.traffic.cassettes.store import (
     Interaction,
     dump_cassette,
     load_cassette,
     locked,
     write_cassette,
 )
-from pytest_agentctx.exceptions import CassetteFormatError
 
 try:
     import fcntl
@@ -784,7 +784,7 @@ from pathlib import Path
 sys.modules["fcntl"] = None  # as on Windows
 # Off Windows, filelock without fcntl says it falls back to its soft lock.
 warnings.filterwarnings("ignore", "only soft file lock is available", UserWarning)
-from pytest_agentctx.cassettes import store
+from pytest_agentctx.traffic.cassettes import store
 with store.locked(Path({str(tmp_path / "c.json")!r})):
     print("locked")
 """

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.codecs.anthropic_messages (POST /v1/messages).
+"""Unit tests of pytest_agentctx.traffic.codecs.anthropic_messages (POST /v1/messages).
 
 The response bodies are copied from real recordings in the compatibility corpus
 (pydantic-ai ``test_anthropic_tool_output``, crewAI parallel tool use and function calling,
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from anthropic.types import Message as AnthropicMessage
 
-from pytest_agentctx.codecs import anthropic_messages
-from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.codecs import anthropic_messages
+from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
 
 WEATHER_SCHEMA: dict[str, Any] = {
     "type": "object",

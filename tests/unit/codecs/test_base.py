@@ -1,4 +1,5 @@
-"""Unit tests of pytest_agentctx.codecs.base: shared codec types, codec lookup, arguments."""
+"""Unit tests of pytest_agentctx.traffic.codecs.base: shared codec types, codec
+lookup, arguments."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.codecs import anthropic_messages, openai_chat, openai_responses
-from pytest_agentctx.codecs.base import (
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat, openai_responses
+from pytest_agentctx.traffic.codecs.base import (
     Completion,
     DecodedRequest,
     Usage,
@@ -17,8 +20,6 @@ from pytest_agentctx.codecs.base import (
     parse_arguments,
     require,
 )
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY
-from pytest_agentctx.exceptions import CodecError
 
 # -- Usage ---------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Unit tests of pytest_agentctx.codecs.gemini (``:generateContent``, ``:streamGenerateContent``).
+"""Unit tests of pytest_agentctx.traffic.codecs.gemini (``:generateContent``,
+``:streamGenerateContent``).
 
 The recorded bodies come from real calls: the compatibility corpus (pydantic-ai
 ``gemini_then_openai_chat_tools``, snake_case request fields) and pydantic-ai's Google test
@@ -18,12 +19,12 @@ import pytest
 from google import genai
 from google.genai import types
 
-from pytest_agentctx.codecs import codec_for_path, gemini, get_codec
-from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
-from pytest_agentctx.codecs.sse import SSEEvent, format_sse, parse_sse
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.codecs import codec_for_path, gemini, get_codec
+from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse, parse_sse
 
 WEATHER_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.codecs.openai_chat (POST /v1/chat/completions).
+"""Unit tests of pytest_agentctx.traffic.codecs.openai_chat (POST /v1/chat/completions).
 
 The response bodies are copied from real recordings in the compatibility corpus
 (simonw/llm ``test_tool_use_chain_of_two_calls``, crewAI parallel tool calls, openinference
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion
 
-from pytest_agentctx.codecs import openai_chat
-from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.codecs import openai_chat
+from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
 
 WEATHER_SCHEMA: dict[str, Any] = {
     "type": "object",

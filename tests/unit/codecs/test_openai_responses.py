@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.codecs.openai_responses (POST /v1/responses).
+"""Unit tests of pytest_agentctx.traffic.codecs.openai_responses (POST /v1/responses).
 
 Realistic bodies come from the compatibility corpus (``shared/corpus`` beside the checkout,
 recorded against the real API by simonw/llm and pydantic-ai; gzip ``!!binary`` bodies are
@@ -21,15 +21,15 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from pytest_agentctx.cassettes import Interaction, load_cassette
-from pytest_agentctx.cassettes.body import body_bytes
-from pytest_agentctx.codecs import openai_responses
-from pytest_agentctx.codecs.base import Completion, DecodedRequest, Usage
-from pytest_agentctx.codecs.sse import SSEEvent, format_sse, parse_sse
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.fakes import FakeLLM
-from pytest_agentctx.tools import ToolSpec
+from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.traffic.cassettes import Interaction, load_cassette
+from pytest_agentctx.traffic.cassettes.body import body_bytes
+from pytest_agentctx.traffic.codecs import openai_responses
+from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse, parse_sse
 
 CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
 _TLS = ssl.create_default_context()

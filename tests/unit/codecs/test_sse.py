@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.codecs.sse: server-sent events written and read back.
+"""Unit tests of pytest_agentctx.traffic.codecs.sse: server-sent events written and read back.
 
 The recorded bodies in ``streams/`` are real provider streams (see ``streams/README.md``).
 """
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.codecs.sse import DONE, SSEEvent, format_sse, parse_sse, split_text
 from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.codecs.sse import DONE, SSEEvent, format_sse, parse_sse, split_text
 
 STREAMS = Path(__file__).parent / "streams"
 

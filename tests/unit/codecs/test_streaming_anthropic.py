@@ -1,4 +1,4 @@
-"""Unit tests of streaming in pytest_agentctx.codecs.anthropic_messages (``stream: true``).
+"""Unit tests of streaming in pytest_agentctx.traffic.codecs.anthropic_messages (``stream: true``).
 
 ``encode_stream`` is checked against real recorded streams (``streams/``, see its README)
 and through the real ``anthropic`` SDK, which must build the same message from the stream
@@ -16,11 +16,11 @@ import anthropic
 import httpx2
 import pytest
 
-from pytest_agentctx.codecs import anthropic_messages
-from pytest_agentctx.codecs.base import Completion, Usage
-from pytest_agentctx.codecs.sse import SSEEvent, format_sse, parse_sse
-from pytest_agentctx.context import ToolCall
+from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.codecs import anthropic_messages
+from pytest_agentctx.traffic.codecs.base import Completion, Usage
+from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse, parse_sse
 
 STREAMS = Path(__file__).parent / "streams"
 RECORDED = [

@@ -1,4 +1,4 @@
-"""Unit tests of streaming in pytest_agentctx.codecs.openai_chat (``stream: true``).
+"""Unit tests of streaming in pytest_agentctx.traffic.codecs.openai_chat (``stream: true``).
 
 ``encode_stream`` is checked chunk by chunk against real recorded streams (``streams/``,
 see its README), and through the real ``openai`` SDK, which must reassemble the same text
@@ -16,11 +16,11 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.codecs import openai_chat
-from pytest_agentctx.codecs.base import Completion, Usage
-from pytest_agentctx.codecs.sse import DONE, SSEEvent, format_sse, parse_sse
-from pytest_agentctx.context import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.codecs import openai_chat
+from pytest_agentctx.traffic.codecs.base import Completion, Usage
+from pytest_agentctx.traffic.codecs.sse import DONE, SSEEvent, format_sse, parse_sse
 
 STREAMS = Path(__file__).parent / "streams"
 MESSAGES: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]

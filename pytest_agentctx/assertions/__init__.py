@@ -1,0 +1,4 @@
+"""Assertions on contexts: patterns and the matching engine, trajectories, and snapshots.
+
+This package's ``__init__`` stays empty: importing one module of it imports no other.
+"""

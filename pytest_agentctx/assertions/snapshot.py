@@ -1,0 +1,1053 @@
+"""Snapshots of the iteration context: a syrupy extension, its serializer and assertion.
+
+``assert result.context == agent_snapshot`` stores the context in
+``__snapshots__/<test module>/<test name>.agentctx``, one file per snapshot, and compares
+later runs with it. The file is plain text, one value per line, each line led by the path
+of its value, so a behaviour change is a small diff in review::
+
+    # pytest-agentctx snapshot, format 1
+    AgentContext
+    iterations = [2 items]
+    iterations[0] = Iteration
+    iterations[0].number = 1
+    iterations[0].messages = [3 items]
+    iterations[0].messages[0] = Message
+    iterations[0].messages[0].role = 'user'
+    iterations[0].messages[0].content = 'Weather in Paris?'
+    ...
+
+Every model is expanded field by field (fields at their default value are left out, so a
+new optional field does not change old snapshots). Timestamps are written as offsets from
+the run's start (``<t+3s>``), generated ids as ``<id:1>``, ``<id:2>`` in first-seen order.
+:class:`SnapshotOptions` adds hooks for other volatile values and projections for long runs
+(the last N iterations, selected fields, truncated strings).
+
+The first line names the format version. A snapshot written in another version fails with
+a request to re-run pytest with ``--snapshot-update``.
+
+Secrets are written as ``REDACTED``: every string of the value (message contents, tool
+arguments and results, metadata and its keys, sub-agent runs) passes the test's redactor,
+the one its cassette uses, so a snapshot taken while recording equals the one its replay
+gives, where the cassette holds ``REDACTED``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
+from datetime import date, datetime, time
+from enum import Enum
+from itertools import islice
+from operator import is_
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from syrupy.assertion import DiffMode, SnapshotAssertion
+from syrupy.constants import SYMBOL_ELLIPSIS
+from syrupy.data import SnapshotCollection
+from syrupy.exceptions import TaintedSnapshotError
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.terminal import context_style, reset
+from syrupy.types import (
+    PropertyFilter,
+    PropertyMatcher,
+    SerializableData,
+    SerializedData,
+    SnapshotIndex,
+)
+
+from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx.context._paths import compile_globs, segment
+from pytest_agentctx.context._seq import Seq
+from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
+from pytest_agentctx.exceptions import SnapshotError
+from pytest_agentctx.runtime.agent import RunResult
+from pytest_agentctx.traffic.redaction import active, redact, shows_secret
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.redact import Redactor
+
+__all__ = [
+    "FILE_EXTENSION",
+    "FORMAT_VERSION",
+    "AgentSnapshotAssertion",
+    "AgentSnapshotExtension",
+    "SnapshotOptions",
+    "serialize",
+]
+
+#: Bumped whenever the serialized form changes; old snapshots then need --snapshot-update.
+FORMAT_VERSION = 1
+#: The extension of snapshot files.
+FILE_EXTENSION = "agentctx"
+#: The first line of every snapshot file.
+HEADER = f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
+
+_NO_DEFAULT: Any = object()
+_OBJECT_REPR: Any = object.__repr__
+
+
+def _as_globs(value: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    globs = tuple(value)
+    for glob in globs:
+        if not isinstance(glob, str) or not glob:
+            raise SnapshotError(
+                f"SnapshotOptions({what}=...): {glob!r} is not a path glob; give strings such "
+                "as 'iterations[*].metadata' or 'latency_ms'."
+            )
+    return globs
+
+
+def _positive(value: int | None, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SnapshotError(
+            f"SnapshotOptions({what}={value!r}): expected a whole number of at least 1, "
+            f"or None for no limit."
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    """How a value is written into a snapshot: volatile values and projections.
+
+    - ``normalize``: ``{path glob: replacement}`` for values that change from run to run.
+      The replacement is written as it is, or, if it is a function, the function receives
+      the value and its result is written like any value.
+    - ``ids``: names of the fields and keys whose string values are generated ids, written
+      as ``<id:1>``, ``<id:2>``... in first-seen order (the same id, the same number).
+    - ``last``: keep only the last N iterations of the run.
+    - ``fields``: keep only the values at these path globs (and everything below them).
+    - ``omit``: leave out the values at these path globs.
+    - ``truncate``: cut strings longer than this many characters.
+
+    Path globs: ``*`` is any run of characters inside one path segment, ``**`` any run
+    across segments, and a bare name (``latency_ms``) matches that field anywhere.
+    """
+
+    normalize: Mapping[str, Any] = field(default_factory=dict)
+    ids: tuple[str, ...] = ("id", "*_id")
+    last: int | None = None
+    fields: tuple[str, ...] = ()
+    omit: tuple[str, ...] = ()
+    truncate: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.normalize, Mapping):
+            raise SnapshotError(
+                f"SnapshotOptions(normalize={self.normalize!r}): expected a mapping of path "
+                "globs to replacements, e.g. {'**.latency_ms': '<latency>'}."
+            )
+        _as_globs(list(self.normalize), "normalize")
+        object.__setattr__(self, "normalize", dict(self.normalize))
+        object.__setattr__(self, "ids", _as_globs(self.ids, "ids"))
+        object.__setattr__(self, "fields", _as_globs(self.fields, "fields"))
+        object.__setattr__(self, "omit", _as_globs(self.omit, "omit"))
+        _positive(self.last, "last")
+        _positive(self.truncate, "truncate")
+
+    def merged(
+        self,
+        *,
+        normalize: Mapping[str, Any] | None = None,
+        ids: Iterable[str] | None = None,
+        last: int | None = None,
+        fields: str | Iterable[str] | None = None,
+        omit: str | Iterable[str] | None = None,
+        truncate: int | None = None,
+    ) -> SnapshotOptions:
+        """These options with more: ``normalize`` and ``omit`` add, the others replace."""
+        return SnapshotOptions(
+            normalize={**self.normalize, **(normalize or {})},
+            ids=self.ids if ids is None else tuple(ids),
+            last=self.last if last is None else last,
+            fields=self.fields if fields is None else _as_globs(fields, "fields"),
+            omit=(*self.omit, *_as_globs(omit, "omit")),
+            truncate=self.truncate if truncate is None else truncate,
+        )
+
+    def describe(self) -> str | None:
+        """The projection in words, for the snapshot's header (``None`` if there is none)."""
+        parts = []
+        if self.last is not None:
+            parts.append(f"last {self.last} iterations")
+        if self.fields:
+            parts.append(f"fields {', '.join(self.fields)}")
+        if self.omit:
+            parts.append(f"without {', '.join(self.omit)}")
+        if self.truncate is not None:
+            parts.append(f"strings cut at {self.truncate} characters")
+        return "; ".join(parts) or None
+
+
+_DEFAULT_OPTIONS = SnapshotOptions()
+
+
+@dataclass(frozen=True)
+class _FieldSpec:
+    name: str
+    default: Any
+    implied: type | None
+
+
+_FIELD_SPECS: dict[type, list[_FieldSpec]] = {}
+
+
+def _implied_model(annotation: Any) -> type | None:
+    """The model class a field holds (or holds a sequence of), if the annotation says so."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = get_origin(annotation)
+    if origin in (Seq, list, tuple) or (isinstance(origin, type) and issubclass(origin, Sequence)):
+        args = get_args(annotation)
+        if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+            return args[0]
+    return None
+
+
+def _field_specs(cls: type[BaseModel]) -> list[_FieldSpec]:
+    """The fields of a model in declaration order, with their defaults and model types."""
+    specs = _FIELD_SPECS.get(cls)
+    if specs is None:
+        specs = []
+        for name, info in cls.model_fields.items():
+            if info.is_required():
+                default = _NO_DEFAULT
+            elif info.default_factory is not None:
+                default = info.default_factory()  # type: ignore[call-arg]
+            else:
+                default = info.default
+            specs.append(_FieldSpec(name, default, _implied_model(info.annotation)))
+        _FIELD_SPECS[cls] = specs
+    return specs
+
+
+#: Keys whose text is an opaque token a provider needs back, not something to review:
+#: OpenAI reasoning items' ``encrypted_content`` and Anthropic thinking blocks' ``signature``
+#: (both change on every recording).
+_OPAQUE_KEYS = frozenset({"encrypted_content", "signature"})
+_OPAQUE = "<opaque>"
+
+
+def _reasoning_implied() -> type | None:
+    """The model type ``Message.reasoning``'s items are written as (as ``model`` would)."""
+    return next(spec.implied for spec in _field_specs(Message) if spec.name == "reasoning")
+
+
+class _Raw(str):
+    """Text written as it is (a summary line), not as a quoted string."""
+
+    __slots__ = ()
+
+
+def _sort_key(key: Any) -> tuple[int, str]:
+    return (0, key) if isinstance(key, str) else (1, repr(key))
+
+
+def _sorted_keys(mapping: Mapping[Any, Any]) -> list[Any]:
+    """The keys in order; keys of mixed types: strings first, then the others by repr."""
+    try:
+        return sorted(mapping)
+    except TypeError:
+        return sorted(mapping, key=_sort_key)
+
+
+def _count(size: int) -> str:
+    return f"{size} item" if size == 1 else f"{size} items"
+
+
+class _Writer:
+    """Writes one value as lines; one writer per snapshot (ids and the start are its own).
+
+    ``value()`` applies the options' path rules and ``write()`` writes; without path rules
+    ``value`` is ``write`` itself, which keeps the common case fast.
+    """
+
+    def __init__(self, options: SnapshotOptions) -> None:
+        self.lines: list[str] = []
+        self.start: datetime | None = None
+        self.id_numbers: dict[str, str] = {}
+        self.id_keys = compile_globs(options.ids)
+        self.id_cache: dict[Any, bool] = {}
+        self.truncate = options.truncate
+        self.last = options.last
+        self.normalize_re = compile_globs(options.normalize)
+        self.replacements = list(options.normalize.values())
+        self.omit_re = compile_globs(options.omit)
+        self.fields_re = compile_globs(options.fields)
+        self.keeping = self.fields_re is None
+        self.suffixes: dict[Any, str] = {}
+        self.instants: dict[datetime, str] = {}
+        # Without path rules, ``value`` is ``write`` and the context's own models take a
+        # fast path that writes the very lines the general one would.
+        self.fast = (
+            self.normalize_re is None
+            and self.omit_re is None
+            and self.fields_re is None
+            and self.truncate is None
+        )
+        if self.fast:
+            self.value = self.write  # type: ignore[method-assign]
+        self.id_is_id = self.is_id_key("id")
+        self.tool_call_id_is_id = self.is_id_key("tool_call_id")
+
+    def line(self, path: str, text: str) -> None:
+        if self.keeping:
+            self.lines.append(f"{path} = {text}" if path else text)
+
+    def value(self, path: str, value: Any, key: Any, implied: type | None = None) -> None:
+        """Write ``value`` at ``path``, applying ``omit``, ``normalize`` and ``fields``."""
+        if self.omit_re is not None and self.omit_re.fullmatch(path):
+            return
+        if self.normalize_re is not None:
+            found = self.normalize_re.fullmatch(path)
+            if found is not None and found.lastgroup is not None:
+                replacement = self.replacements[int(found.lastgroup[1:])]
+                if not callable(replacement):
+                    self.line(path, str(replacement))
+                    return
+                try:
+                    value = replacement(value)
+                except Exception as exc:
+                    raise SnapshotError(
+                        f"The normalize hook for {path} raised {type(exc).__name__}: {exc} "
+                        f"on {value!r}. Fix the hook so it accepts every value at that path."
+                    ) from exc
+        if not self.keeping and self.fields_re is not None and self.fields_re.fullmatch(path):
+            self.keeping = True
+            try:
+                self.write(path, value, key, implied)
+            finally:
+                self.keeping = False
+            return
+        self.write(path, value, key, implied)
+
+    def write(self, path: str, value: Any, key: Any, implied: type | None = None) -> None:
+        """Write ``value`` at ``path`` as one line, or as a line per field or item."""
+        kind = type(value)
+        if kind is str:
+            if key in _OPAQUE_KEYS:
+                self.line(path, _OPAQUE)
+            elif key is not None and self.is_id_key(key):
+                self.line(path, self.generated_id(value))
+            else:
+                self.text(path, value)
+        elif kind is int or kind is bool or kind is float or value is None:
+            self.line(path, repr(value))
+        elif kind is datetime:
+            self.line(path, self.instant(value))
+        elif isinstance(value, BaseModel):
+            self.model(path, value, implied)
+        elif kind is dict or isinstance(value, Mapping):
+            run = _nested_run(key, value)
+            if run is None:
+                self.mapping(path, value)
+            else:
+                self.model(path, run, None)
+        elif kind is Seq or kind is list or kind is tuple:
+            self.sequence(path, value, implied)
+        else:
+            self.other(path, value, key)
+
+    def other(self, path: str, value: Any, key: Any) -> None:
+        if isinstance(value, _Raw):
+            self.line(path, value)
+        elif isinstance(value, Enum):
+            self.line(path, f"{type(value).__name__}.{value.name}")
+        elif isinstance(value, str):
+            self.write(path, str(value), key)
+        elif isinstance(value, datetime):
+            self.line(path, self.instant(value))
+        elif isinstance(value, (date, time)):
+            self.line(path, value.isoformat())
+        elif isinstance(value, (set, frozenset)):
+            self.sequence(path, sorted(value, key=repr), None, brackets="{}")
+        elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+            self.sequence(path, value, None)
+        elif is_dataclass(value) and not isinstance(value, type):
+            self.line(path, type(value).__name__)
+            prefix = f"{path}." if path else ""
+            for item in fields(value):
+                if item.repr:
+                    self.value(prefix + item.name, getattr(value, item.name), item.name)
+        elif type(value).__repr__ is _OBJECT_REPR:
+            name = type(value).__name__
+            raise SnapshotError(
+                f"Cannot snapshot {path or 'the value'}: a {name} has no stable text form "
+                "(its repr holds a memory address). Convert it first, or give "
+                f"agent_snapshot(normalize={{{(path or '**')!r}: '<{name}>'}})."
+            )
+        else:
+            self.line(path, repr(value))
+
+    def is_id_key(self, key: Any) -> bool:
+        known = self.id_cache.get(key)
+        if known is None and key in _OPAQUE_KEYS:
+            return False  # not cached: the fast paths must keep sending it to ``fast_value``
+        if known is None:
+            known = bool(
+                isinstance(key, str)
+                and self.id_keys is not None
+                and self.id_keys.fullmatch(key) is not None
+            )
+            self.id_cache[key] = known
+        return known
+
+    def generated_id(self, value: str) -> str:
+        number = self.id_numbers.get(value)
+        if number is None:
+            number = self.id_numbers[value] = f"<id:{len(self.id_numbers) + 1}>"
+        return number
+
+    def instant(self, value: datetime) -> str:
+        known = self.instants.get(value)
+        if known is not None:
+            return known
+        if self.start is None:
+            self.start = value
+        text = self.instants[value] = self._offset(value)
+        return text
+
+    def _offset(self, value: datetime) -> str:
+        assert self.start is not None
+        try:
+            delta = value - self.start
+        except TypeError:
+            return value.isoformat()
+        if delta.days >= 0:
+            sign = "+"
+        else:
+            sign = "-"
+            delta = -delta
+        seconds = delta.days * 86_400 + delta.seconds
+        fraction = delta.microseconds
+        if fraction:
+            return f"<t{sign}{seconds}.{fraction:06d}".rstrip("0") + "s>"
+        return f"<t{sign}{seconds}s>"
+
+    def text(self, path: str, value: str) -> None:
+        cut = 0
+        if self.truncate is not None and len(value) > self.truncate:
+            cut = len(value) - self.truncate
+            value = value[: self.truncate]
+        if "\n" in value:
+            lines = value.split("\n")
+            if all(line.isprintable() for line in lines):
+                self.line(path, "|")
+                if self.keeping:
+                    self.lines.extend(f"  | {line}" if line else "  |" for line in lines)
+                    if cut:
+                        self.lines.append(f"  … (+{cut} chars)")
+                return
+        self.line(path, f"{value!r} … (+{cut} chars)" if cut else repr(value))
+
+    def model(self, path: str, value: BaseModel, implied: type | None) -> None:
+        cls = type(value)
+        if cls is not implied:
+            self.line(path, cls.__name__)
+        elif self.fast:
+            if cls is Message:
+                self.message(path, value)  # type: ignore[arg-type]
+                return
+            if cls is ToolCall:
+                self.tool_call(path, value)  # type: ignore[arg-type]
+                return
+            if cls is Iteration:
+                self.iteration(path, value)  # type: ignore[arg-type]
+                return
+        root_run = cls is AgentContext and self.start is None
+        if root_run:
+            self.start = value.created_at  # type: ignore[attr-defined]
+        data = value.__dict__
+        prefix = path + "." if path else ""
+        for spec in _field_specs(cls):
+            name = spec.name
+            item = data[name] if name in data else getattr(value, name)
+            default = spec.default
+            if default is not _NO_DEFAULT and (
+                item is default or (type(item) is type(default) and item == default)
+            ):
+                continue
+            if (
+                cls is Iteration
+                and name == "tool_calls"
+                and self.can_refer_to_messages(prefix)
+                and _calls_of_messages(item, data["messages"])
+            ):
+                self.value(
+                    prefix + name, _Raw(f"[{_count(len(item))}: those of the messages]"), None
+                )
+            elif root_run and name == "iterations" and self.last is not None:
+                skip = max(0, len(item) - self.last)
+                self.sequence(prefix + name, item, spec.implied, skip=skip)
+            else:
+                self.value(prefix + name, item, name, spec.implied)
+
+    # -- the fast path for the context's models: the lines ``model`` would write -------
+
+    def string(self, path: str, value: str, is_id: bool) -> None:
+        if is_id:
+            self.lines.append(f"{path} = {self.generated_id(value)}")
+        elif "\n" in value:
+            self.text(path, value)
+        else:
+            self.lines.append(f"{path} = {value!r}")
+
+    def message(self, path: str, message: Message, gathered: list[Any] | None = None) -> None:
+        data = message.__dict__
+        append = self.lines.append
+        role = data["role"]
+        content = data["content"]
+        if content is None:
+            append(f"{path}.role = {role!r}")
+        elif "\n" in content:
+            append(f"{path}.role = {role!r}")
+            self.text(f"{path}.content", content)
+        else:
+            # two lines in one string: the final join gives the same text, faster
+            append(f"{path}.role = {role!r}\n{path}.content = {content!r}")
+        calls = data["tool_calls"]
+        calls = calls.to_list() if type(calls) is Seq else list(calls)
+        if calls:
+            self.message_calls(f"{path}.tool_calls", calls, gathered)
+        tool_call_id = data["tool_call_id"]
+        if tool_call_id is not None:
+            if self.tool_call_id_is_id:
+                numbers = self.id_numbers
+                id_text = numbers.get(tool_call_id)
+                if id_text is None:
+                    id_text = numbers[tool_call_id] = f"<id:{len(numbers) + 1}>"
+                append(f"{path}.tool_call_id = {id_text}")
+            else:
+                self.string(f"{path}.tool_call_id", tool_call_id, False)
+        name = data["name"]
+        if name is not None:
+            if "\n" in name:
+                self.text(f"{path}.name", name)
+            else:
+                append(f"{path}.name = {name!r}")
+        if data["is_error"] is not False:
+            append(f"{path}.is_error = {data['is_error']!r}")
+        reasoning = data["reasoning"]
+        if reasoning:
+            self.write(f"{path}.reasoning", reasoning, "reasoning", _reasoning_implied())
+
+    def message_calls(self, where: str, calls: list[Any], gathered: list[Any] | None) -> None:
+        """The lines of a message's tool calls (``calls`` not empty), at ``where``."""
+        append = self.lines.append
+        append(f"{where} = [{_count(len(calls))}]")
+        if gathered is not None:
+            gathered.extend(calls)
+        id_numbers = self.id_numbers
+        for index, call in enumerate(calls):
+            if type(call) is not ToolCall or not self.id_is_id:
+                self.write(f"{where}[{index}]", call, None, ToolCall)
+                continue
+            # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
+            call_path = f"{where}[{index}]"
+            call_data = call.__dict__
+            call_id = call_data["id"]
+            id_text = id_numbers.get(call_id)
+            if id_text is None:
+                id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
+            append(f"{call_path}.id = {id_text}")
+            name = call_data["name"]
+            if "\n" in name:
+                self.text(f"{call_path}.name", name)
+            else:
+                append(f"{call_path}.name = {name!r}")
+            arguments = call_data["arguments"]
+            if arguments:
+                self.fast_mapping(f"{call_path}.arguments", arguments)
+
+    def tool_call(self, path: str, call: ToolCall) -> None:
+        data = call.__dict__
+        append = self.lines.append
+        call_id = data["id"]
+        if self.id_is_id:
+            append(f"{path}.id = {self.id_numbers.get(call_id) or self.generated_id(call_id)}")
+        else:
+            self.string(f"{path}.id", call_id, False)
+        name = data["name"]
+        if "\n" in name:
+            self.text(f"{path}.name", name)
+        else:
+            append(f"{path}.name = {name!r}")
+        arguments = data["arguments"]
+        if arguments:
+            self.fast_mapping(f"{path}.arguments", arguments)
+
+    def iteration(self, path: str, iteration: Iteration) -> None:
+        data = iteration.__dict__
+        append = self.lines.append
+        append(f"{path}.number = {data['number']!r}")
+        messages = data["messages"]
+        messages = messages.to_list() if type(messages) is Seq else list(messages)
+        gathered: list[Any] = []
+        if messages:
+            where = f"{path}.messages"
+            append(f"{where} = [{_count(len(messages))}]")
+            for index, message in enumerate(messages):
+                if type(message) is Message:
+                    self.message(f"{where}[{index}]", message, gathered)
+                else:
+                    gathered.extend(getattr(message, "tool_calls", ()))
+                    self.write(f"{where}[{index}]", message, None, Message)
+        calls = data["tool_calls"]
+        calls = calls.to_list() if type(calls) is Seq else list(calls)
+        if calls:
+            if _same_calls(calls, gathered):
+                append(f"{path}.tool_calls = [{_count(len(calls))}: those of the messages]")
+            else:
+                self.sequence(f"{path}.tool_calls", calls, ToolCall)
+        append(f"{path}.started_at = {self.instant(data['started_at'])}")
+        if data["completed_at"] is not None:
+            append(f"{path}.completed_at = {self.instant(data['completed_at'])}")
+        if data["metadata"]:
+            self.fast_mapping(f"{path}.metadata", data["metadata"])
+
+    def fast_mapping(self, path: str, value: Mapping[Any, Any]) -> None:
+        """``mapping`` without path rules, with the plain values written in line."""
+        append = self.lines.append
+        suffixes = self.suffixes
+        id_cache = self.id_cache
+        try:
+            keys = sorted(value)
+        except TypeError:
+            keys = sorted(value, key=_sort_key)
+        for key in keys:
+            item = value[key]
+            suffix = suffixes.get(key) or self.suffix(key)
+            kind = type(item)
+            if (kind is str and id_cache.get(key) is False and "\n" not in item) or (
+                kind is int or kind is float or kind is bool or item is None
+            ):
+                append(f"{path}{suffix} = {item!r}")
+            else:
+                self.fast_value(path + suffix, item, key)
+
+    def fast_value(self, path: str, value: Any, key: Any) -> None:
+        """A mapping value that is not a plain scalar (or a string not yet known)."""
+        if type(value) is str:
+            if key in _OPAQUE_KEYS:
+                self.lines.append(f"{path} = {_OPAQUE}")
+            elif self.is_id_key(key):
+                self.lines.append(f"{path} = {self.generated_id(value)}")
+            else:
+                self.text(path, value)
+        elif isinstance(value, dict) and value and key != "context":  # a run: see write()
+            self.fast_mapping(path, value)
+        else:
+            self.write(path, value, key)
+
+    def suffix(self, key: Any) -> str:
+        """What a key adds to the path of its mapping: ``.name`` or ``['a key']``."""
+        text = segment("", key)
+        text = self.suffixes[key] = text if text[0] == "[" else "." + text
+        return text
+
+    def can_refer_to_messages(self, prefix: str) -> bool:
+        """Whether an iteration's tool calls may be written as "those of the messages".
+
+        Not when a path rule may leave the messages' tool calls out of the snapshot.
+        """
+        if self.fields_re is not None:
+            return False
+        for rule in (self.omit_re, self.normalize_re):
+            if rule is not None and (
+                rule.fullmatch(f"{prefix}messages")
+                or rule.fullmatch(f"{prefix}messages[0]")
+                or rule.fullmatch(f"{prefix}messages[0].tool_calls")
+            ):
+                return False
+        return True
+
+    def mapping(self, path: str, value: Mapping[Any, Any]) -> None:
+        if not value:
+            self.line(path, "{}")
+            return
+        keys = _sorted_keys(value)
+        suffixes = self.suffixes
+        for key in keys:
+            suffix = suffixes.get(key) or self.suffix(key)
+            child = path + suffix if path else segment("", key)
+            self.value(child, value[key], key)
+
+    def sequence(
+        self,
+        path: str,
+        value: Sequence[Any],
+        implied: type | None,
+        *,
+        skip: int = 0,
+        brackets: str = "[]",
+    ) -> None:
+        size = len(value)
+        opening, closing = brackets[0], brackets[1]
+        if not size:
+            self.line(path, opening + closing)
+            return
+        count = _count(size)
+        if skip:
+            count += f", the first {skip} left out"
+        self.line(path, f"{opening}{count}{closing}")
+        write = self.value
+        for index, item in enumerate(islice(value, skip, None), start=skip):
+            write(f"{path}[{index}]", item, None, implied)
+
+
+_RUN_FIELDS = frozenset(AgentContext.model_fields)
+
+
+def _nested_run(key: Any, value: Mapping[Any, Any]) -> AgentContext | None:
+    """The run a sub-agent's record keeps as JSON (``metadata.subagents.<id>.context``), as
+    an :class:`AgentContext`, so it is written like the top-level run (offsets from the
+    top-level start, defaults left out); ``None`` for any other mapping."""
+    if key != "context" or value.keys() != _RUN_FIELDS:
+        return None
+    try:
+        return AgentContext.model_validate(value)
+    except ValidationError:
+        return None
+
+
+def _calls_of_messages(calls: Sequence[Any], messages: Sequence[Any]) -> bool:
+    """Whether an iteration's tool calls are exactly those of its messages, in order."""
+    return _same_calls(calls, [call for message in messages for call in message.tool_calls])
+
+
+def _same_calls(calls: Sequence[Any], from_messages: list[Any]) -> bool:
+    if not calls or len(from_messages) != len(calls):
+        return False
+    if all(map(is_, calls, from_messages)):  # the usual case, checked at C speed
+        return True
+    return all(a is b or a == b for a, b in zip(calls, from_messages, strict=True))
+
+
+def serialize(
+    data: Any, options: SnapshotOptions | None = None, redactor: Redactor | None = None
+) -> str:
+    """The snapshot text of ``data``: a header, then one value per line.
+
+    With a ``redactor``, every secret it knows is written as ``REDACTED``: the strings of
+    ``data`` are scrubbed before they are written (so truncation, ``normalize`` hooks and
+    quoting see what a replay from the redacted cassette gives), and the text once more.
+    """
+    options = options or _DEFAULT_OPTIONS
+    if redactor is None or not redactor.secret_values:
+        return _serialize(data, options)
+    if not _scrub_first(options, redactor.secret_values):
+        text = _serialize(data, options)
+        if not shows_secret(text, redactor):  # the usual case: no secret in the run
+            return text
+    return redactor.text(_serialize(_redacted(data, redactor), options))
+
+
+def _scrub_first(options: SnapshotOptions, secrets: Sequence[str]) -> bool:
+    """Whether a secret in the data might not show in the text as it is (a string cut
+    short, changed by a hook, or written with escapes): then the data is always scrubbed
+    before it is written."""
+    return (
+        options.truncate is not None
+        or any(callable(replacement) for replacement in options.normalize.values())
+        or any(not s.isprintable() or "\\" in s or "'" in s for s in secrets)
+    )
+
+
+def _redacted(data: Any, redactor: Redactor) -> Any:
+    """``data`` with its strings scrubbed (of a run result: what the snapshot writes)."""
+    if isinstance(data, RunResult):
+        return dataclasses.replace(
+            data, context=redact(data.context, redactor), output=redact(data.output, redactor)
+        )
+    return redact(data, redactor)
+
+
+def _serialize(data: Any, options: SnapshotOptions) -> str:
+    writer = _Writer(options)
+    lines = writer.lines
+    lines.append(HEADER)
+    projection = options.describe()
+    if projection is not None:
+        lines.append(f"# projection: {projection}")
+    if isinstance(data, RunResult):
+        writer.line("", "RunResult")
+        writer.value("agent", data.agent.name, "agent")
+        writer.value("output", data.output, "output")
+        writer.value("context", data.context, "context")
+    else:
+        writer.value("", data, None)
+    lines.append("")
+    return "\n".join(lines)
+
+
+_CONTEXT_LINES = 1
+_CHUNK = 256
+
+
+def _common_run(old: list[str], new: list[str], *, from_end: bool, limit: int | None = None) -> int:
+    """How many lines ``old`` and ``new`` share at their start (or end), up to ``limit``."""
+    most = min(len(old), len(new)) if limit is None else limit
+    size = 0
+    if from_end:
+        a, b = len(old), len(new)
+        while (
+            size + _CHUNK <= most
+            and old[a - size - _CHUNK : a - size] == new[b - size - _CHUNK : b - size]
+        ):
+            size += _CHUNK
+        while size < most and old[a - size - 1] == new[b - size - 1]:
+            size += 1
+        return size
+    while size + _CHUNK <= most and old[size : size + _CHUNK] == new[size : size + _CHUNK]:
+        size += _CHUNK
+    while size < most and old[size] == new[size]:
+        size += 1
+    return size
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (by bisection)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
+    lo, hi = 0, limit
+    end_a, end_b = len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[end_a - mid : end_a - lo] == b[end_b - mid : end_b - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _line_start(text: str, position: int, *, back: int) -> int:
+    """Where the line holding ``position`` starts, moved ``back`` lines earlier."""
+    start = text.rfind("\n", 0, position) + 1
+    for _ in range(back):
+        if start == 0:
+            break
+        start = text.rfind("\n", 0, start - 1) + 1
+    return start
+
+
+def _line_end(text: str, position: int, *, ahead: int) -> int:
+    """Where the line holding ``position`` ends, moved ``ahead`` lines later."""
+    end = text.find("\n", position)
+    for _ in range(ahead):
+        if end == -1:
+            break
+        end = text.find("\n", end + 1)
+    return len(text) if end == -1 else end
+
+
+def _header_of(text: str | bytes | None) -> str:
+    if text is None:
+        return "(empty)"
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return text.split("\n", 1)[0][:80] or "(empty)"
+
+
+class AgentSnapshotExtension(SingleFileSnapshotExtension):
+    """A syrupy extension: one ``.agentctx`` text file per snapshot, in the agent format.
+
+    Use it through the ``agent_snapshot`` fixture, or with syrupy's own fixture:
+    ``snapshot.use_extension(AgentSnapshotExtension)``.
+    """
+
+    file_extension = FILE_EXTENSION
+    _write_mode = WriteMode.TEXT
+
+    def serialize(
+        self,
+        data: SerializableData,
+        *,
+        exclude: PropertyFilter | None = None,
+        include: PropertyFilter | None = None,
+        matcher: PropertyMatcher | None = None,
+    ) -> str:
+        """The snapshot text of ``data`` with the default options, redacted by the running
+        test's redactor."""
+        if exclude is not None or include is not None:
+            raise SnapshotError(
+                "The agent snapshot extension does not take syrupy's include=/exclude=; "
+                "use agent_snapshot(fields=[...]) or agent_snapshot(omit=[...]) instead."
+            )
+        return serialize(data, redactor=active())
+
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> SerializableData | None:
+        """The stored text, or ``None``; a file in another format is tainted (rewrite it)."""
+        try:
+            text = Path(snapshot_location).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        if not text.startswith(HEADER + "\n"):
+            raise TaintedSnapshotError(snapshot_data=text)
+        return text
+
+    def diff_lines(
+        self, serialized_data: SerializedData, snapshot_data: SerializedData
+    ) -> Iterator[str]:
+        """Syrupy's diff of the changed lines only, with one line of context around them.
+
+        The unchanged text before and after the change is found by comparing halves of
+        the two texts (in C), so a one-line change in a long snapshot costs a few string
+        comparisons, not a split of both texts into lines or a line diff.
+        """
+        old, new = str(snapshot_data), str(serialized_data)
+        prefix = _common_prefix(old, new)
+        suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+        start = _line_start(old, prefix, back=_CONTEXT_LINES + 1)
+        old_stop = _line_end(old, max(prefix, len(old) - suffix), ahead=_CONTEXT_LINES + 1)
+        new_stop = _line_end(new, max(prefix, len(new) - suffix), ahead=_CONTEXT_LINES + 1)
+        old_lines = old[start:old_stop].split("\n")
+        new_lines = new[start:new_stop].split("\n")
+        same_start = _common_run(old_lines, new_lines, from_end=False)
+        same_end = _common_run(
+            old_lines,
+            new_lines,
+            from_end=True,
+            limit=min(len(old_lines), len(new_lines)) - same_start,
+        )
+        first = max(0, same_start - _CONTEXT_LINES)
+        old_end = min(len(old_lines), len(old_lines) - same_end + _CONTEXT_LINES)
+        new_end = min(len(new_lines), len(new_lines) - same_end + _CONTEXT_LINES)
+        if start > 0 or first > 0:
+            yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
+        yield from super().diff_lines(
+            "\n".join(new_lines[first:new_end]), "\n".join(old_lines[first:old_end])
+        )
+        if old_stop < len(old) or new_stop < len(new) or old_end < len(old_lines):
+            yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
+
+    @classmethod
+    def write_snapshot_collection(
+        cls,
+        *,
+        snapshot_collection: SnapshotCollection,
+        name_order: dict[str, int] | None = None,
+    ) -> None:
+        """Write the snapshot atomically: a temporary file, then a rename over the old one.
+
+        The file is UTF-8 with ``\\n`` line ends on every system, readable by all
+        (``0o644``) whatever the umask.
+        """
+        location = Path(snapshot_collection.location)
+        data = next(iter(snapshot_collection)).data
+        if not isinstance(data, str):
+            raise SnapshotError(
+                f"Cannot write {location}: expected the snapshot text, got {type(data).__name__}."
+            )
+        atomic_write_text(location, data, mode=0o644)
+
+
+@dataclass(eq=False, order=False, repr=False)
+class AgentSnapshotAssertion(SnapshotAssertion):
+    """The ``agent_snapshot`` fixture: ``assert result.context == agent_snapshot``.
+
+    Call it to change the options of one assertion:
+    ``assert ctx == agent_snapshot(last=3, truncate=200, omit=["**.metadata"])``.
+    """
+
+    options: SnapshotOptions = field(default_factory=SnapshotOptions)
+    redactor: Redactor | None = None
+    _call_options: SnapshotOptions | None = field(init=False, default=None)
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        snapshot: SnapshotAssertion,
+        options: SnapshotOptions | None = None,
+        redactor: Redactor | None = None,
+    ) -> AgentSnapshotAssertion:
+        """An agent snapshot assertion for the same test as syrupy's ``snapshot``; its
+        snapshots are redacted by ``redactor`` (the test's, the one its cassette uses), or
+        by the running test's when it is ``None``."""
+        return cls(
+            session=snapshot.session,
+            extension_class=AgentSnapshotExtension,
+            test_location=snapshot.test_location,
+            update_snapshots=snapshot.update_snapshots,
+            update_new_snapshots_only=snapshot.update_new_snapshots_only,
+            options=options or SnapshotOptions(),
+            redactor=redactor,
+        )
+
+    def __call__(
+        self,
+        *,
+        diff: SnapshotIndex | None = None,
+        diff_data: SerializableData | None = None,
+        exclude: PropertyFilter | None = None,
+        include: PropertyFilter | None = None,
+        extension_class: type[Any] | None = None,
+        matcher: PropertyMatcher | None = None,
+        name: SnapshotIndex | None = None,
+        normalize: Mapping[str, Any] | None = None,
+        last: int | None = None,
+        fields: str | Sequence[str] | None = None,
+        omit: str | Sequence[str] | None = None,
+        truncate: int | None = None,
+    ) -> AgentSnapshotAssertion:
+        """Options for the next assertion only (and syrupy's ``name=``, ``diff=``)."""
+        if exclude is not None or include is not None or matcher is not None:
+            raise SnapshotError(
+                "agent_snapshot does not take syrupy's include=, exclude= or matcher=; use "
+                "agent_snapshot(fields=[...]), omit=[...] or normalize={path: replacement}."
+            )
+        if any(value is not None for value in (normalize, last, fields, omit, truncate)):
+            previous = self._call_options
+            self._call_options = self.options.merged(
+                normalize=normalize, last=last, fields=fields, omit=omit, truncate=truncate
+            )
+            self._post_assert_actions.append(lambda: setattr(self, "_call_options", previous))
+        super().__call__(diff=diff, diff_data=diff_data, extension_class=extension_class, name=name)
+        return self
+
+    def _serialize(self, data: SerializableData) -> str:
+        options = self._call_options or self.options
+        return serialize(data, options, self.redactor or active())
+
+    def get_assert_diff(self, *, diff_mode: DiffMode = DiffMode.DETAILED) -> list[str]:
+        """Syrupy's diff, with what to run next."""
+        result = self.executions[self.num_executions - 1]
+        if isinstance(result.exception, TaintedSnapshotError):
+            return [
+                f"The snapshot file {result.snapshot_location} is not in pytest-agentctx "
+                f"snapshot format {FORMAT_VERSION}; its first line is "
+                f"{_header_of(result.recalled_data or result.exception.snapshot_data)!r}.",
+                "Re-run pytest with --snapshot-update to rewrite it, then review the diff.",
+            ]
+        if result.success or result.exception is not None:
+            return super().get_assert_diff(diff_mode=diff_mode)
+        if result.recalled_data is None:
+            return [
+                f"Snapshot {result.snapshot_name!r} does not exist: {result.snapshot_location}",
+                "Re-run pytest with --snapshot-update to create it, then review the new file.",
+            ]
+        hint = (
+            "The run differs from its snapshot. If the change is intended, re-run pytest "
+            "with --snapshot-update and review the diff of the snapshot file."
+        )
+        return [hint, *super().get_assert_diff(diff_mode=diff_mode)]

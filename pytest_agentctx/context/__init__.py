@@ -1,0 +1,7 @@
+"""The context model: AgentContext and its iterations, messages and tool calls, the immutable
+sequences they are built of, their paths, and the flat view of a conversation (History).
+
+Imports nothing of the package but ``exceptions`` and the private helpers.
+
+This package's ``__init__`` stays empty: importing one module of it imports no other.
+"""

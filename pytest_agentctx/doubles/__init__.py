@@ -1,0 +1,5 @@
+"""Test doubles: the fake model and fake tools, the loopback provider, the injected clock and
+ids, and the frozen wall clock.
+
+This package's ``__init__`` stays empty: importing one module of it imports no other.
+"""

@@ -1,0 +1,685 @@
+"""Scripted stand-ins for the model and the tools.
+
+:class:`FakeLLM` answers the SDKs' model calls at the HTTP transport, in the real wire
+format of whichever endpoint was called (OpenAI chat completions or Responses, Anthropic
+Messages, Google Gemini), so the real ``openai``/``anthropic``/``google-genai`` SDK parses
+every reply. One script serves any provider.
+
+:class:`FakeTools` replaces tools by name with canned results or raised errors, and keeps a
+ledger of every tool call the runtime made.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+import httpx2
+
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.doubles.clock import IdFactory, SequentialIds
+from pytest_agentctx.exceptions import (
+    CodecError,
+    FakeLLMError,
+    FakeToolsError,
+    UnexpectedModelCall,
+    UnusedScriptedReplies,
+)
+from pytest_agentctx.traffic.capture.exchange import Exchange
+from pytest_agentctx.traffic.cassettes.body import Body
+from pytest_agentctx.traffic.cassettes.network import is_loopback
+from pytest_agentctx.traffic.codecs import openai_chat
+from pytest_agentctx.traffic.codecs.base import (
+    Codec,
+    Completion,
+    DecodedRequest,
+    Usage,
+    codec_for_path,
+)
+from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
+from pytest_agentctx.traffic.transport import Interceptor, make_response
+
+__all__ = [
+    "FakeLLM",
+    "FakeModelCall",
+    "FakeToolCall",
+    "FakeTools",
+    "PLACEHOLDER_KEYS",
+    "ScriptedAnswer",
+    "ScriptedModel",
+    "ScriptedReply",
+    "estimate_tokens",
+]
+
+_ID_PREFIX = {
+    "openai_chat": ("call", "chatcmpl"),
+    "anthropic_messages": ("toolu", "msg"),
+}
+
+ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
+
+#: The API keys a started :class:`FakeLLM` puts in ``os.environ`` when they are unset or
+#: empty (the SDKs refuse to build a client without one), and takes out again when the last
+#: started fake stops. They are no keys: a request carrying one that the fake does not
+#: answer is refused rather than sent to a provider.
+PLACEHOLDER_KEYS: Mapping[str, str] = {
+    "OPENAI_API_KEY": "sk-agentctx-fake",
+    "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
+    "GEMINI_API_KEY": "agentctx-fake-gemini-key",
+}
+
+
+class _PlaceholderKeys:
+    """The placeholder keys in ``os.environ`` while at least one fake is started: set by
+    the first start for the names that had no value, restored by the last stop (a name the
+    user set meanwhile keeps the user's value)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: dict[str, str | None] = {}
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                for name, value in PLACEHOLDER_KEYS.items():
+                    if not os.environ.get(name):
+                        self._saved[name] = os.environ.get(name)
+                        os.environ[name] = value
+            self._users += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            for name, before in self._saved.items():
+                if os.environ.get(name) != PLACEHOLDER_KEYS[name]:
+                    continue
+                if before is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = before
+            self._saved.clear()
+
+
+_PLACEHOLDERS = _PlaceholderKeys()
+
+
+def _placeholder_in(request: httpx2.Request) -> str | None:
+    """The name of the placeholder key a request carries (in a header or its URL), if any."""
+    places = [str(request.url), *request.headers.values()]
+    for name, value in PLACEHOLDER_KEYS.items():
+        if any(value in place for place in places):
+            return name
+    return None
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic token estimate: one token per four characters, at least one."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+@dataclass(frozen=True)
+class _ScriptedCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One scripted model reply: text, tool calls, or an HTTP error."""
+
+    content: str | None = None
+    tool_calls: tuple[_ScriptedCall, ...] = ()
+    usage: Usage | None = None
+    model: str | None = None
+    status: int = 200
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.status != 200:
+            return f"error {self.status}: {self.error!r}"
+        parts = []
+        if self.content is not None:
+            parts.append(f"text {self.content[:50]!r}")
+        for call in self.tool_calls:
+            parts.append(f"tool call {call.name}({json.dumps(call.arguments, sort_keys=True)})")
+        return ", ".join(parts) or "an empty reply"
+
+
+@dataclass(frozen=True)
+class FakeModelCall:
+    """A model call the fake answered: the endpoint, the request and the reply served."""
+
+    path: str
+    wire_format: str
+    body: dict[str, Any]
+    request: DecodedRequest
+    reply: ScriptedReply | None
+    response: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ScriptedAnswer:
+    """A scripted model's answer to one model call, before a transport sends it.
+
+    Status 200 carries the ``completion`` and its wire-format ``response`` JSON; an error
+    status carries the ``error`` message. ``body`` and ``request`` (the request JSON, and
+    it decoded) are ``None`` when the request could not be read.
+    """
+
+    status: int
+    codec: Codec
+    body: Any
+    request: DecodedRequest | None
+    completion: Completion | None = None
+    response: dict[str, Any] | None = None
+    error: str | None = None
+
+    def stream_events(self) -> list[SSEEvent]:
+        """A 200 answer as the events of its endpoint's stream (for ``stream: true``).
+
+        OpenAI streams end with a usage chunk when the request's
+        ``stream_options.include_usage`` asks for one.
+        """
+        completion = self.completion
+        if completion is None:
+            raise FakeLLMError(f"a {self.status} answer has no reply to stream")
+        response_id = completion.response_id or ""
+        if self.codec.name == openai_chat.name:
+            options = self.body.get("stream_options") if isinstance(self.body, Mapping) else None
+            include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
+            return openai_chat.encode_stream(
+                completion, response_id=response_id, include_usage=include_usage
+            )
+        # Every other wire format streams with its own codec's events (Anthropic Messages,
+        # OpenAI Responses...): never fall back to another format's chunks.
+        encode_stream = getattr(self.codec, "encode_stream", None)
+        if encode_stream is None:
+            raise FakeLLMError(f"the {self.codec.name} wire format has no stream encoder")
+        events: list[SSEEvent] = encode_stream(completion, response_id=response_id)
+        return events
+
+
+def _scripted_call(spec: ToolCallSpec, owner: str = "fake_llm") -> _ScriptedCall:
+    if isinstance(spec, ToolCall):
+        return _ScriptedCall(spec.name, dict(spec.arguments), spec.id or None)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+        return _ScriptedCall(spec[0], dict(spec[1]))
+    if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+        return _ScriptedCall(spec["name"], dict(spec.get("arguments") or {}), spec.get("id"))
+    raise FakeLLMError(
+        f"{owner}.reply(tool_calls=...): cannot read {spec!r} as a tool call. Give a "
+        "ToolCall, a ('name', {arguments}) pair or {'name': ..., 'arguments': {...}}."
+    )
+
+
+class ScriptedModel:
+    """A script of model replies, and the answers it gives, whatever carries them.
+
+    The shared part of :class:`FakeLLM` (answering at the transport) and
+    :class:`~pytest_agentctx.doubles.loopback.LoopbackProvider` (answering on a socket): the
+    scripting methods, the log of calls, :meth:`verify`, and :meth:`answer`, which turns
+    a request body into the next scripted reply in the endpoint's wire format. Safe to
+    call from several threads.
+    """
+
+    #: How messages name the object (``fake_llm.reply(...)``).
+    _name: ClassVar[str] = "model"
+
+    def __init__(self, *, ids: IdFactory | None = None) -> None:
+        self._ids = ids or SequentialIds()
+        self._script: list[ScriptedReply] = []
+        self._position = 0
+        self._lock = threading.Lock()
+        self.calls: list[FakeModelCall] = []
+        self.unexpected: list[FakeModelCall] = []
+
+    # -- scripting -------------------------------------------------------------------
+
+    def reply(
+        self,
+        content: str | None = None,
+        *,
+        tool_calls: Iterable[ToolCallSpec] = (),
+        usage: Usage | Mapping[str, int] | None = None,
+        model: str | None = None,
+    ) -> Self:
+        """Script the next reply: text, tool calls, or both. Returns the fake, to chain."""
+        calls = tuple(_scripted_call(spec, self._name) for spec in tool_calls)
+        if content is None and not calls:
+            raise FakeLLMError(
+                f"{self._name}.reply() needs content, tool_calls or both; an empty reply "
+                "would leave the agent with nothing to do. Example: "
+                f"{self._name}.reply('Done.')."
+            )
+        if isinstance(usage, Mapping):
+            usage = Usage(
+                input_tokens=int(usage.get("input_tokens", 0)),
+                output_tokens=int(usage.get("output_tokens", 0)),
+            )
+        self._script.append(ScriptedReply(content, calls, usage, model))
+        return self
+
+    def reply_tool_call(self, name: str, /, **arguments: Any) -> Self:
+        """Script a reply that calls one tool: ``reply_tool_call("get_weather", city="Paris")``."""
+        return self.reply(tool_calls=[(name, arguments)])
+
+    def fail(self, status: int = 500, message: str = "scripted failure") -> Self:
+        """Script an HTTP error reply (not retried by the SDKs)."""
+        if not 400 <= status <= 599:
+            raise FakeLLMError(
+                f"{self._name}.fail(status={status}) needs an HTTP error status from 400 to 599."
+            )
+        self._script.append(ScriptedReply(status=status, error=message))
+        return self
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def remaining(self) -> list[ScriptedReply]:
+        """The scripted replies no call has consumed yet."""
+        return self._script[self._position :]
+
+    @property
+    def requests(self) -> list[DecodedRequest]:
+        """Every model request answered so far, decoded into neutral form."""
+        return [call.request for call in self.calls]
+
+    def verify(self) -> None:
+        """Raise if the agent made more calls than scripted, or left replies unused."""
+        if self.unexpected:
+            first = self.unexpected[0]
+            raise UnexpectedModelCall(
+                f"{self._name}: the agent made {len(self.calls) + len(self.unexpected)} model "
+                f"calls but only {len(self._script)} replies were scripted. The first "
+                f"unscripted call went to {first.path} with "
+                f"{len(first.request.messages)} messages, the last: "
+                f"{_last_message(first.request)}. Script another reply with "
+                f"{self._name}.reply(...), or find why the agent did not stop."
+            )
+        if self.remaining:
+            listed = "; ".join(
+                f"#{self._position + i + 1}: {reply.describe()}"
+                for i, reply in enumerate(self.remaining)
+            )
+            raise UnusedScriptedReplies(
+                f"{self._name}: {len(self.remaining)} of {len(self._script)} scripted replies "
+                f"were never used ({listed}). The agent stopped earlier than the script "
+                "expects: remove those replies or check why the agent ended."
+            )
+
+    # -- answering -------------------------------------------------------------------
+
+    def answer(self, path: str, content: bytes) -> ScriptedAnswer | None:
+        """Answer a model call to ``path`` with body ``content``: the next scripted reply.
+
+        Returns ``None`` when ``path`` is no model endpoint. A body that cannot be read,
+        and a call beyond the script, get a 400 answer (and the latter is logged in
+        :attr:`unexpected`).
+        """
+        codec = codec_for_path(path)
+        if codec is None:
+            return None
+        try:
+            body = json.loads(content or b"{}")
+            decoded = codec.decode_request(body)
+            # Gemini names the model, and whether it streams, in the URL.
+            for_path = getattr(codec, "request_for_path", None)
+            if for_path is not None:
+                decoded = for_path(path, decoded)
+        except (ValueError, CodecError) as exc:
+            return ScriptedAnswer(
+                400,
+                codec,
+                None,
+                None,
+                error=f"pytest-agentctx {self._name} could not read the request: {exc}",
+            )
+        with self._lock:
+            if self._position >= len(self._script):
+                self.unexpected.append(FakeModelCall(path, codec.name, body, decoded, None, None))
+                return ScriptedAnswer(
+                    400,
+                    codec,
+                    body,
+                    decoded,
+                    error=f"pytest-agentctx {self._name}: model call "
+                    f"#{len(self.calls) + len(self.unexpected)} was not scripted (only "
+                    f"{len(self._script)} replies were). Script another reply with "
+                    f"{self._name}.reply(...).",
+                )
+            reply = self._script[self._position]
+            self._position += 1
+            if reply.status != 200:
+                self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, None))
+                return ScriptedAnswer(
+                    reply.status, codec, body, decoded, error=reply.error or "scripted failure"
+                )
+            completion = self._completion(codec, reply, decoded, body)
+            response = codec.encode_response(completion, response_id=completion.response_id or "")
+            self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, response))
+            return ScriptedAnswer(200, codec, body, decoded, completion, response)
+
+    def _completion(
+        self, codec: Codec, reply: ScriptedReply, decoded: DecodedRequest, body: Mapping[str, Any]
+    ) -> Completion:
+        call_prefix, response_prefix = _ID_PREFIX.get(codec.name, ("call", "resp"))
+        # A format whose calls come without ids (Gemini) gets its codec's synthetic ones,
+        # which it leaves out of the reply, as the real API does.
+        synthetic = getattr(codec, "synthetic_call_id", None)
+        calls = tuple(
+            ToolCall(
+                id=call.id
+                or (
+                    synthetic(call.name, call.arguments, index)
+                    if synthetic is not None
+                    else self._ids(call_prefix)
+                ),
+                name=call.name,
+                arguments=call.arguments,
+            )
+            for index, call in enumerate(reply.tool_calls)
+        )
+        usage = reply.usage or Usage(
+            input_tokens=estimate_tokens(_prompt_text(body, decoded)),
+            output_tokens=estimate_tokens(
+                (reply.content or "") + "".join(c.arguments_json for c in calls)
+            ),
+        )
+        return Completion(
+            content=reply.content,
+            tool_calls=calls,
+            model=reply.model or decoded.model,
+            usage=usage,
+            response_id=self._ids(response_prefix),
+        )
+
+
+def _prompt_text(body: Mapping[str, Any], decoded: DecodedRequest) -> str:
+    """What the input-token estimate counts: the messages, and a separate system prompt
+    (Anthropic's ``system``, the Responses API's ``instructions``, whose messages are its
+    ``input``)."""
+    parts: list[Any] = [body.get("messages") or decoded.messages]
+    for key in ("system", "instructions"):
+        if body.get(key):
+            parts.append(body[key])
+    messages = parts[0] if len(parts) == 1 else parts
+    return json.dumps(messages, sort_keys=True)
+
+
+class FakeLLM(ScriptedModel):
+    """A scripted model, answering at the HTTP transport in the real wire format.
+
+    >>> fake = FakeLLM()
+    >>> fake.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("Sunny in Paris.")
+    FakeLLM(2 scripted, 0 served)
+    """
+
+    _name = "fake_llm"
+
+    def __init__(self, *, ids: IdFactory | None = None) -> None:
+        super().__init__(ids=ids)
+        self._interceptor = Interceptor(self.handle)
+        self._exchanges: list[Exchange] = []
+        self._holds_keys = False
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """Every model call answered so far, as an exchange capture reads (the request's
+        JSON body and the reply's, also for a streamed reply), in the order answered."""
+        with self._lock:
+            return list(self._exchanges)
+
+    # -- serving ---------------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> Any:
+        """Answer a model call; return ``None`` for requests to other endpoints."""
+        answer = (
+            self.answer(request.url.path, request.content) if request.method == "POST" else None
+        )
+        if answer is None:
+            return self._refuse_placeholder(request)
+        self._log(request, answer)
+        if answer.status != 200:
+            return _error_response(
+                answer.status, answer.error or "scripted failure", answer.codec.name
+            )
+        if answer.request is not None and answer.request.stream:
+            # A client that asked for a stream reads server-sent events; JSON would reach
+            # it as an empty stream.
+            return make_response(
+                200,
+                chunks=[format_sse([event]) for event in answer.stream_events()],
+                headers={"content-type": "text/event-stream; charset=utf-8"},
+            )
+        return make_response(
+            200,
+            content=json.dumps(answer.response, ensure_ascii=False).encode(),
+            headers={"content-type": "application/json"},
+        )
+
+    def _refuse_placeholder(self, request: httpx2.Request) -> Any:
+        """A request the fake does not answer goes its way, unless it carries a placeholder
+        key to a host that is not loopback: a provider would only reject it, and a recorder
+        would keep the rejection."""
+        name = _placeholder_in(request)
+        if name is None or is_loopback(request.url.host):
+            return None
+        return _error_response(
+            401,
+            f"pytest-agentctx {self._name} answers model calls only (chat completions, "
+            f"Responses, Anthropic Messages); this {request.method} {request.url.path} to "
+            f"{request.url.host} carries the placeholder {name} the fake set, so it was not "
+            "sent. Answer it in the test (respx, a fake client), or set a real key and "
+            "record it in a cassette without the fake.",
+        )
+
+    def _log(self, request: httpx2.Request, answer: ScriptedAnswer) -> None:
+        """Keep the exchange (cheap: the bodies are the objects already at hand)."""
+        if answer.request is not None:
+            sent: Body = {"json": answer.body}
+        else:
+            sent = {"text": bytes(request.content).decode("utf-8", "replace")}
+        reply: Body = (
+            {"json": answer.response}
+            if answer.status == 200
+            else {
+                "json": _error_body(
+                    answer.error or "scripted failure", answer.status, answer.codec.name
+                )
+            }
+        )
+        exchange = Exchange("POST", str(request.url), answer.status, sent, reply, "fake_llm")
+        with self._lock:
+            self._exchanges.append(exchange)
+
+    # -- installation ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Answer model calls from now on.
+
+        Provider API keys that are unset get a placeholder (:data:`PLACEHOLDER_KEYS`) until
+        :meth:`stop`, so the SDKs build their clients without a real key.
+        """
+        self._interceptor.start()
+        if not self._holds_keys:
+            _PLACEHOLDERS.acquire()
+            self._holds_keys = True
+
+    def stop(self) -> None:
+        """Stop answering model calls, and take out the placeholder keys :meth:`start` set."""
+        self._interceptor.stop()
+        if self._holds_keys:
+            self._holds_keys = False
+            _PLACEHOLDERS.release()
+
+    def __enter__(self) -> FakeLLM:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
+
+
+def _last_message(request: DecodedRequest) -> str:
+    if not request.messages:
+        return "none"
+    last = request.messages[-1]
+    return f"{last.get('role')} {str(last.get('content'))[:60]!r}"
+
+
+#: The status names of Google's errors (``google.rpc.Code``) by HTTP status.
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def _google_error(status: int, message: str) -> dict[str, Any]:
+    """An error body as Google's APIs send it (what the ``google-genai`` SDK reads)."""
+    kind = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    return {"error": {"code": status, "message": message, "status": kind}}
+
+
+def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, Any]:
+    if wire_format == "gemini":
+        return _google_error(status, message)
+    return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
+
+
+def _error_response(status: int, message: str, wire_format: str = "") -> Any:
+    return make_response(
+        status,
+        content=json.dumps(_error_body(message, status, wire_format)).encode(),
+        headers={"content-type": "application/json", "x-should-retry": "false"},
+    )
+
+
+# -- tools ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FakeToolCall:
+    """One entry of the :class:`FakeTools` ledger."""
+
+    name: str
+    arguments: dict[str, Any]
+    iteration: int
+    tool_call_id: str
+    replaced: bool
+
+
+@dataclass
+class _Replacement:
+    result: Any = None
+    raises: BaseException | None = None
+    fn: Callable[..., Any] | None = None
+
+
+_MISSING: Any = object()
+
+
+@dataclass
+class FakeTools:
+    """Replaces tools by name and records every tool call the runtime makes.
+
+    >>> tools = FakeTools().replace("get_weather", "sunny")
+    >>> tools = tools.replace("book", raises=TimeoutError("down"))
+    >>> sorted(tools.replaced)
+    ['book', 'get_weather']
+    """
+
+    calls: list[FakeToolCall] = field(default_factory=list)
+    _replacements: dict[str, _Replacement] = field(default_factory=dict)
+
+    def replace(
+        self,
+        name: str,
+        result: Any = _MISSING,
+        *,
+        raises: BaseException | None = None,
+        fn: Callable[..., Any] | None = None,
+    ) -> FakeTools:
+        """Answer calls to tool ``name`` with ``result``, by raising ``raises``, or with ``fn``.
+
+        ``fn`` receives the validated arguments as keywords. Returns the fakes, to chain.
+        """
+        given = [
+            what
+            for what, present in (
+                ("result", result is not _MISSING),  # None is a valid result
+                ("raises", raises is not None),
+                ("fn", fn is not None),
+            )
+            if present
+        ]
+        if len(given) != 1:
+            raise FakeToolsError(
+                f"fake_tools.replace({name!r}, ...) needs exactly one of result=, raises= or "
+                f"fn=; got {given or 'none'}. Example: fake_tools.replace({name!r}, 'sunny')."
+            )
+        if raises is not None and not isinstance(raises, BaseException):
+            raise FakeToolsError(
+                f"fake_tools.replace({name!r}, raises=...) needs an exception instance, got "
+                f"{raises!r}. Example: raises=TimeoutError('service down')."
+            )
+        self._replacements[name] = _Replacement(
+            result=None if result is _MISSING else result, raises=raises, fn=fn
+        )
+        return self
+
+    @property
+    def replaced(self) -> set[str]:
+        """The names of the replaced tools."""
+        return set(self._replacements)
+
+    def calls_to(self, name: str) -> list[FakeToolCall]:
+        """The ledger entries of one tool."""
+        return [call for call in self.calls if call.name == name]
+
+    def override_for(self, name: str) -> Callable[..., Any] | None:
+        """The function that answers tool ``name`` instead of the real one, if replaced."""
+        replacement = self._replacements.get(name)
+        if replacement is None:
+            return None
+
+        def answer(**arguments: Any) -> Any:
+            if replacement.raises is not None:
+                raise replacement.raises
+            if replacement.fn is not None:
+                return replacement.fn(**arguments)
+            return replacement.result
+
+        return answer
+
+    def record(self, call: ToolCall, iteration: int) -> None:
+        """Add a call to the ledger (the runtime calls this for every tool call)."""
+        self.calls.append(
+            FakeToolCall(
+                call.name, dict(call.arguments), iteration, call.id, call.name in self._replacements
+            )
+        )
+
+    def names(self) -> Sequence[str]:
+        """The names of the tools called, in order."""
+        return [call.name for call in self.calls]

@@ -1,0 +1,5 @@
+"""Reports: run figures (stats), budgets, report records (JSON/JUnit), the terminal summary,
+the HTML report, and the gate.
+
+This package's ``__init__`` stays empty: importing one module of it imports no other.
+"""

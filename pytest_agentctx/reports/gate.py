@@ -1,0 +1,370 @@
+"""The CI gate: reasons to fail a session whose tests all passed.
+
+:func:`evaluate_gate` reads a session's report (the dict of ``--agent-report``) and lists,
+one line each, every budget that was exceeded, every cassette that is stale or left
+recordings unused, and, given a baseline report, every test whose iterations, tool
+trajectory or tokens moved beyond a :class:`GateTolerance`. Tests missing from the
+baseline are listed as new, and baseline tests this session did not run as not run:
+neither is a failure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_agentctx.exceptions import ReportError
+from pytest_agentctx.reports.records import is_agent_test
+
+__all__ = [
+    "BaselineComparison",
+    "GateResult",
+    "GateTolerance",
+    "TrajectoryMode",
+    "compare_reports",
+    "evaluate_gate",
+    "gate_lines",
+]
+
+TrajectoryMode = Literal["exact", "unordered", "ignore"]
+_TRAJECTORY_MODES: tuple[TrajectoryMode, ...] = ("exact", "unordered", "ignore")
+_IGNORE = ("ignore", "off", "none")
+
+
+@dataclass(frozen=True)
+class GateTolerance:
+    """How far a test may move from its baseline before the gate fails it.
+
+    ``tokens_percent``: allowed change of the test's total tokens, in percent of the
+    baseline's (either way); ``iterations``: allowed change of its iterations, as a count;
+    ``trajectory``: ``exact`` (the same tool calls in the same order), ``unordered`` (the
+    same calls, any order) or ``ignore``. ``None`` ignores tokens or iterations.
+    """
+
+    tokens_percent: float | None = 10.0
+    iterations: int | None = 0
+    trajectory: TrajectoryMode = "exact"
+
+    def __post_init__(self) -> None:
+        if self.tokens_percent is not None and not self.tokens_percent >= 0:
+            raise ReportError(
+                f"tokens tolerance {self.tokens_percent!r}%: expected a percentage of 0 or "
+                "more, e.g. 10 (or 'ignore')."
+            )
+        if self.iterations is not None and self.iterations < 0:
+            raise ReportError(
+                f"iterations tolerance {self.iterations!r}: expected a count of 0 or more "
+                "(or 'ignore')."
+            )
+        if self.trajectory not in _TRAJECTORY_MODES:
+            raise ReportError(
+                f"trajectory tolerance {self.trajectory!r}: expected one of "
+                f"{', '.join(_TRAJECTORY_MODES)}."
+            )
+
+    @classmethod
+    def parse(cls, *, tokens: str, iterations: str, trajectory: str) -> GateTolerance:
+        """A tolerance from option text: ``tokens`` like ``10`` or ``10%``, ``iterations``
+        like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered, ignore."""
+        where = "--agent-baseline-tokens / agent_baseline_tokens"
+        token_text = tokens.strip().lower().removesuffix("%").strip()
+        tokens_percent: float | None = None
+        if token_text not in _IGNORE:
+            try:
+                tokens_percent = float(token_text)
+            except ValueError:
+                raise ReportError(
+                    f"{where} = {tokens!r}: expected a percentage such as 10 or 10% (or "
+                    "ignore). Fix the option and run pytest again."
+                ) from None
+            if not tokens_percent >= 0:  # negative or nan
+                raise ReportError(
+                    f"{where} = {tokens!r}: tokens tolerance {tokens_percent!r}%: expected a "
+                    "percentage of 0 or more, e.g. 10 (or ignore). Fix the option and run "
+                    "pytest again."
+                )
+        where = "--agent-baseline-iterations / agent_baseline_iterations"
+        iteration_text = iterations.strip().lower()
+        iteration_count: int | None = None
+        if iteration_text not in _IGNORE:
+            try:
+                iteration_count = int(iteration_text)
+            except ValueError:
+                raise ReportError(
+                    f"{where} = {iterations!r}: expected a whole number such as 0 or 1 (or "
+                    "ignore). Fix the option and run pytest again."
+                ) from None
+            if iteration_count < 0:
+                raise ReportError(
+                    f"{where} = {iterations!r}: iterations tolerance {iteration_count!r}: "
+                    "expected a count of 0 or more, e.g. 0 or 1 (or ignore). Fix the option "
+                    "and run pytest again."
+                )
+        mode = trajectory.strip().lower()
+        if mode not in _TRAJECTORY_MODES:
+            raise ReportError(
+                f"--agent-baseline-trajectory / agent_baseline_trajectory = {trajectory!r}: "
+                f"expected one of {', '.join(_TRAJECTORY_MODES)}. Fix the option and run "
+                "pytest again."
+            )
+        return cls(tokens_percent, iteration_count, mode)
+
+    def describe(self) -> str:
+        """The tolerance in words, for the gate's summary."""
+        tokens = "ignored" if self.tokens_percent is None else f"±{self.tokens_percent:g}%"
+        iterations = "ignored" if self.iterations is None else f"±{self.iterations}"
+        return f"tokens {tokens}, iterations {iterations}, trajectory {self.trajectory}"
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """What :func:`compare_reports` found: ``drifts`` (one line per change beyond the
+    tolerance: failures), ``new`` agent tests (not in the baseline) and ``not_run`` agent
+    tests (in the baseline only), each as node ids."""
+
+    drifts: tuple[str, ...] = ()
+    new: tuple[str, ...] = ()
+    not_run: tuple[str, ...] = ()
+
+
+def _names(trajectory: Sequence[str]) -> str:
+    return "[" + ", ".join(trajectory) + "]"
+
+
+def _trajectory_drift(
+    before: Sequence[str], after: Sequence[str], mode: TrajectoryMode
+) -> str | None:
+    if mode == "ignore" or list(before) == list(after):
+        return None
+    if mode == "unordered":
+        if Counter(before) == Counter(after):
+            return None
+        lost = Counter(before) - Counter(after)
+        gained = Counter(after) - Counter(before)
+        changes = [f"+{name}" for name in sorted(gained.elements())]
+        changes += [f"-{name}" for name in sorted(lost.elements())]
+        return f"tool calls changed (any order): {' '.join(changes)}"
+    if len(before) <= 6 and len(after) <= 6:
+        return f"tool trajectory {_names(before)} -> {_names(after)}"
+    index = next(
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+        min(len(before), len(after)),
+    )
+    was = before[index] if index < len(before) else "(end)"
+    now = after[index] if index < len(after) else "(end)"
+    return (
+        f"tool trajectory differs from call #{index + 1}: {was} -> {now} "
+        f"({len(before)} calls before, {len(after)} now)"
+    )
+
+
+def _drifts(
+    nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any], tolerance: GateTolerance
+) -> list[str]:
+    lines: list[str] = []
+    if tolerance.iterations is not None:
+        was, now = before["iterations"], after["iterations"]
+        if abs(now - was) > tolerance.iterations:
+            lines.append(
+                f"{nodeid}: iterations {was} -> {now} (allowed change ±{tolerance.iterations})"
+            )
+    trajectory = _trajectory_drift(before["trajectory"], after["trajectory"], tolerance.trajectory)
+    if trajectory is not None:
+        lines.append(f"{nodeid}: {trajectory}")
+    if tolerance.tokens_percent is not None:
+        was, now = before["total_tokens"], after["total_tokens"]
+        if was != now:
+            change = (now - was) / was * 100 if was else float("inf")
+            if abs(change) > tolerance.tokens_percent:
+                shown = "new usage" if was == 0 else f"{change:+.1f}%"
+                lines.append(
+                    f"{nodeid}: tokens {was} -> {now} ({shown}, allowed "
+                    f"±{tolerance.tokens_percent:g}%)"
+                )
+    return lines
+
+
+def _unmeasured(nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """The failure of a baseline entry that cannot be compared: an agent test with no
+    measured run in this session, or in the baseline (nothing to compare either way)."""
+    if not is_agent_test(before) and not is_agent_test(after):
+        return None
+    if not after.get("runs"):
+        had = len(before.get("runs") or ())
+        return (
+            f"{nodeid}: made no measured model call (the baseline has {had} run(s)): the "
+            "agent did not run, or its model calls did not go through httpx/httpx2 where the "
+            "plugin measures them; check the test, then write a new baseline with "
+            "--agent-report=PATH if the change is intended"
+        )
+    if not before.get("runs"):
+        return (
+            f"{nodeid}: the baseline has no measured run for this test (written before its "
+            "runs were measured, or the agent did not run then): nothing to compare with; "
+            "write a new baseline with --agent-report=PATH"
+        )
+    return None
+
+
+def _compare(
+    report: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: GateTolerance
+) -> tuple[dict[str, list[str]], list[str], list[str]]:
+    before = {test["nodeid"]: test for test in baseline["tests"]}
+    now = {test["nodeid"]: test for test in report["tests"]}
+    drifts: dict[str, list[str]] = {}
+    new: list[str] = []
+    for nodeid in sorted(now):
+        test = now[nodeid]
+        old = before.get(nodeid)
+        if old is None:
+            if is_agent_test(test):
+                new.append(nodeid)
+            continue
+        if "skipped" in (test.get("outcome"), old.get("outcome")):
+            continue
+        unmeasured = _unmeasured(nodeid, old, test)
+        lines = (
+            [unmeasured] if unmeasured else _drifts(nodeid, old["stats"], test["stats"], tolerance)
+        )
+        if lines:
+            drifts[nodeid] = lines
+    not_run = [
+        nodeid for nodeid in sorted(before) if nodeid not in now and is_agent_test(before[nodeid])
+    ]
+    return drifts, new, not_run
+
+
+def compare_reports(
+    report: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    tolerance: GateTolerance | None = None,
+) -> BaselineComparison:
+    """Compare each test of ``report`` with the same test (by node id) in ``baseline``.
+
+    Tests skipped in either report are not compared; tests that ran no agent and had no
+    cassette are neither listed as new nor as not run.
+    """
+    drifts, new, not_run = _compare(report, baseline, tolerance or GateTolerance())
+    lines = tuple(line for nodeid in sorted(drifts) for line in drifts[nodeid])
+    return BaselineComparison(lines, tuple(new), tuple(not_run))
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's verdict: every failure (one line each), and the new and not-run tests
+    when a baseline was given (``baseline`` is its path, for the summary)."""
+
+    failures: tuple[str, ...] = ()
+    new: tuple[str, ...] = ()
+    not_run: tuple[str, ...] = ()
+    baseline: str | None = None
+    tolerance: GateTolerance | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def _figure(value: Any) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.8f}".rstrip("0")
+    return str(value)
+
+
+def _record_command(nodeid: str) -> str:
+    return f'pytest --agent-record "{nodeid}"'
+
+
+def _own_failures(test: Mapping[str, Any]) -> list[str]:
+    nodeid = test["nodeid"]
+    lines: list[str] = []
+    budget = test.get("budget")
+    if (budget or {}).get("unmeasured"):
+        lines.append(
+            f"{nodeid}: budget not measured: the test made no model call the plugin saw "
+            "(see the test's failure for what to check)"
+        )
+    for exceeded in (budget or {}).get("exceeded", ()):
+        lines.append(
+            f"{nodeid}: over budget: {exceeded['name']} measured "
+            f"{_figure(exceeded['measured'])}, allowed {_figure(exceeded['allowed'])}"
+        )
+    cassette = test.get("cassette")
+    if cassette is not None and cassette["status"] in ("stale", "unused"):
+        unused = cassette.get("unused") or []
+        listed = ", ".join(f"#{i}" for i in unused[:10]) + (", ..." if len(unused) > 10 else "")
+        if cassette["status"] == "unused":
+            what = f"left {len(unused)} recorded interaction(s) unused ({listed})"
+        elif unused:
+            what = f"is stale: {len(unused)} recorded interaction(s) never used ({listed})"
+        else:
+            what = "is stale: the agent sent requests it has no recording for"
+        lines.append(
+            f"{nodeid}: cassette {cassette['path']} {what}; re-record with "
+            f"{_record_command(nodeid)}"
+        )
+    return lines
+
+
+def evaluate_gate(
+    report: Mapping[str, Any],
+    *,
+    baseline: Mapping[str, Any] | None = None,
+    baseline_path: str | None = None,
+    tolerance: GateTolerance | None = None,
+) -> GateResult:
+    """Every reason the gate fails ``report``: budgets, cassettes, and drift from
+    ``baseline`` (if given), in node id order."""
+    by_test: dict[str, list[str]] = {}
+    for test in report["tests"]:
+        by_test.setdefault(test["nodeid"], []).extend(_own_failures(test))
+    new: list[str] = []
+    not_run: list[str] = []
+    if baseline is not None:
+        tolerance = tolerance or GateTolerance()
+        drifts, new, not_run = _compare(report, baseline, tolerance)
+        for nodeid, lines in drifts.items():
+            by_test.setdefault(nodeid, []).extend(lines)
+    failures = tuple(line for nodeid in sorted(by_test) for line in by_test[nodeid])
+    return GateResult(
+        failures=failures,
+        new=tuple(new),
+        not_run=tuple(not_run),
+        baseline=baseline_path if baseline is not None else None,
+        tolerance=tolerance if baseline is not None else None,
+    )
+
+
+def gate_lines(result: GateResult, *, enabled: bool, limit: int = 10) -> list[str]:
+    """The gate's summary block: its verdict, then every failure, new and not-run test."""
+    lines: list[str] = []
+    if result.passed:
+        lines.append("agentctx gate: passed" if enabled else "agentctx: no gate failures")
+    else:
+        count = len(result.failures)
+        lines.append(
+            f"agentctx gate FAILED: {_reasons(count)}"
+            if enabled
+            else f"agentctx: the gate would fail ({_reasons(count)}; it is off: add "
+            "--agent-gate to enforce it)"
+        )
+        lines.extend(f"  {line}" for line in result.failures)
+    if result.baseline is not None and result.tolerance is not None:
+        lines.append(f"baseline: {result.baseline} ({result.tolerance.describe()})")
+    if result.new:
+        lines.append(f"new (not in the baseline, not compared): {len(result.new)}")
+        lines.extend(f"  {nodeid}" for nodeid in result.new[:limit])
+        if len(result.new) > limit:
+            lines.append(f"  ... and {len(result.new) - limit} more")
+    if result.not_run:
+        lines.append(f"in the baseline but not run: {len(result.not_run)}")
+        lines.extend(f"  {nodeid}" for nodeid in result.not_run[:limit])
+        if len(result.not_run) > limit:
+            lines.append(f"  ... and {len(result.not_run) - limit} more")
+    return lines
+
+
+def _reasons(count: int) -> str:
+    return f"{count} reason" if count == 1 else f"{count} reasons"

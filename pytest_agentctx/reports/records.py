@@ -1,0 +1,524 @@
+"""Reports of a test session: per-test records, the JSON report, the terminal table and the
+JUnit properties.
+
+How the figures travel: the process that runs a test (the only process, or a pytest-xdist
+worker) turns the test's runs, cassette, budget and repeat figures into a JSON-ready
+*record* (:func:`build_record`) and attaches it to the test's teardown report as the
+attribute :data:`RECORD_ATTRIBUTE`; pytest-xdist serialises report attributes with the
+report, so the record reaches the controller unchanged. The process that reports gathers
+every test's reports in a :class:`ReportCollector` and builds one report dict in the schema
+of ``--agent-report`` (format :data:`REPORT_FORMAT`, version :data:`REPORT_VERSION`): the
+same dict, and the same bytes (:func:`dumps_report`), with or without ``-n``. The terminal
+table, the HTML page and the gate all read that dict.
+
+No wall-clock data goes into a report: durations are those of the runs' contexts, whose
+clocks are deterministic. Tests are ordered by node id and keys are sorted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx.exceptions import ReportError
+from pytest_agentctx.reports.stats import PriceTable, RunRecord, RunStats
+from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes import Cassette, Redactor
+
+__all__ = [
+    "CASSETTE_STATUSES",
+    "RECORD_ATTRIBUTE",
+    "REPORT_FORMAT",
+    "REPORT_VERSION",
+    "CassetteStatus",
+    "ReportCollector",
+    "build_record",
+    "cassette_entry",
+    "dumps_report",
+    "is_agent_test",
+    "is_measured",
+    "junit_properties",
+    "load_report",
+    "summary_line",
+    "table_lines",
+    "write_report",
+]
+
+#: The ``format`` field of every report.
+REPORT_FORMAT = "pytest-agentctx-report"
+#: The version of the report schema this package writes and reads.
+REPORT_VERSION = 1
+#: Name of the teardown report attribute that carries a test's record.
+RECORD_ATTRIBUTE = "agentctx"
+
+CassetteStatus = Literal["replayed", "recorded", "unsaved", "stale", "unused", "missing"]
+#: What happened to a test's cassette: ``replayed`` (answered every request from the file),
+#: ``recorded`` (the test's traffic went to the network and was recorded), ``unsaved``
+#: (recorded, but the file could not be written: the previous version is kept), ``stale`` (the
+#: agent sent requests the cassette cannot answer, or left recordings unused and failed for
+#: it), ``unused`` (recordings left unused where that is allowed), ``missing`` (no file).
+CASSETTE_STATUSES: tuple[CassetteStatus, ...] = (
+    "replayed",
+    "recorded",
+    "unsaved",
+    "stale",
+    "unused",
+    "missing",
+)
+
+_OUTCOME_RANK = {"passed": 0, "skipped": 1, "failed": 2}
+
+
+# -- on the process that runs the test -------------------------------------------------
+
+
+def _relative(path: Path, rootpath: Path) -> str:
+    try:
+        return path.resolve().relative_to(rootpath.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def cassette_entry(
+    cassette: Cassette, *, rootpath: Path, judged: bool, saved: bool, unsaved: bool = False
+) -> dict[str, Any]:
+    """The report entry of a test's cassette after the test ran.
+
+    ``judged``: the test body passed, so recordings it left unused count against the
+    cassette (a failing test stops early and leaves some unused for that reason alone).
+    ``saved``: the cassette file was written by this test; ``unsaved``: writing it failed
+    (the test fails for it, and the report must not say ``recorded``). A cassette shared by several
+    tests (``@pytest.mark.agent(cassette=...)``) is never ``unused`` on its own: the
+    collector decides from every test that used it (the ``shared`` key, dropped from the
+    report).
+    """
+    unused = cassette.unused() if judged and cassette.replays and not cassette.misses else []
+    status: CassetteStatus
+    if unsaved:
+        status = "unsaved"
+    elif cassette.recorded or saved or cassette.mode is RecordMode.REWRITE:
+        status = "recorded"
+    elif cassette.misses:
+        status = "stale" if cassette.existed else "missing"
+    elif not cassette.existed:
+        status = "missing"
+    elif unused and not cassette.shared:
+        fails = cassette.mode is RecordMode.NONE and not cassette.allow_unused
+        status = "stale" if fails else "unused"
+    else:
+        status = "replayed"
+    return {
+        "path": _relative(cassette.path, rootpath),
+        "mode": cassette.mode.value,
+        "status": status,
+        "interactions": len(cassette.loaded) + len(cassette.new_interactions),
+        "unused": unused,
+        "shared": cassette.shared,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON data (tuples become lists), the form it has after a trip
+    through pytest-xdist and back from a report file."""
+    return None if value is None else json.loads(json.dumps(value))
+
+
+def build_record(
+    *,
+    runs: Sequence[RunRecord],
+    suite: Literal["unit", "integration"] = "unit",
+    cassette: Mapping[str, Any] | None = None,
+    budget: Mapping[str, Any] | None = None,
+    repeat: Mapping[str, Any] | None = None,
+    prices: PriceTable | None = None,
+    contexts: bool = True,
+    measured: bool = True,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
+    stats of every run and of all of them, and (with ``contexts``) each run's context.
+
+    ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
+    because nothing in the session reads them (no budget, report file, gate or baseline):
+    its figures are then unknown, not zero, and the record says so (``"measured": false``).
+
+    With a ``redactor`` (the test's, the one its cassette uses), every string of the record
+    (contexts, run names, models, tool names, keys) is scrubbed of its secrets, in the
+    process that ran the test: the JSON report, the HTML page, the JUnit properties and
+    the gate read the record, never the runs themselves.
+    """
+    entries: list[dict[str, Any]] = []
+    totals: list[RunStats] = []
+    for run in runs:
+        stats = run.stats(prices)
+        totals.append(stats)
+        entry: dict[str, Any] = {"name": run.name, "source": run.source, "stats": stats.to_dict()}
+        if contexts:
+            entry["context"] = run.context.model_dump(mode="json")
+        entries.append(entry)
+    record = {
+        "suite": suite,
+        "cassette": _plain(dict(cassette)) if cassette is not None else None,
+        "budget": _plain(budget),
+        "repeat": _plain(repeat),
+        "stats": RunStats.total(totals).to_dict(),
+        "runs": entries,
+    }
+    if not measured:
+        record["measured"] = False
+    if redactor is not None:
+        from pytest_agentctx.traffic.redaction import redact
+
+        return redact(record, redactor)
+    return record
+
+
+def is_agent_test(entry: Mapping[str, Any]) -> bool:
+    """Whether a record or report entry is an agent test's: it made runs, had a cassette,
+    or its runs were captured but not measured."""
+    return (
+        bool(entry.get("runs"))
+        or entry.get("cassette") is not None
+        or entry.get("measured") is False
+    )
+
+
+def is_measured(entry: Mapping[str, Any]) -> bool:
+    """Whether the figures of a record or report entry were measured (see
+    :func:`build_record`); reports written by ``--agent-report`` always are."""
+    return entry.get("measured", True) is not False
+
+
+def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """The JUnit XML properties of an agent test (none for other tests): iterations, tool
+    calls, total tokens, cost in US dollars (when every model has a price) and the
+    cassette's status."""
+    if not is_agent_test(record):
+        return []
+    stats = record["stats"]
+    properties: list[tuple[str, object]] = [
+        ("agentctx.iterations", stats["iterations"]),
+        ("agentctx.tool_calls", stats["tool_calls"]),
+        ("agentctx.tokens", stats["total_tokens"]),
+    ]
+    if stats["cost_usd"] is not None:
+        properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
+    if record.get("cassette") is not None:
+        properties.append(("agentctx.cassette", record["cassette"]["status"]))
+    return properties
+
+
+# -- on the process that reports -------------------------------------------------------
+
+
+def _stats_of(data: Mapping[str, Any]) -> RunStats:
+    return RunStats(
+        runs=int(data["runs"]),
+        iterations=int(data["iterations"]),
+        tool_calls=int(data["tool_calls"]),
+        input_tokens=int(data["input_tokens"]),
+        output_tokens=int(data["output_tokens"]),
+        cost_usd=None if data["cost_usd"] is None else float(data["cost_usd"]),
+        duration_s=float(data["duration_s"]),
+        models=tuple(data["models"]),
+        trajectory=tuple(data["trajectory"]),
+    )
+
+
+class ReportCollector:
+    """Gathers the reports of every test (from this process or from xdist workers) and
+    builds the session's report dict."""
+
+    def __init__(self) -> None:
+        self._outcomes: dict[str, str] = {}
+        self._records: dict[str, Mapping[str, Any]] = {}
+        self._integration: dict[str, bool] = {}
+
+    def add(
+        self,
+        nodeid: str,
+        outcome: str,
+        *,
+        record: Mapping[str, Any] | None = None,
+        keywords: Collection[str] = (),
+    ) -> None:
+        """Take one report (setup, call or teardown) of test ``nodeid``: the worst outcome
+        of its phases is the test's, and its record comes with the teardown report.
+        Outcomes other than passed, failed and skipped (a plugin's ``rerun``) are ignored."""
+        if outcome not in _OUTCOME_RANK:
+            return
+        known = self._outcomes.get(nodeid)
+        if known is None or _OUTCOME_RANK[outcome] > _OUTCOME_RANK[known]:
+            self._outcomes[nodeid] = outcome
+        if nodeid not in self._integration:
+            self._integration[nodeid] = "integration" in keywords
+        if record is not None:
+            self._records[nodeid] = record
+
+    def __len__(self) -> int:
+        return len(self._outcomes)
+
+    def build(self) -> dict[str, Any]:
+        """The report (``summary.gate`` says the gate is off until one is evaluated)."""
+        tests = [self._entry(nodeid) for nodeid in sorted(self._outcomes)]
+        _judge_shared_cassettes(tests)
+        for test in tests:
+            if test["cassette"] is not None:
+                test["cassette"].pop("shared", None)
+        totals = RunStats.total(_stats_of(test["stats"]) for test in tests)
+        counts = {name: 0 for name in ("passed", "failed", "skipped", "unit", "integration")}
+        for test in tests:
+            counts[test["outcome"]] += 1
+            counts[test["suite"]] += 1
+        return {
+            "format": REPORT_FORMAT,
+            "version": REPORT_VERSION,
+            "summary": {
+                "tests": len(tests),
+                **counts,
+                "stats": totals.to_dict(),
+                "gate": {"enabled": False, "passed": True, "failures": []},
+            },
+            "tests": tests,
+        }
+
+    def _entry(self, nodeid: str) -> dict[str, Any]:
+        record = self._records.get(nodeid)
+        if record is None:  # a test whose worker crashed: its outcome is all there is
+            integration = self._integration.get(nodeid, False)
+            record = build_record(runs=(), suite="integration" if integration else "unit")
+        record = json.loads(json.dumps(record))  # a copy the report may change
+        entry = {
+            "nodeid": nodeid,
+            "outcome": self._outcomes[nodeid],
+            "suite": record["suite"],
+            "cassette": record["cassette"],
+            "budget": record["budget"],
+            "repeat": record["repeat"],
+            "stats": record["stats"],
+            "runs": record["runs"],
+        }
+        if not is_measured(record):
+            entry["measured"] = False
+        return entry
+
+
+def _judge_shared_cassettes(tests: list[dict[str, Any]]) -> None:
+    """A shared cassette's recordings are unused only if no test that used it used them."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for test in tests:
+        cassette = test["cassette"]
+        if cassette is not None and cassette.get("shared"):
+            groups.setdefault(cassette["path"], []).append(cassette)
+    for cassettes in groups.values():
+        common = set(cassettes[0]["unused"])
+        for cassette in cassettes[1:]:
+            common &= set(cassette["unused"])
+        for cassette in cassettes:
+            cassette["unused"] = sorted(common)
+            if common and cassette["status"] == "replayed":
+                cassette["status"] = "unused"
+
+
+def dumps_report(report: Mapping[str, Any]) -> str:
+    """The report as JSON text: keys sorted, two-space indents, a final newline."""
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_report(path: Path, report: Mapping[str, Any]) -> None:
+    """Write the JSON report to ``path`` atomically (a reader never sees half a file)."""
+    atomic_write_text(path, dumps_report(report))
+
+
+_WRITE_ONE = "Write one with: pytest --agent-report=PATH"
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """Read a report written by ``--agent-report``, checking its format and version.
+
+    Raises :class:`ReportError` naming the file and what is wrong with it.
+    """
+    where = Path(path)
+    try:
+        text = where.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportError(
+            f"Report {where} does not exist. {_WRITE_ONE} (for a baseline, on the branch you "
+            "compare against) and pass that file."
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"Report {where} cannot be read ({exc}). {_WRITE_ONE}.") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(
+            f"Report {where} is not JSON ({exc.msg}, line {exc.lineno}): expected a report "
+            f"written by pytest-agentctx. {_WRITE_ONE}."
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(
+            f"Report {where} is not a pytest-agentctx report (format {found!r}, expected "
+            f"{REPORT_FORMAT!r}). {_WRITE_ONE}."
+        )
+    if data.get("version") != REPORT_VERSION:
+        raise ReportError(
+            f"Report {where} has version {data.get('version')!r}; this pytest-agentctx reads "
+            f"version {REPORT_VERSION}. Write it again with this version: pytest "
+            "--agent-report=PATH."
+        )
+    tests = data.get("tests")
+    if not isinstance(tests, list):
+        raise ReportError(f"Report {where}: 'tests' is not a list. {_WRITE_ONE}.")
+    for position, test in enumerate(tests):
+        problem = _test_problem(test)
+        if problem:
+            raise ReportError(f"Report {where}: tests[{position}] {problem}. {_WRITE_ONE}.")
+    return data
+
+
+_STAT_FIELDS = {"iterations": int, "total_tokens": int, "trajectory": list}
+
+
+def _test_problem(test: Any) -> str | None:
+    if not isinstance(test, dict) or not isinstance(test.get("nodeid"), str):
+        return "has no 'nodeid'"
+    stats = test.get("stats")
+    if not isinstance(stats, dict):
+        return f"({test['nodeid']}) has no 'stats'"
+    for name, kind in _STAT_FIELDS.items():
+        if not isinstance(stats.get(name), kind):
+            return f"({test['nodeid']}) has no {kind.__name__} 'stats.{name}'"
+    return None
+
+
+# -- the terminal ----------------------------------------------------------------------
+
+
+def _money(cost: float | None) -> str:
+    return "n/a" if cost is None else f"${cost:.6f}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _statuses(tests: Iterable[Mapping[str, Any]]) -> str:
+    counts = {status: 0 for status in CASSETTE_STATUSES}
+    for test in tests:
+        if test["cassette"] is not None:
+            counts[test["cassette"]["status"]] += 1
+    return ", ".join(f"{counts[s]} {s}" for s in CASSETTE_STATUSES if counts[s])
+
+
+def summary_line(report: Mapping[str, Any]) -> str | None:
+    """One line of totals over the agent tests, or ``None`` when there are none."""
+    agents = [test for test in report["tests"] if is_agent_test(test)]
+    if not agents:
+        return None
+    stats = RunStats.total(_stats_of(test["stats"]) for test in agents)
+    line = (
+        f"agentctx: {_plural(len(agents), 'agent test')}, {_plural(stats.runs, 'run')}, "
+        f"{_plural(stats.iterations, 'iteration')}, {_plural(stats.tool_calls, 'tool call')}, "
+        f"{_plural(stats.total_tokens, 'token')}, cost {_money(stats.cost_usd)}"
+    )
+    statuses = _statuses(agents)
+    if statuses:
+        line = f"{line}; cassettes: {statuses}"
+    unmeasured = sum(not is_measured(test) for test in agents)
+    if unmeasured:
+        line += (
+            f"; {unmeasured} not measured (runs captured from traffic are measured for a "
+            "budget, --agent-report, --agent-gate or --agent-baseline)"
+        )
+    return line
+
+
+def _flagged(test: Mapping[str, Any]) -> bool:
+    cassette = test["cassette"]
+    budget = test["budget"]
+    return (
+        test["outcome"] == "failed"
+        or (
+            cassette is not None and cassette["status"] in ("unsaved", "stale", "unused", "missing")
+        )
+        or (budget is not None and bool(budget.get("exceeded")))
+    )
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else "..." + text[len(text) - width + 3 :]
+
+
+def table_lines(report: Mapping[str, Any], *, width: int = 80, limit: int | None = 30) -> list[str]:
+    """The table of agent tests: one row each, in node id order.
+
+    With more than ``limit`` agent tests, the rows shown are those with a problem (failed,
+    over budget, cassette stale, unused or missing) first, then the others, and a last line
+    says how many were left out.
+    """
+    agents = [test for test in report["tests"] if is_agent_test(test)]
+    if not agents:
+        return []
+    shown = agents
+    if limit is not None and len(agents) > limit:
+        ranked = sorted(range(len(agents)), key=lambda i: (not _flagged(agents[i]), i))
+        shown = [agents[i] for i in sorted(ranked[:limit])]
+    with_budget = any(test["budget"] is not None for test in shown)
+    with_repeat = any(test["repeat"] is not None for test in shown)
+    header = ["iters", "tools", "tokens", "cost", "cassette"]
+    header += ["budget"] * with_budget + ["pass rate"] * with_repeat
+    rows = [_row(test, with_budget, with_repeat) for test in shown]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    figures = sum(widths) + 2 * len(widths)
+    name_width = max(24, min(width - figures - 1, max(len(t["nodeid"]) for t in shown)))
+    name_width = max(name_width, len("test"))
+
+    def line(name: str, cells: Sequence[str]) -> str:
+        aligned = [
+            cell.rjust(w) if i < 4 else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return (_fit(name, name_width).ljust(name_width) + "  " + "  ".join(aligned)).rstrip()
+
+    lines = [line("test", header)]
+    lines += [line(test["nodeid"], row) for test, row in zip(shown, rows, strict=True)]
+    if len(shown) < len(agents):
+        left = len(agents) - len(shown)
+        lines.append(
+            f"... and {_plural(left, 'more agent test')} (-v shows every row; "
+            "--agent-report=PATH writes them all)"
+        )
+    return lines
+
+
+def _row(test: Mapping[str, Any], with_budget: bool, with_repeat: bool) -> list[str]:
+    stats = test["stats"]
+    cassette = test["cassette"]
+    figures = [
+        str(stats["iterations"]),
+        str(stats["tool_calls"]),
+        str(stats["total_tokens"]),
+        _money(stats["cost_usd"]),
+    ]
+    cells = [*(figures if is_measured(test) else ["?"] * 4)]
+    cells.append("-" if cassette is None else cassette["status"])
+    if with_budget:
+        budget = test["budget"]
+        if budget is None:
+            cells.append("-")
+        elif budget.get("unmeasured"):
+            cells.append("not measured")
+        elif budget.get("exceeded"):
+            cells.append("over: " + ", ".join(e["name"] for e in budget["exceeded"]))
+        else:
+            cells.append("ok")
+    if with_repeat:
+        repeat = test["repeat"]
+        cells.append("-" if repeat is None else f"{repeat['passed']}/{repeat['runs']}")
+    return cells

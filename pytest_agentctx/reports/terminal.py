@@ -1,0 +1,197 @@
+"""The session's reports and gate, as pytest hooks: ``--agent-report``,
+``--agent-report-html``, ``--agent-gate`` and ``--agent-baseline``.
+
+The plugin registers one :class:`AgentReports` per session. Every process records its tests'
+figures on their teardown reports (:func:`~.report.build_record`); the process that reports
+(not an xdist worker) collects them, writes the reports and runs the gate
+(:func:`~.gate.evaluate_gate`). The figures themselves are built in :mod:`.report` and
+:mod:`.gate`, which stay free of pytest; this module is imported by the plugin only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentctx._files import atomic_write_text, unwritable_reason
+from pytest_agentctx.exceptions import ReportError
+from pytest_agentctx.reports.gate import GateResult, GateTolerance, evaluate_gate, gate_lines
+from pytest_agentctx.reports.records import (
+    RECORD_ATTRIBUTE,
+    ReportCollector,
+    junit_properties,
+    load_report,
+    summary_line,
+    table_lines,
+    write_report,
+)
+
+__all__ = ["AgentReports", "RecordOf", "option_or_ini", "path_option"]
+
+#: Builds a test's record (:func:`~.report.build_record`) when its teardown report is made;
+#: the flag says whether the runs' contexts go into it.
+RecordOf = Callable[[pytest.Item, bool], dict[str, Any]]
+
+
+def path_option(config: pytest.Config, name: str, base: Path) -> Path | None:
+    """The path option ``name`` relative to ``base``, or ``None`` when it is not given."""
+    value = config.getoption(name)
+    return None if not value else base / str(value)
+
+
+def option_or_ini(config: pytest.Config, name: str) -> str:
+    """The command-line option ``name`` when given, otherwise the ini option of that name."""
+    value = config.getoption(name)
+    return str(value if value is not None else config.getini(name))
+
+
+class AgentReports:
+    """Hooks of the reports and the gate. Every process records its tests' figures on
+    their teardown reports; the process that reports (not an xdist worker) collects them,
+    writes the reports and runs the gate.
+
+    ``record_of(item, contexts)`` gives a test's record from what the plugin knows of it.
+    Bad report options are usage errors, raised when the object is made (at configure).
+    """
+
+    def __init__(self, config: pytest.Config, record_of: RecordOf) -> None:
+        self.record_of = record_of
+        self.worker = hasattr(config, "workerinput")
+        base = config.invocation_params.dir
+        self.json_path = path_option(config, "agent_report", base)
+        self.html_path = path_option(config, "agent_report_html", base)
+        for name, path, example in (
+            ("agent_report", self.json_path, "agentctx-report.json"),
+            ("agent_report_html", self.html_path, "agentctx-report.html"),
+        ):
+            problem = None if path is None or self.worker else unwritable_reason(path)
+            if problem is not None:  # found now, not after the whole run
+                option = "--" + name.replace("_", "-")
+                raise pytest.UsageError(
+                    f"{option}={config.getoption(name)}: the report cannot be written to "
+                    f"{path}: {problem}. Give a file path in a writable folder, for example "
+                    f"{option}={example}."
+                )
+        self.contexts = self.json_path is not None or self.html_path is not None
+        self.gate_enabled = bool(config.getoption("agent_gate"))
+        self.collector = ReportCollector()
+        self.report: dict[str, Any] | None = None
+        self.result: GateResult | None = None
+        self.baseline: dict[str, Any] | None = None
+        self.baseline_path = path_option(config, "agent_baseline", base)
+        try:
+            self.tolerance = GateTolerance.parse(
+                tokens=option_or_ini(config, "agent_baseline_tokens"),
+                iterations=option_or_ini(config, "agent_baseline_iterations"),
+                trajectory=option_or_ini(config, "agent_baseline_trajectory"),
+            )
+        except ReportError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.baseline_path is not None and not self.worker:
+            try:
+                self.baseline = load_report(self.baseline_path)
+            except ReportError as exc:
+                raise pytest.UsageError(f"--agent-baseline: {exc}") from None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Attach the test's record (and its JUnit properties) to its teardown report."""
+        report = yield
+        if report.when == "teardown":
+            record = self.record_of(item, self.contexts)
+            setattr(report, RECORD_ATTRIBUTE, record)
+            report.user_properties.extend(junit_properties(record))
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect every report (in the process that reports)."""
+        if not self.worker:
+            self.collector.add(
+                report.nodeid,
+                report.outcome,
+                record=getattr(report, RECORD_ATTRIBUTE, None),
+                keywords=report.keywords,
+            )
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Build the report, run the gate, write the files; a failed gate fails the session."""
+        if self.worker:
+            return
+        report = self.collector.build()
+        result = evaluate_gate(
+            report,
+            baseline=self.baseline,
+            baseline_path=str(self.baseline_path) if self.baseline_path else None,
+            tolerance=self.tolerance,
+        )
+        report["summary"]["gate"] = {
+            "enabled": self.gate_enabled,
+            "passed": result.passed,
+            "failures": list(result.failures),
+        }
+        self.report, self.result = report, result
+        unwritten: list[str] = []  # a report that could not be written fails the session
+        for option, path, html in (
+            ("--agent-report", self.json_path, False),
+            ("--agent-report-html", self.html_path, True),
+        ):
+            if path is None:
+                continue
+            try:
+                if html:
+                    from pytest_agentctx.reports.html import render_html
+
+                    atomic_write_text(path, render_html(report))
+                else:
+                    write_report(path, report)
+            except OSError as exc:
+                unwritten.append(
+                    f"agentctx: ERROR: {option}: the report could not be written to {path} "
+                    f"({exc.strerror or exc}); the tests' results stand. Free some disk space "
+                    f"or give {option} a path in a writable folder, then run pytest again."
+                )
+                if html:  # not listed as written in the summary
+                    self.html_path = None
+                else:
+                    self.json_path = None
+        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in unwritten:
+            if terminal is not None:
+                terminal.write_line(line, red=True, bold=True)
+            else:
+                print(line, file=sys.stderr)
+        failed = unwritten or (self.gate_enabled and not result.passed)
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        """Print the table of agent tests, the totals, the gate and the reports written."""
+        if self.worker or self.report is None or self.result is None:
+            return
+        verbosity = config.get_verbosity()
+        if verbosity >= 0:
+            width = config.get_terminal_writer().fullwidth
+            table = table_lines(self.report, width=width, limit=None if verbosity > 0 else 30)
+            if table:
+                terminalreporter.write_sep("-", "agentctx")
+                for row in table:
+                    terminalreporter.write_line(row)
+        totals = summary_line(self.report)
+        if totals is not None:
+            terminalreporter.write_line(totals)
+        if self.gate_enabled or self.baseline is not None:
+            failed = self.gate_enabled and not self.result.passed
+            for number, text in enumerate(gate_lines(self.result, enabled=self.gate_enabled)):
+                terminalreporter.write_line(text, red=failed, bold=failed and number == 0)
+        if verbosity >= 0:
+            for kind, path in (("JSON", self.json_path), ("HTML", self.html_path)):
+                if path is not None:
+                    terminalreporter.write_line(f"agentctx: {kind} report written to {path}")

@@ -1,0 +1,161 @@
+"""One HTTP exchange (a request and its response), as capture reads it, and the live recorder.
+
+An :class:`Exchange` holds its bodies in the stored form of the cassettes (see
+:mod:`pytest_agentctx.traffic.cassettes.body`): ``{"json": ...}``, ``{"sse": [events]}``,
+``{"text": ...}``, ``{"base64": ...}`` or ``None``. A cassette's interactions convert to
+exchanges for free; :class:`TrafficRecorder` builds them from live traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from pytest_agentctx.traffic import transport
+from pytest_agentctx.traffic.cassettes.body import Body, body_bytes, decompress, encode_body
+from pytest_agentctx.traffic.cassettes.store import Interaction
+
+__all__ = ["Exchange", "TrafficRecorder"]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request a test made and the response it got.
+
+    ``request`` and ``response`` are bodies in the cassettes' stored form. ``origin`` says
+    where the exchange came from (``path#index`` for a cassette, ``live#index``).
+    """
+
+    method: str
+    url: str
+    status: int
+    request: Body = None
+    response: Body = None
+    origin: str = ""
+
+    @classmethod
+    def from_interaction(cls, interaction: Interaction) -> Exchange:
+        """The exchange of a cassette's recorded interaction."""
+        return cls(
+            interaction.method,
+            interaction.url,
+            interaction.status,
+            interaction.request_body,
+            interaction.response_body,
+            interaction.origin,
+        )
+
+    @property
+    def path(self) -> str:
+        """The URL's path (``/v1/chat/completions``)."""
+        return urlsplit(self.url).path
+
+    def request_json(self) -> Any:
+        """The request body as JSON, or ``None`` when it is not JSON."""
+        return _json_of(self.request)
+
+    def response_json(self) -> Any:
+        """The response body as JSON, or ``None`` when it is not JSON."""
+        return _json_of(self.response)
+
+    def describe(self) -> str:
+        """``POST https://... -> 200``, for messages."""
+        return f"{self.method} {self.url} -> {self.status}"
+
+
+def _json_of(body: Body) -> Any:
+    if body is None:
+        return None
+    if "json" in body:
+        return body["json"]
+    if "sse" in body:
+        return None
+    try:
+        return json.loads(body_bytes(body))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _as_exchange(item: Exchange | Interaction) -> Exchange:
+    return item if isinstance(item, Exchange) else Exchange.from_interaction(item)
+
+
+class TrafficRecorder:
+    """An interceptor handler that keeps a copy of every exchange, in request order.
+
+    A request goes to the handlers that were active before the recorder (a cassette, the
+    fake model) as it would without it; one that none of them answers is forwarded to the
+    network through the client's own transport. Each response's body is copied as the
+    client reads it, so streams pass through unchanged; an exchange joins :attr:`exchanges`
+    once its response is closed. It witnesses the requests another tool in the test (a
+    ``respx`` route) answers too: they reach that tool and are kept like the others.
+    """
+
+    def __init__(self) -> None:
+        self._slots: list[Exchange | None] = []
+        self._lock = threading.Lock()
+        self.interceptor = transport.Interceptor(self.handle, witness=True)
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """The complete exchanges so far, in the order their requests were made."""
+        with self._lock:
+            return [slot for slot in self._slots if slot is not None]
+
+    def start(self) -> None:
+        """Record from now on."""
+        self.interceptor.start()
+
+    def stop(self) -> None:
+        """Stop recording (what was recorded stays)."""
+        self.interceptor.stop()
+
+    def handle(self, request: Any) -> Any:
+        """Answer ``request`` as the other handlers (or the network) do, keeping a copy."""
+        with self._lock:
+            slot = len(self._slots)
+            self._slots.append(None)
+        raw = bytes(request.content or b"")
+        try:
+            request_body: Body = {"json": json.loads(raw)} if raw else None
+        except ValueError:
+            request_body = encode_body(raw, request.headers.get("content-type"))
+        method = request.method.upper()
+        url = str(request.url)
+        # The handlers started before this one answer as if the recorder were not there.
+        handlers = transport.handlers_before(self.handle)
+
+        def keep(response: Any) -> Any:
+            def store(data: bytes, complete: bool) -> None:
+                encoding = response.headers.get("content-encoding")
+                decoded, ok = decompress(data, encoding)
+                body = encode_body(decoded, response.headers.get("content-type")) if ok else None
+                exchange = Exchange(
+                    method, url, response.status_code, request_body, body, f"live#{slot}"
+                )
+                with self._lock:
+                    self._slots[slot] = exchange
+
+            return transport.tee_response(response, store)
+
+        if transport.is_async_request():
+
+            async def answer_async() -> Any:
+                for handler in handlers:
+                    response = handler(request)
+                    if isinstance(response, Awaitable):
+                        response = await response
+                    if response is not None:
+                        return keep(response)
+                return keep(await transport.forward_async(request))
+
+            return answer_async()
+        for handler in handlers:
+            response = handler(request)
+            if response is not None:
+                return keep(response)
+        return keep(transport.forward_sync(request))

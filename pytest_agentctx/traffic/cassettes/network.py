@@ -1,0 +1,371 @@
+"""Offline by default: refuse every way out of the machine but loopback while a test runs offline.
+
+HTTP through ``httpx2`` and ``httpx`` is answered from the cassette (or by the fake model)
+before it reaches a socket. Everything else meets this guard while it is active:
+
+* connections (``socket.connect``/``connect_ex``: ``requests``, ``aiohttp``, ``urllib``,
+  asyncio, raw sockets) and UDP datagrams (``socket.sendto``/``sendmsg``: asyncio datagram
+  endpoints, statsd and syslog clients) to anything but loopback addresses, Unix sockets and
+  the allowed hosts;
+* DNS lookups (``getaddrinfo``, ``gethostbyname``, ``gethostbyname_ex``, ``gethostbyaddr``,
+  ``getnameinfo``) of names and addresses that are not loopback or allowed, refused before
+  the query is sent. This machine's own name (``socket.gethostname()``, which
+  ``socket.getfqdn()``, ``http.server`` and ``email.utils.make_msgid`` look up) may be looked up;
+* child processes started while it is active get the same guard (Python children) or a
+  proxy that refuses their requests (programs that honour proxy variables): see
+  :mod:`._child_guard`.
+
+A refusal raises :class:`~pytest_agentctx.exceptions.NetworkBlocked`, which is also a
+``ConnectionError``, and is remembered in :attr:`NetworkGuard.blocked`, so the test fails
+even when the code under test caught the error. Allowed hosts may be names
+(``api.example.com``, ``*.example.com``) or addresses: names are checked against what
+``socket.getaddrinfo`` (or ``gethostbyname``) resolved them to.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any, NoReturn
+
+from pytest_agentctx.exceptions import NetworkBlocked
+
+__all__ = [
+    "CONNECTION",
+    "DATAGRAM",
+    "LOOKUP",
+    "NetworkGuard",
+    "active_guards",
+    "is_loopback",
+]
+
+_original_connect = socket.socket.connect
+_original_connect_ex = socket.socket.connect_ex
+_original_sendto = socket.socket.sendto
+_original_sendmsg = getattr(socket.socket, "sendmsg", None)  # not on Windows
+_original_getaddrinfo = socket.getaddrinfo
+_original_gethostbyname = socket.gethostbyname
+_original_gethostbyname_ex = socket.gethostbyname_ex
+_original_gethostbyaddr = socket.gethostbyaddr
+_original_getnameinfo = socket.getnameinfo
+
+#: What a refusal says was tried, before the target: "blocked a connection to 10.0.0.1:443".
+CONNECTION = "a connection to"
+DATAGRAM = "a datagram to"
+LOOKUP = "a DNS lookup of"
+
+#: What the default message tells the user to do.
+RECORD_ADVICE = (
+    "Record the traffic with pytest --agent-record, or allow the host with the ini option "
+    "agent_allowed_hosts (names or addresses)."
+)
+#: What a test that uses fake_llm is told (it has no cassette to record into).
+FAKE_LLM_ADVICE = (
+    "Replace what made the call with a fake (fake_tools.replace(...)) or a server on "
+    "127.0.0.1, or allow the host with the ini option agent_allowed_hosts or "
+    "@pytest.mark.agent(allowed_hosts=[...])."
+)
+
+_AF_NETLINK = getattr(socket, "AF_NETLINK", None)  # talks to the kernel, not the network
+
+_lock = threading.RLock()
+_guards: list[NetworkGuard] = []
+_resolved: dict[str, str] = {}  # address -> the host name it was resolved from
+_saved: dict[tuple[object, str], object] = {}  # what the patches replaced, put back at stop
+_MISSING = object()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
+
+
+def active_guards() -> list[NetworkGuard]:
+    """The guards active now, oldest first."""
+    with _lock:
+        return list(_guards)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _text(host: Any) -> str | None:
+    if isinstance(host, bytes):
+        return host.decode(errors="replace")
+    return host if isinstance(host, str) else None
+
+
+def _asks_dns(name: str) -> bool:
+    """Whether resolving ``name`` may send a DNS query (an address or loopback never does)."""
+    if not name or name == "<broadcast>" or _is_address(name) or is_loopback(name):
+        return False
+    return name.lower() != socket.gethostname().lower()
+
+
+def _refuse_unless_allowed(host: str, port: Any, action: str) -> None:
+    for guard in active_guards():
+        guard.check(host, port, action=action)
+
+
+def _remember(name: str, addresses: Iterable[Any]) -> None:
+    for address in addresses:
+        # An address "resolves" to itself: that is no name to report or allow by.
+        if address and str(address) != name and not _is_address(name):
+            _resolved[str(address)] = name
+
+
+# -- DNS -----------------------------------------------------------------------------
+# A name no guard allows is refused before it is looked up: the query would already leave
+# the machine. Looking up an address needs no query, looking one up in reverse does.
+
+
+def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    name = _text(host)
+    if name is not None and _asks_dns(name):
+        _refuse_unless_allowed(name, args[0] if args else kwargs.get("port"), CONNECTION)
+    result = _original_getaddrinfo(host, *args, **kwargs)
+    if name:
+        _remember(name, (sockaddr[0] for *_, sockaddr in result if sockaddr))
+    return result
+
+
+def _gethostbyname(hostname: Any) -> Any:
+    name = _text(hostname)
+    if name is not None and _asks_dns(name):
+        _refuse_unless_allowed(name, None, LOOKUP)
+    address = _original_gethostbyname(hostname)
+    if name:
+        _remember(name, [address])
+    return address
+
+
+def _gethostbyname_ex(hostname: Any) -> Any:
+    name = _text(hostname)
+    if name is not None and _asks_dns(name):
+        _refuse_unless_allowed(name, None, LOOKUP)
+    result = _original_gethostbyname_ex(hostname)
+    if name:
+        _remember(name, result[2])
+    return result
+
+
+def _check_reverse(host: str | None) -> None:
+    if host and (_is_address(host) or _asks_dns(host)):
+        _refuse_unless_allowed(host, None, LOOKUP)
+
+
+def _gethostbyaddr(ip_address: Any) -> Any:
+    _check_reverse(_text(ip_address))
+    return _original_gethostbyaddr(ip_address)
+
+
+def _getnameinfo(sockaddr: Any, flags: int) -> Any:
+    if not flags & socket.NI_NUMERICHOST and isinstance(sockaddr, tuple) and sockaddr:
+        _check_reverse(_text(sockaddr[0]))
+    return _original_getnameinfo(sockaddr, flags)
+
+
+# -- sockets -------------------------------------------------------------------------
+
+
+def _check(sock: socket.socket, address: Any, action: str = CONNECTION) -> None:
+    if not isinstance(address, tuple) or not address or sock.family == _AF_NETLINK:
+        return  # AF_UNIX paths and the like
+    port = address[1] if len(address) > 1 else None
+    _refuse_unless_allowed(str(address[0]), port, action)
+
+
+def _sending(sock: socket.socket) -> str:
+    # sendto() on a TCP socket is TCP Fast Open: a connection.
+    return DATAGRAM if sock.type == socket.SOCK_DGRAM else CONNECTION
+
+
+def _connect(self: socket.socket, address: Any) -> None:
+    _check(self, address)
+    _original_connect(self, address)
+
+
+def _connect_ex(self: socket.socket, address: Any) -> int:
+    _check(self, address)
+    return _original_connect_ex(self, address)
+
+
+def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
+    """``sendto(data, address)`` or ``sendto(data, flags, address)``."""
+    if args:
+        _check(self, args[-1], _sending(self))
+    return _original_sendto(self, data, *args)
+
+
+def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
+    """``sendmsg(buffers[, ancdata[, flags[, address]]])``."""
+    if len(args) >= 3:
+        _check(self, args[2], _sending(self))
+    assert _original_sendmsg is not None  # patched only where it exists
+    return int(_original_sendmsg(self, buffers, *args))
+
+
+_PATCHES: tuple[tuple[object, str, Callable[..., Any]], ...] = (
+    (socket.socket, "connect", _connect),
+    (socket.socket, "connect_ex", _connect_ex),
+    (socket.socket, "sendto", _sendto),
+    (socket, "getaddrinfo", _getaddrinfo),
+    (socket, "gethostbyname", _gethostbyname),
+    (socket, "gethostbyname_ex", _gethostbyname_ex),
+    (socket, "gethostbyaddr", _gethostbyaddr),
+    (socket, "getnameinfo", _getnameinfo),
+) + (((socket.socket, "sendmsg", _sendmsg),) if _original_sendmsg is not None else ())
+
+
+def _patch() -> None:
+    for owner, name, patch in _PATCHES:
+        # A class's own attribute only: an inherited method is put back by deleting ours.
+        _saved[(owner, name)] = vars(owner).get(name, _MISSING)
+        setattr(owner, name, patch)
+
+
+def _unpatch() -> None:
+    for owner, name, _ in _PATCHES:
+        before = _saved.pop((owner, name), _MISSING)
+        if before is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, before)
+
+
+def _children_follow() -> None:
+    from pytest_agentctx.traffic.cassettes import _child_guard
+
+    _child_guard.follow([guard for guard in _guards if guard.children])
+
+
+class NetworkGuard:
+    """While active, refuse connections, datagrams and DNS lookups that leave the machine,
+    but for the allowed hosts.
+
+    ``reason`` says which test runs offline (``replaying weather.json``), ``summary`` why
+    nothing may leave and ``advice`` what to do: the three make every refusal's message.
+    ``children=False`` leaves child processes alone (the guard a child installs for itself).
+    """
+
+    def __init__(
+        self,
+        allowed_hosts: Iterable[str] = (),
+        *,
+        reason: str = "",
+        summary: str = "agent tests replay offline",
+        advice: str = RECORD_ADVICE,
+        children: bool = True,
+    ) -> None:
+        self.allowed = tuple(host.strip().lower() for host in allowed_hosts if host.strip())
+        self.reason = reason
+        self.summary = summary
+        self.advice = advice
+        self.children = children
+        #: What was refused, oldest first (``10.0.0.1:443``, ``example.com``).
+        self.blocked: list[str] = []
+        self._actions: dict[str, str] = {}
+        self._active = False
+
+    @classmethod
+    def for_fake_llm(cls, allowed_hosts: Iterable[str] = ()) -> NetworkGuard:
+        """The guard of a test that uses ``fake_llm``: its messages say so."""
+        return cls(
+            allowed_hosts,
+            summary="tests that use fake_llm run offline",
+            reason="fake_llm answers the model, nothing else may leave the machine",
+            advice=FAKE_LLM_ADVICE,
+        )
+
+    def allows(self, host: str) -> bool:
+        if is_loopback(host):
+            return True
+        names = {host.lower()}
+        resolved = _resolved.get(host)
+        if resolved:
+            names.add(resolved.lower())
+        return any(fnmatch.fnmatch(name, pattern) for name in names for pattern in self.allowed)
+
+    def check(self, host: str, port: Any, *, action: str = CONNECTION) -> None:
+        """Raise :class:`NetworkBlocked` unless ``action`` (a connection, a datagram, a DNS
+        lookup) to ``host`` is allowed. ``port`` is ``None`` for a lookup."""
+        if self.allows(host):
+            return
+        name = _resolved.get(host)
+        where = host if port is None else f"{host}:{port}"
+        self.refuse(f"{name} ({where})" if name else where, action)
+
+    def note(self, target: str, action: str = CONNECTION) -> None:
+        """Remember that ``action`` to ``target`` was refused (here or in a child process)."""
+        self._actions.setdefault(target, action)
+        self.blocked.append(target)
+
+    def refuse(self, target: str, action: str = CONNECTION) -> NoReturn:
+        """Remember the refusal of ``action`` to ``target`` and raise :class:`NetworkBlocked`."""
+        self.note(target, action)
+        raise NetworkBlocked(self.message(target))
+
+    def message(self, target: str) -> str:
+        """What a refusal of ``target`` is told."""
+        action = self._actions.get(target, CONNECTION)
+        why = f"{self.summary} ({self.reason})" if self.reason else self.summary
+        return f"pytest-agentctx blocked {action} {target}: {why}. {self.advice}"
+
+    def verify(self) -> None:
+        """Raise :class:`NetworkBlocked` if anything was refused, even what the code under
+        test (or a child process) caught: a test that needed the network did not run offline."""
+        if not self.blocked:
+            return
+        others = self.blocked[1:]
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise NetworkBlocked(
+            self.message(self.blocked[0]) + (f"\n(also blocked: {shown})" if others else "")
+        )
+
+    def start(self) -> None:
+        with _lock:
+            if self._active:
+                return
+            if not _guards:
+                _patch()
+            _guards.append(self)
+            self._active = True
+            _children_follow()
+
+    def stop(self) -> None:
+        with _lock:
+            if not self._active:
+                return
+            _guards.remove(self)
+            self._active = False
+            if not _guards:
+                _unpatch()
+            _children_follow()
+
+    def __enter__(self) -> NetworkGuard:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,846 @@
+"""A cassette in use by one test: replays recorded interactions, records new ones.
+
+Modes (``--agent-record[=MODE]``):
+
+* ``none`` (the default): replay only. A request with no unused recording is a miss; the
+  test fails with the closest recording and a field-level diff.
+* ``rewrite`` (``--agent-record``): every request goes to the network and is recorded; the
+  new recording replaces the old cassette if the test passes.
+* ``missing``: like ``rewrite`` for tests that have no cassette yet, ``none`` otherwise.
+* ``new``: replay what matches, record what does not, and append it to the cassette.
+
+A cassette shared by several tests (``@pytest.mark.agent(cassette=...)``) stores with each
+interaction the node id of the test that recorded it (``test_id``):
+
+* A test replays its own interactions first, then those of no known test (a cassette
+  written before test ids, or by another tool: every test replays those, as before).
+* A test with no interaction of its own in the cassette (renamed since it recorded, or
+  added to the cassette without recording) replays, when it replays only, the other
+  tests' interactions too, except a request that several tests recorded with different
+  answers: that one is a miss, as no recording can stand in for this test's.
+* Saving replaces only this test's interactions (``rewrite``) or adds to them (``new``),
+  in the place they had, and keeps every other test's, under the cassette's lock: tests
+  re-recorded one at a time, on several xdist workers, or in a run killed half-way, leave
+  the other tests' interactions in the file. Re-recording a test also drops the
+  interactions of no known test that its new requests match (one per request), since those
+  were its own recording before test ids existed.
+* ``missing`` records a test that has no interaction of its own in the cassette (and no
+  interaction of no known test to replay); the others replay.
+
+A streamed response is recorded when the agent closes it. One the agent stops reading
+without closing (``break`` out of ``for chunk in stream``) is finished when the test ends
+(:meth:`Cassette.finish_streams`): a sync stream is read on to its end (within
+:data:`STREAM_FINISH_SECONDS` and :data:`STREAM_FINISH_BYTES`), so the cassette holds the
+whole response; an async stream, whose event loop has ended by then, a sync one whose
+client was closed before the rest arrived, or one that does not end within those bounds,
+keeps what was read, up to its last whole event, marked ``partial``. Replay serves a
+partial recording's events, and fails with
+:class:`~pytest_agentctx.exceptions.PartialRecording` if the agent reads past them.
+
+Saving never loses the cassette: the new version replaces the old one in one rename, and a
+save that fails (a read-only folder, a full disk) raises
+:class:`~pytest_agentctx.exceptions.CassetteWriteError`, naming the cassette and the reason,
+with the old version in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentctx.exceptions import (
+    CassetteError,
+    CassetteMiss,
+    CassetteWriteError,
+    PartialRecording,
+    StaleCassette,
+)
+from pytest_agentctx.traffic.cassettes.body import (
+    Body,
+    UndecodableBody,
+    body_bytes,
+    body_chunks,
+    decode_content,
+    decompress,
+    encode_body,
+)
+from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.matcher import (
+    DEFAULT_IGNORED_FIELDS,
+    NO_JSON,
+    BodyHook,
+    RequestKey,
+    json_diff,
+    make_key,
+    parse_json,
+    strip_fields,
+)
+from pytest_agentctx.traffic.cassettes.redact import Redactor, unscrubbable
+from pytest_agentctx.traffic.cassettes.store import (
+    Interaction,
+    load_cassette,
+    locked,
+    mark_written,
+    paused_gc,
+    sweep_folder,
+    write_cassette,
+    written_in_run,
+)
+from pytest_agentctx.traffic.transport import (
+    Interceptor,
+    answered_by_another_tool,
+    forward_async,
+    forward_sync,
+    is_async_request,
+    make_response,
+    tee_response,
+)
+
+__all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "Miss", "RecordMode"]
+
+#: How long a recorded stream the agent never closed is read on when the test ends.
+STREAM_FINISH_SECONDS = 30.0
+#: How much of it, in bytes, at most.
+STREAM_FINISH_BYTES = 64 * 1024 * 1024
+
+#: Request headers not worth keeping: volatile (SDK versions, retry counters) or wire-level.
+_DROP_REQUEST_HEADERS = frozenset(
+    {"content-length", "accept-encoding", "connection", "host", "user-agent", "cookie"}
+)
+_DROP_RESPONSE_HEADERS = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie"}
+)
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A request the cassette could not answer."""
+
+    key: RequestKey
+    body: Any
+    reason: str
+
+
+class Cassette:
+    """Replays and records the HTTP interactions of one test."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        mode: RecordMode = RecordMode.NONE,
+        test_id: str = "",
+        redactor: Redactor | None = None,
+        ignored_fields: Sequence[str] = DEFAULT_IGNORED_FIELDS,
+        body_hook: BodyHook | None = None,
+        allow_unused: bool = False,
+        shared: bool = False,
+        run_id: str = "",
+    ) -> None:
+        self.path = path
+        self.test_id = test_id
+        self.redactor = redactor or Redactor()
+        self.ignored = [field.split(".") for field in ignored_fields]
+        self.body_hook = body_hook
+        self.allow_unused = allow_unused
+        self.shared = shared
+        self.existed = path.exists()
+        sweep_folder(path.parent)
+        # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
+        loaded = [] if mode is RecordMode.REWRITE else load_cassette(path)
+        if mode is RecordMode.MISSING:
+            mode = self._missing_mode(loaded, run_id)
+        self.mode = mode
+        self.recorded_interactions: list[Interaction | None] = []
+        self.misses: list[Miss] = []
+        #: Responses not recorded because their body cannot be scrubbed of secrets.
+        self.unscrubbable: list[CassetteError] = []
+        #: Positions of partial recordings the agent read past, on replay.
+        self.overread: list[int] = []
+        self._lock = threading.Lock()
+        #: Live responses not closed yet, by (recorded?, slot), for :meth:`finish_streams`.
+        self._open: dict[tuple[bool, int], Any] = {}
+        #: Slots of the recordings :meth:`finish_streams` finished (partial unless whole).
+        self._cut_short: set[int] = set()
+        # A witness: it sees the requests another tool (a respx route) answers, and logs
+        # them for capture without ever saving them (see _witness).
+        self._interceptor = Interceptor(self.handle, witness=True)
+        #: (position in _log it came before, interaction) of each request another tool
+        #: answered: what the test saw, never written to the cassette.
+        self._witnessed: list[tuple[int, Interaction | None]] = []
+        self.played: list[int] = []
+        # Every exchange in the order its request came: (recorded?, index into loaded or
+        # recorded_interactions). Capture reads it (see exchange_log).
+        self._log: list[tuple[bool, int]] = []
+        self.loaded: list[Interaction] = [] if mode is RecordMode.REWRITE else loaded
+        with paused_gc():  # thousands of keys at once, all kept: nothing to collect
+            self._keys = [self._key_of(i) for i in self.loaded]
+        #: Requests that only other tests recorded, with different answers (shared cassette,
+        #: test with no interaction of its own): the test ids, for the miss message.
+        self._ambiguous: dict[RequestKey, list[str]] = {}
+        #: Positions in ``loaded`` this test may replay, in the order it prefers them.
+        self._replayable = self._replay_order()
+        self._index: dict[RequestKey, deque[int]] = {}
+        for position in self._replayable:
+            self._index.setdefault(self._keys[position], deque()).append(position)
+
+    def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
+        """What ``missing`` means for this test: record when it has no recording."""
+        if not self.existed:
+            return RecordMode.REWRITE
+        if self.shared:
+            # Record unless the shared cassette holds this test's interactions, or ones of
+            # no known test (an older cassette, which every test replays).
+            mine = {"", self.test_id}
+            return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
+        if run_id and _written_in_run(self.path, run_id):
+            # Another test of this run wrote this file (two tests whose cassettes have the
+            # same path): keep what it recorded, add what this test needs.
+            return RecordMode.NEW
+        return RecordMode.NONE
+
+    def _replay_order(self) -> list[int]:
+        """The positions of ``loaded`` this test replays, preferred first (see the module
+        docstring for a shared cassette's rule)."""
+        if not self.shared:
+            return list(range(len(self.loaded)))
+        mine = self.test_id
+        own = [p for p, i in enumerate(self.loaded) if mine and i.test_id == mine]
+        anyones = [p for p, i in enumerate(self.loaded) if not i.test_id]
+        if own or self.mode is not RecordMode.NONE:
+            # Recording modes never stand in another test's recording for this one's: what
+            # it does not have, it records, so that it replays on its own afterwards.
+            return own + anyones
+        others = [p for p, i in enumerate(self.loaded) if i.test_id and i.test_id != mine]
+        return anyones + self._unambiguous(others)
+
+    def _unambiguous(self, positions: list[int]) -> list[int]:
+        """``positions`` but for the requests that several tests recorded with different
+        answers (noted in ``_ambiguous``)."""
+        by_key: dict[RequestKey, list[int]] = {}
+        for position in positions:
+            by_key.setdefault(self._keys[position], []).append(position)
+        dropped: set[int] = set()
+        for key, group in by_key.items():
+            tests = sorted({self.loaded[p].test_id for p in group})
+            answers = {_answer_of(self.loaded[p]) for p in group}
+            if len(tests) > 1 and len(answers) > 1:
+                self._ambiguous[key] = tests
+                dropped.update(group)
+        return [p for p in positions if p not in dropped]
+
+    # -- keys ------------------------------------------------------------------------
+
+    def _key_of(self, interaction: Interaction) -> RequestKey:
+        # Redacted like a live request, so that a cassette written by another tool (whose
+        # URLs or bodies may still hold what this package redacts) matches too.
+        url = self.redactor.url(interaction.url)
+        body = interaction.request_body
+        if body is not None and "json" in body:
+            body_json = body["json"]
+            raw = b""
+        else:
+            raw = body_bytes(body)
+            body_json = parse_json(raw)
+        if body_json is not NO_JSON:
+            return make_key(
+                interaction.method,
+                url,
+                self.redactor.json(body_json),
+                None,
+                ignored=self.ignored,
+                hook=self.body_hook,
+            )
+        raw = self._redacted_raw(raw)
+        return make_key(
+            interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
+        )
+
+    def _redacted_request(self, request: Any) -> tuple[str, Any, bytes]:
+        """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
+        self.redactor.refresh()
+        url_text = str(request.url)
+        self.redactor.learn(request.headers.items(), url_text)
+        url = self.redactor.url(url_text)
+        raw = bytes(request.content or b"")
+        body_json = parse_json(raw)
+        if body_json is not NO_JSON:
+            body_json = self.redactor.json(body_json, raw=raw)
+        else:
+            raw = self._redacted_raw(raw)
+        return url, body_json, raw
+
+    def _redacted_raw(self, raw: bytes) -> bytes:
+        """A body that is not JSON, secrets redacted: as text, or in its bytes (binary)."""
+        try:
+            return self.redactor.text(raw.decode("utf-8")).encode()
+        except UnicodeDecodeError:  # secrets overwritten in place: offsets stay valid
+            return self.redactor.binary(raw)
+
+    def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
+        url, body_json, raw = self._redacted_request(request)
+        key = make_key(
+            request.method,
+            url,
+            body_json,
+            None if body_json is not NO_JSON else raw,
+            ignored=self.ignored,
+            hook=self.body_hook,
+        )
+        return key, url, body_json, raw
+
+    # -- interception ----------------------------------------------------------------
+
+    @property
+    def replays(self) -> bool:
+        return self.mode in (RecordMode.NONE, RecordMode.NEW)
+
+    @property
+    def records(self) -> bool:
+        return self.mode in (RecordMode.REWRITE, RecordMode.NEW)
+
+    def handle(self, request: Any) -> Any:
+        """Answer ``request`` from the cassette, record it, or report a miss."""
+        if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
+            return self._witness(request)
+        if not self.replays:  # rewrite: every request is recorded, none is matched
+            return self._record(request, *self._redacted_request(request))
+        key, url, body_json, raw = self._request_key(request)
+        if self.replays:
+            with self._lock:
+                queue = self._index.get(key)
+                position = queue.popleft() if queue else None
+                if position is not None:
+                    self.played.append(position)
+                    self._log.append((False, position))
+            if position is not None:
+                return self._replay(position)
+        if self.records:
+            return self._record(request, url, body_json, raw)
+        reason = self._miss_reason(key)
+        miss = Miss(key, body_json, reason)
+        with self._lock:
+            self.misses.append(miss)
+        message = self.miss_message(miss)
+        return make_response(
+            599,
+            headers={"content-type": "application/json", "x-should-retry": "false"},
+            content=json.dumps(
+                {"error": {"type": "cassette_miss", "message": message}, "type": "error"}
+            ).encode(),
+        )
+
+    def _replay(self, position: int) -> Any:
+        interaction = self.loaded[position]
+        headers = dict(interaction.response_headers)
+        chunks = body_chunks(interaction.response_body)
+        if not interaction.is_stream:
+            headers["content-length"] = str(sum(len(c) for c in chunks))
+
+        def read_past() -> None:
+            with self._lock:
+                self.overread.append(position)
+            raise PartialRecording(self._partial_message(position))
+
+        on_end = read_past if interaction.partial else None
+        return make_response(interaction.status, headers=headers, chunks=chunks, on_end=on_end)
+
+    def _partial_message(self, position: int) -> str:
+        interaction = self.loaded[position]
+        events = len((interaction.response_body or {}).get("sse") or [])
+        return (
+            f"Cassette {self.path}: interaction #{position} "
+            f"({self._keys[position].describe()}) is a partial recording of a stream "
+            f"({events} event(s)): while recording, the agent stopped reading it without "
+            "closing it, and the rest could not be read when the test ended (an async "
+            "stream, a stream whose client was closed first, or one that did not end in "
+            "time). Now the agent reads past its end. "
+            f"Re-record this test: {self.record_command()}; if the agent stops reading a "
+            "stream, close it (`with stream:` or `stream.close()`), which records what it read."
+        )
+
+    def _track(self, response: Any, key: tuple[bool, int]) -> Any:
+        """Note the live ``response`` (a :func:`tee_response`), for :meth:`finish_streams`
+        to finish if the agent never closes it."""
+        with self._lock:
+            self._open[key] = response.stream
+        return response
+
+    def _record(self, request: Any, url: str, body_json: Any, raw: bytes) -> Any:
+        with self._lock:
+            slot = len(self.recorded_interactions)
+            self.recorded_interactions.append(None)
+            self._log.append((True, slot))
+        request_body: Body
+        if body_json is not NO_JSON:
+            request_body = {"json": body_json}
+        else:
+            request_body = encode_body(raw, request.headers.get("content-type"))
+        request_headers = dict(
+            self.redactor.header_items(
+                (name.lower(), value)
+                for name, value in request.headers.items()
+                if name.lower() not in _DROP_REQUEST_HEADERS
+                and not name.lower().startswith("x-stainless-")
+            )
+        )
+
+        def store(raw_body: bytes, complete: bool, response: Any) -> None:
+            headers = {name.lower(): value for name, value in response.headers.items()}
+            with self._lock:
+                self._open.pop((True, slot), None)
+                partial = not complete and slot in self._cut_short
+            try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
+                decoded = decode_content(raw_body, headers.get("content-encoding"))
+                if not complete:  # cut short: up to the end of its last whole event
+                    decoded = _whole_events(decoded, headers.get("content-type"))
+                stored = encode_body(decoded, headers.get("content-type"))
+                body = self.redactor.body(stored, raw=decoded)
+            except UndecodableBody as exc:
+                where = f"{request.method.upper()} {url}"
+                error = unscrubbable(
+                    exc, cassette=self.path, request=where, command=self.record_command()
+                )
+                with self._lock:
+                    self.unscrubbable.append(error)
+                return
+            kept = [(name, v) for name, v in headers.items() if name not in _DROP_RESPONSE_HEADERS]
+            interaction = Interaction(
+                method=request.method.upper(),
+                url=url,
+                request_headers=request_headers,
+                request_body=request_body,
+                status=response.status_code,
+                response_headers=dict(self.redactor.response_header_items(kept)),
+                response_body=body,
+                origin=f"recorded#{slot}",
+                test_id=self.test_id if self.shared else "",
+                partial=partial,
+            )
+            with self._lock:
+                self.recorded_interactions[slot] = interaction
+
+        if is_async_request():
+
+            async def record_async() -> Any:
+                response = await forward_async(request)
+                teed = tee_response(response, lambda data, done: store(data, done, response))
+                return self._track(teed, (True, slot))
+
+            return record_async()
+        response = forward_sync(request)
+        teed = tee_response(response, lambda data, done: store(data, done, response))
+        return self._track(teed, (True, slot))
+
+    def _witness(self, request: Any) -> Any:
+        """Pass on a request another tool in the test answers (a respx route), keeping a
+        redacted copy of the exchange for :attr:`exchange_log` only."""
+        url, body_json, raw = self._redacted_request(request)
+        request_body: Body = (
+            {"json": body_json}
+            if body_json is not NO_JSON
+            else encode_body(raw, request.headers.get("content-type"))
+        )
+        method = request.method.upper()
+        with self._lock:
+            slot = len(self._witnessed)
+            self._witnessed.append((len(self._log), None))
+
+        def store(raw_body: bytes, complete: bool, response: Any) -> None:
+            with self._lock:
+                self._open.pop((False, slot), None)
+            decoded, ok = decompress(raw_body, response.headers.get("content-encoding"))
+            body = encode_body(decoded, response.headers.get("content-type")) if ok else None
+            interaction = Interaction(
+                method=method,
+                url=url,
+                request_headers={},
+                request_body=request_body,
+                status=response.status_code,
+                response_headers={},
+                response_body=self.redactor.body(body),
+                origin=f"other-tool#{slot}",
+            )
+            with self._lock:
+                self._witnessed[slot] = (self._witnessed[slot][0], interaction)
+
+        if is_async_request():
+
+            async def witness_async() -> Any:
+                response = await forward_async(request)
+                teed = tee_response(response, lambda data, done: store(data, done, response))
+                return self._track(teed, (False, slot))
+
+            return witness_async()
+        response = forward_sync(request)
+        teed = tee_response(response, lambda data, done: store(data, done, response))
+        return self._track(teed, (False, slot))
+
+    # -- reporting -------------------------------------------------------------------
+
+    def _miss_reason(self, key: RequestKey) -> str:
+        if not self.loaded:
+            if self.existed:
+                return "the cassette is empty"
+            blocking = _file_on_the_way(self.path)
+            return (
+                f"there is no cassette ({blocking} is a file, where a folder of the cassette "
+                "should be: move it away before recording)"
+                if blocking is not None
+                else "there is no cassette"
+            )
+        if key in self._ambiguous:
+            return (
+                "this test has no recording of its own in the shared cassette, and the tests "
+                f"that recorded this request ({', '.join(self._ambiguous[key])}) got different "
+                "answers, so none of them can stand in for this test's"
+            )
+        if key in self._index:
+            total = sum(1 for p in self._replayable if self._keys[p] == key)
+            where = "the recordings this test replays have" if self.shared else "the cassette has"
+            return f"{where} this request {total} time(s) and all were used already"
+        others = sorted(
+            {i.test_id for i, k in zip(self.loaded, self._keys, strict=True) if k == key}
+        )
+        if self.shared and others:
+            return (
+                f"only other tests recorded this request in the shared cassette "
+                f"({', '.join(others)}), and a test replays its own recordings"
+            )
+        return "the cassette has no such request"
+
+    def _closest(self, miss: Miss) -> tuple[int, list[str]] | None:
+        best: tuple[int, list[str]] | None = None
+        # Only what this test may replay: another test's recording of the same request in
+        # a shared cassette would show no difference, and explain nothing.
+        candidates = [
+            i
+            for i in self._replayable
+            if (self._keys[i].method, self._keys[i].host, self._keys[i].path)
+            == (miss.key.method, miss.key.host, miss.key.path)
+        ] or self._replayable
+        now = strip_fields(miss.body, self.ignored) if miss.body is not NO_JSON else None
+        for position in candidates[:200]:
+            recorded = self.loaded[position].request_body
+            recorded_json = recorded.get("json") if recorded else None
+            diff = json_diff(strip_fields(recorded_json, self.ignored), now)
+            line = self._keys[position].describe()
+            if line != miss.key.describe():
+                diff.insert(0, f"(request line): recorded {line} != now {miss.key.describe()}")
+            if best is None or len(diff) < len(best[1]):
+                best = (position, diff)
+        return best
+
+    def record_command(self) -> str:
+        target = self.test_id or "<test id>"
+        return f'pytest --agent-record "{target}"'
+
+    def miss_message(self, miss: Miss) -> str:
+        lines = [
+            f"Cassette {self.path} cannot answer {miss.key.describe()}: {miss.reason}.",
+        ]
+        closest = self._closest(miss) if self.loaded else None
+        if closest is not None:
+            position, diff = closest
+            used = " (already used)" if position in self.played else ""
+            lines.append(
+                f"Closest recorded request: interaction #{position}{used}, "
+                f"{self._keys[position].describe()}; differences:"
+            )
+            if not diff:
+                diff = [
+                    "(the same request: every recording of it was used already)"
+                    if self._keys[position] == miss.key
+                    else "(the bodies differ outside their JSON fields: compare them by hand)"
+                ]
+            lines.extend(f"  {line}" for line in diff)
+        lines.append(
+            "If the agent's requests changed on purpose, re-record this test: "
+            f"{self.record_command()}"
+            + (
+                " (the other tests' interactions in the shared cassette are kept)"
+                if self.shared
+                else ""
+            )
+        )
+        return "\n".join(lines)
+
+    def unused(self) -> list[int]:
+        """Positions of loaded interactions that no request used."""
+        played = set(self.played)
+        return [i for i in range(len(self.loaded)) if i not in played]
+
+    def check(self) -> None:
+        """Raise for responses not recorded (unscrubbable), misses, then unused recordings
+        (unless allowed)."""
+        if self.unscrubbable:
+            raise self.unscrubbable[0]
+        if self.overread:
+            raise PartialRecording(self._partial_message(self.overread[0]))
+        if self.misses:
+            first = self.miss_message(self.misses[0])
+            more = (
+                f"\n(and {len(self.misses) - 1} more missed request(s))"
+                if len(self.misses) > 1
+                else ""
+            )
+            raise CassetteMiss(first + more)
+        if self.mode is not RecordMode.NONE or self.allow_unused or self.shared:
+            return
+        unused = self.unused()
+        if unused:
+            listed = "\n".join(f"  #{i}: {self._keys[i].describe()}" for i in unused[:10])
+            raise StaleCassette(
+                f"Cassette {self.path}: {len(unused)} of {len(self.loaded)} recorded "
+                f"interactions were never used; the agent no longer sends them:\n{listed}\n"
+                "The cassette is stale. Re-record this test: "
+                f"{self.record_command()}\nor, if the test should not use them all, mark it "
+                "@pytest.mark.agent(allow_unused=True)."
+            )
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def interactions(self) -> list[Interaction]:
+        """The loaded interactions, then those recorded in this test."""
+        return [*self.loaded, *self.new_interactions]
+
+    @property
+    def new_interactions(self) -> list[Interaction]:
+        """The interactions recorded in this test (complete ones only)."""
+        return [i for i in self.recorded_interactions if i is not None]
+
+    @property
+    def exchange_log(self) -> list[Interaction]:
+        """The interactions this test used, replayed or recorded, and those another tool
+        (a respx route) answered, in the order of their requests (a recording joins once its
+        response was read to the end)."""
+        with self._lock:
+            log = list(self._log)
+            recorded = list(self.recorded_interactions)
+            witnessed = list(self._witnessed)
+        used = [recorded[index] if new else self.loaded[index] for new, index in log]
+        for position, interaction in reversed(witnessed):
+            used.insert(position, interaction)
+        return [item for item in used if item is not None]
+
+    @property
+    def recorded(self) -> bool:
+        """Whether this test recorded anything."""
+        return bool(self.new_interactions)
+
+    @property
+    def replayed(self) -> int:
+        """How many requests were answered from the cassette."""
+        return len(self.played)
+
+    def start(self) -> None:
+        self._interceptor.start()
+
+    def stop(self) -> None:
+        """Stop answering requests, and finish the recorded responses the agent never
+        closed (:meth:`finish_streams`)."""
+        self._interceptor.stop()
+        self.finish_streams()
+
+    def finish_streams(self) -> None:
+        """Finish the recorded responses the agent never closed (see the module docstring):
+        the test has ended, so the agent reads no more of them. The plugin calls it as soon
+        as the test function returns, while the agent's clients are still open."""
+        with self._lock:
+            still_open, self._open = self._open, {}
+            self._cut_short.update(slot for recorded, slot in still_open if recorded)
+        for stream in still_open.values():
+            stream.finish(seconds=STREAM_FINISH_SECONDS, max_bytes=STREAM_FINISH_BYTES)
+
+    def save(self, run_id: str) -> bool:
+        """Write what was recorded; returns whether the file was written.
+
+        A shared cassette is read again under its lock and only this test's interactions
+        change (see :meth:`_merged`). A test's own cassette: ``new`` mode appends to the
+        file as it is now; ``rewrite`` replaces it, except when another test of the same run
+        (``run_id``) already wrote it (two tests whose cassettes have one path): then it
+        appends, so both tests' interactions are kept.
+
+        Raises :class:`CassetteWriteError` when the file cannot be written; the previous
+        version is then kept as it was.
+        """
+        existed = self.path.exists()
+        try:
+            return self._save(run_id)
+        except OSError as exc:
+            raise self._write_error(exc, existed) from None
+
+    def _save(self, run_id: str) -> bool:
+        recorded = self.new_interactions
+        if self.shared:
+            return self._save_shared(recorded, run_id)
+        if not recorded and not (
+            # A re-recorded test that no longer sends anything: its old cassette would
+            # fail as stale on every replay, so it is emptied.
+            self.mode is RecordMode.REWRITE and not self.shared and self.path.exists()
+        ):
+            return False
+        with locked(self.path):
+            same_run = written_in_run(self.path, run_id)
+            base = _fresh_load(self.path) if self.mode is RecordMode.NEW or same_run else []
+            # Marked first: a marker that cannot be written leaves the cassette as it was.
+            mark_written(self.path, run_id)
+            # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
+            write_cassette(self.path, [_scrubbed(i, self.redactor) for i in base] + recorded)
+        return True
+
+    def _save_shared(self, recorded: list[Interaction], run_id: str) -> bool:
+        with locked(self.path):
+            current = _fresh_load(self.path)
+            merged = self._merged(current, recorded)
+            if merged is None:
+                return False
+            mark_written(self.path, run_id)
+            # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
+            write_cassette(self.path, [_scrubbed(i, self.redactor) for i in merged])
+        return True
+
+    def _write_error(self, exc: OSError, existed: bool) -> CassetteWriteError:
+        """The clear error of a save that failed with ``exc``."""
+        reason = exc.strerror or str(exc)
+        code = errno.errorcode.get(exc.errno or 0)
+        if code:
+            reason += f", {code}"
+        if exc.filename and Path(str(exc.filename)) != self.path:
+            reason += f", on {exc.filename}"
+        kept = (
+            "The previous version of the cassette is kept unchanged."
+            if existed
+            else "No cassette was written (there was none before)."
+        )
+        again = f"then record again: {self.record_command()}"
+        blocking = _file_on_the_way(self.path)
+        if blocking is not None:
+            todo = (
+                f"{blocking} is a file, where a folder of the cassette should be: move it "
+                f"away (or set agent_cassette_dir to another folder), {again}"
+            )
+        elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            todo = f"Free some disk space, {again}"
+        elif exc.errno == errno.EFBIG:
+            todo = f"Raise the file size limit of this process (ulimit -f), {again}"
+        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            todo = (
+                f"Make {_nearest_folder(self.path)} writable for the user running pytest (or set "
+                f"agent_cassette_dir to a writable folder), {again}"
+            )
+        else:
+            todo = f"Fix the cause above, {again}"
+        return CassetteWriteError(
+            f"Cassette {self.path} could not be saved ({reason}). {kept} {todo}"
+        )
+
+    def _merged(
+        self, current: list[Interaction], recorded: list[Interaction]
+    ) -> list[Interaction] | None:
+        """The shared cassette ``current`` with this test's ``recorded`` interactions in
+        (``None`` when nothing changes).
+
+        ``rewrite`` drops this test's interactions, and those of no known test that its new
+        requests match (one each), and puts the new ones where the first dropped one was;
+        ``new`` puts them after this test's last interaction. Both append when the test has
+        none; every other interaction keeps its place.
+        """
+        mine = self.test_id
+        if self.mode is RecordMode.REWRITE:
+            dropped = {p for p, i in enumerate(current) if i.test_id == mine}
+            if mine:
+                dropped |= self._matched_anyones(current, recorded)
+            at = min(dropped, default=len(current))
+        else:
+            dropped = set()
+            own = [p for p, i in enumerate(current) if i.test_id == mine]
+            at = own[-1] + 1 if own else len(current)
+        if not dropped and not recorded:
+            return None
+        kept = [(p, i) for p, i in enumerate(current) if p not in dropped]
+        return [
+            *(i for p, i in kept if p < at),
+            *recorded,
+            *(i for p, i in kept if p >= at),
+        ]
+
+    def _matched_anyones(self, current: list[Interaction], recorded: list[Interaction]) -> set[int]:
+        """Positions of the interactions of no known test in ``current`` that ``recorded``
+        re-records: for each recorded request, the first one with the same request."""
+        free: dict[RequestKey, deque[int]] = {}
+        for position, interaction in enumerate(current):
+            if not interaction.test_id:
+                free.setdefault(self._key_of(interaction), deque()).append(position)
+        matched: set[int] = set()
+        for interaction in recorded:
+            queue = free.get(self._key_of(interaction))
+            if queue:
+                matched.add(queue.popleft())
+        return matched
+
+
+def _answer_of(interaction: Interaction) -> tuple[int, str]:
+    """A recorded response, comparable and hashable: its status and its body's JSON."""
+    return interaction.status, json.dumps(interaction.response_body, sort_keys=True)
+
+
+def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
+    """``interaction`` with its secrets redacted (headers, URL, bodies)."""
+    return dataclasses.replace(
+        interaction,
+        url=redactor.url(interaction.url),
+        request_headers=dict(redactor.header_items(interaction.request_headers.items())),
+        request_body=redactor.body(interaction.request_body),
+        response_headers=dict(redactor.response_header_items(interaction.response_headers.items())),
+        response_body=redactor.body(interaction.response_body),
+    )
+
+
+def _written_in_run(path: Path, run_id: str) -> bool:
+    try:
+        return written_in_run(path, run_id)
+    except OSError:  # no marker can be read: as if none was written
+        return False
+
+
+def _whole_events(data: bytes, content_type: str | None) -> bytes:
+    """A server-sent-event stream cut short, up to the end of its last whole event (other
+    bodies as they are)."""
+    if "event-stream" not in (content_type or "").lower():
+        return data
+    ends = [
+        at + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r") if (at := data.rfind(sep)) >= 0
+    ]
+    return data[: max(ends)] if ends else b""
+
+
+def _file_on_the_way(path: Path) -> Path | None:
+    """The file that stands where a folder of ``path`` should be, if any."""
+    for folder in reversed(path.parents):
+        if folder.exists() and not folder.is_dir():
+            return folder
+        if not folder.exists():
+            return None
+    return None
+
+
+def _nearest_folder(path: Path) -> Path:
+    """The folder of ``path`` that exists: its own, or the closest one above it (where the
+    missing ones must be created)."""
+    return next((f for f in path.parents if f.is_dir()), path.parent)
+
+
+def _fresh_load(path: Path) -> list[Interaction]:
+    from pytest_agentctx.traffic.cassettes import store
+
+    store._cache.pop(path, None)
+    return load_cassette(path)

@@ -1,0 +1,532 @@
+"""The cassette options of a session and of one test, read and checked in one place."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentctx.exceptions import CassetteError
+from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_agentctx.traffic.cassettes.network import NetworkGuard
+    from pytest_agentctx.traffic.cassettes.session import Cassette
+
+__all__ = [
+    "AGENT_FIXTURES",
+    "CONFIG_KEYS",
+    "MARKER_OPTIONS",
+    "CassetteSettings",
+    "TestOptions",
+    "build_cassette",
+    "cassette_config",
+    "cassette_path",
+    "is_agent_test",
+    "marker_options",
+    "normalise_record_args",
+    "parse_mode",
+]
+
+#: The keyword options of ``@pytest.mark.agent(...)``: every option the plugin reads from
+#: the marker (each configures the test's cassette). Any other option is refused, and so
+#: are positional arguments.
+MARKER_OPTIONS = ("cassette", "allow_unused", "record_mode", "allowed_hosts", "match_ignore")
+
+#: Keys of the dict the ``agent_cassette_config`` fixture returns; any other is refused.
+CONFIG_KEYS = ("match_ignore", "body_hook", "allowed_hosts", "redact_values", "directory")
+
+#: A right value of each marker option and config key, for the error messages.
+_EXAMPLES = {
+    "cassette": "'weather_shared'",
+    "allow_unused": "True",
+    "record_mode": "'missing'",
+    "allowed_hosts": "['api.example.com', '*.internal.example']",
+    "match_ignore": "['metadata.run_id']",
+    "body_hook": "without_dates",
+    "redact_values": "['tenant-7f3a9c']",
+    "directory": "Path(__file__).parent / 'cassettes'",
+}
+
+#: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
+AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
+
+
+def parse_mode(value: str, *, where: str) -> RecordMode:
+    """A record mode from its name, or a clear error naming where it came from."""
+    try:
+        return RecordMode(value.strip().lower())
+    except ValueError:
+        choices = ", ".join(mode.value for mode in RecordMode)
+        raise CassetteError(
+            f"{where}: record mode {value!r} does not exist; choose one of {choices} "
+            "(e.g. pytest --agent-record=missing)."
+        ) from None
+
+
+@dataclass(frozen=True)
+class CassetteSettings:
+    """Session-wide cassette settings (command line over ini)."""
+
+    directory: Path
+    mode: RecordMode = RecordMode.NONE
+    mode_from_command_line: bool = False
+    all_tests: bool = False
+    allow_unused: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    ignore_fields: tuple[str, ...] = DEFAULT_IGNORED_FIELDS
+    extension: str = ".json"
+    secret_env: tuple[str, ...] = ()
+    record_failing: bool = False
+    run_id: str = ""
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> CassetteSettings:
+        """The settings of a pytest session: its ``--agent-*`` options over its ini options.
+
+        The run id is the xdist run's (the same on every worker) or a new one. Raises
+        :class:`CassetteError` for a bad value (the plugin makes it a usage error).
+        """
+        workerinput = getattr(config, "workerinput", None)
+        run_id = workerinput["testrunuid"] if workerinput else os.urandom(16).hex()
+        return cls.build(
+            rootpath=config.rootpath,
+            directory=config.getoption("agent_cassette_dir")
+            or str(config.getini("agent_cassette_dir")),
+            cli_mode=config.getoption("agent_record"),
+            ini_mode=str(config.getini("agent_record_mode")),
+            all_tests=_ini_bool(config, "agent_all_tests"),
+            allow_unused=_ini_bool(config, "agent_allow_unused"),
+            allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
+            ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
+            cassette_format=str(config.getini("agent_cassette_format")),
+            secret_env=[str(e) for e in config.getini("agent_secret_env")],
+            record_failing=bool(config.getoption("agent_record_failing")),
+            run_id=run_id,
+        )
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        rootpath: Path,
+        directory: str,
+        cli_mode: str | None,
+        ini_mode: str,
+        all_tests: bool,
+        allow_unused: bool,
+        allowed_hosts: Iterable[str],
+        ignore_fields: Iterable[str],
+        cassette_format: str,
+        secret_env: Iterable[str],
+        record_failing: bool,
+        run_id: str,
+    ) -> CassetteSettings:
+        """The settings from the option values; a bad value raises :class:`CassetteError`
+        naming the option, the value and a right one."""
+        fmt = cassette_format.strip().lower()
+        if fmt not in ("json", "yaml"):
+            raise CassetteError(
+                f"agent_cassette_format = {cassette_format!r}; expected json or yaml, e.g. "
+                "agent_cassette_format = yaml. Fix it in your pytest ini file."
+            )
+        if not directory.strip():
+            raise CassetteError(
+                f"agent_cassette_dir = {directory!r}; expected a folder (relative to the "
+                "rootdir, or absolute), e.g. agent_cassette_dir = cassettes. Fix it in your "
+                "pytest ini file or give --agent-cassette-dir DIR."
+            )
+        hosts = tuple(allowed_hosts)
+        for host in hosts:
+            problem = _host_problem(host)
+            if problem:
+                raise CassetteError(
+                    f"agent_allowed_hosts: {host!r} {problem}; expected one host per line (a "
+                    "name, a *.wildcard or an address), e.g. api.example.com. Fix it in your "
+                    "pytest ini file."
+                )
+        mode = parse_mode(cli_mode, where="--agent-record") if cli_mode else None
+        path = Path(directory)
+        return cls(
+            directory=path if path.is_absolute() else rootpath / path,
+            mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
+            mode_from_command_line=mode is not None,
+            all_tests=all_tests,
+            allow_unused=allow_unused,
+            allowed_hosts=hosts,
+            ignore_fields=(*DEFAULT_IGNORED_FIELDS, *ignore_fields),
+            extension=f".{fmt}",
+            secret_env=_secret_env(secret_env),
+            record_failing=record_failing,
+            run_id=run_id,
+        )
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    """A ``bool`` ini option, or a :class:`CassetteError` naming it (pytest's own error
+    says only ``invalid truth value``)."""
+    import pytest
+
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:
+        raise CassetteError(
+            f"{name}: {exc}; expected true or false, e.g. {name} = true. Fix it in your "
+            "pytest ini file."
+        ) from None
+
+
+def _secret_env(names: Iterable[str]) -> tuple[str, ...]:
+    """The ``agent_secret_env`` names, refusing a line that cannot be a variable's name
+    (such as ``NAME=value``, whose value is not shown): it would redact nothing."""
+    checked = tuple(names)
+    for name in checked:
+        if "=" in name or not name.strip() or any(ch.isspace() for ch in name.strip()):
+            shown = f"{name.partition('=')[0]}=..." if "=" in name else name
+            raise CassetteError(
+                f"agent_secret_env: {shown!r} is not the name of an environment variable; "
+                "expected one name per line, e.g. agent_secret_env = MY_SERVICE_TOKEN (its "
+                "value is then redacted). Fix it in your pytest ini file."
+            )
+    return checked
+
+
+def _host_problem(host: str) -> str | None:
+    """Why ``host`` can never match an allowed host (hosts are compared without scheme,
+    path or port), or ``None``."""
+    if "/" in host:
+        return "is a URL or has a path: give the host name only"
+    if any(ch.isspace() for ch in host.strip()):
+        return "has spaces: give one host per entry"
+    if host.count(":") == 1:
+        return "has a port: give the host alone (every port of an allowed host is allowed)"
+    return None
+
+
+def _a(value: object) -> str:
+    """``a str``, ``an int``: the type of ``value`` with its article."""
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where an option came from (a test's ``agent`` marker or its ``agent_cassette_config``),
+    to word the errors about it."""
+
+    where: str
+    marker: bool
+
+    def error(self, key: str, shown: str, problem: str, expected: str) -> CassetteError:
+        if self.marker:
+            given = f"@pytest.mark.agent({key}={shown})"
+            example = f"@pytest.mark.agent({key}={_EXAMPLES[key]})"
+            fix = "Fix the marker."
+        else:
+            given = f"agent_cassette_config {key}={shown}"
+            example = f"{{'{key}': {_EXAMPLES[key]}}}"
+            fix = "Fix what the agent_cassette_config fixture returns."
+        return CassetteError(
+            f"{self.where}: {given} {problem}; expected {expected}, e.g. {example}. {fix}"
+        )
+
+    def unknown(self, keys: Iterable[object], known: tuple[str, ...]) -> CassetteError:
+        import difflib
+
+        names = sorted(str(key) for key in keys)
+        close = [m for name in names for m in difflib.get_close_matches(name, known, n=1)]
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        first = close[0] if close else known[0]
+        if self.marker:
+            return CassetteError(
+                f"{self.where}: @pytest.mark.agent has no option {', '.join(map(repr, names))}"
+                f"{hint}; its options are {', '.join(known)}, e.g. "
+                f"@pytest.mark.agent({first}={_EXAMPLES[first]}). Fix the marker."
+            )
+        return CassetteError(
+            f"{self.where}: agent_cassette_config has unknown keys {names}{hint}; the known keys "
+            f"are {', '.join(known)}, e.g. {{'{first}': {_EXAMPLES[first]}}}. Fix the spelling "
+            "in the fixture."
+        )
+
+    def strings(self, key: str, value: object, *, secret: bool = False) -> tuple[str, ...]:
+        """``value`` of option ``key`` as a tuple of strings (``None``: none), or an error
+        naming the test, the key, the value (not shown when ``secret``) and a right one."""
+        if value is None:
+            return ()
+        expected = _EXPECTED_STRINGS[key]
+        shown = "<not shown>" if secret else repr(value)
+        if not isinstance(value, list | tuple):
+            size = f" of {len(value)} characters" if secret and isinstance(value, str) else ""
+            raise self.error(key, shown, f"is {_a(value)}{size}", expected)
+        for item in value:
+            problem = _item_problem(key, item, secret=secret)
+            if problem:
+                raise self.error(key, shown, problem, expected)
+        return tuple(value)
+
+
+#: What each list option holds, for the error messages.
+_EXPECTED_STRINGS = {
+    "allowed_hosts": "a list or tuple of hosts (names, *.wildcards or addresses, without "
+    "scheme, path or port)",
+    "match_ignore": "a list or tuple of dotted body paths (non-empty strings)",
+    "redact_values": "a list or tuple of the secret strings, each of 8 or more characters",
+}
+
+
+def _item_problem(key: str, item: object, *, secret: bool) -> str | None:
+    """Why ``item`` cannot be an entry of list option ``key``, or ``None``."""
+    from pytest_agentctx.traffic.cassettes.redact import _MIN_SECRET
+
+    if not isinstance(item, str):
+        return f"holds {'a value' if secret else repr(item)}, {_a(item)}"
+    if not item.strip():
+        return "holds an empty string"
+    if secret and len(item) < _MIN_SECRET:
+        return (
+            f"holds a value of {len(item)} characters (not shown); values shorter than "
+            f"{_MIN_SECRET} characters are never redacted, as they would redact ordinary words"
+        )
+    if key == "allowed_hosts":
+        host_problem = _host_problem(item)
+        return f"holds {item!r}, which {host_problem}" if host_problem else None
+    return None
+
+
+def marker_options(
+    markers: Iterable[tuple[Sequence[object], Mapping[str, object]]], *, where: str
+) -> dict[str, object]:
+    """The options of a test's ``agent`` markers from their ``(args, kwargs)``, closest first
+    (as ``item.iter_markers`` gives them): the closest marker's value of an option wins.
+
+    Positional arguments are refused with a :class:`CassetteError` naming ``where``: the
+    marker's options are named (:data:`MARKER_OPTIONS`).
+    """
+    merged: dict[str, object] = {}
+    for args, kwargs in reversed(list(markers)):
+        if args:
+            raise CassetteError(
+                f"{where}: @pytest.mark.agent({', '.join(map(repr, args))}) has positional "
+                f"arguments; the marker takes named options only ({', '.join(MARKER_OPTIONS)}), "
+                "e.g. @pytest.mark.agent(cassette='weather_shared'). Name the option in the "
+                "marker."
+            )
+        merged.update(kwargs)
+    return merged
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """Per-test options from ``@pytest.mark.agent(...)`` laid over the session settings."""
+
+    __test__ = False  # not a test class, although its name starts with "Test"
+
+    cassette: str | None = None
+    allow_unused: bool = False
+    mode: RecordMode = RecordMode.NONE
+    allowed_hosts: tuple[str, ...] = ()
+    ignore_fields: tuple[str, ...] = ()
+
+    @classmethod
+    def resolve(
+        cls, settings: CassetteSettings, marker_kwargs: Mapping[str, Any], *, where: str
+    ) -> TestOptions:
+        """The options of the test ``where`` from its marker's ``marker_kwargs``.
+
+        Every option is checked (also those the command line overrides, so a test is read
+        the same way replaying and recording); ``None`` leaves an option unset. An unknown
+        option or a value of the wrong type raises :class:`CassetteError` naming the test,
+        the option, the value given and a right one (with a "did you mean" for a misspelt
+        option).
+        """
+        source = _Source(where, marker=True)
+        unknown = [key for key in marker_kwargs if key not in MARKER_OPTIONS]
+        if unknown:
+            raise source.unknown(unknown, MARKER_OPTIONS)
+        cassette = marker_kwargs.get("cassette")
+        if cassette is not None and (not isinstance(cassette, str) or not cassette.strip()):
+            problem = "is empty" if isinstance(cassette, str) else f"is {_a(cassette)}"
+            expected = "a file name (relative to the cassette directory) or a path"
+            raise source.error("cassette", repr(cassette), problem, expected)
+        allow_unused = marker_kwargs.get("allow_unused")
+        if allow_unused is not None and not isinstance(allow_unused, bool):
+            problem = f"is {_a(allow_unused)}"
+            raise source.error("allow_unused", repr(allow_unused), problem, "True or False")
+        return cls(
+            cassette=cassette,
+            allow_unused=settings.allow_unused if allow_unused is None else allow_unused,
+            mode=_marker_mode(settings, marker_kwargs.get("record_mode"), source),
+            allowed_hosts=(
+                *settings.allowed_hosts,
+                *source.strings("allowed_hosts", marker_kwargs.get("allowed_hosts")),
+            ),
+            ignore_fields=(
+                *settings.ignore_fields,
+                *source.strings("match_ignore", marker_kwargs.get("match_ignore")),
+            ),
+        )
+
+    def with_mode(self, mode: RecordMode) -> TestOptions:
+        return replace(self, mode=mode)
+
+
+def _marker_mode(settings: CassetteSettings, value: object, source: _Source) -> RecordMode:
+    """The test's record mode: the command line's, else the marker's ``record_mode``, else
+    the session's (the marker's value is checked in every case)."""
+    if value is None:
+        return settings.mode
+    if not isinstance(value, str):
+        choices = ", ".join(mode.value for mode in RecordMode)
+        raise source.error("record_mode", repr(value), f"is {_a(value)}", f"one of {choices}")
+    mode = parse_mode(value, where=source.where)
+    return settings.mode if settings.mode_from_command_line else mode
+
+
+def cassette_path(
+    settings: CassetteSettings,
+    *,
+    rootpath: Path,
+    module_path: Path,
+    test_name: str,
+    class_name: str | None,
+    override: str | None,
+    directory: Path | None = None,
+) -> Path:
+    """Where a test's cassette lives.
+
+    By default ``<dir>/<module path without .py>/<Class.>test_name<ext>``; a marker's
+    ``cassette=`` names a shared file relative to ``<dir>`` (or an absolute path).
+    ``directory`` (from ``agent_cassette_config``) keeps a folder's cassettes beside its
+    tests: ``<directory>/<module name without .py>/<Class.>test_name<ext>``.
+    """
+    if override:
+        path = Path(override)
+        if not path.suffix:
+            path = path.with_suffix(settings.extension)
+        return path if path.is_absolute() else settings.directory / path
+    if directory is not None:
+        folder = (directory if directory.is_absolute() else rootpath / directory) / (
+            module_path.stem
+        )
+    else:
+        try:
+            relative = module_path.relative_to(rootpath)
+        except ValueError:
+            relative = Path(module_path.name)
+        folder = settings.directory / relative.with_suffix("")
+    name = f"{class_name}.{test_name}" if class_name else test_name
+    return folder / f"{_UNSAFE.sub('_', name)}{settings.extension}"
+
+
+def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
+    """Check what an ``agent_cassette_config`` fixture returned for the test ``where``.
+
+    Unknown keys are refused (a misspelt key would otherwise be ignored without a word), and
+    so is a value of the wrong type: ``match_ignore``, ``allowed_hosts`` and
+    ``redact_values`` must be lists or tuples of strings (``redact_values``' of 8 or more
+    characters), ``body_hook`` a callable, ``directory`` a folder path; ``None`` leaves a key
+    unset. The errors are :class:`CassetteError` naming the test, the key, the value given
+    (never a ``redact_values`` value) and a right one. The lists come back as tuples and
+    ``directory`` as a :class:`Path`.
+    """
+    source = _Source(where, marker=False)
+    if not isinstance(value, Mapping):
+        raise CassetteError(
+            f"{where}: agent_cassette_config returned {type(value).__name__} {value!r}; "
+            f"expected a dict with any of {', '.join(CONFIG_KEYS)}. Fix the fixture's return."
+        )
+    unknown = [key for key in value if key not in CONFIG_KEYS]
+    if unknown:
+        raise source.unknown(unknown, CONFIG_KEYS)
+    config = {key: item for key, item in value.items() if item is not None}
+    for key in ("match_ignore", "allowed_hosts", "redact_values"):
+        if key in config:
+            config[key] = source.strings(key, config[key], secret=key == "redact_values")
+    body_hook = config.get("body_hook")
+    if body_hook is not None and not callable(body_hook):
+        raise source.error(
+            "body_hook",
+            repr(body_hook),
+            f"is {_a(body_hook)}, not callable",
+            "a function that takes a request body and returns a normalised copy (or None)",
+        )
+    directory = config.get("directory")
+    if directory is not None:
+        if not isinstance(directory, str | Path) or not str(directory):
+            problem = "is empty" if isinstance(directory, str) else f"is {_a(directory)}"
+            raise source.error("directory", repr(directory), problem, "a folder path (str or Path)")
+        config["directory"] = Path(directory)
+    return config
+
+
+def normalise_record_args(args: list[str]) -> None:
+    """``--agent-record`` takes an optional MODE: rewrite ``--agent-record PATH`` in ``args``
+    (in place) to ``--agent-record=rewrite PATH``, so ``pytest --agent-record tests/x.py``
+    (and the command the miss message prints) records that test instead of taking the path
+    for a mode."""
+    modes = {mode.value for mode in RecordMode}
+    for index, arg in enumerate(args[:-1]):
+        following = args[index + 1]
+        if arg == "--agent-record" and not following.startswith("-") and following not in modes:
+            args[index] = "--agent-record=rewrite"
+
+
+def is_agent_test(fixturenames: Iterable[str], *, marked: bool, settings: CassetteSettings) -> bool:
+    """Whether a test's HTTP traffic goes to a cassette: every test with ``agent_all_tests``,
+    one marked ``agent``, or one using an agent fixture (:data:`AGENT_FIXTURES`); never one
+    using ``fake_llm``, whose fake model answers its requests."""
+    fixtures = set(fixturenames)
+    if "fake_llm" in fixtures:
+        return False
+    return settings.all_tests or marked or bool(fixtures & AGENT_FIXTURES)
+
+
+def build_cassette(
+    path: Path,
+    *,
+    settings: CassetteSettings,
+    options: TestOptions,
+    config: Mapping[str, Any],
+    test_id: str,
+) -> tuple[Cassette, NetworkGuard | None]:
+    """The cassette of test ``test_id`` at ``path`` (not started), and, when it replays,
+    the guard that blocks the network but for the allowed hosts.
+
+    ``options`` are the test's marker options, ``config`` what its
+    ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`).
+    """
+    from pytest_agentctx.traffic.cassettes.network import NetworkGuard
+    from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV, Redactor
+    from pytest_agentctx.traffic.cassettes.session import Cassette
+
+    redactor = Redactor(
+        env=(*DEFAULT_SECRET_ENV, *settings.secret_env),
+        extra_values=config.get("redact_values", ()),
+    )
+    cassette = Cassette(
+        path,
+        mode=options.mode,
+        test_id=test_id,
+        redactor=redactor,
+        ignored_fields=(*options.ignore_fields, *config.get("match_ignore", ())),
+        body_hook=config.get("body_hook"),
+        allow_unused=options.allow_unused,
+        shared=options.cassette is not None,
+        run_id=settings.run_id,
+    )
+    guard = (
+        NetworkGuard(
+            (*options.allowed_hosts, *config.get("allowed_hosts", ())),
+            reason=f"replaying {path.name}",
+        )
+        if cassette.mode is RecordMode.NONE
+        else None
+    )
+    return cassette, guard

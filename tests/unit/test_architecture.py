@@ -1,0 +1,184 @@
+"""The layers of the package and the direction of their imports (docs/architecture.md).
+
+Each module belongs to one layer: a sub-package of ``pytest_agentctx`` (``context``,
+``assertions``, ``traffic``, ``doubles``, ``reports``, ``runtime``, ``plugin``), the private
+helpers and the exceptions at the top level (``base``), or the public facade
+(``pytest_agentctx/__init__.py``). A layer imports only the layers ``MAY_IMPORT`` gives it
+(and itself). Every import counts: at module level, inside functions, and under
+``TYPE_CHECKING``. An import the direction forbids but the code has today is listed in
+``ALLOWANCES``, with the reason, until the code is changed to do without it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "pytest_agentctx"
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / PACKAGE
+
+#: The modules at the top level of the package that are not the facade: every layer may
+#: import them, and they import no layer.
+BASE_MODULES = {"exceptions", "_lazy", "_files", "_locks"}
+
+#: Which layers each layer may import, besides itself (docs/architecture.md draws it).
+MAY_IMPORT: dict[str, set[str]] = {
+    "base": set(),
+    "context": {"base"},
+    "assertions": {"base", "context"},
+    "traffic": {"base", "context"},
+    "doubles": {"base", "context", "traffic"},
+    "reports": {"base", "context"},
+    "runtime": {"base", "context", "traffic", "doubles"},
+    "plugin": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
+    "facade": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
+}
+
+#: Imports against the direction that the code has today: (importing module, imported
+#: module), each with why it is there. Remove an entry when its import goes.
+ALLOWANCES: dict[tuple[str, str], str] = {
+    # The exceptions carry the context, mismatches, run result and failures of the error
+    # they report: their attributes are annotated with those types (TYPE_CHECKING only).
+    ("pytest_agentctx.exceptions", "pytest_agentctx.context.model"): "annotations",
+    ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
+    ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
+    ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
+    # The codecs encode tool specifications for the wire: ToolSpec, a plain description of a
+    # tool, is defined in the runtime's tools module.
+    ("pytest_agentctx.traffic.codecs.base", "pytest_agentctx.runtime.tools"): "ToolSpec",
+    ("pytest_agentctx.traffic.codecs.openai_chat", "pytest_agentctx.runtime.tools"): "ToolSpec",
+    (
+        "pytest_agentctx.traffic.codecs.openai_responses",
+        "pytest_agentctx.runtime.tools",
+    ): "ToolSpec",
+    (
+        "pytest_agentctx.traffic.codecs.anthropic_messages",
+        "pytest_agentctx.runtime.tools",
+    ): "ToolSpec",
+    ("pytest_agentctx.traffic.codecs.gemini", "pytest_agentctx.runtime.tools"): "ToolSpec",
+    # Captured contexts get deterministic timestamps from the injected step clock, and
+    # capture reads clock_start with the clock module's parser and default start.
+    ("pytest_agentctx.traffic.capture.builder", "pytest_agentctx.doubles.clock"): "StepClock",
+    ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.doubles.clock"): "clock start",
+    # Captured runs give each run's figures as the stats module's RunRecord.
+    ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.reports.stats"): "RunRecord",
+    # A snapshot is taken of a RunResult as well as of an AgentContext, and is redacted
+    # (the active redactor; the Redactor type under TYPE_CHECKING only).
+    ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.runtime.agent"): "RunResult",
+    ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.traffic.redaction"): "redaction",
+    (
+        "pytest_agentctx.assertions.snapshot",
+        "pytest_agentctx.traffic.cassettes.redact",
+    ): "annotations",
+    # Report records name the record mode, the cassette and its redactor (TYPE_CHECKING), and
+    # redact what they write (imported in the function that does it).
+    ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes.defaults"): "mode",
+    ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes"): "annotations",
+    ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.redaction"): "redaction",
+    # The totals of a run with sub-agents walk its nested runs with the trajectory helpers
+    # (imported in the function that does it).
+    ("pytest_agentctx.reports.stats", "pytest_agentctx.assertions.trajectory"): "nested runs",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> str:
+    """The layer of ``module``, a module or package of pytest_agentctx."""
+    parts = module.split(".")
+    if parts == [PACKAGE]:
+        return "facade"
+    if parts[1] in BASE_MODULES:
+        return "base"
+    if parts[1] in MAY_IMPORT and (PACKAGE_DIR / parts[1]).is_dir():
+        return parts[1]
+    raise AssertionError(
+        f"{module} belongs to no layer: put it in one of the sub-packages "
+        f"{sorted(set(MAY_IMPORT) - {'base', 'facade'})}, or list it in BASE_MODULES"
+    )
+
+
+def is_module(module: str) -> bool:
+    path = PACKAGE_DIR.parent.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def package_imports(path: Path) -> list[tuple[int, str]]:
+    """Every module of pytest_agentctx that the file at ``path`` imports, with the line:
+    module level, function level and under ``TYPE_CHECKING`` alike."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                # ``from pytest_agentctx.traffic import transport`` imports a module
+                submodule = f"{source}.{alias.name}"
+                found.append((node.lineno, submodule if is_module(submodule) else source))
+    return [(line, module) for line, module in found if module.split(".")[0] == PACKAGE]
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE_DIR.rglob("*.py"))
+
+
+def wrong_way_imports() -> list[tuple[str, int, str, str]]:
+    """(file, line, importing module, imported module) of each import against the layers."""
+    found = set()
+    for path in modules():
+        importer = module_name(path)
+        for line, imported in package_imports(path):
+            source, target = layer(importer), layer(imported)
+            if target != source and target not in MAY_IMPORT[source]:
+                found.add((str(path.relative_to(PACKAGE_DIR.parent)), line, importer, imported))
+    return sorted(found)
+
+
+async def test_every_module_belongs_to_a_layer() -> None:
+    assert {module_name(path): layer(module_name(path)) for path in modules()}
+
+
+async def test_each_layer_imports_only_the_layers_below_it() -> None:
+    wrong = [
+        f"{file}:{line}: {importer} ({layer(importer)}) imports {imported} ({layer(imported)})"
+        for file, line, importer, imported in wrong_way_imports()
+        if (importer, imported) not in ALLOWANCES
+    ]
+
+    assert wrong == [], (
+        "imports against the layers of docs/architecture.md (a layer imports only what "
+        "MAY_IMPORT gives it):\n" + "\n".join(wrong)
+    )
+
+
+async def test_every_allowance_is_still_needed() -> None:
+    found = {(importer, imported) for _, _, importer, imported in wrong_way_imports()}
+
+    assert sorted(set(ALLOWANCES) - found) == [], (
+        "these imports are gone: remove their entries from ALLOWANCES"
+    )
+
+
+#: The layers that are sub-packages of modules (``plugin/__init__.py`` is the plugin itself).
+LAYER_PACKAGES = ["assertions", "context", "doubles", "reports", "runtime", "traffic"]
+
+
+@pytest.mark.parametrize("name", LAYER_PACKAGES)
+async def test_a_layer_package_imports_nothing_when_imported(name: str) -> None:
+    # importing one module of a layer must not import the layer's other modules
+    tree = ast.parse((PACKAGE_DIR / name / "__init__.py").read_text(encoding="utf-8"))
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+
+    assert [ast.unparse(node) for node in imports] == []
