@@ -546,27 +546,11 @@ class _Writer:
         append(f"{where} = [{_count(len(calls))}]")
         if gathered is not None:
             gathered.extend(calls)
-        id_numbers = self.id_numbers
         for index, call in enumerate(calls):
-            if type(call) is not ToolCall or not self.id_is_id:
-                self.write(f"{where}[{index}]", call, None, ToolCall)
-                continue
-            # What ``tool_call`` writes, in line: this is the hottest loop of a snapshot.
-            call_path = f"{where}[{index}]"
-            call_data = call.__dict__
-            call_id = call_data["id"]
-            id_text = id_numbers.get(call_id)
-            if id_text is None:
-                id_text = id_numbers[call_id] = f"<id:{len(id_numbers) + 1}>"
-            append(f"{call_path}.id = {id_text}")
-            name = call_data["name"]
-            if "\n" in name:
-                self.text(f"{call_path}.name", name)
+            if type(call) is ToolCall and self.id_is_id:
+                self.tool_call(f"{where}[{index}]", call)
             else:
-                append(f"{call_path}.name = {name!r}")
-            arguments = call_data["arguments"]
-            if arguments:
-                self.fast_mapping(f"{call_path}.arguments", arguments)
+                self.write(f"{where}[{index}]", call, None, ToolCall)
 
     def tool_call(self, path: str, call: ToolCall) -> None:
         data = call.__dict__
