@@ -50,7 +50,7 @@ import errno
 import json
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -427,17 +427,7 @@ class Cassette:
             with self._lock:
                 self.recorded_interactions[slot] = interaction
 
-        if is_async_request():
-
-            async def record_async() -> Any:
-                response = await forward_async(request)
-                teed = tee_response(response, lambda data, done: store(data, done, response))
-                return self._track(teed, (True, slot))
-
-            return record_async()
-        response = forward_sync(request)
-        teed = tee_response(response, lambda data, done: store(data, done, response))
-        return self._track(teed, (True, slot))
+        return self._forward(request, store, (True, slot))
 
     def _witness(self, request: Any) -> Any:
         """Pass on a request another tool in the test answers (a respx route), keeping a
@@ -471,17 +461,27 @@ class Cassette:
             with self._lock:
                 self._witnessed[slot] = (self._witnessed[slot][0], interaction)
 
+        return self._forward(request, store, (False, slot))
+
+    def _forward(
+        self,
+        request: Any,
+        store: Callable[[bytes, bool, Any], None],
+        key: tuple[bool, int],
+    ) -> Any:
+        """Send ``request`` on (awaitable when the caller is async), its response body teed
+        to ``store`` as it is read, and the response tracked under ``key`` until closed."""
         if is_async_request():
 
-            async def witness_async() -> Any:
+            async def forward() -> Any:
                 response = await forward_async(request)
                 teed = tee_response(response, lambda data, done: store(data, done, response))
-                return self._track(teed, (False, slot))
+                return self._track(teed, key)
 
-            return witness_async()
+            return forward()
         response = forward_sync(request)
         teed = tee_response(response, lambda data, done: store(data, done, response))
-        return self._track(teed, (False, slot))
+        return self._track(teed, key)
 
     # -- reporting -------------------------------------------------------------------
 
