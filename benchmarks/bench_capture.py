@@ -40,7 +40,7 @@ from typing import Any
 import openai
 
 from pytest_agentctx import FakeLLM, ToolCall
-from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.capture import CapturedRuns, Exchange, TrafficRecorder, build_contexts
 from pytest_agentctx.traffic.cassettes import Cassette
 from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette

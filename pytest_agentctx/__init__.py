@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .context.model import Message as Message
     from .context.model import ToolCall as ToolCall
     from .context.model import ToolResult as ToolResult
+    from .context.tools import ToolSpec as ToolSpec
     from .doubles.clock import Clock as Clock
     from .doubles.clock import IdFactory as IdFactory
     from .doubles.clock import RandomIds as RandomIds
@@ -153,7 +154,6 @@ if TYPE_CHECKING:
     from .runtime.subagents import parse_summary as parse_summary
     from .runtime.tools import RunContext as RunContext
     from .runtime.tools import Tool as Tool
-    from .runtime.tools import ToolSpec as ToolSpec
     from .runtime.tools import tool as tool
     from .runtime.window import ContextWindow as ContextWindow
     from .runtime.window import Pruned as Pruned
@@ -180,6 +180,7 @@ _PUBLIC: dict[str, str] = {
     "Message": "context.model",
     "ToolCall": "context.model",
     "ToolResult": "context.model",
+    "ToolSpec": "context.tools",
     "History": "context.history",
     "Seq": "context._seq",
     "FrozenDict": "context._seq",
@@ -194,7 +195,6 @@ _PUBLIC: dict[str, str] = {
     "save_run": "runtime.persistence",
     "load_run": "runtime.persistence",
     "Tool": "runtime.tools",
-    "ToolSpec": "runtime.tools",
     "tool": "runtime.tools",
     # failure handling and sub-agents
     "Failure": "runtime.failures",

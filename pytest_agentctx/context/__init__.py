@@ -1,5 +1,6 @@
 """The context model: AgentContext and its iterations, messages and tool calls, the immutable
-sequences they are built of, their paths, and the flat view of a conversation (History).
+sequences they are built of, their paths, the flat view of a conversation (History), and the
+description of a tool sent to a model (ToolSpec).
 
 Imports nothing of the package but ``exceptions`` and the private helpers.
 

@@ -33,26 +33,18 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.exceptions import ToolDefinitionError
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.clock import Clock, IdFactory
     from pytest_agentctx.runtime.failures import Compensation, FailureHandler
 
-__all__ = ["RunContext", "Tool", "ToolSpec", "render_tool_output", "tool"]
+__all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """What a provider needs to know about a tool: name, description, JSON schema."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -45,19 +45,6 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
-    # The codecs encode tool specifications for the wire: ToolSpec, a plain description of a
-    # tool, is defined in the runtime's tools module.
-    ("pytest_agentctx.traffic.codecs.base", "pytest_agentctx.runtime.tools"): "ToolSpec",
-    ("pytest_agentctx.traffic.codecs.openai_chat", "pytest_agentctx.runtime.tools"): "ToolSpec",
-    (
-        "pytest_agentctx.traffic.codecs.openai_responses",
-        "pytest_agentctx.runtime.tools",
-    ): "ToolSpec",
-    (
-        "pytest_agentctx.traffic.codecs.anthropic_messages",
-        "pytest_agentctx.runtime.tools",
-    ): "ToolSpec",
-    ("pytest_agentctx.traffic.codecs.gemini", "pytest_agentctx.runtime.tools"): "ToolSpec",
     # Captured contexts get deterministic timestamps from the injected step clock, and
     # capture reads clock_start with the clock module's parser and default start.
     ("pytest_agentctx.traffic.capture.builder", "pytest_agentctx.doubles.clock"): "StepClock",

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_agentctx import Exchange, build_contexts, contexts_from_cassette
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.runtime.tools import ToolSpec
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.cassettes.body import encode_body
 from pytest_agentctx.traffic.codecs import Completion, Usage, gemini
 from pytest_agentctx.traffic.codecs.sse import format_sse

@@ -148,7 +148,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "ToolCall": "pytest_agentctx.context.model",
     "ToolDefinitionError": "pytest_agentctx.exceptions",
     "ToolResult": "pytest_agentctx.context.model",
-    "ToolSpec": "pytest_agentctx.runtime.tools",
+    "ToolSpec": "pytest_agentctx.context.tools",
     "TrackedArtifactStore": "pytest_agentctx.runtime.artifacts",
     "Trajectory": "pytest_agentctx.assertions.trajectory",
     "UnexpectedModelCall": "pytest_agentctx.exceptions",

@@ -13,9 +13,10 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.doubles.clock import SequentialIds, StepClock
 from pytest_agentctx.exceptions import ToolDefinitionError
-from pytest_agentctx.runtime.tools import RunContext, Tool, ToolSpec, render_tool_output, tool
+from pytest_agentctx.runtime.tools import RunContext, Tool, render_tool_output, tool
 
 
 @tool

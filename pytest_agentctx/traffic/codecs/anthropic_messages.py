@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.runtime.tools import ToolSpec
 from pytest_agentctx.traffic.codecs.base import (
     Completion,
     DecodedRequest,

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.runtime.tools import ToolSpec
 
 __all__ = [
     "Codec",

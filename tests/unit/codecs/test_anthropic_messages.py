@@ -15,8 +15,8 @@ import pytest
 from anthropic.types import Message as AnthropicMessage
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.runtime.tools import ToolSpec
 from pytest_agentctx.traffic.codecs import anthropic_messages
 from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
 

@@ -20,8 +20,8 @@ from google import genai
 from google.genai import types
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.runtime.tools import ToolSpec
 from pytest_agentctx.traffic.codecs import codec_for_path, gemini, get_codec
 from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse, parse_sse

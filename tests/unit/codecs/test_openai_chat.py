@@ -14,8 +14,8 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.runtime.tools import ToolSpec
 from pytest_agentctx.traffic.codecs import openai_chat
 from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
 

@@ -22,9 +22,9 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
+from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import CodecError
-from pytest_agentctx.runtime.tools import ToolSpec
 from pytest_agentctx.traffic.cassettes import Interaction, load_cassette
 from pytest_agentctx.traffic.cassettes.body import body_bytes
 from pytest_agentctx.traffic.codecs import openai_responses
