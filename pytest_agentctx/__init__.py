@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .assertions.trajectory import tool_calls as tool_calls
     from .context._seq import FrozenDict as FrozenDict
     from .context._seq import Seq as Seq
+    from .context.clock import StepClock as StepClock
     from .context.history import History as History
     from .context.model import AgentContext as AgentContext
     from .context.model import Iteration as Iteration
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from .doubles.clock import IdFactory as IdFactory
     from .doubles.clock import RandomIds as RandomIds
     from .doubles.clock import SequentialIds as SequentialIds
-    from .doubles.clock import StepClock as StepClock
     from .doubles.clock import SystemClock as SystemClock
     from .doubles.fakes import FakeLLM as FakeLLM
     from .doubles.fakes import FakeModelCall as FakeModelCall
@@ -239,7 +239,7 @@ _PUBLIC: dict[str, str] = {
     # time and ids
     "Clock": "doubles.clock",
     "IdFactory": "doubles.clock",
-    "StepClock": "doubles.clock",
+    "StepClock": "context.clock",
     "SystemClock": "doubles.clock",
     "SequentialIds": "doubles.clock",
     "RandomIds": "doubles.clock",

@@ -1,6 +1,6 @@
 """The context model: AgentContext and its iterations, messages and tool calls, the immutable
-sequences they are built of, their paths, the flat view of a conversation (History), and the
-description of a tool sent to a model (ToolSpec).
+sequences they are built of, their paths, the flat view of a conversation (History), the
+description of a tool sent to a model (ToolSpec), and the step clock that times iterations.
 
 Imports nothing of the package but ``exceptions`` and the private helpers.
 

@@ -2,8 +2,10 @@
 
 The runtime never reads the wall clock or a random generator directly: it asks the
 :class:`Clock` and the :class:`IdFactory` it was given. Under test both are deterministic:
-:class:`StepClock` advances by a fixed step on every read and :class:`SequentialIds` counts,
-so two runs of the same agent produce byte-identical contexts.
+:class:`~pytest_agentctx.context.clock.StepClock` (in the context layer, since captures of
+traffic use it too) advances by a fixed step on every read and :class:`SequentialIds`
+counts, so two runs of the same agent produce byte-identical contexts. The plugin's clock
+options are read here (:class:`ClockSettings`).
 """
 
 from __future__ import annotations
@@ -16,23 +18,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from pytest_agentctx.context.clock import parse_datetime
+
 if TYPE_CHECKING:
     import pytest
 
 __all__ = [
-    "DEFAULT_START",
     "Clock",
     "ClockSettings",
     "IdFactory",
     "RandomIds",
     "SequentialIds",
-    "StepClock",
     "SystemClock",
-    "parse_datetime",
 ]
-
-#: The instant a deterministic clock starts at unless told otherwise.
-DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 @runtime_checkable
@@ -57,43 +55,6 @@ class SystemClock:
 
     def __repr__(self) -> str:
         return "SystemClock()"
-
-
-class StepClock:
-    """A clock that starts at ``start`` and moves ``step`` forward on every read.
-
-    The first read returns ``start``. Reads are thread-safe, so concurrent tool calls
-    still get distinct, ordered instants.
-    """
-
-    def __init__(
-        self, start: datetime = DEFAULT_START, step: timedelta = timedelta(seconds=1)
-    ) -> None:
-        if start.tzinfo is None:
-            raise ValueError(
-                f"StepClock(start={start!r}) needs an aware datetime; give it a timezone, "
-                "for example datetime(2025, 1, 1, tzinfo=UTC)."
-            )
-        if step < timedelta(0):
-            raise ValueError(f"StepClock(step={step!r}) must not go backwards; use a step >= 0.")
-        self.start = start
-        self.step = step
-        self._reads = 0
-        self._lock = threading.Lock()
-
-    @property
-    def reads(self) -> int:
-        """How many times :meth:`now` has been called."""
-        return self._reads
-
-    def now(self) -> datetime:
-        with self._lock:
-            value = self.start + self.step * self._reads
-            self._reads += 1
-        return value
-
-    def __repr__(self) -> str:
-        return f"StepClock(start={self.start.isoformat()}, step={self.step}, reads={self._reads})"
 
 
 class SequentialIds:
@@ -124,24 +85,6 @@ class RandomIds:
 
     def __repr__(self) -> str:
         return "RandomIds()"
-
-
-def parse_datetime(value: str | datetime, *, what: str = "a datetime") -> datetime:
-    """Parse an ISO 8601 instant; a naive one is taken as UTC."""
-    if isinstance(value, datetime):
-        parsed = value
-    else:
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            raise ValueError(
-                f"{what}: {value!r} is not an ISO 8601 date and time; expected something "
-                "like '2025-01-01T00:00:00Z'."
-            ) from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

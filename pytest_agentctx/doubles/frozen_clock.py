@@ -43,7 +43,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import CoreSchema
 
-from pytest_agentctx.doubles.clock import DEFAULT_START, parse_datetime
+from pytest_agentctx.context.clock import DEFAULT_START, parse_datetime
 
 __all__ = ["DEFAULT_SKIP", "FrozenClock"]
 

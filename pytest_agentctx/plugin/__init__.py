@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from pytest_agentctx.doubles.clock import ClockSettings, SequentialIds, StepClock
+from pytest_agentctx.context.clock import StepClock
+from pytest_agentctx.doubles.clock import ClockSettings, SequentialIds
 from pytest_agentctx.exceptions import (
     AgentCtxError,
     BudgetError,

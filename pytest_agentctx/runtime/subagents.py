@@ -21,7 +21,7 @@ Rules:
   continuations) resumes the sub-agent's context: each delegation stores the iterations it
   added, and the runtime puts them back together.
 * Delegations to different ids in one iteration run concurrently; each sub-agent gets its
-  own clock (a :class:`~pytest_agentctx.doubles.clock.StepClock` starting when it was called, if
+  own clock (a :class:`~pytest_agentctx.context.clock.StepClock` starting when it was called, if
   the runtime's clock is one) and ids prefixed with its id, so its context is the same on
   every run whatever the order the delegations finish in.
 """
@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from pytest_agentctx.context._seq import Seq
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration
-from pytest_agentctx.doubles.clock import Clock, IdFactory, StepClock
+from pytest_agentctx.doubles.clock import Clock, IdFactory
 from pytest_agentctx.exceptions import AgentDefinitionError
 from pytest_agentctx.runtime.tools import Tool
 

@@ -45,10 +45,6 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
-    # Captured contexts get deterministic timestamps from the injected step clock, and
-    # capture reads clock_start with the clock module's parser and default start.
-    ("pytest_agentctx.traffic.capture.builder", "pytest_agentctx.doubles.clock"): "StepClock",
-    ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.doubles.clock"): "clock start",
     # Captured runs give each run's figures as the stats module's RunRecord.
     ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.reports.stats"): "RunRecord",
     # A snapshot is taken of a RunResult as well as of an AgentContext, and is redacted

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.exceptions import ArtifactError, ArtifactNotFound, ArtifactPathError
 from pytest_agentctx.runtime.artifacts import (
     ARTIFACT_TOOLS,

@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.doubles.clock: injected clocks and id factories."""
+"""Unit tests for pytest_agentctx.context.clock and pytest_agentctx.doubles.clock: the step
+clock, clock starts, injected clocks and id factories."""
 
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -6,16 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pytest_agentctx.doubles.clock import (
-    DEFAULT_START,
-    Clock,
-    IdFactory,
-    RandomIds,
-    SequentialIds,
-    StepClock,
-    SystemClock,
-    parse_datetime,
-)
+from pytest_agentctx.context.clock import DEFAULT_START, StepClock, parse_datetime
+from pytest_agentctx.doubles.clock import Clock, IdFactory, RandomIds, SequentialIds, SystemClock
 
 # -- protocols ---------------------------------------------------------------------------
 

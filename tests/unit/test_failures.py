@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fakes import FakeTools
 from pytest_agentctx.exceptions import StepFailed, ToolDefinitionError
 from pytest_agentctx.runtime.agent import Agent, AgentRuntime

@@ -16,7 +16,8 @@ from time import time as module_level_time
 
 import pytest
 
-from pytest_agentctx.doubles.clock import DEFAULT_START, Clock
+from pytest_agentctx.context.clock import DEFAULT_START
+from pytest_agentctx.doubles.clock import Clock
 from pytest_agentctx.doubles.frozen_clock import DEFAULT_SKIP, FrozenClock
 
 START = "2001-02-03T04:05:06Z"

@@ -17,8 +17,9 @@ import pytest
 from google import genai
 from google.genai import types
 
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import ProviderError
 from pytest_agentctx.runtime.agent import Agent, AgentRuntime

@@ -137,7 +137,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "SnapshotError": "pytest_agentctx.exceptions",
     "SnapshotOptions": "pytest_agentctx.assertions.snapshot",
     "StaleCassette": "pytest_agentctx.exceptions",
-    "StepClock": "pytest_agentctx.doubles.clock",
+    "StepClock": "pytest_agentctx.context.clock",
     "StepFailed": "pytest_agentctx.exceptions",
     "SubAgent": "pytest_agentctx.runtime.subagents",
     "SubAgentSummary": "pytest_agentctx.runtime.subagents",

@@ -18,6 +18,7 @@ import httpx2
 import openai
 import pytest
 
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import (
     INVALID_ARGUMENTS_KEY,
     AgentContext,
@@ -26,7 +27,7 @@ from pytest_agentctx.context.model import (
     ToolCall,
     ToolResult,
 )
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fakes import FakeLLM, FakeToolCall, FakeTools
 from pytest_agentctx.exceptions import (
     AgentCtxError,

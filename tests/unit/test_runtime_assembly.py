@@ -15,8 +15,9 @@ import httpx2
 import openai
 import pytest
 
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import Message
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fakes import FakeLLM
 from pytest_agentctx.exceptions import (
     AgentDefinitionError,

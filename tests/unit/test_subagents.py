@@ -18,8 +18,9 @@ import pytest
 
 from pytest_agentctx.assertions.matching import ANY, matches
 from pytest_agentctx.assertions.trajectory import Trajectory, nested_runs
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fakes import FakeTools
 from pytest_agentctx.exceptions import AgentDefinitionError
 from pytest_agentctx.reports.stats import run_stats

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Optional
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.doubles.clock import SequentialIds, StepClock
+from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.exceptions import ToolDefinitionError
 from pytest_agentctx.runtime.tools import RunContext, Tool, render_tool_output, tool
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pytest_agentctx.context.clock import DEFAULT_START, StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.doubles.clock import DEFAULT_START, StepClock
 from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.codecs import Completion

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import overload
 
+from pytest_agentctx.context.clock import DEFAULT_START, parse_datetime
 from pytest_agentctx.context.model import AgentContext
-from pytest_agentctx.doubles.clock import DEFAULT_START, parse_datetime
 from pytest_agentctx.exceptions import CaptureError, CassetteFormatError, NotOneConversation
 from pytest_agentctx.reports.stats import RunRecord
 from pytest_agentctx.traffic.capture.builder import Built, build

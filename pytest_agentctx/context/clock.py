@@ -1,0 +1,75 @@
+"""The timestamps of a context's iterations: a deterministic step clock and the instant it
+starts at.
+
+:class:`StepClock` starts at a given instant and moves a fixed step forward on every read,
+so two runs of the same agent, or two captures of the same traffic, give the same
+timestamps. :func:`parse_datetime` reads such a start (``clock_start``, the
+``agent_clock_start`` option) from ISO 8601 text. The runtime takes a clock as injected
+(:mod:`pytest_agentctx.doubles.clock` has the protocol and the other clocks and ids);
+captures of traffic build their own step clock. Imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+__all__ = ["DEFAULT_START", "StepClock", "parse_datetime"]
+
+#: The instant a deterministic clock starts at unless told otherwise.
+DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+class StepClock:
+    """A clock that starts at ``start`` and moves ``step`` forward on every read.
+
+    The first read returns ``start``. Reads are thread-safe, so concurrent tool calls
+    still get distinct, ordered instants.
+    """
+
+    def __init__(
+        self, start: datetime = DEFAULT_START, step: timedelta = timedelta(seconds=1)
+    ) -> None:
+        if start.tzinfo is None:
+            raise ValueError(
+                f"StepClock(start={start!r}) needs an aware datetime; give it a timezone, "
+                "for example datetime(2025, 1, 1, tzinfo=UTC)."
+            )
+        if step < timedelta(0):
+            raise ValueError(f"StepClock(step={step!r}) must not go backwards; use a step >= 0.")
+        self.start = start
+        self.step = step
+        self._reads = 0
+        self._lock = threading.Lock()
+
+    @property
+    def reads(self) -> int:
+        """How many times :meth:`now` has been called."""
+        return self._reads
+
+    def now(self) -> datetime:
+        with self._lock:
+            value = self.start + self.step * self._reads
+            self._reads += 1
+        return value
+
+    def __repr__(self) -> str:
+        return f"StepClock(start={self.start.isoformat()}, step={self.step}, reads={self._reads})"
+
+
+def parse_datetime(value: str | datetime, *, what: str = "a datetime") -> datetime:
+    """Parse an ISO 8601 instant; a naive one is taken as UTC."""
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(
+                f"{what}: {value!r} is not an ISO 8601 date and time; expected something "
+                "like '2025-01-01T00:00:00Z'."
+            ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
