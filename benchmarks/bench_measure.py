@@ -252,7 +252,7 @@ def run_session(
 def build_cost(root: Path, repeats: int = 300) -> dict[str, float]:
     """CPU milliseconds to rebuild one test's runs from its recorded cassette and measure
     them (what a budget or a report reads), in this process: the best of 5 batches."""
-    from pytest_agentctx.reports.stats import PriceTable
+    from pytest_agentctx.context.figures import PriceTable
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes.store import load_cassette
 

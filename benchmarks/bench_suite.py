@@ -555,8 +555,8 @@ def run_html(tests: int, rounds: int) -> dict[str, Any]:
     from datetime import timedelta
 
     from pytest_agentctx import AgentContext, ToolCall, ToolResult
+    from pytest_agentctx.context.figures import run_stats
     from pytest_agentctx.reports.html import render_html
-    from pytest_agentctx.reports.stats import run_stats
 
     at = datetime(2025, 1, 1, tzinfo=UTC)
     ctx = AgentContext.new(QUESTION, system_prompt=SYSTEM, at=at)

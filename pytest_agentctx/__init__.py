@@ -34,19 +34,22 @@ if TYPE_CHECKING:
     from .assertions.snapshot import AgentSnapshotAssertion as AgentSnapshotAssertion
     from .assertions.snapshot import AgentSnapshotExtension as AgentSnapshotExtension
     from .assertions.snapshot import SnapshotOptions as SnapshotOptions
-    from .assertions.trajectory import LocatedCall as LocatedCall
     from .assertions.trajectory import Trajectory as Trajectory
     from .assertions.trajectory import nested_runs as nested_runs
     from .assertions.trajectory import tool_calls as tool_calls
     from .context._seq import FrozenDict as FrozenDict
     from .context._seq import Seq as Seq
     from .context.clock import StepClock as StepClock
+    from .context.figures import PriceTable as PriceTable
+    from .context.figures import RunStats as RunStats
+    from .context.figures import run_stats as run_stats
     from .context.history import History as History
     from .context.model import AgentContext as AgentContext
     from .context.model import Iteration as Iteration
     from .context.model import Message as Message
     from .context.model import ToolCall as ToolCall
     from .context.model import ToolResult as ToolResult
+    from .context.nested import LocatedCall as LocatedCall
     from .context.tools import ToolSpec as ToolSpec
     from .doubles.clock import Clock as Clock
     from .doubles.clock import IdFactory as IdFactory
@@ -109,9 +112,6 @@ if TYPE_CHECKING:
     from .reports.gate import evaluate_gate as evaluate_gate
     from .reports.html import render_html as render_html
     from .reports.records import load_report as load_report
-    from .reports.stats import PriceTable as PriceTable
-    from .reports.stats import RunStats as RunStats
-    from .reports.stats import run_stats as run_stats
     from .runtime.agent import Agent as Agent
     from .runtime.agent import AgentRuntime as AgentRuntime
     from .runtime.agent import RunResult as RunResult
@@ -278,7 +278,7 @@ _PUBLIC: dict[str, str] = {
     "Not": "assertions.matching",
     # trajectories
     "Trajectory": "assertions.trajectory",
-    "LocatedCall": "assertions.trajectory",
+    "LocatedCall": "context.nested",
     "tool_calls": "assertions.trajectory",
     "nested_runs": "assertions.trajectory",
     # reports and the gate
@@ -292,9 +292,9 @@ _PUBLIC: dict[str, str] = {
     # budgets and run figures
     "Budget": "reports.budgets",
     "BudgetCheck": "reports.budgets",
-    "PriceTable": "reports.stats",
-    "RunStats": "reports.stats",
-    "run_stats": "reports.stats",
+    "PriceTable": "context.figures",
+    "RunStats": "context.figures",
+    "run_stats": "context.figures",
     # snapshots (imported on first use: they need syrupy, and so pytest)
     "AgentSnapshotAssertion": "assertions.snapshot",
     "AgentSnapshotExtension": "assertions.snapshot",

@@ -25,11 +25,9 @@ follow the calls of the iteration that holds it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
-
-from pydantic import ValidationError
 
 from pytest_agentctx.assertions.matching import (
     Keyer,
@@ -44,15 +42,13 @@ from pytest_agentctx.assertions.matching import (
     match_at,
     short,
 )
-from pytest_agentctx.context._paths import join
-from pytest_agentctx.context._seq import FrozenDict
 from pytest_agentctx.context.model import AgentContext, ToolCall
+from pytest_agentctx.context.nested import LocatedCall, as_context, located_calls, nested_contexts
 from pytest_agentctx.exceptions import PatternError
 
 __all__ = [
     "ArgsCheck",
     "ArgsMode",
-    "LocatedCall",
     "Mode",
     "Trajectory",
     "nested_runs",
@@ -70,82 +66,8 @@ _MODES: tuple[str, ...] = get_args(Mode)
 _ARGS_MODES: tuple[str, ...] = get_args(ArgsMode)
 
 
-@dataclass(frozen=True)
-class LocatedCall:
-    """A tool call of a run and where it is: the keys from the root context to it."""
-
-    keys: tuple[Any, ...]
-    call: ToolCall
-    depth: int = 0
-
-    @property
-    def path(self) -> str:
-        """The printable path, like ``iterations[2].tool_calls[0]``."""
-        return join(self.keys)
-
-
-def _is_context_shaped(value: Any) -> bool:
-    return (
-        isinstance(value, Mapping)
-        and "iterations" in value
-        and "current_iteration" in value
-        and isinstance(value.get("iterations"), Sequence)
-    )
-
-
-def _context_from(value: Any, keys: tuple[Any, ...]) -> AgentContext | None:
-    if isinstance(value, AgentContext):
-        return value
-    if not _is_context_shaped(value):
-        return None
-    try:
-        return AgentContext.model_validate(value)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(root)"
-        raise PatternError(
-            f"{join(keys) or '(root)'} looks like an AgentContext (it has iterations and "
-            f"current_iteration) but is not a valid one: {where}: {first['msg']}. Store "
-            "sub-agent runs in metadata as AgentContext objects or as "
-            "ctx.model_dump(mode='json')."
-        ) from None
-
-
-#: Metadata values that cannot hold a nested run: skipped without the ABC checks below.
-_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
-
-
-def _runs_in(value: Any, keys: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], AgentContext]]:
-    """Every nested run inside a metadata value, depth first, in order."""
-    kind = type(value)
-    if kind in _LEAVES:
-        return
-    if (kind is dict or kind is FrozenDict) and "iterations" not in value:
-        for key, item in value.items():
-            if type(item) not in _LEAVES:
-                yield from _runs_in(item, (*keys, key))
-        return
-    context = _context_from(value, keys)
-    if context is not None:
-        yield keys, context
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _runs_in(item, (*keys, key))
-    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
-        for index, item in enumerate(value):
-            yield from _runs_in(item, (*keys, index))
-
-
-def _as_context(run: Any) -> AgentContext | None:
-    context = getattr(run, "context", run)
-    if isinstance(context, AgentContext):
-        return context
-    return _context_from(context, ())
-
-
 def _require_context(run: Any, what: str) -> AgentContext:
-    context = _as_context(run)
+    context = as_context(run)
     if context is None:
         raise PatternError(
             f"{what} takes an AgentContext (or a RunResult, or a dict shaped like a "
@@ -156,38 +78,12 @@ def _require_context(run: Any, what: str) -> AgentContext:
 
 def nested_runs(run: Any) -> list[tuple[str, AgentContext]]:
     """Every sub-agent run stored in the iterations' metadata, with its path, depth first."""
-    context = _require_context(run, "nested_runs()")
-    found: list[tuple[str, AgentContext]] = []
-
-    def visit(ctx: AgentContext, prefix: tuple[Any, ...]) -> None:
-        for index, iteration in enumerate(ctx.iterations):
-            where = (*prefix, "iterations", index, "metadata")
-            for keys, sub in _runs_in(iteration.metadata, where):
-                found.append((join(keys), sub))
-                visit(sub, keys)
-
-    visit(context, ())
-    return found
-
-
-def _calls(
-    ctx: AgentContext, prefix: tuple[Any, ...], nested: bool, depth: int
-) -> list[LocatedCall]:
-    calls: list[LocatedCall] = []
-    for index, iteration in enumerate(ctx.iterations):
-        for position, call in enumerate(iteration.tool_calls):
-            keys = (*prefix, "iterations", index, "tool_calls", position)
-            calls.append(LocatedCall(keys, call, depth))
-        if nested and iteration.metadata:
-            where = (*prefix, "iterations", index, "metadata")
-            for keys, sub in _runs_in(iteration.metadata, where):
-                calls.extend(_calls(sub, keys, nested, depth + 1))
-    return calls
+    return nested_contexts(_require_context(run, "nested_runs()"))
 
 
 def tool_calls(run: Any, *, nested: bool = False) -> list[LocatedCall]:
     """The tool calls of a run in order, each with its path (sub-agents' too if ``nested``)."""
-    return _calls(_require_context(run, "tool_calls()"), (), nested, 0)
+    return located_calls(_require_context(run, "tool_calls()"), nested=nested)
 
 
 # -- the expected calls ------------------------------------------------------------------
@@ -317,7 +213,7 @@ class Trajectory(Pattern):
     # -- the whole trajectory ------------------------------------------------------------
 
     def _match(self, value: Any, path: PathCell, out: Out) -> bool:
-        context = _as_context(value)
+        context = as_context(value)
         if context is None:
             if out is not None:
                 out.append(
@@ -327,7 +223,7 @@ class Trajectory(Pattern):
                     )
                 )
             return False
-        calls = _calls(context, (), self.nested, 0)
+        calls = located_calls(context, nested=self.nested)
 
         def cell(located: LocatedCall) -> PathCell:
             result = path

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_agentctx.context.clock import StepClock
+from pytest_agentctx.context.figures import PriceTable, RunRecord
 from pytest_agentctx.doubles.clock import ClockSettings, SequentialIds
 from pytest_agentctx.exceptions import (
     AgentCtxError,
@@ -32,7 +33,7 @@ from pytest_agentctx.reports.budgets import (
     check_budget,
     ini_name,
 )
-from pytest_agentctx.reports.stats import PriceTable, RunLog, RunRecord
+from pytest_agentctx.reports.stats import RunLog
 from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
     TestOptions,

@@ -4,9 +4,9 @@ agent runs may use.
 A :class:`Budget` comes from ``@pytest.mark.agent_budget(...)`` (on the test, its class or
 its module; the closest marker wins for each limit) laid over the ``agent_budget_*`` ini
 defaults. After the test ran, :meth:`Budget.check` measures the test's runs with
-:func:`~pytest_agentctx.reports.stats.run_stats` (the same figures the reports and the gate use)
-and returns a :class:`BudgetCheck` that names every limit exceeded, with the measured and
-allowed figures and what each run contributed.
+:func:`~pytest_agentctx.context.figures.run_stats` (the same figures the reports and the
+gate use) and returns a :class:`BudgetCheck` that names every limit exceeded, with the
+measured and allowed figures and what each run contributed.
 
 Usage comes from the contexts, which come from the provider's responses (recorded in
 cassettes), so budgets hold offline. The duration is the contexts' own: the time between a
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
 from pytest_agentctx.exceptions import BudgetError
-from pytest_agentctx.reports.stats import PriceTable, RunRecord, RunStats
 
 __all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 

@@ -24,8 +24,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
 from pytest_agentctx import Agent, AgentRuntime, FakeLLM, SequentialIds, StepClock, tool
+from pytest_agentctx.context.figures import run_stats
 from pytest_agentctx.reports.html import render_html
-from pytest_agentctx.reports.stats import run_stats
 
 #: A message that would run if the page did not escape it.
 INJECTED = "<script>window.__pwned = true</script><img src=x onerror='window.__pwned = true'>"

@@ -45,8 +45,6 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
-    # Captured runs give each run's figures as the stats module's RunRecord.
-    ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.reports.stats"): "RunRecord",
     # A snapshot is taken of a RunResult as well as of an AgentContext, and is redacted
     # (the active redactor; the Redactor type under TYPE_CHECKING only).
     ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.runtime.agent"): "RunResult",
@@ -60,9 +58,6 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes.defaults"): "mode",
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes"): "annotations",
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.redaction"): "redaction",
-    # The totals of a run with sub-agents walk its nested runs with the trajectory helpers
-    # (imported in the function that does it).
-    ("pytest_agentctx.reports.stats", "pytest_agentctx.assertions.trajectory"): "nested runs",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
 from pytest_agentctx.exceptions import BudgetError
 from pytest_agentctx.reports.budgets import (
     BUDGET_LIMITS,
@@ -13,7 +14,6 @@ from pytest_agentctx.reports.budgets import (
     check_budget,
     ini_name,
 )
-from pytest_agentctx.reports.stats import PriceTable, RunRecord, RunStats
 
 WHERE = "tests/test_x.py::test_y"
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, ReportError, ToolCall, ToolResult
+from pytest_agentctx.context.figures import RunRecord
 from pytest_agentctx.reports.records import (
     REPORT_FORMAT,
     ReportCollector,
@@ -24,7 +25,6 @@ from pytest_agentctx.reports.records import (
     table_lines,
     write_report,
 )
-from pytest_agentctx.reports.stats import RunRecord
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
 from pytest_agentctx.traffic.cassettes.session import Miss
 from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette

@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.reports.stats: one measure of a run for budgets, reports, gate."""
+"""Unit tests for pytest_agentctx.context.figures and pytest_agentctx.reports.stats: one measure
+of a run for budgets, reports, gate, and the runs of a test."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, AgentCtxError, ToolCall, ToolResult
-from pytest_agentctx.reports.stats import (
+from pytest_agentctx.context.figures import (
     DEFAULT_PRICES,
     ModelPrice,
     PriceTable,
-    RunLog,
     RunRecord,
     RunStats,
     run_stats,
 )
+from pytest_agentctx.reports.stats import RunLog
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -19,11 +19,11 @@ import pytest
 from pytest_agentctx.assertions.matching import ANY, matches
 from pytest_agentctx.assertions.trajectory import Trajectory, nested_runs
 from pytest_agentctx.context.clock import StepClock
+from pytest_agentctx.context.figures import run_stats
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fakes import FakeTools
 from pytest_agentctx.exceptions import AgentDefinitionError
-from pytest_agentctx.reports.stats import run_stats
 from pytest_agentctx.runtime.agent import Agent, AgentRuntime
 from pytest_agentctx.runtime.artifacts import LocalArtifactStore, write_artifact
 from pytest_agentctx.runtime.persistence import load_run, save_run
