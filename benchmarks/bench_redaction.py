@@ -45,9 +45,10 @@ import httpx2
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV  # noqa: E402
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode  # noqa: E402
 from pytest_agentctx.traffic.cassettes.body import Body  # noqa: E402
-from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV, Redactor  # noqa: E402
+from pytest_agentctx.traffic.cassettes.redact import Redactor  # noqa: E402
 from pytest_agentctx.traffic.codecs.sse import split_text  # noqa: E402
 
 FULL_SIZE, FULL_PAIRS = 5_000, 5

@@ -62,12 +62,13 @@ from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx.context._paths import compile_globs, segment
 from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
+from pytest_agentctx.context.scrub import redact
 from pytest_agentctx.exceptions import SnapshotError
+from pytest_agentctx.redaction.active import active, shows_secret
 from pytest_agentctx.runtime.agent import RunResult
-from pytest_agentctx.traffic.redaction import active, redact, shows_secret
 
 if TYPE_CHECKING:
-    from pytest_agentctx.traffic.cassettes.redact import Redactor
+    from pytest_agentctx.redaction.redactor import Redactor
 
 __all__ = [
     "FILE_EXTENSION",

@@ -67,13 +67,14 @@ if TYPE_CHECKING:
     from pytest_agentctx.assertions.snapshot import AgentSnapshotAssertion, SnapshotOptions
     from pytest_agentctx.doubles.fakes import FakeLLM, FakeTools
     from pytest_agentctx.doubles.frozen_clock import FrozenClock
+    from pytest_agentctx.redaction.active import SessionSecrets
+    from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.runtime.agent import AgentRuntime
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
     from pytest_agentctx.traffic.capture import CapturedRuns, Exchange
-    from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard, Redactor
+    from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
     from pytest_agentctx.traffic.cassettes.store import Interaction
-    from pytest_agentctx.traffic.redaction import SessionSecrets
 
 T = TypeVar("T")
 
@@ -221,7 +222,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_CASSETTE_SETTINGS_KEY] = CassetteSettings.from_config(config)
     except CassetteError as exc:
         raise pytest.UsageError(str(exc)) from None
-    from pytest_agentctx.traffic.redaction import SessionSecrets, set_active
+    from pytest_agentctx.redaction.active import SessionSecrets, set_active
 
     secrets = SessionSecrets(config.stash[_CASSETTE_SETTINGS_KEY].secret_env)
     config.stash[_SECRETS_KEY] = secrets
@@ -250,7 +251,7 @@ def pytest_runtest_makereport(
     item.stash.setdefault(_REPORT_KEY, {})[report.when] = report
     redactor = item.stash.get(_REDACTOR_KEY, None)
     if redactor is not None:  # the failure text and output of a test that uses the plugin
-        from pytest_agentctx.traffic.redaction import redact_report
+        from pytest_agentctx.redaction.active import redact_report
 
         redact_report(report, redactor)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
@@ -310,7 +311,7 @@ def _redacted(item: pytest.Item, text: str) -> str:
 def _use_redactor(item: pytest.Item, redactor: Redactor) -> Redactor:
     """Make ``redactor`` the test's: its snapshots, record, reports and the assertion
     explanations printed while it runs pass it."""
-    from pytest_agentctx.traffic.redaction import set_active
+    from pytest_agentctx.redaction.active import set_active
 
     item.stash[_REDACTOR_KEY] = redactor
     set_active(redactor)
@@ -563,7 +564,7 @@ def pytest_assertrepr_compare(
     lines = assertrepr_compare(op, left, right)
     if lines is None:
         return None
-    from pytest_agentctx.traffic.redaction import active, redact_lines
+    from pytest_agentctx.redaction.active import active, redact_lines
 
     redactor = active()
     return lines if redactor is None else redact_lines(lines, redactor)
@@ -1029,7 +1030,7 @@ def pytest_runtest_protocol_release(
         for key in _TEST_KEYS:
             with contextlib.suppress(KeyError):
                 del item.stash[key]
-        from pytest_agentctx.traffic.redaction import set_active
+        from pytest_agentctx.redaction.active import set_active
 
         set_active(item.config.stash[_SECRETS_KEY])
 
@@ -1039,7 +1040,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run's cassette markers are removed (by the xdist controller once its workers ended)."""
     secrets = config.stash.get(_SECRETS_KEY, None)
     if secrets is not None:
-        from pytest_agentctx.traffic.redaction import set_active
+        from pytest_agentctx.redaction.active import set_active
 
         set_active(secrets.outer)
     settings = config.stash.get(_CASSETTE_SETTINGS_KEY, None)

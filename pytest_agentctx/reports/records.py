@@ -28,7 +28,8 @@ from pytest_agentctx.exceptions import ReportError
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 
 if TYPE_CHECKING:
-    from pytest_agentctx.traffic.cassettes import Cassette, Redactor
+    from pytest_agentctx.redaction.redactor import Redactor
+    from pytest_agentctx.traffic.cassettes import Cassette
 
 __all__ = [
     "CASSETTE_STATUSES",
@@ -172,7 +173,7 @@ def build_record(
     if not measured:
         record["measured"] = False
     if redactor is not None:
-        from pytest_agentctx.traffic.redaction import redact
+        from pytest_agentctx.context.scrub import redact
 
         return redact(record, redactor)
     return record

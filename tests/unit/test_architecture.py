@@ -2,7 +2,7 @@
 
 Each module belongs to one layer: a sub-package of ``pytest_agentctx`` (``context``,
 ``assertions``, ``traffic``, ``doubles``, ``reports``, ``runtime``, ``plugin``), the private
-helpers and the exceptions at the top level (``base``), or the public facade
+helpers, the exceptions and the redaction package at the top level (``base``), or the public facade
 (``pytest_agentctx/__init__.py``). A layer imports only the layers ``MAY_IMPORT`` gives it
 (and itself). Every import counts: at module level, inside functions, and under
 ``TYPE_CHECKING``. An import the direction forbids but the code has today is listed in
@@ -19,9 +19,9 @@ import pytest
 PACKAGE = "pytest_agentctx"
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / PACKAGE
 
-#: The modules at the top level of the package that are not the facade: every layer may
-#: import them, and they import no layer.
-BASE_MODULES = {"exceptions", "_lazy", "_files", "_locks"}
+#: The modules and packages at the top level of the package that are not the facade or a
+#: layer: every layer may import them, and they import no layer.
+BASE_MODULES = {"exceptions", "_lazy", "_files", "_locks", "redaction"}
 
 #: Which layers each layer may import, besides itself (docs/architecture.md draws it).
 MAY_IMPORT: dict[str, set[str]] = {
@@ -45,19 +45,11 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
-    # A snapshot is taken of a RunResult as well as of an AgentContext, and is redacted
-    # (the active redactor; the Redactor type under TYPE_CHECKING only).
+    # A snapshot is taken of a RunResult as well as of an AgentContext.
     ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.runtime.agent"): "RunResult",
-    ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.traffic.redaction"): "redaction",
-    (
-        "pytest_agentctx.assertions.snapshot",
-        "pytest_agentctx.traffic.cassettes.redact",
-    ): "annotations",
-    # Report records name the record mode, the cassette and its redactor (TYPE_CHECKING), and
-    # redact what they write (imported in the function that does it).
+    # Report records name the record mode and the cassette (TYPE_CHECKING).
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes.defaults"): "mode",
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes"): "annotations",
-    ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.redaction"): "redaction",
 }
 
 

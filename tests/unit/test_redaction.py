@@ -1,5 +1,5 @@
-"""Unit tests for pytest_agentctx.traffic.redaction: the session's secrets, scrubbing values, lines
-and pytest reports."""
+"""Unit tests for pytest_agentctx.redaction.active and pytest_agentctx.context.scrub: the
+session's secrets, scrubbing values, lines and pytest reports."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 
 from pytest_agentctx import AgentContext, Message
 from pytest_agentctx.context._seq import FrozenDict, Seq
-from pytest_agentctx.traffic.cassettes import Redactor
-from pytest_agentctx.traffic.redaction import (
+from pytest_agentctx.context.scrub import redact
+from pytest_agentctx.redaction.active import (
     SessionSecrets,
-    redact,
     redact_lines,
     redact_report,
     redacted_note,
 )
+from pytest_agentctx.traffic.cassettes import Redactor
 
 SECRET = "sk-unit-redaction-7b3e9a"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

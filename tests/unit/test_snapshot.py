@@ -576,7 +576,7 @@ async def test_a_run_result_is_written_redacted() -> None:
 
 
 async def test_the_extension_redacts_with_the_running_tests_redactor() -> None:
-    from pytest_agentctx.traffic.redaction import set_active
+    from pytest_agentctx.redaction.active import set_active
 
     previous = set_active(_redactor())
     try:

@@ -283,16 +283,16 @@ _EXPECTED_STRINGS = {
 
 def _item_problem(key: str, item: object, *, secret: bool) -> str | None:
     """Why ``item`` cannot be an entry of list option ``key``, or ``None``."""
-    from pytest_agentctx.traffic.cassettes.redact import _MIN_SECRET
+    from pytest_agentctx.redaction.redactor import MIN_SECRET
 
     if not isinstance(item, str):
         return f"holds {'a value' if secret else repr(item)}, {_a(item)}"
     if not item.strip():
         return "holds an empty string"
-    if secret and len(item) < _MIN_SECRET:
+    if secret and len(item) < MIN_SECRET:
         return (
             f"holds a value of {len(item)} characters (not shown); values shorter than "
-            f"{_MIN_SECRET} characters are never redacted, as they would redact ordinary words"
+            f"{MIN_SECRET} characters are never redacted, as they would redact ordinary words"
         )
     if key == "allowed_hosts":
         host_problem = _host_problem(item)
@@ -502,8 +502,9 @@ def build_cassette(
     ``options`` are the test's marker options, ``config`` what its
     ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`).
     """
+    from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
-    from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV, Redactor
+    from pytest_agentctx.traffic.cassettes.redact import Redactor
     from pytest_agentctx.traffic.cassettes.session import Cassette
 
     redactor = Redactor(

@@ -11,14 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, DEFAULT_SECRET_HEADERS, REDACTED
 from pytest_agentctx.traffic.cassettes.body import UndecodableBody, body_bytes, encode_body
-from pytest_agentctx.traffic.cassettes.redact import (
-    DEFAULT_SECRET_ENV,
-    DEFAULT_SECRET_HEADERS,
-    NORMALISED_REQUEST_ID,
-    REDACTED,
-    Redactor,
-)
+from pytest_agentctx.traffic.cassettes.redact import NORMALISED_REQUEST_ID, Redactor
 from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat
 
 CANARY = "canary-5f1e-secret-value"

@@ -34,6 +34,7 @@ from pytest_agentctx.exceptions import (
     PartialRecording,
     StaleCassette,
 )
+from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
 from pytest_agentctx.traffic.cassettes import (
     Cassette,
     Interaction,
@@ -43,7 +44,7 @@ from pytest_agentctx.traffic.cassettes import (
     store,
 )
 from pytest_agentctx.traffic.cassettes.matcher import make_key
-from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV, REDACTED, Redactor
+from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.store import write_cassette
 
 REPLAY_BASE = "http://127.0.0.1:9/v1"

@@ -2,46 +2,43 @@
 messages hide too, with the same placeholder (``REDACTED``).
 
 The secrets of a session (:class:`SessionSecrets`) are the values of the secret
-environment variables (:data:`~.cassettes.redact.DEFAULT_SECRET_ENV` and the
-``agent_secret_env`` ini option) and the values the tests' cassettes learned from the
+environment variables (:data:`~pytest_agentctx.redaction.redactor.DEFAULT_SECRET_ENV` and
+the ``agent_secret_env`` ini option) and the values the tests' cassettes learned from the
 traffic (keys in ``Authorization`` headers, key-like query parameters). Each test gets
-one :class:`~.cassettes.redact.Redactor`: its cassette's own (the same object), or, for a
-test without a cassette, one made from the session's secrets; either also knows the test's
-``redact_values``. That redactor is applied to the snapshot text, the test's report record,
-the failure text of its reports and the assertion explanations printed while it runs.
+one :class:`~pytest_agentctx.redaction.redactor.Redactor`: its cassette's own (the same
+object), or, for a test without a cassette, one made from the session's secrets; either
+also knows the test's ``redact_values``. That redactor is the active one while the test
+runs (:func:`active`): it is applied to the snapshot text, the test's report record, the
+failure text of its reports and the assertion explanations printed while it runs.
 
 The functions here use the redactor's public methods only (``text`` and
-``secret_values``): :func:`redact` scrubs every string of a value (models, mappings and
-their keys, sequences, dataclasses), building new containers only where a string changed;
-:func:`redact_lines` scrubs printed lines; :func:`redact_report` scrubs a pytest report's
-failure text and captured output.
+``secret_values``): :func:`redact_lines` scrubs printed lines; :func:`redact_report` scrubs
+a pytest report's failure text and captured output. Values (contexts, models, mappings...)
+are scrubbed by :func:`pytest_agentctx.context.scrub.redact`. Imports nothing of the
+package but the redactor (when one is made).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_agentctx.traffic.cassettes.redact import Redactor
+    from pytest_agentctx.redaction.redactor import Redactor
 
 __all__ = [
     "SessionSecrets",
     "active",
-    "redact",
     "redact_lines",
     "redact_report",
     "redacted_note",
     "set_active",
     "shows_secret",
 ]
-
-T = TypeVar("T")
 
 
 class SessionSecrets:
@@ -65,7 +62,7 @@ class SessionSecrets:
     @property
     def env(self) -> tuple[str, ...]:
         """The names of the secret environment variables."""
-        from pytest_agentctx.traffic.cassettes.redact import DEFAULT_SECRET_ENV
+        from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV
 
         return (*DEFAULT_SECRET_ENV, *self.secret_env)
 
@@ -83,7 +80,7 @@ class SessionSecrets:
 
     def for_test(self, extra_values: Iterable[str] = ()) -> Redactor:
         """A redactor of the session's secrets and ``extra_values`` (a test's own)."""
-        from pytest_agentctx.traffic.cassettes.redact import Redactor
+        from pytest_agentctx.redaction.redactor import Redactor
 
         return Redactor(env=self.env, extra_values=(*extra_values, *self.learned))
 
@@ -119,7 +116,7 @@ def set_active(source: Redactor | SessionSecrets | None) -> Redactor | SessionSe
 
 def redacted_note() -> str:
     """The line added to an explanation in which a secret was replaced."""
-    from pytest_agentctx.traffic.cassettes.redact import REDACTED
+    from pytest_agentctx.redaction.redactor import REDACTED
 
     return (
         f"(secrets are shown as {REDACTED}: two values that differ only inside a secret "
@@ -130,102 +127,6 @@ def redacted_note() -> str:
 def shows_secret(text: str, redactor: Redactor) -> bool:
     """Whether ``text`` holds a secret the redactor replaces (in any form it knows)."""
     return redactor.text(text) != text
-
-
-def redact(value: T, redactor: Redactor) -> T:
-    """``value`` with every string in it scrubbed of the redactor's secrets.
-
-    Strings, mapping keys and values, lists, tuples, sets, the context's sequences,
-    pydantic models (copied with their changed fields) and dataclass instances (copied
-    likewise) are walked; containers and models in which nothing changed are returned as
-    they are, so a value without secrets costs one pass and no copy. Other objects are
-    returned unchanged.
-    """
-    if not redactor.secret_values:
-        return value
-    return _Scrubber(redactor).value(value)  # type: ignore[no-any-return]
-
-
-class _Scrubber:
-    def __init__(self, redactor: Redactor) -> None:
-        # Imported here: the plugin loads this module at start-up, pydantic only when used.
-        from pydantic import BaseModel
-
-        from pytest_agentctx.context._seq import FrozenDict, Seq
-
-        self.text = redactor.text
-        self.model_type = BaseModel
-        self.frozen_dict = FrozenDict
-        self.seq = Seq
-
-    def value(self, value: Any) -> Any:
-        kind = type(value)
-        if kind is str:
-            return self.text(value)
-        if kind is int or kind is float or kind is bool or value is None:
-            return value
-        if isinstance(value, self.model_type):
-            return self.model(value)
-        if isinstance(value, Mapping):
-            return self.mapping(value)
-        if kind is list or kind is tuple or kind is self.seq:
-            return self.sequence(value)
-        if isinstance(value, str):
-            scrubbed = self.text(value)
-            return value if scrubbed == value else scrubbed
-        if isinstance(value, set | frozenset):
-            items = [self.value(item) for item in value]
-            return value if all(map(_same, items, value)) else kind(items)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return self.dataclass(value)
-        return value
-
-    def model(self, value: Any) -> Any:
-        changed = {}
-        for name, item in value.__dict__.items():
-            scrubbed = self.value(item)
-            if scrubbed is not item:
-                changed[name] = scrubbed
-        return value.model_copy(update=changed) if changed else value
-
-    def mapping(self, value: Mapping[Any, Any]) -> Any:
-        changed = False
-        scrubbed: dict[Any, Any] = {}
-        for key, item in value.items():
-            new_key = self.value(key) if isinstance(key, str) else key
-            new_item = self.value(item)
-            changed = changed or new_key is not key or new_item is not item
-            scrubbed[new_key] = new_item
-        if not changed:
-            return value
-        return self.frozen_dict(scrubbed) if isinstance(value, self.frozen_dict) else scrubbed
-
-    def sequence(self, value: Any) -> Any:
-        items = value.to_list() if type(value) is self.seq else value
-        scrubbed = [self.value(item) for item in items]
-        if all(map(_same, scrubbed, items)):
-            return value
-        if type(value) is self.seq:
-            return self.seq(scrubbed)
-        return tuple(scrubbed) if type(value) is tuple else scrubbed
-
-    def dataclass(self, value: Any) -> Any:
-        changed = {}
-        for item in dataclasses.fields(value):
-            current = getattr(value, item.name, None)
-            scrubbed = self.value(current)
-            if scrubbed is not current:
-                changed[item.name] = scrubbed
-        if not changed:
-            return value
-        new = copy.copy(value)
-        for name, scrubbed in changed.items():
-            object.__setattr__(new, name, scrubbed)
-        return new
-
-
-def _same(a: object, b: object) -> bool:
-    return a is b
 
 
 def redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
