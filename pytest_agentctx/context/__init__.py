@@ -1,8 +1,11 @@
 """The context model: AgentContext and its iterations, messages and tool calls, the immutable
 sequences they are built of, their paths, the flat view of a conversation (History), the
-description of a tool sent to a model (ToolSpec), and the step clock that times iterations.
+description of a tool sent to a model (ToolSpec), the step clock that times iterations, the
+sub-agent runs nested in a context and its located tool calls, the figures of a run
+(run_stats, RunRecord), and values scrubbed of secrets.
 
-Imports nothing of the package but ``exceptions`` and the private helpers.
+Imports nothing of the package but the base: ``exceptions``, the private helpers and the
+redactor.
 
 This package's ``__init__`` stays empty: importing one module of it imports no other.
 """
