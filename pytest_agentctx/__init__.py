@@ -56,12 +56,12 @@ if TYPE_CHECKING:
     from .doubles.clock import RandomIds as RandomIds
     from .doubles.clock import SequentialIds as SequentialIds
     from .doubles.clock import SystemClock as SystemClock
-    from .doubles.fakes import FakeLLM as FakeLLM
-    from .doubles.fakes import FakeModelCall as FakeModelCall
-    from .doubles.fakes import FakeToolCall as FakeToolCall
-    from .doubles.fakes import FakeTools as FakeTools
+    from .doubles.fake_llm import FakeLLM as FakeLLM
+    from .doubles.fake_tools import FakeToolCall as FakeToolCall
+    from .doubles.fake_tools import FakeTools as FakeTools
     from .doubles.frozen_clock import FrozenClock as FrozenClock
     from .doubles.loopback import LoopbackProvider as LoopbackProvider
+    from .doubles.scripted_model import FakeModelCall as FakeModelCall
     from .exceptions import AgentCtxError as AgentCtxError
     from .exceptions import AgentDefinitionError as AgentDefinitionError
     from .exceptions import ArtifactError as ArtifactError
@@ -113,7 +113,6 @@ if TYPE_CHECKING:
     from .reports.html import render_html as render_html
     from .reports.records import load_report as load_report
     from .runtime.agent import Agent as Agent
-    from .runtime.agent import AgentRuntime as AgentRuntime
     from .runtime.agent import RunResult as RunResult
     from .runtime.artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
     from .runtime.artifacts import ArtifactChanges as ArtifactChanges
@@ -135,6 +134,7 @@ if TYPE_CHECKING:
     from .runtime.failures import CompensationRecord as CompensationRecord
     from .runtime.failures import CompletedStep as CompletedStep
     from .runtime.failures import Failure as Failure
+    from .runtime.loop import AgentRuntime as AgentRuntime
     from .runtime.persistence import load_run as load_run
     from .runtime.persistence import save_run as save_run
     from .runtime.prompts import PromptTemplates as PromptTemplates
@@ -186,7 +186,7 @@ _PUBLIC: dict[str, str] = {
     "FrozenDict": "context._seq",
     # the runtime
     "Agent": "runtime.agent",
-    "AgentRuntime": "runtime.agent",
+    "AgentRuntime": "runtime.loop",
     "RunResult": "runtime.agent",
     "RunContext": "runtime.tools",
     "ContextWindow": "runtime.window",
@@ -254,10 +254,10 @@ _PUBLIC: dict[str, str] = {
     "capture_contexts": "traffic.capture.runs",
     "contexts_from_cassette": "traffic.capture.runs",
     # fakes
-    "FakeLLM": "doubles.fakes",
-    "FakeModelCall": "doubles.fakes",
-    "FakeTools": "doubles.fakes",
-    "FakeToolCall": "doubles.fakes",
+    "FakeLLM": "doubles.fake_llm",
+    "FakeModelCall": "doubles.scripted_model",
+    "FakeTools": "doubles.fake_tools",
+    "FakeToolCall": "doubles.fake_tools",
     "LoopbackProvider": "doubles.loopback",
     # assertions
     "matches": "assertions.matching",

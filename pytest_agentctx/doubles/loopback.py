@@ -7,7 +7,7 @@ in the OpenAI Responses format, ``POST /v1/messages`` in the Anthropic Messages 
 ``POST /{version}/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``) in
 the Google Gemini format, as one JSON response or, when the request asks
 (``"stream": true``, or Gemini's streaming URL), as server-sent events flushed one by one.
-Its replies come from the same script as :class:`~pytest_agentctx.doubles.fakes.FakeLLM`'s
+Its replies come from the same script as :class:`~pytest_agentctx.doubles.fake_llm.FakeLLM`'s
 (``reply``, ``reply_tool_call``, ``fail``), encoded by the same codecs.
 
 Where :class:`FakeLLM` answers inside the process, at the HTTP transport, the loopback
@@ -37,7 +37,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from pytest_agentctx.doubles.clock import IdFactory
-from pytest_agentctx.doubles.fakes import ScriptedModel, _google_error
+from pytest_agentctx.doubles.scripted_model import ScriptedModel, google_error
 from pytest_agentctx.exceptions import LoopbackError
 from pytest_agentctx.traffic.codecs import gemini
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
@@ -529,7 +529,7 @@ def _error(wire: str, status: int, message: str) -> dict[str, Any]:
     if wire == "anthropic":
         return _anthropic_error(status, message)
     if wire == "gemini":
-        return _google_error(status, message)
+        return google_error(status, message)
     return _openai_error(status, message)
 
 

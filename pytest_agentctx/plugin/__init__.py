@@ -65,12 +65,13 @@ if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
 
     from pytest_agentctx.assertions.snapshot import AgentSnapshotAssertion, SnapshotOptions
-    from pytest_agentctx.doubles.fakes import FakeLLM, FakeTools
+    from pytest_agentctx.doubles.fake_llm import FakeLLM
+    from pytest_agentctx.doubles.fake_tools import FakeTools
     from pytest_agentctx.doubles.frozen_clock import FrozenClock
     from pytest_agentctx.redaction.active import SessionSecrets
     from pytest_agentctx.redaction.redactor import Redactor
-    from pytest_agentctx.runtime.agent import AgentRuntime
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
+    from pytest_agentctx.runtime.loop import AgentRuntime
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
     from pytest_agentctx.traffic.capture import CapturedRuns, Exchange
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
@@ -458,7 +459,7 @@ def agent_cassette(_agentctx_cassette: Cassette | None) -> Cassette:
 @pytest.fixture
 def fake_tools() -> FakeTools:
     """Replace tools by name (``replace(name, result | raises= | fn=)``); ledger in ``calls``."""
-    from pytest_agentctx.doubles.fakes import FakeTools
+    from pytest_agentctx.doubles.fake_tools import FakeTools
 
     return FakeTools()
 
@@ -470,7 +471,7 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     If the test also uses ``fake_tools``, the runtime answers tools through it; if it uses
     ``fake_vector_store`` or ``artifact_store``, the runtime searches and stores in them.
     """
-    from pytest_agentctx.runtime.agent import AgentRuntime
+    from pytest_agentctx.runtime.loop import AgentRuntime
 
     settings = request.config.stash[_CLOCK_KEY]
     clock = StepClock(settings.start, settings.step)
@@ -518,7 +519,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """
     import os
 
-    from pytest_agentctx.doubles.fakes import PLACEHOLDER_KEYS, FakeLLM
+    from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
 
     for name, value in PLACEHOLDER_KEYS.items():
         if not os.environ.get(name):

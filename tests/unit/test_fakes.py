@@ -1,4 +1,5 @@
-"""Unit tests of pytest_agentctx.doubles.fakes: FakeLLM through the real SDKs, and FakeTools."""
+"""Unit tests of the fakes (doubles.fake_llm, .scripted_model, .fake_tools): FakeLLM through
+the real SDKs, and FakeTools."""
 
 from __future__ import annotations
 
@@ -17,12 +18,10 @@ import openai
 import pytest
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.doubles.fakes import (
-    PLACEHOLDER_KEYS,
-    FakeLLM,
+from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
+from pytest_agentctx.doubles.fake_tools import FakeToolCall, FakeTools
+from pytest_agentctx.doubles.scripted_model import (
     FakeModelCall,
-    FakeToolCall,
-    FakeTools,
     ScriptedAnswer,
     ScriptedModel,
     ScriptedReply,

@@ -18,7 +18,7 @@ import httpx2
 import openai
 import pytest
 
-from pytest_agentctx.doubles.fakes import FakeLLM
+from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.exceptions import ProviderError
 from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.runtime.agent: Agent definitions and the run loop.
+"""Unit tests of pytest_agentctx.runtime.agent and .loop: Agent definitions and the run loop.
 
 Runs go through the real ``openai``/``anthropic`` SDKs, answered by :class:`FakeLLM` at the
 HTTP transport; the runtime has a :class:`StepClock` and :class:`SequentialIds`, so every
@@ -28,7 +28,8 @@ from pytest_agentctx.context.model import (
     ToolResult,
 )
 from pytest_agentctx.doubles.clock import SequentialIds
-from pytest_agentctx.doubles.fakes import FakeLLM, FakeToolCall, FakeTools
+from pytest_agentctx.doubles.fake_llm import FakeLLM
+from pytest_agentctx.doubles.fake_tools import FakeToolCall, FakeTools
 from pytest_agentctx.exceptions import (
     AgentCtxError,
     AgentDefinitionError,
@@ -36,8 +37,9 @@ from pytest_agentctx.exceptions import (
     MaxIterationsExceeded,
     ProviderError,
 )
-from pytest_agentctx.runtime.agent import Agent, AgentRuntime, RunResult
+from pytest_agentctx.runtime.agent import Agent, RunResult
 from pytest_agentctx.runtime.artifacts import LocalArtifactStore
+from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,

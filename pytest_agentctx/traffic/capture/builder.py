@@ -15,7 +15,7 @@ Each model call is one iteration: the messages new in its request (the echo of t
 previous reply is left out: the reply itself is kept from the response), the assistant
 message of the response, and the tool results that the next request of the conversation
 brings, joined by tool call id. Requests and bodies go through the wire-format codecs; the
-timestamps come from a :class:`~pytest_agentctx.doubles.clock.StepClock` read twice per model call
+timestamps come from a :class:`~pytest_agentctx.context.clock.StepClock` read twice per model call
 (request, response), in exchange order.
 """
 

@@ -23,7 +23,7 @@ from pydantic import TypeAdapter
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.doubles.fakes import FakeLLM
+from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.cassettes import Interaction, load_cassette
 from pytest_agentctx.traffic.cassettes.body import body_bytes

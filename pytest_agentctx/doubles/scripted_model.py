@@ -1,38 +1,32 @@
-"""Scripted stand-ins for the model and the tools.
+"""A script of model replies, and the answers it gives in each provider's wire format.
 
-:class:`FakeLLM` answers the SDKs' model calls at the HTTP transport, in the real wire
-format of whichever endpoint was called (OpenAI chat completions or Responses, Anthropic
-Messages, Google Gemini), so the real ``openai``/``anthropic``/``google-genai`` SDK parses
-every reply. One script serves any provider.
-
-:class:`FakeTools` replaces tools by name with canned results or raised errors, and keeps a
-ledger of every tool call the runtime made.
+:class:`ScriptedModel` is the part the two scripted models share:
+:class:`~pytest_agentctx.doubles.fake_llm.FakeLLM` (answering at the HTTP transport) and
+:class:`~pytest_agentctx.doubles.loopback.LoopbackProvider` (answering on a socket). It is
+scripted with ``reply``, ``reply_tool_call`` and ``fail``, logs every call it answers
+(:class:`FakeModelCall`), checks with ``verify`` that the script was used up exactly, and
+turns a request body into the next scripted reply (:class:`ScriptedReply`) in the wire
+format of the endpoint called (:class:`ScriptedAnswer`): OpenAI chat completions or
+Responses, Anthropic Messages, Google Gemini, as one JSON response or as stream events.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
-
-import httpx2
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.clock import IdFactory, SequentialIds
 from pytest_agentctx.exceptions import (
     CodecError,
     FakeLLMError,
-    FakeToolsError,
     UnexpectedModelCall,
     UnusedScriptedReplies,
 )
-from pytest_agentctx.traffic.capture.exchange import Exchange
-from pytest_agentctx.traffic.cassettes.body import Body
-from pytest_agentctx.traffic.cassettes.network import is_loopback
 from pytest_agentctx.traffic.codecs import openai_chat
 from pytest_agentctx.traffic.codecs.base import (
     Codec,
@@ -41,19 +35,16 @@ from pytest_agentctx.traffic.codecs.base import (
     Usage,
     codec_for_path,
 )
-from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
-from pytest_agentctx.traffic.transport import Interceptor, make_response
+from pytest_agentctx.traffic.codecs.sse import SSEEvent
 
 __all__ = [
-    "FakeLLM",
     "FakeModelCall",
-    "FakeToolCall",
-    "FakeTools",
-    "PLACEHOLDER_KEYS",
     "ScriptedAnswer",
     "ScriptedModel",
     "ScriptedReply",
+    "ToolCallSpec",
     "estimate_tokens",
+    "google_error",
 ]
 
 _ID_PREFIX = {
@@ -62,62 +53,6 @@ _ID_PREFIX = {
 }
 
 ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
-
-#: The API keys a started :class:`FakeLLM` puts in ``os.environ`` when they are unset or
-#: empty (the SDKs refuse to build a client without one), and takes out again when the last
-#: started fake stops. They are no keys: a request carrying one that the fake does not
-#: answer is refused rather than sent to a provider.
-PLACEHOLDER_KEYS: Mapping[str, str] = {
-    "OPENAI_API_KEY": "sk-agentctx-fake",
-    "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
-    "GEMINI_API_KEY": "agentctx-fake-gemini-key",
-}
-
-
-class _PlaceholderKeys:
-    """The placeholder keys in ``os.environ`` while at least one fake is started: set by
-    the first start for the names that had no value, restored by the last stop (a name the
-    user set meanwhile keeps the user's value)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._saved: dict[str, str | None] = {}
-
-    def acquire(self) -> None:
-        with self._lock:
-            if self._users == 0:
-                for name, value in PLACEHOLDER_KEYS.items():
-                    if not os.environ.get(name):
-                        self._saved[name] = os.environ.get(name)
-                        os.environ[name] = value
-            self._users += 1
-
-    def release(self) -> None:
-        with self._lock:
-            self._users -= 1
-            if self._users > 0:
-                return
-            for name, before in self._saved.items():
-                if os.environ.get(name) != PLACEHOLDER_KEYS[name]:
-                    continue
-                if before is None:
-                    del os.environ[name]
-                else:
-                    os.environ[name] = before
-            self._saved.clear()
-
-
-_PLACEHOLDERS = _PlaceholderKeys()
-
-
-def _placeholder_in(request: httpx2.Request) -> str | None:
-    """The name of the placeholder key a request carries (in a header or its URL), if any."""
-    places = [str(request.url), *request.headers.values()]
-    for name, value in PLACEHOLDER_KEYS.items():
-        if any(value in place for place in places):
-            return name
-    return None
 
 
 def estimate_tokens(text: str) -> int:
@@ -415,123 +350,6 @@ def _prompt_text(body: Mapping[str, Any], decoded: DecodedRequest) -> str:
     return json.dumps(messages, sort_keys=True)
 
 
-class FakeLLM(ScriptedModel):
-    """A scripted model, answering at the HTTP transport in the real wire format.
-
-    >>> fake = FakeLLM()
-    >>> fake.reply(tool_calls=[("get_weather", {"city": "Paris"})]).reply("Sunny in Paris.")
-    FakeLLM(2 scripted, 0 served)
-    """
-
-    _name = "fake_llm"
-
-    def __init__(self, *, ids: IdFactory | None = None) -> None:
-        super().__init__(ids=ids)
-        self._interceptor = Interceptor(self.handle)
-        self._exchanges: list[Exchange] = []
-        self._holds_keys = False
-
-    @property
-    def exchanges(self) -> list[Exchange]:
-        """Every model call answered so far, as an exchange capture reads (the request's
-        JSON body and the reply's, also for a streamed reply), in the order answered."""
-        with self._lock:
-            return list(self._exchanges)
-
-    # -- serving ---------------------------------------------------------------------
-
-    def handle(self, request: httpx2.Request) -> Any:
-        """Answer a model call; return ``None`` for requests to other endpoints."""
-        answer = (
-            self.answer(request.url.path, request.content) if request.method == "POST" else None
-        )
-        if answer is None:
-            return self._refuse_placeholder(request)
-        self._log(request, answer)
-        if answer.status != 200:
-            return _error_response(
-                answer.status, answer.error or "scripted failure", answer.codec.name
-            )
-        if answer.request is not None and answer.request.stream:
-            # A client that asked for a stream reads server-sent events; JSON would reach
-            # it as an empty stream.
-            return make_response(
-                200,
-                chunks=[format_sse([event]) for event in answer.stream_events()],
-                headers={"content-type": "text/event-stream; charset=utf-8"},
-            )
-        return make_response(
-            200,
-            content=json.dumps(answer.response, ensure_ascii=False).encode(),
-            headers={"content-type": "application/json"},
-        )
-
-    def _refuse_placeholder(self, request: httpx2.Request) -> Any:
-        """A request the fake does not answer goes its way, unless it carries a placeholder
-        key to a host that is not loopback: a provider would only reject it, and a recorder
-        would keep the rejection."""
-        name = _placeholder_in(request)
-        if name is None or is_loopback(request.url.host):
-            return None
-        return _error_response(
-            401,
-            f"pytest-agentctx {self._name} answers model calls only (chat completions, "
-            f"Responses, Anthropic Messages); this {request.method} {request.url.path} to "
-            f"{request.url.host} carries the placeholder {name} the fake set, so it was not "
-            "sent. Answer it in the test (respx, a fake client), or set a real key and "
-            "record it in a cassette without the fake.",
-        )
-
-    def _log(self, request: httpx2.Request, answer: ScriptedAnswer) -> None:
-        """Keep the exchange (cheap: the bodies are the objects already at hand)."""
-        if answer.request is not None:
-            sent: Body = {"json": answer.body}
-        else:
-            sent = {"text": bytes(request.content).decode("utf-8", "replace")}
-        reply: Body = (
-            {"json": answer.response}
-            if answer.status == 200
-            else {
-                "json": _error_body(
-                    answer.error or "scripted failure", answer.status, answer.codec.name
-                )
-            }
-        )
-        exchange = Exchange("POST", str(request.url), answer.status, sent, reply, "fake_llm")
-        with self._lock:
-            self._exchanges.append(exchange)
-
-    # -- installation ----------------------------------------------------------------
-
-    def start(self) -> None:
-        """Answer model calls from now on.
-
-        Provider API keys that are unset get a placeholder (:data:`PLACEHOLDER_KEYS`) until
-        :meth:`stop`, so the SDKs build their clients without a real key.
-        """
-        self._interceptor.start()
-        if not self._holds_keys:
-            _PLACEHOLDERS.acquire()
-            self._holds_keys = True
-
-    def stop(self) -> None:
-        """Stop answering model calls, and take out the placeholder keys :meth:`start` set."""
-        self._interceptor.stop()
-        if self._holds_keys:
-            self._holds_keys = False
-            _PLACEHOLDERS.release()
-
-    def __enter__(self) -> FakeLLM:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
-
-
 def _last_message(request: DecodedRequest) -> str:
     if not request.messages:
         return "none"
@@ -555,131 +373,7 @@ _GOOGLE_STATUS = {
 }
 
 
-def _google_error(status: int, message: str) -> dict[str, Any]:
+def google_error(status: int, message: str) -> dict[str, Any]:
     """An error body as Google's APIs send it (what the ``google-genai`` SDK reads)."""
     kind = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
     return {"error": {"code": status, "message": message, "status": kind}}
-
-
-def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, Any]:
-    if wire_format == "gemini":
-        return _google_error(status, message)
-    return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
-
-
-def _error_response(status: int, message: str, wire_format: str = "") -> Any:
-    return make_response(
-        status,
-        content=json.dumps(_error_body(message, status, wire_format)).encode(),
-        headers={"content-type": "application/json", "x-should-retry": "false"},
-    )
-
-
-# -- tools ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FakeToolCall:
-    """One entry of the :class:`FakeTools` ledger."""
-
-    name: str
-    arguments: dict[str, Any]
-    iteration: int
-    tool_call_id: str
-    replaced: bool
-
-
-@dataclass
-class _Replacement:
-    result: Any = None
-    raises: BaseException | None = None
-    fn: Callable[..., Any] | None = None
-
-
-_MISSING: Any = object()
-
-
-@dataclass
-class FakeTools:
-    """Replaces tools by name and records every tool call the runtime makes.
-
-    >>> tools = FakeTools().replace("get_weather", "sunny")
-    >>> tools = tools.replace("book", raises=TimeoutError("down"))
-    >>> sorted(tools.replaced)
-    ['book', 'get_weather']
-    """
-
-    calls: list[FakeToolCall] = field(default_factory=list)
-    _replacements: dict[str, _Replacement] = field(default_factory=dict)
-
-    def replace(
-        self,
-        name: str,
-        result: Any = _MISSING,
-        *,
-        raises: BaseException | None = None,
-        fn: Callable[..., Any] | None = None,
-    ) -> FakeTools:
-        """Answer calls to tool ``name`` with ``result``, by raising ``raises``, or with ``fn``.
-
-        ``fn`` receives the validated arguments as keywords. Returns the fakes, to chain.
-        """
-        given = [
-            what
-            for what, present in (
-                ("result", result is not _MISSING),  # None is a valid result
-                ("raises", raises is not None),
-                ("fn", fn is not None),
-            )
-            if present
-        ]
-        if len(given) != 1:
-            raise FakeToolsError(
-                f"fake_tools.replace({name!r}, ...) needs exactly one of result=, raises= or "
-                f"fn=; got {given or 'none'}. Example: fake_tools.replace({name!r}, 'sunny')."
-            )
-        if raises is not None and not isinstance(raises, BaseException):
-            raise FakeToolsError(
-                f"fake_tools.replace({name!r}, raises=...) needs an exception instance, got "
-                f"{raises!r}. Example: raises=TimeoutError('service down')."
-            )
-        self._replacements[name] = _Replacement(
-            result=None if result is _MISSING else result, raises=raises, fn=fn
-        )
-        return self
-
-    @property
-    def replaced(self) -> set[str]:
-        """The names of the replaced tools."""
-        return set(self._replacements)
-
-    def calls_to(self, name: str) -> list[FakeToolCall]:
-        """The ledger entries of one tool."""
-        return [call for call in self.calls if call.name == name]
-
-    def override_for(self, name: str) -> Callable[..., Any] | None:
-        """The function that answers tool ``name`` instead of the real one, if replaced."""
-        replacement = self._replacements.get(name)
-        if replacement is None:
-            return None
-
-        def answer(**arguments: Any) -> Any:
-            if replacement.raises is not None:
-                raise replacement.raises
-            if replacement.fn is not None:
-                return replacement.fn(**arguments)
-            return replacement.result
-
-        return answer
-
-    def record(self, call: ToolCall, iteration: int) -> None:
-        """Add a call to the ledger (the runtime calls this for every tool call)."""
-        self.calls.append(
-            FakeToolCall(
-                call.name, dict(call.arguments), iteration, call.id, call.name in self._replacements
-            )
-        )
-
-    def names(self) -> Sequence[str]:
-        """The names of the tools called, in order."""
-        return [call.name for call in self.calls]
