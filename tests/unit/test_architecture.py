@@ -57,7 +57,10 @@ ALLOWANCES: dict[tuple[str, str], str] = {
         "pytest_agentctx.traffic.codecs.anthropic_messages",
         "pytest_agentctx.runtime.tools",
     ): "ToolSpec",
-    ("pytest_agentctx.traffic.codecs.gemini", "pytest_agentctx.runtime.tools"): "ToolSpec",
+    (
+        "pytest_agentctx.traffic.codecs.gemini.request",
+        "pytest_agentctx.runtime.tools",
+    ): "ToolSpec",
     # Captured contexts get deterministic timestamps from the injected step clock, and
     # capture reads clock_start with the clock module's parser and default start.
     ("pytest_agentctx.traffic.capture.builder", "pytest_agentctx.doubles.clock"): "StepClock",
