@@ -48,41 +48,30 @@ def save_recorded(
     """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
     ``path``; returns whether the file was written. ``key_of`` gives an interaction's
     request key (to find the ones of no known test that a re-recording replaces)."""
-    if shared:
-        return _save_shared(path, recorded, mode, test_id, redactor, key_of, run_id)
-    if not recorded and not (
-        # A re-recorded test that no longer sends anything: its old cassette would
-        # fail as stale on every replay, so it is emptied.
-        mode is RecordMode.REWRITE and not shared and path.exists()
+    if (
+        not shared
+        and not recorded
+        and not (
+            # A re-recorded test that no longer sends anything: its old cassette would
+            # fail as stale on every replay, so it is emptied.
+            mode is RecordMode.REWRITE and path.exists()
+        )
     ):
         return False
     with locked(path):
-        same_run = written_in_run(path, run_id)
-        base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
+        # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
+        if shared:
+            new = merged(_fresh_load(path), recorded, mode=mode, test_id=test_id, key_of=key_of)
+            if new is None:
+                return False
+            written = [_scrubbed(i, redactor) for i in new]
+        else:
+            same_run = written_in_run(path, run_id)
+            base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
+            written = [_scrubbed(i, redactor) for i in base] + recorded
         # Marked first: a marker that cannot be written leaves the cassette as it was.
         mark_written(path, run_id)
-        # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
-        write_cassette(path, [_scrubbed(i, redactor) for i in base] + recorded)
-    return True
-
-
-def _save_shared(
-    path: Path,
-    recorded: list[Interaction],
-    mode: RecordMode,
-    test_id: str,
-    redactor: Redactor,
-    key_of: KeyOf,
-    run_id: str,
-) -> bool:
-    with locked(path):
-        current = _fresh_load(path)
-        new = merged(current, recorded, mode=mode, test_id=test_id, key_of=key_of)
-        if new is None:
-            return False
-        mark_written(path, run_id)
-        # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
-        write_cassette(path, [_scrubbed(i, redactor) for i in new])
+        write_cassette(path, written)
     return True
 
 
