@@ -27,6 +27,7 @@ from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.providers import GeminiProvider, default_provider
 from pytest_agentctx.runtime.tools import tool
 from pytest_agentctx.traffic.codecs import gemini
+from pytest_agentctx.traffic.codecs.base import Completion
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SYSTEM = "You answer weather questions."
@@ -214,7 +215,7 @@ def mock_client(answer: dict[str, Any], sent: list[httpx2.Request]) -> genai.Cli
 
 async def test_a_given_client_is_used_and_left_open(keys):
     sent: list[httpx2.Request] = []
-    reply = gemini.encode_response(gemini.Completion(content="Hi."), response_id="r1")
+    reply = gemini.encode_response(Completion(content="Hi."), response_id="r1")
     client = mock_client(reply, sent)
     provider = GeminiProvider(client=client)
     body = gemini.encode_request(model=MODEL, messages=[{"role": "user", "content": "Hi"}])

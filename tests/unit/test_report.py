@@ -26,7 +26,7 @@ from pytest_agentctx.reports.records import (
     write_report,
 )
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
-from pytest_agentctx.traffic.cassettes.session import Miss
+from pytest_agentctx.traffic.cassettes.misses import Miss
 from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
 
 START = datetime(2025, 1, 1, tzinfo=UTC)

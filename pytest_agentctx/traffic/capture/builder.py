@@ -22,19 +22,30 @@ timestamps come from a :class:`~pytest_agentctx.context.clock.StepClock` read tw
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from pytest_agentctx.context.clock import DEFAULT_START, StepClock
-from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.context.model import Message, ToolCall
+from pytest_agentctx.traffic.capture.conversation import Conversation, IterationState
 from pytest_agentctx.traffic.capture.exchange import Exchange
+from pytest_agentctx.traffic.capture.items import (
+    item_hash,
+    same_items,
+    tools_hash,
+    without_annotations,
+)
+from pytest_agentctx.traffic.capture.replies import (
+    UNREADABLE,
+    decode_reply,
+    error_of,
+    in_background,
+)
 from pytest_agentctx.traffic.codecs import Completion
 from pytest_agentctx.traffic.codecs.base import Codec, codec_for_path
-from pytest_agentctx.traffic.codecs.sse import SSEEvent
 
-__all__ = ["Conversation", "build"]
+__all__ = ["Built", "build"]
 
 #: Where each wire format keeps the conversation's items, and the fields that hold the
 #: system prompt outside of them (left out when only the new items are decoded).
@@ -56,106 +67,6 @@ _PROVIDERS = {
 _FINAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "max_tokens", "length"})
 
 
-#: What reading a body of an unexpected shape raises: the codecs check the fields they need
-#: (CodecError), but an item of the wrong type deeper down surfaces as Python's own errors.
-_UNREADABLE = (CodecError, AttributeError, TypeError, KeyError, ValueError)
-
-
-@dataclass
-class _Iteration:
-    number: int
-    started_at: datetime
-    messages: list[Message] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    completed_at: datetime | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    replied: bool = False
-    #: Sub-agent conversations started by this iteration's tool calls: (call id, child).
-    children: list[tuple[str, Conversation]] = field(default_factory=list)
-
-
-@dataclass
-class Conversation:
-    """One conversation being rebuilt (internal state; :meth:`context` is the result)."""
-
-    number: int
-    wire_format: str
-    tools_key: int
-    iterations: list[_Iteration] = field(default_factory=list)
-    #: The items of the last request (the prefix the next request must have), its system
-    #: fields, and the hash of its last item (the index key, with the count).
-    last_items: list[Any] = field(default_factory=list)
-    last_system: tuple[Any, ...] = ()
-    last_key: tuple[int, int] = (0, 0)
-    last_ok: bool = False
-    last_response_id: str | None = None
-    #: Tool calls of the last reply that no request answered yet, by id.
-    pending: dict[str, ToolCall] = field(default_factory=dict)
-    waits_for_tools: bool = False
-    last_event: int = 0
-    parent: Conversation | None = None
-    _last_time: datetime | None = None
-
-    @property
-    def created_at(self) -> datetime:
-        return self.iterations[0].started_at
-
-    def context(self) -> AgentContext:
-        """The conversation as an :class:`AgentContext` (sub-agents in metadata)."""
-        iterations = []
-        for item in self.iterations:
-            metadata = dict(item.metadata)
-            if item.children:
-                subagents: dict[str, Any] = {}
-                for call_id, child in item.children:
-                    key = call_id
-                    counter = 2
-                    while key in subagents:
-                        key = f"{call_id}#{counter}"
-                        counter += 1
-                    subagents[key] = {
-                        "tool_call_id": call_id,
-                        "context": child.context().model_dump(mode="json"),
-                    }
-                metadata["subagents"] = subagents
-            iterations.append(
-                Iteration(
-                    number=item.number,
-                    messages=item.messages,
-                    tool_calls=item.tool_calls,
-                    started_at=item.started_at,
-                    completed_at=item.completed_at,
-                    metadata=metadata,
-                )
-            )
-        last = self.iterations[-1]
-        updated = max(
-            t for t in (last.completed_at, last.started_at, self._last_time) if t is not None
-        )
-        return AgentContext(
-            iterations=iterations,
-            current_iteration=last.number,
-            created_at=self.created_at,
-            updated_at=updated,
-        )
-
-    def summary(self) -> str:
-        """For messages: the wire format, the iterations and the first user message."""
-        first_user = next(
-            (
-                m.content
-                for it in self.iterations
-                for m in it.messages
-                if m.role == "user" and m.content
-            ),
-            None,
-        )
-        shown = repr(first_user[:60]) if first_user else "no user message"
-        return (
-            f"{self.wire_format}, {len(self.iterations)} iteration(s), first user message {shown}"
-        )
-
-
 @dataclass
 class Built:
     """What :func:`build` found: the top-level conversations and the other exchanges."""
@@ -164,134 +75,6 @@ class Built:
     non_llm: list[Exchange]
     #: Why each non-LLM exchange is not a model call (same order as ``non_llm``).
     reasons: list[str]
-
-
-def _item_hash(item: Any) -> int:
-    return hash(repr(_canonical(item)))
-
-
-#: Keys a client may move from one request to the next without changing the conversation:
-#: Anthropic's prompt-caching marker (also accepted by OpenAI-compatible gateways), which
-#: clients put on the newest message of every call and take off the older ones.
-_ANNOTATIONS = frozenset({"cache_control"})
-#: Content blocks that hold only a text; ``[{"type": "text", "text": t}]`` is ``t``.
-_TEXT_BLOCKS = frozenset({"text", "input_text"})
-
-
-def _canonical(value: Any) -> Any:
-    """``value`` without per-turn annotations, for comparing requests.
-
-    ``cache_control`` keys are dropped at any depth, and a content list of one text block
-    reads as its text (clients turn a string into a block to mark it, then back). Returns
-    ``value`` itself when there is nothing to drop, so the common case copies nothing.
-    """
-    if isinstance(value, Mapping):
-        changed = False
-        result: dict[str, Any] = {}
-        for key, item in value.items():
-            if key in _ANNOTATIONS:
-                changed = True
-                continue
-            canonical = _canonical(item)
-            if key == "content":
-                canonical = _single_text(canonical)
-            changed = changed or canonical is not item
-            result[key] = canonical
-        return result if changed else value
-    if isinstance(value, list):
-        items = [_canonical(item) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            return items
-    return value
-
-
-def _single_text(content: Any) -> Any:
-    if isinstance(content, list) and len(content) == 1:
-        block = content[0]
-        if (
-            isinstance(block, Mapping)
-            and block.keys() == {"type", "text"}
-            and block["type"] in _TEXT_BLOCKS
-            and isinstance(block["text"], str)
-        ):
-            return block["text"]
-    return content
-
-
-def _same_items(previous: list[Any], items: list[Any], length: int) -> bool:
-    """Whether ``previous`` is ``items[:length]``, annotations aside (see
-    :func:`_canonical`). The items are compared in C first, stopping at the first
-    difference; only the items that differ are compared again without annotations."""
-    if previous is items or previous == items[:length]:
-        return True
-    return len(previous) == length and all(
-        old == new or _canonical(old) == _canonical(new)
-        for old, new in zip(previous, items, strict=False)
-    )
-
-
-def _tools_key(tools: Any) -> int:
-    text = repr(tools)
-    if any(key in text for key in _ANNOTATIONS):
-        text = repr(_canonical(tools))
-    return hash(text)
-
-
-def _events(stored: Sequence[Mapping[str, Any]]) -> list[SSEEvent]:
-    events = []
-    for event in stored:
-        if "data" not in event:
-            continue
-        data = event["data"]
-        text = data if isinstance(data, str) else _dumps(data)
-        events.append(SSEEvent(event.get("event"), text))
-    return events
-
-
-def _dumps(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
-    """The model's reply in ``exchange`` (JSON or a stream), through the codec."""
-    body = exchange.response
-    if body is not None and "sse" in body:
-        decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
-        completion: Completion = decode_stream(_events(body["sse"]))
-        return completion
-    if body is not None and "json" in body:
-        data = body["json"]
-        if not isinstance(data, Mapping):
-            raise CodecError(f"the response is a JSON {type(data).__name__}, not an object")
-        return codec.decode_response(data)
-    if body is not None and "text" in body and stream:
-        decode_stream = getattr(codec, "decode_stream")  # noqa: B009
-        completion = decode_stream(str(body["text"]))
-        return completion
-    data = exchange.response_json()
-    if isinstance(data, Mapping):
-        return codec.decode_response(data)
-    raise CodecError(
-        f"the response body ({sorted(body) if body else 'empty'}) is neither JSON nor a "
-        "stream of events"
-    )
-
-
-def _error_of(exchange: Exchange) -> dict[str, Any]:
-    data = exchange.response_json()
-    message: Any = None
-    if isinstance(data, Mapping):
-        error = data.get("error")
-        if isinstance(error, Mapping):
-            message = error.get("message") or error.get("type")
-        elif isinstance(error, str):
-            message = error
-        message = message or data.get("message")
-    if message is None and exchange.response is not None and "text" in exchange.response:
-        message = str(exchange.response["text"])[:200]
-    return {"status": exchange.status, "message": message}
 
 
 class _Builder:
@@ -311,7 +94,7 @@ class _Builder:
         self.background: dict[str, tuple[Conversation, Codec, str | None]] = {}
         #: Compaction items (by id) returned for a conversation's history.
         self.compactions: dict[str, Conversation] = {}
-        self._child_first_request: tuple[_Iteration, Conversation] | None = None
+        self._child_first_request: tuple[IterationState, Conversation] | None = None
 
     # -- one exchange --------------------------------------------------------------
 
@@ -329,7 +112,7 @@ class _Builder:
         if not isinstance(items, list):
             self._skip(exchange, f"the request has no {items_key!r} list")
             return
-        system = tuple(_canonical(body.get(key)) for key in system_keys)
+        system = tuple(without_annotations(body.get(key)) for key in system_keys)
         candidates, offset = self._find(codec.name, body, items, system)
         sliced: Mapping[str, Any] = body
         if candidates:
@@ -339,10 +122,10 @@ class _Builder:
         try:
             decoded = codec.decode_request(sliced)
             messages = [_message(raw) for raw in decoded.messages]
-        except _UNREADABLE as exc:
+        except UNREADABLE as exc:
             self._skip(exchange, f"the request does not decode: {exc}")
             return
-        tools_key = _tools_key(body.get("tools"))
+        tools_key = tools_hash(body.get("tools"))
         started = self.clock.now()
         conversation = _choose(candidates, messages, tools_key) if candidates else None
         if conversation is None:
@@ -355,7 +138,7 @@ class _Builder:
         conversation.last_items = items
         conversation.last_system = system
         if items:
-            conversation.last_key = (len(items), _item_hash(items[-1]))
+            conversation.last_key = (len(items), item_hash(items[-1]))
             bucket = self.by_size.setdefault(len(items), {})
             bucket.setdefault(conversation.last_key[1], []).append(conversation)
 
@@ -377,7 +160,7 @@ class _Builder:
             return [self.by_response[previous]], 0
         size = len(items)
         for length in sorted((n for n in self.by_size if n <= size), reverse=True):
-            found = self.by_size[length].get(_item_hash(items[length - 1]))
+            found = self.by_size[length].get(item_hash(items[length - 1]))
             if not found:
                 continue
             candidates = [
@@ -387,7 +170,7 @@ class _Builder:
                 and (length < size or not c.last_ok)
                 and c.last_system == system
                 # the same items (a C-level comparison that stops at the first difference)
-                and _same_items(c.last_items, items, length)
+                and same_items(c.last_items, items, length)
             ]
             if candidates:
                 return candidates, length
@@ -458,7 +241,9 @@ class _Builder:
         if last is None or last.replied:
             if last is not None and last.completed_at is None:
                 last.completed_at = at
-            conversation.iterations.append(_Iteration(len(conversation.iterations) + 1, at, fresh))
+            conversation.iterations.append(
+                IterationState(len(conversation.iterations) + 1, at, fresh)
+            )
         else:
             last.messages.extend(fresh)
         if self._child_first_request is not None:
@@ -467,7 +252,7 @@ class _Builder:
                 self._retarget(iteration, child)
             self._child_first_request = None
 
-    def _retarget(self, iteration: _Iteration, child: Conversation) -> None:
+    def _retarget(self, iteration: IterationState, child: Conversation) -> None:
         """Link a sub-agent to the pending call whose arguments its first user message
         quotes, when there is one (several sub-agents started in parallel)."""
         texts = [m.content for m in child.iterations[0].messages if m.role == "user" and m.content]
@@ -502,11 +287,11 @@ class _Builder:
         completion: Completion | None = None
         error: dict[str, Any] | None = None
         if exchange.status >= 400:
-            error = _error_of(exchange)
+            error = error_of(exchange)
         else:
             try:
-                completion = _decode_reply(codec, exchange, stream)
-            except _UNREADABLE as exc:
+                completion = decode_reply(codec, exchange, stream)
+            except UNREADABLE as exc:
                 error = {"status": exchange.status, "message": str(exc)}
         if completion is None:
             errors = list(iteration.metadata.get("errors", ()))
@@ -515,7 +300,7 @@ class _Builder:
             conversation.last_ok = False
             return
         conversation.last_ok = True
-        if _in_background(completion) and completion.response_id:
+        if in_background(completion) and completion.response_id:
             # Answered later: the retrieval that finds it done brings the reply.
             self.background[completion.response_id] = (conversation, codec, request_model)
             return
@@ -526,7 +311,7 @@ class _Builder:
         at = self.clock.now()
         self.events += 1
         conversation.last_event = self.events
-        conversation._last_time = at
+        conversation.last_time = at
         return at
 
     def _reply(
@@ -577,7 +362,7 @@ class _Builder:
         output = reply.get("output") if isinstance(reply, Mapping) else None
         if exchange.status >= 400 or not isinstance(items, list) or not isinstance(output, list):
             return False
-        system = (_canonical(body.get("instructions")),)
+        system = (without_annotations(body.get("instructions")),)
         candidates, _ = self._find("openai_responses", body, items, system)
         if not candidates:
             return False
@@ -615,10 +400,10 @@ class _Builder:
         if exchange.status < 400:
             stream = exchange.response is not None and "sse" in exchange.response
             try:
-                completion = _decode_reply(codec, exchange, stream)
-            except _UNREADABLE:
+                completion = decode_reply(codec, exchange, stream)
+            except UNREADABLE:
                 completion = None
-        if completion is None or _in_background(completion):
+        if completion is None or in_background(completion):
             state = completion.stop_reason if completion is not None else f"{exchange.status}"
             self._skip(exchange, f"a poll of background response {segments[-1]} ({state})")
             return True
@@ -651,19 +436,6 @@ def _compaction_key(item: Any) -> str | None:
         key = item.get("id") or item.get("encrypted_content")
         return key if isinstance(key, str) else None
     return None
-
-
-#: Statuses of an OpenAI Responses reply that is still being made (``background: true``).
-_UNFINISHED = frozenset({"queued", "in_progress"})
-
-
-def _in_background(completion: Completion) -> bool:
-    """Whether ``completion`` is a background response not done yet (no output so far)."""
-    return (
-        completion.stop_reason in _UNFINISHED
-        and completion.content is None
-        and not completion.tool_calls
-    )
 
 
 def _echoes(message: Message, calls: set[str]) -> bool:

@@ -18,13 +18,13 @@ if TYPE_CHECKING:
     from .matcher import DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS
     from .matcher import RequestKey as RequestKey
     from .matcher import json_diff as json_diff
+    from .misses import Miss as Miss
     from .network import NetworkGuard as NetworkGuard
     from .redact import DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV
     from .redact import DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS
     from .redact import REDACTED as REDACTED
     from .redact import Redactor as Redactor
     from .session import Cassette as Cassette
-    from .session import Miss as Miss
     from .store import Interaction as Interaction
     from .store import dump_cassette as dump_cassette
     from .store import load_cassette as load_cassette
@@ -40,7 +40,7 @@ _PUBLIC: dict[str, str] = {
     "REDACTED": "redact",
     "Cassette": "session",
     "Interaction": "store",
-    "Miss": "session",
+    "Miss": "misses",
     "NetworkGuard": "network",
     "RecordMode": "defaults",
     "Redactor": "redact",

@@ -45,52 +45,44 @@ with the old version in place.
 
 from __future__ import annotations
 
-import dataclasses
-import errno
 import json
 import threading
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_agentctx.exceptions import (
     CassetteError,
     CassetteMiss,
-    CassetteWriteError,
     PartialRecording,
     StaleCassette,
 )
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
     UndecodableBody,
-    body_bytes,
     body_chunks,
     decode_content,
     decompress,
     encode_body,
 )
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
-from pytest_agentctx.traffic.cassettes.matcher import (
-    DEFAULT_IGNORED_FIELDS,
-    NO_JSON,
-    BodyHook,
-    RequestKey,
-    json_diff,
-    make_key,
-    parse_json,
-    strip_fields,
+from pytest_agentctx.traffic.cassettes.keys import RequestKeys
+from pytest_agentctx.traffic.cassettes.matcher import DEFAULT_IGNORED_FIELDS, NO_JSON, BodyHook
+from pytest_agentctx.traffic.cassettes.misses import (
+    Miss,
+    miss_message,
+    miss_reason,
+    partial_message,
+    stale_message,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor, unscrubbable
+from pytest_agentctx.traffic.cassettes.replay import Replays
+from pytest_agentctx.traffic.cassettes.saving import save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import (
     Interaction,
     load_cassette,
-    locked,
-    mark_written,
     paused_gc,
     sweep_folder,
-    write_cassette,
     written_in_run,
 )
 from pytest_agentctx.traffic.transport import (
@@ -103,7 +95,7 @@ from pytest_agentctx.traffic.transport import (
     tee_response,
 )
 
-__all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "Miss", "RecordMode"]
+__all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "RecordMode"]
 
 #: How long a recorded stream the agent never closed is read on when the test ends.
 STREAM_FINISH_SECONDS = 30.0
@@ -117,15 +109,6 @@ _DROP_REQUEST_HEADERS = frozenset(
 _DROP_RESPONSE_HEADERS = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie"}
 )
-
-
-@dataclass(frozen=True)
-class Miss:
-    """A request the cassette could not answer."""
-
-    key: RequestKey
-    body: Any
-    reason: str
 
 
 class Cassette:
@@ -149,6 +132,7 @@ class Cassette:
         self.redactor = redactor or Redactor()
         self.ignored = [field.split(".") for field in ignored_fields]
         self.body_hook = body_hook
+        self._keys = RequestKeys(self.redactor, self.ignored, body_hook)
         self.allow_unused = allow_unused
         self.shared = shared
         self.existed = path.exists()
@@ -181,15 +165,9 @@ class Cassette:
         self._log: list[tuple[bool, int]] = []
         self.loaded: list[Interaction] = [] if mode is RecordMode.REWRITE else loaded
         with paused_gc():  # thousands of keys at once, all kept: nothing to collect
-            self._keys = [self._key_of(i) for i in self.loaded]
-        #: Requests that only other tests recorded, with different answers (shared cassette,
-        #: test with no interaction of its own): the test ids, for the miss message.
-        self._ambiguous: dict[RequestKey, list[str]] = {}
-        #: Positions in ``loaded`` this test may replay, in the order it prefers them.
-        self._replayable = self._replay_order()
-        self._index: dict[RequestKey, deque[int]] = {}
-        for position in self._replayable:
-            self._index.setdefault(self._keys[position], deque()).append(position)
+            keys = [self._keys.of_interaction(i) for i in self.loaded]
+        #: The recordings this test may replay, by request (see the module docstring).
+        self._replays = Replays(self.loaded, keys, test_id=test_id, shared=shared, mode=mode)
 
     def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
         """What ``missing`` means for this test: record when it has no recording."""
@@ -206,96 +184,6 @@ class Cassette:
             return RecordMode.NEW
         return RecordMode.NONE
 
-    def _replay_order(self) -> list[int]:
-        """The positions of ``loaded`` this test replays, preferred first (see the module
-        docstring for a shared cassette's rule)."""
-        if not self.shared:
-            return list(range(len(self.loaded)))
-        mine = self.test_id
-        own = [p for p, i in enumerate(self.loaded) if mine and i.test_id == mine]
-        anyones = [p for p, i in enumerate(self.loaded) if not i.test_id]
-        if own or self.mode is not RecordMode.NONE:
-            # Recording modes never stand in another test's recording for this one's: what
-            # it does not have, it records, so that it replays on its own afterwards.
-            return own + anyones
-        others = [p for p, i in enumerate(self.loaded) if i.test_id and i.test_id != mine]
-        return anyones + self._unambiguous(others)
-
-    def _unambiguous(self, positions: list[int]) -> list[int]:
-        """``positions`` but for the requests that several tests recorded with different
-        answers (noted in ``_ambiguous``)."""
-        by_key: dict[RequestKey, list[int]] = {}
-        for position in positions:
-            by_key.setdefault(self._keys[position], []).append(position)
-        dropped: set[int] = set()
-        for key, group in by_key.items():
-            tests = sorted({self.loaded[p].test_id for p in group})
-            answers = {_answer_of(self.loaded[p]) for p in group}
-            if len(tests) > 1 and len(answers) > 1:
-                self._ambiguous[key] = tests
-                dropped.update(group)
-        return [p for p in positions if p not in dropped]
-
-    # -- keys ------------------------------------------------------------------------
-
-    def _key_of(self, interaction: Interaction) -> RequestKey:
-        # Redacted like a live request, so that a cassette written by another tool (whose
-        # URLs or bodies may still hold what this package redacts) matches too.
-        url = self.redactor.url(interaction.url)
-        body = interaction.request_body
-        if body is not None and "json" in body:
-            body_json = body["json"]
-            raw = b""
-        else:
-            raw = body_bytes(body)
-            body_json = parse_json(raw)
-        if body_json is not NO_JSON:
-            return make_key(
-                interaction.method,
-                url,
-                self.redactor.json(body_json),
-                None,
-                ignored=self.ignored,
-                hook=self.body_hook,
-            )
-        raw = self._redacted_raw(raw)
-        return make_key(
-            interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
-        )
-
-    def _redacted_request(self, request: Any) -> tuple[str, Any, bytes]:
-        """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
-        self.redactor.refresh()
-        url_text = str(request.url)
-        self.redactor.learn(request.headers.items(), url_text)
-        url = self.redactor.url(url_text)
-        raw = bytes(request.content or b"")
-        body_json = parse_json(raw)
-        if body_json is not NO_JSON:
-            body_json = self.redactor.json(body_json, raw=raw)
-        else:
-            raw = self._redacted_raw(raw)
-        return url, body_json, raw
-
-    def _redacted_raw(self, raw: bytes) -> bytes:
-        """A body that is not JSON, secrets redacted: as text, or in its bytes (binary)."""
-        try:
-            return self.redactor.text(raw.decode("utf-8")).encode()
-        except UnicodeDecodeError:  # secrets overwritten in place: offsets stay valid
-            return self.redactor.binary(raw)
-
-    def _request_key(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
-        url, body_json, raw = self._redacted_request(request)
-        key = make_key(
-            request.method,
-            url,
-            body_json,
-            None if body_json is not NO_JSON else raw,
-            ignored=self.ignored,
-            hook=self.body_hook,
-        )
-        return key, url, body_json, raw
-
     # -- interception ----------------------------------------------------------------
 
     @property
@@ -311,12 +199,11 @@ class Cassette:
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
             return self._witness(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
-            return self._record(request, *self._redacted_request(request))
-        key, url, body_json, raw = self._request_key(request)
+            return self._record(request, *self._keys.redacted_request(request))
+        key, url, body_json, raw = self._keys.of_request(request)
         if self.replays:
             with self._lock:
-                queue = self._index.get(key)
-                position = queue.popleft() if queue else None
+                position = self._replays.take(key)
                 if position is not None:
                     self.played.append(position)
                     self._log.append((False, position))
@@ -324,7 +211,7 @@ class Cassette:
                 return self._replay(position)
         if self.records:
             return self._record(request, url, body_json, raw)
-        reason = self._miss_reason(key)
+        reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
         miss = Miss(key, body_json, reason)
         with self._lock:
             self.misses.append(miss)
@@ -353,17 +240,8 @@ class Cassette:
         return make_response(interaction.status, headers=headers, chunks=chunks, on_end=on_end)
 
     def _partial_message(self, position: int) -> str:
-        interaction = self.loaded[position]
-        events = len((interaction.response_body or {}).get("sse") or [])
-        return (
-            f"Cassette {self.path}: interaction #{position} "
-            f"({self._keys[position].describe()}) is a partial recording of a stream "
-            f"({events} event(s)): while recording, the agent stopped reading it without "
-            "closing it, and the rest could not be read when the test ended (an async "
-            "stream, a stream whose client was closed first, or one that did not end in "
-            "time). Now the agent reads past its end. "
-            f"Re-record this test: {self.record_command()}; if the agent stops reading a "
-            "stream, close it (`with stream:` or `stream.close()`), which records what it read."
+        return partial_message(
+            self._replays, position, path=self.path, command=self.record_command()
         )
 
     def _track(self, response: Any, key: tuple[bool, int]) -> Any:
@@ -432,7 +310,7 @@ class Cassette:
     def _witness(self, request: Any) -> Any:
         """Pass on a request another tool in the test answers (a respx route), keeping a
         redacted copy of the exchange for :attr:`exchange_log` only."""
-        url, body_json, raw = self._redacted_request(request)
+        url, body_json, raw = self._keys.redacted_request(request)
         request_body: Body = (
             {"json": body_json}
             if body_json is not NO_JSON
@@ -485,92 +363,20 @@ class Cassette:
 
     # -- reporting -------------------------------------------------------------------
 
-    def _miss_reason(self, key: RequestKey) -> str:
-        if not self.loaded:
-            if self.existed:
-                return "the cassette is empty"
-            blocking = _file_on_the_way(self.path)
-            return (
-                f"there is no cassette ({blocking} is a file, where a folder of the cassette "
-                "should be: move it away before recording)"
-                if blocking is not None
-                else "there is no cassette"
-            )
-        if key in self._ambiguous:
-            return (
-                "this test has no recording of its own in the shared cassette, and the tests "
-                f"that recorded this request ({', '.join(self._ambiguous[key])}) got different "
-                "answers, so none of them can stand in for this test's"
-            )
-        if key in self._index:
-            total = sum(1 for p in self._replayable if self._keys[p] == key)
-            where = "the recordings this test replays have" if self.shared else "the cassette has"
-            return f"{where} this request {total} time(s) and all were used already"
-        others = sorted(
-            {i.test_id for i, k in zip(self.loaded, self._keys, strict=True) if k == key}
-        )
-        if self.shared and others:
-            return (
-                f"only other tests recorded this request in the shared cassette "
-                f"({', '.join(others)}), and a test replays its own recordings"
-            )
-        return "the cassette has no such request"
-
-    def _closest(self, miss: Miss) -> tuple[int, list[str]] | None:
-        best: tuple[int, list[str]] | None = None
-        # Only what this test may replay: another test's recording of the same request in
-        # a shared cassette would show no difference, and explain nothing.
-        candidates = [
-            i
-            for i in self._replayable
-            if (self._keys[i].method, self._keys[i].host, self._keys[i].path)
-            == (miss.key.method, miss.key.host, miss.key.path)
-        ] or self._replayable
-        now = strip_fields(miss.body, self.ignored) if miss.body is not NO_JSON else None
-        for position in candidates[:200]:
-            recorded = self.loaded[position].request_body
-            recorded_json = recorded.get("json") if recorded else None
-            diff = json_diff(strip_fields(recorded_json, self.ignored), now)
-            line = self._keys[position].describe()
-            if line != miss.key.describe():
-                diff.insert(0, f"(request line): recorded {line} != now {miss.key.describe()}")
-            if best is None or len(diff) < len(best[1]):
-                best = (position, diff)
-        return best
-
     def record_command(self) -> str:
         target = self.test_id or "<test id>"
         return f'pytest --agent-record "{target}"'
 
     def miss_message(self, miss: Miss) -> str:
-        lines = [
-            f"Cassette {self.path} cannot answer {miss.key.describe()}: {miss.reason}.",
-        ]
-        closest = self._closest(miss) if self.loaded else None
-        if closest is not None:
-            position, diff = closest
-            used = " (already used)" if position in self.played else ""
-            lines.append(
-                f"Closest recorded request: interaction #{position}{used}, "
-                f"{self._keys[position].describe()}; differences:"
-            )
-            if not diff:
-                diff = [
-                    "(the same request: every recording of it was used already)"
-                    if self._keys[position] == miss.key
-                    else "(the bodies differ outside their JSON fields: compare them by hand)"
-                ]
-            lines.extend(f"  {line}" for line in diff)
-        lines.append(
-            "If the agent's requests changed on purpose, re-record this test: "
-            f"{self.record_command()}"
-            + (
-                " (the other tests' interactions in the shared cassette are kept)"
-                if self.shared
-                else ""
-            )
+        """What the test is told of ``miss`` (see :func:`.misses.miss_message`)."""
+        return miss_message(
+            self._replays,
+            miss,
+            path=self.path,
+            ignored=self.ignored,
+            played=self.played,
+            command=self.record_command(),
         )
-        return "\n".join(lines)
 
     def unused(self) -> list[int]:
         """Positions of loaded interactions that no request used."""
@@ -596,13 +402,8 @@ class Cassette:
             return
         unused = self.unused()
         if unused:
-            listed = "\n".join(f"  #{i}: {self._keys[i].describe()}" for i in unused[:10])
             raise StaleCassette(
-                f"Cassette {self.path}: {len(unused)} of {len(self.loaded)} recorded "
-                f"interactions were never used; the agent no longer sends them:\n{listed}\n"
-                "The cassette is stale. Re-record this test: "
-                f"{self.record_command()}\nor, if the test should not use them all, mark it "
-                "@pytest.mark.agent(allow_unused=True)."
+                stale_message(self._replays, unused, path=self.path, command=self.record_command())
             )
 
     # -- lifecycle -------------------------------------------------------------------
@@ -664,7 +465,7 @@ class Cassette:
         """Write what was recorded; returns whether the file was written.
 
         A shared cassette is read again under its lock and only this test's interactions
-        change (see :meth:`_merged`). A test's own cassette: ``new`` mode appends to the
+        change (see :func:`.saving.merged`). A test's own cassette: ``new`` mode appends to the
         file as it is now; ``rewrite`` replaces it, except when another test of the same run
         (``run_id``) already wrote it (two tests whose cassettes have one path): then it
         appends, so both tests' interactions are kept.
@@ -674,135 +475,20 @@ class Cassette:
         """
         existed = self.path.exists()
         try:
-            return self._save(run_id)
+            return save_recorded(
+                self.path,
+                self.new_interactions,
+                mode=self.mode,
+                shared=self.shared,
+                test_id=self.test_id,
+                redactor=self.redactor,
+                key_of=self._keys.of_interaction,
+                run_id=run_id,
+            )
         except OSError as exc:
-            raise self._write_error(exc, existed) from None
-
-    def _save(self, run_id: str) -> bool:
-        recorded = self.new_interactions
-        if self.shared:
-            return self._save_shared(recorded, run_id)
-        if not recorded and not (
-            # A re-recorded test that no longer sends anything: its old cassette would
-            # fail as stale on every replay, so it is emptied.
-            self.mode is RecordMode.REWRITE and not self.shared and self.path.exists()
-        ):
-            return False
-        with locked(self.path):
-            same_run = written_in_run(self.path, run_id)
-            base = _fresh_load(self.path) if self.mode is RecordMode.NEW or same_run else []
-            # Marked first: a marker that cannot be written leaves the cassette as it was.
-            mark_written(self.path, run_id)
-            # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
-            write_cassette(self.path, [_scrubbed(i, self.redactor) for i in base] + recorded)
-        return True
-
-    def _save_shared(self, recorded: list[Interaction], run_id: str) -> bool:
-        with locked(self.path):
-            current = _fresh_load(self.path)
-            merged = self._merged(current, recorded)
-            if merged is None:
-                return False
-            mark_written(self.path, run_id)
-            # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
-            write_cassette(self.path, [_scrubbed(i, self.redactor) for i in merged])
-        return True
-
-    def _write_error(self, exc: OSError, existed: bool) -> CassetteWriteError:
-        """The clear error of a save that failed with ``exc``."""
-        reason = exc.strerror or str(exc)
-        code = errno.errorcode.get(exc.errno or 0)
-        if code:
-            reason += f", {code}"
-        if exc.filename and Path(str(exc.filename)) != self.path:
-            reason += f", on {exc.filename}"
-        kept = (
-            "The previous version of the cassette is kept unchanged."
-            if existed
-            else "No cassette was written (there was none before)."
-        )
-        again = f"then record again: {self.record_command()}"
-        blocking = _file_on_the_way(self.path)
-        if blocking is not None:
-            todo = (
-                f"{blocking} is a file, where a folder of the cassette should be: move it "
-                f"away (or set agent_cassette_dir to another folder), {again}"
-            )
-        elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            todo = f"Free some disk space, {again}"
-        elif exc.errno == errno.EFBIG:
-            todo = f"Raise the file size limit of this process (ulimit -f), {again}"
-        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            todo = (
-                f"Make {_nearest_folder(self.path)} writable for the user running pytest (or set "
-                f"agent_cassette_dir to a writable folder), {again}"
-            )
-        else:
-            todo = f"Fix the cause above, {again}"
-        return CassetteWriteError(
-            f"Cassette {self.path} could not be saved ({reason}). {kept} {todo}"
-        )
-
-    def _merged(
-        self, current: list[Interaction], recorded: list[Interaction]
-    ) -> list[Interaction] | None:
-        """The shared cassette ``current`` with this test's ``recorded`` interactions in
-        (``None`` when nothing changes).
-
-        ``rewrite`` drops this test's interactions, and those of no known test that its new
-        requests match (one each), and puts the new ones where the first dropped one was;
-        ``new`` puts them after this test's last interaction. Both append when the test has
-        none; every other interaction keeps its place.
-        """
-        mine = self.test_id
-        if self.mode is RecordMode.REWRITE:
-            dropped = {p for p, i in enumerate(current) if i.test_id == mine}
-            if mine:
-                dropped |= self._matched_anyones(current, recorded)
-            at = min(dropped, default=len(current))
-        else:
-            dropped = set()
-            own = [p for p, i in enumerate(current) if i.test_id == mine]
-            at = own[-1] + 1 if own else len(current)
-        if not dropped and not recorded:
-            return None
-        kept = [(p, i) for p, i in enumerate(current) if p not in dropped]
-        return [
-            *(i for p, i in kept if p < at),
-            *recorded,
-            *(i for p, i in kept if p >= at),
-        ]
-
-    def _matched_anyones(self, current: list[Interaction], recorded: list[Interaction]) -> set[int]:
-        """Positions of the interactions of no known test in ``current`` that ``recorded``
-        re-records: for each recorded request, the first one with the same request."""
-        free: dict[RequestKey, deque[int]] = {}
-        for position, interaction in enumerate(current):
-            if not interaction.test_id:
-                free.setdefault(self._key_of(interaction), deque()).append(position)
-        matched: set[int] = set()
-        for interaction in recorded:
-            queue = free.get(self._key_of(interaction))
-            if queue:
-                matched.add(queue.popleft())
-        return matched
-
-
-def _answer_of(interaction: Interaction) -> tuple[int, str]:
-    """A recorded response, comparable and hashable: its status and its body's JSON."""
-    return interaction.status, json.dumps(interaction.response_body, sort_keys=True)
-
-
-def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
-    """``interaction`` with its secrets redacted (headers, URL, bodies)."""
-    return dataclasses.replace(
-        interaction,
-        url=redactor.url(interaction.url),
-        request_headers=dict(redactor.header_items(interaction.request_headers.items())),
-        request_body=redactor.body(interaction.request_body),
-        response_headers=dict(redactor.response_header_items(interaction.response_headers.items())),
-        response_body=redactor.body(interaction.response_body),
-    )
+            raise write_error(
+                exc, self.path, existed=existed, command=self.record_command()
+            ) from None
 
 
 def _written_in_run(path: Path, run_id: str) -> bool:
@@ -821,26 +507,3 @@ def _whole_events(data: bytes, content_type: str | None) -> bytes:
         at + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r") if (at := data.rfind(sep)) >= 0
     ]
     return data[: max(ends)] if ends else b""
-
-
-def _file_on_the_way(path: Path) -> Path | None:
-    """The file that stands where a folder of ``path`` should be, if any."""
-    for folder in reversed(path.parents):
-        if folder.exists() and not folder.is_dir():
-            return folder
-        if not folder.exists():
-            return None
-    return None
-
-
-def _nearest_folder(path: Path) -> Path:
-    """The folder of ``path`` that exists: its own, or the closest one above it (where the
-    missing ones must be created)."""
-    return next((f for f in path.parents if f.is_dir()), path.parent)
-
-
-def _fresh_load(path: Path) -> list[Interaction]:
-    from pytest_agentctx.traffic.cassettes import store
-
-    store._cache.pop(path, None)
-    return load_cassette(path)

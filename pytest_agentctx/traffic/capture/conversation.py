@@ -1,0 +1,113 @@
+"""A conversation being rebuilt from traffic, and the :class:`AgentContext` it makes.
+
+:mod:`.builder` fills a :class:`Conversation` in, one model call (an iteration) at a
+time; :meth:`Conversation.context` gives the result, its sub-agents' conversations in
+the metadata of the iteration whose tool call started them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
+
+__all__ = ["Conversation", "IterationState"]
+
+
+@dataclass
+class IterationState:
+    """One iteration of a conversation being rebuilt (internal state)."""
+
+    number: int
+    started_at: datetime
+    messages: list[Message] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    completed_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    replied: bool = False
+    #: Sub-agent conversations started by this iteration's tool calls: (call id, child).
+    children: list[tuple[str, Conversation]] = field(default_factory=list)
+
+
+@dataclass
+class Conversation:
+    """One conversation being rebuilt (internal state; :meth:`context` is the result)."""
+
+    number: int
+    wire_format: str
+    tools_key: int
+    iterations: list[IterationState] = field(default_factory=list)
+    #: The items of the last request (the prefix the next request must have), its system
+    #: fields, and the hash of its last item (the index key, with the count).
+    last_items: list[Any] = field(default_factory=list)
+    last_system: tuple[Any, ...] = ()
+    last_key: tuple[int, int] = (0, 0)
+    last_ok: bool = False
+    last_response_id: str | None = None
+    #: Tool calls of the last reply that no request answered yet, by id.
+    pending: dict[str, ToolCall] = field(default_factory=dict)
+    waits_for_tools: bool = False
+    last_event: int = 0
+    parent: Conversation | None = None
+    last_time: datetime | None = None
+
+    @property
+    def created_at(self) -> datetime:
+        return self.iterations[0].started_at
+
+    def context(self) -> AgentContext:
+        """The conversation as an :class:`AgentContext` (sub-agents in metadata)."""
+        iterations = []
+        for item in self.iterations:
+            metadata = dict(item.metadata)
+            if item.children:
+                subagents: dict[str, Any] = {}
+                for call_id, child in item.children:
+                    key = call_id
+                    counter = 2
+                    while key in subagents:
+                        key = f"{call_id}#{counter}"
+                        counter += 1
+                    subagents[key] = {
+                        "tool_call_id": call_id,
+                        "context": child.context().model_dump(mode="json"),
+                    }
+                metadata["subagents"] = subagents
+            iterations.append(
+                Iteration(
+                    number=item.number,
+                    messages=item.messages,
+                    tool_calls=item.tool_calls,
+                    started_at=item.started_at,
+                    completed_at=item.completed_at,
+                    metadata=metadata,
+                )
+            )
+        last = self.iterations[-1]
+        updated = max(
+            t for t in (last.completed_at, last.started_at, self.last_time) if t is not None
+        )
+        return AgentContext(
+            iterations=iterations,
+            current_iteration=last.number,
+            created_at=self.created_at,
+            updated_at=updated,
+        )
+
+    def summary(self) -> str:
+        """For messages: the wire format, the iterations and the first user message."""
+        first_user = next(
+            (
+                m.content
+                for it in self.iterations
+                for m in it.messages
+                if m.role == "user" and m.content
+            ),
+            None,
+        )
+        shown = repr(first_user[:60]) if first_user else "no user message"
+        return (
+            f"{self.wire_format}, {len(self.iterations)} iteration(s), first user message {shown}"
+        )

@@ -1,0 +1,94 @@
+"""The model's reply in an exchange: decoded through its codec, or the error it reports.
+
+A reply is a JSON body or a stream of server-sent events (stored parsed, or as text);
+a failed call (status 400 or above) gives its error's status and message instead. An
+OpenAI Responses reply made in the background (``background: true``) is not done until
+a retrieval finds it so (:func:`in_background`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.capture.exchange import Exchange
+from pytest_agentctx.traffic.codecs import Completion
+from pytest_agentctx.traffic.codecs.base import Codec
+from pytest_agentctx.traffic.codecs.sse import SSEEvent
+
+__all__ = ["UNREADABLE", "decode_reply", "error_of", "in_background"]
+
+#: What reading a body of an unexpected shape raises: the codecs check the fields they need
+#: (CodecError), but an item of the wrong type deeper down surfaces as Python's own errors.
+UNREADABLE = (CodecError, AttributeError, TypeError, KeyError, ValueError)
+
+
+def _events(stored: Sequence[Mapping[str, Any]]) -> list[SSEEvent]:
+    events = []
+    for event in stored:
+        if "data" not in event:
+            continue
+        data = event["data"]
+        text = data if isinstance(data, str) else _dumps(data)
+        events.append(SSEEvent(event.get("event"), text))
+    return events
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
+    """The model's reply in ``exchange`` (JSON or a stream), through the codec."""
+    body = exchange.response
+    if body is not None and "sse" in body:
+        decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
+        completion: Completion = decode_stream(_events(body["sse"]))
+        return completion
+    if body is not None and "json" in body:
+        data = body["json"]
+        if not isinstance(data, Mapping):
+            raise CodecError(f"the response is a JSON {type(data).__name__}, not an object")
+        return codec.decode_response(data)
+    if body is not None and "text" in body and stream:
+        decode_stream = getattr(codec, "decode_stream")  # noqa: B009
+        completion = decode_stream(str(body["text"]))
+        return completion
+    data = exchange.response_json()
+    if isinstance(data, Mapping):
+        return codec.decode_response(data)
+    raise CodecError(
+        f"the response body ({sorted(body) if body else 'empty'}) is neither JSON nor a "
+        "stream of events"
+    )
+
+
+def error_of(exchange: Exchange) -> dict[str, Any]:
+    data = exchange.response_json()
+    message: Any = None
+    if isinstance(data, Mapping):
+        error = data.get("error")
+        if isinstance(error, Mapping):
+            message = error.get("message") or error.get("type")
+        elif isinstance(error, str):
+            message = error
+        message = message or data.get("message")
+    if message is None and exchange.response is not None and "text" in exchange.response:
+        message = str(exchange.response["text"])[:200]
+    return {"status": exchange.status, "message": message}
+
+
+#: Statuses of an OpenAI Responses reply that is still being made (``background: true``).
+_UNFINISHED = frozenset({"queued", "in_progress"})
+
+
+def in_background(completion: Completion) -> bool:
+    """Whether ``completion`` is a background response not done yet (no output so far)."""
+    return (
+        completion.stop_reason in _UNFINISHED
+        and completion.content is None
+        and not completion.tool_calls
+    )

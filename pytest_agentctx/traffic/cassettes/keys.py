@@ -1,0 +1,98 @@
+"""The match keys of a cassette: of a live request, and of a recorded interaction.
+
+Both are redacted the same way before their key is made (see :mod:`.matcher` for what a
+key holds), so that a live request, whose secrets are redacted before it is stored, matches
+its recording, and a cassette written by another tool (whose URLs or bodies may still hold
+what this package redacts) matches too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_agentctx.traffic.cassettes.body import body_bytes
+from pytest_agentctx.traffic.cassettes.matcher import (
+    NO_JSON,
+    BodyHook,
+    RequestKey,
+    make_key,
+    parse_json,
+)
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.store import Interaction
+
+__all__ = ["RequestKeys"]
+
+
+class RequestKeys:
+    """Makes the keys of requests and interactions, secrets redacted by ``redactor``,
+    without the ``ignored`` fields (dotted paths split), through ``body_hook``."""
+
+    def __init__(
+        self,
+        redactor: Redactor,
+        ignored: Sequence[Sequence[str]],
+        body_hook: BodyHook | None,
+    ) -> None:
+        self.redactor = redactor
+        self.ignored = ignored
+        self.body_hook = body_hook
+
+    def of_interaction(self, interaction: Interaction) -> RequestKey:
+        """The key of a recorded interaction, redacted like a live request."""
+        url = self.redactor.url(interaction.url)
+        body = interaction.request_body
+        if body is not None and "json" in body:
+            body_json = body["json"]
+            raw = b""
+        else:
+            raw = body_bytes(body)
+            body_json = parse_json(raw)
+        if body_json is not NO_JSON:
+            return make_key(
+                interaction.method,
+                url,
+                self.redactor.json(body_json),
+                None,
+                ignored=self.ignored,
+                hook=self.body_hook,
+            )
+        raw = self.redacted_raw(raw)
+        return make_key(
+            interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
+        )
+
+    def redacted_request(self, request: Any) -> tuple[str, Any, bytes]:
+        """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
+        self.redactor.refresh()
+        url_text = str(request.url)
+        self.redactor.learn(request.headers.items(), url_text)
+        url = self.redactor.url(url_text)
+        raw = bytes(request.content or b"")
+        body_json = parse_json(raw)
+        if body_json is not NO_JSON:
+            body_json = self.redactor.json(body_json, raw=raw)
+        else:
+            raw = self.redacted_raw(raw)
+        return url, body_json, raw
+
+    def redacted_raw(self, raw: bytes) -> bytes:
+        """A body that is not JSON, secrets redacted: as text, or in its bytes (binary)."""
+        try:
+            return self.redactor.text(raw.decode("utf-8")).encode()
+        except UnicodeDecodeError:  # secrets overwritten in place: offsets stay valid
+            return self.redactor.binary(raw)
+
+    def of_request(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
+        """The key of a live request, with its redacted URL, JSON body and raw body."""
+        url, body_json, raw = self.redacted_request(request)
+        key = make_key(
+            request.method,
+            url,
+            body_json,
+            None if body_json is not NO_JSON else raw,
+            ignored=self.ignored,
+            hook=self.body_hook,
+        )
+        return key, url, body_json, raw

@@ -1,0 +1,198 @@
+"""Saving what a test recorded into its cassette, and the clear error of a save that fails.
+
+A shared cassette is read again under its lock and only the test's interactions change
+(:func:`merged`). A test's own cassette: ``new`` mode appends to the file as it is now;
+``rewrite`` replaces it, except when another test of the same run already wrote it (two
+tests whose cassettes have one path): then it appends, so both tests' interactions are
+kept. Everything written is scrubbed of secrets, what was loaded (maybe another tool's
+cassette) as much as what was recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from pytest_agentctx.exceptions import CassetteWriteError
+from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.matcher import RequestKey
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.store import (
+    Interaction,
+    load_cassette,
+    locked,
+    mark_written,
+    write_cassette,
+    written_in_run,
+)
+
+__all__ = ["file_on_the_way", "merged", "save_recorded", "write_error"]
+
+KeyOf = Callable[[Interaction], RequestKey]
+
+
+def save_recorded(
+    path: Path,
+    recorded: list[Interaction],
+    *,
+    mode: RecordMode,
+    shared: bool,
+    test_id: str,
+    redactor: Redactor,
+    key_of: KeyOf,
+    run_id: str,
+) -> bool:
+    """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
+    ``path``; returns whether the file was written. ``key_of`` gives an interaction's
+    request key (to find the ones of no known test that a re-recording replaces)."""
+    if (
+        not shared
+        and not recorded
+        and not (
+            # A re-recorded test that no longer sends anything: its old cassette would
+            # fail as stale on every replay, so it is emptied.
+            mode is RecordMode.REWRITE and path.exists()
+        )
+    ):
+        return False
+    with locked(path):
+        # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
+        if shared:
+            new = merged(_fresh_load(path), recorded, mode=mode, test_id=test_id, key_of=key_of)
+            if new is None:
+                return False
+            written = [_scrubbed(i, redactor) for i in new]
+        else:
+            same_run = written_in_run(path, run_id)
+            base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
+            written = [_scrubbed(i, redactor) for i in base] + recorded
+        # Marked first: a marker that cannot be written leaves the cassette as it was.
+        mark_written(path, run_id)
+        write_cassette(path, written)
+    return True
+
+
+def merged(
+    current: list[Interaction],
+    recorded: list[Interaction],
+    *,
+    mode: RecordMode,
+    test_id: str,
+    key_of: KeyOf,
+) -> list[Interaction] | None:
+    """The shared cassette ``current`` with the ``recorded`` interactions of the test
+    ``test_id`` in (``None`` when nothing changes).
+
+    ``rewrite`` drops this test's interactions, and those of no known test that its new
+    requests match (one each), and puts the new ones where the first dropped one was;
+    ``new`` puts them after this test's last interaction. Both append when the test has
+    none; every other interaction keeps its place.
+    """
+    mine = test_id
+    if mode is RecordMode.REWRITE:
+        dropped = {p for p, i in enumerate(current) if i.test_id == mine}
+        if mine:
+            dropped |= _matched_anyones(current, recorded, key_of)
+        at = min(dropped, default=len(current))
+    else:
+        dropped = set()
+        own = [p for p, i in enumerate(current) if i.test_id == mine]
+        at = own[-1] + 1 if own else len(current)
+    if not dropped and not recorded:
+        return None
+    kept = [(p, i) for p, i in enumerate(current) if p not in dropped]
+    return [
+        *(i for p, i in kept if p < at),
+        *recorded,
+        *(i for p, i in kept if p >= at),
+    ]
+
+
+def _matched_anyones(
+    current: list[Interaction], recorded: list[Interaction], key_of: KeyOf
+) -> set[int]:
+    """Positions of the interactions of no known test in ``current`` that ``recorded``
+    re-records: for each recorded request, the first one with the same request."""
+    free: dict[RequestKey, deque[int]] = {}
+    for position, interaction in enumerate(current):
+        if not interaction.test_id:
+            free.setdefault(key_of(interaction), deque()).append(position)
+    matched: set[int] = set()
+    for interaction in recorded:
+        queue = free.get(key_of(interaction))
+        if queue:
+            matched.add(queue.popleft())
+    return matched
+
+
+def write_error(exc: OSError, path: Path, *, existed: bool, command: str) -> CassetteWriteError:
+    """The clear error of a save of the cassette at ``path`` that failed with ``exc``
+    (``existed``: whether there was a cassette before; ``command`` records the test)."""
+    reason = exc.strerror or str(exc)
+    code = errno.errorcode.get(exc.errno or 0)
+    if code:
+        reason += f", {code}"
+    if exc.filename and Path(str(exc.filename)) != path:
+        reason += f", on {exc.filename}"
+    kept = (
+        "The previous version of the cassette is kept unchanged."
+        if existed
+        else "No cassette was written (there was none before)."
+    )
+    again = f"then record again: {command}"
+    blocking = file_on_the_way(path)
+    if blocking is not None:
+        todo = (
+            f"{blocking} is a file, where a folder of the cassette should be: move it "
+            f"away (or set agent_cassette_dir to another folder), {again}"
+        )
+    elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        todo = f"Free some disk space, {again}"
+    elif exc.errno == errno.EFBIG:
+        todo = f"Raise the file size limit of this process (ulimit -f), {again}"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        todo = (
+            f"Make {_nearest_folder(path)} writable for the user running pytest (or set "
+            f"agent_cassette_dir to a writable folder), {again}"
+        )
+    else:
+        todo = f"Fix the cause above, {again}"
+    return CassetteWriteError(f"Cassette {path} could not be saved ({reason}). {kept} {todo}")
+
+
+def file_on_the_way(path: Path) -> Path | None:
+    """The file that stands where a folder of ``path`` should be, if any."""
+    for folder in reversed(path.parents):
+        if folder.exists() and not folder.is_dir():
+            return folder
+        if not folder.exists():
+            return None
+    return None
+
+
+def _nearest_folder(path: Path) -> Path:
+    """The folder of ``path`` that exists: its own, or the closest one above it (where the
+    missing ones must be created)."""
+    return next((f for f in path.parents if f.is_dir()), path.parent)
+
+
+def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
+    """``interaction`` with its secrets redacted (headers, URL, bodies)."""
+    return dataclasses.replace(
+        interaction,
+        url=redactor.url(interaction.url),
+        request_headers=dict(redactor.header_items(interaction.request_headers.items())),
+        request_body=redactor.body(interaction.request_body),
+        response_headers=dict(redactor.response_header_items(interaction.response_headers.items())),
+        response_body=redactor.body(interaction.response_body),
+    )
+
+
+def _fresh_load(path: Path) -> list[Interaction]:
+    from pytest_agentctx.traffic.cassettes import store
+
+    store._cache.pop(path, None)
+    return load_cassette(path)

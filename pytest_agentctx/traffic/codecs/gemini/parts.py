@@ -1,0 +1,164 @@
+"""The parts of a Gemini turn, read and written: text, function calls, thoughts and
+thought signatures (see the package docstring for how ids and signatures are kept).
+
+Both directions of the codec use them: a request's ``model`` turns and a response's
+candidate hold the same parts. The API accepts camelCase and snake_case field names
+alike; :func:`get` reads either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.codecs.base import Completion, parse_arguments
+
+__all__ = [
+    "SIGNATURE",
+    "SYNTHETIC_ID_PREFIX",
+    "THOUGHT",
+    "completion_of",
+    "get",
+    "is_synthetic",
+    "model_parts",
+    "synthetic_call_id",
+    "text_of",
+    "turn_parts",
+]
+
+#: The start of the ids this codec makes up for function calls that have none.
+SYNTHETIC_ID_PREFIX = "gemini-call-"
+
+#: The reasoning item types of a thought summary and of a thought signature.
+THOUGHT = "gemini_thought"
+SIGNATURE = "gemini_signature"
+
+_CAMEL_HUMP = re.compile(r"(?<!^)([A-Z])")
+
+
+def get(data: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``data[key]`` under its camelCase name, or its snake_case one."""
+    if key in data:
+        return data[key]
+    return data.get(_CAMEL_HUMP.sub(r"_\1", key).lower(), default)
+
+
+def synthetic_call_id(name: str, arguments: Mapping[str, Any], index: int) -> str:
+    """The id given to the ``index``-th function call of a turn when it has none.
+
+    Deterministic, so a call read from a response and from the next request's echo of it
+    get the same id.
+    """
+    key = json.dumps([index, name, arguments], sort_keys=True, ensure_ascii=False, default=str)
+    return SYNTHETIC_ID_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def is_synthetic(call_id: Any) -> bool:
+    """Whether ``call_id`` is none, or one this codec made up (never sent on the wire)."""
+    return not call_id or (isinstance(call_id, str) and call_id.startswith(SYNTHETIC_ID_PREFIX))
+
+
+def turn_parts(turn: Any, where: str) -> list[Mapping[str, Any]]:
+    """The ``parts`` of a turn (a content), checked: a :class:`CodecError` names ``where``."""
+    if not isinstance(turn, Mapping):
+        raise CodecError(
+            f"{where}: expected a JSON object with 'parts', got {type(turn).__name__}."
+        )
+    parts = get(turn, "parts") or []
+    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
+        raise CodecError(f"{where}: 'parts' is not a list of JSON objects: {parts!r:.80}.")
+    return parts
+
+
+def text_of(turn: Any, where: str) -> str:
+    """The text of a ``systemInstruction`` (a string, a part, or a content with parts)."""
+    if isinstance(turn, str):
+        return turn
+    if isinstance(turn, Mapping) and "text" in turn:
+        return str(turn["text"])
+    return "".join(str(part.get("text", "")) for part in turn_parts(turn, where))
+
+
+def model_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The parts of an assistant message: thoughts, text, function calls, and the thought
+    signatures put back on the parts that carried them."""
+    reasoning = [item for item in message.get("reasoning") or [] if isinstance(item, Mapping)]
+    signatures = {
+        (item.get("part"), item.get("index", 0)): item.get("thoughtSignature")
+        for item in reasoning
+        if item.get("type") == SIGNATURE
+    }
+    parts: list[dict[str, Any]] = []
+    for item in reasoning:
+        if item.get("type") == THOUGHT:
+            thought: dict[str, Any] = {"text": item.get("text", ""), "thought": True}
+            if item.get("thoughtSignature"):
+                thought["thoughtSignature"] = item["thoughtSignature"]
+            parts.append(thought)
+    content = message.get("content")
+    if content:
+        text: dict[str, Any] = {"text": content}
+        if signatures.get(("text", 0)):
+            text["thoughtSignature"] = signatures[("text", 0)]
+        parts.append(text)
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function_call: dict[str, Any] = {
+            "name": call["name"],
+            "args": call.get("arguments") or {},
+        }
+        if not is_synthetic(call.get("id")):
+            function_call["id"] = call["id"]
+        part: dict[str, Any] = {"functionCall": function_call}
+        if signatures.get(("functionCall", index)):
+            part["thoughtSignature"] = signatures[("functionCall", index)]
+        parts.append(part)
+    return parts
+
+
+def completion_of(parts: Sequence[Mapping[str, Any]], where: str) -> Completion:
+    """Text, function calls and reasoning items of a model turn's parts."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
+    for position, part in enumerate(parts):
+        signature = get(part, "thoughtSignature")
+        call = get(part, "functionCall")
+        if part.get("thought"):
+            thought: dict[str, Any] = {"type": THOUGHT, "text": part.get("text", "")}
+            if signature:
+                thought["thoughtSignature"] = signature
+            reasoning.append(thought)
+        elif call is not None:
+            if not isinstance(call, Mapping):
+                raise CodecError(f"{where}: parts[{position}].functionCall is not an object.")
+            arguments = parse_arguments(call.get("args"))
+            index = len(calls)
+            tool = str(call.get("name") or "")
+            call_id = call.get("id") or synthetic_call_id(tool, arguments, index)
+            calls.append(ToolCall(id=call_id, name=tool, arguments=arguments))
+            if signature:
+                reasoning.append(
+                    {
+                        "type": SIGNATURE,
+                        "part": "functionCall",
+                        "index": index,
+                        "thoughtSignature": signature,
+                    }
+                )
+        elif "text" in part:
+            texts.append(str(part["text"]))
+            if signature:
+                reasoning.append(
+                    {"type": SIGNATURE, "part": "text", "index": 0, "thoughtSignature": signature}
+                )
+    # A stream ends with an empty text part next to its finish reason: no text is None.
+    return Completion(
+        content="".join(texts) or None,
+        tool_calls=tuple(calls),
+        reasoning=tuple(reasoning),
+    )

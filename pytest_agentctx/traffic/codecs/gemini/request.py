@@ -1,0 +1,276 @@
+"""Gemini requests: the URL that names the model and says whether it streams, and the
+``generateContent`` body, encoded from neutral messages and decoded back to them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from pytest_agentctx.context.tools import ToolSpec
+from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.codecs.base import DecodedRequest, require
+from pytest_agentctx.traffic.codecs.gemini.parts import (
+    completion_of,
+    get,
+    is_synthetic,
+    model_parts,
+    synthetic_call_id,
+    text_of,
+    turn_parts,
+)
+
+__all__ = [
+    "decode_request",
+    "encode_request",
+    "is_stream_path",
+    "model_of_path",
+    "request_for_path",
+]
+
+_MODEL_IN_PATH = re.compile(r"/(?:models|tunedModels)/([^/:]+):[A-Za-z]+$")
+
+
+def _trim(path: str) -> str:
+    return path.partition("?")[0].rstrip("/")
+
+
+def is_stream_path(path: str) -> bool:
+    """Whether ``path`` is a streaming call (``...:streamGenerateContent``)."""
+    return _trim(path).endswith(":streamGenerateContent")
+
+
+def model_of_path(path: str) -> str | None:
+    """The model a ``generateContent`` URL path names (``gemini-2.5-flash``), if any."""
+    found = _MODEL_IN_PATH.search(_trim(path))
+    return found.group(1) if found else None
+
+
+def request_for_path(path: str, request: DecodedRequest) -> DecodedRequest:
+    """``request`` completed with what its URL says: the model, and whether it streams."""
+    return replace(
+        request,
+        model=request.model or model_of_path(path),
+        stream=request.stream or is_stream_path(path),
+    )
+
+
+def _append(turns: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
+    """Add parts, merging into the previous turn of the same role (function responses of
+    parallel calls go back in one turn)."""
+    if turns and turns[-1]["role"] == role:
+        turns[-1]["parts"].extend(parts)
+    elif parts:
+        turns.append({"role": role, "parts": parts})
+
+
+def _response_part(message: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    call_id = message.get("tool_call_id")
+    tool = message.get("name") or names.get(call_id or "")
+    if not tool:
+        raise CodecError(
+            f"gemini.encode_request: the tool message answering call {call_id!r} has no "
+            "name, and no earlier assistant message has a call with that id. Gemini "
+            "joins a function response to its call by name: give the tool message its "
+            "name."
+        )
+    key = "error" if message.get("is_error") else "result"
+    function_response: dict[str, Any] = {
+        "name": tool,
+        "response": {key: message.get("content") or ""},
+    }
+    if not is_synthetic(call_id):
+        function_response["id"] = call_id
+    return {"functionResponse": function_response}
+
+
+def encode_request(
+    *,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolSpec] = (),
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a ``generateContent`` request, with a ``model`` key for the provider
+    (which sends the model in the URL and the rest as the body).
+
+    System messages become ``systemInstruction``; assistant messages ``model`` turns (text
+    and ``functionCall`` parts); tool results ``functionResponse`` parts of a ``user`` turn
+    (``{"result": content}``, or ``{"error": content}`` for an error); consecutive turns of
+    one role are merged. Tools are declared with their JSON Schema
+    (``parametersJsonSchema``).
+    """
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            system.append(message.get("content") or "")
+        elif role == "user":
+            _append(turns, "user", [{"text": message.get("content") or ""}])
+        elif role == "assistant":
+            for call in message.get("tool_calls") or []:
+                names[call.get("id") or ""] = call["name"]
+            _append(turns, "model", model_parts(message))
+        elif role == "tool":
+            _append(turns, "user", [_response_part(message, names)])
+        else:
+            raise CodecError(
+                f"gemini.encode_request: message role {role!r} is not one of system, user, "
+                "assistant, tool."
+            )
+    body: dict[str, Any] = {"model": model, "contents": turns}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+    if tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": spec.name,
+                        "description": spec.description,
+                        "parametersJsonSchema": spec.parameters,
+                    }
+                    for spec in tools
+                ]
+            }
+        ]
+    config: dict[str, Any] = {}
+    if temperature is not None:
+        config["temperature"] = temperature
+    if max_tokens is not None:
+        config["maxOutputTokens"] = max_tokens
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _response_content(response: Any) -> tuple[str, bool]:
+    """A function response's payload as the text of a ``tool`` message, and whether it
+    reports an error: the value of its one ``result``/``output``/``error`` key when that
+    is a string, else the JSON."""
+    if isinstance(response, Mapping) and len(response) == 1:
+        (key, value), *_ = response.items()
+        if isinstance(value, str) and key in ("result", "output", "return_value", "content"):
+            return value, False
+        if key == "error":
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False), True
+    if isinstance(response, str):
+        return response, False
+    return json.dumps(response, ensure_ascii=False, sort_keys=True), False
+
+
+class _Turns:
+    """Reads request turns into neutral messages, joining responses to calls."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        #: The ids of the last model turn's calls not answered yet, by function name.
+        self.unanswered: dict[str, list[str]] = {}
+
+    def model_turn(self, parts: list[Mapping[str, Any]], where: str) -> None:
+        completion = completion_of(parts, where)
+        message: dict[str, Any] = {"role": "assistant", "content": completion.content}
+        if completion.tool_calls:
+            message["tool_calls"] = [call.model_dump(mode="json") for call in completion.tool_calls]
+        if completion.reasoning:
+            message["reasoning"] = [dict(item) for item in completion.reasoning]
+        self.messages.append(message)
+        self.unanswered = {}
+        for call in completion.tool_calls:
+            self.unanswered.setdefault(call.name, []).append(call.id)
+
+    def user_turn(self, parts: list[Mapping[str, Any]], where: str) -> None:
+        texts: list[str] = []
+        for index, part in enumerate(parts):
+            response = get(part, "functionResponse")
+            if response is None:
+                if "text" in part and not part.get("thought"):
+                    texts.append(str(part["text"]))
+                continue
+            if not isinstance(response, Mapping):
+                raise CodecError(f"{where}.parts[{index}]: functionResponse is not an object.")
+            self._flush(texts)
+            tool = str(response.get("name") or "")
+            call_id = response.get("id") or self._answered(tool, index)
+            content, is_error = _response_content(response.get("response"))
+            message: dict[str, Any] = {
+                "role": "tool",
+                "content": content,
+                "tool_call_id": call_id,
+                "name": tool,
+            }
+            if is_error:
+                message["is_error"] = True
+            self.messages.append(message)
+        self._flush(texts)
+
+    def _answered(self, tool: str, index: int) -> str:
+        waiting = self.unanswered.get(tool)
+        if waiting:
+            return waiting.pop(0)
+        return synthetic_call_id(tool, {}, index)
+
+    def _flush(self, texts: list[str]) -> None:
+        if texts:
+            self.messages.append({"role": "user", "content": "".join(texts)})
+            texts.clear()
+
+
+def _declarations(tools: Any) -> list[dict[str, Any]]:
+    if isinstance(tools, Mapping):
+        tools = [tools]
+    declared: list[dict[str, Any]] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, Mapping):
+            continue
+        for declaration in get(tool, "functionDeclarations") or []:
+            if not isinstance(declaration, Mapping):
+                continue
+            schema = get(declaration, "parametersJsonSchema")
+            if schema is None:
+                schema = declaration.get("parameters", {})
+            declared.append(
+                {
+                    "name": declaration.get("name"),
+                    "description": declaration.get("description", ""),
+                    "parameters": schema,
+                }
+            )
+    return declared
+
+
+def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
+    """A ``generateContent`` body in neutral form (function responses become ``tool``
+    messages, joined to their calls).
+
+    The body names no model and does not say whether it streams: the URL does (see
+    :func:`request_for_path`). A ``model`` key, as :func:`encode_request` adds, is read.
+    """
+    where = "gemini.decode_request"
+    contents = require(body, "contents", list, where)
+    turns = _Turns()
+    system = get(body, "systemInstruction")
+    if system:
+        turns.messages.append({"role": "system", "content": text_of(system, where)})
+    for index, turn in enumerate(contents):
+        at = f"{where}: contents[{index}]"
+        parts = turn_parts(turn, at)
+        if turn.get("role") == "model":
+            turns.model_turn(parts, at)
+        else:
+            turns.user_turn(parts, at)
+    model = body.get("model")
+    if isinstance(model, str):
+        model = model.removeprefix("models/")
+    return DecodedRequest(
+        model=model if isinstance(model, str) else None,
+        messages=turns.messages,
+        tools=_declarations(body.get("tools")),
+        stream=bool(body.get("stream")),
+    )
