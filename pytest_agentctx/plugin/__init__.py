@@ -556,7 +556,7 @@ def pytest_assertrepr_compare(
     """For ``==`` on the context's models or a pattern: the count, then every mismatch,
     with the running test's secrets redacted (only in the text: what compared equal, and
     what did not, is unchanged)."""
-    from pytest_agentctx.assertions.matching import assertrepr_compare
+    from pytest_agentctx.assertions.patterns.report import assertrepr_compare
 
     lines = assertrepr_compare(op, left, right)
     if lines is None:

@@ -42,7 +42,7 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     # The exceptions carry the context, mismatches, run result and failures of the error
     # they report: their attributes are annotated with those types (TYPE_CHECKING only).
     ("pytest_agentctx.exceptions", "pytest_agentctx.context.model"): "annotations",
-    ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
+    ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.patterns.mismatch"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
     # The codecs encode tool specifications for the wire: ToolSpec, a plain description of a
