@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from .assertions.patterns.structure import Like as Like
     from .assertions.patterns.structure import Nowhere as Nowhere
     from .assertions.patterns.structure import Unordered as Unordered
-    from .assertions.snapshot import AgentSnapshotAssertion as AgentSnapshotAssertion
-    from .assertions.snapshot import AgentSnapshotExtension as AgentSnapshotExtension
-    from .assertions.snapshot import SnapshotOptions as SnapshotOptions
+    from .assertions.snapshots.assertion import AgentSnapshotAssertion as AgentSnapshotAssertion
+    from .assertions.snapshots.extension import AgentSnapshotExtension as AgentSnapshotExtension
+    from .assertions.snapshots.options import SnapshotOptions as SnapshotOptions
     from .assertions.trajectory import LocatedCall as LocatedCall
     from .assertions.trajectory import Trajectory as Trajectory
     from .assertions.trajectory import nested_runs as nested_runs
@@ -295,10 +295,10 @@ _PUBLIC: dict[str, str] = {
     "PriceTable": "reports.stats",
     "RunStats": "reports.stats",
     "run_stats": "reports.stats",
-    # snapshots (imported on first use: they need syrupy, and so pytest)
-    "AgentSnapshotAssertion": "assertions.snapshot",
-    "AgentSnapshotExtension": "assertions.snapshot",
-    "SnapshotOptions": "assertions.snapshot",
+    # snapshots (imported on first use: the assertion and the extension need syrupy, and so pytest)
+    "AgentSnapshotAssertion": "assertions.snapshots.assertion",
+    "AgentSnapshotExtension": "assertions.snapshots.extension",
+    "SnapshotOptions": "assertions.snapshots.options",
     # exceptions
     "AgentCtxError": "exceptions",
     "AgentDefinitionError": "exceptions",

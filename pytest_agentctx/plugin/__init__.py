@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     # little, and a session that never uses a fixture never pays for it.
     from syrupy.assertion import SnapshotAssertion
 
-    from pytest_agentctx.assertions.snapshot import AgentSnapshotAssertion, SnapshotOptions
+    from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
+    from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
     from pytest_agentctx.doubles.fakes import FakeLLM, FakeTools
     from pytest_agentctx.doubles.frozen_clock import FrozenClock
     from pytest_agentctx.runtime.agent import AgentRuntime
@@ -570,7 +571,7 @@ def pytest_assertrepr_compare(
 @pytest.fixture
 def agent_snapshot_config() -> SnapshotOptions:
     """Options of ``agent_snapshot`` (volatile values, projections); override to change."""
-    from pytest_agentctx.assertions.snapshot import SnapshotOptions
+    from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 
     return SnapshotOptions()
 
@@ -586,7 +587,7 @@ def agent_snapshot(
     Stored as ``__snapshots__/<module>/<test>.agentctx``; ``--snapshot-update`` writes it.
     Secrets are written as ``REDACTED`` by the test's redactor, the one its cassette uses.
     """
-    from pytest_agentctx.assertions.snapshot import AgentSnapshotAssertion
+    from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
 
     return AgentSnapshotAssertion.from_snapshot(
         snapshot, agent_snapshot_config, _test_redactor(request)

@@ -64,12 +64,18 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.doubles.clock"): "clock start",
     # Captured runs give each run's figures as the stats module's RunRecord.
     ("pytest_agentctx.traffic.capture.runs", "pytest_agentctx.reports.stats"): "RunRecord",
-    # A snapshot is taken of a RunResult as well as of an AgentContext, and is redacted
-    # (the active redactor; the Redactor type under TYPE_CHECKING only).
-    ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.runtime.agent"): "RunResult",
-    ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.traffic.redaction"): "redaction",
+    # A snapshot is redacted (the active redactor; the Redactor type under TYPE_CHECKING
+    # only, where the text is made and on the assertion that carries the test's redactor).
     (
-        "pytest_agentctx.assertions.snapshot",
+        "pytest_agentctx.assertions.snapshots.serialization",
+        "pytest_agentctx.traffic.redaction",
+    ): "redaction",
+    (
+        "pytest_agentctx.assertions.snapshots.serialization",
+        "pytest_agentctx.traffic.cassettes.redact",
+    ): "annotations",
+    (
+        "pytest_agentctx.assertions.snapshots.assertion",
         "pytest_agentctx.traffic.cassettes.redact",
     ): "annotations",
     # Report records name the record mode, the cassette and its redactor (TYPE_CHECKING), and
