@@ -5,7 +5,8 @@
 names; a model instance on the fields it was built with; a list or tuple item by item,
 with ``...`` for any run of items; a compiled regular expression searches a string; a
 class matches its instances; a function is a predicate; any other object is compared with
-``==``. A pattern object (a :class:`Matcher`, the base of ``Pattern``) matches itself.
+``==``; ``...`` outside a list matches anything. A pattern object (a :class:`Matcher`,
+the base of ``Pattern``) decides for itself, through its ``_match``.
 
 With ``out`` a list, every mismatch is collected there, each with its path; with ``out``
 ``None`` the walk is a probe that stops at the first one and builds no paths, which is the
