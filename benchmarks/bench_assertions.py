@@ -42,7 +42,7 @@ from syrupy.extensions.amber import AmberSnapshotExtension
 from syrupy.terminal import disable_color
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult, Unordered, matches
-from pytest_agentctx.assertions.snapshot import AgentSnapshotExtension
+from pytest_agentctx.assertions.snapshots.extension import AgentSnapshotExtension
 from pytest_agentctx.context._seq import Seq
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -15,25 +15,25 @@ if TYPE_CHECKING:
     # For type checkers, which do not run ``__getattr__``: the same names as ``_PUBLIC``,
     # each re-exported explicitly (``X as X``). tests/unit/test_public_names.py checks
     # that the two agree.
-    from .assertions.matching import ANY as ANY
-    from .assertions.matching import AllOf as AllOf
-    from .assertions.matching import AnyOf as AnyOf
-    from .assertions.matching import Contains as Contains
-    from .assertions.matching import Each as Each
-    from .assertions.matching import Exact as Exact
-    from .assertions.matching import Like as Like
-    from .assertions.matching import Mismatch as Mismatch
-    from .assertions.matching import Not as Not
-    from .assertions.matching import Nowhere as Nowhere
-    from .assertions.matching import Pattern as Pattern
-    from .assertions.matching import Predicate as Predicate
-    from .assertions.matching import Regex as Regex
-    from .assertions.matching import Unordered as Unordered
-    from .assertions.matching import matches as matches
-    from .assertions.matching import mismatches as mismatches
-    from .assertions.snapshot import AgentSnapshotAssertion as AgentSnapshotAssertion
-    from .assertions.snapshot import AgentSnapshotExtension as AgentSnapshotExtension
-    from .assertions.snapshot import SnapshotOptions as SnapshotOptions
+    from .assertions.patterns.base import ANY as ANY
+    from .assertions.patterns.base import AllOf as AllOf
+    from .assertions.patterns.base import AnyOf as AnyOf
+    from .assertions.patterns.base import Not as Not
+    from .assertions.patterns.base import Pattern as Pattern
+    from .assertions.patterns.base import Predicate as Predicate
+    from .assertions.patterns.base import Regex as Regex
+    from .assertions.patterns.mismatch import Mismatch as Mismatch
+    from .assertions.patterns.report import matches as matches
+    from .assertions.patterns.report import mismatches as mismatches
+    from .assertions.patterns.structure import Contains as Contains
+    from .assertions.patterns.structure import Each as Each
+    from .assertions.patterns.structure import Exact as Exact
+    from .assertions.patterns.structure import Like as Like
+    from .assertions.patterns.structure import Nowhere as Nowhere
+    from .assertions.patterns.structure import Unordered as Unordered
+    from .assertions.snapshots.assertion import AgentSnapshotAssertion as AgentSnapshotAssertion
+    from .assertions.snapshots.extension import AgentSnapshotExtension as AgentSnapshotExtension
+    from .assertions.snapshots.options import SnapshotOptions as SnapshotOptions
     from .assertions.trajectory import Trajectory as Trajectory
     from .assertions.trajectory import nested_runs as nested_runs
     from .assertions.trajectory import tool_calls as tool_calls
@@ -260,22 +260,22 @@ _PUBLIC: dict[str, str] = {
     "FakeToolCall": "doubles.fake_tools",
     "LoopbackProvider": "doubles.loopback",
     # assertions
-    "matches": "assertions.matching",
-    "mismatches": "assertions.matching",
-    "Mismatch": "assertions.matching",
-    "Pattern": "assertions.matching",
-    "ANY": "assertions.matching",
-    "Regex": "assertions.matching",
-    "Predicate": "assertions.matching",
-    "Like": "assertions.matching",
-    "Exact": "assertions.matching",
-    "Unordered": "assertions.matching",
-    "Contains": "assertions.matching",
-    "Each": "assertions.matching",
-    "Nowhere": "assertions.matching",
-    "AllOf": "assertions.matching",
-    "AnyOf": "assertions.matching",
-    "Not": "assertions.matching",
+    "matches": "assertions.patterns.report",
+    "mismatches": "assertions.patterns.report",
+    "Mismatch": "assertions.patterns.mismatch",
+    "Pattern": "assertions.patterns.base",
+    "ANY": "assertions.patterns.base",
+    "Regex": "assertions.patterns.base",
+    "Predicate": "assertions.patterns.base",
+    "Like": "assertions.patterns.structure",
+    "Exact": "assertions.patterns.structure",
+    "Unordered": "assertions.patterns.structure",
+    "Contains": "assertions.patterns.structure",
+    "Each": "assertions.patterns.structure",
+    "Nowhere": "assertions.patterns.structure",
+    "AllOf": "assertions.patterns.base",
+    "AnyOf": "assertions.patterns.base",
+    "Not": "assertions.patterns.base",
     # trajectories
     "Trajectory": "assertions.trajectory",
     "LocatedCall": "context.nested",
@@ -295,10 +295,11 @@ _PUBLIC: dict[str, str] = {
     "PriceTable": "context.figures",
     "RunStats": "context.figures",
     "run_stats": "context.figures",
-    # snapshots (imported on first use: they need syrupy, and so pytest)
-    "AgentSnapshotAssertion": "assertions.snapshot",
-    "AgentSnapshotExtension": "assertions.snapshot",
-    "SnapshotOptions": "assertions.snapshot",
+    # snapshots (imported on first use: the assertion and the extension need syrupy, and so
+    # pytest)
+    "AgentSnapshotAssertion": "assertions.snapshots.assertion",
+    "AgentSnapshotExtension": "assertions.snapshots.extension",
+    "SnapshotOptions": "assertions.snapshots.options",
     # exceptions
     "AgentCtxError": "exceptions",
     "AgentDefinitionError": "exceptions",

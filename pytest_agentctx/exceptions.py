@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pytest_agentctx.assertions.matching import Mismatch
+    from pytest_agentctx.assertions.patterns.mismatch import Mismatch
     from pytest_agentctx.context.model import AgentContext
     from pytest_agentctx.runtime.agent import RunResult
     from pytest_agentctx.runtime.failures import CompensationRecord, Failure

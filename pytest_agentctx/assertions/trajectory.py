@@ -29,17 +29,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pytest_agentctx.assertions.matching import (
-    Keyer,
+from pytest_agentctx.assertions.patterns.assignment import Keyer, assign
+from pytest_agentctx.assertions.patterns.base import Pattern
+from pytest_agentctx.assertions.patterns.engine import fields_at, match_at
+from pytest_agentctx.assertions.patterns.exact import exact_at
+from pytest_agentctx.assertions.patterns.mismatch import (
     Mismatch,
     Out,
     PathCell,
-    Pattern,
-    assign,
-    exact_at,
-    fields_at,
     format_path,
-    match_at,
+    report_closest,
     short,
 )
 from pytest_agentctx.context.model import AgentContext, ToolCall
@@ -315,24 +314,21 @@ class Trajectory(Pattern):
         pool = list(free or range(len(calls)))
         if expected.pattern is None and isinstance(expected.name, str):
             pool = [i for i in pool if calls[i].call.name == expected.name]
-        best: list[Mismatch] | None = None
-        best_index = 0
-        for i in pool[:100]:
+
+        def mismatches_at(i: int) -> list[Mismatch]:
             found: list[Mismatch] = []
             self._pair(calls[i].call, expected, cell(calls[i]), found)
-            if best is None or len(found) < len(best):
-                best, best_index = found, i
+            return found
+
         message = f"no call matches {expected.describe()}"
         where = format_path((path, "tool_calls"))
-        if best is None:
-            if expected.pattern is None and isinstance(expected.name, str):
-                message += f"; {expected.name} was never called"
-            out.append(Mismatch(where, message))
+        if report_closest(
+            out, where, message, pool, mismatches_at, lambda i: format_path(cell(calls[i]))
+        ):
             return
-        count = f"{len(best)} mismatch" + ("" if len(best) == 1 else "es")
-        closest = format_path(cell(calls[best_index]))
-        out.append(Mismatch(where, f"{message}; the closest is {closest}, with {count}:"))
-        out.extend(best)
+        if expected.pattern is None and isinstance(expected.name, str):
+            message += f"; {expected.name} was never called"
+        out.append(Mismatch(where, message))
 
     def __repr__(self) -> str:
         expected = [e.describe() for e in self.expected]

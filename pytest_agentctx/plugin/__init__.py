@@ -64,7 +64,8 @@ if TYPE_CHECKING:
     # little, and a session that never uses a fixture never pays for it.
     from syrupy.assertion import SnapshotAssertion
 
-    from pytest_agentctx.assertions.snapshot import AgentSnapshotAssertion, SnapshotOptions
+    from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
+    from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
     from pytest_agentctx.doubles.fake_llm import FakeLLM
     from pytest_agentctx.doubles.fake_tools import FakeTools
     from pytest_agentctx.doubles.frozen_clock import FrozenClock
@@ -560,7 +561,7 @@ def pytest_assertrepr_compare(
     """For ``==`` on the context's models or a pattern: the count, then every mismatch,
     with the running test's secrets redacted (only in the text: what compared equal, and
     what did not, is unchanged)."""
-    from pytest_agentctx.assertions.matching import assertrepr_compare
+    from pytest_agentctx.assertions.patterns.report import assertrepr_compare
 
     lines = assertrepr_compare(op, left, right)
     if lines is None:
@@ -574,7 +575,7 @@ def pytest_assertrepr_compare(
 @pytest.fixture
 def agent_snapshot_config() -> SnapshotOptions:
     """Options of ``agent_snapshot`` (volatile values, projections); override to change."""
-    from pytest_agentctx.assertions.snapshot import SnapshotOptions
+    from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 
     return SnapshotOptions()
 
@@ -590,7 +591,7 @@ def agent_snapshot(
     Stored as ``__snapshots__/<module>/<test>.agentctx``; ``--snapshot-update`` writes it.
     Secrets are written as ``REDACTED`` by the test's redactor, the one its cassette uses.
     """
-    from pytest_agentctx.assertions.snapshot import AgentSnapshotAssertion
+    from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
 
     return AgentSnapshotAssertion.from_snapshot(
         snapshot, agent_snapshot_config, _test_redactor(request)

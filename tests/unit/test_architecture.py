@@ -42,11 +42,9 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     # The exceptions carry the context, mismatches, run result and failures of the error
     # they report: their attributes are annotated with those types (TYPE_CHECKING only).
     ("pytest_agentctx.exceptions", "pytest_agentctx.context.model"): "annotations",
-    ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.matching"): "annotations",
+    ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.patterns.mismatch"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
     ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
-    # A snapshot is taken of a RunResult as well as of an AgentContext.
-    ("pytest_agentctx.assertions.snapshot", "pytest_agentctx.runtime.agent"): "RunResult",
     # Report records name the record mode and the cassette (TYPE_CHECKING).
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes.defaults"): "mode",
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes"): "annotations",

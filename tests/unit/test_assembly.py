@@ -8,7 +8,8 @@ from typing import Any, Optional, TypedDict
 import pytest
 from pydantic import BaseModel
 
-from pytest_agentctx.assertions.matching import ANY, matches
+from pytest_agentctx.assertions.patterns.base import ANY
+from pytest_agentctx.assertions.patterns.report import matches
 from pytest_agentctx.exceptions import (
     AgentDefinitionError,
     ContextAssemblyError,

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.assertions.matching: patterns, mismatch paths and
+"""Unit tests for pytest_agentctx.assertions.patterns: patterns, mismatch paths and
 the hook's text."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pytest_agentctx import (
     matches,
     mismatches,
 )
-from pytest_agentctx.assertions.matching import assertrepr_compare, differences
+from pytest_agentctx.assertions.patterns.report import assertrepr_compare, differences
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

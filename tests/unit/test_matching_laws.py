@@ -67,7 +67,7 @@ from pytest_agentctx import (
     Unordered,
     mismatches,
 )
-from pytest_agentctx.assertions.matching import match_at
+from pytest_agentctx.assertions.patterns.engine import match_at
 
 LAWS = settings(
     max_examples=100,

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.assertions.snapshot: the serialized form,
+"""Unit tests for pytest_agentctx.assertions.snapshots: the serialized form,
 normalisation, projections."""
 
 from __future__ import annotations
@@ -25,13 +25,9 @@ from pytest_agentctx import (
     ToolResult,
     matches,
 )
-from pytest_agentctx.assertions.snapshot import (
-    FORMAT_VERSION,
-    HEADER,
-    AgentSnapshotExtension,
-    SnapshotOptions,
-    serialize,
-)
+from pytest_agentctx.assertions.snapshots.extension import AgentSnapshotExtension
+from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
+from pytest_agentctx.assertions.snapshots.serialization import FORMAT_VERSION, HEADER, serialize
 from pytest_agentctx.context._seq import Seq
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

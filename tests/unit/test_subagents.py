@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.assertions.matching import ANY, matches
+from pytest_agentctx.assertions.patterns.base import ANY
+from pytest_agentctx.assertions.patterns.report import matches
 from pytest_agentctx.assertions.trajectory import Trajectory, nested_runs
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.figures import run_stats

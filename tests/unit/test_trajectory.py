@@ -24,7 +24,7 @@ from pytest_agentctx import (
     nested_runs,
     tool_calls,
 )
-from pytest_agentctx.assertions.matching import assertrepr_compare
+from pytest_agentctx.assertions.patterns.report import assertrepr_compare
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

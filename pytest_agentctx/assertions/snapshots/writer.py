@@ -1,11 +1,7 @@
-"""Snapshots of the iteration context: a syrupy extension, its serializer and assertion.
+"""How a value is written into a snapshot: one line per value, each led by its path.
 
-``assert result.context == agent_snapshot`` stores the context in
-``__snapshots__/<test module>/<test name>.agentctx``, one file per snapshot, and compares
-later runs with it. The file is plain text, one value per line, each line led by the path
-of its value, so a behaviour change is a small diff in review::
+::
 
-    # pytest-agentctx snapshot, format 1
     AgentContext
     iterations = [2 items]
     iterations[0] = Iteration
@@ -18,178 +14,35 @@ of its value, so a behaviour change is a small diff in review::
 
 Every model is expanded field by field (fields at their default value are left out, so a
 new optional field does not change old snapshots). Timestamps are written as offsets from
-the run's start (``<t+3s>``), generated ids as ``<id:1>``, ``<id:2>`` in first-seen order.
-:class:`SnapshotOptions` adds hooks for other volatile values and projections for long runs
-(the last N iterations, selected fields, truncated strings).
-
-The first line names the format version. A snapshot written in another version fails with
-a request to re-run pytest with ``--snapshot-update``.
-
-Secrets are written as ``REDACTED``: every string of the value (message contents, tool
-arguments and results, metadata and its keys, sub-agent runs) passes the test's redactor,
-the one its cassette uses, so a snapshot taken while recording equals the one its replay
-gives, where the cassette holds ``REDACTED``.
+the run's start (``<t+3s>``), generated ids as ``<id:1>``, ``<id:2>`` in first-seen order,
+providers' opaque tokens as ``<opaque>``; a sub-agent's run kept as JSON in its parent's
+metadata is written like the top-level run. The :class:`Writer` applies the options' path
+rules (``normalize``, ``omit``, ``fields``, ``truncate``, ``last``); without them the
+context's own models take a fast path that writes the very same lines.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import date, datetime, time
 from enum import Enum
 from itertools import islice
 from operator import is_
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
-from syrupy.assertion import DiffMode, SnapshotAssertion
-from syrupy.constants import SYMBOL_ELLIPSIS
-from syrupy.data import SnapshotCollection
-from syrupy.exceptions import TaintedSnapshotError
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-from syrupy.terminal import context_style, reset
-from syrupy.types import (
-    PropertyFilter,
-    PropertyMatcher,
-    SerializableData,
-    SerializedData,
-    SnapshotIndex,
-)
 
-from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 from pytest_agentctx.context._paths import compile_globs, segment
 from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.context.scrub import redact
 from pytest_agentctx.exceptions import SnapshotError
-from pytest_agentctx.redaction.active import active, shows_secret
-from pytest_agentctx.runtime.agent import RunResult
 
-if TYPE_CHECKING:
-    from pytest_agentctx.redaction.redactor import Redactor
-
-__all__ = [
-    "FILE_EXTENSION",
-    "FORMAT_VERSION",
-    "AgentSnapshotAssertion",
-    "AgentSnapshotExtension",
-    "SnapshotOptions",
-    "serialize",
-]
-
-#: Bumped whenever the serialized form changes; old snapshots then need --snapshot-update.
-FORMAT_VERSION = 1
-#: The extension of snapshot files.
-FILE_EXTENSION = "agentctx"
-#: The first line of every snapshot file.
-HEADER = f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
+__all__ = ["Writer"]
 
 _NO_DEFAULT: Any = object()
 _OBJECT_REPR: Any = object.__repr__
-
-
-def _as_globs(value: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    globs = tuple(value)
-    for glob in globs:
-        if not isinstance(glob, str) or not glob:
-            raise SnapshotError(
-                f"SnapshotOptions({what}=...): {glob!r} is not a path glob; give strings such "
-                "as 'iterations[*].metadata' or 'latency_ms'."
-            )
-    return globs
-
-
-def _positive(value: int | None, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SnapshotError(
-            f"SnapshotOptions({what}={value!r}): expected a whole number of at least 1, "
-            f"or None for no limit."
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class SnapshotOptions:
-    """How a value is written into a snapshot: volatile values and projections.
-
-    - ``normalize``: ``{path glob: replacement}`` for values that change from run to run.
-      The replacement is written as it is, or, if it is a function, the function receives
-      the value and its result is written like any value.
-    - ``ids``: names of the fields and keys whose string values are generated ids, written
-      as ``<id:1>``, ``<id:2>``... in first-seen order (the same id, the same number).
-    - ``last``: keep only the last N iterations of the run.
-    - ``fields``: keep only the values at these path globs (and everything below them).
-    - ``omit``: leave out the values at these path globs.
-    - ``truncate``: cut strings longer than this many characters.
-
-    Path globs: ``*`` is any run of characters inside one path segment, ``**`` any run
-    across segments, and a bare name (``latency_ms``) matches that field anywhere.
-    """
-
-    normalize: Mapping[str, Any] = field(default_factory=dict)
-    ids: tuple[str, ...] = ("id", "*_id")
-    last: int | None = None
-    fields: tuple[str, ...] = ()
-    omit: tuple[str, ...] = ()
-    truncate: int | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.normalize, Mapping):
-            raise SnapshotError(
-                f"SnapshotOptions(normalize={self.normalize!r}): expected a mapping of path "
-                "globs to replacements, e.g. {'**.latency_ms': '<latency>'}."
-            )
-        _as_globs(list(self.normalize), "normalize")
-        object.__setattr__(self, "normalize", dict(self.normalize))
-        object.__setattr__(self, "ids", _as_globs(self.ids, "ids"))
-        object.__setattr__(self, "fields", _as_globs(self.fields, "fields"))
-        object.__setattr__(self, "omit", _as_globs(self.omit, "omit"))
-        _positive(self.last, "last")
-        _positive(self.truncate, "truncate")
-
-    def merged(
-        self,
-        *,
-        normalize: Mapping[str, Any] | None = None,
-        ids: Iterable[str] | None = None,
-        last: int | None = None,
-        fields: str | Iterable[str] | None = None,
-        omit: str | Iterable[str] | None = None,
-        truncate: int | None = None,
-    ) -> SnapshotOptions:
-        """These options with more: ``normalize`` and ``omit`` add, the others replace."""
-        return SnapshotOptions(
-            normalize={**self.normalize, **(normalize or {})},
-            ids=self.ids if ids is None else tuple(ids),
-            last=self.last if last is None else last,
-            fields=self.fields if fields is None else _as_globs(fields, "fields"),
-            omit=(*self.omit, *_as_globs(omit, "omit")),
-            truncate=self.truncate if truncate is None else truncate,
-        )
-
-    def describe(self) -> str | None:
-        """The projection in words, for the snapshot's header (``None`` if there is none)."""
-        parts = []
-        if self.last is not None:
-            parts.append(f"last {self.last} iterations")
-        if self.fields:
-            parts.append(f"fields {', '.join(self.fields)}")
-        if self.omit:
-            parts.append(f"without {', '.join(self.omit)}")
-        if self.truncate is not None:
-            parts.append(f"strings cut at {self.truncate} characters")
-        return "; ".join(parts) or None
-
-
-_DEFAULT_OPTIONS = SnapshotOptions()
 
 
 @dataclass(frozen=True)
@@ -265,7 +118,7 @@ def _count(size: int) -> str:
     return f"{size} item" if size == 1 else f"{size} items"
 
 
-class _Writer:
+class Writer:
     """Writes one value as lines; one writer per snapshot (ids and the start are its own).
 
     ``value()`` applies the options' path rules and ``write()`` writes; without path rules
@@ -715,324 +568,3 @@ def _same_calls(calls: Sequence[Any], from_messages: list[Any]) -> bool:
     if all(map(is_, calls, from_messages)):  # the usual case, checked at C speed
         return True
     return all(a is b or a == b for a, b in zip(calls, from_messages, strict=True))
-
-
-def serialize(
-    data: Any, options: SnapshotOptions | None = None, redactor: Redactor | None = None
-) -> str:
-    """The snapshot text of ``data``: a header, then one value per line.
-
-    With a ``redactor``, every secret it knows is written as ``REDACTED``: the strings of
-    ``data`` are scrubbed before they are written (so truncation, ``normalize`` hooks and
-    quoting see what a replay from the redacted cassette gives), and the text once more.
-    """
-    options = options or _DEFAULT_OPTIONS
-    if redactor is None or not redactor.secret_values:
-        return _serialize(data, options)
-    if not _scrub_first(options, redactor.secret_values):
-        text = _serialize(data, options)
-        if not shows_secret(text, redactor):  # the usual case: no secret in the run
-            return text
-    return redactor.text(_serialize(_redacted(data, redactor), options))
-
-
-def _scrub_first(options: SnapshotOptions, secrets: Sequence[str]) -> bool:
-    """Whether a secret in the data might not show in the text as it is (a string cut
-    short, changed by a hook, or written with escapes): then the data is always scrubbed
-    before it is written."""
-    return (
-        options.truncate is not None
-        or any(callable(replacement) for replacement in options.normalize.values())
-        or any(not s.isprintable() or "\\" in s or "'" in s for s in secrets)
-    )
-
-
-def _redacted(data: Any, redactor: Redactor) -> Any:
-    """``data`` with its strings scrubbed (of a run result: what the snapshot writes)."""
-    if isinstance(data, RunResult):
-        return dataclasses.replace(
-            data, context=redact(data.context, redactor), output=redact(data.output, redactor)
-        )
-    return redact(data, redactor)
-
-
-def _serialize(data: Any, options: SnapshotOptions) -> str:
-    writer = _Writer(options)
-    lines = writer.lines
-    lines.append(HEADER)
-    projection = options.describe()
-    if projection is not None:
-        lines.append(f"# projection: {projection}")
-    if isinstance(data, RunResult):
-        writer.line("", "RunResult")
-        writer.value("agent", data.agent.name, "agent")
-        writer.value("output", data.output, "output")
-        writer.value("context", data.context, "context")
-    else:
-        writer.value("", data, None)
-    lines.append("")
-    return "\n".join(lines)
-
-
-_CONTEXT_LINES = 1
-_CHUNK = 256
-
-
-def _common_run(old: list[str], new: list[str], *, from_end: bool, limit: int | None = None) -> int:
-    """How many lines ``old`` and ``new`` share at their start (or end), up to ``limit``."""
-    most = min(len(old), len(new)) if limit is None else limit
-    size = 0
-    if from_end:
-        a, b = len(old), len(new)
-        while (
-            size + _CHUNK <= most
-            and old[a - size - _CHUNK : a - size] == new[b - size - _CHUNK : b - size]
-        ):
-            size += _CHUNK
-        while size < most and old[a - size - 1] == new[b - size - 1]:
-            size += 1
-        return size
-    while size + _CHUNK <= most and old[size : size + _CHUNK] == new[size : size + _CHUNK]:
-        size += _CHUNK
-    while size < most and old[size] == new[size]:
-        size += 1
-    return size
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """The length of the longest common prefix of ``a`` and ``b`` (by bisection)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """The length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
-    lo, hi = 0, limit
-    end_a, end_b = len(a), len(b)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[end_a - mid : end_a - lo] == b[end_b - mid : end_b - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _line_start(text: str, position: int, *, back: int) -> int:
-    """Where the line holding ``position`` starts, moved ``back`` lines earlier."""
-    start = text.rfind("\n", 0, position) + 1
-    for _ in range(back):
-        if start == 0:
-            break
-        start = text.rfind("\n", 0, start - 1) + 1
-    return start
-
-
-def _line_end(text: str, position: int, *, ahead: int) -> int:
-    """Where the line holding ``position`` ends, moved ``ahead`` lines later."""
-    end = text.find("\n", position)
-    for _ in range(ahead):
-        if end == -1:
-            break
-        end = text.find("\n", end + 1)
-    return len(text) if end == -1 else end
-
-
-def _header_of(text: str | bytes | None) -> str:
-    if text is None:
-        return "(empty)"
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return text.split("\n", 1)[0][:80] or "(empty)"
-
-
-class AgentSnapshotExtension(SingleFileSnapshotExtension):
-    """A syrupy extension: one ``.agentctx`` text file per snapshot, in the agent format.
-
-    Use it through the ``agent_snapshot`` fixture, or with syrupy's own fixture:
-    ``snapshot.use_extension(AgentSnapshotExtension)``.
-    """
-
-    file_extension = FILE_EXTENSION
-    _write_mode = WriteMode.TEXT
-
-    def serialize(
-        self,
-        data: SerializableData,
-        *,
-        exclude: PropertyFilter | None = None,
-        include: PropertyFilter | None = None,
-        matcher: PropertyMatcher | None = None,
-    ) -> str:
-        """The snapshot text of ``data`` with the default options, redacted by the running
-        test's redactor."""
-        if exclude is not None or include is not None:
-            raise SnapshotError(
-                "The agent snapshot extension does not take syrupy's include=/exclude=; "
-                "use agent_snapshot(fields=[...]) or agent_snapshot(omit=[...]) instead."
-            )
-        return serialize(data, redactor=active())
-
-    def read_snapshot_data_from_location(
-        self, *, snapshot_location: str, snapshot_name: str, session_id: str
-    ) -> SerializableData | None:
-        """The stored text, or ``None``; a file in another format is tainted (rewrite it)."""
-        try:
-            text = Path(snapshot_location).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        if not text.startswith(HEADER + "\n"):
-            raise TaintedSnapshotError(snapshot_data=text)
-        return text
-
-    def diff_lines(
-        self, serialized_data: SerializedData, snapshot_data: SerializedData
-    ) -> Iterator[str]:
-        """Syrupy's diff of the changed lines only, with one line of context around them.
-
-        The unchanged text before and after the change is found by comparing halves of
-        the two texts (in C), so a one-line change in a long snapshot costs a few string
-        comparisons, not a split of both texts into lines or a line diff.
-        """
-        old, new = str(snapshot_data), str(serialized_data)
-        prefix = _common_prefix(old, new)
-        suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
-        start = _line_start(old, prefix, back=_CONTEXT_LINES + 1)
-        old_stop = _line_end(old, max(prefix, len(old) - suffix), ahead=_CONTEXT_LINES + 1)
-        new_stop = _line_end(new, max(prefix, len(new) - suffix), ahead=_CONTEXT_LINES + 1)
-        old_lines = old[start:old_stop].split("\n")
-        new_lines = new[start:new_stop].split("\n")
-        same_start = _common_run(old_lines, new_lines, from_end=False)
-        same_end = _common_run(
-            old_lines,
-            new_lines,
-            from_end=True,
-            limit=min(len(old_lines), len(new_lines)) - same_start,
-        )
-        first = max(0, same_start - _CONTEXT_LINES)
-        old_end = min(len(old_lines), len(old_lines) - same_end + _CONTEXT_LINES)
-        new_end = min(len(new_lines), len(new_lines) - same_end + _CONTEXT_LINES)
-        if start > 0 or first > 0:
-            yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
-        yield from super().diff_lines(
-            "\n".join(new_lines[first:new_end]), "\n".join(old_lines[first:old_end])
-        )
-        if old_stop < len(old) or new_stop < len(new) or old_end < len(old_lines):
-            yield reset(context_style(f"  {SYMBOL_ELLIPSIS}"))
-
-    @classmethod
-    def write_snapshot_collection(
-        cls,
-        *,
-        snapshot_collection: SnapshotCollection,
-        name_order: dict[str, int] | None = None,
-    ) -> None:
-        """Write the snapshot atomically: a temporary file, then a rename over the old one.
-
-        The file is UTF-8 with ``\\n`` line ends on every system, readable by all
-        (``0o644``) whatever the umask.
-        """
-        location = Path(snapshot_collection.location)
-        data = next(iter(snapshot_collection)).data
-        if not isinstance(data, str):
-            raise SnapshotError(
-                f"Cannot write {location}: expected the snapshot text, got {type(data).__name__}."
-            )
-        atomic_write_text(location, data, mode=0o644)
-
-
-@dataclass(eq=False, order=False, repr=False)
-class AgentSnapshotAssertion(SnapshotAssertion):
-    """The ``agent_snapshot`` fixture: ``assert result.context == agent_snapshot``.
-
-    Call it to change the options of one assertion:
-    ``assert ctx == agent_snapshot(last=3, truncate=200, omit=["**.metadata"])``.
-    """
-
-    options: SnapshotOptions = field(default_factory=SnapshotOptions)
-    redactor: Redactor | None = None
-    _call_options: SnapshotOptions | None = field(init=False, default=None)
-
-    @classmethod
-    def from_snapshot(
-        cls,
-        snapshot: SnapshotAssertion,
-        options: SnapshotOptions | None = None,
-        redactor: Redactor | None = None,
-    ) -> AgentSnapshotAssertion:
-        """An agent snapshot assertion for the same test as syrupy's ``snapshot``; its
-        snapshots are redacted by ``redactor`` (the test's, the one its cassette uses), or
-        by the running test's when it is ``None``."""
-        return cls(
-            session=snapshot.session,
-            extension_class=AgentSnapshotExtension,
-            test_location=snapshot.test_location,
-            update_snapshots=snapshot.update_snapshots,
-            update_new_snapshots_only=snapshot.update_new_snapshots_only,
-            options=options or SnapshotOptions(),
-            redactor=redactor,
-        )
-
-    def __call__(
-        self,
-        *,
-        diff: SnapshotIndex | None = None,
-        diff_data: SerializableData | None = None,
-        exclude: PropertyFilter | None = None,
-        include: PropertyFilter | None = None,
-        extension_class: type[Any] | None = None,
-        matcher: PropertyMatcher | None = None,
-        name: SnapshotIndex | None = None,
-        normalize: Mapping[str, Any] | None = None,
-        last: int | None = None,
-        fields: str | Sequence[str] | None = None,
-        omit: str | Sequence[str] | None = None,
-        truncate: int | None = None,
-    ) -> AgentSnapshotAssertion:
-        """Options for the next assertion only (and syrupy's ``name=``, ``diff=``)."""
-        if exclude is not None or include is not None or matcher is not None:
-            raise SnapshotError(
-                "agent_snapshot does not take syrupy's include=, exclude= or matcher=; use "
-                "agent_snapshot(fields=[...]), omit=[...] or normalize={path: replacement}."
-            )
-        if any(value is not None for value in (normalize, last, fields, omit, truncate)):
-            previous = self._call_options
-            self._call_options = self.options.merged(
-                normalize=normalize, last=last, fields=fields, omit=omit, truncate=truncate
-            )
-            self._post_assert_actions.append(lambda: setattr(self, "_call_options", previous))
-        super().__call__(diff=diff, diff_data=diff_data, extension_class=extension_class, name=name)
-        return self
-
-    def _serialize(self, data: SerializableData) -> str:
-        options = self._call_options or self.options
-        return serialize(data, options, self.redactor or active())
-
-    def get_assert_diff(self, *, diff_mode: DiffMode = DiffMode.DETAILED) -> list[str]:
-        """Syrupy's diff, with what to run next."""
-        result = self.executions[self.num_executions - 1]
-        if isinstance(result.exception, TaintedSnapshotError):
-            return [
-                f"The snapshot file {result.snapshot_location} is not in pytest-agentctx "
-                f"snapshot format {FORMAT_VERSION}; its first line is "
-                f"{_header_of(result.recalled_data or result.exception.snapshot_data)!r}.",
-                "Re-run pytest with --snapshot-update to rewrite it, then review the diff.",
-            ]
-        if result.success or result.exception is not None:
-            return super().get_assert_diff(diff_mode=diff_mode)
-        if result.recalled_data is None:
-            return [
-                f"Snapshot {result.snapshot_name!r} does not exist: {result.snapshot_location}",
-                "Re-run pytest with --snapshot-update to create it, then review the new file.",
-            ]
-        hint = (
-            "The run differs from its snapshot. If the change is intended, re-run pytest "
-            "with --snapshot-update and review the diff of the snapshot file."
-        )
-        return [hint, *super().get_assert_diff(diff_mode=diff_mode)]
