@@ -11,7 +11,7 @@ SDK, against a ``LoopbackProvider`` on 127.0.0.1.
 Sessions, interleaved round by round (A B C [D] A B C [D] ...):
 
 * ``plain``: ``pytest`` (nothing reads the runs);
-* ``uncaptured``: the same, with the plugin's capture switched off (its ``_capture`` made a
+* ``uncaptured``: the same, with the plugin's capture switched off (its ``capture_runs`` made a
   no-op by the conftest): what registering the capture costs a plain replay;
 * ``budget``: ``-o agent_budget_max_iterations=10`` (every test's runs are rebuilt and
   checked);
@@ -127,9 +127,9 @@ _BUILDS = [0]
 
 def pytest_configure(config):
     if os.environ.get("BENCH_NO_CAPTURE"):  # the plugin as if it captured nothing
-        from pytest_agentctx import plugin
+        from pytest_agentctx.plugin import capture
 
-        plugin._capture = lambda item, source: None
+        capture.capture_runs = lambda item, source: None
     try:
         from pytest_agentctx.traffic.capture import runs
     except ImportError:

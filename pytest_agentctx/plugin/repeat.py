@@ -1,20 +1,33 @@
-"""The reports of an ``agent_repeat`` test: its repetitions logged as one test.
+"""Repeated tests (``@pytest.mark.agent_repeat``): run n times, logged as one test.
 
-The plugin runs a repeated test's protocol n times (see :class:`~.suites.RepeatSpec` and
-:class:`~.suites.RepeatTally`); :func:`repeat_reports` turns the repetitions' reports into
-one setup, call and teardown report, with the outcome of the pass rate. Unlike most of the
-package this module works on pytest's own objects, so only the plugin imports it.
+The plugin runs a repeated test's protocol n times (:func:`pytest_runtest_protocol`, with
+:class:`~.suites.RepeatSpec` and :class:`~.suites.RepeatTally`), counts each repetition's
+outcome as its reports are made (:func:`pytest_runtest_makereport`), and
+:func:`repeat_reports` turns the repetitions' reports into one setup, call and teardown
+report, with the outcome of the pass rate. Unlike most of the package this module works on
+pytest's own objects, so only the plugin imports it.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Literal, cast
 
 import pytest
 
-from pytest_agentctx.plugin.suites import REPEAT_ATTRIBUTE, RepeatTally
+from pytest_agentctx.exceptions import RepeatError
+from pytest_agentctx.plugin.suites import REPEAT_ATTRIBUTE, RepeatSpec, RepeatTally
+from pytest_agentctx.reports.stats import RunLog
+
+from .keys import (
+    REPEAT_ERROR_KEY,
+    REPEAT_INDEX_KEY,
+    REPEAT_KEY,
+    REPEAT_TALLY_KEY,
+    REPORT_KEY,
+    RUNS_KEY,
+)
 
 __all__ = [
     "REPEAT_ATTRIBUTE",
@@ -23,6 +36,54 @@ __all__ = [
     "run_repetitions",
     "with_outcome",
 ]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """Run an agent_repeat test n times with fresh function fixtures (and cassettes) each
+    time; log one outcome for it, passed when the pass rate reaches min_pass_rate."""
+    marker = item.get_closest_marker("agent_repeat")
+    if marker is None:
+        return None
+    try:
+        spec = RepeatSpec.from_marker(marker.args, marker.kwargs, where=item.nodeid)
+    except RepeatError as exc:
+        item.stash[REPEAT_ERROR_KEY] = exc  # raised at setup: an error of this test
+        return None
+    tally = RepeatTally(spec)
+    item.stash[REPEAT_TALLY_KEY] = tally
+
+    def before_each(index: int) -> None:
+        item.stash[REPEAT_INDEX_KEY] = index
+        item.stash[REPORT_KEY] = {}
+        item.stash.setdefault(RUNS_KEY, RunLog()).new_part()
+
+    run_repetitions(item, nextitem, tally, before_each)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A bad agent_repeat marker is an error of its test, raised at its setup (before its
+    budget is read and its fixtures run)."""
+    __tracebackhide__ = True  # the message says it all: no frames of the plugin
+    error = item.stash.get(REPEAT_ERROR_KEY, None)
+    if error is not None:
+        raise RepeatError(str(error)) from None
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Innermost: count each repetition's outcome as its reports are made, so the
+    repeat entry is final when the last repetition's teardown is reported."""
+    report = yield
+    tally = item.stash.get(REPEAT_TALLY_KEY, None)
+    if tally is not None:
+        tally.observe(item.stash.get(REPEAT_INDEX_KEY, 1), report.when, report.outcome)
+        item.stash[REPEAT_KEY] = tally.to_dict()
+    return report
 
 
 def run_repetitions(

@@ -16,11 +16,12 @@
   pass rate (:class:`RepeatSpec`, :class:`RepeatTally`); each repetition gets its own
   cassette (:func:`repeat_cassette_path`).
 
-The plugin's collection and configure hooks call into this module
-(:func:`needs_asyncio_marker`, :func:`deselect_integration_tests`,
-:func:`group_integration_tests`, :meth:`SuiteScope.integration`) and register a
-:class:`SuitesReporter`; as it works on
-pytest's own objects, only the plugin imports it (importing the package does not).
+This module's hooks sort the tests at configure and collection time
+(:func:`pytest_configure`: the scope, the counts, a :class:`SuitesReporter`, the xdist
+grouping; :func:`pytest_collection_modifyitems`: :func:`deselect_integration_tests`); the
+``integration`` module orders and serialises the integration tests, ``async_tests`` marks
+async tests with :func:`needs_asyncio_marker`, and ``repeat`` runs repeated tests. As it works
+on pytest's own objects, only the plugin imports it (importing the package does not).
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -37,6 +46,8 @@ import pytest
 
 from pytest_agentctx.exceptions import RepeatError
 from pytest_agentctx.traffic.cassettes.settings import AGENT_FIXTURES
+
+from .keys import SUITE_SCOPE_KEY, SUITES_KEY
 
 __all__ = [
     "DESELECTED_OUTPUT",
@@ -118,15 +129,15 @@ def integration_last(items: Sequence[T], is_integration: Callable[[T], bool]) ->
 def uses_plugin_fixture(
     argnames: Iterable[str],
     fixturedefs: Mapping[str, Sequence[Any]],
-    module: str,
+    modules: Collection[str],
 ) -> bool:
-    """Whether a test asking for ``argnames`` uses a public fixture defined in ``module``,
-    directly or through the fixtures it asks for.
+    """Whether a test asking for ``argnames`` uses a public fixture defined in one of
+    ``modules`` (the plugin's), directly or through the fixtures it asks for.
 
     ``fixturedefs`` maps a fixture name to its definitions (pytest's ``FixtureDef``
     objects, with ``func`` and ``argnames``), the closest last, as pytest resolves them.
     Only the definition pytest gives the test counts: a fixture of the user's that takes
-    the name of one of ``module``'s without asking for it hides it; one that asks for its
+    the name of one of ``modules``' without asking for it hides it; one that asks for its
     own name gets the next definition out, as in pytest.
     """
     seen: set[tuple[str, int]] = set()
@@ -138,15 +149,15 @@ def uses_plugin_fixture(
             continue
         seen.add((name, index))
         definition = definitions[index]
-        if not name.startswith("_") and _defined_in(definition, module):
+        if not name.startswith("_") and _defined_in(definition, modules):
             return True
         for asked in getattr(definition, "argnames", ()):
             pending.append((asked, index - 1 if asked == name else -1))
     return False
 
 
-def _defined_in(definition: object, module: str) -> bool:
-    return getattr(getattr(definition, "func", None), "__module__", None) == module
+def _defined_in(definition: object, modules: Collection[str]) -> bool:
+    return getattr(getattr(definition, "func", None), "__module__", None) in modules
 
 
 def repeat_cassette_path(path: Path, index: int) -> Path:
@@ -343,10 +354,10 @@ def serial_lock(run_id: str) -> Iterator[None]:
         yield
 
 
-def needs_asyncio_marker(item: pytest.Function, plugin_module: str) -> bool:
+def needs_asyncio_marker(item: pytest.Function, plugin_modules: Collection[str]) -> bool:
     """Whether the ``async def`` test ``item`` should get pytest-asyncio's marker: it has
     no async marker of its own (asyncio, anyio, trio) and uses a fixture defined in
-    ``plugin_module``, directly or through other fixtures (:func:`uses_plugin_fixture`)."""
+    one of ``plugin_modules``, directly or through other fixtures (:func:`uses_plugin_fixture`)."""
     if item.get_closest_marker("asyncio") is not None:
         return False
     if any(item.get_closest_marker(name) is not None for name in OTHER_ASYNC_MARKERS):
@@ -357,7 +368,7 @@ def needs_asyncio_marker(item: pytest.Function, plugin_module: str) -> bool:
     used = list(info.argnames)
     for marker in item.iter_markers("usefixtures"):
         used.extend(str(name) for name in marker.args)
-    return uses_plugin_fixture(used, info.name2fixturedefs, plugin_module)
+    return uses_plugin_fixture(used, info.name2fixturedefs, plugin_modules)
 
 
 def named_paths(config: pytest.Config) -> list[Path]:
@@ -501,3 +512,24 @@ class SuitesReporter:
             terminalreporter.write_line(counts.line())
         for nodeid, line in sorted(self.repeats.items()):
             terminalreporter.write_line(f"agent_repeat {nodeid}: {line}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's suite scope and counts; the reporter that prints them; the xdist
+    grouping of the integration tests (:func:`group_integration_tests`)."""
+    scope = config.stash[SUITE_SCOPE_KEY] = SuiteScope.from_config(config)
+    config.stash[SUITES_KEY] = SuiteCounts(agent_only=not scope.everything)
+    reporter = SuitesReporter(config, config.stash[SUITES_KEY], scope)
+    config.pluginmanager.register(reporter, "agentctx-suites")
+    group_integration_tests(config, scope)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Mark the sorted integration tests, put them in one xdist group, deselect them by
+    default (the agent tests only, or every test with agent_suites)."""
+    deselect_integration_tests(
+        config, items, config.stash[SUITES_KEY], config.stash[SUITE_SCOPE_KEY]
+    )

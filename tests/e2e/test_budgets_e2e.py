@@ -27,11 +27,11 @@ CALC = Agent(name="calc", model="openai:gpt-4o-mini", tools=[add])
 CONFTEST = """
 import json
 import pytest
-from pytest_agentctx.plugin import _BUDGET_KEY
+from pytest_agentctx.plugin.keys import BUDGET_KEY
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    entry = item.stash.get(_BUDGET_KEY, None)
+    entry = item.stash.get(BUDGET_KEY, None)
     print("\\nBUDGET", item.name, json.dumps(entry, sort_keys=True))
     return (yield)
 """

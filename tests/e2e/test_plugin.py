@@ -54,7 +54,7 @@ def test_fixtures_are_listed_with_their_docs(agent_pytester: pytest.Pytester) ->
         ("frozen_clock", "The wall clock frozen*"),
     ):
         result.stdout.fnmatch_lines(
-            [f"{name} -- *pytest_agentctx/plugin/__init__.py:*", f"    {doc}"]
+            [f"{name} -- *pytest_agentctx/plugin/fixtures.py:*", f"    {doc}"]
         )
 
 
@@ -342,7 +342,7 @@ def test_no_plugin_data_stays_on_a_finished_test(agent_pytester: pytest.Pytester
             (plugin,) = [
                 module
                 for _, module in session.config.pluginmanager.list_name_plugin()
-                if getattr(module, "__name__", "") == "pytest_agentctx.plugin"
+                if getattr(module, "__name__", "") == "pytest_agentctx.plugin.keys"
             ]
             keys = {
                 name: key for name, key in vars(plugin).items() if isinstance(key, pytest.StashKey)
@@ -379,7 +379,7 @@ def test_no_plugin_data_stays_on_a_finished_test(agent_pytester: pytest.Pytester
 
     result.assert_outcomes(passed=3)
     found = json.loads((agent_pytester.path / "left.json").read_text())
-    assert {"_RUNS_KEY", "_BUDGET_KEY", "_REPEAT_TALLY_KEY", "_PRICES_KEY"} <= set(found["keys"])
+    assert {"RUNS_KEY", "BUDGET_KEY", "REPEAT_TALLY_KEY", "PRICES_KEY"} <= set(found["keys"])
     assert found["left"] == {
         "test_keys.py::test_budgeted": [],
         "test_keys.py::test_repeated": [],

@@ -11,13 +11,13 @@ import pytest
 CONFTEST = """
 import json
 import pytest
-from pytest_agentctx.plugin import _REPEAT_KEY
+from pytest_agentctx.plugin.keys import REPEAT_KEY
 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_makereport(item, call):
     report = yield
     if report.when == "teardown":
-        entry = item.stash.get(_REPEAT_KEY, None)
+        entry = item.stash.get(REPEAT_KEY, None)
         print("\\nREPEAT", item.name, json.dumps(entry, sort_keys=True))
     return report
 """

@@ -249,9 +249,9 @@ def test_the_snapshot_fixtures_are_listed_with_their_docs(project: pytest.Pytest
 
     result.stdout.fnmatch_lines(
         [
-            "agent_snapshot_config -- *pytest_agentctx/plugin/__init__.py:*",
+            "agent_snapshot_config -- *pytest_agentctx/plugin/snapshots.py:*",
             "    Options of ``agent_snapshot`` (volatile values, projections); override to change.",
-            "agent_snapshot -- *pytest_agentctx/plugin/__init__.py:*",
+            "agent_snapshot -- *pytest_agentctx/plugin/snapshots.py:*",
             "    A syrupy snapshot of an agent run: ``assert result.context == agent_snapshot``.",
         ]
     )

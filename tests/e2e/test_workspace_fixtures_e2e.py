@@ -10,13 +10,13 @@ def test_the_fixtures_are_listed_with_their_docs(agent_pytester: pytest.Pytester
 
     result.stdout.fnmatch_lines(
         [
-            "artifact_store -- *pytest_agentctx/plugin/__init__.py:*",
+            "artifact_store -- *pytest_agentctx/plugin/fixtures.py:*",
             '    A :class:`LocalArtifactStore` on ``tmp_path / "workspace"``*',
         ]
     )
     result.stdout.fnmatch_lines(
         [
-            "fake_vector_store -- *pytest_agentctx/plugin/__init__.py:*",
+            "fake_vector_store -- *pytest_agentctx/plugin/fixtures.py:*",
             "    An empty in-memory vector store with deterministic scores*",
         ]
     )

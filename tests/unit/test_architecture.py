@@ -139,7 +139,8 @@ async def test_every_allowance_is_still_needed() -> None:
     )
 
 
-#: The layers that are sub-packages of modules (``plugin/__init__.py`` is the plugin itself).
+#: The layers that are sub-packages of modules (``plugin/__init__.py`` is the entry point: it
+#: registers the plugin's modules).
 LAYER_PACKAGES = ["assertions", "context", "doubles", "reports", "runtime", "traffic"]
 
 

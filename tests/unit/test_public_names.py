@@ -184,29 +184,36 @@ PUBLIC_NAMES: dict[str, str] = {
 #: The ``pytest11`` entry point: pytest loads this module as the plugin ``agentctx``.
 ENTRY_POINT = ("agentctx", "pytest_agentctx.plugin")
 
-#: The hooks the plugin module gives pytest (by attribute name; some set a ``specname``).
+#: The hooks the plugin gives pytest, by the module of the plugin that implements each: the
+#: entry point module registers these modules (its ``pytest_plugins``), and each implements
+#: a hook under its own name.
 PLUGIN_HOOKS = [
-    "pytest_addoption",
-    "pytest_addoption_suites",
-    "pytest_assertrepr_compare",
-    "pytest_collection_modifyitems_order",
-    "pytest_collection_modifyitems_suites",
-    "pytest_configure",
-    "pytest_configure_asyncio_warning",
-    "pytest_configure_suites",
-    "pytest_load_initial_conftests",
-    "pytest_pycollect_makeitem_asyncio",
-    "pytest_runtest_call",
-    "pytest_runtest_call_budget",
-    "pytest_runtest_makereport",
-    "pytest_runtest_makereport_repeat",
-    "pytest_runtest_protocol_release",
-    "pytest_runtest_protocol_repeat",
-    "pytest_runtest_protocol_serial",
-    "pytest_runtest_setup_budget",
+    ("async_tests", "pytest_configure"),
+    ("async_tests", "pytest_pycollect_makeitem"),
+    ("budgets", "pytest_configure"),
+    ("budgets", "pytest_runtest_call"),
+    ("budgets", "pytest_runtest_setup"),
+    ("cassettes", "pytest_configure"),
+    ("cassettes", "pytest_runtest_call"),
+    ("cassettes", "pytest_unconfigure"),
+    ("fixtures", "pytest_configure"),
+    ("integration", "pytest_collection_modifyitems"),
+    ("integration", "pytest_runtest_protocol"),
+    ("keys", "pytest_runtest_protocol"),
+    ("options", "pytest_addoption"),
+    ("options", "pytest_configure"),
+    ("options", "pytest_load_initial_conftests"),
+    ("repeat", "pytest_runtest_makereport"),
+    ("repeat", "pytest_runtest_protocol"),
+    ("repeat", "pytest_runtest_setup"),
+    ("reports", "pytest_configure"),
+    ("reports", "pytest_runtest_makereport"),
+    ("snapshots", "pytest_assertrepr_compare"),
+    ("suites", "pytest_collection_modifyitems"),
+    ("suites", "pytest_configure"),
 ]
 
-#: The fixtures the plugin module defines (the public ones and its autouse ones).
+#: The fixtures the plugin's modules define (the public ones and its autouse ones).
 PLUGIN_FIXTURES = [
     "_agentctx_cassette",
     "_agentctx_prices",
@@ -330,14 +337,37 @@ async def test_pytest_loaded_the_entry_point_module_as_the_plugin(
     assert pytestconfig.pluginmanager.get_plugin(name) is import_module(module)
 
 
-@pytest.mark.parametrize("hook", PLUGIN_HOOKS)
-async def test_the_plugin_module_has_its_hook(hook: str) -> None:
-    assert callable(getattr(import_module(ENTRY_POINT[1]), hook, None))
+def plugin_modules() -> dict[str, object]:
+    """The modules the entry point module registers, by their short name."""
+    names = import_module(ENTRY_POINT[1]).pytest_plugins
+    return {name.rpartition(".")[2]: import_module(name) for name in names}
+
+
+def hooks_of(module: object) -> set[str]:
+    """The hooks ``module`` implements (pytest's own: ``pytest_`` attributes)."""
+    return {name for name in dir(module) if name.startswith("pytest_") and name != "pytest_plugins"}
+
+
+@pytest.mark.parametrize(("module", "hook"), PLUGIN_HOOKS)
+async def test_the_plugin_module_has_its_hook(module: str, hook: str) -> None:
+    assert callable(getattr(plugin_modules()[module], hook, None))
+
+
+async def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Config) -> None:
+    found = sorted(
+        (name, hook) for name, module in plugin_modules().items() for hook in hooks_of(module)
+    )
+
+    assert found == PLUGIN_HOOKS
+    assert hooks_of(import_module(ENTRY_POINT[1])) == set()
+    for name in import_module(ENTRY_POINT[1]).pytest_plugins:  # each registered by its name
+        assert pytestconfig.pluginmanager.get_plugin(name) is import_module(name)
 
 
 @pytest.mark.parametrize("fixture", PLUGIN_FIXTURES)
 async def test_the_plugin_module_has_its_fixture(fixture: str) -> None:
-    # pytest finds a plugin's fixtures among the attributes of the module it registered
-    definition = getattr(import_module(ENTRY_POINT[1]), fixture, None)
+    # pytest finds a plugin's fixtures among the attributes of the modules it registered
+    definitions = [getattr(module, fixture, None) for module in plugin_modules().values()]
+    found = [d for d in definitions if isinstance(d, FixtureFunctionDefinition)]
 
-    assert isinstance(definition, FixtureFunctionDefinition)
+    assert len(found) == 1

@@ -81,7 +81,16 @@ class FakeDef:
 
 
 def plugin_fixture() -> None:
-    """Stands for a fixture defined in the plugin module (this module, in these tests)."""
+    """Stands for a fixture defined in a plugin module (this module, in these tests)."""
+
+
+def other_plugin_fixture() -> None:
+    """Stands for a fixture defined in another of the plugin's modules."""
+
+
+other_plugin_fixture.__module__ = "pytest_agentctx.plugin.fixtures"
+#: The plugin's modules, in these tests.
+PLUGIN_MODULES = frozenset({__name__, "pytest_agentctx.plugin.fixtures"})
 
 
 def user_fixture() -> None:
@@ -98,27 +107,34 @@ DEFS = {
 
 
 async def test_a_test_asking_for_a_plugin_fixture_uses_it() -> None:
-    assert uses_plugin_fixture(["agent_runtime"], DEFS, __name__)
+    assert uses_plugin_fixture(["agent_runtime"], DEFS, PLUGIN_MODULES)
+
+
+async def test_a_fixture_of_any_of_the_plugin_modules_counts() -> None:
+    defs = {"frozen_clock": [FakeDef(other_plugin_fixture)]}
+
+    assert uses_plugin_fixture(["frozen_clock"], defs, PLUGIN_MODULES)
+    assert not uses_plugin_fixture(["frozen_clock"], defs, frozenset({__name__}))
 
 
 async def test_a_plugin_fixture_reached_through_a_user_fixture_counts() -> None:
-    assert uses_plugin_fixture(["runtime"], DEFS, __name__)
+    assert uses_plugin_fixture(["runtime"], DEFS, PLUGIN_MODULES)
 
 
 async def test_private_plugin_fixtures_and_other_fixtures_do_not_count() -> None:
-    assert not uses_plugin_fixture(["_agentctx_cassette", "tmp_path"], DEFS, __name__)
+    assert not uses_plugin_fixture(["_agentctx_cassette", "tmp_path"], DEFS, PLUGIN_MODULES)
 
 
 async def test_a_user_fixture_named_like_a_plugin_fixture_hides_it() -> None:
     defs = {"frozen_clock": [FakeDef(plugin_fixture), FakeDef(user_fixture)]}
 
-    assert not uses_plugin_fixture(["frozen_clock"], defs, __name__)
+    assert not uses_plugin_fixture(["frozen_clock"], defs, PLUGIN_MODULES)
 
 
 async def test_a_user_fixture_asking_for_the_plugin_fixture_it_overrides_uses_it() -> None:
     defs = {"agent_runtime": [FakeDef(plugin_fixture), FakeDef(user_fixture, ("agent_runtime",))]}
 
-    assert uses_plugin_fixture(["agent_runtime"], defs, __name__)
+    assert uses_plugin_fixture(["agent_runtime"], defs, PLUGIN_MODULES)
 
 
 async def test_without_agent_suites_a_plain_test_is_not_sorted() -> None:

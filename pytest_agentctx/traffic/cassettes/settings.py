@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentctx.exceptions import CassetteError
+from pytest_agentctx.exceptions import CassetteError, CassetteMiss, NetworkBlocked
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 
 if TYPE_CHECKING:
@@ -25,12 +25,15 @@ __all__ = [
     "CassetteSettings",
     "TestOptions",
     "build_cassette",
+    "call_failure",
     "cassette_config",
     "cassette_path",
     "is_agent_test",
     "marker_options",
     "normalise_record_args",
     "parse_mode",
+    "save_recordings",
+    "verify_call",
 ]
 
 #: The keyword options of ``@pytest.mark.agent(...)``: every option the plugin reads from
@@ -531,3 +534,47 @@ def build_cassette(
         else None
     )
     return cassette, guard
+
+
+def call_failure(
+    cassette: Cassette | None, guard: NetworkGuard | None, redact: Callable[[str], str]
+) -> CassetteMiss | NetworkBlocked | None:
+    """Why a test's call failed, when its traffic explains it: a request its cassette had no
+    recording for (:class:`CassetteMiss`, the first miss), else a connection its guard
+    refused (:class:`NetworkBlocked`); ``redact`` scrubs the message of the test's secrets."""
+    if cassette is not None and cassette.misses:
+        return CassetteMiss(redact(cassette.miss_message(cassette.misses[0])))
+    if guard is not None and guard.blocked:
+        return NetworkBlocked(redact(guard.message(guard.blocked[0])))
+    return None
+
+
+def verify_call(cassette: Cassette | None, guard: NetworkGuard | None) -> None:
+    """After a test's call passed: finish the streams the agent stopped reading (while its
+    client is open), then fail on a request the cassette missed, a connection the guard
+    refused, and recordings left unused."""
+    if cassette is not None:
+        cassette.finish_streams()
+    if cassette is not None and cassette.misses:
+        cassette.check()
+    if guard is not None:
+        guard.verify()
+    if cassette is not None:
+        cassette.check()
+
+
+def save_recordings(
+    cassette: Cassette, settings: CassetteSettings, *, call_passed: bool | None
+) -> tuple[bool, CassetteError | None]:
+    """Save what ``cassette`` recorded when the test's call phase passed (``call_passed``;
+    None when it did not run), or failed under ``--agent-record-failing``. Gives whether it
+    was saved, and the error that kept it from being saved (a read-only or full disk: the
+    old cassette is kept)."""
+    if not cassette.records or call_passed is None:
+        return False, None
+    if not (call_passed or settings.record_failing):
+        return False, None
+    try:
+        return cassette.save(settings.run_id), None
+    except CassetteError as exc:
+        return False, exc

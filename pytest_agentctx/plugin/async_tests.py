@@ -1,0 +1,52 @@
+"""pytest-asyncio and the plugin: its warning silenced, ``async def`` tests marked for it.
+
+Installing the plugin installs pytest-asyncio. A project that never configured it must run
+as without the plugin (:func:`pytest_configure`), and an ``async def`` test that uses the
+plugin's fixtures runs even in pytest-asyncio's strict mode (:func:`pytest_pycollect_makeitem`,
+deciding with :func:`~.suites.needs_asyncio_marker`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from . import pytest_plugins
+from .suites import needs_asyncio_marker
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Installing the plugin installs pytest-asyncio, which warns (and, under
+    ``filterwarnings = error``, stops pytest) when a project never configured it. A project
+    that does not use pytest-asyncio must run as without the plugin: that one warning is
+    ignored. The filter goes into the warning filters pytest sets up for its configuration,
+    which it restores when the session ends; it matches that one message only."""
+    import warnings
+
+    warnings.filterwarnings(
+        "ignore",
+        message=r'The configuration option "asyncio_default_fixture_loop_scope" is unset',
+        category=pytest.PytestDeprecationWarning,
+    )
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> Generator[None, Any, Any]:
+    """Mark ``async def`` tests that use this plugin's fixtures for pytest-asyncio, before
+    its own wrapper (outside this one) turns marked coroutines into its items."""
+    result = yield
+    if not inspect.iscoroutinefunction(obj) or not collector.config.pluginmanager.hasplugin(
+        "asyncio"
+    ):
+        return result
+    nodes = result if isinstance(result, list) else [result]
+    for node in nodes:
+        if isinstance(node, pytest.Function) and needs_asyncio_marker(node, pytest_plugins):
+            node.add_marker("asyncio")
+    return result

@@ -1,0 +1,120 @@
+"""Behaviour budgets and model prices: read at configure and setup, checked after the call.
+
+The budget of a test (``@pytest.mark.agent_budget``, the ``agent_max_*`` ini options) is
+read before its fixtures run (:func:`pytest_runtest_setup`) and checked against the runs it
+made after its call phase (:func:`pytest_runtest_call`, with
+:func:`~pytest_agentctx.reports.budgets.check_budget`). The prices come from the
+``agent_prices`` ini lines and the ``agent_prices`` fixture.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator
+
+import pytest
+
+from pytest_agentctx.context.figures import PriceTable
+from pytest_agentctx.exceptions import AgentCtxError, BudgetError
+from pytest_agentctx.reports.budgets import (
+    BUDGET_LIMITS,
+    Budget,
+    BudgetCheck,
+    check_budget,
+    ini_name,
+)
+
+from .capture import redacted
+from .keys import (
+    BUDGET_CHECK_KEY,
+    BUDGET_DEFAULTS_KEY,
+    BUDGET_KEY,
+    BUDGET_SPEC_KEY,
+    PRICES_KEY,
+    REPEAT_INDEX_KEY,
+    RUNS_KEY,
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The budget of every agent test and the price table, from the ini options."""
+    try:
+        config.stash[BUDGET_DEFAULTS_KEY] = Budget.from_ini(
+            {limit: str(config.getini(ini_name(limit))) for limit in BUDGET_LIMITS}
+        )
+        config.stash[PRICES_KEY] = PriceTable.parse_lines(
+            str(line) for line in config.getini("agent_prices")
+        )
+    except AgentCtxError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture(scope="session")
+def agent_prices(pytestconfig: pytest.Config) -> PriceTable:
+    """Model prices (USD per million tokens) for budgets and reports: the defaults plus the
+    ``agent_prices`` ini lines. Override it in a conftest.py to add prices in code::
+
+        @pytest.fixture(scope="session")
+        def agent_prices(agent_prices):
+            return agent_prices.with_prices({"my-model": (0.50, 1.50)})
+    """
+    return pytestconfig.stash[PRICES_KEY]
+
+
+@pytest.fixture(autouse=True)
+def _agentctx_prices(request: pytest.FixtureRequest, agent_prices: PriceTable) -> None:
+    if not isinstance(agent_prices, PriceTable):
+        raise BudgetError(
+            f"the agent_prices fixture gave a {type(agent_prices).__name__}; it must return a "
+            "PriceTable, e.g. return agent_prices.with_prices({'my-model': (0.50, 1.50)})."
+        )
+    request.node.stash[PRICES_KEY] = agent_prices
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Read the test's budget before its fixtures run: a bad marker is an error of the test
+    (naming it and the key), in every process, also under xdist."""
+    __tracebackhide__ = True  # the message says it all: no frames of the plugin
+    marks = [(m.args, m.kwargs) for m in item.iter_markers("agent_budget")]
+    try:
+        budget = Budget.from_markers(
+            marks, defaults=item.config.stash[BUDGET_DEFAULTS_KEY], where=item.nodeid
+        )
+    except BudgetError as exc:
+        raise BudgetError(str(exc)) from None
+    item.stash[BUDGET_SPEC_KEY] = (budget, bool(marks))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """After the test (and the cassette checks) ran, measure its runs against its budget;
+    a test over budget fails with the measured and allowed figures."""
+    try:
+        result = yield
+    except BaseException:
+        with contextlib.suppress(Exception):  # never hide the test's own failure
+            _check_budget(item)
+        raise
+    check = _check_budget(item)
+    if check is not None and not check.passed:
+        pytest.fail(redacted(item, check.failure_message(item.nodeid)), pytrace=False)
+    return result
+
+
+def _check_budget(item: pytest.Item) -> BudgetCheck | None:
+    """Check the test's runs (of this repetition) against its budget (:func:`check_budget`)
+    and stash the outcome for the reports."""
+    log = item.stash.get(RUNS_KEY, None)
+    repeated = item.stash.get(REPEAT_INDEX_KEY, 1) > 1
+    check = check_budget(
+        item.stash.get(BUDGET_SPEC_KEY, None),
+        lambda: log.records(last_part=True) if log is not None else [],
+        prices=item.stash.get(PRICES_KEY, None) or item.config.stash[PRICES_KEY],
+        earlier=item.stash.get(BUDGET_CHECK_KEY, None) if repeated else None,
+        agent_test=log is not None and log.measurable,
+    )
+    if check is not None:
+        item.stash[BUDGET_CHECK_KEY] = check
+        item.stash[BUDGET_KEY] = check.to_dict()
+    return check

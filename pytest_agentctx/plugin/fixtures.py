@@ -1,0 +1,145 @@
+"""The test doubles and workspaces a test asks for, and the clocks they run on.
+
+``fake_tools`` and ``fake_llm`` (the fake model, offline like a replay), ``agent_runtime``
+(an :class:`AgentRuntime` on a stepping clock with sequential ids, using the other fixtures
+the test asks for), ``frozen_clock``, and the workspace fixtures ``fake_vector_store`` and
+``artifact_store``. The ``agent_clock_*`` options are read at configure time
+(:func:`pytest_configure`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_agentctx.context.clock import StepClock
+from pytest_agentctx.context.figures import RunRecord
+from pytest_agentctx.doubles.clock import ClockSettings, SequentialIds
+from pytest_agentctx.reports.stats import RunLog
+
+from . import capture
+from .cassettes import fake_llm_guard
+from .keys import CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
+
+if TYPE_CHECKING:
+    from pytest_agentctx.doubles.fake_llm import FakeLLM
+    from pytest_agentctx.doubles.fake_tools import FakeTools
+    from pytest_agentctx.doubles.frozen_clock import FrozenClock
+    from pytest_agentctx.runtime.artifacts import LocalArtifactStore
+    from pytest_agentctx.runtime.loop import AgentRuntime
+    from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The deterministic clocks' settings, from the ``agent_clock_*`` options."""
+    try:
+        config.stash[CLOCK_KEY] = ClockSettings.from_config(config)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture
+def fake_tools() -> FakeTools:
+    """Replace tools by name (``replace(name, result | raises= | fn=)``); ledger in ``calls``."""
+    from pytest_agentctx.doubles.fake_tools import FakeTools
+
+    return FakeTools()
+
+
+@pytest.fixture
+def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
+    """An :class:`AgentRuntime` with a stepping clock and sequential ids.
+
+    If the test also uses ``fake_tools``, the runtime answers tools through it; if it uses
+    ``fake_vector_store`` or ``artifact_store``, the runtime searches and stores in them.
+    """
+    from pytest_agentctx.runtime.loop import AgentRuntime
+
+    settings = request.config.stash[CLOCK_KEY]
+    clock = StepClock(settings.start, settings.step)
+    overrides = (
+        request.getfixturevalue("fake_tools") if "fake_tools" in request.fixturenames else None
+    )
+    runtime = AgentRuntime(
+        clock=clock,
+        ids=SequentialIds(),
+        tool_overrides=overrides,
+        **{  # retrieval and artifact fixtures, when the test uses them
+            argument: request.getfixturevalue(fixture)
+            for fixture, argument in _WORKSPACE_FIXTURES.items()
+            if fixture in request.fixturenames
+        },
+    )
+    request.node.stash.setdefault(RUNS_KEY, RunLog()).add_source(
+        lambda: [RunRecord(r.agent.name, "runtime", r.context) for r in runtime.results]
+    )
+    return runtime
+
+
+@pytest.fixture
+def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
+    """A scripted model that answers the openai/anthropic SDKs at the HTTP transport.
+
+    Script replies with ``fake_llm.reply(...)``. The test fails if the agent makes more
+    model calls than scripted or leaves scripted replies unused, and runs offline: like a
+    replay, it may reach only loopback and the allowed hosts.
+    """
+    import os
+
+    from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
+
+    for name, value in PLACEHOLDER_KEYS.items():
+        if not os.environ.get(name):
+            monkeypatch.setenv(name, value)
+    fake = FakeLLM(ids=SequentialIds())
+    capture.capture_runs(request.node, lambda: fake.exchanges)
+    guard = fake_llm_guard(request)
+    capture.redactor_for(request)
+    request.node.stash[GUARD_KEY] = guard  # verified and reported as a cassette's guard is
+    with guard:
+        fake.start()
+        try:
+            yield fake
+        finally:
+            fake.stop()
+    request.node.stash[GUARD_KEY] = None
+    reports = request.node.stash.get(REPORT_KEY, {})
+    call_report = reports.get("call")
+    if call_report is not None and call_report.passed:
+        fake.verify()
+
+
+@pytest.fixture
+def frozen_clock(request: pytest.FixtureRequest) -> Iterator[FrozenClock]:
+    """The wall clock frozen (freezegun, ``real_asyncio=True``) at ``agent_clock_start``."""
+    from pytest_agentctx.doubles.frozen_clock import FrozenClock
+
+    settings = request.config.stash[CLOCK_KEY]
+    clock = FrozenClock(settings.start, ignore=settings.ignore)
+    with clock:
+        yield clock
+
+
+@pytest.fixture
+def fake_vector_store() -> InMemoryVectorStore:
+    """An empty in-memory vector store with deterministic scores; seed it in the test with
+    ``fake_vector_store.add("kb", [Document("id", "text"), ...])``."""
+    from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
+
+    return InMemoryVectorStore()
+
+
+@pytest.fixture
+def artifact_store(tmp_path: Path) -> LocalArtifactStore:
+    """A :class:`LocalArtifactStore` on ``tmp_path / "workspace"``, for the artifact tools."""
+    from pytest_agentctx.runtime.artifacts import LocalArtifactStore
+
+    return LocalArtifactStore(tmp_path / "workspace")
+
+
+#: The workspace fixtures ``agent_runtime`` takes when the test uses them, with the
+#: runtime's argument for each.
+_WORKSPACE_FIXTURES = {"fake_vector_store": "vector_store", "artifact_store": "artifacts"}

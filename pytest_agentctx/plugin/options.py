@@ -1,0 +1,219 @@
+"""The plugin's command-line and ini options, and its markers.
+
+Every option of the plugin is added here, in the order ``pytest --help`` lists them: the
+clocks, the cassettes, the reports and the gate, the suites, the budgets and the prices.
+The modules of each feature read them at configure time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_agentctx.reports.budgets import BUDGET_LIMITS, ini_name
+from pytest_agentctx.traffic.cassettes.settings import normalise_record_args
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentctx", "pytest-agentctx: deterministic tests of LLM agents")
+    group.addoption(
+        "--agent-clock-start",
+        dest="agent_clock_start",
+        default=None,
+        metavar="ISO8601",
+        help="Instant the deterministic clocks start at (ini: agent_clock_start).",
+    )
+    parser.addini(
+        "agent_clock_start",
+        "Instant agent_runtime's clock and frozen_clock start at (ISO 8601).",
+        default="2025-01-01T00:00:00Z",
+    )
+    parser.addini(
+        "agent_clock_step",
+        "Seconds agent_runtime's clock moves forward on every read.",
+        default="1",
+    )
+    parser.addini(
+        "agent_clock_ignore",
+        "Module prefixes whose calls see real time under frozen_clock (freezegun's ignore).",
+        type="linelist",
+        default=[],
+    )
+    group.addoption(
+        "--agent-record",
+        dest="agent_record",
+        nargs="?",
+        const="rewrite",
+        default=None,
+        metavar="MODE",
+        help="Record agent tests' HTTP traffic: rewrite (default when given), missing, new. "
+        "Without it, cassettes are replayed offline (ini: agent_record_mode).",
+    )
+    group.addoption(
+        "--agent-cassette-dir",
+        dest="agent_cassette_dir",
+        default=None,
+        metavar="DIR",
+        help="Folder of the cassettes, relative to the rootdir (ini: agent_cassette_dir).",
+    )
+    group.addoption(
+        "--agent-record-failing",
+        dest="agent_record_failing",
+        action="store_true",
+        default=False,
+        help="Also save recordings of tests that fail (by default a failing test keeps "
+        "its old cassette).",
+    )
+    parser.addini("agent_cassette_dir", "Folder of the cassettes.", default="cassettes")
+    parser.addini(
+        "agent_record_mode", "Record mode when --agent-record is not given.", default="none"
+    )
+    parser.addini("agent_all_tests", "Treat every test as an agent test (cassettes).", type="bool")
+    parser.addini(
+        "agent_allow_unused",
+        "Do not fail tests that leave recorded interactions unused.",
+        type="bool",
+    )
+    parser.addini(
+        "agent_allowed_hosts",
+        "Hosts (names or addresses) agent tests may reach while replaying or using fake_llm.",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "agent_match_ignore",
+        "Request body fields (dotted paths) left out of cassette matching.",
+        type="linelist",
+        default=[],
+    )
+    parser.addini("agent_cassette_format", "Format of new cassettes: json or yaml.", default="json")
+    parser.addini(
+        "agent_secret_env",
+        "More environment variables whose values are redacted from cassettes.",
+        type="linelist",
+        default=[],
+    )
+    # the reports and the gate
+    group.addoption(
+        "--agent-report",
+        dest="agent_report",
+        default=None,
+        metavar="PATH",
+        help="Write the JSON report of the session (every test's runs, figures, cassette, "
+        "budget) to PATH.",
+    )
+    group.addoption(
+        "--agent-report-html",
+        dest="agent_report_html",
+        default=None,
+        metavar="PATH",
+        help="Write a self-contained HTML page of the agent runs to PATH.",
+    )
+    group.addoption(
+        "--agent-gate",
+        dest="agent_gate",
+        action="store_true",
+        default=False,
+        help="Fail the session when a budget is exceeded, a cassette is stale or unused, "
+        "or (with --agent-baseline) a test drifted from its baseline.",
+    )
+    group.addoption(
+        "--agent-baseline",
+        dest="agent_baseline",
+        default=None,
+        metavar="PATH",
+        help="A report written earlier by --agent-report: compare every test's iterations, "
+        "tool trajectory and tokens with it.",
+    )
+    group.addoption(
+        "--agent-baseline-tokens",
+        dest="agent_baseline_tokens",
+        default=None,
+        metavar="PCT",
+        help="Allowed change of a test's tokens from the baseline, in percent, or ignore "
+        "(ini: agent_baseline_tokens; default 10).",
+    )
+    group.addoption(
+        "--agent-baseline-iterations",
+        dest="agent_baseline_iterations",
+        default=None,
+        metavar="N",
+        help="Allowed change of a test's iterations from the baseline, or ignore "
+        "(ini: agent_baseline_iterations; default 0).",
+    )
+    group.addoption(
+        "--agent-baseline-trajectory",
+        dest="agent_baseline_trajectory",
+        default=None,
+        metavar="MODE",
+        help="How a test's tool calls are compared with the baseline: exact, unordered or "
+        "ignore (ini: agent_baseline_trajectory; default exact).",
+    )
+    parser.addini(
+        "agent_baseline_tokens", "Allowed change of tokens from the baseline (%).", default="10"
+    )
+    parser.addini(
+        "agent_baseline_iterations", "Allowed change of iterations from the baseline.", default="0"
+    )
+    parser.addini(
+        "agent_baseline_trajectory",
+        "Tool trajectory comparison with the baseline: exact, unordered or ignore.",
+        default="exact",
+    )
+    # the suites, budgets and prices
+    group.addoption(
+        "--agent-integration",
+        dest="agent_integration",
+        action="store_true",
+        default=False,
+        help="Run the integration tests (marked integration, or under tests/integration/) "
+        "with the unit tests; without it they are deselected unless -m names them "
+        "(agent tests only, unless the agent_suites ini option is true).",
+    )
+    parser.addini(
+        "agent_suites",
+        "Sort every test into the unit and integration suites (auto-mark, deselect, order "
+        "last, run one at a time, --dist loadgroup under xdist); without it, only agent tests.",
+        type="bool",
+        default=False,
+    )
+    for limit in BUDGET_LIMITS:
+        parser.addini(
+            ini_name(limit),
+            f"Budget of every agent test: {limit} (empty: no limit; "
+            "@pytest.mark.agent_budget overrides it).",
+            default="",
+        )
+    parser.addini(
+        "agent_prices",
+        "Model prices for budgets and reports, one per line: "
+        "'model = <input USD per million tokens> <output USD per million tokens>'.",
+        type="linelist",
+        default=[],
+    )
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """``--agent-record`` takes an optional MODE: make ``pytest --agent-record tests/x.py``
+    (and the command the miss message prints) record that test instead of taking the path
+    for a mode."""
+    normalise_record_args(args)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "agent_budget(max_iterations=, max_tool_calls=, max_tokens=, max_cost_usd=, "
+        "max_duration_s=): fail the test when its agent runs use more.",
+    )
+    config.addinivalue_line(
+        "markers",
+        "agent_repeat(n, min_pass_rate=1.0): run the test n times; it passes when at least "
+        "min_pass_rate of the runs pass.",
+    )
+    config.addinivalue_line(
+        "markers",
+        "agent(**options): an agent test; options configure pytest-agentctx for this test.",
+    )
+    config.addinivalue_line(
+        "markers", "integration: an integration test (slow, talks to real services)."
+    )

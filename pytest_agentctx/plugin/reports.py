@@ -1,0 +1,91 @@
+"""The reports of a session: each test's reports as pytest makes them, and its record.
+
+:func:`pytest_configure` decides whether the session measures every agent test (a report
+file, the gate or a baseline asks for it) and registers the
+:class:`~pytest_agentctx.reports.terminal.AgentReports` plugin, which writes the reports
+and prints the summary from each test's record (:func:`item_record`).
+:func:`pytest_runtest_makereport` keeps a test's reports by phase (its cassette and the fake
+model read the call's outcome), redacts them with the test's redactor, and notes a stale
+cassette.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_agentctx.exceptions import StaleCassette
+
+from .capture import redactor_of
+from .keys import (
+    BUDGET_CHECK_KEY,
+    BUDGET_KEY,
+    CASSETTE_ENTRY_KEY,
+    MEASURE_KEY,
+    PRICES_KEY,
+    REDACTOR_KEY,
+    REPEAT_KEY,
+    REPORT_KEY,
+    RUNS_KEY,
+    STALE_KEY,
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Whether the session reads every agent test's runs, and the reports' plugin."""
+    config.stash[MEASURE_KEY] = any(
+        config.getoption(name)
+        for name in ("agent_report", "agent_report_html", "agent_gate", "agent_baseline")
+    )
+    from pytest_agentctx.reports.terminal import AgentReports
+
+    config.pluginmanager.register(AgentReports(config, item_record), "agentctx-reports")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep the test's report of each phase, redacted by its redactor; note whether its
+    call failed on a stale cassette."""
+    report = yield
+    item.stash.setdefault(REPORT_KEY, {})[report.when] = report
+    redactor = item.stash.get(REDACTOR_KEY, None)
+    if redactor is not None:  # the failure text and output of a test that uses the plugin
+        from pytest_agentctx.redaction.active import redact_report
+
+        redact_report(report, redactor)
+    if call.when == "call":  # for the reports: a stale cassette's unused recordings count
+        error = call.excinfo
+        item.stash[STALE_KEY] = error is not None and error.errisinstance(StaleCassette)
+    return report
+
+
+def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
+    """The report record of ``item`` (:func:`build_record`) from what its fixtures and
+    hooks stashed: its runs, cassette, budget, repeat figures and prices."""
+    from pytest_agentctx.reports.records import build_record
+
+    log = item.stash.get(RUNS_KEY, None)
+    measured = True
+    if log is None:
+        runs = []
+    elif item.config.stash[MEASURE_KEY] or BUDGET_CHECK_KEY in item.stash:
+        runs = log.records()
+    else:  # nothing reads this test's captured runs: do not rebuild them
+        runs = log.exact_records()
+        measured = bool(runs) or not log.captures
+    config_prices = item.config.stash.get(PRICES_KEY, None)
+    return build_record(
+        runs=runs,
+        suite="integration" if item.get_closest_marker("integration") else "unit",
+        cassette=item.stash.get(CASSETTE_ENTRY_KEY, None),
+        budget=item.stash.get(BUDGET_KEY, None),
+        repeat=item.stash.get(REPEAT_KEY, None),
+        prices=item.stash.get(PRICES_KEY, None) or config_prices,
+        contexts=contexts,
+        measured=measured,
+        redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,
+    )
