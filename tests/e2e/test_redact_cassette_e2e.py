@@ -67,7 +67,7 @@ def _chat_events() -> list[tuple[str | None, dict[str, Any] | str]]:
 
 
 def _anthropic_events() -> list[tuple[str | None, dict[str, Any] | str]]:
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_leaky",
         "type": "message",
         "role": "assistant",

@@ -17,6 +17,7 @@ import pytest
 from google import genai
 from google.genai import types
 
+from pytest_agentctx import Completion
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 from pytest_agentctx.doubles.clock import SequentialIds, StepClock
 from pytest_agentctx.doubles.fakes import FakeLLM
@@ -212,7 +213,7 @@ def mock_client(answer: dict[str, Any], sent: list[httpx2.Request]) -> genai.Cli
 
 async def test_a_given_client_is_used_and_left_open(keys):
     sent: list[httpx2.Request] = []
-    reply = gemini.encode_response(gemini.Completion(content="Hi."), response_id="r1")
+    reply = gemini.encode_response(Completion(content="Hi."), response_id="r1")
     client = mock_client(reply, sent)
     provider = GeminiProvider(client=client)
     body = gemini.encode_request(model=MODEL, messages=[{"role": "user", "content": "Hi"}])

@@ -710,7 +710,7 @@ async def test_decode_response_keeps_thinking_blocks_as_reasoning():
 
 
 async def test_encode_request_sends_thinking_back_before_the_reply():
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Weather?"},
         {
             "role": "assistant",
@@ -731,7 +731,7 @@ async def test_encode_request_sends_thinking_back_before_the_reply():
 
 
 async def test_decode_stream_joins_thinking_and_signature_deltas():
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}},
         {
             "type": "content_block_start",
@@ -768,7 +768,7 @@ async def test_decode_stream_joins_thinking_and_signature_deltas():
 
 # -- text around server tools: paragraphs, not one run-on text --------------------------
 
-SEARCHED = [
+SEARCHED: list[dict[str, Any]] = [
     {"type": "text", "text": "Let me search."},
     {
         "type": "server_tool_use",

@@ -233,7 +233,7 @@ async def test_encode_request_answers_parallel_calls_in_one_user_turn_without_sy
 
 
 async def test_encode_request_sends_ids_the_model_gave():
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Weather?"},
         {
             "role": "assistant",
