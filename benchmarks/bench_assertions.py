@@ -27,7 +27,6 @@ import argparse
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -275,7 +274,9 @@ def unordered_rows(sizes: list[int], dirty_limit: int, repeat: int) -> list[list
         ctx = build(iterations)
         calls = ctx.all_tool_calls
         dumped = [call.model_dump() for call in calls]
-        expected = [{"name": c.name, "arguments": {"query": c.arguments["query"]}} for c in calls]
+        expected: list[dict[str, Any]] = [
+            {"name": c.name, "arguments": {"query": c.arguments["query"]}} for c in calls
+        ]
         random.Random(iterations).shuffle(expected)
         ours = Unordered(*expected)
         assert matches(calls, ours)
@@ -338,4 +339,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -30,7 +30,6 @@ import argparse
 import gc
 import json
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -214,4 +213,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -287,7 +287,7 @@ class _Network:
             headers, raw = next(owner.answers)
             return httpx2.Response(200, headers=headers, stream=httpx2.ByteStream(raw))
 
-        httpx2.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign]
+        httpx2.HTTPTransport.handle_request = handle_request  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:

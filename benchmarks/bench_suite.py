@@ -395,9 +395,9 @@ def _import_rows(text: str) -> list[tuple[str, int, int, str | None]]:
     for line in text.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
-        own, cumulative, name = line.removeprefix("import time:").split("|")
-        level = (len(name) - len(name.lstrip(" "))) // 2
-        parsed.append((name.strip(), int(own), int(cumulative), level))
+        own_us, cumulative_us, module = line.removeprefix("import time:").split("|")
+        level = (len(module) - len(module.lstrip(" "))) // 2
+        parsed.append((module.strip(), int(own_us), int(cumulative_us), level))
     rows: list[tuple[str, int, int, str | None]] = []
     pending: list[tuple[int, int]] = []  # (index in rows, level) still waiting for an importer
     for name, own, cumulative, level in parsed:

@@ -13,7 +13,7 @@ import json
 import shutil
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -22,6 +22,7 @@ import openai  # noqa: F401  (imported here so the inner runs do not import it a
 import pytest
 import requests  # noqa: F401  (same)
 import yaml  # noqa: F401  (same: a second import of its C loader breaks it)
+from support.http_server import ServerThread
 
 #: The ini of ``agent_pytester`` (tests/conftest.py), for tests that add keys to it.
 INI = """
@@ -110,18 +111,12 @@ class Provider:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        self._stopped = False
+        self._serving = ServerThread(Handler)
+        self.url: str = self._serving.url
+        self._serving.start()
 
     def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
+        self._serving.stop()
 
 
 def _completion(text: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import json
 import threading
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import anthropic  # noqa: F401  (imported here so the inner runs do not import it again)
@@ -25,6 +25,7 @@ import brotli
 import openai  # noqa: F401  (same)
 import pytest
 import zstandard
+from support.http_server import ServerThread
 
 CANARY = "sk-canary-7Qx9Lm2Vb8Nw4Tz"
 #: How the server splits the canary across stream events: no piece may reach the cassette.
@@ -66,7 +67,7 @@ def _chat_events() -> list[tuple[str | None, dict[str, Any] | str]]:
 
 
 def _anthropic_events() -> list[tuple[str | None, dict[str, Any] | str]]:
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_leaky",
         "type": "message",
         "role": "assistant",
@@ -181,12 +182,10 @@ class Leaky:
     def __init__(self) -> None:
         self.requests = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.owner = self  # type: ignore[attr-defined]
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        self._stopped = False
+        self._serving = ServerThread(_Handler)
+        self._serving.server.owner = self
+        self.url: str = self._serving.url
+        self._serving.start()
 
     def count(self) -> int:
         """Count one more request; its number, from 1."""
@@ -195,11 +194,7 @@ class Leaky:
             return self.requests
 
     def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
+        self._serving.stop()
 
 
 @pytest.fixture

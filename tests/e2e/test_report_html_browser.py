@@ -143,7 +143,7 @@ def _report() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
+def browser() -> Iterator[webdriver.Chrome]:
     chromium = _installed("chromium", "chromium-browser")
     driver = _installed("chromedriver")
     if chromium is None or driver is None:
@@ -178,15 +178,19 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return path.as_uri()
 
 
+def _console(browser: webdriver.Chrome) -> list[dict[str, Any]]:
+    """The browser console's new entries (selenium's get_log has no annotations)."""
+    entries: list[dict[str, Any]] = browser.get_log("browser")  # type: ignore[no-untyped-call]
+    return entries
+
+
 @pytest.fixture
-def page(browser: WebDriver, page_url: str) -> Iterator[WebDriver]:
+def page(browser: webdriver.Chrome, page_url: str) -> Iterator[webdriver.Chrome]:
     """The report, freshly loaded; after the test, the console must hold no error."""
-    browser.get_log("browser")  # drop what an earlier test left
+    _console(browser)  # drop what an earlier test left
     browser.get(page_url)
     yield browser
-    errors = [
-        entry for entry in browser.get_log("browser") if entry.get("level") in ("SEVERE", "ERROR")
-    ]
+    errors = [entry for entry in _console(browser) if entry.get("level") in ("SEVERE", "ERROR")]
     assert errors == [], f"the page logged errors in the console: {errors}"
 
 
@@ -295,12 +299,12 @@ async def test_adds(agent_runtime, fake_llm):
 
 
 def test_the_page_the_plugin_writes_opens_an_iteration_on_click(
-    browser: WebDriver, agent_pytester: pytest.Pytester
+    browser: webdriver.Chrome, agent_pytester: pytest.Pytester
 ) -> None:
     agent_pytester.makepyfile(test_calc=PLUGIN_RUN)
     result = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-report-html=report.html")
     result.assert_outcomes(passed=1)
-    browser.get_log("browser")  # drop what an earlier test left
+    _console(browser)  # drop what an earlier test left
 
     browser.get((agent_pytester.path / "report.html").as_uri())
     browser.find_element(By.CSS_SELECTOR, "#t0 > summary").click()
@@ -311,4 +315,4 @@ def test_the_page_the_plugin_writes_opens_an_iteration_on_click(
     call = iteration.find_element(By.CSS_SELECTOR, ".call")
     assert call.is_displayed()
     assert [pre.text for pre in call.find_elements(By.TAG_NAME, "pre")] == ['{"a": 2, "b": 3}', "5"]
-    assert browser.get_log("browser") == []
+    assert _console(browser) == []

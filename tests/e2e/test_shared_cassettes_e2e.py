@@ -20,12 +20,13 @@ import shutil
 import signal
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import openai  # noqa: F401  (imported here so the inner runs do not import it again)
 import pytest
+from support.http_server import ServerThread
 
 from pytest_agentctx import LoopbackProvider
 
@@ -117,18 +118,12 @@ class Echo:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        self._stopped = False
+        self._serving = ServerThread(Handler)
+        self.base_url: str = f"{self._serving.url}/v1"
+        self._serving.start()
 
     def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
+        self._serving.stop()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ snapshots after a reviewed change of capture.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -82,7 +83,11 @@ NON_LLM_REASONS = {
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in PARAMS if p.values[0] is None or p.values[0].name not in NO_CONVERSATION]
+    [
+        p
+        for p in PARAMS
+        if p.values[0] is None or cast(Path, p.values[0]).name not in NO_CONVERSATION
+    ]
     + OWN_PARAMS,
 )
 def test_cassette_yields_the_snapshotted_contexts(path: Path, agent_snapshot) -> None:
@@ -122,7 +127,7 @@ def test_a_file_without_conversation_has_no_model_call(name: str) -> None:
 
 
 def test_capture_of_the_corpus_is_the_same_every_time() -> None:
-    files = FILES + [param.values[0] for param in OWN_PARAMS]
+    files = FILES + [cast(Path, param.values[0]) for param in OWN_PARAMS]
     first = [[c.model_dump_json() for c in contexts_from_cassette(path).contexts] for path in files]
     second = [
         [c.model_dump_json() for c in contexts_from_cassette(path).contexts] for path in files

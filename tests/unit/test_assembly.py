@@ -172,7 +172,10 @@ async def test_text_must_be_a_string() -> None:
 
 
 async def test_validate_sources_returns_the_sources_as_a_tuple() -> None:
-    sources = [FromState("customer.plan"), Text("Be brief.")]
+    sources: list[FromState | FromRetrieval | Text] = [
+        FromState("customer.plan"),
+        Text("Be brief."),
+    ]
 
     assert validate_sources(sources, Ticket) == (FromState("customer.plan"), Text("Be brief."))
 
@@ -357,7 +360,10 @@ async def test_no_sources_assemble_to_an_empty_context() -> None:
 
 
 async def test_the_same_sources_assemble_the_same_bytes_every_time() -> None:
-    sources = [FromState("customer"), FromRetrieval("kb", query_from="question")]
+    sources: list[FromState | FromRetrieval | Text] = [
+        FromState("customer"),
+        FromRetrieval("kb", query_from="question"),
+    ]
 
     texts = {(await assemble(sources, state=ticket(), store=store())).text for _ in range(3)}
 

@@ -54,6 +54,12 @@ START = datetime(2025, 1, 1, tzinfo=UTC)
 WEATHER = ToolSpec("get_weather", "The weather in a city.", {"type": "object"})
 
 
+def _json(body: dict[str, Any] | None) -> Any:
+    """The JSON of a stored body, which must be there."""
+    assert body is not None
+    return body["json"]
+
+
 def _call(call_id: str, name: str = "get_weather", **arguments: Any) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
@@ -111,6 +117,7 @@ class Agent:
             usage=Usage(10 * self.replies, 2),
             response_id=f"resp_{id(self)}_{self.replies}",
         )
+        assert completion.response_id is not None
         if self.stream:
             encode_stream: Any = getattr(self.codec, "encode_stream")  # noqa: B009
             usage = {"include_usage": True} if self.codec.name == "openai_chat" else {}
@@ -413,7 +420,7 @@ async def test_a_sub_agent_of_a_sub_agent_is_nested_twice():
 async def test_a_forced_tool_call_that_ends_the_reply_starts_no_sub_agent():
     extract = Agent(system="Extract.").user("Paris, 21C")
     exchange = extract.call(None, _call("x1", "record", city="Paris"))
-    body = exchange.response["json"]
+    body = _json(exchange.response)
     body["choices"][0]["finish_reason"] = "stop"  # tool_choice forced the call
     exchanges = [exchange, Agent(system="Other.").user("Hi").call("Hello.")]
 
@@ -973,7 +980,7 @@ async def test_a_long_conversation_compares_each_request_item_at_most_once():
     context = build_contexts(counted).context
 
     assert len(context.iterations) == 80
-    assert CountedItem.compared <= sum(len(e.request["json"]["messages"]) for e in counted)
+    assert CountedItem.compared <= sum(len(_json(e.request)["messages"]) for e in counted)
 
 
 async def test_many_conversations_are_not_compared_with_each_other():

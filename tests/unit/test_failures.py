@@ -20,7 +20,7 @@ from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.failures import CompletedStep, Failure, format_traceback
 from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.tools import RunContext, tool
-from pytest_agentctx.traffic.codecs import openai_chat
+from pytest_agentctx.traffic.codecs import Codec, openai_chat
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -44,7 +44,7 @@ def chat(content: str | None = None, *calls: tuple[str, str, dict[str, Any]]) ->
 class Script:
     """A provider that answers with the given chat completions bodies, in order."""
 
-    codec = openai_chat
+    codec: Codec = openai_chat
 
     def __init__(self, *bodies: dict[str, Any]) -> None:
         self.bodies = list(bodies)

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from pytest_agentctx import _files
 from pytest_agentctx._files import (
     STALE_AFTER_SECONDS,
     atomic_write_bytes,
@@ -153,7 +153,7 @@ async def test_a_file_already_at_the_temporary_name_is_never_written_nor_removed
     class _FixedUuid:
         hex = "0123abcd" + "0" * 24
 
-    monkeypatch.setattr(_files.uuid, "uuid4", _FixedUuid)
+    monkeypatch.setattr(uuid, "uuid4", _FixedUuid)  # the module _files calls
     planted = tmp_path / f".c.json.{os.getpid()}.0123abcd.tmp"
     planted.write_text("not mine")
 
@@ -193,6 +193,6 @@ async def test_a_file_where_a_folder_should_be_is_named(tmp_path):
 async def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch):
     real = os.access
     # chmod does not stop root, who runs some CI containers: the check is what matters.
-    monkeypatch.setattr(_files.os, "access", lambda p, mode: Path(p) != tmp_path and real(p, mode))
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path and real(p, mode))
 
     assert unwritable_reason(tmp_path / "report.json") == f"the folder {tmp_path} is not writable"

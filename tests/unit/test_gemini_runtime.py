@@ -17,6 +17,7 @@ import pytest
 from google import genai
 from google.genai import types
 
+from pytest_agentctx import Completion
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 from pytest_agentctx.doubles.clock import SequentialIds
@@ -27,7 +28,6 @@ from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.providers import GeminiProvider, default_provider
 from pytest_agentctx.runtime.tools import tool
 from pytest_agentctx.traffic.codecs import gemini
-from pytest_agentctx.traffic.codecs.base import Completion
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SYSTEM = "You answer weather questions."

@@ -47,7 +47,7 @@ from pytest_agentctx.runtime.providers import (
 )
 from pytest_agentctx.runtime.tools import RunContext, Tool, tool
 from pytest_agentctx.runtime.window import ContextWindow
-from pytest_agentctx.traffic.codecs import openai_chat, openai_responses
+from pytest_agentctx.traffic.codecs import Codec, openai_chat, openai_responses
 
 _TLS = ssl.create_default_context()
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -132,7 +132,7 @@ def script_weather(fake: FakeLLM) -> None:
 class CannedProvider:
     """A provider without an SDK: answers with chat completions bodies, in order."""
 
-    codec = openai_chat
+    codec: Codec = openai_chat
 
     def __init__(self, *bodies: dict[str, Any]) -> None:
         self.bodies = list(bodies)
@@ -161,7 +161,12 @@ async def test_agent_wraps_plain_functions_as_tools():
         """Forecast for a city."""
         return "sunny"
 
-    agent = Agent(name="weather", model="openai:gpt-4o-mini", tools=[get_weather, get_forecast])
+    # a plain function where a Tool is expected, on purpose: the agent wraps it
+    agent = Agent(
+        name="weather",
+        model="openai:gpt-4o-mini",
+        tools=[get_weather, get_forecast],  # type: ignore[list-item]
+    )
 
     match agent.tools:
         case (

@@ -4,7 +4,7 @@ import copy
 import pickle
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -29,9 +29,12 @@ class AnyHolder(BaseModel):
     items: Seq  # type: ignore[type-arg]
 
 
-def grown(*items: int) -> Seq[int]:
+T = TypeVar("T")
+
+
+def grown(*items: T) -> Seq[T]:
     """A sequence built only by appends, so its last item lives in the tail."""
-    result: Seq[int] = Seq()
+    result: Seq[T] = Seq()
     for item in items:
         result = result.append(item)
     return result
@@ -187,7 +190,7 @@ async def test_with_last_on_a_list_built_seq_then_append_does_not_change_the_ori
 
 async def test_with_last_on_an_empty_seq_raises_index_error() -> None:
     with pytest.raises(IndexError, match="with_last\\(\\) on an empty sequence: there is no last"):
-        Seq().with_last(1)
+        Seq[int]().with_last(1)
 
 
 # -- Sequence protocol -------------------------------------------------------------------
@@ -262,7 +265,7 @@ async def test_seq_differs_from_a_sequence_with_other_items(other: Sequence[int]
 
 @pytest.mark.parametrize("other", ["ab", b"ab", {"a": 1, "b": 2}, {"a", "b"}, None])
 async def test_seq_never_equals_a_string_bytes_mapping_set_or_none(other: object) -> None:
-    assert grown("a", "b") != other  # type: ignore[arg-type]
+    assert grown("a", "b") != other
 
 
 async def test_seq_hash_is_the_hash_of_the_tuple_of_its_items() -> None:

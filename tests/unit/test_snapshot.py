@@ -425,9 +425,13 @@ async def test_diff_of_two_distant_changes_shows_both() -> None:
     ]
 
 
+def _exclude_nothing(prop: Any, path: Any) -> bool:
+    return False
+
+
 async def test_extension_refuses_syrupy_property_filters() -> None:
     with pytest.raises(SnapshotError, match=r"use agent_snapshot\(fields=\[\.\.\.\]\)"):
-        AgentSnapshotExtension().serialize({}, exclude=lambda prop, path: False)
+        AgentSnapshotExtension().serialize({}, exclude=_exclude_nothing)
 
 
 async def test_regex_in_a_test_of_the_serialized_text() -> None:
@@ -454,7 +458,7 @@ def _every_field_context() -> AgentContext:
 async def test_the_fast_path_writes_every_field_the_general_path_writes() -> None:
     ctx = _every_field_context()
     fast = serialize(ctx).splitlines()
-    general = serialize(ctx, SnapshotOptions(omit=["no.such.path"])).splitlines()
+    general = serialize(ctx, SnapshotOptions(omit=("no.such.path",))).splitlines()
 
     assert general[1].startswith("# projection:")
     assert fast == general[:1] + general[2:]
@@ -535,7 +539,7 @@ async def test_a_recorded_run_is_written_as_its_replay_from_the_redacted_cassett
     [
         SnapshotOptions(truncate=10),
         SnapshotOptions(normalize={"**.content": lambda text: len(text or "")}),
-        SnapshotOptions(fields=["iterations[*].messages"], last=1),
+        SnapshotOptions(fields=("iterations[*].messages",), last=1),
     ],
     ids=["truncate", "normalize-hook", "projection"],
 )

@@ -223,7 +223,12 @@ async def test_a_run_log_falls_back_to_the_captured_runs_when_the_runtime_made_n
 async def test_a_run_log_reads_no_captured_runs_for_its_exact_records() -> None:
     read: list[bool] = []
     log = RunLog()
-    log.set_captured(lambda: read.append(True) or [])
+
+    def captured() -> list[Any]:
+        read.append(True)
+        return []
+
+    log.set_captured(captured)
 
     assert (log.exact_records(), read, log.captures, log.measurable) == ([], [], True, True)
 

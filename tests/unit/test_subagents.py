@@ -36,7 +36,7 @@ from pytest_agentctx.runtime.subagents import (
     parse_summary,
 )
 from pytest_agentctx.runtime.tools import tool
-from pytest_agentctx.traffic.codecs import openai_chat
+from pytest_agentctx.traffic.codecs import Codec, openai_chat
 
 DONE = json.dumps({"summary": "Found three sources."})
 
@@ -70,7 +70,7 @@ def chat(
 class Router:
     """Answers each model from its own script; records the requests per model."""
 
-    codec = openai_chat
+    codec: Codec = openai_chat
 
     def __init__(
         self, script: Mapping[str, list[dict[str, Any]]], yields: Mapping[str, int] | None = None
@@ -393,14 +393,14 @@ async def test_a_sub_agent_out_of_iterations_gives_status_partial_and_a_closed_c
             iterations=[Iteration(number=1, messages=[*_, Message(role="tool", is_error=True)])]
         ):
             pass
-        case other:
-            pytest.fail(f"the unanswered call was not closed: {other}")
+        case unclosed:
+            pytest.fail(f"the unanswered call was not closed: {unclosed}")
 
 
 class BrokenProvider:
     """A provider whose every call fails, as an outage would."""
 
-    codec = openai_chat
+    codec: Codec = openai_chat
 
     async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
         raise ConnectionError("provider unreachable")

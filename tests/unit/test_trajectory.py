@@ -209,7 +209,7 @@ async def test_override_function_that_raises_is_a_mismatch() -> None:
     def broken(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
         raise KeyError("to")
 
-    expected = [("search_flights", {}), "book", "send_email"]
+    expected: list[Any] = [("search_flights", {}), "book", "send_email"]
     found = mismatches(trip(), Trajectory(expected, overrides={"search_flights": broken}))
 
     assert found[0].message.startswith("the argument check for 'search_flights' raised KeyError")

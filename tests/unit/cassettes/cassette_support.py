@@ -16,9 +16,11 @@ import ssl
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from support.http_server import ServerThread
 
 #: One TLS context for every client: building one per client costs ~80 ms.
 TLS = ssl.create_default_context()
@@ -78,9 +80,8 @@ class Loopback:
 
             do_GET = do_POST = _serve
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._serving = ServerThread(Handler)
+        self.url: str = self._serving.url
 
     def _next(self, seen: Seen) -> Answer:
         with self._lock:
@@ -108,12 +109,10 @@ class Loopback:
         return self.answer(200, {"content-type": "text/event-stream"}, *parts)
 
     def start(self) -> None:
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join()
+        self._serving.stop()
 
 
 def chat_completion(content: str) -> dict[str, Any]:

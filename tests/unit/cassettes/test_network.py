@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -510,7 +511,7 @@ async def test_asyncio_datagram_refused_is_remembered_though_asyncio_hands_it_on
 # -- child processes -----------------------------------------------------------------
 
 
-async def _python(code: str, **options: object) -> tuple[int | None, str, str]:
+async def _python(code: str, **options: Any) -> tuple[int | None, str, str]:
     """Run ``python -c code`` (asyncio: through subprocess.Popen); exit code, out, err."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,

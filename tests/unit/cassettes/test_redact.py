@@ -360,7 +360,7 @@ def _anthropic_stream(*pieces: str, kind: str = "text") -> dict[str, Any]:
         else ({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
               "input_json_delta", "partial_json")
     )  # fmt: skip
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",

@@ -590,7 +590,7 @@ async def test_interactions_are_the_loaded_then_the_recorded_ones(path, loopback
         async with _client(f"{loopback.url}/v1") as client:
             await _ask(client, "New")
 
-    assert [i.request_body["json"]["messages"][0]["content"] for i in cassette.interactions] == [
+    assert [_question(i) for i in cassette.interactions] == [
         "Old",
         "New",
     ]
@@ -737,9 +737,14 @@ def _shared(path: Path, test_id: str, **options: Any) -> Cassette:
 
 def _contents(path: Path) -> list[tuple[str, str]]:
     """(test id, question) of every interaction in the cassette at ``path``."""
-    return [
-        (i.test_id, i.request_body["json"]["messages"][0]["content"]) for i in load_cassette(path)
-    ]
+    return [(i.test_id, _question(i)) for i in load_cassette(path)]
+
+
+def _question(interaction: Interaction) -> str:
+    """The first message of a recorded chat completions request."""
+    assert interaction.request_body is not None
+    content: str = interaction.request_body["json"]["messages"][0]["content"]
+    return content
 
 
 async def _answers(cassette: Cassette, *questions: str) -> list[str | None]:

@@ -205,7 +205,10 @@ async def test_unknown_marker_option_without_a_close_match_lists_the_options():
 
 async def test_marker_options_merge_with_the_closest_marker_winning():
     # as item.iter_markers gives them: the test's own marker first, then its class's, ...
-    markers = [((), {"cassette": "mine"}), ((), {"cassette": "module", "allow_unused": True})]
+    markers: list[tuple[tuple[object, ...], dict[str, object]]] = [
+        ((), {"cassette": "mine"}),
+        ((), {"cassette": "module", "allow_unused": True}),
+    ]
 
     assert marker_options(markers, where="t.py::test") == {
         "cassette": "mine",

@@ -3,7 +3,8 @@
 ``encode_stream`` is checked against real recorded streams (``streams/``, see its README)
 and through the real ``anthropic`` SDK, which must build the same message from the stream
 as from the whole response. The SDK talks to an ``httpx2.MockTransport``: no socket is
-opened.
+opened. Decoding recorded, encoded and malformed streams is checked for every codec in
+``test_codec_contract.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import httpx2
 import pytest
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs import anthropic_messages
 from pytest_agentctx.traffic.codecs.base import Completion, Usage
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse, parse_sse
@@ -274,102 +274,6 @@ async def test_encode_stream_writes_only_fields_that_anthropic_writes(name):
 # -- decode_stream -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("name", "completion"),
-    [
-        (
-            "anthropic_text_and_tool_use.sse",
-            Completion(
-                content="I'll help you find out the current temperature in San Francisco. "
-                "I'll use the get_current_temperature function to retrieve this information.",
-                tool_calls=(
-                    ToolCall(
-                        id="toolu_01Lfr3kUnHMZApePPRWMv1uS",
-                        name="get_current_temperature",
-                        arguments={"city": "San Francisco"},
-                    ),
-                ),
-                model="claude-3-5-haiku-20241022",
-                usage=Usage(input_tokens=351, output_tokens=85),
-                stop_reason="tool_use",
-                response_id="msg_01JCJXSfyzkcecJUydp157cS",
-            ),
-        ),
-        (
-            "anthropic_text_and_two_tool_uses.sse",
-            Completion(
-                content="I'll check both the current weather and time in New York "
-                "simultaneously right away!",
-                tool_calls=(
-                    ToolCall(
-                        id="toolu_01Mo5Ee5Yb7vrzaxSNS5DVuP",
-                        name="get_weather",
-                        arguments={"location": "New York, NY"},
-                    ),
-                    ToolCall(
-                        id="toolu_01GDAGw1KUdi1DCPPprMKGHR",
-                        name="get_time",
-                        arguments={"timezone": "America/New_York"},
-                    ),
-                ),
-                model="claude-sonnet-4-6",
-                usage=Usage(input_tokens=721, output_tokens=113),
-                stop_reason="tool_use",
-                response_id="msg_01JqiwuyYfmoZBJx1GLkqxLf",
-            ),
-        ),
-        (
-            "anthropic_two_tool_uses_without_input.sse",
-            Completion(
-                tool_calls=(
-                    ToolCall(
-                        id="toolu_01LtHJmixrs9NcWQkK8hu8hj",
-                        name="pelican_name_generator",
-                        arguments={},
-                    ),
-                    ToolCall(
-                        id="toolu_01N8a4jWyf116qKTMqKKmjyt",
-                        name="pelican_name_generator",
-                        arguments={},
-                    ),
-                ),
-                model="claude-haiku-4-5-20251001",
-                usage=Usage(input_tokens=542, output_tokens=62),
-                stop_reason="tool_use",
-                response_id="msg_01V2noLbAb2NgKnjaNw6Cn3w",
-            ),
-        ),
-    ],
-    ids=["text-and-tool-use", "text-and-two-tool-uses", "two-tool-uses-without-input"],
-)
-async def test_decode_stream_of_a_recorded_stream_gives_the_whole_completion(name, completion):
-    assert anthropic_messages.decode_stream(recorded(name)) == completion
-
-
-@pytest.mark.parametrize("as_type", [bytes, str, list], ids=["bytes", "str", "events"])
-async def test_decode_stream_takes_the_raw_body_or_its_events(as_type):
-    raw = (STREAMS / "anthropic_two_tool_uses_without_input.sse").read_bytes()
-    given = {bytes: raw, str: raw.decode(), list: parse_sse(raw)}[as_type]
-
-    assert anthropic_messages.decode_stream(given).response_id == "msg_01V2noLbAb2NgKnjaNw6Cn3w"
-
-
-@pytest.mark.parametrize("completion", COMPLETIONS.values(), ids=list(COMPLETIONS))
-async def test_decode_stream_gives_back_what_encode_stream_streamed(completion):
-    events = anthropic_messages.encode_stream(completion, response_id="msg_5")
-
-    decoded = anthropic_messages.decode_stream(events)
-
-    assert decoded == Completion(
-        content=completion.content,
-        tool_calls=completion.tool_calls,
-        model=completion.model,
-        usage=completion.usage,
-        stop_reason="tool_use" if completion.tool_calls else "end_turn",
-        response_id="msg_5",
-    )
-
-
 def _event(kind: str, **fields: Any) -> SSEEvent:
     return SSEEvent(kind, json.dumps({"type": kind, **fields}))
 
@@ -419,33 +323,6 @@ async def test_decode_stream_counts_cached_input_tokens_as_input():
     ]
 
     assert anthropic_messages.decode_stream(events).usage == Usage(114, 1)
-
-
-@pytest.mark.parametrize(
-    ("events", "message"),
-    [
-        (
-            [SSEEvent("message_start", "{not json")],
-            r"event #0 \(message_start\): the data is not JSON",
-        ),
-        (
-            [SSEEvent("message_start", '{"message": {}}')],
-            r"event #0 \(message_start\): the JSON has no 'type'",
-        ),
-        (
-            [_event("error", error={"type": "overloaded_error", "message": "Overloaded"})],
-            r"event #0 \(error\): the stream reports an error: .*overloaded_error",
-        ),
-        (
-            [_event("content_block_delta", index=3, delta={"type": "text_delta", "text": "x"})],
-            r"a delta for content block 3, which never started",
-        ),
-    ],
-    ids=["not-json", "no-type", "error-event", "delta-before-start"],
-)
-async def test_decode_stream_of_a_malformed_stream_is_a_codec_error_saying_where(events, message):
-    with pytest.raises(CodecError, match=message):
-        anthropic_messages.decode_stream(events)
 
 
 # -- through the real anthropic SDK --------------------------------------------------
