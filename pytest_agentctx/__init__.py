@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     # For type checkers, which do not run ``__getattr__``: the same names as ``_PUBLIC``,
     # each re-exported explicitly (``X as X``). tests/unit/test_public_names.py checks
     # that the two agree.
+    from .assertions.errors import MismatchError as MismatchError
+    from .assertions.errors import SnapshotError as SnapshotError
     from .assertions.patterns.base import ANY as ANY
     from .assertions.patterns.base import AllOf as AllOf
     from .assertions.patterns.base import AnyOf as AnyOf
@@ -40,6 +42,11 @@ if TYPE_CHECKING:
     from .context._seq import FrozenDict as FrozenDict
     from .context._seq import Seq as Seq
     from .context.clock import StepClock as StepClock
+    from .context.errors import ContextStateError as ContextStateError
+    from .context.errors import EmptyHistory as EmptyHistory
+    from .context.errors import HistoryError as HistoryError
+    from .context.errors import LastEntryNotUserMessage as LastEntryNotUserMessage
+    from .context.errors import PatternError as PatternError
     from .context.figures import PriceTable as PriceTable
     from .context.figures import RunStats as RunStats
     from .context.figures import run_stats as run_stats
@@ -56,55 +63,26 @@ if TYPE_CHECKING:
     from .doubles.clock import RandomIds as RandomIds
     from .doubles.clock import SequentialIds as SequentialIds
     from .doubles.clock import SystemClock as SystemClock
+    from .doubles.errors import FakeLLMError as FakeLLMError
+    from .doubles.errors import FakeToolsError as FakeToolsError
+    from .doubles.errors import LoopbackError as LoopbackError
+    from .doubles.errors import UnexpectedModelCall as UnexpectedModelCall
+    from .doubles.errors import UnusedScriptedReplies as UnusedScriptedReplies
     from .doubles.fake_llm import FakeLLM as FakeLLM
     from .doubles.fake_tools import FakeToolCall as FakeToolCall
     from .doubles.fake_tools import FakeTools as FakeTools
     from .doubles.frozen_clock import FrozenClock as FrozenClock
     from .doubles.loopback import LoopbackProvider as LoopbackProvider
     from .doubles.scripted_model import FakeModelCall as FakeModelCall
+    from .exceptions import AgentAssertionError as AgentAssertionError
     from .exceptions import AgentCtxError as AgentCtxError
-    from .exceptions import AgentDefinitionError as AgentDefinitionError
-    from .exceptions import ArtifactError as ArtifactError
-    from .exceptions import ArtifactNotFound as ArtifactNotFound
-    from .exceptions import ArtifactPathError as ArtifactPathError
-    from .exceptions import BudgetError as BudgetError
-    from .exceptions import CaptureError as CaptureError
-    from .exceptions import CassetteError as CassetteError
-    from .exceptions import CassetteFormatError as CassetteFormatError
-    from .exceptions import CassetteMiss as CassetteMiss
-    from .exceptions import CassetteWriteError as CassetteWriteError
-    from .exceptions import CodecError as CodecError
-    from .exceptions import ContextAssemblyError as ContextAssemblyError
-    from .exceptions import ContextAssemblyFailed as ContextAssemblyFailed
-    from .exceptions import ContextStateError as ContextStateError
-    from .exceptions import ContextWindowError as ContextWindowError
-    from .exceptions import ConversationError as ConversationError
-    from .exceptions import EmptyHistory as EmptyHistory
-    from .exceptions import FakeLLMError as FakeLLMError
-    from .exceptions import FakeToolsError as FakeToolsError
-    from .exceptions import HistoryError as HistoryError
-    from .exceptions import LastEntryNotUserMessage as LastEntryNotUserMessage
-    from .exceptions import LoopbackError as LoopbackError
-    from .exceptions import MaxIterationsExceeded as MaxIterationsExceeded
-    from .exceptions import MismatchError as MismatchError
-    from .exceptions import NetworkBlocked as NetworkBlocked
-    from .exceptions import NotOneConversation as NotOneConversation
-    from .exceptions import PartialRecording as PartialRecording
-    from .exceptions import PatternError as PatternError
-    from .exceptions import PersistenceError as PersistenceError
-    from .exceptions import PromptTemplateError as PromptTemplateError
-    from .exceptions import ProviderError as ProviderError
-    from .exceptions import RepeatError as RepeatError
-    from .exceptions import ReportError as ReportError
-    from .exceptions import SnapshotError as SnapshotError
-    from .exceptions import StaleCassette as StaleCassette
-    from .exceptions import StepFailed as StepFailed
-    from .exceptions import ToolDefinitionError as ToolDefinitionError
-    from .exceptions import UnexpectedModelCall as UnexpectedModelCall
-    from .exceptions import UnusedScriptedReplies as UnusedScriptedReplies
-    from .exceptions import VectorStoreError as VectorStoreError
+    from .exceptions import RunError as RunError
+    from .exceptions import UsageError as UsageError
     from .reports.budgets import Budget as Budget
     from .reports.budgets import BudgetCheck as BudgetCheck
+    from .reports.errors import BudgetError as BudgetError
+    from .reports.errors import RepeatError as RepeatError
+    from .reports.errors import ReportError as ReportError
     from .reports.gate import BaselineComparison as BaselineComparison
     from .reports.gate import GateResult as GateResult
     from .reports.gate import GateTolerance as GateTolerance
@@ -131,6 +109,21 @@ if TYPE_CHECKING:
     from .runtime.assembly import Text as Text
     from .runtime.assembly import assemble as assemble
     from .runtime.assembly import validate_sources as validate_sources
+    from .runtime.errors import AgentDefinitionError as AgentDefinitionError
+    from .runtime.errors import ArtifactError as ArtifactError
+    from .runtime.errors import ArtifactNotFound as ArtifactNotFound
+    from .runtime.errors import ArtifactPathError as ArtifactPathError
+    from .runtime.errors import ContextAssemblyError as ContextAssemblyError
+    from .runtime.errors import ContextAssemblyFailed as ContextAssemblyFailed
+    from .runtime.errors import ContextWindowError as ContextWindowError
+    from .runtime.errors import ConversationError as ConversationError
+    from .runtime.errors import MaxIterationsExceeded as MaxIterationsExceeded
+    from .runtime.errors import PersistenceError as PersistenceError
+    from .runtime.errors import PromptTemplateError as PromptTemplateError
+    from .runtime.errors import ProviderError as ProviderError
+    from .runtime.errors import StepFailed as StepFailed
+    from .runtime.errors import ToolDefinitionError as ToolDefinitionError
+    from .runtime.errors import VectorStoreError as VectorStoreError
     from .runtime.failures import CompensationRecord as CompensationRecord
     from .runtime.failures import CompletedStep as CompletedStep
     from .runtime.failures import Failure as Failure
@@ -167,6 +160,16 @@ if TYPE_CHECKING:
     from .traffic.cassettes.session import Cassette as Cassette
     from .traffic.codecs.base import Completion as Completion
     from .traffic.codecs.base import Usage as Usage
+    from .traffic.errors import CaptureError as CaptureError
+    from .traffic.errors import CassetteError as CassetteError
+    from .traffic.errors import CassetteFormatError as CassetteFormatError
+    from .traffic.errors import CassetteMiss as CassetteMiss
+    from .traffic.errors import CassetteWriteError as CassetteWriteError
+    from .traffic.errors import CodecError as CodecError
+    from .traffic.errors import NetworkBlocked as NetworkBlocked
+    from .traffic.errors import NotOneConversation as NotOneConversation
+    from .traffic.errors import PartialRecording as PartialRecording
+    from .traffic.errors import StaleCassette as StaleCassette
 
 __version__ = "0.1.0.dev0"
 
@@ -302,46 +305,49 @@ _PUBLIC: dict[str, str] = {
     "SnapshotOptions": "assertions.snapshots.options",
     # exceptions
     "AgentCtxError": "exceptions",
-    "AgentDefinitionError": "exceptions",
-    "ArtifactError": "exceptions",
-    "ArtifactNotFound": "exceptions",
-    "ArtifactPathError": "exceptions",
-    "ContextAssemblyError": "exceptions",
-    "ContextAssemblyFailed": "exceptions",
-    "PromptTemplateError": "exceptions",
-    "VectorStoreError": "exceptions",
-    "CaptureError": "exceptions",
-    "CassetteError": "exceptions",
-    "CassetteFormatError": "exceptions",
-    "CassetteMiss": "exceptions",
-    "CassetteWriteError": "exceptions",
-    "CodecError": "exceptions",
-    "ContextStateError": "exceptions",
-    "ContextWindowError": "exceptions",
-    "ConversationError": "exceptions",
-    "PersistenceError": "exceptions",
-    "EmptyHistory": "exceptions",
-    "FakeLLMError": "exceptions",
-    "FakeToolsError": "exceptions",
-    "HistoryError": "exceptions",
-    "LastEntryNotUserMessage": "exceptions",
-    "LoopbackError": "exceptions",
-    "MaxIterationsExceeded": "exceptions",
-    "StepFailed": "exceptions",
-    "MismatchError": "exceptions",
-    "NetworkBlocked": "exceptions",
-    "NotOneConversation": "exceptions",
-    "PartialRecording": "exceptions",
-    "PatternError": "exceptions",
-    "ProviderError": "exceptions",
-    "ReportError": "exceptions",
-    "BudgetError": "exceptions",
-    "RepeatError": "exceptions",
-    "SnapshotError": "exceptions",
-    "StaleCassette": "exceptions",
-    "ToolDefinitionError": "exceptions",
-    "UnexpectedModelCall": "exceptions",
-    "UnusedScriptedReplies": "exceptions",
+    "RunError": "exceptions",
+    "AgentAssertionError": "exceptions",
+    "UsageError": "exceptions",
+    "AgentDefinitionError": "runtime.errors",
+    "ArtifactError": "runtime.errors",
+    "ArtifactNotFound": "runtime.errors",
+    "ArtifactPathError": "runtime.errors",
+    "ContextAssemblyError": "runtime.errors",
+    "ContextAssemblyFailed": "runtime.errors",
+    "PromptTemplateError": "runtime.errors",
+    "VectorStoreError": "runtime.errors",
+    "CaptureError": "traffic.errors",
+    "CassetteError": "traffic.errors",
+    "CassetteFormatError": "traffic.errors",
+    "CassetteMiss": "traffic.errors",
+    "CassetteWriteError": "traffic.errors",
+    "CodecError": "traffic.errors",
+    "ContextStateError": "context.errors",
+    "ContextWindowError": "runtime.errors",
+    "ConversationError": "runtime.errors",
+    "PersistenceError": "runtime.errors",
+    "EmptyHistory": "context.errors",
+    "FakeLLMError": "doubles.errors",
+    "FakeToolsError": "doubles.errors",
+    "HistoryError": "context.errors",
+    "LastEntryNotUserMessage": "context.errors",
+    "LoopbackError": "doubles.errors",
+    "MaxIterationsExceeded": "runtime.errors",
+    "StepFailed": "runtime.errors",
+    "MismatchError": "assertions.errors",
+    "NetworkBlocked": "traffic.errors",
+    "NotOneConversation": "traffic.errors",
+    "PartialRecording": "traffic.errors",
+    "PatternError": "context.errors",
+    "ProviderError": "runtime.errors",
+    "ReportError": "reports.errors",
+    "BudgetError": "reports.errors",
+    "RepeatError": "reports.errors",
+    "SnapshotError": "assertions.errors",
+    "StaleCassette": "traffic.errors",
+    "ToolDefinitionError": "runtime.errors",
+    "UnexpectedModelCall": "doubles.errors",
+    "UnusedScriptedReplies": "doubles.errors",
 }
 
 __all__ = [*_PUBLIC, "__version__"]

@@ -41,9 +41,9 @@ from pytest_agentctx.assertions.patterns.mismatch import (
     report_closest,
     short,
 )
+from pytest_agentctx.context.errors import PatternError
 from pytest_agentctx.context.model import AgentContext, ToolCall
 from pytest_agentctx.context.nested import LocatedCall, as_context, located_calls, nested_contexts
-from pytest_agentctx.exceptions import PatternError
 
 __all__ = [
     "ArgsCheck",

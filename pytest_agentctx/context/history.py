@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from pytest_agentctx.context.errors import EmptyHistory, LastEntryNotUserMessage
 from pytest_agentctx.context.model import AgentContext, Message
-from pytest_agentctx.exceptions import EmptyHistory, LastEntryNotUserMessage
 
 __all__ = ["History"]
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from pytest_agentctx.context._seq import FrozenDict, Seq
-from pytest_agentctx.exceptions import ContextStateError
+from pytest_agentctx.context.errors import ContextStateError
 
 __all__ = [
     "INVALID_ARGUMENTS_KEY",

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from pytest_agentctx.context._paths import join
 from pytest_agentctx.context._seq import FrozenDict
+from pytest_agentctx.context.errors import PatternError
 from pytest_agentctx.context.model import AgentContext, ToolCall
-from pytest_agentctx.exceptions import PatternError
 
 __all__ = ["LocatedCall", "as_context", "located_calls", "nested_contexts"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.exceptions import FakeToolsError
+from pytest_agentctx.doubles.errors import FakeToolsError
 
 __all__ = ["FakeToolCall", "FakeTools"]
 

@@ -21,12 +21,7 @@ from typing import Any, ClassVar, Self
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.clock import IdFactory, SequentialIds
-from pytest_agentctx.exceptions import (
-    CodecError,
-    FakeLLMError,
-    UnexpectedModelCall,
-    UnusedScriptedReplies,
-)
+from pytest_agentctx.doubles.errors import FakeLLMError, UnexpectedModelCall, UnusedScriptedReplies
 from pytest_agentctx.traffic.codecs import openai_chat
 from pytest_agentctx.traffic.codecs.base import (
     Codec,
@@ -36,6 +31,7 @@ from pytest_agentctx.traffic.codecs.base import (
     codec_for_path,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = [
     "FakeModelCall",

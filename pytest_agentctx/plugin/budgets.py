@@ -15,7 +15,7 @@ from collections.abc import Generator
 import pytest
 
 from pytest_agentctx.context.figures import PriceTable
-from pytest_agentctx.exceptions import AgentCtxError, BudgetError
+from pytest_agentctx.exceptions import AgentCtxError
 from pytest_agentctx.reports.budgets import (
     BUDGET_LIMITS,
     Budget,
@@ -23,6 +23,7 @@ from pytest_agentctx.reports.budgets import (
     check_budget,
     ini_name,
 )
+from pytest_agentctx.reports.errors import BudgetError
 
 from .capture import redacted
 from .keys import (

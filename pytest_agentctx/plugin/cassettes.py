@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentctx.exceptions import CassetteError
 from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
     TestOptions,
@@ -32,6 +31,7 @@ from pytest_agentctx.traffic.cassettes.settings import (
     save_recordings,
     verify_call,
 )
+from pytest_agentctx.traffic.errors import CassetteError
 
 from . import capture
 from .keys import (

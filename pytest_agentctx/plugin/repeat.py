@@ -16,8 +16,8 @@ from typing import Literal, cast
 
 import pytest
 
-from pytest_agentctx.exceptions import RepeatError
 from pytest_agentctx.plugin.suites import REPEAT_ATTRIBUTE, RepeatSpec, RepeatTally
+from pytest_agentctx.reports.errors import RepeatError
 from pytest_agentctx.reports.stats import RunLog
 
 from .keys import (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.exceptions import StaleCassette
+from pytest_agentctx.traffic.errors import StaleCassette
 
 from .capture import redactor_of
 from .keys import (

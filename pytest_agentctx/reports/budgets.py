@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
-from pytest_agentctx.exceptions import BudgetError
+from pytest_agentctx.reports.errors import BudgetError
 
 __all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 

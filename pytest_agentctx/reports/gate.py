@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_agentctx.exceptions import ReportError
+from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.records import is_agent_test
 
 __all__ = [

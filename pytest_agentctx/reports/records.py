@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
-from pytest_agentctx.exceptions import ReportError
+from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 
 if TYPE_CHECKING:

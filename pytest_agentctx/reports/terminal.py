@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_agentctx._files import atomic_write_text, unwritable_reason
-from pytest_agentctx.exceptions import ReportError
+from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import GateResult, GateTolerance, evaluate_gate, gate_lines
 from pytest_agentctx.reports.records import (
     RECORD_ATTRIBUTE,

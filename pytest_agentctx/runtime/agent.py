@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pytest_agentctx.context.model import AgentContext, ToolCall
-from pytest_agentctx.exceptions import AgentCtxError, AgentDefinitionError, ContextAssemblyError
+from pytest_agentctx.exceptions import AgentCtxError
 from pytest_agentctx.runtime.assembly import ContextSource, validate_sources
+from pytest_agentctx.runtime.errors import AgentDefinitionError, ContextAssemblyError
 from pytest_agentctx.runtime.providers import split_model
 from pytest_agentctx.runtime.subagents import SubAgent
 from pytest_agentctx.runtime.tools import Tool

@@ -3,7 +3,7 @@
 An :class:`ArtifactStore` writes, reads, lists and deletes text artifacts by relative path;
 :class:`LocalArtifactStore` keeps them in a folder (the ``artifact_store`` fixture puts it
 in the test's temporary directory). Writes are atomic, and a path that would leave the
-workspace is refused with :class:`~.exceptions.ArtifactPathError`: absolute paths, drive
+workspace is refused with :class:`~pytest_agentctx.ArtifactPathError`: absolute paths, drive
 letters, ``..``, backslashes, NUL and control characters, ``:`` and symbolic links that lead
 outside.
 
@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_agentctx._files import atomic_write_bytes
-from pytest_agentctx.exceptions import ArtifactError, ArtifactNotFound, ArtifactPathError
+from pytest_agentctx.runtime.errors import ArtifactError, ArtifactNotFound, ArtifactPathError
 from pytest_agentctx.runtime.tools import RunContext, Tool, tool
 
 __all__ = [

@@ -20,7 +20,7 @@ An agent (or one step) declares where its context comes from::
 :func:`validate_sources` checks them when the agent is defined: path syntax always, and each
 path against the state type's annotations when one is given (dataclasses, pydantic models,
 TypedDicts, annotated classes; recursively). Mistakes raise
-:class:`~.exceptions.ContextAssemblyError` then, not in the middle of a run.
+:class:`~pytest_agentctx.ContextAssemblyError` then, not in the middle of a run.
 
 Before a model call, :func:`assemble` reads the sources in order and returns an
 :class:`AssembledContext`: its :attr:`~AssembledContext.text` is the content of the one
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
 
-from pytest_agentctx.exceptions import ContextAssemblyError, ContextAssemblyFailed
+from pytest_agentctx.runtime.errors import ContextAssemblyError, ContextAssemblyFailed
 from pytest_agentctx.runtime.retrieval import SearchResult, VectorSearch
 from pytest_agentctx.runtime.tools import render_tool_output
 

@@ -11,7 +11,7 @@ clock). A handler that returns a value *recovers*: the value becomes the tool's 
 the run goes on. A handler that returns ``None`` (or raises) does not: the runtime calls
 the ``compensate`` function of every step already done in the run, newest first, each with
 a :class:`CompletedStep`, records all of it in the iteration's metadata (``failures``,
-``compensations``) and raises :class:`~pytest_agentctx.exceptions.StepFailed`.
+``compensations``) and raises :class:`~pytest_agentctx.runtime.errors.StepFailed`.
 
 This module holds the records and their JSON form; the runtime does the work.
 """

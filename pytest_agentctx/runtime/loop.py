@@ -34,17 +34,17 @@ from typing import Any
 
 from pytest_agentctx.context.model import AgentContext, Message
 from pytest_agentctx.doubles.clock import Clock, IdFactory, RandomIds, SystemClock
-from pytest_agentctx.exceptions import (
-    AgentCtxError,
+from pytest_agentctx.exceptions import AgentCtxError
+from pytest_agentctx.runtime.agent import Agent, RunResult, ToolOverrides
+from pytest_agentctx.runtime.artifacts import ARTIFACTS_DEP, ArtifactStore
+from pytest_agentctx.runtime.assembly import assemble
+from pytest_agentctx.runtime.errors import (
     AgentDefinitionError,
     ConversationError,
     MaxIterationsExceeded,
     ProviderError,
     StepFailed,
 )
-from pytest_agentctx.runtime.agent import Agent, RunResult, ToolOverrides
-from pytest_agentctx.runtime.artifacts import ARTIFACTS_DEP, ArtifactStore
-from pytest_agentctx.runtime.assembly import assemble
 from pytest_agentctx.runtime.providers import Provider, default_provider
 from pytest_agentctx.runtime.retrieval import VectorSearch
 from pytest_agentctx.runtime.steps import RunEnv, ToolSteps, close_unexecuted

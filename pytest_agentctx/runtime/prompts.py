@@ -23,7 +23,7 @@ package's. Two tags exist:
   not, is an error.
 
 Anything else between ``{{`` and ``}}`` is an error, and so is a missing template, partial
-or variable: :class:`~.exceptions.PromptTemplateError` names the template and what is
+or variable: :class:`~pytest_agentctx.PromptTemplateError` names the template and what is
 missing, at render time.
 """
 
@@ -37,7 +37,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pytest_agentctx.exceptions import PromptTemplateError
+from pytest_agentctx.runtime.errors import PromptTemplateError
 from pytest_agentctx.runtime.tools import Tool
 
 __all__ = ["PACKAGE_TEMPLATES", "PromptTemplates"]

@@ -17,7 +17,7 @@ import ssl
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentctx.exceptions import ProviderError
+from pytest_agentctx.runtime.errors import ProviderError
 from pytest_agentctx.traffic.codecs.base import Codec, get_codec
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
 

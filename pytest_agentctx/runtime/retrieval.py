@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentctx.exceptions import VectorStoreError
+from pytest_agentctx.runtime.errors import VectorStoreError
 
 __all__ = [
     "Document",

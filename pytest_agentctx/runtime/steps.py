@@ -26,9 +26,9 @@ from pydantic import ValidationError
 from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.model import AgentContext, ToolCall, ToolResult
 from pytest_agentctx.doubles.clock import Clock, IdFactory
-from pytest_agentctx.exceptions import MaxIterationsExceeded, StepFailed
 from pytest_agentctx.runtime.agent import Agent, RunResult, ToolOverrides
 from pytest_agentctx.runtime.artifacts import ARTIFACTS_DEP, ArtifactStore, TrackedArtifactStore
+from pytest_agentctx.runtime.errors import MaxIterationsExceeded, StepFailed
 from pytest_agentctx.runtime.failures import (
     CompensationRecord,
     CompletedStep,

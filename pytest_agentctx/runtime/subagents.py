@@ -41,7 +41,7 @@ from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration
 from pytest_agentctx.doubles.clock import Clock, IdFactory
-from pytest_agentctx.exceptions import AgentDefinitionError
+from pytest_agentctx.runtime.errors import AgentDefinitionError
 from pytest_agentctx.runtime.tools import Tool
 
 if TYPE_CHECKING:

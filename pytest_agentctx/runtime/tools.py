@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.exceptions import ToolDefinitionError
+from pytest_agentctx.runtime.errors import ToolDefinitionError
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.clock import Clock, IdFactory

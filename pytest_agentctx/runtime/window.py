@@ -24,7 +24,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from pytest_agentctx.context.model import Message
-from pytest_agentctx.exceptions import ContextWindowError
+from pytest_agentctx.runtime.errors import ContextWindowError
 
 __all__ = [
     "ContextWindow",

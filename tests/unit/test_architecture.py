@@ -39,12 +39,6 @@ MAY_IMPORT: dict[str, set[str]] = {
 #: Imports against the direction that the code has today: (importing module, imported
 #: module), each with why it is there. Remove an entry when its import goes.
 ALLOWANCES: dict[tuple[str, str], str] = {
-    # The exceptions carry the context, mismatches, run result and failures of the error
-    # they report: their attributes are annotated with those types (TYPE_CHECKING only).
-    ("pytest_agentctx.exceptions", "pytest_agentctx.context.model"): "annotations",
-    ("pytest_agentctx.exceptions", "pytest_agentctx.assertions.patterns.mismatch"): "annotations",
-    ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.agent"): "annotations",
-    ("pytest_agentctx.exceptions", "pytest_agentctx.runtime.failures"): "annotations",
     # Report records name the record mode and the cassette (TYPE_CHECKING).
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes.defaults"): "mode",
     ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes"): "annotations",

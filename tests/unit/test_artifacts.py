@@ -13,7 +13,6 @@ import pytest
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.clock import SequentialIds
-from pytest_agentctx.exceptions import ArtifactError, ArtifactNotFound, ArtifactPathError
 from pytest_agentctx.runtime.artifacts import (
     ARTIFACT_TOOLS,
     ARTIFACTS_DEP,
@@ -27,6 +26,7 @@ from pytest_agentctx.runtime.artifacts import (
     read_artifact,
     write_artifact,
 )
+from pytest_agentctx.runtime.errors import ArtifactError, ArtifactNotFound, ArtifactPathError
 from pytest_agentctx.runtime.tools import RunContext
 
 HELLO_SHA = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"

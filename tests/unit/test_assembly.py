@@ -10,12 +10,6 @@ from pydantic import BaseModel
 
 from pytest_agentctx.assertions.patterns.base import ANY
 from pytest_agentctx.assertions.patterns.report import matches
-from pytest_agentctx.exceptions import (
-    AgentDefinitionError,
-    ContextAssemblyError,
-    ContextAssemblyFailed,
-    VectorStoreError,
-)
 from pytest_agentctx.runtime.assembly import (
     AssembledContext,
     FromRetrieval,
@@ -24,6 +18,12 @@ from pytest_agentctx.runtime.assembly import (
     Text,
     assemble,
     validate_sources,
+)
+from pytest_agentctx.runtime.errors import (
+    AgentDefinitionError,
+    ContextAssemblyError,
+    ContextAssemblyFailed,
+    VectorStoreError,
 )
 from pytest_agentctx.runtime.retrieval import Document, InMemoryVectorStore
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
-from pytest_agentctx.exceptions import BudgetError
 from pytest_agentctx.reports.budgets import (
     BUDGET_LIMITS,
     Budget,
@@ -14,6 +13,7 @@ from pytest_agentctx.reports.budgets import (
     check_budget,
     ini_name,
 )
+from pytest_agentctx.reports.errors import BudgetError
 
 WHERE = "tests/test_x.py::test_y"
 

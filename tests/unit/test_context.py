@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_agentctx.context._seq import Seq
+from pytest_agentctx.context.errors import ContextStateError
 from pytest_agentctx.context.model import (
     INVALID_ARGUMENTS_KEY,
     AgentContext,
@@ -19,7 +20,6 @@ from pytest_agentctx.context.model import (
     ToolCall,
     ToolResult,
 )
-from pytest_agentctx.exceptions import ContextStateError
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -1,4 +1,5 @@
-"""Unit tests for pytest_agentctx.exceptions: one base, a documented hierarchy."""
+"""Unit tests for the errors: one base, three families, each error defined in its layer and
+drawn in the tree of pytest_agentctx.exceptions' docstring."""
 
 import re
 from datetime import UTC, datetime
@@ -7,91 +8,111 @@ import pytest
 
 import pytest_agentctx
 from pytest_agentctx import exceptions
+from pytest_agentctx.assertions.errors import MismatchError
 from pytest_agentctx.context.model import AgentContext
-from pytest_agentctx.exceptions import (
-    AgentCtxError,
-    MaxIterationsExceeded,
-    MismatchError,
-    UnexpectedModelCall,
+from pytest_agentctx.doubles.errors import UnexpectedModelCall
+from pytest_agentctx.exceptions import AgentAssertionError, AgentCtxError, RunError, UsageError
+from pytest_agentctx.runtime.errors import MaxIterationsExceeded
+
+FAMILIES = (UsageError, AgentAssertionError, RunError)
+
+#: Every error the package exports: each public name that is an AgentCtxError.
+ERRORS = sorted(
+    (
+        value
+        for name in pytest_agentctx.__all__
+        if isinstance(value := getattr(pytest_agentctx, name), type)
+        and issubclass(value, AgentCtxError)
+    ),
+    key=lambda exc: exc.__name__,
 )
+#: Bases that only group the errors of one domain (their subclasses have the family).
+DOMAIN_BASES = {"CassetteError"}
 
-PUBLIC = [getattr(exceptions, name) for name in exceptions.__all__]
-SUBCLASSES = [exc for exc in PUBLIC if exc is not AgentCtxError]
 
-
-def documented_parents() -> dict[str, str]:
-    """Each exception of the tree drawn in the module docstring, with its parent's name."""
-    tree = (exceptions.__doc__ or "").split("Hierarchy::", 1)[1]
-    parents: dict[str, str] = {}
-    path: list[str] = []
+def documented_tree() -> dict[str, tuple[str, list[str]]]:
+    """Each error drawn in the docstring of ``exceptions``: its module and its bases."""
+    tree = (exceptions.__doc__ or "").split("from ``pytest_agentctx``::", 1)[1]
+    found: dict[str, tuple[str, list[str]]] = {}
+    module = ""
     for line in tree.splitlines():
-        node = re.match(r"^    ((?:[│ ]   )*)[├└]── (\w+)", line)
-        root = re.match(r"^    (\w+)\s*$", line)
-        if root:
-            path = [root.group(1)]
-        elif node:
-            depth = len(node.group(1)) // 4 + 1
-            path = [*path[:depth], node.group(2)]
-            parents[node.group(2)] = path[depth - 1]
-    return parents
+        heading = re.match(r"^    (pytest_agentctx\.[\w.]+)\s*$", line)
+        entry = re.match(r"^        (\w+)\s+\(([^)]*)\)\s*$", line)
+        if heading:
+            module = heading.group(1)
+        elif entry:
+            found[entry.group(1)] = (module, [b.strip() for b in entry.group(2).split(",")])
+    return found
 
 
 def run_so_far() -> AgentContext:
     return AgentContext.new("loop forever", at=datetime(2025, 1, 1, tzinfo=UTC))
 
 
-@pytest.mark.parametrize("exc", PUBLIC, ids=exceptions.__all__)
-async def test_every_public_exception_derives_from_agent_ctx_error(exc: type[Exception]) -> None:
-    assert issubclass(exc, AgentCtxError)
+async def test_the_docstring_tree_names_every_error_but_the_base_and_families() -> None:
+    base_names = {"AgentCtxError", *(family.__name__ for family in FAMILIES)}
+
+    assert sorted(documented_tree()) == sorted(
+        exc.__name__ for exc in ERRORS if exc.__name__ not in base_names
+    )
 
 
-async def test_the_docstring_tree_starts_at_agent_ctx_error_and_names_every_exception() -> None:
-    assert sorted(["AgentCtxError", *documented_parents()]) == sorted(exceptions.__all__)
+@pytest.mark.parametrize("name", sorted(documented_tree()))
+async def test_each_error_is_defined_in_the_module_with_the_bases_the_tree_gives(
+    name: str,
+) -> None:
+    exc = getattr(pytest_agentctx, name)
+
+    assert (exc.__module__, [base.__name__ for base in exc.__bases__]) == documented_tree()[name]
 
 
-@pytest.mark.parametrize("exc", SUBCLASSES, ids=[exc.__name__ for exc in SUBCLASSES])
-async def test_each_exception_derives_from_its_parent_in_the_docstring_tree(
+@pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
+async def test_every_error_but_the_base_and_domain_bases_is_in_exactly_one_family(
     exc: type[Exception],
 ) -> None:
-    package_bases = [base.__name__ for base in exc.__bases__ if issubclass(base, AgentCtxError)]
+    families = [family.__name__ for family in FAMILIES if issubclass(exc, family)]
+    expected = 0 if exc is AgentCtxError or exc.__name__ in DOMAIN_BASES else 1
 
-    assert package_bases == [documented_parents().get(exc.__name__)]
+    assert len(families) == expected, families
 
 
-async def test_the_docstring_tree_nests_history_and_fake_llm_errors() -> None:
-    parents = documented_parents()
-    nested = [
-        "EmptyHistory",
-        "LastEntryNotUserMessage",
-        "UnexpectedModelCall",
-        "UnusedScriptedReplies",
+async def test_the_families_and_the_base_are_the_only_errors_of_the_base_module() -> None:
+    assert sorted(exceptions.__all__) == [
+        "AgentAssertionError",
+        "AgentCtxError",
+        "RunError",
+        "UsageError",
     ]
 
-    assert {name: parents.get(name) for name in nested} == {
-        "EmptyHistory": "HistoryError",
-        "LastEntryNotUserMessage": "HistoryError",
-        "UnexpectedModelCall": "FakeLLMError",
-        "UnusedScriptedReplies": "FakeLLMError",
-    }
+
+async def test_an_assertion_family_error_is_an_assertion_error() -> None:
+    assert issubclass(AgentAssertionError, AssertionError)
+
+
+@pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
+async def test_every_error_that_is_an_assertion_error_is_in_the_assertion_family(
+    exc: type[Exception],
+) -> None:
+    assert issubclass(exc, AssertionError) == issubclass(exc, AgentAssertionError)
 
 
 async def test_agent_ctx_error_is_a_plain_exception() -> None:
     assert AgentCtxError.__bases__ == (Exception,)
 
 
-@pytest.mark.parametrize("exc", PUBLIC, ids=exceptions.__all__)
-async def test_every_public_exception_has_a_docstring(exc: type[Exception]) -> None:
+@pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
+async def test_every_error_has_a_docstring(exc: type[Exception]) -> None:
     assert (exc.__doc__ or "").strip()
-
-
-@pytest.mark.parametrize("name", exceptions.__all__)
-async def test_every_public_exception_is_exported_by_the_package(name: str) -> None:
-    assert getattr(pytest_agentctx, name) is getattr(exceptions, name)
 
 
 async def test_a_subclass_error_is_caught_by_except_agent_ctx_error() -> None:
     with pytest.raises(AgentCtxError, match="no scripted reply left"):
         raise UnexpectedModelCall("no scripted reply left")
+
+
+async def test_a_run_error_is_caught_by_its_family() -> None:
+    with pytest.raises(RunError, match="stopped after 3"):
+        raise MaxIterationsExceeded("stopped after 3", context=run_so_far(), max_iterations=3)
 
 
 async def test_max_iterations_exceeded_carries_the_context_and_the_limit() -> None:

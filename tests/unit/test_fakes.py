@@ -18,6 +18,12 @@ import openai
 import pytest
 
 from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.doubles.errors import (
+    FakeLLMError,
+    FakeToolsError,
+    UnexpectedModelCall,
+    UnusedScriptedReplies,
+)
 from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
 from pytest_agentctx.doubles.fake_tools import FakeToolCall, FakeTools
 from pytest_agentctx.doubles.scripted_model import (
@@ -26,12 +32,6 @@ from pytest_agentctx.doubles.scripted_model import (
     ScriptedModel,
     ScriptedReply,
     estimate_tokens,
-)
-from pytest_agentctx.exceptions import (
-    FakeLLMError,
-    FakeToolsError,
-    UnexpectedModelCall,
-    UnusedScriptedReplies,
 )
 from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat
 from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage

@@ -15,8 +15,8 @@ from google import genai
 from google.genai import errors, types
 
 from pytest_agentctx import build_contexts
+from pytest_agentctx.doubles.errors import UnexpectedModelCall
 from pytest_agentctx.doubles.fake_llm import FakeLLM
-from pytest_agentctx.exceptions import UnexpectedModelCall
 from pytest_agentctx.traffic.codecs import gemini
 
 MODEL = "gemini-2.5-flash"

@@ -22,8 +22,8 @@ from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fake_llm import FakeLLM
-from pytest_agentctx.exceptions import ProviderError
 from pytest_agentctx.runtime.agent import Agent
+from pytest_agentctx.runtime.errors import ProviderError
 from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.providers import GeminiProvider, default_provider
 from pytest_agentctx.runtime.tools import tool

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from pytest_agentctx.context.errors import EmptyHistory, LastEntryNotUserMessage
 from pytest_agentctx.context.history import History
 from pytest_agentctx.context.model import AgentContext, Message, ToolCall, ToolResult
-from pytest_agentctx.exceptions import EmptyHistory, LastEntryNotUserMessage
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -21,8 +21,8 @@ import httpx2
 import openai
 import pytest
 
+from pytest_agentctx.doubles.errors import LoopbackError, UnexpectedModelCall, UnusedScriptedReplies
 from pytest_agentctx.doubles.loopback import LoopbackExchange, LoopbackProvider
-from pytest_agentctx.exceptions import LoopbackError, UnexpectedModelCall, UnusedScriptedReplies
 from pytest_agentctx.traffic.codecs.base import DecodedRequest
 
 MESSAGES: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]

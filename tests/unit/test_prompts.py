@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.exceptions import PromptTemplateError
+from pytest_agentctx.runtime.errors import PromptTemplateError
 from pytest_agentctx.runtime.prompts import PACKAGE_TEMPLATES, PromptTemplates
 from pytest_agentctx.runtime.tools import tool
 

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from pytest_agentctx.doubles.fake_llm import FakeLLM
-from pytest_agentctx.exceptions import ProviderError
+from pytest_agentctx.runtime.errors import ProviderError
 from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
     OpenAIChatProvider,

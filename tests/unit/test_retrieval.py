@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_agentctx.assertions.patterns.base import AnyOf, Regex
-from pytest_agentctx.exceptions import VectorStoreError
+from pytest_agentctx.runtime.errors import VectorStoreError
 from pytest_agentctx.runtime.retrieval import (
     Document,
     InMemoryVectorStore,

@@ -30,15 +30,15 @@ from pytest_agentctx.context.model import (
 from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.doubles.fake_tools import FakeToolCall, FakeTools
-from pytest_agentctx.exceptions import (
-    AgentCtxError,
+from pytest_agentctx.exceptions import AgentCtxError
+from pytest_agentctx.runtime.agent import Agent, RunResult
+from pytest_agentctx.runtime.artifacts import LocalArtifactStore
+from pytest_agentctx.runtime.errors import (
     AgentDefinitionError,
     ConversationError,
     MaxIterationsExceeded,
     ProviderError,
 )
-from pytest_agentctx.runtime.agent import Agent, RunResult
-from pytest_agentctx.runtime.artifacts import LocalArtifactStore
 from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,

@@ -19,13 +19,13 @@ from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import Message
 from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fake_llm import FakeLLM
-from pytest_agentctx.exceptions import (
+from pytest_agentctx.runtime.agent import Agent
+from pytest_agentctx.runtime.assembly import FromRetrieval, FromState, Text
+from pytest_agentctx.runtime.errors import (
     AgentDefinitionError,
     ContextAssemblyError,
     ContextAssemblyFailed,
 )
-from pytest_agentctx.runtime.agent import Agent
-from pytest_agentctx.runtime.assembly import FromRetrieval, FromState, Text
 from pytest_agentctx.runtime.loop import CONTEXT_TAG, AgentRuntime
 from pytest_agentctx.runtime.providers import AnthropicMessagesProvider, OpenAIChatProvider
 from pytest_agentctx.runtime.retrieval import Document, InMemoryVectorStore

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.exceptions import RepeatError
 from pytest_agentctx.plugin.suites import (
     RepeatSpec,
     RepeatTally,
@@ -20,6 +19,7 @@ from pytest_agentctx.plugin.suites import (
     repeat_cassette_path,
     uses_plugin_fixture,
 )
+from pytest_agentctx.reports.errors import RepeatError
 
 ROOT = Path("/project")
 WHERE = "tests/test_x.py::test_y"

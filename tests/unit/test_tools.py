@@ -16,7 +16,7 @@ from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.doubles.clock import SequentialIds
-from pytest_agentctx.exceptions import ToolDefinitionError
+from pytest_agentctx.runtime.errors import ToolDefinitionError
 from pytest_agentctx.runtime.tools import RunContext, Tool, render_tool_output, tool
 
 

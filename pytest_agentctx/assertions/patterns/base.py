@@ -16,7 +16,7 @@ from typing import Any, Final
 from pytest_agentctx.assertions.patterns.engine import Matcher, Named, match_at, predicate_at
 from pytest_agentctx.assertions.patterns.exact import exact_at, extra_keys, merge_named, named
 from pytest_agentctx.assertions.patterns.mismatch import Out, PathCell, miss, short
-from pytest_agentctx.exceptions import PatternError
+from pytest_agentctx.context.errors import PatternError
 
 __all__ = ["ANY", "AllOf", "AnyOf", "Not", "Pattern", "Predicate", "Regex"]
 

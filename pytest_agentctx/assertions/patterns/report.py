@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from pytest_agentctx.assertions.errors import MismatchError
 from pytest_agentctx.assertions.patterns.base import Pattern
 from pytest_agentctx.assertions.patterns.engine import match_at
 from pytest_agentctx.assertions.patterns.exact import exact_at
 from pytest_agentctx.assertions.patterns.mismatch import Mismatch, count, short
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall, ToolResult
-from pytest_agentctx.exceptions import MismatchError
 
 __all__ = ["assertrepr_compare", "differences", "matches", "mismatches", "render_mismatches"]
 

@@ -42,8 +42,8 @@ from pytest_agentctx.assertions.patterns.mismatch import (
     report_closest,
     short,
 )
+from pytest_agentctx.context.errors import PatternError
 from pytest_agentctx.context.model import Iteration
-from pytest_agentctx.exceptions import PatternError
 
 __all__ = ["Contains", "Each", "Exact", "Like", "Nowhere", "Unordered"]
 

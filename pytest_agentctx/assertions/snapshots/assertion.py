@@ -16,10 +16,10 @@ from syrupy.assertion import DiffMode, SnapshotAssertion
 from syrupy.exceptions import TaintedSnapshotError
 from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SnapshotIndex
 
+from pytest_agentctx.assertions.errors import SnapshotError
 from pytest_agentctx.assertions.snapshots.extension import AgentSnapshotExtension
 from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 from pytest_agentctx.assertions.snapshots.serialization import FORMAT_VERSION, snapshot_text
-from pytest_agentctx.exceptions import SnapshotError
 
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor

@@ -21,12 +21,12 @@ from syrupy.terminal import context_style, reset
 from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SerializedData
 
 from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx.assertions.errors import SnapshotError
 from pytest_agentctx.assertions.snapshots.serialization import (
     FILE_EXTENSION,
     HEADER,
     snapshot_text,
 )
-from pytest_agentctx.exceptions import SnapshotError
 
 __all__ = ["AgentSnapshotExtension"]
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentctx.exceptions import SnapshotError
+from pytest_agentctx.assertions.errors import SnapshotError
 
 __all__ = ["SnapshotOptions"]
 

@@ -33,11 +33,11 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from pytest_agentctx.assertions.errors import SnapshotError
 from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 from pytest_agentctx.context._paths import compile_globs, segment
 from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.exceptions import SnapshotError
 
 __all__ = ["Writer"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.codecs import Completion
 from pytest_agentctx.traffic.codecs.base import Codec
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = ["UNREADABLE", "decode_reply", "error_of", "in_background"]
 

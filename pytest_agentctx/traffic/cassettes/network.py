@@ -15,7 +15,7 @@ before it reaches a socket. Everything else meets this guard while it is active:
   proxy that refuses their requests (programs that honour proxy variables): see
   :mod:`._child_guard`.
 
-A refusal raises :class:`~pytest_agentctx.exceptions.NetworkBlocked`, which is also a
+A refusal raises :class:`~pytest_agentctx.traffic.errors.NetworkBlocked`, which is also a
 ``ConnectionError``, and is remembered in :attr:`NetworkGuard.blocked`, so the test fails
 even when the code under test caught the error. Allowed hosts may be names
 (``api.example.com``, ``*.example.com``) or addresses: names are checked against what
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, NoReturn
 
-from pytest_agentctx.exceptions import NetworkBlocked
+from pytest_agentctx.traffic.errors import NetworkBlocked
 
 __all__ = [
     "CONNECTION",

@@ -36,7 +36,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pytest_agentctx.exceptions import CassetteError
 from pytest_agentctx.redaction.redactor import (
     DEFAULT_SECRET_ENV,
     DEFAULT_SECRET_HEADERS,
@@ -45,6 +44,7 @@ from pytest_agentctx.redaction.redactor import (
 )
 from pytest_agentctx.redaction.redactor import Redactor as BaseRedactor
 from pytest_agentctx.traffic.cassettes.body import Body, UndecodableBody
+from pytest_agentctx.traffic.errors import CassetteError
 
 __all__ = [
     "DEFAULT_SECRET_ENV",

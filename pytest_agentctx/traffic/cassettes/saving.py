@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_agentctx.exceptions import CassetteWriteError
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.matcher import RequestKey
 from pytest_agentctx.traffic.cassettes.redact import Redactor
@@ -28,6 +27,7 @@ from pytest_agentctx.traffic.cassettes.store import (
     write_cassette,
     written_in_run,
 )
+from pytest_agentctx.traffic.errors import CassetteWriteError
 
 __all__ = ["file_on_the_way", "merged", "save_recorded", "write_error"]
 

@@ -35,11 +35,11 @@ whole response; an async stream, whose event loop has ended by then, a sync one 
 client was closed before the rest arrived, or one that does not end within those bounds,
 keeps what was read, up to its last whole event, marked ``partial``. Replay serves a
 partial recording's events, and fails with
-:class:`~pytest_agentctx.exceptions.PartialRecording` if the agent reads past them.
+:class:`~pytest_agentctx.traffic.errors.PartialRecording` if the agent reads past them.
 
 Saving never loses the cassette: the new version replaces the old one in one rename, and a
 save that fails (a read-only folder, a full disk) raises
-:class:`~pytest_agentctx.exceptions.CassetteWriteError`, naming the cassette and the reason,
+:class:`~pytest_agentctx.traffic.errors.CassetteWriteError`, naming the cassette and the reason,
 with the old version in place.
 """
 
@@ -51,12 +51,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentctx.exceptions import (
-    CassetteError,
-    CassetteMiss,
-    PartialRecording,
-    StaleCassette,
-)
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
     UndecodableBody,
@@ -84,6 +78,12 @@ from pytest_agentctx.traffic.cassettes.store import (
     paused_gc,
     sweep_folder,
     written_in_run,
+)
+from pytest_agentctx.traffic.errors import (
+    CassetteError,
+    CassetteMiss,
+    PartialRecording,
+    StaleCassette,
 )
 from pytest_agentctx.traffic.transport import (
     Interceptor,

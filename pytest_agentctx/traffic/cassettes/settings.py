@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentctx.exceptions import CassetteError, CassetteMiss, NetworkBlocked
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
+from pytest_agentctx.traffic.errors import CassetteError, CassetteMiss, NetworkBlocked
 
 if TYPE_CHECKING:
     import pytest

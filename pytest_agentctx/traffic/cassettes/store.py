@@ -44,8 +44,8 @@ from typing import Any
 
 from pytest_agentctx._files import atomic_write_text, pid_running, remove_stale_temporaries
 from pytest_agentctx._locks import hold, let_go, try_hold
-from pytest_agentctx.exceptions import CassetteFormatError
 from pytest_agentctx.traffic.cassettes.body import Body, decompress, encode_body
+from pytest_agentctx.traffic.errors import CassetteFormatError
 
 __all__ = [
     "FORMAT_NAME",

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = [
     "Codec",

@@ -14,7 +14,6 @@ from typing import Any
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs.base import (
     Completion,
     DecodedRequest,
@@ -23,6 +22,7 @@ from pytest_agentctx.traffic.codecs.base import (
     require,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse, split_text
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = [
     "decode_request",

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentctx.exceptions import CodecError
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = ["DONE", "SSEEvent", "format_sse", "parse_sse", "split_text"]
 

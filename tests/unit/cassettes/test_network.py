@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import requests
 
-from pytest_agentctx.exceptions import CassetteError, NetworkBlocked
 from pytest_agentctx.traffic.cassettes import _child_guard, network
 from pytest_agentctx.traffic.cassettes.network import NetworkGuard, is_loopback
+from pytest_agentctx.traffic.errors import CassetteError, NetworkBlocked
 
 #: A private address nothing answers on; the guard must refuse it before connecting.
 UNROUTED = "10.255.255.1"

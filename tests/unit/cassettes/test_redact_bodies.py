@@ -23,12 +23,12 @@ import pytest
 import zstandard
 from cassette_support import TLS, Loopback, chat_completion
 
-from pytest_agentctx.exceptions import CassetteError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
 from pytest_agentctx.traffic.cassettes import body as body_module
 from pytest_agentctx.traffic.cassettes.body import UndecodableBody, decode_content, decompress
 from pytest_agentctx.traffic.cassettes.redact import NORMALISED_REQUEST_ID, Redactor
+from pytest_agentctx.traffic.errors import CassetteError
 
 CANARY = "sk-canary-0d9e-never-in-a-cassette"
 TEST_ID = "tests/test_agent.py::test_weather"

@@ -28,12 +28,6 @@ import openai
 import pytest
 from cassette_support import TLS, Loopback, chat_chunk, chat_completion
 
-from pytest_agentctx.exceptions import (
-    CassetteMiss,
-    CassetteWriteError,
-    PartialRecording,
-    StaleCassette,
-)
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
 from pytest_agentctx.traffic.cassettes import (
     Cassette,
@@ -46,6 +40,12 @@ from pytest_agentctx.traffic.cassettes import (
 from pytest_agentctx.traffic.cassettes.matcher import make_key
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.store import write_cassette
+from pytest_agentctx.traffic.errors import (
+    CassetteMiss,
+    CassetteWriteError,
+    PartialRecording,
+    StaleCassette,
+)
 
 REPLAY_BASE = "http://127.0.0.1:9/v1"
 CHAT_URL = f"{REPLAY_BASE}/chat/completions"

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from pytest_agentctx.exceptions import CassetteError
 from pytest_agentctx.traffic.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
@@ -22,6 +21,7 @@ from pytest_agentctx.traffic.cassettes.settings import (
     normalise_record_args,
     parse_mode,
 )
+from pytest_agentctx.traffic.errors import CassetteError
 
 ROOT = Path("/project")
 

@@ -20,7 +20,6 @@ import yaml
 from cassette_support import CORPUS
 
 from pytest_agentctx import _locks
-from pytest_agentctx.exceptions import CassetteFormatError
 from pytest_agentctx.traffic.cassettes import store
 from pytest_agentctx.traffic.cassettes.body import body_chunks
 from pytest_agentctx.traffic.cassettes.store import (
@@ -30,6 +29,7 @@ from pytest_agentctx.traffic.cassettes.store import (
     locked,
     write_cassette,
 )
+from pytest_agentctx.traffic.errors import CassetteFormatError
 
 try:
     import fcntl

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat, openai_responses
 from pytest_agentctx.traffic.codecs.base import (
     Completion,
@@ -20,6 +19,7 @@ from pytest_agentctx.traffic.codecs.base import (
     parse_arguments,
     require,
 )
+from pytest_agentctx.traffic.errors import CodecError
 
 # -- Usage ---------------------------------------------------------------------------
 

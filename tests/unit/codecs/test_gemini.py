@@ -22,10 +22,10 @@ from google.genai import types
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs import codec_for_path, gemini, get_codec
 from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
 from pytest_agentctx.traffic.codecs.sse import format_sse
+from pytest_agentctx.traffic.errors import CodecError
 
 WEATHER_SCHEMA: dict[str, Any] = {
     "type": "object",

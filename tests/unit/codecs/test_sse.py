@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs.sse import DONE, SSEEvent, format_sse, parse_sse, split_text
+from pytest_agentctx.traffic.errors import CodecError
 
 STREAMS = Path(__file__).parent / "streams"
 

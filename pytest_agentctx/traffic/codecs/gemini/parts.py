@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs.base import Completion, parse_arguments
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = [
     "SIGNATURE",

@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs.base import DecodedRequest, require
 from pytest_agentctx.traffic.codecs.gemini.parts import (
     completion_of,
@@ -22,6 +21,7 @@ from pytest_agentctx.traffic.codecs.gemini.parts import (
     text_of,
     turn_parts,
 )
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = [
     "decode_request",

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from pytest_agentctx.exceptions import CodecError
 from pytest_agentctx.traffic.codecs.base import Completion, Usage, require
 from pytest_agentctx.traffic.codecs.gemini.parts import completion_of, get, model_parts, turn_parts
+from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = ["decode_response", "encode_response", "reply_parts", "response_body"]
 

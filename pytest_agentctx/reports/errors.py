@@ -1,0 +1,29 @@
+"""Errors of the reports: report and baseline files that cannot be read, and budget and
+repeat markers or options with bad values.
+"""
+
+from __future__ import annotations
+
+from pytest_agentctx.exceptions import UsageError
+
+__all__ = [
+    "ReportError",
+    "BudgetError",
+    "RepeatError",
+]
+
+
+class ReportError(UsageError):
+    """A report or ``--agent-baseline`` file that cannot be read (missing, not JSON, not a
+    pytest-agentctx report, another schema version), or a gate tolerance that cannot work."""
+
+
+class BudgetError(UsageError):
+    """A behaviour budget that cannot work: an ``agent_budget`` marker or an
+    ``agent_budget_*`` ini option with an unknown key, a negative value or a value of the
+    wrong type."""
+
+
+class RepeatError(UsageError):
+    """An ``agent_repeat`` marker that cannot work: a run count below 1, a pass rate
+    outside 0 to 1, or an unknown option."""

@@ -1,0 +1,77 @@
+"""Errors of the traffic layer: wire formats, capture, and cassettes (files that cannot be
+read or written, requests with no recording, stale recordings, and blocked connections).
+"""
+
+from __future__ import annotations
+
+from pytest_agentctx.exceptions import AgentAssertionError, AgentCtxError, RunError, UsageError
+
+__all__ = [
+    "CodecError",
+    "CaptureError",
+    "NotOneConversation",
+    "CassetteError",
+    "CassetteFormatError",
+    "CassetteWriteError",
+    "CassetteMiss",
+    "PartialRecording",
+    "StaleCassette",
+    "NetworkBlocked",
+]
+
+
+class CodecError(RunError):
+    """Wire-format JSON that does not have the shape its codec expects."""
+
+
+class CaptureError(UsageError):
+    """Traffic that capture cannot read: a cassette file, or something that is no exchange."""
+
+
+class NotOneConversation(CaptureError):
+    """``agent_context.context`` was asked for the one conversation of a test that had none,
+    or several (the message lists them; index ``agent_context.contexts`` instead)."""
+
+
+class CassetteError(AgentCtxError):
+    """A problem with recording or replaying HTTP traffic."""
+
+
+class CassetteFormatError(CassetteError, UsageError):
+    """A cassette file that cannot be read: bad YAML/JSON or an unknown structure."""
+
+
+class CassetteWriteError(CassetteError, RunError):
+    """A cassette that could not be saved: a read-only folder, a full disk, a file where
+    its folder should be. The message names the cassette and the reason, and says what to
+    do; the previous version of the cassette is kept as it was.
+    """
+
+
+class CassetteMiss(CassetteError, AgentAssertionError):
+    """A request that the cassette holds no (unused) recording for.
+
+    It is also an :class:`AssertionError`: the test fails rather than errors.
+    """
+
+
+class PartialRecording(CassetteError, AgentAssertionError):
+    """A streamed response recorded in part, replayed past where its recording stops.
+
+    While recording, the agent stopped reading the stream without closing it, and the rest
+    could not be read when the test ended (an async stream, or one that did not end in
+    time): the cassette holds what was read. Replaying it, the agent read further. It is
+    also an :class:`AssertionError`: the test fails rather than errors.
+    """
+
+
+class StaleCassette(CassetteError, AgentAssertionError):
+    """Recorded interactions that the test never used: the agent's requests drifted."""
+
+
+class NetworkBlocked(CassetteError, RunError, ConnectionError):
+    """A connection, a datagram or a DNS lookup to a host that is not loopback or allowed,
+    while a test runs offline (replaying a cassette, or with ``fake_llm``).
+
+    It is also a :class:`ConnectionError`, so HTTP libraries report it as one.
+    """
