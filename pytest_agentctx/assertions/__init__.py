@@ -1,4 +1,5 @@
-"""Assertions on contexts: patterns and the matching engine, trajectories, and snapshots.
+"""Assertions on contexts: patterns and the matching engine, trajectories, snapshots,
+and their errors.
 
 This package's ``__init__`` stays empty: importing one module of it imports no other.
 """

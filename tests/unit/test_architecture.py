@@ -30,7 +30,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "assertions": {"base", "context"},
     "traffic": {"base", "context"},
     "doubles": {"base", "context", "traffic"},
-    "reports": {"base", "context"},
+    "reports": {"base", "context", "traffic"},
     "runtime": {"base", "context", "traffic", "doubles"},
     "plugin": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
     "facade": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
@@ -38,11 +38,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 
 #: Imports against the direction that the code has today: (importing module, imported
 #: module), each with why it is there. Remove an entry when its import goes.
-ALLOWANCES: dict[tuple[str, str], str] = {
-    # Report records name the record mode and the cassette (TYPE_CHECKING).
-    ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes.defaults"): "mode",
-    ("pytest_agentctx.reports.records", "pytest_agentctx.traffic.cassettes"): "annotations",
-}
+ALLOWANCES: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:
