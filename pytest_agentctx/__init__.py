@@ -161,6 +161,7 @@ if TYPE_CHECKING:
     from .traffic.codecs.base import Completion as Completion
     from .traffic.codecs.base import Usage as Usage
     from .traffic.errors import CaptureError as CaptureError
+    from .traffic.errors import CassetteConfigError as CassetteConfigError
     from .traffic.errors import CassetteError as CassetteError
     from .traffic.errors import CassetteFormatError as CassetteFormatError
     from .traffic.errors import CassetteMiss as CassetteMiss
@@ -318,6 +319,7 @@ _PUBLIC: dict[str, str] = {
     "VectorStoreError": "runtime.errors",
     "CaptureError": "traffic.errors",
     "CassetteError": "traffic.errors",
+    "CassetteConfigError": "traffic.errors",
     "CassetteFormatError": "traffic.errors",
     "CassetteMiss": "traffic.errors",
     "CassetteWriteError": "traffic.errors",
@@ -357,7 +359,7 @@ globals().update(
     {name: getattr(exceptions, name) for name, module in _PUBLIC.items() if module == "exceptions"}
 )
 
-__getattr__ = lazy_getattr(__name__, _PUBLIC, globals())
+__getattr__ = lazy_getattr(__name__, _PUBLIC)
 
 
 def __dir__() -> list[str]:

@@ -10,18 +10,20 @@ from typing import Any
 __all__ = ["lazy_getattr"]
 
 
-def lazy_getattr(
-    package: str, table: Mapping[str, str], namespace: dict[str, Any]
-) -> Callable[[str], Any]:
+def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: ``table`` maps each name to the submodule
-    defining it; a name is imported on first use and kept in ``namespace``."""
+    defining it, imported on first use.
+
+    The name is looked up in its module every time, not kept in the package: a module
+    imported again (pytester's in-process runs drop the modules a run imported, and the
+    next run imports them anew) then gives its new objects, the same ones the rest of the
+    package uses, instead of the classes of the first run.
+    """
 
     def __getattr__(name: str) -> Any:
         module = table.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(f".{module}", package), name)
-        namespace[name] = value
-        return value
+        return getattr(import_module(f".{module}", package), name)
 
     return __getattr__

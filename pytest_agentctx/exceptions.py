@@ -11,8 +11,9 @@ does about it:
   request with no recording, recordings the agent no longer makes). It is also an
   :class:`AssertionError`, so pytest reports a failed test.
 - :class:`RunError`: a run stopped (too many iterations, a failed step, a blocked
-  connection, a scripted fake used past its script, a store that cannot be read). A test
-  may catch it to assert how the agent handles it.
+  connection, a scripted fake used past its script, a store that cannot be read). The
+  agent's code may catch it, and a test may check how it handles it; a blocked connection
+  still fails the test afterwards (docs/cassettes.md says why and how to allow a host).
 
 Each error is defined in the layer whose types it is about, and every one is importable
 from ``pytest_agentctx``::
@@ -31,6 +32,7 @@ from ``pytest_agentctx``::
         CaptureError             (UsageError)
         NotOneConversation       (CaptureError)
         CassetteError            (AgentCtxError)
+        CassetteConfigError      (CassetteError, UsageError)
         CassetteFormatError      (CassetteError, UsageError)
         CassetteWriteError       (CassetteError, RunError)
         CassetteMiss             (CassetteError, AgentAssertionError)
@@ -85,5 +87,6 @@ class AgentAssertionError(AgentCtxError, AssertionError):
 
 
 class RunError(AgentCtxError):
-    """A run stopped: the agent met a limit, a failure or a resource it may not use. A
-    test may catch it (``pytest.raises``) to check how the agent handles it."""
+    """A run stopped: the agent met a limit, a failure or a resource it may not use. The
+    agent's code may catch it, and a test may check how it handles it (``pytest.raises``);
+    a :class:`~pytest_agentctx.NetworkBlocked` connection still fails the test afterwards."""

@@ -31,7 +31,7 @@ from pytest_agentctx.traffic.cassettes.settings import (
     save_recordings,
     verify_call,
 )
-from pytest_agentctx.traffic.errors import CassetteError
+from pytest_agentctx.traffic.errors import CassetteConfigError, CassetteError
 
 from . import capture
 from .keys import (
@@ -138,7 +138,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
             request.getfixturevalue("agent_cassette_config"), where=item.nodeid
         )
     except CassetteError as exc:  # the message says it all: no frames of the plugin
-        raise pytest.fail.Exception(f"CassetteError: {exc}", pytrace=False) from None
+        raise pytest.fail.Exception(f"{type(exc).__name__}: {exc}", pytrace=False) from None
     cls = getattr(item, "cls", None)
     path = cassette_path(
         settings,
@@ -206,7 +206,7 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
 def agent_cassette(_agentctx_cassette: Cassette | None) -> Cassette:
     """The test's cassette: its path, mode and interactions, recorded or replayed."""
     if _agentctx_cassette is None:
-        raise CassetteError(
+        raise CassetteConfigError(
             "agent_cassette is not available in a test that uses fake_llm: the fake model "
             "answers its requests, so it has no cassette. Remove one of the two fixtures."
         )

@@ -11,6 +11,7 @@ __all__ = [
     "CaptureError",
     "NotOneConversation",
     "CassetteError",
+    "CassetteConfigError",
     "CassetteFormatError",
     "CassetteWriteError",
     "CassetteMiss",
@@ -35,6 +36,12 @@ class NotOneConversation(CaptureError):
 
 class CassetteError(AgentCtxError):
     """A problem with recording or replaying HTTP traffic."""
+
+
+class CassetteConfigError(CassetteError, UsageError):
+    """A cassette setting that cannot work: an ini option, a ``@pytest.mark.agent`` option,
+    what ``agent_cassette_config`` returned, or a fixture used where no cassette exists. The
+    message names the setting, what was expected, and where to fix it."""
 
 
 class CassetteFormatError(CassetteError, UsageError):

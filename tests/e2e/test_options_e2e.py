@@ -119,7 +119,7 @@ def test_misspelt():
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of test_misspelt*",
-            "CassetteError: test_inner_marker.py::test_misspelt: @pytest.mark.agent has no "
+            "CassetteConfigError: test_inner_marker.py::test_misspelt: @pytest.mark.agent has no "
             "option 'cassete' (did you mean cassette?); its options are cassette, "
             "allow_unused, record_mode, allowed_hosts, match_ignore, e.g. "
             "@pytest.mark.agent(cassette='weather_shared'). Fix the marker.",
@@ -181,7 +181,7 @@ def test_positional():
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "CassetteError: test_inner_positional.py::test_positional: "
+            "CassetteConfigError: test_inner_positional.py::test_positional: "
             "@pytest.mark.agent('shared') has positional arguments; the marker takes named "
             "options only (*), e.g. @pytest.mark.agent(cassette='weather_shared'). Name the "
             "option in the marker."
@@ -215,7 +215,7 @@ def test_match_ignore():
     result.assert_outcomes(passed=1, errors=2)
     for name in ("allowed_hosts", "match_ignore"):
         assert (
-            f"CassetteError: test_inner_list.py::test_{name}: @pytest.mark.agent({name}="
+            f"CassetteConfigError: test_inner_list.py::test_{name}: @pytest.mark.agent({name}="
             f"'api.example.com') is a str; expected {LISTS[name]}, e.g. "
             f"@pytest.mark.agent({name}={EXAMPLES[name]}). Fix the marker."
         ) in result.outlines
@@ -234,7 +234,7 @@ def test_redact_values_given_as_a_string_fails_and_writes_no_cassette(
 
     result.assert_outcomes(passed=1, errors=1)
     assert (
-        "CassetteError: test_inner_config.py::test_ask: agent_cassette_config "
+        "CassetteConfigError: test_inner_config.py::test_ask: agent_cassette_config "
         "redact_values=<not shown> is a str of 24 characters; expected a list or tuple of "
         "the secret strings, each of 8 or more characters, e.g. {'redact_values': "
         "['tenant-7f3a9c']}. Fix what the agent_cassette_config fixture returns."
@@ -271,7 +271,7 @@ def test_a_body_hook_that_is_not_callable_fails_the_test(
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "CassetteError: test_inner_config.py::test_ask: agent_cassette_config "
+            "CassetteConfigError: test_inner_config.py::test_ask: agent_cassette_config "
             "body_hook='without_dates' is a str, not callable; expected a function that takes "
             "a request body and returns a normalised copy (or None), e.g. {'body_hook': "
             "without_dates}. Fix what the agent_cassette_config fixture returns."
@@ -292,7 +292,7 @@ def test_a_config_list_given_as_a_string_fails_the_test(
     result.assert_outcomes(passed=2, errors=2)
     for name in ("allowed_hosts", "match_ignore"):
         assert (
-            f"CassetteError: test_{name}.py::test_ask: agent_cassette_config {name}="
+            f"CassetteConfigError: test_{name}.py::test_ask: agent_cassette_config {name}="
             f"'api.example.com' is a str; expected {LISTS[name]}, e.g. "
             f"{{'{name}': {EXAMPLES[name]}}}. Fix what the agent_cassette_config fixture "
             "returns."
@@ -309,7 +309,7 @@ def test_a_misspelt_config_key_fails_the_test_with_the_close_match(
 
     result.assert_outcomes(passed=1, errors=1)
     assert (
-        "CassetteError: test_inner_config.py::test_ask: agent_cassette_config has unknown "
+        "CassetteConfigError: test_inner_config.py::test_ask: agent_cassette_config has unknown "
         "keys ['redact_value'] (did you mean redact_values?); the known keys are match_ignore, "
         "body_hook, allowed_hosts, redact_values, directory, e.g. {'redact_values': "
         "['tenant-7f3a9c']}. Fix the spelling in the fixture."

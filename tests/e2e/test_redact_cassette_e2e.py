@@ -326,7 +326,7 @@ def test_a_body_that_cannot_be_decoded_fails_the_recording_and_is_never_written(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*CassetteError: Cassette *test_download.json: the response to GET "
+            "*CassetteWriteError: Cassette *test_download.json: the response to GET "
             "http://127.0.0.1:*/v1/files/legacy was not recorded, because its body cannot be "
             "scrubbed of secrets: content-encoding 'compress': *Accept-Encoding: gzip*"
             'then record again: pytest --agent-record "test_legacy.py::test_download"'

@@ -1,8 +1,10 @@
 """Unit tests for the errors: one base, three families, each error defined in its layer and
 drawn in the tree of pytest_agentctx.exceptions' docstring."""
 
+import ast
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +76,25 @@ async def test_every_error_but_the_base_and_domain_bases_is_in_exactly_one_famil
     expected = 0 if exc is AgentCtxError or exc.__name__ in DOMAIN_BASES else 1
 
     assert len(families) == expected, families
+
+
+def domain_base_raises() -> list[str]:
+    """Each place in the package that makes an error of a domain base itself (not one of its
+    subclasses, which have a family): ``CassetteError(...)``."""
+    found = []
+    for path in sorted(Path(pytest_agentctx.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in DOMAIN_BASES
+            ):
+                found.append(f"{path.name}:{node.lineno}: {node.func.id}(...)")
+    return found
+
+
+async def test_no_error_is_made_of_a_domain_base_so_every_raised_error_has_a_family() -> None:
+    assert domain_base_raises() == []
 
 
 async def test_the_families_and_the_base_are_the_only_errors_of_the_base_module() -> None:

@@ -36,3 +36,31 @@ async def test_importing_the_package_loads_none_of_its_heavy_modules() -> None:
         0,
         "['pytest_agentctx._lazy', 'pytest_agentctx.exceptions']",
     )
+
+
+async def test_a_public_name_follows_its_module_when_the_module_is_imported_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pytester's in-process runs drop the modules a run imported; the next run imports them
+    # anew, and the package must then give the new classes, not those of the first run
+    module = "pytest_agentctx.context._seq"
+    first = pytest_agentctx.FrozenDict
+    monkeypatch.delitem(sys.modules, module)
+
+    again = pytest_agentctx.FrozenDict
+
+    assert (again is first, again is sys.modules[module].FrozenDict) == (False, True)
+
+
+async def test_a_cassettes_name_follows_its_module_when_the_module_is_imported_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_agentctx.traffic import cassettes
+
+    module = "pytest_agentctx.traffic.cassettes.defaults"
+    first = cassettes.RecordMode
+    monkeypatch.delitem(sys.modules, module)
+
+    again = cassettes.RecordMode
+
+    assert (again is first, again is sys.modules[module].RecordMode) == (False, True)

@@ -55,6 +55,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "CaptureError": "pytest_agentctx.traffic.errors",
     "CapturedRuns": "pytest_agentctx.traffic.capture.runs",
     "Cassette": "pytest_agentctx.traffic.cassettes.session",
+    "CassetteConfigError": "pytest_agentctx.traffic.errors",
     "CassetteError": "pytest_agentctx.traffic.errors",
     "CassetteFormatError": "pytest_agentctx.traffic.errors",
     "CassetteMiss": "pytest_agentctx.traffic.errors",

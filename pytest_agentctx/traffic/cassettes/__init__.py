@@ -53,4 +53,4 @@ _PUBLIC: dict[str, str] = {
 
 __all__ = [*_PUBLIC]
 
-__getattr__ = lazy_getattr(__name__, _PUBLIC, globals())
+__getattr__ = lazy_getattr(__name__, _PUBLIC)

@@ -44,7 +44,7 @@ from pytest_agentctx.redaction.redactor import (
 )
 from pytest_agentctx.redaction.redactor import Redactor as BaseRedactor
 from pytest_agentctx.traffic.cassettes.body import Body, UndecodableBody
-from pytest_agentctx.traffic.errors import CassetteError
+from pytest_agentctx.traffic.errors import CassetteWriteError
 
 __all__ = [
     "DEFAULT_SECRET_ENV",
@@ -226,10 +226,10 @@ class Redactor(BaseRedactor):
 
 def unscrubbable(
     problem: UndecodableBody, *, cassette: object, request: str, command: str
-) -> CassetteError:
+) -> CassetteWriteError:
     """The error of a recording whose response body cannot be scrubbed of secrets (bytes it
     cannot decode, a stream it cannot cut): that response is never written."""
-    return CassetteError(
+    return CassetteWriteError(
         f"Cassette {cassette}: the response to {request} was not recorded, because its body "
         f"cannot be scrubbed of secrets: {problem.header} {problem.encoding!r}: "
         f"{problem.problem}. Fix: {problem.fix}; then record again: {command}"

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
-from pytest_agentctx.traffic.errors import CassetteError, CassetteMiss, NetworkBlocked
+from pytest_agentctx.traffic.errors import (
+    CassetteConfigError,
+    CassetteError,
+    CassetteMiss,
+    NetworkBlocked,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -67,7 +72,7 @@ def parse_mode(value: str, *, where: str) -> RecordMode:
         return RecordMode(value.strip().lower())
     except ValueError:
         choices = ", ".join(mode.value for mode in RecordMode)
-        raise CassetteError(
+        raise CassetteConfigError(
             f"{where}: record mode {value!r} does not exist; choose one of {choices} "
             "(e.g. pytest --agent-record=missing)."
         ) from None
@@ -135,12 +140,12 @@ class CassetteSettings:
         naming the option, the value and a right one."""
         fmt = cassette_format.strip().lower()
         if fmt not in ("json", "yaml"):
-            raise CassetteError(
+            raise CassetteConfigError(
                 f"agent_cassette_format = {cassette_format!r}; expected json or yaml, e.g. "
                 "agent_cassette_format = yaml. Fix it in your pytest ini file."
             )
         if not directory.strip():
-            raise CassetteError(
+            raise CassetteConfigError(
                 f"agent_cassette_dir = {directory!r}; expected a folder (relative to the "
                 "rootdir, or absolute), e.g. agent_cassette_dir = cassettes. Fix it in your "
                 "pytest ini file or give --agent-cassette-dir DIR."
@@ -149,7 +154,7 @@ class CassetteSettings:
         for host in hosts:
             problem = _host_problem(host)
             if problem:
-                raise CassetteError(
+                raise CassetteConfigError(
                     f"agent_allowed_hosts: {host!r} {problem}; expected one host per line (a "
                     "name, a *.wildcard or an address), e.g. api.example.com. Fix it in your "
                     "pytest ini file."
@@ -179,7 +184,7 @@ def _ini_bool(config: pytest.Config, name: str) -> bool:
     try:
         return bool(config.getini(name))
     except (ValueError, pytest.UsageError) as exc:
-        raise CassetteError(
+        raise CassetteConfigError(
             f"{name}: {exc}; expected true or false, e.g. {name} = true. Fix it in your "
             "pytest ini file."
         ) from None
@@ -192,7 +197,7 @@ def _secret_env(names: Iterable[str]) -> tuple[str, ...]:
     for name in checked:
         if "=" in name or not name.strip() or any(ch.isspace() for ch in name.strip()):
             shown = f"{name.partition('=')[0]}=..." if "=" in name else name
-            raise CassetteError(
+            raise CassetteConfigError(
                 f"agent_secret_env: {shown!r} is not the name of an environment variable; "
                 "expected one name per line, e.g. agent_secret_env = MY_SERVICE_TOKEN (its "
                 "value is then redacted). Fix it in your pytest ini file."
@@ -226,7 +231,7 @@ class _Source:
     where: str
     marker: bool
 
-    def error(self, key: str, shown: str, problem: str, expected: str) -> CassetteError:
+    def error(self, key: str, shown: str, problem: str, expected: str) -> CassetteConfigError:
         if self.marker:
             given = f"@pytest.mark.agent({key}={shown})"
             example = f"@pytest.mark.agent({key}={_EXAMPLES[key]})"
@@ -235,11 +240,11 @@ class _Source:
             given = f"agent_cassette_config {key}={shown}"
             example = f"{{'{key}': {_EXAMPLES[key]}}}"
             fix = "Fix what the agent_cassette_config fixture returns."
-        return CassetteError(
+        return CassetteConfigError(
             f"{self.where}: {given} {problem}; expected {expected}, e.g. {example}. {fix}"
         )
 
-    def unknown(self, keys: Iterable[object], known: tuple[str, ...]) -> CassetteError:
+    def unknown(self, keys: Iterable[object], known: tuple[str, ...]) -> CassetteConfigError:
         import difflib
 
         names = sorted(str(key) for key in keys)
@@ -247,12 +252,12 @@ class _Source:
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         first = close[0] if close else known[0]
         if self.marker:
-            return CassetteError(
+            return CassetteConfigError(
                 f"{self.where}: @pytest.mark.agent has no option {', '.join(map(repr, names))}"
                 f"{hint}; its options are {', '.join(known)}, e.g. "
                 f"@pytest.mark.agent({first}={_EXAMPLES[first]}). Fix the marker."
             )
-        return CassetteError(
+        return CassetteConfigError(
             f"{self.where}: agent_cassette_config has unknown keys {names}{hint}; the known keys "
             f"are {', '.join(known)}, e.g. {{'{first}': {_EXAMPLES[first]}}}. Fix the spelling "
             "in the fixture."
@@ -315,7 +320,7 @@ def marker_options(
     merged: dict[str, object] = {}
     for args, kwargs in reversed(list(markers)):
         if args:
-            raise CassetteError(
+            raise CassetteConfigError(
                 f"{where}: @pytest.mark.agent({', '.join(map(repr, args))}) has positional "
                 f"arguments; the marker takes named options only ({', '.join(MARKER_OPTIONS)}), "
                 "e.g. @pytest.mark.agent(cassette='weather_shared'). Name the option in the "
@@ -441,7 +446,7 @@ def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
     """
     source = _Source(where, marker=False)
     if not isinstance(value, Mapping):
-        raise CassetteError(
+        raise CassetteConfigError(
             f"{where}: agent_cassette_config returned {type(value).__name__} {value!r}; "
             f"expected a dict with any of {', '.join(CONFIG_KEYS)}. Fix the fixture's return."
         )

@@ -23,12 +23,13 @@ import pytest
 import zstandard
 from cassette_support import TLS, Loopback, chat_completion
 
+from pytest_agentctx.exceptions import RunError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
 from pytest_agentctx.traffic.cassettes import body as body_module
 from pytest_agentctx.traffic.cassettes.body import UndecodableBody, decode_content, decompress
 from pytest_agentctx.traffic.cassettes.redact import NORMALISED_REQUEST_ID, Redactor
-from pytest_agentctx.traffic.errors import CassetteError
+from pytest_agentctx.traffic.errors import CassetteError, CassetteWriteError
 
 CANARY = "sk-canary-0d9e-never-in-a-cassette"
 TEST_ID = "tests/test_agent.py::test_weather"
@@ -189,6 +190,7 @@ async def test_a_response_that_cannot_be_decoded_fails_the_recording_and_is_not_
     assert "'compress'" in message
     assert "Accept-Encoding: gzip" in message
     assert f'pytest --agent-record "{TEST_ID}"' in message
+    assert (type(caught.value), isinstance(caught.value, RunError)) == (CassetteWriteError, True)
 
 
 VOLATILE = {

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.traffic.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
@@ -21,7 +22,7 @@ from pytest_agentctx.traffic.cassettes.settings import (
     normalise_record_args,
     parse_mode,
 )
-from pytest_agentctx.traffic.errors import CassetteError
+from pytest_agentctx.traffic.errors import CassetteConfigError, CassetteError
 
 ROOT = Path("/project")
 
@@ -113,6 +114,13 @@ async def test_ini_mode_applies_without_the_command_line():
 async def test_unknown_ini_mode_is_an_error_naming_the_ini_key():
     with pytest.raises(CassetteError, match=r"^agent_record_mode: record mode 'sometimes'"):
         _settings(ini_mode="sometimes")
+
+
+async def test_a_setting_that_cannot_work_is_a_usage_error_of_the_cassettes():
+    with pytest.raises(UsageError) as caught:
+        _settings(ini_mode="sometimes")
+
+    assert type(caught.value) is CassetteConfigError
 
 
 async def test_yaml_format_gives_yaml_cassettes():
