@@ -312,9 +312,13 @@ def _cut_path(name: str, room: int, index: _Names) -> str | None:
     if not separator or keep < min(len(path), _MIN_PATH):
         return None
     ending = separator + test
+    # The whole file name when it fits; else the start and end of the path, evenly: file
+    # names differ more at their start (test_openai_...) than at their end (..._agent.py).
     basename = path.rsplit("/", 1)[-1]
-    first = min(len(basename), keep - len(_ELLIPSIS))
-    tails = [first, *(t for t in range(keep - len(_ELLIPSIS), -1, -1) if t != first)]
+    shown = keep - len(_ELLIPSIS)
+    tails = sorted(range(shown + 1), key=lambda t: (abs(2 * t - shown), -t))
+    if len(basename) <= shown:
+        tails.insert(0, len(basename))
     for tail_length in tails:
         head = path[: keep - len(_ELLIPSIS) - tail_length]
         tail = path[len(path) - tail_length :] + ending

@@ -28,8 +28,8 @@ def _entry(nodeid: str, outcome: str = "passed", **fields: Any) -> dict[str, Any
     """A test of a report as ``--agent-report`` writes it: one run, 2 iterations, 1 tool
     call, 1500 tokens, $0.0075, no cassette, budget or repeat unless given."""
     stats = {"runs": 1, "iterations": 2, "tool_calls": 1, "total_tokens": 1500, "cost_usd": 0.0075}
-    entry = {"nodeid": nodeid, "outcome": outcome, "cassette": None, "budget": None}
-    entry.update(repeat=None, stats=stats, runs=[{"name": "weather", "stats": stats}])
+    entry: dict[str, Any] = {"nodeid": nodeid, "outcome": outcome, "cassette": None}
+    entry.update(budget=None, repeat=None, stats=stats, runs=[{"name": "weather", "stats": stats}])
     entry.update(fields)
     return entry
 
