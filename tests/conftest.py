@@ -23,7 +23,8 @@ filterwarnings = error
 
 @pytest.fixture
 def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester with an ini for async tests and no provider keys in the environment.
+    """A pytester with an ini for async tests, no provider keys in the environment and an
+    80-column terminal.
 
     When the suite itself runs under xdist, inner runs must not believe they are workers.
     """
@@ -37,6 +38,7 @@ def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
         "PYTEST_XDIST_TESTRUNUID",
     ):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")  # the terminal of a CI log, whatever runs the suite
     pytester.makeini(INI)
     return pytester
 

@@ -1,5 +1,5 @@
-"""Reports of a test session: per-test records, the JSON report, the terminal table and the
-JUnit properties.
+"""Reports of a test session: per-test records, the JSON report, the line of totals and the
+JUnit properties (the terminal table is :mod:`.table`).
 
 How the figures travel: the process that runs a test (the only process, or a pytest-xdist
 worker) turns the test's runs, cassette, budget and repeat figures into a JSON-ready
@@ -46,7 +46,6 @@ __all__ = [
     "junit_properties",
     "load_report",
     "summary_line",
-    "table_lines",
     "write_report",
 ]
 
@@ -438,88 +437,3 @@ def summary_line(report: Mapping[str, Any]) -> str | None:
             "budget, --agent-report, --agent-gate or --agent-baseline)"
         )
     return line
-
-
-def _flagged(test: Mapping[str, Any]) -> bool:
-    cassette = test["cassette"]
-    budget = test["budget"]
-    return (
-        test["outcome"] == "failed"
-        or (
-            cassette is not None and cassette["status"] in ("unsaved", "stale", "unused", "missing")
-        )
-        or (budget is not None and bool(budget.get("exceeded")))
-    )
-
-
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else "..." + text[len(text) - width + 3 :]
-
-
-def table_lines(report: Mapping[str, Any], *, width: int = 80, limit: int | None = 30) -> list[str]:
-    """The table of agent tests: one row each, in node id order.
-
-    With more than ``limit`` agent tests, the rows shown are those with a problem (failed,
-    over budget, cassette stale, unused or missing) first, then the others, and a last line
-    says how many were left out.
-    """
-    agents = [test for test in report["tests"] if is_agent_test(test)]
-    if not agents:
-        return []
-    shown = agents
-    if limit is not None and len(agents) > limit:
-        ranked = sorted(range(len(agents)), key=lambda i: (not _flagged(agents[i]), i))
-        shown = [agents[i] for i in sorted(ranked[:limit])]
-    with_budget = any(test["budget"] is not None for test in shown)
-    with_repeat = any(test["repeat"] is not None for test in shown)
-    header = ["iters", "tools", "tokens", "cost", "cassette"]
-    header += ["budget"] * with_budget + ["pass rate"] * with_repeat
-    rows = [_row(test, with_budget, with_repeat) for test in shown]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    figures = sum(widths) + 2 * len(widths)
-    name_width = max(24, min(width - figures - 1, max(len(t["nodeid"]) for t in shown)))
-    name_width = max(name_width, len("test"))
-
-    def line(name: str, cells: Sequence[str]) -> str:
-        aligned = [
-            cell.rjust(w) if i < 4 else cell.ljust(w)
-            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return (_fit(name, name_width).ljust(name_width) + "  " + "  ".join(aligned)).rstrip()
-
-    lines = [line("test", header)]
-    lines += [line(test["nodeid"], row) for test, row in zip(shown, rows, strict=True)]
-    if len(shown) < len(agents):
-        left = len(agents) - len(shown)
-        lines.append(
-            f"... and {_plural(left, 'more agent test')} (-v shows every row; "
-            "--agent-report=PATH writes them all)"
-        )
-    return lines
-
-
-def _row(test: Mapping[str, Any], with_budget: bool, with_repeat: bool) -> list[str]:
-    stats = test["stats"]
-    cassette = test["cassette"]
-    figures = [
-        str(stats["iterations"]),
-        str(stats["tool_calls"]),
-        str(stats["total_tokens"]),
-        _money(stats["cost_usd"]),
-    ]
-    cells = [*(figures if is_measured(test) else ["?"] * 4)]
-    cells.append("-" if cassette is None else cassette["status"])
-    if with_budget:
-        budget = test["budget"]
-        if budget is None:
-            cells.append("-")
-        elif budget.get("unmeasured"):
-            cells.append("not measured")
-        elif budget.get("exceeded"):
-            cells.append("over: " + ", ".join(e["name"] for e in budget["exceeded"]))
-        else:
-            cells.append("ok")
-    if with_repeat:
-        repeat = test["repeat"]
-        cells.append("-" if repeat is None else f"{repeat['passed']}/{repeat['runs']}")
-    return cells

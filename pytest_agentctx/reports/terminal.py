@@ -26,9 +26,9 @@ from pytest_agentctx.reports.records import (
     junit_properties,
     load_report,
     summary_line,
-    table_lines,
     write_report,
 )
+from pytest_agentctx.reports.table import OutcomeWords, table_lines
 
 __all__ = ["AgentReports", "RecordOf", "option_or_ini", "path_option"]
 
@@ -79,6 +79,7 @@ class AgentReports:
         self.contexts = self.json_path is not None or self.html_path is not None
         self.gate_enabled = bool(config.getoption("agent_gate"))
         self.collector = ReportCollector()
+        self.outcomes = OutcomeWords()
         self.report: dict[str, Any] | None = None
         self.result: GateResult | None = None
         self.baseline: dict[str, Any] | None = None
@@ -118,6 +119,8 @@ class AgentReports:
                 record=getattr(report, RECORD_ATTRIBUTE, None),
                 keywords=report.keywords,
             )
+            xfail = hasattr(report, "wasxfail")
+            self.outcomes.add(report.nodeid, report.when, report.outcome, xfail=xfail)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Build the report, run the gate, write the files; a failed gate fails the session."""
@@ -179,7 +182,12 @@ class AgentReports:
         verbosity = config.get_verbosity()
         if verbosity >= 0:
             width = config.get_terminal_writer().fullwidth
-            table = table_lines(self.report, width=width, limit=None if verbosity > 0 else 30)
+            table = table_lines(
+                self.report,
+                width=width,
+                limit=None if verbosity > 0 else 30,
+                outcomes=self.outcomes.words,
+            )
             if table:
                 terminalreporter.write_sep("-", "agentctx")
                 for row in table:

@@ -142,7 +142,7 @@ def test_a_plain_replay_leaves_captured_runs_unmeasured(recorded: pytest.Pyteste
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "test_raw.py::test_anthropic_streaming *?*?*?*?*replayed",
+            "passed   test_raw.py::test_anthropic_streaming *?*?*?*?*replayed",
             "*3 agent tests*; 3 not measured (runs captured from traffic are measured for a "
             "budget, --agent-report, --agent-gate or --agent-baseline)",
         ]

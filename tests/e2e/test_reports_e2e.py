@@ -146,9 +146,10 @@ def test_terminal_table_shows_each_agent_test_once(calc: pytest.Pytester, worker
 
     result.assert_outcomes(passed=3)
     assert _table(result) == [
-        "test                                 iters  tools  tokens       cost  cassette",
-        "test_calc.py::test_answer                1      0      50  $0.000012  -",
-        "test_calc.py::test_tool_then_answer      2      1     250  $0.000051  -",
+        "outcome  test                                 iters  tokens       cost  cassette",
+        "passed   test_calc.py::test_answer                1      50  $0.000012  -",
+        "passed   test_calc.py::test_tool_then_answer      2     250  $0.000051  -",
+        "not shown at 80 columns: tools (COLUMNS=87 shows them)",
         "agentctx: 2 agent tests, 2 runs, 3 iterations, 1 tool call, 300 tokens, cost $0.000063",
     ]
     assert sum(line.startswith("agentctx: 2 agent tests") for line in result.stdout.lines) == 1
@@ -197,11 +198,60 @@ async def test_many(agent_runtime, fake_llm, n):
     short.assert_outcomes(passed=31, failed=1)
     rows = _table(short)
     assert len(rows) == 1 + 30 + 2  # header, 30 rows, the line left out, the totals
-    assert rows[-2] == (
-        "... and 2 more agent tests (-v shows every row; --agent-report=PATH writes them all)"
-    )
-    assert any(row.startswith("test_many.py::test_many[31]") for row in rows)
+    assert rows[-2] == "... and 2 more agent tests: -v or --agent-report=PATH shows them"
+    assert any(row.startswith("FAILED   test_many.py::test_many[31]") for row in rows)
     assert len(_table(full)) == 1 + 32 + 1
+
+
+WEATHER_TESTS = (
+    CALC_TESTS.split("async def test_tool_then_answer")[0]
+    + """
+import pytest
+
+FAILS = {fails}
+
+
+async def test_weather_paris_in_celsius(agent_runtime, fake_llm):
+    fake_llm.reply("4", usage={{"input_tokens": 40, "output_tokens": 10}})
+    await agent_runtime.run(AGENT, "2 + 2?")
+    assert not FAILS
+
+
+@pytest.mark.xfail(reason="the agent cannot do this yet", strict=True)
+async def test_weather_rome(agent_runtime, fake_llm):
+    fake_llm.reply("5", usage={{"input_tokens": 40, "output_tokens": 10}})
+    await agent_runtime.run(AGENT, "2 + 2?")
+    assert False
+"""
+)
+
+
+@WORKERS
+def test_at_80_columns_every_row_fits_can_be_told_apart_and_says_failed(
+    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers
+) -> None:
+    folder = "tests/agents/weather/providers"
+    agent_pytester.makepyfile(
+        **{
+            f"{folder}/test_openai_forecast_agent": WEATHER_TESTS.format(fails=True),
+            f"{folder}/test_anthropic_forecast_agent": WEATHER_TESTS.format(fails=False),
+        }
+    )
+    monkeypatch.setenv("COLUMNS", "80")
+
+    result = agent_pytester.runpytest(*workers, "-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1, failed=1, xfailed=2)
+    assert _table(result) == [
+        "outcome  test                                                   tokens  cassette",
+        "passed   test_anth...t_agent.py::test_weather_paris_in_celsius      50  -",
+        "xfail    test_anthropic_forecast_agent.py::test_weather_rome        50  -",
+        "FAILED   test_open...t_agent.py::test_weather_paris_in_celsius      50  -",
+        "xfail    test_openai_forecast_agent.py::test_weather_rome           50  -",
+        "test names are relative to tests/agents/weather/providers/",
+        "not shown at 80 columns: tools, iters, cost (COLUMNS=146 shows them)",
+        "agentctx: 4 agent tests, 4 runs, 4 iterations, 0 tool calls, 200 tokens, cost $0.000048",
+    ]
 
 
 # -- cassettes -------------------------------------------------------------------------
@@ -220,7 +270,7 @@ def test_the_table_says_recorded_for_every_test_of_a_recording(
         result = agent_pytester.runpytest("--agent-record", "-p", "no:cacheprovider")
 
     result.assert_outcomes(passed=4)
-    statuses = {row.split()[0].split("::")[1]: row.split()[-1] for row in _table(result)[1:-1]}
+    statuses = {row.split()[1].split("::")[1]: row.split()[-1] for row in _table(result)[1:-1]}
     assert statuses == dict.fromkeys(REPLAYED_STATUSES, "recorded")
 
 
@@ -231,9 +281,10 @@ def test_cassette_statuses_in_the_table_junit_and_json(recorded: pytest.Pytester
     )
 
     result.assert_outcomes(passed=3, failed=1)
-    rows = {row.split()[0].split("::")[1]: row.split() for row in _table(result)[1:-1]}
+    rows = {row.split()[1].split("::")[1]: row.split() for row in _table(result)[1:-1]}
     assert {name: row[-1] for name, row in rows.items()} == REPLAYED_STATUSES
-    assert rows["test_replayed"][1:5] == ["1", "0", "15", "$0.000005"]
+    assert rows["test_replayed"][2:6] == ["1", "0", "15", "$0.000005"]
+    assert rows["test_stale"][0] == "FAILED"
     assert _table(result)[-1].endswith("; cassettes: 1 replayed, 1 stale, 1 unused, 1 missing")
     properties = _properties(recorded.path / "junit.xml")
     assert {name: props["agentctx.cassette"] for name, props in properties.items()} == (

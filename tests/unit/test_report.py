@@ -1,5 +1,5 @@
 """Unit tests for pytest_agentctx.reports.records: records, the collector, the JSON
-file and the table."""
+file and the line of totals (the table is tests/unit/test_report_table.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from pytest_agentctx.reports.records import (
     junit_properties,
     load_report,
     summary_line,
-    table_lines,
     write_report,
 )
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
@@ -434,60 +433,7 @@ async def test_loading_a_file_that_is_not_a_report_says_what_is_wrong(
         load_report(path)
 
 
-# -- the terminal ----------------------------------------------------------------------
-
-
-async def test_the_table_has_one_row_per_agent_test() -> None:
-    report = _report(
-        ("test_a.py::test_weather", "passed", _record(cassette={"status": "replayed"})),
-        ("test_a.py::test_plain", "passed", _record(runs=[])),
-    )
-
-    assert table_lines(report, width=80) == [
-        "test                      iters  tools  tokens       cost  cassette",
-        "test_a.py::test_weather       2      1    1500  $0.007500  replayed",
-    ]
-
-
-async def test_the_table_cuts_long_node_ids_from_the_left() -> None:
-    report = _report((f"tests/{'deep/' * 20}test_a.py::test_weather", "passed", _record()))
-
-    [_, row] = table_lines(report, width=70)
-
-    name = row.split()[0]
-    assert (name, len(row)) == ("...test_a.py::test_weather", 62)
-
-
-async def test_the_table_shows_budgets_and_pass_rates_when_a_test_has_them() -> None:
-    budget = {"limits": {"max_tokens": 100}, "exceeded": [{"name": "max_tokens"}]}
-    report = _report(
-        ("a.py::t", "failed", _record(budget=budget)),
-        ("b.py::t", "passed", _record(repeat={"runs": 3, "passed": 2})),
-    )
-
-    lines = table_lines(report)
-    start = lines[0].index("budget")
-
-    assert [line[start:] for line in lines] == [
-        "budget            pass rate",
-        "over: max_tokens  -",
-        "-                 2/3",
-    ]
-
-
-async def test_a_long_table_keeps_the_rows_with_problems() -> None:
-    entries = [(f"t.py::t{n:02}", "passed", _record()) for n in range(10)]
-    entries[7] = ("t.py::t07", "failed", _record())
-
-    lines = table_lines(_report(*entries), limit=3)
-
-    assert [line.split()[0] for line in lines] == [
-        "test",
-        "t.py::t00",
-        "t.py::t01",
-        "t.py::t07",
-        "...",
-    ]
+# -- the line of totals ---------------------------------------------------------------
 
 
 async def test_the_summary_line_adds_up_the_agent_tests() -> None:
@@ -519,14 +465,6 @@ async def test_an_unmeasured_record_says_so_and_is_an_agent_test() -> None:
 
 async def test_a_measured_record_has_no_measured_key() -> None:
     assert "measured" not in _record()
-
-
-async def test_the_table_shows_unknown_figures_for_an_unmeasured_test() -> None:
-    report = _report(("a.py::t", "passed", _record(runs=[], measured=False)))
-
-    [_, row] = table_lines(report, width=80)
-
-    assert row.split() == ["a.py::t", "?", "?", "?", "?", "-"]
 
 
 async def test_the_summary_line_counts_the_unmeasured_tests_and_says_how_to_measure() -> None:
