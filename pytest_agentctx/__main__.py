@@ -1,0 +1,5 @@
+"""``python -m pytest_agentctx``: the ``pytest-agentctx`` command (see docs/cli.md)."""
+
+from pytest_agentctx.cli.main import main
+
+raise SystemExit(main())
