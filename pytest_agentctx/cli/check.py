@@ -71,9 +71,7 @@ class CheckResult:
 def cassette_files(directory: Path) -> list[Path]:
     """Every cassette file under ``directory``, sorted."""
     return sorted(
-        path
-        for path in directory.rglob("*")
-        if path.suffix in CASSETTE_SUFFIXES and path.is_file()
+        path for path in directory.rglob("*") if path.suffix in CASSETTE_SUFFIXES and path.is_file()
     )
 
 
@@ -184,7 +182,7 @@ def check_cassettes(options: CheckOptions) -> CheckResult:
         result.section(
             f"older than {options.max_age_days:g} days (by file modification time)",
             found["old"],
-            "record them again (pytest --agent-record \"<node id>\") to check the provider "
+            'record them again (pytest --agent-record "<node id>") to check the provider '
             "still answers the same way",
         )
     result.section(

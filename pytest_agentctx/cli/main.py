@@ -176,7 +176,9 @@ def _check(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
     retired.update(parse_retired(ini.lines("agent_retired_models"), where="agent_retired_models"))
     if args.retired_models:
         path = Path(args.retired_models)
-        retired.update(parse_retired(path.read_text(encoding="utf-8").splitlines(), where=str(path)))
+        retired.update(
+            parse_retired(path.read_text(encoding="utf-8").splitlines(), where=str(path))
+        )
     if args.directory:
         directory = Path(args.directory)
     else:

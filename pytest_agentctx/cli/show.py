@@ -76,7 +76,10 @@ def _decoded(codec: Codec, interaction: Interaction) -> list[str]:
 
 def _raw(interaction: Interaction) -> list[str]:
     lines = []
-    for label, body in (("request", interaction.request_body), ("reply", interaction.response_body)):
+    for label, body in (
+        ("request", interaction.request_body),
+        ("reply", interaction.response_body),
+    ):
         if body:
             text = body_bytes(body).decode("utf-8", "replace")
             lines.append(f"  {label}: {_short(text)}")
