@@ -124,7 +124,7 @@ def _unused_interactions(report: Mapping[str, Any]) -> list[str]:
         cassette = test.get("cassette")
         if cassette is None or not cassette.get("unused"):
             continue
-        unused, tests = by_path.setdefault(cassette["path"], (list(cassette["unused"]), []))
+        _, tests = by_path.setdefault(cassette["path"], (list(cassette["unused"]), []))
         tests.append(test["nodeid"])
     return [
         f"{path} {', '.join(f'#{i}' for i in unused)} (not replayed by {', '.join(tests)})"
@@ -132,26 +132,24 @@ def _unused_interactions(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _scan(
-    files: Sequence[Path], options: CheckOptions
-) -> Iterator[tuple[str, str | None, str | None]]:
-    """(kind, path, finding) for the old, retired and unreadable cassettes."""
+def _scan(files: Sequence[Path], options: CheckOptions) -> Iterator[tuple[str, str]]:
+    """(kind, finding) for the old, retired and unreadable cassettes."""
     for path in files:
         shown = _shown(path, options.rootdir)
         if options.max_age_days is not None:
             age = (options.now - path.stat().st_mtime) / _DAY
             if age > options.max_age_days:
-                yield "old", shown, f"{shown}: {age:.0f} days old"
+                yield "old", f"{shown}: {age:.0f} days old"
         try:
             interactions = load_cassette(path)
         except CassetteFormatError as exc:
-            yield "unreadable", shown, str(exc)
+            yield "unreadable", str(exc)
             continue
         for index, interaction in enumerate(interactions):
             model = model_of(interaction)
             retired = retirement_of(model, options.retired) if model else None
             if retired is not None and retired <= options.today:
-                yield "retired", shown, f"{shown} #{index}: {model}, retired on {retired}"
+                yield "retired", f"{shown} #{index}: {model}, retired on {retired}"
 
 
 def check_cassettes(options: CheckOptions) -> CheckResult:
@@ -175,9 +173,8 @@ def check_cassettes(options: CheckOptions) -> CheckResult:
             'record the tests again: pytest --agent-record "<node id>"',
         )
     found: dict[str, list[str]] = {"old": [], "retired": [], "unreadable": []}
-    for kind, _path, finding in _scan(files, options):
-        if finding is not None:
-            found[kind].append(finding)
+    for kind, finding in _scan(files, options):
+        found[kind].append(finding)
     if options.max_age_days is not None:
         result.section(
             f"older than {options.max_age_days:g} days (by file modification time)",

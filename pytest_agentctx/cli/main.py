@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx._files import atomic_write_bytes, atomic_write_text
 from pytest_agentctx.cli.config import IniOptions, find_ini
 from pytest_agentctx.exceptions import AgentCtxError, UsageError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
@@ -125,17 +125,13 @@ def _run(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
 
 
 def _merge(args: argparse.Namespace, out: Print) -> int:
-    from pytest_agentctx.cli.merge import expand_inputs, merge_reports, read_reports
-    from pytest_agentctx.reports.records import write_report
+    from pytest_agentctx.cli.merge import expand_inputs, merged_text, read_reports
 
     output = Path(args.output)
     paths = expand_inputs(args.inputs, output=output)
-    merged = merge_reports(read_reports(paths))
-    write_report(output, merged)
-    out(
-        f"{PROG}: merged {len(paths)} report(s), {merged['summary']['tests']} test(s), "
-        f"into {output}"
-    )
+    data, tests = merged_text(read_reports(paths))
+    atomic_write_bytes(output, data)
+    out(f"{PROG}: merged {len(paths)} report(s), {tests} test(s), into {output}")
     return EXIT_OK
 
 

@@ -259,7 +259,8 @@ def test_cassettes_check_lists_every_finding(echo, capsys) -> None:
         "still answers the same way",
         "retired models (the provider no longer answers them): 1",
         "  cassettes/test_gone/test_old.json #0: gpt-3.5-turbo-0301, retired on 2024-06-13",
-        '  -> move the agent to a current model and record again: pytest --agent-record "<node id>"',
+        "  -> move the agent to a current model and record again: "
+        'pytest --agent-record "<node id>"',
         "unreadable cassettes: 0",
         "4 finding(s)",
     ]

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentctx.cli.merge import expand_inputs, merge_reports, read_reports
+from pytest_agentctx.cli.merge import (
+    expand_inputs,
+    merge_reports,
+    merged_text,
+    read_reports,
+    split_report,
+)
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.records import REPORT_VERSION, assemble_report, dumps_report
 
@@ -145,3 +151,60 @@ async def test_a_shared_cassette_every_recording_of_which_was_used_is_replayed()
 
     assert [test["cassette"]["status"] for test in merged["tests"]] == ["replayed", "replayed"]
     assert merged["summary"]["gate"]["passed"] is True
+
+
+def write(folder: Path, name: str, data: dict, *, compact: bool = False) -> Path:
+    path = folder / name
+    path.write_text(json.dumps(data) if compact else dumps_report(data), encoding="utf-8")
+    return path
+
+
+def with_context(test: dict, text: str) -> dict:
+    test["runs"][0]["context"] = {"iterations": [{"messages": [{"content": text}]}]}
+    return test
+
+
+async def test_the_merged_text_is_the_report_the_plugin_would_write(tmp_path: Path) -> None:
+    first = report(
+        with_context(entry("a.py::t", cassette=shared("unused", [1, 2])), '18°C, "sunny"\n'),
+        with_context(entry("c.py::t"), "},\n    {\n"),
+    )
+    second = report(
+        entry("b.py::t", cassette=shared("unused", [2])), entry("d.py::t") | {"runs": []}
+    )
+    third = report(with_context(entry("e.py::t", tokens=3), "compact"))
+    paths = [
+        write(tmp_path, "1.json", first),
+        write(tmp_path, "2.json", second),
+        write(tmp_path, "3.json", third, compact=True),
+    ]
+
+    data, count = merged_text(read_reports(paths))
+
+    assert count == 5
+    assert data.decode() == dumps_report(
+        merge_reports([(Path("1"), first), (Path("2"), second), (Path("3"), third)])
+    )
+
+
+async def test_a_report_in_the_plugins_layout_is_split_at_its_tests() -> None:
+    data = report(with_context(entry("a.py::t"), "x"), entry("b.py::t") | {"runs": []})
+
+    split = split_report(dumps_report(data).encode())
+
+    assert split is not None
+    header, entries = split
+    assert header == {key: value for key, value in data.items() if key != "tests"}
+    assert [(e.light["nodeid"], e.light["runs"]) for e in entries] == [
+        ("a.py::t", [None]),
+        ("b.py::t", []),
+    ]
+    assert [e.whole() for e in entries] == data["tests"]
+
+
+async def test_a_truncated_report_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    path.write_text(dumps_report(report(entry("a.py::t")))[:-40])
+
+    with pytest.raises(ReportError, match=r"cut.json is not JSON"):
+        read_reports([path])
