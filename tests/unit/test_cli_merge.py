@@ -21,7 +21,9 @@ from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.records import REPORT_VERSION, assemble_report, dumps_report
 
 
-def entry(nodeid: str, *, tokens: int = 100, outcome: str = "passed", cassette=None) -> dict:
+def entry(
+    nodeid: str, *, tokens: int = 100, outcome: str = "passed", cassette=None
+) -> dict[str, Any]:
     stats = {
         "runs": 1,
         "iterations": 2,
@@ -46,15 +48,15 @@ def entry(nodeid: str, *, tokens: int = 100, outcome: str = "passed", cassette=N
     }
 
 
-def report(*tests: dict) -> dict[str, Any]:
+def report(*tests: dict[str, Any]) -> dict[str, Any]:
     return assemble_report(sorted(tests, key=lambda test: test["nodeid"]))
 
 
-def shards(*reports: dict) -> list[tuple[Path, dict]]:
+def shards(*reports: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
     return [(Path(f"shard-{n}.json"), data) for n, data in enumerate(reports)]
 
 
-def shared(status: str, unused: list[int]) -> dict:
+def shared(status: str, unused: list[int]) -> dict[str, Any]:
     return {
         "path": "cassettes/shared.json",
         "mode": "none",
@@ -153,13 +155,13 @@ async def test_a_shared_cassette_every_recording_of_which_was_used_is_replayed()
     assert merged["summary"]["gate"]["passed"] is True
 
 
-def write(folder: Path, name: str, data: dict, *, compact: bool = False) -> Path:
+def write(folder: Path, name: str, data: dict[str, Any], *, compact: bool = False) -> Path:
     path = folder / name
     path.write_text(json.dumps(data) if compact else dumps_report(data), encoding="utf-8")
     return path
 
 
-def with_context(test: dict, text: str) -> dict:
+def with_context(test: dict[str, Any], text: str) -> dict[str, Any]:
     test["runs"][0]["context"] = {"iterations": [{"messages": [{"content": text}]}]}
     return test
 
