@@ -192,14 +192,41 @@ def split_report(data: bytes) -> tuple[dict[str, Any], list[Entry]] | None:
         cursor = following + len(b"\n    },\n")
 
 
+_SUMMED = ("runs", "tool_calls", "input_tokens", "output_tokens", "duration_s", "models")
+
+
+def _merge_problem(test: Mapping[str, Any]) -> str | None:
+    """What the merge needs of a test beyond what :func:`check_report` checks."""
+    if test.get("outcome") not in ("passed", "failed", "skipped"):
+        return f"has outcome {test.get('outcome')!r}, expected passed, failed or skipped"
+    if test.get("suite") not in ("unit", "integration"):
+        return f"has suite {test.get('suite')!r}, expected unit or integration"
+    missing = [name for name in (*_SUMMED, "cost_usd") if name not in test["stats"]]
+    if missing:
+        return f"has no {', '.join(f'stats.{name}' for name in missing)}"
+    cassette = test.get("cassette")
+    if cassette is not None and not (
+        isinstance(cassette, Mapping) and {"path", "status", "unused"} <= cassette.keys()
+    ):
+        return "has a cassette without path, status and unused"
+    return None
+
+
 def _shard(path: Path, data: Any) -> Shard:
     if isinstance(data, tuple):
         header, entries = data
         check_report({**header, "tests": [entry.light for entry in entries]}, path)
-        return Shard(path, header, entries)
-    report = check_report(data, path)
-    header = {key: value for key, value in report.items() if key != "tests"}
-    return Shard(path, header, [Entry(test, full=test) for test in report["tests"]])
+    else:
+        report = check_report(data, path)
+        header = {key: value for key, value in report.items() if key != "tests"}
+        entries = [Entry(test, full=test) for test in report["tests"]]
+    for position, entry in enumerate(entries):
+        problem = _merge_problem(entry.light)
+        if problem:
+            raise ReportError(
+                f"Report {path}: tests[{position}] ({entry.light['nodeid']}) {problem}. {_WRITE}."
+            )
+    return Shard(path, header, entries)
 
 
 def read_reports(paths: Sequence[Path]) -> list[Shard]:
@@ -259,7 +286,7 @@ def _judge_shared_cassettes(entries: Sequence[Entry]) -> None:
     entry whose cassette changes gets new dicts: the inputs are left as they are."""
     groups: dict[str, list[Entry]] = {}
     for entry in entries:
-        cassette = entry.light["cassette"]
+        cassette = entry.light.get("cassette")
         if cassette is not None:
             groups.setdefault(cassette["path"], []).append(entry)
     for group in groups.values():

@@ -210,3 +210,11 @@ async def test_a_truncated_report_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ReportError, match=r"cut.json is not JSON"):
         read_reports([path])
+
+
+async def test_a_test_without_what_the_merge_sums_is_refused(tmp_path: Path) -> None:
+    broken = report(entry("a.py::t"))
+    del broken["tests"][0]["stats"]["duration_s"]
+
+    with pytest.raises(ReportError, match=r"tests\[0\] \(a.py::t\) has no stats.duration_s"):
+        merge_reports([(tmp_path / "a.json", broken)])
