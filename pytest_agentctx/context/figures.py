@@ -159,10 +159,35 @@ class RunStats:
 
     @classmethod
     def total(cls, stats: Iterable[RunStats]) -> RunStats:
-        result = cls()
+        """The sum of ``stats``, as ``+`` adds them one after another, in linear time (a
+        chain of ``+`` copies the growing trajectory at every step: quadratic in the
+        tool calls of a session of thousands of tests)."""
+        runs = iterations = tool_calls = input_tokens = output_tokens = 0
+        cost: float | None = 0.0
+        duration = 0.0
+        models: dict[str, None] = {}
+        trajectory: list[str] = []
         for item in stats:
-            result = result + item
-        return result
+            runs += item.runs
+            iterations += item.iterations
+            tool_calls += item.tool_calls
+            input_tokens += item.input_tokens
+            output_tokens += item.output_tokens
+            cost = None if cost is None or item.cost_usd is None else cost + item.cost_usd
+            duration += item.duration_s
+            models.update(dict.fromkeys(item.models))
+            trajectory.extend(item.trajectory)
+        return cls(
+            runs=runs,
+            iterations=iterations,
+            tool_calls=tool_calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+            duration_s=duration,
+            models=tuple(models),
+            trajectory=tuple(trajectory),
+        )
 
 
 def _usage_of(metadata: Mapping[str, Any]) -> tuple[int, int]:

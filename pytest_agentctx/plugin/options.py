@@ -92,6 +92,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    # read by the pytest-agentctx command only (cassettes check, docs/cli.md)
+    parser.addini(
+        "agent_cassette_max_age",
+        "Days after which pytest-agentctx cassettes check calls a cassette old (empty: no limit).",
+        default="",
+    )
+    parser.addini(
+        "agent_retired_models",
+        "More retired models for pytest-agentctx cassettes check, one 'model = YYYY-MM-DD' a line.",
+        type="linelist",
+        default=[],
+    )
     # the reports and the gate
     group.addoption(
         "--agent-report",

@@ -38,7 +38,9 @@ __all__ = [
     "REPORT_VERSION",
     "CassetteStatus",
     "ReportCollector",
+    "assemble_report",
     "build_record",
+    "check_report",
     "cassette_entry",
     "dumps_report",
     "is_agent_test",
@@ -270,22 +272,7 @@ class ReportCollector:
         for test in tests:
             if test["cassette"] is not None:
                 test["cassette"].pop("shared", None)
-        totals = RunStats.total(_stats_of(test["stats"]) for test in tests)
-        counts = {name: 0 for name in ("passed", "failed", "skipped", "unit", "integration")}
-        for test in tests:
-            counts[test["outcome"]] += 1
-            counts[test["suite"]] += 1
-        return {
-            "format": REPORT_FORMAT,
-            "version": REPORT_VERSION,
-            "summary": {
-                "tests": len(tests),
-                **counts,
-                "stats": totals.to_dict(),
-                "gate": {"enabled": False, "passed": True, "failures": []},
-            },
-            "tests": tests,
-        }
+        return assemble_report(tests)
 
     def _entry(self, nodeid: str) -> dict[str, Any]:
         record = self._records.get(nodeid)
@@ -306,6 +293,29 @@ class ReportCollector:
         if not is_measured(record):
             entry["measured"] = False
         return entry
+
+
+def assemble_report(tests: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The report of ``tests`` (report entries in node id order): their summary (counts by
+    outcome and suite, the figures of all runs together) and ``summary.gate`` off. The one
+    way a session sums its tests, used by the session and by ``pytest-agentctx report
+    merge``."""
+    totals = RunStats.total(_stats_of(test["stats"]) for test in tests)
+    counts = {name: 0 for name in ("passed", "failed", "skipped", "unit", "integration")}
+    for test in tests:
+        counts[test["outcome"]] += 1
+        counts[test["suite"]] += 1
+    return {
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "summary": {
+            "tests": len(tests),
+            **counts,
+            "stats": totals.to_dict(),
+            "gate": {"enabled": False, "passed": True, "failures": []},
+        },
+        "tests": list(tests),
+    }
 
 
 def _judge_shared_cassettes(tests: list[dict[str, Any]]) -> None:
@@ -360,6 +370,12 @@ def load_report(path: str | Path) -> dict[str, Any]:
             f"Report {where} is not JSON ({exc.msg}, line {exc.lineno}): expected a report "
             f"written by pytest-agentctx. {_WRITE_ONE}."
         ) from None
+    return check_report(data, where)
+
+
+def check_report(data: Any, where: str | Path) -> dict[str, Any]:
+    """``data`` (a report read from JSON) if it is a report of this version with the fields
+    the gate reads; a :class:`ReportError` naming ``where`` and what is wrong otherwise."""
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ReportError(

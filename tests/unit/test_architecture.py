@@ -33,6 +33,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "reports": {"base", "context", "traffic"},
     "runtime": {"base", "context", "traffic", "doubles"},
     "plugin": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
+    "cli": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
     "facade": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
 }
 
@@ -51,6 +52,8 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if parts == [PACKAGE]:
         return "facade"
+    if parts[1] == "__main__":  # python -m pytest_agentctx: the command
+        return "cli"
     if parts[1] in BASE_MODULES:
         return "base"
     if parts[1] in MAY_IMPORT and (PACKAGE_DIR / parts[1]).is_dir():

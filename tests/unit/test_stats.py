@@ -253,3 +253,15 @@ async def test_a_record_measures_its_context_with_the_given_prices() -> None:
     stats = record.stats(PriceTable().with_prices({"house": (1.0, 1.0)}))
 
     assert stats.cost_usd == pytest.approx(0.0011)
+
+
+async def test_total_is_the_chain_of_additions() -> None:
+    parts = [
+        RunStats(1, 2, 1, 10, 5, 0.1, 0.5, ("a", "b"), ("search",)),
+        RunStats(1, 1, 0, 3, 1, 0.2, 0.25, ("b", "c"), ()),
+        RunStats(2, 3, 2, 7, 0, None, 1.0, ("a",), ("lookup", "search")),
+        RunStats(1, 1, 1, 1, 1, 0.3, 0.125, ("d",), ("lookup",)),
+    ]
+
+    assert RunStats.total(parts) == parts[0] + parts[1] + parts[2] + parts[3]
+    assert RunStats.total(parts[:2]) == RunStats() + parts[0] + parts[1]

@@ -1,0 +1,200 @@
+"""The ``pytest-agentctx`` command: reports and cassettes outside a pytest session.
+
+``report merge``, ``report html``, ``gate``, ``cassettes check`` and ``cassettes show``
+(docs/cli.md). Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette
+findings), 2 a usage error (bad arguments, a file that is not a report or a cassette).
+Every line it prints passes the package's redactor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pytest_agentctx._files import atomic_write_bytes, atomic_write_text
+from pytest_agentctx.cli.config import IniOptions, find_ini
+from pytest_agentctx.exceptions import AgentCtxError, UsageError
+from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
+
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+PROG = "pytest-agentctx"
+
+Print = Callable[[str], None]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Reports and cassettes of pytest-agentctx, outside a pytest session. "
+        "Exit codes: 0 clean, 1 findings, 2 usage error.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    report = commands.add_parser("report", help="merge JSON reports, render the HTML page")
+    actions = report.add_subparsers(dest="action", required=True, metavar="ACTION")
+    merge = actions.add_parser("merge", help="merge the JSON reports of shards into one")
+    merge.add_argument("output", metavar="OUT.json", help="the merged report to write")
+    merge.add_argument(
+        "inputs", metavar="IN", nargs="+", help="reports: files, folders or glob patterns"
+    )
+    html = actions.add_parser("html", help="the HTML page of a JSON report")
+    html.add_argument("input", metavar="IN.json")
+    html.add_argument("-o", "--output", metavar="OUT.html", required=True)
+    gate = commands.add_parser("gate", help="the gate of --agent-gate over a report")
+    gate.add_argument("input", metavar="IN.json")
+    gate.add_argument("--baseline", metavar="OLD.json", help="a report to compare with")
+    for name, example in (
+        ("tokens", "10 (percent) or ignore"),
+        ("iterations", "0 or ignore"),
+        ("trajectory", "exact, unordered or ignore"),
+    ):
+        gate.add_argument(
+            f"--baseline-{name}",
+            metavar="VALUE",
+            help=f"allowed change of {name}: {example} (ini: agent_baseline_{name})",
+        )
+    cassettes = commands.add_parser("cassettes", help="check or show cassettes")
+    actions = cassettes.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = actions.add_parser("check", help="unused, old and retired-model cassettes")
+    check.add_argument(
+        "directory", metavar="DIR", nargs="?", help="the cassette folder (ini: agent_cassette_dir)"
+    )
+    check.add_argument("--report", metavar="REPORT.json", help="the report of a full run")
+    check.add_argument(
+        "--max-age", metavar="DAYS", help="oldest age allowed (ini: agent_cassette_max_age)"
+    )
+    check.add_argument(
+        "--retired-models",
+        metavar="FILE",
+        help="more retired models, 'model = YYYY-MM-DD' a line (ini: agent_retired_models)",
+    )
+    show = actions.add_parser("show", help="print one cassette readably")
+    show.add_argument("path", metavar="PATH")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (the process's arguments); return its exit code."""
+    args = _parser().parse_args(argv)
+    ini = IniOptions(rootdir=Path.cwd())
+    redactor = Redactor(env=DEFAULT_SECRET_ENV)
+    try:
+        ini = find_ini()
+        redactor = Redactor(env=(*DEFAULT_SECRET_ENV, *ini.lines("agent_secret_env")))
+
+        def out(line: str) -> None:
+            print(redactor.text(line))
+
+        return _run(args, ini, out)
+    except (AgentCtxError, OSError) as exc:
+        text = str(exc) if isinstance(exc, AgentCtxError) else _os_error(exc)
+        print(redactor.text(f"{PROG}: error: {text}"), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _os_error(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return (
+        f"cannot use{where}: {exc.strerror or exc}. Give a path that exists and is "
+        "writable (or readable, for an input), then run the command again."
+    )
+
+
+def _run(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
+    if args.command == "report" and args.action == "merge":
+        return _merge(args, out)
+    if args.command == "report":
+        return _html(args, out)
+    if args.command == "gate":
+        from pytest_agentctx.cli.gate import run_gate
+
+        return run_gate(args, ini, out)
+    if args.action == "check":
+        return _check(args, ini, out)
+    from pytest_agentctx.cli.show import show_cassette
+
+    for line in show_cassette(Path(args.path)):
+        out(line)
+    return EXIT_OK
+
+
+def _merge(args: argparse.Namespace, out: Print) -> int:
+    from pytest_agentctx.cli.merge import expand_inputs, merged_text, read_reports
+
+    output = Path(args.output)
+    paths = expand_inputs(args.inputs, output=output)
+    data, tests = merged_text(read_reports(paths))
+    atomic_write_bytes(output, data)
+    out(f"{PROG}: merged {len(paths)} report(s), {tests} test(s), into {output}")
+    return EXIT_OK
+
+
+def _html(args: argparse.Namespace, out: Print) -> int:
+    from pytest_agentctx.reports.html import render_html
+    from pytest_agentctx.reports.records import load_report
+
+    report = load_report(args.input)
+    atomic_write_text(Path(args.output), render_html(report))
+    out(f"{PROG}: HTML page of {args.input} written to {args.output}")
+    return EXIT_OK
+
+
+def _max_age(args: argparse.Namespace, ini: IniOptions) -> float | None:
+    text, where = args.max_age, "--max-age"
+    if text is None:
+        text, where = ini.get("agent_cassette_max_age"), "agent_cassette_max_age"
+    if not text.strip():
+        return None
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not days >= 0:
+        raise UsageError(
+            f"{where} = {text!r}: expected a number of days of 0 or more, e.g. 90. Fix it and "
+            "run the command again."
+        )
+    return days
+
+
+def _check(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
+    from pytest_agentctx.cli.check import CheckOptions, check_cassettes
+    from pytest_agentctx.cli.retired import RETIRED_MODELS, parse_retired
+    from pytest_agentctx.reports.records import load_report
+
+    retired = dict(RETIRED_MODELS)
+    retired.update(parse_retired(ini.lines("agent_retired_models"), where="agent_retired_models"))
+    if args.retired_models:
+        path = Path(args.retired_models)
+        retired.update(
+            parse_retired(path.read_text(encoding="utf-8").splitlines(), where=str(path))
+        )
+    if args.directory:
+        directory = Path(args.directory)
+    else:
+        directory = Path(ini.get("agent_cassette_dir", "cassettes") or "cassettes")
+        directory = directory if directory.is_absolute() else ini.rootdir / directory
+    if not directory.is_dir():
+        raise UsageError(
+            f"cassette folder {directory} does not exist; expected the folder of the "
+            "cassettes: pytest-agentctx cassettes check DIR (or set agent_cassette_dir)."
+        )
+    options = CheckOptions(
+        directory=directory,
+        rootdir=ini.rootdir,
+        report=load_report(args.report) if args.report else None,
+        report_path=args.report,
+        max_age_days=_max_age(args, ini),
+        retired=retired,
+        today=dt.datetime.now(dt.UTC).date(),
+    )
+    result = check_cassettes(options)
+    for line in result.lines:
+        out(line)
+    return EXIT_FINDINGS if result.findings else EXIT_OK
