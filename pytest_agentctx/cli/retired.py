@@ -40,6 +40,31 @@ RETIRED_MODELS: Mapping[str, dt.date] = {
     "gpt-3.5-turbo-0301": dt.date(2024, 6, 13),
     "gpt-3.5-turbo-0613": dt.date(2024, 9, 13),
     "gpt-3.5-turbo-16k-0613": dt.date(2024, 9, 13),
+    # OpenAI: the shutdown of 2026-10-23 (GPT-3.5 Turbo, GPT-4 and GPT-4 Turbo, the first
+    # GPT-4o snapshot, o1, o1-pro, o3-mini, o4-mini, GPT-4.1 nano)
+    **dict.fromkeys(
+        (
+            "gpt-3.5-turbo",
+            "gpt-3.5-turbo-0125",
+            "gpt-4",
+            "gpt-4-0613",
+            "gpt-4-1106-preview",
+            "gpt-4-turbo",
+            "gpt-4-turbo-2024-04-09",
+            "gpt-4o-2024-05-13",
+            "o1",
+            "o1-2024-12-17",
+            "o1-pro",
+            "o1-pro-2025-03-19",
+            "o3-mini",
+            "o3-mini-2025-01-31",
+            "o4-mini",
+            "o4-mini-2025-04-16",
+            "gpt-4.1-nano",
+            "gpt-4.1-nano-2025-04-14",
+        ),
+        dt.date(2026, 10, 23),
+    ),
     # Anthropic
     **dict.fromkeys(
         (
