@@ -3,7 +3,7 @@
 Modes (``--agent-record[=MODE]``):
 
 * ``none`` (the default): replay only. A request with no unused recording is a miss; the
-  test fails with the closest recording and a field-level diff.
+  test fails with the one closest recording and how it differs (:mod:`.misses`).
 * ``rewrite`` (``--agent-record``): every request goes to the network and is recorded; the
   new recording replaces the old cassette if the test passes.
 * ``missing``: like ``rewrite`` for tests that have no cassette yet, ``none`` otherwise.
