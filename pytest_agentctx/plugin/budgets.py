@@ -91,6 +91,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """After the test (and the cassette checks) ran, measure its runs against its budget;
     a test over budget fails with the measured and allowed figures."""
+    __tracebackhide__ = True  # it passes the test's failure on: no frame of the plugin
     try:
         result = yield
     except BaseException:

@@ -87,14 +87,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """A failed call the test's traffic explains raises :class:`CassetteMiss` or
-    :class:`NetworkBlocked`; a passed one is verified (:func:`verify_call`)."""
+    :class:`NetworkBlocked`; a passed one is verified (:func:`verify_call`).
+
+    The error the agent got (the SDK's, for the error response of a miss) is shown as its
+    cause with ``-vv`` only: the message says what happened, and the SDK's frames would
+    bury it."""
+    __tracebackhide__ = True  # the message says it all: no frames of the plugin
     try:
         result = yield
     except BaseException as exc:
         cassette, guard = item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None)
         error = call_failure(cassette, guard, lambda text: capture.redacted(item, text))
         if error is not None:
-            raise error from exc
+            raise error from (exc if item.config.get_verbosity() >= 2 else None)
         raise
     verify_call(item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None))
     return result

@@ -329,14 +329,110 @@ def test_changed_request_fails_with_the_cassette_the_diff_and_the_command(tester
         [
             f"E *CassetteMiss: Cassette {cassette} cannot answer POST 127.0.0.1*"
             "/v1/chat/completions: the cassette has no such request.",
-            "E * Closest recorded request: interaction #0, POST 127.0.0.1*/v1/chat/completions;"
-            " differences:",
-            'E *   messages[[]0].content: recorded "Paris?" != now "Rome?"',
-            "E * If the agent's requests changed on purpose, re-record this test: "
+            "    Closest recorded request: interaction #0, POST 127.0.0.1*/v1/chat/completions;"
+            " 1 field differs: messages[[]0].content",
+            '      messages[[]0].content: recorded "Paris?" != now "Rome?"',
+            "    If the agent's requests changed on purpose, re-record this test: "
             'pytest --agent-record "test_cas_city.py::test_paris"',
         ]
     )
     assert provider.hits == ["Paris?"]
+
+
+LONG_PROMPT = """
+import os
+
+import pytest
+from cas_client import client
+
+WORDS = "You answer questions about the weather, one city at a time, politely. "
+TONE = os.environ.get("PROMPT_TONE", "friendly")
+PROMPT = WORDS * 35 + f"Answer in a {TONE} tone, in English. " + WORDS * 7
+
+@pytest.mark.agent
+def test_prompt():
+    with client() as openai_client:
+        openai_client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[
+                {"role": "system", "content": PROMPT},
+                {"role": "user", "content": "Paris?"},
+            ],
+        )
+"""
+
+
+def _long_prompt_miss(
+    tester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> pytest.RunResult:
+    """Record LONG_PROMPT, change one word deep in its prompt, replay."""
+    tester.makepyfile(test_cas_prompt=LONG_PROMPT)
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    monkeypatch.setenv("PROMPT_TONE", "formal")
+    result = tester.runpytest(*args)
+    result.assert_outcomes(failed=1)
+    return result
+
+
+def _failure(result: pytest.RunResult) -> list[str]:
+    """The lines of the failure's section of the output."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "_ test_prompt _" in line)
+    end = next(i for i, line in enumerate(lines) if i > start and line.startswith("---"))
+    return lines[start + 1 : end]
+
+
+def test_a_word_changed_deep_in_a_long_prompt_shows_in_a_short_failure(
+    tester, provider, monkeypatch
+):
+    result = _long_prompt_miss(tester, monkeypatch)
+
+    cassette = tester.path / "cassettes" / "test_cas_prompt" / "test_prompt.json"
+    result.stdout.fnmatch_lines(
+        [
+            f"E   *CassetteMiss: Cassette {cassette} cannot answer POST 127.0.0.1*"
+            "/v1/chat/completions: the cassette has no such request.",
+            "    Closest recorded request: interaction #0, POST 127.0.0.1*/v1/chat/completions;"
+            " 1 field differs: messages[[]0].content",
+            "      messages[[]0].content: first differs at character 2,464"
+            " (recorded 2,979 characters, now 2,977):",
+            "        recorded: ... time, politely. Answer in a friendly tone, in English. "
+            "You answer ...",
+            "        now:      ... time, politely. Answer in a formal tone, in English. "
+            "You answer ...",
+            "    (pytest -vv shows every differing field and the full diff of the bodies)",
+            "    If the agent's requests changed on purpose, re-record this test: "
+            'pytest --agent-record "test_cas_prompt.py::test_prompt"',
+        ]
+    )
+    failure = _failure(result)
+    assert len(failure) <= 10, "\n".join(failure)
+    assert sum("Closest recorded request" in line for line in result.stdout.lines) == 1
+    assert provider.hits == ["Paris?"]
+
+
+def test_vv_shows_the_full_diff_of_the_long_prompt(tester, provider, monkeypatch):
+    result = _long_prompt_miss(tester, monkeypatch, "-vv")
+
+    words = "You answer questions about the weather, one city at a time, politely. "
+    recorded = words * 35 + "Answer in a friendly tone, in English. " + words * 7
+    now = recorded.replace("friendly", "formal")
+    result.stdout.fnmatch_lines(
+        [
+            "*Full diff of the request bodies (- recorded, + now):",
+            "*  --- recorded",
+            "*  +++ now",
+            "*  @@ *",
+            f'*  -      "content": "{recorded}",',
+            f'*  +      "content": "{now}",',
+        ]
+    )
+    # The SDK's error, shown as the cause with -vv, names the miss without comparing (the
+    # short summary of -vv repeats the whole message, after the failure's section).
+    result.stdout.fnmatch_lines(
+        ["E *InternalServerError: Error code: 599 - Cassette * The test fails with CassetteMiss*"]
+    )
+    assert sum("Closest recorded request" in line for line in _failure(result)) == 1
 
 
 def test_the_printed_re_record_command_records_that_test(tester, provider):
@@ -382,8 +478,8 @@ def test_unused_recordings_fail_the_test_as_stale(tester):
         [
             "E *StaleCassette: Cassette *test_fewer.json: 1 of 2 recorded interactions were "
             "never used; the agent no longer sends them:",
-            "E *   #1: POST 127.0.0.1*/v1/chat/completions",
-            'E * The cassette is stale. Re-record this test: pytest --agent-record "*"',
+            "      #1: POST 127.0.0.1*/v1/chat/completions",
+            '    The cassette is stale. Re-record this test: pytest --agent-record "*"',
         ]
     )
 

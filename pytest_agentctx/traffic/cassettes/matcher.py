@@ -27,6 +27,7 @@ __all__ = [
     "IGNORED_QUERY",
     "NO_JSON",
     "RequestKey",
+    "comparable",
     "json_diff",
     "make_key",
     "strip_fields",
@@ -125,12 +126,18 @@ def canonical_body(
         if not raw:
             return ""
         return "sha256:" + hashlib.sha256(raw).hexdigest()
+    return _canonical(comparable(body_json, ignored, hook))
+
+
+def comparable(body_json: Any, ignored: Sequence[Sequence[str]], hook: BodyHook | None) -> Any:
+    """What of a JSON body is matched: without the ``ignored`` fields, through ``hook``
+    (``body_json`` itself is never changed)."""
     value = strip_fields(body_json, ignored)
     if hook is not None:
         if value is body_json and isinstance(value, dict):
             value = dict(value)  # the hook gets its own top-level copy, as it always did
         value = hook(value)
-    return _canonical(value)
+    return value
 
 
 #: Canonical JSON: sorted keys, no whitespace (one encoder, built once).

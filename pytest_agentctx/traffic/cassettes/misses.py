@@ -1,23 +1,42 @@
 """What a test is told when its cassette cannot answer it.
 
 A request with no unused recording is a :class:`Miss`: its message gives the reason, the
-closest recording the test may replay and a field-level diff against it, and the command
-that re-records the test. A partial recording the agent reads past, and recordings no
+one recording closest to it that the test may replay (:func:`closest`) and how they differ
+(the differing fields, a long one as a window around its change, see :mod:`.diffs`; with
+``pytest -vv`` the complete diff of the bodies), and the command that re-records the
+test. A partial recording the agent reads past, and recordings no
 request used (a stale cassette), have their own messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, json_diff, strip_fields
+from pytest_agentctx.traffic.cassettes.diffs import (
+    FieldDiff,
+    field_diffs,
+    field_lines,
+    unified_diff,
+)
+from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip_fields
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
 
-__all__ = ["Miss", "miss_message", "miss_reason", "partial_message", "stale_message"]
+__all__ = [
+    "Closest",
+    "Miss",
+    "closest",
+    "first_line",
+    "miss_message",
+    "miss_reason",
+    "partial_message",
+    "response_message",
+    "stale_message",
+]
 
 
 @dataclass(frozen=True)
@@ -63,10 +82,44 @@ def miss_reason(replays: Replays, key: RequestKey, *, path: Path, existed: bool)
     return "the cassette has no such request"
 
 
-def _closest(
-    replays: Replays, miss: Miss, ignored: Sequence[Sequence[str]]
-) -> tuple[int, list[str]] | None:
-    best: tuple[int, list[str]] | None = None
+#: Recordings compared with a missed request, at most (the first in the replay order).
+CANDIDATES = 200
+#: Differing fields shown, by default (with ``-vv``: :data:`FIELDS_VERBOSE`).
+FIELDS_SHOWN = 3
+FIELDS_VERBOSE = 50
+#: Differing fields named in the heading of the closest recording.
+FIELDS_NAMED = 5
+
+
+@dataclass(frozen=True)
+class Closest:
+    """The recording closest to a missed request: its position in the cassette, whether
+    the test used it already, and how the two differ (the request line, when it differs,
+    first, as the field ``(request line)``)."""
+
+    position: int
+    used: bool
+    diffs: list[FieldDiff]
+
+    @property
+    def score(self) -> tuple[int, bool]:
+        """What makes a recording closer: fewer differing fields, then not used yet."""
+        return len(self.diffs), self.used
+
+
+def closest(
+    replays: Replays,
+    miss: Miss,
+    *,
+    played: Sequence[int] = (),
+    comparable: Callable[[Any], Any] = lambda body: body,
+) -> Closest | None:
+    """The one recording the test may replay that is closest to ``miss``: the fewest
+    differing fields (:attr:`Closest.score`), of equal ones the first not used yet
+    (``played``), then the first in the order the test replays them. Recordings of the
+    same method, host and path are compared when there are any, the others otherwise.
+    ``comparable`` gives what of a JSON body is compared (secrets redacted, ignored fields
+    removed), for the recorded bodies and the request's."""
     keys = replays.keys
     # Only what this test may replay: another test's recording of the same request in
     # a shared cassette would show no difference, and explain nothing.
@@ -76,16 +129,20 @@ def _closest(
         if (keys[i].method, keys[i].host, keys[i].path)
         == (miss.key.method, miss.key.host, miss.key.path)
     ] or replays.order
-    now = strip_fields(miss.body, ignored) if miss.body is not NO_JSON else None
-    for position in candidates[:200]:
+    now = comparable(miss.body) if miss.body is not NO_JSON else None
+    used = set(played)
+    best: Closest | None = None
+    for position in candidates[:CANDIDATES]:
         recorded = replays.loaded[position].request_body
         recorded_json = recorded.get("json") if recorded else None
-        diff = json_diff(strip_fields(recorded_json, ignored), now)
+        recorded_json = comparable(recorded_json) if recorded_json is not None else None
+        diffs = field_diffs(recorded_json, now)
         line = keys[position].describe()
         if line != miss.key.describe():
-            diff.insert(0, f"(request line): recorded {line} != now {miss.key.describe()}")
-        if best is None or len(diff) < len(best[1]):
-            best = (position, diff)
+            diffs.insert(0, FieldDiff("(request line)", line, miss.key.describe(), plain=True))
+        found = Closest(position, position in used, diffs)
+        if best is None or found.score < best.score:
+            best = found
     return best
 
 
@@ -97,38 +154,96 @@ def miss_message(
     ignored: Sequence[Sequence[str]],
     played: Sequence[int],
     command: str,
+    verbosity: int = 0,
+    comparable: Callable[[Any], Any] | None = None,
 ) -> str:
-    """The message of ``miss``: the request, the reason, the closest recording the test
-    may replay (``played``: the positions used so far) and how they differ, and the
-    ``command`` that re-records the test."""
-    lines = [
-        f"Cassette {path} cannot answer {miss.key.describe()}: {miss.reason}.",
-    ]
-    closest = _closest(replays, miss, ignored) if replays.loaded else None
-    if closest is not None:
-        position, diff = closest
-        used = " (already used)" if position in played else ""
-        lines.append(
-            f"Closest recorded request: interaction #{position}{used}, "
-            f"{replays.keys[position].describe()}; differences:"
-        )
-        if not diff:
-            diff = [
-                "(the same request: every recording of it was used already)"
-                if replays.keys[position] == miss.key
-                else "(the bodies differ outside their JSON fields: compare them by hand)"
-            ]
-        lines.extend(f"  {line}" for line in diff)
-    lines.append(
-        "If the agent's requests changed on purpose, re-record this test: "
-        f"{command}"
-        + (
-            " (the other tests' interactions in the shared cassette are kept)"
-            if replays.shared
-            else ""
-        )
-    )
+    """The message of ``miss``: the request, the reason, the one recording closest to it
+    that the test may replay (:func:`closest`; ``played``: the positions used so far) and
+    how they differ, and the ``command`` that re-records the test.
+
+    By default a few lines: which fields differ, and each (the first
+    :data:`FIELDS_SHOWN`) whole when short, as a window around its first difference when
+    long. With ``verbosity`` 2 (``pytest -vv``) or more, every differing field and the
+    complete diff of the two bodies. ``comparable`` gives what of a JSON body is compared
+    (by default: without the ``ignored`` fields); the caller redacts the message.
+    """
+    if comparable is None:
+        comparable = functools.partial(strip_fields, paths=ignored)
+    lines = [first_line(miss, path=path)]
+    found = closest(replays, miss, played=played, comparable=comparable) if replays.loaded else None
+    if found is not None:
+        lines.extend(_closest_lines(replays, miss, found, verbosity, comparable))
+    lines.append(_advice(replays, command))
     return "\n".join(lines)
+
+
+def first_line(miss: Miss, *, path: Path) -> str:
+    """The first line of the message of ``miss``: the cassette, the request, the reason."""
+    return f"Cassette {path} cannot answer {miss.key.describe()}: {miss.reason}."
+
+
+def response_message(miss: Miss, *, path: Path) -> str:
+    """What the agent's SDK is told of ``miss`` (the body of the error response): the
+    first line only, as the test's failure shows the rest."""
+    return (
+        f"{first_line(miss, path=path)} The test fails with CassetteMiss, which compares "
+        "the request with the closest recorded one."
+    )
+
+
+def _advice(replays: Replays, command: str) -> str:
+    return f"If the agent's requests changed on purpose, re-record this test: {command}" + (
+        " (the other tests' interactions in the shared cassette are kept)" if replays.shared else ""
+    )
+
+
+def _closest_lines(
+    replays: Replays,
+    miss: Miss,
+    found: Closest,
+    verbosity: int,
+    comparable: Callable[[Any], Any],
+) -> list[str]:
+    """The closest recording, how it differs from ``miss``, and, with ``verbosity`` 2,
+    the complete diff of their bodies."""
+    position, diffs = found.position, found.diffs
+    heading = (
+        f"Closest recorded request: interaction #{position}"
+        f"{' (already used)' if found.used else ''}, {replays.keys[position].describe()}"
+    )
+    if not diffs:
+        same = (
+            "(the same request: every recording of it was used already)"
+            if replays.keys[position] == miss.key
+            else "(the bodies differ outside their JSON fields: compare them by hand)"
+        )
+        return [f"{heading}; no field differs:", f"  {same}"]
+    named = ", ".join(diff.path for diff in diffs[:FIELDS_NAMED])
+    if len(diffs) > FIELDS_NAMED:
+        named += f" and {len(diffs) - FIELDS_NAMED} more"
+    count = "1 field differs" if len(diffs) == 1 else f"{len(diffs)} fields differ"
+    lines = [f"{heading}; {count}: {named}"]
+    verbose = verbosity >= 2
+    shown = diffs[: FIELDS_VERBOSE if verbose else FIELDS_SHOWN]
+    cut = len(shown) < len(diffs)
+    for diff in shown:
+        field, left_out = field_lines(diff)
+        cut = cut or left_out
+        lines.extend(f"  {line}" for line in field)
+    if len(shown) < len(diffs):
+        lines.append(f"  (and {len(diffs) - len(shown)} more differing field(s))")
+    if verbose:
+        recorded = replays.loaded[position].request_body
+        recorded_json = recorded.get("json") if recorded else None
+        full = unified_diff(
+            comparable(recorded_json) if recorded_json is not None else None,
+            comparable(miss.body) if miss.body is not NO_JSON else None,
+        )
+        lines.append("Full diff of the request bodies (- recorded, + now):")
+        lines.extend(f"  {line}" for line in full)
+    elif cut:
+        lines.append("(pytest -vv shows every differing field and the full diff of the bodies)")
+    return lines
 
 
 def partial_message(replays: Replays, position: int, *, path: Path, command: str) -> str:

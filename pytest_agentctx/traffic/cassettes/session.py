@@ -3,7 +3,7 @@
 Modes (``--agent-record[=MODE]``):
 
 * ``none`` (the default): replay only. A request with no unused recording is a miss; the
-  test fails with the closest recording and a field-level diff.
+  test fails with the one closest recording and how it differs (:mod:`.misses`).
 * ``rewrite`` (``--agent-record``): every request goes to the network and is recorded; the
   new recording replaces the old cassette if the test passes.
 * ``missing``: like ``rewrite`` for tests that have no cassette yet, ``none`` otherwise.
@@ -61,12 +61,18 @@ from pytest_agentctx.traffic.cassettes.body import (
 )
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
-from pytest_agentctx.traffic.cassettes.matcher import DEFAULT_IGNORED_FIELDS, NO_JSON, BodyHook
+from pytest_agentctx.traffic.cassettes.matcher import (
+    DEFAULT_IGNORED_FIELDS,
+    NO_JSON,
+    BodyHook,
+    comparable,
+)
 from pytest_agentctx.traffic.cassettes.misses import (
     Miss,
     miss_message,
     miss_reason,
     partial_message,
+    response_message,
     stale_message,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor, unscrubbable
@@ -126,8 +132,11 @@ class Cassette:
         allow_unused: bool = False,
         shared: bool = False,
         run_id: str = "",
+        verbosity: int = 0,
     ) -> None:
         self.path = path
+        #: pytest's verbosity (``-vv``: 2): how much a miss message shows.
+        self.verbosity = verbosity
         self.test_id = test_id
         self.redactor = redactor or Redactor()
         self.ignored = [field.split(".") for field in ignored_fields]
@@ -215,7 +224,9 @@ class Cassette:
         miss = Miss(key, body_json, reason)
         with self._lock:
             self.misses.append(miss)
-        message = self.miss_message(miss)
+        # The SDK's error says only what was missed: the test's failure compares it with the
+        # closest recording, once (the SDK's error is shown beside it).
+        message = self.redactor.text(response_message(miss, path=self.path))
         return make_response(
             599,
             headers={"content-type": "application/json", "x-should-retry": "false"},
@@ -368,15 +379,25 @@ class Cassette:
         return f'pytest --agent-record "{target}"'
 
     def miss_message(self, miss: Miss) -> str:
-        """What the test is told of ``miss`` (see :func:`.misses.miss_message`)."""
-        return miss_message(
+        """What the test is told of ``miss`` (see :func:`.misses.miss_message`), as much as
+        :attr:`verbosity` asks, secrets redacted."""
+        message = miss_message(
             self._replays,
             miss,
             path=self.path,
             ignored=self.ignored,
             played=self.played,
             command=self.record_command(),
+            verbosity=self.verbosity,
+            comparable=self._comparable,
         )
+        return self.redactor.text(message)
+
+    def _comparable(self, body: Any) -> Any:
+        """What of a JSON body the miss message compares: secrets redacted (a recording
+        made by another tool may hold some), as matched (ignored fields removed, through
+        the body hook)."""
+        return comparable(self.redactor.json(body), self.ignored, self.body_hook)
 
     def unused(self) -> list[int]:
         """Positions of loaded interactions that no request used."""
@@ -386,6 +407,7 @@ class Cassette:
     def check(self) -> None:
         """Raise for responses not recorded (unscrubbable), misses, then unused recordings
         (unless allowed)."""
+        __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
         if self.unscrubbable:
             raise self.unscrubbable[0]
         if self.overread:

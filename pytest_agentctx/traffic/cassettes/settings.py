@@ -93,6 +93,8 @@ class CassetteSettings:
     secret_env: tuple[str, ...] = ()
     record_failing: bool = False
     run_id: str = ""
+    #: pytest's verbosity (``-v``: 1, ``-vv``: 2): how much a cassette miss shows.
+    verbosity: int = 0
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> CassetteSettings:
@@ -117,6 +119,7 @@ class CassetteSettings:
             secret_env=[str(e) for e in config.getini("agent_secret_env")],
             record_failing=bool(config.getoption("agent_record_failing")),
             run_id=run_id,
+            verbosity=config.get_verbosity(),
         )
 
     @classmethod
@@ -135,6 +138,7 @@ class CassetteSettings:
         secret_env: Iterable[str],
         record_failing: bool,
         run_id: str,
+        verbosity: int = 0,
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -173,6 +177,7 @@ class CassetteSettings:
             secret_env=_secret_env(secret_env),
             record_failing=record_failing,
             run_id=run_id,
+            verbosity=verbosity,
         )
 
 
@@ -529,6 +534,7 @@ def build_cassette(
         allow_unused=options.allow_unused,
         shared=options.cassette is not None,
         run_id=settings.run_id,
+        verbosity=settings.verbosity,
     )
     guard = (
         NetworkGuard(
@@ -558,6 +564,7 @@ def verify_call(cassette: Cassette | None, guard: NetworkGuard | None) -> None:
     """After a test's call passed: finish the streams the agent stopped reading (while its
     client is open), then fail on a request the cassette missed, a connection the guard
     refused, and recordings left unused."""
+    __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
     if cassette is not None:
         cassette.finish_streams()
     if cassette is not None and cassette.misses:

@@ -279,7 +279,7 @@ async def test_miss_message_names_the_cassette_request_closest_diff_and_command(
 
     assert message.splitlines() == [
         f"Cassette {path} cannot answer {LINE}: the cassette has no such request.",
-        f"Closest recorded request: interaction #0, {LINE}; differences:",
+        f"Closest recorded request: interaction #0, {LINE}; 1 field differs: messages[0].content",
         '  messages[0].content: recorded "Weather in Paris?" != now "Weather in Rome?"',
         "If the agent's requests changed on purpose, re-record this test: "
         f'pytest --agent-record "{TEST_ID}"',

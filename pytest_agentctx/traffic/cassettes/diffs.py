@@ -1,0 +1,175 @@
+"""How a request differs from a recording, shown so that the change can be read.
+
+:func:`field_diffs` lists the fields of two JSON bodies that differ, by path
+(``messages[0].content``). :func:`field_lines` shows one of them: a short value whole
+(``recorded "Paris?" != now "Rome?"``), a long one as a window around its first
+difference, the same characters of both sides one above the other with ``...`` where
+text is left out, so that a word changed deep in a long system prompt is visible.
+:func:`unified_diff` is the complete diff of two bodies, pretty-printed with sorted keys.
+
+Nothing here redacts: the caller passes bodies whose secrets are already redacted (a
+window may cut a text anywhere, so the redactor could no longer recognise a secret cut in
+two), and the caller's message passes the redactor once more.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MISSING", "FieldDiff", "field_diffs", "field_lines", "unified_diff", "window"]
+
+#: The value of a field one side does not have.
+MISSING: Any = object()
+
+#: A value whose JSON text is at most this long is shown whole, on one line.
+SHORT = 60
+#: Characters shown before the first difference, and after the differing part.
+CONTEXT = 30
+#: Characters of the differing part shown, at most, before it is cut.
+SPAN = 60
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """One field that differs: its path, and its value recorded and now (:data:`MISSING`
+    when that side does not have it); ``plain``: the values are texts shown as they are,
+    not JSON values (a request line)."""
+
+    path: str
+    recorded: Any
+    now: Any
+    plain: bool = False
+
+
+def field_diffs(recorded: Any, now: Any, *, limit: int = 10_000) -> list[FieldDiff]:
+    """The fields of ``recorded`` and ``now`` (JSON values) that differ, in the order of
+    their sorted paths, at most ``limit``: a field both have is compared down to its
+    leaves, a field one of them lacks is one difference."""
+    out: list[FieldDiff] = []
+    for diff in _walk(recorded, now, ""):
+        out.append(diff)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _walk(recorded: Any, now: Any, path: str) -> Iterator[FieldDiff]:
+    if isinstance(recorded, dict) and isinstance(now, dict):
+        for key in sorted(set(recorded) | set(now), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            yield from _walk(recorded.get(key, MISSING), now.get(key, MISSING), sub)
+        return
+    if isinstance(recorded, list) and isinstance(now, list):
+        for index in range(max(len(recorded), len(now))):
+            yield from _walk(
+                recorded[index] if index < len(recorded) else MISSING,
+                now[index] if index < len(now) else MISSING,
+                f"{path}[{index}]",
+            )
+        return
+    if recorded != now or type(recorded) is not type(now):
+        yield FieldDiff(path or "(body)", recorded, now)
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` cut to about ``width`` characters, saying how long it was."""
+    if len(text) <= width:
+        return text
+    return f"{text[:width]}... ({len(text):,} characters)"
+
+
+def _common_prefix(a: str, b: str) -> int:
+    size = min(len(a), len(b))
+    low, high = 0, size  # binary search over slices: fast for long texts
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def window(recorded: str, now: str, *, context: int = CONTEXT, span: int = SPAN) -> tuple[str, str]:
+    """The part of ``recorded`` and ``now`` around their first difference: ``context``
+    characters before it, the differing part (cut at ``span`` characters), ``context``
+    characters after; ``...`` marks text left out. Both start at the same character, so
+    printed one above the other the difference is in the same column."""
+    prefix = _common_prefix(recorded, now)
+    room = min(len(recorded), len(now)) - prefix
+    suffix = _common_prefix(recorded[::-1], now[::-1]) if room else 0
+    suffix = min(suffix, room)
+    start = max(0, prefix - context)
+
+    def cut(text: str) -> str:
+        changed_end = len(text) - suffix
+        if changed_end - prefix > span:
+            end = prefix + span
+        else:
+            end = min(len(text), max(changed_end, prefix) + context)
+        head = "..." if start > 0 else ""
+        tail = "..." if end < len(text) else ""
+        return f"{head}{text[start:end]}{tail}"
+
+    return cut(recorded), cut(now)
+
+
+def field_lines(diff: FieldDiff) -> tuple[list[str], bool]:
+    """How ``diff`` is shown, and whether some of it was left out (a window, a value
+    cut): a short value on one line, a long one as the window around its first
+    difference (:func:`window`) of each side, aligned."""
+    if diff.recorded is MISSING:
+        text = _text(diff.now)
+        return [f"{diff.path}: not recorded, now {_clip(text, SHORT * 2)}"], len(text) > SHORT * 2
+    if diff.now is MISSING:
+        text = _text(diff.recorded)
+        return [f"{diff.path}: recorded {_clip(text, SHORT * 2)}, now missing"], (
+            len(text) > SHORT * 2
+        )
+    if diff.plain:
+        recorded, now = str(diff.recorded), str(diff.now)
+    else:
+        recorded, now = _text(diff.recorded), _text(diff.now)
+    if len(recorded) <= SHORT and len(now) <= SHORT:
+        return [f"{diff.path}: recorded {recorded} != now {now}"], False
+    return [_where(diff), *_pair(*window(recorded, now))], True
+
+
+def _where(diff: FieldDiff) -> str:
+    """The heading of a long field's window: where it first differs and how long each
+    side is (in characters of the text, for strings; of the JSON, otherwise)."""
+    if diff.plain or (isinstance(diff.recorded, str) and isinstance(diff.now, str)):
+        recorded, now, unit = diff.recorded, diff.now, "characters"
+    else:
+        recorded, now, unit = _text(diff.recorded), _text(diff.now), "characters of JSON"
+    at = _common_prefix(recorded, now)
+    return (
+        f"{diff.path}: first differs at character {at + 1:,} "
+        f"(recorded {len(recorded):,} {unit}, now {len(now):,}):"
+    )
+
+
+def _pair(recorded: str, now: str) -> list[str]:
+    return [f"  recorded: {recorded}", f"  now:      {now}"]
+
+
+def unified_diff(recorded: Any, now: Any) -> list[str]:
+    """The complete diff of two JSON bodies, pretty-printed with sorted keys (``-`` the
+    recorded lines, ``+`` the lines now, three lines of context)."""
+    return list(
+        difflib.unified_diff(_pretty(recorded), _pretty(now), "recorded", "now", n=3, lineterm="")
+    )
+
+
+def _pretty(value: Any) -> list[str]:
+    if value is MISSING:
+        return []
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2).splitlines()
