@@ -1116,7 +1116,8 @@ async def test_a_run_stopped_by_a_model_error_is_kept_failed_with_its_context_so
 
     match runtime.results:
         case [RunResult(status="failed", output=None, error=str(error), context=context)]:
-            assert error.startswith("InternalServerError: ") and "the model is down" in error
+            assert error.startswith("InternalServerError: ")
+            assert "the model is down" in error
             assert [call.name for call in context.all_tool_calls] == ["get_weather"]
             assert len(context.iterations) == 2  # the second call failed: no answer
             assert not context.iterations[-1].is_complete
