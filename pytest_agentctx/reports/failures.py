@@ -6,13 +6,15 @@ the JSON report, the HTML page and the JUnit properties say why, not only that, 
 :func:`failure_entry` makes the entry from the text, already scrubbed of secrets by the
 test's redactor (the plugin does that in the process that ran the test), and cuts a text
 longer than :data:`FAILURE_LIMIT` in its middle, saying how much it cut: the start of a
-failure names the test's code, its end the error itself.
+failure names the test's code, its end the error itself. Object addresses, which change
+from run to run, are left out, so a report stays the same bytes for the same failures.
 
 Imports nothing of the package: the entry is plain JSON data.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,9 @@ FAILURE_LIMIT = 20_000
 FAILURE_PHASES = ("setup", "call", "teardown")
 #: Longest one-line summary of a failure (the JUnit property ``agentctx.failure``).
 _LINE_LIMIT = 200
+#: The memory address in an object's default repr (``<Cassette object at 0x7f...>``):
+#: different on every run, so a report would never have the same bytes twice.
+_ADDRESS = re.compile(r"( object at 0x)[0-9a-fA-F]+>")
 
 
 def _cut(text: str, limit: int) -> tuple[str, int]:
@@ -51,8 +56,9 @@ def failure_entry(
 
     ``text`` must already be redacted: the entry is written as it is.
     """
+    text = _ADDRESS.sub(r"\1...>", text)
     kept, cut = _cut(text, limit)
-    line = _first_line(message) if message else _last_line(text)
+    line = _ADDRESS.sub(r"\1...>", _first_line(message) if message else _last_line(text))
     return {
         "phase": phase,
         "message": _one_line(line),

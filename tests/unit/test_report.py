@@ -656,3 +656,14 @@ async def test_the_junit_properties_name_the_failure_in_one_line() -> None:
 
     assert ("agentctx.failure", "call: AssertionError: 5 != 6") in junit_properties(record)
     assert "agentctx.failure" not in dict(junit_properties(_record()))
+
+
+async def test_a_failure_entry_leaves_out_object_addresses() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+
+    text = "self = <pytest_agentctx.Cassette object at 0x7f889706ec10>\nE   boom"
+
+    entry = failure_entry("call", text, message="boom <Thing object at 0xDEADbeef01>")
+
+    assert entry["text"] == "self = <pytest_agentctx.Cassette object at 0x...>\nE   boom"
+    assert entry["message"] == "boom <Thing object at 0x...>"
