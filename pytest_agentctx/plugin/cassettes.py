@@ -170,7 +170,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     capture.use_redactor(item, cassette.redactor)
     item.stash[CASSETTE_KEY] = cassette
     item.stash[GUARD_KEY] = guard
-    capture.capture_runs(item, lambda: cassette.exchange_log)
+    capture.capture_runs(item, lambda: cassette.seen_log)
     cassette.start()
     if guard is not None:
         guard.start()

@@ -3,7 +3,8 @@
 :func:`pytest_configure` decides whether the session measures every agent test (a report
 file, the gate or a baseline asks for it) and registers the
 :class:`~pytest_agentctx.reports.terminal.AgentReports` plugin, which writes the reports
-and prints the summary from each test's record (:func:`item_record`).
+and prints the summary from each test's record (:func:`item_record`; a failed test's
+record says why it failed: :func:`item_failure`).
 :func:`pytest_runtest_makereport` keeps a test's reports by phase (its cassette and the fake
 model read the call's outcome), redacts them with the test's redactor, and notes a stale
 cassette.
@@ -78,6 +79,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         runs = log.exact_records()
         measured = bool(runs) or not log.captures
     config_prices = item.config.stash.get(PRICES_KEY, None)
+    wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
     return build_record(
         runs=runs,
         suite="integration" if item.get_closest_marker("integration") else "unit",
@@ -88,4 +90,28 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         contexts=contexts,
         measured=measured,
         redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,
+        failure=item_failure(item) if wanted else None,
     )
+
+
+def item_failure(item: pytest.Item) -> dict[str, Any] | None:
+    """Why ``item`` failed, for its record (:func:`failure_entry`): the failure text of
+    its first failed phase as pytest shows it, scrubbed by the test's redactor (or the
+    session's, for a test that uses nothing of the plugin: the report is a file the
+    plugin writes); ``None`` when no phase failed."""
+    from pytest_agentctx.reports.failures import FAILURE_PHASES, failure_entry
+
+    reports = item.stash.get(REPORT_KEY, {})
+    for phase in FAILURE_PHASES:
+        report = reports.get(phase)
+        if report is None or not report.failed:
+            continue
+        redactor = redactor_of(item)
+        crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+        message = getattr(crash, "message", None)
+        return failure_entry(
+            phase,
+            redactor.text(report.longreprtext),
+            message=redactor.text(message) if isinstance(message, str) else None,
+        )
+    return None

@@ -5,7 +5,8 @@ one line each, every budget that was exceeded, every cassette that is stale or l
 recordings unused, and, given a baseline report, every test whose iterations, tool
 trajectory or tokens moved beyond a :class:`GateTolerance`. Tests missing from the
 baseline are listed as new, and baseline tests this session did not run as not run:
-neither is a failure.
+neither is a failure. :func:`attach_baselines` keeps the baseline's figures of each test
+that drifted in the report, for the HTML page to show beside the test's own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "GateResult",
     "GateTolerance",
     "TrajectoryMode",
+    "attach_baselines",
     "compare_reports",
     "evaluate_gate",
     "gate_lines",
@@ -249,6 +251,39 @@ def compare_reports(
     drifts, new, not_run = _compare(report, baseline, tolerance or GateTolerance())
     lines = tuple(line for nodeid in sorted(drifts) for line in drifts[nodeid])
     return BaselineComparison(lines, tuple(new), tuple(not_run))
+
+
+#: The baseline's figures a drifted test keeps (``baseline.stats`` in the report).
+_BASELINE_FIGURES = (
+    "runs",
+    "iterations",
+    "tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost_usd",
+    "trajectory",
+)
+
+
+def attach_baselines(
+    report: dict[str, Any], baseline: Mapping[str, Any], tolerance: GateTolerance | None = None
+) -> int:
+    """Give each test of ``report`` that drifted from ``baseline`` (beyond ``tolerance``,
+    or that cannot be compared with it) a ``baseline`` entry: the baseline's figures
+    (``{"stats": {"iterations": ..., "trajectory": [...], ...}}``), so the HTML page,
+    rendered from the report alone, shows both runs side by side. Returns how many tests
+    got one."""
+    drifts, _, _ = _compare(report, baseline, tolerance or GateTolerance())
+    before = {test["nodeid"]: test for test in baseline["tests"]}
+    for test in report["tests"]:
+        if test["nodeid"] not in drifts:
+            continue
+        stats = before[test["nodeid"]].get("stats") or {}
+        test["baseline"] = {
+            "stats": {name: stats.get(name) for name in _BASELINE_FIGURES if name in stats}
+        }
+    return len(drifts)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ each run its iterations on a timeline (written by
 :class:`~pytest_agentctx.reports.html_runs.RunTimeline`): the messages, the tool calls with
 their arguments and results, the durations, the tokens and the model. Iterations are
 collapsed and open on a click; sub-agent runs found in an iteration's metadata are shown
-inside it.
+inside it. A failed test shows its failure text (open, collapsible), and a test that
+drifted from the baseline shows the baseline's figures beside its own (trajectory,
+iterations, tool calls, tokens, cost).
 
 The page is a pure function of the report: the same report gives the same bytes (no
 wall-clock time, no random ids), and every piece of text from the report is HTML-escaped
@@ -233,6 +235,7 @@ class _Page:
             or as_seq(as_map(test.get("budget")).get("exceeded"))
             or cassette.get("status") in ("unsaved", "stale", "unused", "missing")
             or (repeat and repeat.get("pass_rate", 1) < repeat.get("min_pass_rate", 0))
+            or as_map(test.get("baseline"))
         )
 
     def test(self, index: int, test: Mapping[str, Any], gate_lines: Sequence[str]) -> None:
@@ -258,6 +261,8 @@ class _Page:
             '</span></summary>\n<div class="test-body">\n'
         )
         self.test_facts(test, gate_lines)
+        self.failure(f"t{index}", as_map(test.get("failure")))
+        self.drift(test)
         runs = [as_map(run) for run in as_seq(test.get("runs"))]
         if not runs:
             w('<p class="muted">No agent run was recorded for this test.</p>\n')
@@ -309,6 +314,72 @@ class _Page:
             w(f'<div class="facts">{f"<span class=bad>{text}</span>" if low else text}</div>\n')
         for line in gate_lines:
             w(f'<div class="facts bad">gate: {esc(line)}</div>\n')
+
+    # -- why it failed, and how it drifted ----------------------------------------------
+
+    def failure(self, test_id: str, failure: Mapping[str, Any]) -> None:
+        """The failure text of a failed test, open, collapsible, escaped as it is."""
+        if not failure:
+            return
+        w = self.w
+        phase = str(failure.get("phase") or "call")
+        w(
+            f'<details class="failure" id="{test_id}-failure" open><summary>'
+            f"{badge('failed')} in {esc(phase)}"
+        )
+        message = failure.get("message")
+        if message:
+            w(f' <span class="mono">{esc(message)}</span>')
+        w(f'</summary>\n<pre class="failure-text">{esc(failure.get("text", ""))}</pre>')
+        if failure.get("truncated"):
+            w(
+                f'<div class="facts">{fmt_count(failure.get("cut"))} characters were cut from '
+                "the middle of this text; the terminal output and the JUnit XML have it "
+                "all.</div>"
+            )
+        w("</details>\n")
+
+    def drift(self, test: Mapping[str, Any]) -> None:
+        """The baseline run and this run side by side, for a test that drifted from it."""
+        before = as_map(as_map(test.get("baseline")).get("stats"))
+        if not before:
+            return
+        after = as_map(test.get("stats"))
+        w = self.w
+        w(
+            '<div class="drift"><table class="drift"><thead><tr><th>drift from the '
+            "baseline</th><th>baseline</th><th>this run</th></tr></thead><tbody>"
+        )
+        was = [str(name) for name in as_seq(before.get("trajectory"))]
+        now = [str(name) for name in as_seq(after.get("trajectory"))]
+        changed = ' class="changed"' if was != now else ""
+        w(
+            f"<tr{changed}><th>trajectory</th><td>{_trajectory_cell(was, now)}</td>"
+            f"<td>{_trajectory_cell(now, was)}</td></tr>"
+        )
+        for label, key, shown in (
+            ("iterations", "iterations", fmt_count),
+            ("tool calls", "tool_calls", fmt_count),
+            ("tokens", "total_tokens", fmt_count),
+            ("cost", "cost_usd", fmt_cost),
+        ):
+            one, two = shown(before.get(key)), shown(after.get(key))
+            changed = ' class="changed"' if one != two else ""
+            w(f"<tr{changed}><th>{label}</th><td>{esc(one)}</td><td>{esc(two)}</td></tr>")
+        w("</tbody></table></div>\n")
+
+
+def _trajectory_cell(names: Sequence[str], other: Sequence[str]) -> str:
+    """A run's tool calls in order, numbered; those that differ from ``other`` at the same
+    position are marked."""
+    if not names:
+        return '<span class="muted">no tool call</span>'
+    items = []
+    for position, name in enumerate(names):
+        same = position < len(other) and other[position] == name
+        css = "" if same else ' class="diff"'
+        items.append(f"<li{css}>{esc(name)}</li>")
+    return f'<ol class="trajectory">{"".join(items)}</ol>'
 
 
 def render_html(report: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
 from pytest_agentctx.reports.errors import ReportError
+from pytest_agentctx.reports.failures import failure_line
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 
 if TYPE_CHECKING:
@@ -141,9 +142,12 @@ def build_record(
     contexts: bool = True,
     measured: bool = True,
     redactor: Redactor | None = None,
+    failure: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
-    stats of every run and of all of them, and (with ``contexts``) each run's context.
+    stats of every run and of all of them, (with ``contexts``) each run's context, and why
+    it failed (``failure``: :func:`~pytest_agentctx.reports.failures.failure_entry`, or
+    ``None``).
 
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
     because nothing in the session reads them (no budget, report file, gate or baseline):
@@ -170,6 +174,7 @@ def build_record(
         "repeat": _plain(repeat),
         "stats": RunStats.total(totals).to_dict(),
         "runs": entries,
+        "failure": _plain(failure),
     }
     if not measured:
         record["measured"] = False
@@ -198,8 +203,9 @@ def is_measured(entry: Mapping[str, Any]) -> bool:
 
 def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
     """The JUnit XML properties of an agent test (none for other tests): iterations, tool
-    calls, total tokens, cost in US dollars (when every model has a price) and the
-    cassette's status."""
+    calls, total tokens, cost in US dollars (when every model has a price), the
+    cassette's status, and, when it failed, its failure as one line (the whole text is in
+    the test case's ``<failure>`` or ``<error>`` element, where pytest writes it)."""
     if not is_agent_test(record):
         return []
     stats = record["stats"]
@@ -212,6 +218,9 @@ def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
         properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
     if record.get("cassette") is not None:
         properties.append(("agentctx.cassette", record["cassette"]["status"]))
+    failure = failure_line(record.get("failure"))
+    if failure is not None:
+        properties.append(("agentctx.failure", failure))
     return properties
 
 
@@ -289,6 +298,7 @@ class ReportCollector:
             "repeat": record["repeat"],
             "stats": record["stats"],
             "runs": record["runs"],
+            "failure": record.get("failure"),
         }
         if not is_measured(record):
             entry["measured"] = False

@@ -19,7 +19,13 @@ import pytest
 
 from pytest_agentctx._files import atomic_write_text, unwritable_reason
 from pytest_agentctx.reports.errors import ReportError
-from pytest_agentctx.reports.gate import GateResult, GateTolerance, evaluate_gate, gate_lines
+from pytest_agentctx.reports.gate import (
+    GateResult,
+    GateTolerance,
+    attach_baselines,
+    evaluate_gate,
+    gate_lines,
+)
 from pytest_agentctx.reports.records import (
     RECORD_ATTRIBUTE,
     ReportCollector,
@@ -138,6 +144,8 @@ class AgentReports:
             "passed": result.passed,
             "failures": list(result.failures),
         }
+        if self.baseline is not None:  # each drifted test keeps the baseline's figures
+            attach_baselines(report, self.baseline, self.tolerance)
         self.report, self.result = report, result
         unwritten: list[str] = []  # a report that could not be written fails the session
         for option, path, html in (

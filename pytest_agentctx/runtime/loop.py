@@ -72,8 +72,10 @@ class AgentRuntime:
     providers: dict[str, Provider] = field(default_factory=dict)
     tool_overrides: ToolOverrides | None = None
     #: Every top-level run this runtime finished (completed or failed), in order: what
-    #: reports and budgets read after a test. Sub-agent runs are inside their parent's
-    #: context, never here.
+    #: reports and budgets read after a test. A run stopped by any other exception (a
+    #: provider error, a cassette miss, a tool that raised) is here too, as a failed
+    #: result with its context up to where it stopped and the exception as its ``error``.
+    #: Sub-agent runs are inside their parent's context, never here.
     results: list[RunResult] = field(default_factory=list)
     #: The store that retrieval context sources search (``fake_vector_store`` in tests).
     vector_store: VectorSearch | None = None
@@ -207,6 +209,13 @@ class AgentRuntime:
         except (MaxIterationsExceeded, StepFailed) as exc:
             if exc.result is not None:
                 self.results.append(exc.result)
+            raise
+        except Exception as exc:  # a model call or tool raised: the run so far is kept too
+            error = f"{type(exc).__name__}: {exc}"
+            partial = env.ctx if env.ctx is not None else ctx
+            self.results.append(
+                RunResult(agent=agent, context=partial, output=None, status="failed", error=error)
+            )
             raise
         else:
             self.results.append(result)

@@ -240,6 +240,42 @@ def test_a_baseline_without_the_gate_shows_the_drift_and_passes(
     )
 
 
+@WORKERS
+def test_a_drifted_test_keeps_the_baseline_run_beside_its_own(
+    baseline: pytest.Pytester, workers
+) -> None:
+    baseline.runpytest(
+        *QUIET, *workers, "--agent-baseline=base.json", "--agent-report=report.json"
+    ).assert_outcomes(passed=2)
+
+    report = json.loads((baseline.path / "report.json").read_text())
+    research, steady = report["tests"]
+    assert "baseline" not in steady
+    assert research["baseline"]["stats"] == {
+        "runs": 1,
+        "iterations": 2,
+        "tool_calls": 1,
+        "input_tokens": 200,
+        "output_tokens": 0,
+        "total_tokens": 200,
+        "cost_usd": pytest.approx(0.00003),
+        "trajectory": ["search"],
+    }
+    from pytest_agentctx.reports.html import render_html
+
+    page = render_html(report)  # later, from the JSON report alone
+    start = page.index('<table class="drift">')
+    table = page[start : page.index("</table>", start)]
+    assert (
+        '<tr class="changed"><th>trajectory</th><td><ol class="trajectory"><li>search</li></ol>'
+        '</td><td><ol class="trajectory"><li>search</li><li class="diff">lookup</li></ol></td>'
+        "</tr>"
+    ) in table
+    assert '<tr class="changed"><th>iterations</th><td>2</td><td>3</td></tr>' in table
+    assert '<tr class="changed"><th>tokens</th><td>200</td><td>300</td></tr>' in table
+    assert page.count('<table class="drift">') == 1
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -367,3 +367,33 @@ async def test_plain_tests_without_runs_in_both_reports_are_not_compared() -> No
     plain = _test("t.py::plain", runs=0, iterations=0, tokens=0, trajectory=())
 
     assert compare_reports(_report(plain), _report(plain)).drifts == ()
+
+
+# -- the baseline's figures kept for the HTML page -------------------------------------
+
+
+async def test_a_drifted_test_keeps_the_baselines_figures() -> None:
+    from pytest_agentctx.reports.gate import attach_baselines
+
+    report = _report(
+        _test("t.py::a", iterations=3, trajectory=("search", "lookup", "answer")), _test("t.py::b")
+    )
+
+    assert attach_baselines(report, BASELINE) == 1
+    assert report["tests"][0]["baseline"] == {
+        "stats": {
+            "runs": 1,
+            "iterations": 2,
+            "total_tokens": 1000,
+            "trajectory": ["search", "answer"],
+        }
+    }
+
+
+async def test_a_test_within_the_tolerance_keeps_no_baseline() -> None:
+    from pytest_agentctx.reports.gate import attach_baselines
+
+    report = _report(_test("t.py::a", tokens=1050), _test("t.py::c"))
+
+    assert attach_baselines(report, BASELINE) == 0
+    assert ["baseline" in test for test in report["tests"]] == [False, False]

@@ -530,3 +530,78 @@ async def test_a_record_redacted_keeps_its_figures() -> None:
     assert redacted["stats"]["iterations"] == plain["stats"]["iterations"] == 2
     assert junit_properties(redacted) == junit_properties(plain)
     assert SECRET in json.dumps(plain)  # the redactor, not the record's building, removed it
+
+
+# -- why a test failed -----------------------------------------------------------------
+
+
+async def test_a_failure_entry_keeps_a_short_text_whole() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+
+    entry = failure_entry("call", "def test():\n>   assert 1 == 2\nE   assert 1 == 2\n")
+
+    assert entry == {
+        "phase": "call",
+        "message": "E assert 1 == 2",
+        "text": "def test():\n>   assert 1 == 2\nE   assert 1 == 2\n",
+        "truncated": False,
+        "cut": 0,
+    }
+
+
+async def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+
+    text = "HEAD" + "x" * 5000 + "TAIL"
+
+    entry = failure_entry("call", text, message="MismatchError: 2 mismatches\n...", limit=1000)
+
+    assert entry["truncated"] is True
+    assert entry["cut"] == len(text) - 1000
+    assert entry["text"].startswith("HEAD")
+    assert entry["text"].endswith("TAIL")
+    assert f"[{len(text) - 1000:,} characters of the failure text cut here" in entry["text"]
+    assert entry["message"] == "MismatchError: 2 mismatches"
+
+
+async def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.traffic.cassettes import Redactor
+
+    failure = failure_entry("call", "E   AssertionError: key sk-live-0123456789")
+
+    record = _record(failure=failure, redactor=Redactor(extra_values=["sk-live-0123456789"]))
+
+    assert record["failure"]["text"] == "E   AssertionError: key REDACTED"
+    assert record["failure"]["message"] == "E AssertionError: key REDACTED"
+
+
+async def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+
+    failure = failure_entry("setup", "E   fixture 'db' not found")
+    report = _report(
+        ("t.py::a", "failed", _record(failure=failure)), ("t.py::b", "passed", _record())
+    )
+
+    assert [test["failure"] for test in report["tests"]] == [failure, None]
+
+
+async def test_the_junit_properties_name_the_failure_in_one_line() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+
+    record = _record(failure=failure_entry("call", "...", message="AssertionError: 5 != 6"))
+
+    assert ("agentctx.failure", "call: AssertionError: 5 != 6") in junit_properties(record)
+    assert "agentctx.failure" not in dict(junit_properties(_record()))
+
+
+async def test_a_failure_entry_leaves_out_object_addresses() -> None:
+    from pytest_agentctx.reports.failures import failure_entry
+
+    text = "self = <pytest_agentctx.Cassette object at 0x7f889706ec10>\nE   boom"
+
+    entry = failure_entry("call", text, message="boom <Thing object at 0xDEADbeef01>")
+
+    assert entry["text"] == "self = <pytest_agentctx.Cassette object at 0x...>\nE   boom"
+    assert entry["message"] == "boom <Thing object at 0x...>"

@@ -321,3 +321,86 @@ async def test_rendering_time_grows_linearly_with_the_tests() -> None:
 
     # 10x the tests: about 10x the time when linear, 100x when quadratic
     assert large < small * 30, f"40 tests: {small:.3f} s, 400 tests: {large:.3f} s"
+
+
+# -- why a test failed, and how it drifted ---------------------------------------------
+
+
+def _failure(text: str, **fields: Any) -> dict[str, Any]:
+    entry = {"phase": "call", "message": "AssertionError: boom", "text": text}
+    return {**entry, "truncated": False, "cut": 0, **fields}
+
+
+async def test_a_failed_test_shows_its_failure_text_open_and_escaped() -> None:
+    failed = _test(
+        "tests/test_w.py::test_b",
+        _context(),
+        outcome="failed",
+        failure=_failure(f"E   AssertionError: {SCRIPT}"),
+    )
+    page = render_html(_report(failed))
+    tree = _parse(page)
+
+    tag, attributes, ancestors = tree.elements["t0-failure"]
+    assert (tag, "open" in attributes, ancestors) == ("details", True, ("t0",))
+    assert f"E   AssertionError: {ESCAPED_SCRIPT}" in page
+    assert SCRIPT not in page
+    assert "in call" in page
+
+
+async def test_a_cut_failure_text_says_how_much_was_cut() -> None:
+    failed = _test(
+        "tests/test_w.py::test_b",
+        _context(),
+        outcome="failed",
+        failure=_failure("E   ...", truncated=True, cut=123456),
+    )
+
+    assert "123,456 characters were cut from the middle" in render_html(_report(failed))
+
+
+async def test_a_passed_test_shows_no_failure() -> None:
+    page = render_html(_report(_test("tests/test_w.py::test_a", _context(), failure=None)))
+
+    assert "t0-failure" not in _parse(page).elements
+
+
+async def test_a_drifted_test_shows_the_baseline_run_beside_its_own() -> None:
+    drifted = _test(
+        "tests/test_w.py::test_a",
+        _context(),
+        baseline={
+            "stats": {
+                "iterations": 1,
+                "tool_calls": 0,
+                "total_tokens": 90,
+                "cost_usd": None,
+                "trajectory": [],
+            }
+        },
+    )
+    page = render_html(_report(drifted))
+    table = page[
+        page.index('<table class="drift">') : page.index("</table>", page.index('class="drift"'))
+    ]
+
+    rows = re.findall(
+        r"<tr( class=\"changed\")?><th>([^<]+)</th><td>(.*?)</td><td>(.*?)</td></tr>", table
+    )
+    assert [(label, bool(changed)) for changed, label, _, _ in rows] == [
+        ("trajectory", True),
+        ("iterations", True),
+        ("tool calls", True),
+        ("tokens", True),
+        ("cost", True),
+    ]
+    assert rows[0][2] == '<span class="muted">no tool call</span>'
+    assert rows[0][3] == '<ol class="trajectory"><li class="diff">get_weather</li></ol>'
+    assert [row[2:] for row in rows[1:4]] == [("1", "2"), ("0", "1"), ("90", "328")]
+    assert 'data-attention="1"' in page
+
+
+async def test_a_test_without_a_baseline_entry_shows_no_drift_table() -> None:
+    page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
+
+    assert '<table class="drift">' not in page

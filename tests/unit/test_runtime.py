@@ -1107,6 +1107,25 @@ async def test_runtime_results_include_a_run_that_ran_out_of_iterations(
     assert runtime.results == [caught.value.result]
 
 
+async def test_a_run_stopped_by_a_model_error_is_kept_failed_with_its_context_so_far(
+    fake: FakeLLM, runtime: AgentRuntime
+) -> None:
+    fake.reply_tool_call("get_weather", city="Paris").fail(500, "the model is down")
+    with pytest.raises(openai.InternalServerError) as caught:
+        await runtime.run(weather_agent(), QUESTION)
+
+    match runtime.results:
+        case [RunResult(status="failed", output=None, error=str(error), context=context)]:
+            assert error.startswith("InternalServerError: ")
+            assert "the model is down" in error
+            assert [call.name for call in context.all_tool_calls] == ["get_weather"]
+            assert len(context.iterations) == 2  # the second call failed: no answer
+            assert not context.iterations[-1].is_complete
+        case other:
+            raise AssertionError(other)
+    assert caught.value is not None
+
+
 # -- stores the runtime hands to runs ------------------------------------------------------
 
 

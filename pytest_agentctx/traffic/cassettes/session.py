@@ -168,6 +168,8 @@ class Cassette:
         #: (position in _log it came before, interaction) of each request another tool
         #: answered: what the test saw, never written to the cassette.
         self._witnessed: list[tuple[int, Interaction | None]] = []
+        #: The same of each miss, with the error it was answered (see seen_log).
+        self._missed: list[tuple[int, Interaction | None]] = []
         self.played: list[int] = []
         # Every exchange in the order its request came: (recorded?, index into loaded or
         # recorded_interactions). Capture reads it (see exchange_log).
@@ -227,13 +229,39 @@ class Cassette:
         # The SDK's error says only what was missed: the test's failure compares it with the
         # closest recording, once (the SDK's error is shown beside it).
         message = self.redactor.text(response_message(miss, path=self.path))
+        content = json.dumps(
+            {"error": {"type": "cassette_miss", "message": message}, "type": "error"}
+        ).encode()
+        self._witness_miss(request, url, body_json, raw, content)
         return make_response(
             599,
             headers={"content-type": "application/json", "x-should-retry": "false"},
-            content=json.dumps(
-                {"error": {"type": "cassette_miss", "message": message}, "type": "error"}
-            ).encode(),
+            content=content,
         )
+
+    def _witness_miss(
+        self, request: Any, url: str, body_json: Any, raw: bytes, content: bytes
+    ) -> None:
+        """Keep a missed request, with the error it was answered, for :attr:`seen_log`
+        (never saved): the captured run of a test that stopped on a miss then ends with the
+        iteration whose request missed, so its reports show how far the agent got."""
+        request_body: Body = (
+            {"json": body_json}
+            if body_json is not NO_JSON
+            else encode_body(raw, request.headers.get("content-type"))
+        )
+        interaction = Interaction(
+            method=request.method.upper(),
+            url=url,
+            request_headers={},
+            request_body=request_body,
+            status=599,
+            response_headers={"content-type": "application/json"},
+            response_body=encode_body(content, "application/json"),
+            origin=f"missed#{len(self.misses) - 1}",
+        )
+        with self._lock:
+            self._missed.append((len(self._log), interaction))
 
     def _replay(self, position: int) -> Any:
         interaction = self.loaded[position]
@@ -444,13 +472,26 @@ class Cassette:
     def exchange_log(self) -> list[Interaction]:
         """The interactions this test used, replayed or recorded, and those another tool
         (a respx route) answered, in the order of their requests (a recording joins once its
-        response was read to the end)."""
+        response was read to the end). Misses are left out: see :attr:`seen_log`."""
+        return self._exchanges(misses=False)
+
+    @property
+    def seen_log(self) -> list[Interaction]:
+        """:attr:`exchange_log` with the requests the cassette could not answer, each with
+        the error it was answered (status 599, never saved), in request order: what the
+        agent saw, from which its runs are rebuilt (a run that stopped on a miss ends with
+        the iteration whose request missed)."""
+        return self._exchanges(misses=True)
+
+    def _exchanges(self, *, misses: bool) -> list[Interaction]:
         with self._lock:
             log = list(self._log)
             recorded = list(self.recorded_interactions)
-            witnessed = list(self._witnessed)
+            extra = list(self._witnessed) + (list(self._missed) if misses else [])
         used = [recorded[index] if new else self.loaded[index] for new, index in log]
-        for position, interaction in reversed(witnessed):
+        # from the last position back; those before the same logged exchange keep their
+        # order (witnessed ones, then misses)
+        for position, interaction in reversed(sorted(extra, key=lambda pair: pair[0])):
             used.insert(position, interaction)
         return [item for item in used if item is not None]
 

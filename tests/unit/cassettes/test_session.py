@@ -1268,3 +1268,26 @@ async def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(
     Cassette(path, test_id=TEST_ID)
 
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+async def test_seen_log_keeps_a_miss_with_the_error_it_was_answered(path):
+    cassette = _replaying(path, _interaction(_request("Hi"), chat_completion("Hello!")))
+
+    with _active(cassette):
+        async with _client() as client:
+            await _ask(client, "Hi")
+            with pytest.raises(openai.APIStatusError):
+                await _ask(client, "Unknown")
+
+    match cassette.seen_log:
+        case [
+            first,
+            Interaction(
+                status=599,
+                request_body={"json": {"messages": [{"content": "Unknown"}]}},
+                response_body={"json": {"error": {"type": "cassette_miss"}}},
+            ),
+        ] if first is cassette.loaded[0]:
+            pass
+        case other:
+            raise AssertionError(other)
