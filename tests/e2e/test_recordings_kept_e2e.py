@@ -379,7 +379,7 @@ def test_a_new_cassette_under_a_read_only_folder_names_that_folder_and_is_unsave
         "user running pytest (or set agent_cassette_dir to a writable folder), then record "
         'again: pytest --agent-record "test_streams.py::test_whole"',
     )
-    result.stdout.fnmatch_lines(["test_streams.py::test_whole * unsaved"])
+    result.stdout.fnmatch_lines(["* test_streams.py::test_whole * unsaved"])
     assert list((project.path / "cassettes").iterdir()) == []
 
 
