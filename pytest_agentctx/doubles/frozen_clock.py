@@ -38,10 +38,14 @@ from datetime import UTC, datetime, timedelta
 from types import ModuleType, TracebackType
 from typing import Any
 
-# Imported here, before any freeze: pydantic keys its schemas by the datetime classes it
-# sees on import, which must be the real ones.
+# Imported here, before any freeze: pydantic's schema generator keys its table of known types
+# by the classes ``datetime.datetime`` and ``datetime.date`` are when it is first imported, and
+# a freeze makes those freezegun's fakes. ``TypeAdapter`` is the public name whose import loads
+# that generator; without it a session whose first model is built under a frozen clock could
+# never validate a real datetime again.
 from pydantic import GetCoreSchemaHandler
-from pydantic_core import CoreSchema
+from pydantic import TypeAdapter as _loads_the_schema_generator  # noqa: F401
+from pydantic_core import CoreSchema, core_schema
 
 from pytest_agentctx.context.clock import DEFAULT_START, parse_datetime
 
@@ -214,18 +218,24 @@ def _pydantic_reads_fake_dates() -> None:
     """Give freezegun's ``FakeDatetime`` and ``FakeDate`` the pydantic schemas of
     ``datetime.datetime`` and ``datetime.date``: a model whose module was imported while the
     clock was frozen annotates its fields with the fake classes. Idempotent."""
-    import datetime as real
-
     import freezegun.api as api
 
-    for fake, original in ((api.FakeDatetime, real.datetime), (api.FakeDate, real.date)):
+    schemas = (
+        (api.FakeDatetime, core_schema.datetime_schema),
+        (api.FakeDate, core_schema.date_schema),
+    )
+    for fake, build in schemas:
         if "__get_pydantic_core_schema__" in vars(fake):
             continue
 
         def schema(
-            cls: type, source: Any, handler: GetCoreSchemaHandler, *, original: type = original
+            cls: type,
+            source: Any,
+            handler: GetCoreSchemaHandler,
+            *,
+            build: Callable[[], CoreSchema] = build,
         ) -> CoreSchema:
-            return handler(original)
+            return build()
 
         setattr(fake, "__get_pydantic_core_schema__", classmethod(schema))  # noqa: B010
 

@@ -356,3 +356,28 @@ async def test_a_model_defined_while_frozen_has_the_json_schema_of_real_dates(mo
         frozen = _module("weather_models", monkeypatch, FORECAST).Forecast.model_json_schema()
 
     assert frozen == unfrozen
+
+
+async def test_pydantic_first_loaded_under_a_frozen_clock_still_knows_real_dates_after_it():
+    # a fresh interpreter, whose first pydantic model is built while the clock is frozen:
+    # pydantic must have learnt the real datetime classes before the freeze, or no model with
+    # a datetime field validates, frozen or not, for the rest of the session
+    code = (
+        "from pytest_agentctx.doubles.frozen_clock import FrozenClock\n"
+        "with FrozenClock('2001-02-03T04:05:06Z'):\n"
+        "    from datetime import datetime\n"
+        "    from pydantic import BaseModel\n"
+        "    class Frozen(BaseModel):\n"
+        "        at: datetime\n"
+        "    frozen = Frozen(at='2001-02-03T04:05:06Z').at.year\n"
+        "import datetime as real\n"
+        "class Later(BaseModel):\n"
+        "    at: real.datetime\n"
+        "print(frozen, Later(at='2024-05-06T07:08:09Z').at.year)\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await process.communicate()
+
+    assert (process.returncode, out.decode().strip()) == (0, "2001 2024"), err.decode()
