@@ -72,7 +72,7 @@ async def first_word_async(base_url):
 def first_word_anthropic(base_url):
     client = anthropic.Anthropic(base_url=base_url, api_key="sk-ant-e2e-test", max_retries=0)
     stream = client.messages.create(
-        model="claude-3-5-haiku-latest", max_tokens=100, messages=QUESTION, stream=True
+        model="claude-haiku-4-5", max_tokens=100, messages=QUESTION, stream=True
     )
     for event in stream:
         if event.type == "content_block_delta":
