@@ -10,6 +10,13 @@ the 100 files, merging, summing and writing the merged report. The reports are g
 once, before any timer starts; the figures are the median wall-clock and CPU times of the
 rounds (the target: under 1 s; on a busy machine the CPU time is the steadier figure).
 
+Side by side, in the same run: the tool a user merges shard results with today,
+junitparser's ``merge`` (``junitparser merge shard-*.xml merged.xml``, called in this
+process as its command does), over the JUnit XML the same 100 shards write with
+``--junitxml``: one ``<testcase>`` per test, with the ``agentctx.*`` properties the plugin
+adds. It merges test outcomes only; ``report merge`` also carries every run's iterations,
+messages and figures. The ratio is report merge's median over junitparser's.
+
     .venv/bin/python benchmarks/bench_merge.py            # 100 shards x 100 tests, 5 rounds
     .venv/bin/python benchmarks/bench_merge.py --quick    # 10 shards x 100 tests, 2 rounds
 """
@@ -25,11 +32,19 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from junitparser import cli as junitparser_cli
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult
 from pytest_agentctx.cli.main import main
 from pytest_agentctx.context.figures import RunRecord
-from pytest_agentctx.reports.records import ReportCollector, build_record, dumps_report
+from pytest_agentctx.reports.records import (
+    ReportCollector,
+    build_record,
+    dumps_report,
+    junit_properties,
+)
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -55,27 +70,32 @@ def context(test: int, run: int) -> AgentContext:
     return ctx.add_assistant_message(f"It is 18°C and sunny in c{test}.", at=next(clock))
 
 
+def test_record(shard: int, number: int) -> dict[str, Any]:
+    """The record of test ``number`` of shard ``shard``, as the plugin builds it."""
+    runs = [
+        RunRecord("weather", "runtime", context(number, run))
+        for run in range(1 + (number % 10 == 0))
+    ]
+    cassette: dict[str, Any] | None = None
+    if number % 4 == 0:
+        cassette = {
+            "path": f"cassettes/tests/test_weather_{shard:03}/test_city[{number}].json",
+            "mode": "none",
+            "status": "replayed",
+            "interactions": 3,
+            "unused": [],
+            "shared": False,
+        }
+    return build_record(runs=runs, cassette=cassette)
+
+
 def shard_report(shard: int, tests: int) -> str:
     """The text ``--agent-report`` writes for shard ``shard`` of ``tests`` tests."""
     collector = ReportCollector()
     for index in range(tests):
         number = shard * tests + index
         nodeid = f"tests/test_weather_{shard:03}.py::test_city[{number}]"
-        runs = [
-            RunRecord("weather", "runtime", context(number, run))
-            for run in range(1 + (number % 10 == 0))
-        ]
-        cassette: dict[str, Any] | None = None
-        if number % 4 == 0:
-            cassette = {
-                "path": f"cassettes/tests/test_weather_{shard:03}/test_city[{number}].json",
-                "mode": "none",
-                "status": "replayed",
-                "interactions": 3,
-                "unused": [],
-                "shared": False,
-            }
-        record = build_record(runs=runs, cassette=cassette)
+        record = test_record(shard, number)
         for phase in ("passed", "passed", "passed"):
             collector.add(nodeid, phase)
         collector.add(nodeid, "passed", record=record)
@@ -84,6 +104,42 @@ def shard_report(shard: int, tests: int) -> str:
         if test["cassette"] is not None:
             test["cassette"].pop("shared", None)
     return dumps_report(report)
+
+
+def shard_junit(shard: int, tests: int) -> str:
+    """The JUnit XML ``--junitxml`` writes for the same shard: pytest's layout, one test case
+    per test with the plugin's ``agentctx.*`` properties."""
+    cases = []
+    for index in range(tests):
+        number = shard * tests + index
+        properties = "".join(
+            f"<property name={quoteattr(name)} value={quoteattr(str(value))} />"
+            for name, value in junit_properties(test_record(shard, number))
+        )
+        cases.append(
+            f'<testcase classname="tests.test_weather_{shard:03}" '
+            f'name="test_city[{number}]" time="0.012"><properties>{properties}</properties>'
+            "</testcase>"
+        )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">'
+        f'<testsuite name="pytest" errors="0" failures="0" skipped="0" tests="{tests}" '
+        f'time="1.2" timestamp="2025-01-01T00:00:00" hostname="ci-{shard}">'
+        f"{''.join(cases)}</testsuite></testsuites>"
+    )
+
+
+def timed(step: Any, rounds: int) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU seconds of ``rounds`` calls of ``step`` (which returns an exit code)."""
+    times, cpu = [], []
+    for _ in range(rounds):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = step()
+        times.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+        assert code == 0, f"{step} exited {code}"
+    return times, cpu
 
 
 def run(*, shards: int, tests: int, rounds: int) -> None:
@@ -100,20 +156,36 @@ def run(*, shards: int, tests: int, rounds: int) -> None:
             f"generated {shards} shard reports x {tests} tests ({size / 1e6:.1f} MB) in "
             f"{time.perf_counter() - started:.1f} s"
         )
+        xml_inputs = sorted(inputs.glob("*.json"))
+        for shard in range(shards):
+            (inputs / f"shard-{shard:03}.xml").write_text(
+                shard_junit(shard, tests), encoding="utf-8"
+            )
         output = Path(folder) / "merged.json"
-        times, cpu = [], []
-        for _ in range(rounds):
-            started, started_cpu = time.perf_counter(), time.process_time()
-            with contextlib.redirect_stdout(io.StringIO()):
-                code = main(["report", "merge", str(output), str(inputs)])
-            times.append(time.perf_counter() - started)
-            cpu.append(time.process_time() - started_cpu)
-            assert code == 0, f"merge exited {code}"
+        xml_output = Path(folder) / "merged.xml"
+        xml_paths = [str(path.with_suffix(".xml")) for path in xml_inputs]
+        json_paths = [str(path) for path in xml_inputs]
+        times, cpu = timed(lambda: main(["report", "merge", str(output), *json_paths]), rounds)
+        # junitparser's command function has no annotations
+        xml_times, xml_cpu = timed(
+            lambda: junitparser_cli.merge(xml_paths, str(xml_output)),  # type: ignore[no-untyped-call]
+            rounds,
+        )
         merged_size = output.stat().st_size / 1e6
         print(
             f"report merge: median {statistics.median(times):.3f} s, best {min(times):.3f} s "
             f"(CPU time: median {statistics.median(cpu):.3f} s) over {rounds} rounds "
             f"({shards * tests} tests, merged report {merged_size:.1f} MB)"
+        )
+        print(
+            f"junitparser merge (JUnit XML of the same tests): median "
+            f"{statistics.median(xml_times):.3f} s, best {min(xml_times):.3f} s (CPU time: "
+            f"median {statistics.median(xml_cpu):.3f} s, merged XML "
+            f"{xml_output.stat().st_size / 1e6:.1f} MB)"
+        )
+        print(
+            "ratio report merge / junitparser merge (median wall): "
+            f"{statistics.median(times) / statistics.median(xml_times):.2f}"
         )
 
 
