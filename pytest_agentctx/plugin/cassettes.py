@@ -202,6 +202,8 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
         judged=judged,
         saved=saved,
         unsaved=unsaved is not None,
+        # a failing test's recording, not kept (--agent-record-failing keeps it)
+        discarded=cassette.recorded and bool(call and not call.passed) and not saved,
     )
     if unsaved is not None:  # the message says it all: no frames of the plugin
         raise pytest.fail.Exception(f"{type(unsaved).__name__}: {unsaved}", pytrace=False)

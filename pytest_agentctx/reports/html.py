@@ -233,7 +233,7 @@ class _Page:
             test.get("outcome") == "failed"
             or gate_lines
             or as_seq(as_map(test.get("budget")).get("exceeded"))
-            or cassette.get("status") in ("unsaved", "stale", "unused", "missing")
+            or cassette.get("status") in ("discarded", "unsaved", "stale", "unused", "missing")
             or (repeat and repeat.get("pass_rate", 1) < repeat.get("min_pass_rate", 0))
             or as_map(test.get("baseline"))
         )

@@ -59,15 +59,20 @@ REPORT_VERSION = 1
 #: Name of the teardown report attribute that carries a test's record.
 RECORD_ATTRIBUTE = "agentctx"
 
-CassetteStatus = Literal["replayed", "recorded", "unsaved", "stale", "unused", "missing"]
+CassetteStatus = Literal[
+    "replayed", "recorded", "discarded", "unsaved", "stale", "unused", "missing"
+]
 #: What happened to a test's cassette: ``replayed`` (answered every request from the file),
-#: ``recorded`` (the test's traffic went to the network and was recorded), ``unsaved``
-#: (recorded, but the file could not be written: the previous version is kept), ``stale`` (the
+#: ``recorded`` (the test's traffic went to the network and was recorded), ``discarded``
+#: (recorded, but the test failed, so the recording was not kept: ``--agent-record-failing``
+#: keeps it), ``unsaved`` (recorded, but the file could not be written: the previous version
+#: is kept), ``stale`` (the
 #: agent sent requests the cassette cannot answer, or left recordings unused and failed for
 #: it), ``unused`` (recordings left unused where that is allowed), ``missing`` (no file).
 CASSETTE_STATUSES: tuple[CassetteStatus, ...] = (
     "replayed",
     "recorded",
+    "discarded",
     "unsaved",
     "stale",
     "unused",
@@ -88,14 +93,21 @@ def _relative(path: Path, rootpath: Path) -> str:
 
 
 def cassette_entry(
-    cassette: Cassette, *, rootpath: Path, judged: bool, saved: bool, unsaved: bool = False
+    cassette: Cassette,
+    *,
+    rootpath: Path,
+    judged: bool,
+    saved: bool,
+    unsaved: bool = False,
+    discarded: bool = False,
 ) -> dict[str, Any]:
     """The report entry of a test's cassette after the test ran.
 
     ``judged``: the test body passed, so recordings it left unused count against the
     cassette (a failing test stops early and leaves some unused for that reason alone).
     ``saved``: the cassette file was written by this test; ``unsaved``: writing it failed
-    (the test fails for it, and the report must not say ``recorded``). A cassette shared by several
+    (the test fails for it, and the report must not say ``recorded``); ``discarded``: the test
+    recorded but failed, so its recording was not kept. A cassette shared by several
     tests (``@pytest.mark.agent(cassette=...)``) is never ``unused`` on its own: the
     collector decides from every test that used it (the ``shared`` key, dropped from the
     report).
@@ -104,6 +116,8 @@ def cassette_entry(
     status: CassetteStatus
     if unsaved:
         status = "unsaved"
+    elif discarded:
+        status = "discarded"
     elif cassette.recorded or saved or cassette.mode is RecordMode.REWRITE:
         status = "recorded"
     elif cassette.misses:
@@ -456,6 +470,11 @@ def summary_line(report: Mapping[str, Any]) -> str | None:
     statuses = _statuses(agents)
     if statuses:
         line = f"{line}; cassettes: {statuses}"
+    if any(test["cassette"] and test["cassette"]["status"] == "discarded" for test in agents):
+        line += (
+            " (a failing test's recording is not kept: fix the test and record again, or "
+            "keep it with --agent-record-failing)"
+        )
     unmeasured = sum(not is_measured(test) for test in agents)
     if unmeasured:
         line += (

@@ -160,7 +160,8 @@ def _flagged(test: Mapping[str, Any]) -> bool:
     return (
         test["outcome"] == "failed"
         or (
-            cassette is not None and cassette["status"] in ("unsaved", "stale", "unused", "missing")
+            cassette is not None
+            and cassette["status"] in ("discarded", "unsaved", "stale", "unused", "missing")
         )
         or (budget is not None and bool(budget.get("exceeded")))
     )

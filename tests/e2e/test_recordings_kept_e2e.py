@@ -383,6 +383,37 @@ def test_a_new_cassette_under_a_read_only_folder_names_that_folder_and_is_unsave
     assert list((project.path / "cassettes").iterdir()) == []
 
 
+def test_a_failing_test_s_recording_is_discarded_and_the_summary_says_how_to_keep_it(project):
+    project.makepyfile(
+        test_fails="""
+import pytest
+from stream_agents import all_words_sync
+
+@pytest.mark.agent
+def test_wrong(provider):
+    assert all_words_sync(provider.openai_base_url) == "not what the model said"
+"""
+    )
+
+    result = project.runpytest("--agent-record", "--agent-report=report.json")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "agentctx: 1 agent test, *; cassettes: 1 discarded (a failing test's recording is "
+            "not kept: fix the test and record again, or keep it with --agent-record-failing)*"
+        ]
+    )
+    [test] = json.loads((project.path / "report.json").read_text())["tests"]
+    assert (
+        test["cassette"]["status"],
+        _cassette(project, "test_fails", "test_wrong").exists(),
+    ) == (
+        "discarded",
+        False,
+    )
+
+
 # -- report paths ----------------------------------------------------------------------
 
 
