@@ -5,7 +5,7 @@ report is written the way ``--agent-report`` writes it (each test's record built
 :func:`build_record` from its runs, with each run's whole context: three iterations of a
 tool loop with the model's metadata and token usage, as the runtime records them; one test
 in four has a cassette entry, one in ten a second run). The timed step is the whole
-command, ``main(["report", "merge", OUT, FOLDER])``, in this process: reading and checking
+command, ``main(["report", "merge", *FILES, "-o", OUT])``, in this process: reading and checking
 the 100 files, merging, summing and writing the merged report. The reports are generated
 once, before any timer starts; the figures are the median wall-clock and CPU times of the
 rounds (the target: under 1 s; on a busy machine the CPU time is the steadier figure).
@@ -165,7 +165,9 @@ def run(*, shards: int, tests: int, rounds: int) -> None:
         xml_output = Path(folder) / "merged.xml"
         xml_paths = [str(path.with_suffix(".xml")) for path in xml_inputs]
         json_paths = [str(path) for path in xml_inputs]
-        times, cpu = timed(lambda: main(["report", "merge", str(output), *json_paths]), rounds)
+        times, cpu = timed(
+            lambda: main(["report", "merge", *json_paths, "-o", str(output)]), rounds
+        )
         # junitparser's command function has no annotations
         xml_times, xml_cpu = timed(
             lambda: junitparser_cli.merge(xml_paths, str(xml_output)),  # type: ignore[no-untyped-call]

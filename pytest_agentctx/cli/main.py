@@ -39,9 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="merge JSON reports, render the HTML page")
     actions = report.add_subparsers(dest="action", required=True, metavar="ACTION")
     merge = actions.add_parser("merge", help="merge the JSON reports of shards into one")
-    merge.add_argument("output", metavar="OUT.json", help="the merged report to write")
     merge.add_argument(
         "inputs", metavar="IN", nargs="+", help="reports: files, folders or glob patterns"
+    )
+    merge.add_argument(
+        "-o", "--output", metavar="OUT.json", required=True, help="the merged report to write"
     )
     html = actions.add_parser("html", help="the HTML page of a JSON report")
     html.add_argument("input", metavar="IN.json")

@@ -48,10 +48,18 @@ _WRITE = "Each shard writes one with: pytest --agent-report=PATH"
 
 def expand_inputs(inputs: Iterable[str], *, output: Path | None = None) -> list[Path]:
     """The report files that ``inputs`` name: files, folders (their ``*.json`` files) and
-    glob patterns; ``output`` is left out (merging into a folder of the inputs)."""
+    glob patterns. ``output`` is left out where a folder or a pattern matches it (merging
+    into a folder of the inputs, again); named as an input file, it is refused, since
+    writing it would lose that report's tests."""
     found: list[Path] = []
     for text in inputs:
         path = Path(text)
+        if output is not None and path.resolve() == output.resolve() and not path.is_dir():
+            raise ReportError(
+                f"report merge: the output {output} is also an input; merging into it would "
+                "replace that report and lose its tests. Write the merged report to a new "
+                f"file: pytest-agentctx report merge {' '.join(inputs)} -o merged.json"
+            )
         if path.is_dir():
             matches = sorted(path.glob("*.json"))
             where = f"folder {text} has no *.json file"
@@ -69,7 +77,7 @@ def expand_inputs(inputs: Iterable[str], *, output: Path | None = None) -> list[
     if not unique:
         raise ReportError(
             "report merge: no input report besides the output file. Give the shards' "
-            "reports: pytest-agentctx report merge merged.json shard-*.json"
+            "reports: pytest-agentctx report merge 'shard-*.json' -o merged.json"
         )
     return [unique[key] for key in sorted(unique)]
 

@@ -130,7 +130,7 @@ def test_merged_shard_reports_are_the_report_of_one_session(research, capsys) ->
     for name in ("research", "steady"):
         research.runpytest(*QUIET, "-k", name, f"--agent-report=shards/{name}.json")
 
-    code, lines = command(capsys, "report", "merge", "merged.json", "shards")
+    code, lines = command(capsys, "report", "merge", "shards", "-o", "merged.json")
 
     assert (code, lines) == (
         0,

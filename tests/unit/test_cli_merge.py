@@ -135,6 +135,19 @@ async def test_the_output_file_is_not_an_input(tmp_path: Path) -> None:
     assert expand_inputs([str(tmp_path)], output=tmp_path / "merged.json") == [tmp_path / "a.json"]
 
 
+async def test_an_output_named_as_an_input_file_is_refused_and_left_unchanged(
+    tmp_path: Path,
+) -> None:
+    for name in ("shard-1.json", "shard-2.json"):
+        (tmp_path / name).write_text("{}")
+    first = str(tmp_path / "shard-1.json")
+
+    with pytest.raises(ReportError, match=r"the output .*shard-1.json is also an input"):
+        expand_inputs([first, str(tmp_path / "shard-2.json")], output=Path(first))
+
+    assert (tmp_path / "shard-1.json").read_text() == "{}"
+
+
 async def test_a_shared_cassette_is_unused_only_where_no_shard_used_a_recording() -> None:
     first = report(entry("a.py::t", cassette=shared("unused", [1, 2])))
     second = report(entry("b.py::t", cassette=shared("unused", [0, 2])))
