@@ -53,7 +53,7 @@ class Agent:
     name: str
     model: str
     system_prompt: str | None = None
-    tools: Sequence[Tool] = ()
+    tools: Sequence[Tool[Any]] = ()
     max_iterations: int = 10
     max_tokens: int | None = None
     temperature: float | None = None
@@ -110,7 +110,7 @@ class Agent:
         """The model part of ``model`` (``gpt-4o-mini``)."""
         return split_model(self.model)[1]
 
-    def get_tool(self, name: str) -> Tool | None:
+    def get_tool(self, name: str) -> Tool[Any] | None:
         """The tool called ``name``, or ``None``."""
         return next((t for t in self.tools if t.name == name), None)
 

@@ -453,4 +453,4 @@ def list_artifacts(ctx: RunContext, prefix: str = "") -> str:
 
 
 #: The built-in artifact tools, to add to an agent: ``Agent(..., tools=[*ARTIFACT_TOOLS])``.
-ARTIFACT_TOOLS: tuple[Tool, ...] = (write_artifact, read_artifact, list_artifacts)
+ARTIFACT_TOOLS: tuple[Tool[Any], ...] = (write_artifact, read_artifact, list_artifacts)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -122,7 +122,7 @@ def _delegate(task: str) -> str:  # pragma: no cover - the runtime never calls i
     raise NotImplementedError
 
 
-class SubAgent(Tool):
+class SubAgent(Tool[Callable[[str], str]]):
     """An agent offered to an orchestrator as a tool named ``id``.
 
     ``description`` tells the orchestrator's model what the sub-agent is for.

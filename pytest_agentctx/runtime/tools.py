@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints, overload
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -41,6 +41,13 @@ if TYPE_CHECKING:
     from pytest_agentctx.runtime.failures import Compensation, FailureHandler
 
 __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
+
+# The decorated function's type, which a Tool keeps for type checkers. Unbounded and
+# covariant on the class: mypy then joins tools of different signatures (a list
+# `[get_weather, add]`) into a Tool (of `function`) that Agent(tools=...) takes. Generic
+# over a ParamSpec and a return type, the same list would join into `object`.
+_F_co = TypeVar("_F_co", covariant=True)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
@@ -99,8 +106,12 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
     return text, params
 
 
-class Tool:
+class Tool(Generic[_F_co]):
     """A function the model can call, with the schema derived from its signature.
+
+    ``Tool[F]`` keeps the function's type ``F`` for type checkers: calling the tool
+    directly (``get_weather("Paris")``) checks the arguments and returns what the function
+    returns (a coroutine for an async function). ``Tool[Any]`` is any tool.
 
     ``on_failure`` and ``compensate`` declare the tool's failure handling (see
     :mod:`pytest_agentctx.runtime.failures`).
@@ -108,7 +119,7 @@ class Tool:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: _F_co,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -123,7 +134,7 @@ class Tool:
                     f"@tool({option}={value!r}) for {getattr(fn, '__name__', fn)!r}: expected a "
                     f"function (sync or async) or None, got {type(value).__name__}."
                 )
-        self.fn = fn
+        self.fn: Callable[..., Any] = fn
         self.on_failure = on_failure
         self.compensate = compensate
         if name is not None and not name:
@@ -233,8 +244,13 @@ class Tool:
             result = await result
         return result
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
+    if TYPE_CHECKING:
+        # Calling the tool is calling the function: same parameters, same return type.
+        __call__: _F_co
+    else:
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
@@ -271,7 +287,7 @@ def _stable_repr(value: Any) -> str:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
+def tool(fn: _F, /) -> Tool[_F]: ...
 
 
 @overload
@@ -281,23 +297,24 @@ def tool(
     description: str | None = None,
     on_failure: FailureHandler | None = None,
     compensate: Compensation | None = None,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[_F], Tool[_F]]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None,
+    fn: _F | None = None,
     /,
     *,
     name: str | None = None,
     description: str | None = None,
     on_failure: FailureHandler | None = None,
     compensate: Compensation | None = None,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
+) -> Tool[_F] | Callable[[_F], Tool[_F]]:
     """Turn a function into a :class:`Tool`; use as ``@tool`` or ``@tool(name=...)``.
 
     ``on_failure`` is called with a :class:`~pytest_agentctx.runtime.failures.Failure` when the tool
     raises (a value other than ``None`` recovers and becomes the result); ``compensate``
-    undoes the tool's work when a later step fails beyond recovery.
+    undoes the tool's work when a later step fails beyond recovery. Either way the tool
+    keeps the function's signature for type checkers (see :class:`Tool`).
     """
     options: dict[str, Any] = {
         "name": name,
@@ -308,7 +325,7 @@ def tool(
     if fn is not None:
         return Tool(fn, **options)
 
-    def decorate(inner: Callable[..., Any]) -> Tool:
+    def decorate(inner: _F) -> Tool[_F]:
         return Tool(inner, **options)
 
     return decorate
