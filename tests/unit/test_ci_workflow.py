@@ -35,9 +35,8 @@ def _uses(job: dict[str, Any]) -> list[str]:
 
 async def test_the_test_job_runs_make_test_on_every_supported_python() -> None:
     job = _jobs()["test"]
-    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
-        "project"
-    ]["classifiers"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    classifiers = project["classifiers"]
     supported = {c.rsplit(" ", 1)[1] for c in classifiers if re.search(r":: 3\.\d+$", c)}
 
     assert set(job["strategy"]["matrix"]["python"]) == supported
