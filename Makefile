@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck test test-lowest demo bench clean
+.PHONY: install lint typecheck docs test test-lowest demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,24 @@ typecheck: $(STAMP)
 	$(BIN)/mypy pytest_agentctx
 	$(BIN)/mypy tests benchmarks
 
-test: lint typecheck
+# The documentation site (mkdocs.yml) into site/, strict: a warning (a broken link, a
+# docstring griffe cannot read) fails it. Its own stamp installs only the docs extra, so
+# the docs job of CI does not install the SDKs and frameworks (the dev extra includes it).
+# `$(BIN)/mkdocs serve` serves the site at http://127.0.0.1:8000 while you edit.
+# NO_MKDOCS_2_WARNING drops the Material theme's banner about its end of life (printed on
+# every build; it is no warning of the build and strict mode does not count it).
+DOCS_STAMP := $(VENV)/.docs-stamp
+
+$(DOCS_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+test: lint typecheck docs
 	$(BIN)/python -m pytest -n 2 --agent-integration $(PYTEST_ARGS)
 
 # The lowest versions that pyproject.toml declares (constraints/lowest.txt) in a venv of
@@ -61,4 +78,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(LOWEST_VENV) dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST_VENV) dist site .pytest_cache .mypy_cache .ruff_cache
