@@ -45,6 +45,8 @@ __all__ = [
     "Handler",
     "Interceptor",
     "answered_by_another_tool",
+    "dispatch_async",
+    "dispatch_sync",
     "forward_async",
     "forward_sync",
     "handlers_before",
@@ -89,6 +91,9 @@ class _Handling:
     route: _RespxRoute | None = None
     #: Whether a handler sent it on to the real transport.
     forwarded: bool = False
+    #: How a request of another client library (see :func:`dispatch_sync`) goes on to the
+    #: network: its own send, taking and giving ``httpx2`` objects. None for httpx(2).
+    send: Callable[[Any], Any] | None = None
 
     @property
     def elsewhere(self) -> bool:
@@ -128,6 +133,8 @@ def forward_sync(request: Any) -> Any:
     if current.is_async:
         raise RuntimeError("forward_sync() called for an async client; use forward_async()")
     current.forwarded = True
+    if current.send is not None:
+        return current.send(request)
     return current.library.sync_original(current.transport, request)
 
 
@@ -137,6 +144,8 @@ async def forward_async(request: Any) -> Any:
     if not current.is_async:
         raise RuntimeError("forward_async() called for a sync client; use forward_sync()")
     current.forwarded = True
+    if current.send is not None:
+        return await current.send(request)
     return await current.library.async_original(current.transport, request)
 
 
@@ -508,6 +517,40 @@ def _patch(library: _Library) -> None:
     library.module.AsyncHTTPTransport.handle_async_request = handle_async_request
 
 
+# -- other client libraries (urllib3, aiohttp) ------------------------------------------
+
+
+def dispatch_sync(
+    request: httpx2.Request, send: Callable[[httpx2.Request], httpx2.Response]
+) -> httpx2.Response:
+    """Handle a request made through another sync client library (urllib3, and so
+    ``requests``), converted to an ``httpx2`` request with its body read: the active
+    handlers are offered it as they are an ``httpx2`` request, and answer it with ``httpx2``
+    responses. ``send`` sends it to the network through the library's own code (converting
+    the request back, and the library's response to an ``httpx2`` one, streamed); it is used
+    when a handler forwards the request (:func:`forward_sync`) or none answers it."""
+    current = _Handling(None, False, _library_for(httpx2), send=send)
+    token = _current.set(current)
+    try:
+        response = _dispatch_sync(request, _offered(current))
+    finally:
+        _current.reset(token)
+    return response if response is not None else send(request)
+
+
+async def dispatch_async(
+    request: httpx2.Request, send: Callable[[httpx2.Request], Awaitable[httpx2.Response]]
+) -> httpx2.Response:
+    """:func:`dispatch_sync` for another async client library (aiohttp)."""
+    current = _Handling(None, True, _library_for(httpx2), send=send)
+    token = _current.set(current)
+    try:
+        response = await _dispatch_async(request, _offered(current))
+    finally:
+        _current.reset(token)
+    return response if response is not None else await send(request)
+
+
 def _install() -> None:
     modules = [httpx2]
     with contextlib.suppress(ImportError):
@@ -516,9 +559,17 @@ def _install() -> None:
         library = _library_for(module)
         _libraries.append(library)
         _patch(library)
+    from pytest_agentctx.traffic.clients import PATCHERS
+
+    for install, _ in PATCHERS:
+        install()
 
 
 def _uninstall() -> None:
+    from pytest_agentctx.traffic.clients import PATCHERS
+
+    for _, uninstall in reversed(PATCHERS):
+        uninstall()
     while _libraries:
         library = _libraries.pop()
         library.module.HTTPTransport.handle_request = library.sync_original

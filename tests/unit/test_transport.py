@@ -21,6 +21,8 @@ import respx
 from pytest_agentctx.traffic.transport import (
     Interceptor,
     answered_by_another_tool,
+    dispatch_async,
+    dispatch_sync,
     forward_async,
     forward_sync,
     handlers_before,
@@ -779,3 +781,44 @@ async def test_the_transport_does_not_import_respx_when_the_test_did_not(monkeyp
             response = await client.get(WEATHER)
 
     assert (response.text, "respx.mocks" in sys.modules) == ("intercepted", False)
+
+
+# -- other client libraries: dispatch_sync / dispatch_async -----------------------------
+
+
+def _sent_by_the_library(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(203, text=f"sent {request.url.path}")
+
+
+async def _sent_by_the_library_async(request: httpx2.Request) -> httpx2.Response:
+    return _sent_by_the_library(request)
+
+
+async def test_a_request_of_another_library_is_answered_by_the_active_handler():
+    request = httpx2.Request("GET", "http://weather.test/paris")
+
+    with Interceptor(_answer("from the handler")):
+        response = dispatch_sync(request, _sent_by_the_library)
+
+    assert (response.status_code, response.text) == (200, "from the handler")
+
+
+async def test_a_request_of_another_library_no_handler_answers_goes_through_its_own_send():
+    request = httpx2.Request("GET", "http://weather.test/paris")
+
+    with Interceptor(lambda request: None):
+        response = await dispatch_async(request, _sent_by_the_library_async)
+
+    assert (response.status_code, response.text) == (203, "sent /paris")
+
+
+async def test_a_handler_forwards_a_request_of_another_library_through_its_send():
+    def forwarding(request: httpx2.Request) -> httpx2.Response:
+        return forward_sync(request)
+
+    with Interceptor(forwarding):
+        response = dispatch_sync(
+            httpx2.Request("GET", "http://weather.test/rome"), _sent_by_the_library
+        )
+
+    assert (response.status_code, response.text) == (203, "sent /rome")
