@@ -85,7 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
-    parser.addini("agent_cassette_format", "Format of new cassettes: json or yaml.", default="json")
+    parser.addini(
+        "agent_cassette_format",
+        "Format of new cassettes: json, yaml or vcr (vcrpy's YAML).",
+        default="json",
+    )
     parser.addini(
         "agent_secret_env",
         "More environment variables whose values are redacted from cassettes.",

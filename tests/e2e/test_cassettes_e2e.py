@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import openai  # noqa: F401  (imported here so the inner runs do not import it again)
 import pytest
 import requests  # noqa: F401  (same)
-import yaml  # noqa: F401  (same: a second import of its C loader breaks it)
+import yaml  # (imported here: a second import of its C loader breaks it)
 from support.http_server import ServerThread
 
 #: The ini of ``agent_pytester`` (tests/conftest.py), for tests that add keys to it.
@@ -719,6 +719,67 @@ def test_yaml_format_writes_and_replays_yaml_cassettes(tester, provider):
     text = (tester.path / "cassettes" / "test_cas_paris" / "test_paris.yaml").read_text()
     assert text.startswith("cassette: pytest-agentctx\n")
     assert "content: 'v1: Paris?'" in text
+
+
+#: A chat completion and a streamed one through httpx, the client vcrpy also patches.
+HTTPX_QUESTIONS = """
+import json
+import os
+
+import httpx
+import pytest
+
+URL = os.environ["AGENT_SERVER"] + "/v1/chat/completions?api-version=1"
+
+
+def body(content, stream=False):
+    return {"model": "gpt-4o-mini", "stream": stream,
+            "messages": [{"role": "user", "content": content}]}
+
+
+def ask(client):
+    return client.post(URL, json=body("Paris?")).json()["choices"][0]["message"]["content"]
+
+
+def ask_streaming(client):
+    with client.stream("POST", URL, json=body("Rome?", stream=True)) as response:
+        events = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    return "".join(
+        json.loads(e)["choices"][0]["delta"]["content"] for e in events if e != "[DONE]"
+    )
+
+
+@pytest.mark.agent
+def test_paris():
+    with httpx.Client(headers={"authorization": "Bearer sk-e2e-test-key"}) as client:
+        assert (ask(client), ask_streaming(client)) == ("v1: Paris?", "v1: Rome? ")
+"""
+
+
+def test_vcr_format_writes_cassettes_vcrpy_replays(tester, provider):
+    import httpx
+    import vcr
+
+    tester.makepyfile(test_cas_vcr=HTTPX_QUESTIONS)
+    tester.makeini(INI + "agent_cassette_format = vcr\n")
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    provider.stop()
+    path = tester.path / "cassettes" / "test_cas_vcr" / "test_paris.yaml"
+    written = yaml.safe_load(path.read_text())
+
+    tester.runpytest().assert_outcomes(passed=1)  # this package replays it
+    module = tester.path / "test_cas_vcr.py"
+    namespace: dict[str, Any] = {}
+    exec(compile(module.read_text(), str(module), "exec"), namespace)
+    with vcr.VCR().use_cassette(str(path), record_mode="none"), httpx.Client() as client:
+        answers = (namespace["ask"](client), namespace["ask_streaming"](client))
+
+    assert answers == ("v1: Paris?", "v1: Rome? ")
+    assert (written["version"], [i["request"]["method"] for i in written["interactions"]]) == (
+        1,
+        ["POST", "POST"],
+    )
+    assert "sk-e2e-test-key" not in path.read_text()
 
 
 # -- offline -------------------------------------------------------------------------

@@ -44,6 +44,7 @@ def save_recorded(
     redactor: Redactor,
     key_of: KeyOf,
     run_id: str,
+    style: str = "native",
 ) -> bool:
     """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
     ``path``; returns whether the file was written. ``key_of`` gives an interaction's
@@ -71,7 +72,7 @@ def save_recorded(
             written = [_scrubbed(i, redactor) for i in base] + recorded
         # Marked first: a marker that cannot be written leaves the cassette as it was.
         mark_written(path, run_id)
-        write_cassette(path, written)
+        write_cassette(path, written, style=style)
     return True
 
 

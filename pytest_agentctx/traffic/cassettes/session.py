@@ -133,8 +133,11 @@ class Cassette:
         shared: bool = False,
         run_id: str = "",
         verbosity: int = 0,
+        style: str = "native",
     ) -> None:
         self.path = path
+        #: How the file is written: ``native`` or ``vcr`` (vcrpy's format, see :mod:`.vcr`).
+        self.style = style
         #: pytest's verbosity (``-vv``: 2): how much a miss message shows.
         self.verbosity = verbosity
         self.test_id = test_id
@@ -547,6 +550,7 @@ class Cassette:
                 redactor=self.redactor,
                 key_of=self._keys.of_interaction,
                 run_id=run_id,
+                style=self.style,
             )
         except OSError as exc:
             raise write_error(

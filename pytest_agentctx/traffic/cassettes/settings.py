@@ -90,6 +90,8 @@ class CassetteSettings:
     allowed_hosts: tuple[str, ...] = ()
     ignore_fields: tuple[str, ...] = DEFAULT_IGNORED_FIELDS
     extension: str = ".json"
+    #: How new cassettes are written: ``native`` (the package's format) or ``vcr`` (vcrpy's).
+    style: str = "native"
     secret_env: tuple[str, ...] = ()
     record_failing: bool = False
     run_id: str = ""
@@ -143,10 +145,11 @@ class CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
         fmt = cassette_format.strip().lower()
-        if fmt not in ("json", "yaml"):
+        if fmt not in ("json", "yaml", "vcr"):
             raise CassetteConfigError(
-                f"agent_cassette_format = {cassette_format!r}; expected json or yaml, e.g. "
-                "agent_cassette_format = yaml. Fix it in your pytest ini file."
+                f"agent_cassette_format = {cassette_format!r}; expected json, yaml or vcr "
+                "(vcrpy's YAML), e.g. agent_cassette_format = yaml. Fix it in your pytest ini "
+                "file."
             )
         if not directory.strip():
             raise CassetteConfigError(
@@ -173,7 +176,8 @@ class CassetteSettings:
             allow_unused=allow_unused,
             allowed_hosts=hosts,
             ignore_fields=(*DEFAULT_IGNORED_FIELDS, *ignore_fields),
-            extension=f".{fmt}",
+            extension=".yaml" if fmt == "vcr" else f".{fmt}",
+            style="vcr" if fmt == "vcr" else "native",
             secret_env=_secret_env(secret_env),
             record_failing=record_failing,
             run_id=run_id,
@@ -535,6 +539,7 @@ def build_cassette(
         shared=options.cassette is not None,
         run_id=settings.run_id,
         verbosity=settings.verbosity,
+        style=settings.style,
     )
     guard = (
         NetworkGuard(

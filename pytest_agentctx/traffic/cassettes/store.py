@@ -261,6 +261,9 @@ def _from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
                 },
                 response_body=response_body,
                 origin=f"{where}#{index}",
+                # written by this package in vcrpy's format (vcrpy ignores both keys)
+                test_id=_test_id(item.get("test_id")),
+                partial=_partial(item.get("partial")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CassetteFormatError(
@@ -372,8 +375,13 @@ def paused_gc() -> Iterator[None]:
 # -- writing -------------------------------------------------------------------------
 
 
-def dump_cassette(interactions: list[Interaction], path: Path) -> str:
-    """The text of a cassette in the package's format (JSON, or YAML by extension)."""
+def dump_cassette(interactions: list[Interaction], path: Path, *, style: str = "native") -> str:
+    """The text of a cassette in the package's format (JSON, or YAML by extension), or in
+    vcrpy's YAML format with ``style="vcr"`` (see :mod:`.vcr`)."""
+    if style == "vcr":
+        from pytest_agentctx.traffic.cassettes.vcr import dump_vcr
+
+        return dump_vcr(interactions)
     data = {
         "cassette": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -547,10 +555,11 @@ def sweep_folder(folder: Path) -> None:
         remove_stale_temporaries(folder)
 
 
-def write_cassette(path: Path, interactions: list[Interaction]) -> None:
-    """Write atomically: a temporary file beside ``path``, flushed, then renamed over it.
+def write_cassette(path: Path, interactions: list[Interaction], *, style: str = "native") -> None:
+    """Write atomically: a temporary file beside ``path``, flushed, then renamed over it;
+    ``style`` as for :func:`dump_cassette`.
 
     Temporary files of ``path`` that a killed process left are removed (see
     :func:`~pytest_agentctx._files.remove_stale_temporaries`)."""
-    atomic_write_text(path, dump_cassette(interactions, path))
+    atomic_write_text(path, dump_cassette(interactions, path, style=style))
     _cache.pop(path, None)

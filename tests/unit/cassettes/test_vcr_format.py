@@ -1,0 +1,148 @@
+"""Unit tests of pytest_agentctx.traffic.cassettes.vcr: cassettes written in vcrpy's format,
+read back by this package and by vcrpy itself."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_agentctx.traffic.cassettes.store import (
+    Interaction,
+    dump_cassette,
+    load_cassette,
+    parse_cassette,
+    write_cassette,
+)
+
+
+def _interaction(**changes: object) -> Interaction:
+    fields: dict[str, object] = {
+        "method": "POST",
+        "url": "https://api.openai.com/v1/chat/completions",
+        "request_headers": {"content-type": "application/json"},
+        "request_body": {"json": {"model": "gpt-4o-mini", "messages": []}},
+        "status": 200,
+        "response_headers": {"content-type": "application/json"},
+        "response_body": {"json": {"id": "chatcmpl-1", "choices": []}},
+    }
+    fields.update(changes)
+    return Interaction(**fields)  # type: ignore[arg-type]
+
+
+def _round_trip(interaction: Interaction) -> Interaction:
+    path = Path("c.yaml")
+    [back] = parse_cassette(dump_cassette([interaction], path, style="vcr"), path)
+    return back
+
+
+async def test_a_vcr_cassette_has_vcrpy_s_layout():
+    data = yaml.safe_load(dump_cassette([_interaction()], Path("c.yaml"), style="vcr"))
+
+    assert data == {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {
+                    "method": "POST",
+                    "uri": "https://api.openai.com/v1/chat/completions",
+                    "headers": {"content-type": ["application/json"]},
+                    "body": '{"model": "gpt-4o-mini", "messages": []}',
+                },
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"content-type": ["application/json"]},
+                    "body": {"string": '{"id": "chatcmpl-1", "choices": []}'},
+                },
+            }
+        ],
+    }
+
+
+async def test_a_stream_reads_back_as_the_same_events():
+    events = [{"data": {"choices": [{"delta": {"content": "Hi"}}]}}, {"data": "[DONE]"}]
+    stream = _interaction(
+        response_headers={"content-type": "text/event-stream"}, response_body={"sse": events}
+    )
+
+    assert _round_trip(stream).response_body == {"sse": events}
+
+
+async def test_a_binary_body_is_yaml_binary_and_reads_back_as_the_same_bytes():
+    raw = bytes(range(256))
+    image = _interaction(
+        response_headers={"content-type": "image/png"},
+        response_body={"base64": base64.b64encode(raw).decode("ascii")},
+    )
+
+    text = dump_cassette([image], Path("c.yaml"), style="vcr")
+
+    assert "!!binary" in text
+    assert _round_trip(image).response_body == image.response_body
+
+
+async def test_the_test_that_recorded_it_and_a_partial_stream_are_kept():
+    shared = _interaction(test_id="tests/test_a.py::test_paris", partial=True)
+
+    back = _round_trip(shared)
+
+    assert (back.test_id, back.partial) == ("tests/test_a.py::test_paris", True)
+
+
+async def test_an_empty_request_body_is_null_as_vcrpy_writes_it():
+    get = _interaction(method="GET", request_body=None, request_headers={})
+
+    data = yaml.safe_load(dump_cassette([get], Path("c.yaml"), style="vcr"))
+
+    assert data["interactions"][0]["request"]["body"] is None
+
+
+async def test_a_vcr_cassette_written_to_disk_loads_as_written(tmp_path):
+    path = tmp_path / "c.yaml"
+    interactions = [_interaction(), _interaction(status=429, response_body=None)]
+
+    write_cassette(path, interactions, style="vcr")
+
+    assert [(i.status, i.response_body) for i in load_cassette(path)] == [
+        (200, interactions[0].response_body),
+        (429, None),
+    ]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=10,
+)
+
+
+@given(
+    request=st.dictionaries(st.text(max_size=8), _json, max_size=4),
+    response=st.dictionaries(st.text(max_size=8), _json, max_size=4),
+    status=st.integers(min_value=100, max_value=599),
+    header=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+)
+async def test_any_json_exchange_reads_back_as_it_was_written(request, response, status, header):
+    interaction = _interaction(
+        request_body={"json": request} if request else None,
+        response_body={"json": response} if response else None,
+        status=status,
+        response_headers={"content-type": "application/json", "x-trace": header},
+    )
+
+    back = _round_trip(interaction)
+
+    assert (
+        back.request_body,
+        back.response_body,
+        back.status,
+        back.response_headers,
+    ) == (
+        interaction.request_body,
+        interaction.response_body,
+        status,
+        interaction.response_headers,
+    )
