@@ -40,9 +40,10 @@ class Agent:
     """An agent's definition: model, system prompt, tools and its ``max_iterations``.
 
     ``model`` names the provider and the model, as ``"openai:gpt-4o-mini"`` or
-    ``"anthropic:claude-sonnet-4-5"``. ``tools`` takes :class:`Tool` objects or plain
-    functions (wrapped with :func:`tool`), and :class:`~pytest_agentctx.runtime.subagents.SubAgent`
-    tools to delegate to other agents. ``max_iterations`` is the single source of the
+    ``"anthropic:claude-sonnet-4-5"``. ``tools`` takes :class:`Tool` objects and
+    :class:`~pytest_agentctx.runtime.subagents.SubAgent` tools to delegate to other agents;
+    a plain function is wrapped with :func:`tool` when the agent is made, but its type is
+    not a tool's, so code checked by a type checker decorates it with ``@tool``. ``max_iterations`` is the single source of the
     iteration limit.
 
     ``context`` lists the sources read before each model call (``FromState``,
