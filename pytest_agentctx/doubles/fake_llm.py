@@ -10,10 +10,11 @@ one that the fake does not answer is refused rather than sent to a provider.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx2
@@ -26,7 +27,7 @@ from pytest_agentctx.traffic.cassettes.network import is_loopback
 from pytest_agentctx.traffic.codecs.sse import format_sse
 from pytest_agentctx.traffic.transport import Interceptor, make_response
 
-__all__ = ["PLACEHOLDER_KEYS", "FakeLLM"]
+__all__ = ["PLACEHOLDER_KEYS", "FakeLLM", "placeholder_keys"]
 
 #: The API keys a started :class:`FakeLLM` puts in ``os.environ`` when they are unset or
 #: empty (the SDKs refuse to build a client without one), and takes out again when the last
@@ -74,6 +75,19 @@ class _PlaceholderKeys:
 
 
 _PLACEHOLDERS = _PlaceholderKeys()
+
+
+@contextlib.contextmanager
+def placeholder_keys() -> Iterator[None]:
+    """While active, the provider API keys that are unset or empty hold placeholders
+    (:data:`PLACEHOLDER_KEYS`), so the SDKs build their clients without a real key. For
+    what never reaches a provider: a started :class:`FakeLLM`, and a cassette that replays
+    only (it answers every request or fails it as a miss, and writes nothing)."""
+    _PLACEHOLDERS.acquire()
+    try:
+        yield
+    finally:
+        _PLACEHOLDERS.release()
 
 
 def _placeholder_in(request: httpx2.Request) -> str | None:

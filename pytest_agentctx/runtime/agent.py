@@ -43,8 +43,8 @@ class Agent:
     ``"anthropic:claude-sonnet-4-5"``. ``tools`` takes :class:`Tool` objects and
     :class:`~pytest_agentctx.runtime.subagents.SubAgent` tools to delegate to other agents;
     a plain function is wrapped with :func:`tool` when the agent is made, but its type is
-    not a tool's, so code checked by a type checker decorates it with ``@tool``. ``max_iterations`` is the single source of the
-    iteration limit.
+    not a tool's, so code checked by a type checker decorates it with ``@tool``.
+    ``max_iterations`` is the single source of the iteration limit.
 
     ``context`` lists the sources read before each model call (``FromState``,
     ``FromRetrieval``, ``Text``); they are checked here, against ``state_type`` when it is

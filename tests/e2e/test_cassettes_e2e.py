@@ -10,6 +10,7 @@ to the inner tests in ``AGENT_SERVER``; the inner tests talk to it through the r
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -780,6 +781,53 @@ def test_vcr_format_writes_cassettes_vcrpy_replays(tester, provider):
         ["POST", "POST"],
     )
     assert "sk-e2e-test-key" not in path.read_text()
+
+
+#: A test whose client reads its key from the environment, as the SDKs do by default.
+KEY_FROM_ENVIRONMENT = """
+import os
+
+import openai
+import pytest
+
+
+@pytest.mark.agent
+def test_paris():
+    with openai.OpenAI(base_url=os.environ["AGENT_SERVER"] + "/v1", max_retries=0) as client:
+        reply = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Paris?"}]
+        )
+    assert reply.choices[0].message.content == "v1: Paris?"
+    assert os.environ["OPENAI_API_KEY"] == os.environ.get("EXPECTED_KEY", "sk-agentctx-fake")
+"""
+
+
+def test_a_replay_needs_no_api_key_and_the_placeholder_goes_away(tester, provider, monkeypatch):
+    tester.makepyfile(test_cas_keys=KEY_FROM_ENVIRONMENT)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-key-for-recording-0123456789")
+    monkeypatch.setenv("EXPECTED_KEY", "sk-real-key-for-recording-0123456789")
+    tester.runpytest("--agent-record").assert_outcomes(passed=1)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("EXPECTED_KEY")
+    provider.stop()
+
+    tester.runpytest().assert_outcomes(passed=1)
+
+    assert "OPENAI_API_KEY" not in os.environ
+    cassette = (tester.path / "cassettes" / "test_cas_keys" / "test_paris.json").read_text()
+    assert "sk-real-key" not in cassette
+    assert "agentctx-fake" not in cassette
+
+
+def test_recording_without_an_api_key_gets_no_placeholder(tester, monkeypatch):
+    tester.makepyfile(test_cas_keys=KEY_FROM_ENVIRONMENT)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    result = tester.runpytest("--agent-record")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*OpenAIError*api_key*"])
+    assert not (tester.path / "cassettes" / "test_cas_keys" / "test_paris.json").exists()
 
 
 # -- offline -------------------------------------------------------------------------

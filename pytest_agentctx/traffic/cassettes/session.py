@@ -208,6 +208,12 @@ class Cassette:
     def records(self) -> bool:
         return self.mode in (RecordMode.REWRITE, RecordMode.NEW)
 
+    @property
+    def replays_only(self) -> bool:
+        """Whether every request is answered from the file or fails as a miss: none goes
+        to the network and nothing is written."""
+        return self.mode is RecordMode.NONE
+
     def handle(self, request: Any) -> Any:
         """Answer ``request`` from the cassette, record it, or report a miss."""
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
