@@ -211,7 +211,11 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
         saved=saved,
         unsaved=unsaved is not None,
         # a failing test's recording, not kept (--agent-record-failing keeps it)
-        discarded=cassette.recorded and bool(call and not call.passed) and not saved,
+        discarded=cassette.recorded
+        and bool(call and not call.passed)
+        and not saved
+        and not settings.live,
+        live=settings.live,
     )
     if unsaved is not None:  # the message says it all: no frames of the plugin
         raise pytest.fail.Exception(f"{type(unsaved).__name__}: {unsaved}", pytrace=False)

@@ -49,6 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Without it, cassettes are replayed offline (ini: agent_record_mode).",
     )
     group.addoption(
+        "--agent-live",
+        dest="agent_live",
+        action="store_true",
+        default=False,
+        help="Run the selected agent tests against the real providers: no cassette is "
+        "replayed or written (add --agent-record to also write what they get).",
+    )
+    group.addoption(
         "--agent-cassette-dir",
         dest="agent_cassette_dir",
         default=None,

@@ -60,10 +60,11 @@ REPORT_VERSION = 1
 RECORD_ATTRIBUTE = "agentctx"
 
 CassetteStatus = Literal[
-    "replayed", "recorded", "discarded", "unsaved", "stale", "unused", "missing"
+    "replayed", "recorded", "live", "discarded", "unsaved", "stale", "unused", "missing"
 ]
 #: What happened to a test's cassette: ``replayed`` (answered every request from the file),
-#: ``recorded`` (the test's traffic went to the network and was recorded), ``discarded``
+#: ``recorded`` (the test's traffic went to the network and was recorded), ``live`` (it went
+#: to the network under ``--agent-live`` and no cassette was read or written), ``discarded``
 #: (recorded, but the test failed, so the recording was not kept: ``--agent-record-failing``
 #: keeps it), ``unsaved`` (recorded, but the file could not be written: the previous version
 #: is kept), ``stale`` (the
@@ -72,6 +73,7 @@ CassetteStatus = Literal[
 CASSETTE_STATUSES: tuple[CassetteStatus, ...] = (
     "replayed",
     "recorded",
+    "live",
     "discarded",
     "unsaved",
     "stale",
@@ -100,6 +102,7 @@ def cassette_entry(
     saved: bool,
     unsaved: bool = False,
     discarded: bool = False,
+    live: bool = False,
 ) -> dict[str, Any]:
     """The report entry of a test's cassette after the test ran.
 
@@ -107,14 +110,17 @@ def cassette_entry(
     cassette (a failing test stops early and leaves some unused for that reason alone).
     ``saved``: the cassette file was written by this test; ``unsaved``: writing it failed
     (the test fails for it, and the report must not say ``recorded``); ``discarded``: the test
-    recorded but failed, so its recording was not kept. A cassette shared by several
+    recorded but failed, so its recording was not kept; ``live``: the test ran under
+    ``--agent-live``, against the network, with no cassette. A cassette shared by several
     tests (``@pytest.mark.agent(cassette=...)``) is never ``unused`` on its own: the
     collector decides from every test that used it (the ``shared`` key, dropped from the
     report).
     """
     unused = cassette.unused() if judged and cassette.replays and not cassette.misses else []
     status: CassetteStatus
-    if unsaved:
+    if live:
+        status = "live"
+    elif unsaved:
         status = "unsaved"
     elif discarded:
         status = "discarded"

@@ -85,6 +85,9 @@ class CassetteSettings:
     directory: Path
     mode: RecordMode = RecordMode.NONE
     mode_from_command_line: bool = False
+    #: ``--agent-live`` without ``--agent-record``: every agent test talks to the network
+    #: (mode ``rewrite``) and no cassette is written.
+    live: bool = False
     all_tests: bool = False
     allow_unused: bool = False
     allowed_hosts: tuple[str, ...] = ()
@@ -122,6 +125,7 @@ class CassetteSettings:
             record_failing=bool(config.getoption("agent_record_failing")),
             run_id=run_id,
             verbosity=config.get_verbosity(),
+            live=bool(config.getoption("agent_live", False)),
         )
 
     @classmethod
@@ -141,6 +145,7 @@ class CassetteSettings:
         record_failing: bool,
         run_id: str,
         verbosity: int = 0,
+        live: bool = False,
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -167,11 +172,15 @@ class CassetteSettings:
                     "pytest ini file."
                 )
         mode = parse_mode(cli_mode, where="--agent-record") if cli_mode else None
+        live = live and mode is None  # with --agent-record, live tests also record
+        if live:
+            mode = RecordMode.REWRITE
         path = Path(directory)
         return cls(
             directory=path if path.is_absolute() else rootpath / path,
             mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
             mode_from_command_line=mode is not None,
+            live=live,
             all_tests=all_tests,
             allow_unused=allow_unused,
             allowed_hosts=hosts,
@@ -587,7 +596,7 @@ def save_recordings(
     None when it did not run), or failed under ``--agent-record-failing``. Gives whether it
     was saved, and the error that kept it from being saved (a read-only or full disk: the
     old cassette is kept)."""
-    if not cassette.records or call_passed is None:
+    if not cassette.records or call_passed is None or settings.live:
         return False, None
     if not (call_passed or settings.record_failing):
         return False, None
