@@ -274,11 +274,29 @@ def to_client_response(
     else:  # aiohttp before 3.12 loads them when the response starts
         for cookie in cookies:
             resp.cookies.load(cookie)
-    chunks = response.aiter_bytes() if decompress else response.aiter_raw()
-    resp.content = _PulledStream(chunks, read_bufsize or _DEFAULT_BUFSIZE, loop)
+    resp.content = _PulledStream(
+        _body_chunks(response, decompress), read_bufsize or _DEFAULT_BUFSIZE, loop
+    )
     resp.content.on_eof(resp._response_eof)
     resp._agentctx_stream = response  # type: ignore[attr-defined]
     return resp
+
+
+async def _body_chunks(response: httpx2.Response, decompress: bool) -> AsyncIterator[bytes]:
+    """The body of ``response``, decoded or as sent. A response a handler built with its
+    ``content`` is read already: its ``stream`` still holds the bytes as sent."""
+    try:
+        content = response.content
+    except httpx2.ResponseNotRead:  # a stream: read it now, chunk by chunk
+        chunks = response.aiter_bytes() if decompress else response.aiter_raw()
+        async for chunk in chunks:
+            yield chunk
+        return
+    if not decompress and isinstance(response.stream, httpx2.ByteStream):
+        async for chunk in response.stream:
+            yield chunk
+        return
+    yield content
 
 
 def _reason(response: httpx2.Response) -> str:
