@@ -17,7 +17,9 @@ INI = """
 [pytest]
 asyncio_mode = auto
 asyncio_default_fixture_loop_scope = function
-filterwarnings = error
+filterwarnings =
+    error
+    ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged:DeprecationWarning
 """
 
 

@@ -25,7 +25,7 @@ async def test_importing_the_package_loads_none_of_its_heavy_modules() -> None:
     code = (
         "import sys, pytest_agentctx\n"
         "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'httpx2', "
-        "'syrupy', 'pytest_agentctx.'))))"
+        "'syrupy', 'aiohttp', 'pytest_agentctx.'))))"
     )
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE

@@ -15,9 +15,17 @@ a library that is not installed has none.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 
 __all__ = ["PATCHERS"]
 
 #: ``(install, uninstall)`` of each client library patched along with httpx2 and httpx.
 PATCHERS: list[tuple[Callable[[], None], Callable[[], None]]] = []
+
+# This package is imported when the first interceptor starts (never by importing
+# pytest_agentctx); aiohttp is imported then, when it is installed.
+if importlib.util.find_spec("aiohttp") is not None:
+    from pytest_agentctx.traffic.clients import aiohttp as _aiohttp
+
+    PATCHERS.append((_aiohttp.install, _aiohttp.uninstall))
