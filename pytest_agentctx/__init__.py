@@ -157,6 +157,7 @@ if TYPE_CHECKING:
     from .traffic.capture.runs import capture_contexts as capture_contexts
     from .traffic.capture.runs import contexts_from_cassette as contexts_from_cassette
     from .traffic.cassettes.defaults import RecordMode as RecordMode
+    from .traffic.cassettes.network import expect_network_blocked as expect_network_blocked
     from .traffic.cassettes.session import Cassette as Cassette
     from .traffic.codecs.base import Completion as Completion
     from .traffic.codecs.base import Usage as Usage
@@ -338,6 +339,7 @@ _PUBLIC: dict[str, str] = {
     "StepFailed": "runtime.errors",
     "MismatchError": "assertions.errors",
     "NetworkBlocked": "traffic.errors",
+    "expect_network_blocked": "traffic.cassettes.network",
     "NotOneConversation": "traffic.errors",
     "PartialRecording": "traffic.errors",
     "PatternError": "context.errors",

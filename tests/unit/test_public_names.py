@@ -109,6 +109,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "Mismatch": "pytest_agentctx.assertions.patterns.mismatch",
     "MismatchError": "pytest_agentctx.assertions.errors",
     "NetworkBlocked": "pytest_agentctx.traffic.errors",
+    "expect_network_blocked": "pytest_agentctx.traffic.cassettes.network",
     "Not": "pytest_agentctx.assertions.patterns.base",
     "NotOneConversation": "pytest_agentctx.traffic.errors",
     "Nowhere": "pytest_agentctx.assertions.patterns.structure",

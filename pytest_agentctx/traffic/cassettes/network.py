@@ -24,11 +24,12 @@ even when the code under test caught the error. Allowed hosts may be names
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import ipaddress
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, NoReturn
 
@@ -40,6 +41,7 @@ __all__ = [
     "LOOKUP",
     "NetworkGuard",
     "active_guards",
+    "expect_network_blocked",
     "is_loopback",
 ]
 
@@ -369,3 +371,47 @@ class NetworkGuard:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def expect_network_blocked(target: str | None = None) -> Iterator[list[str]]:
+    """Inside the block, the refusals of the active guards are expected: they do not fail
+    the test afterwards, as a refusal the code under test caught otherwise does. For a test
+    of how an agent handles a network it cannot reach (a tool that answers "not
+    available")::
+
+        with expect_network_blocked("api.weather.example"):
+            result = await agent_runtime.run(weather, "Weather in Paris?")
+        assert result.output == "The weather service is not available."
+
+    Gives the list of what was refused in the block (``host:port`` or a name). Fails with
+    an :class:`AssertionError` when no guard is active, when nothing was refused (the test
+    would check nothing), or when ``target`` is given and no refusal names it.
+    """
+    __tracebackhide__ = True
+    guards = active_guards()
+    if not guards:
+        raise AssertionError(
+            "expect_network_blocked() needs an active network guard, but none is: the "
+            "guard blocks the network only while an agent test replays its cassette or uses "
+            "fake_llm. Use it inside such a test (mark it @pytest.mark.agent)."
+        )
+    starts = [len(guard.blocked) for guard in guards]
+    refused: list[str] = []
+    try:
+        yield refused
+    finally:
+        for guard, start in zip(guards, starts, strict=True):
+            with _lock:
+                refused.extend(guard.blocked[start:])
+                del guard.blocked[start:]
+    if not refused:
+        raise AssertionError(
+            "expect_network_blocked(): nothing was blocked in the block, so the test checked "
+            "no refusal. Make the code under test reach the network inside it, or remove it."
+        )
+    if target is not None and not any(target in where for where in refused):
+        raise AssertionError(
+            f"expect_network_blocked({target!r}): the refusals in the block were "
+            f"{', '.join(refused)}, none of {target!r}. Name the host the agent reaches."
+        )

@@ -12,6 +12,7 @@ test. Child processes cannot be patched from here: they aim at documentation add
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -25,7 +26,11 @@ import pytest
 import requests
 
 from pytest_agentctx.traffic.cassettes import _child_guard, network
-from pytest_agentctx.traffic.cassettes.network import NetworkGuard, is_loopback
+from pytest_agentctx.traffic.cassettes.network import (
+    NetworkGuard,
+    expect_network_blocked,
+    is_loopback,
+)
 from pytest_agentctx.traffic.errors import CassetteError, NetworkBlocked
 
 #: A private address nothing answers on; the guard must refuse it before connecting.
@@ -674,3 +679,57 @@ async def test_a_guard_for_this_process_only_leaves_children_alone(monkeypatch):
 
     with NetworkGuard(children=False):
         assert dict(os.environ) == before
+
+
+# -- expect_network_blocked ------------------------------------------------------------
+
+
+def _refused(address: tuple[str, int]) -> None:
+    """What a tool that handles an unreachable service does: catch the error."""
+    with contextlib.suppress(NetworkBlocked):
+        socket.create_connection(address, timeout=1)
+
+
+async def test_refusals_expected_in_the_block_do_not_fail_the_test_afterwards(no_real_connect):
+    with NetworkGuard() as guard:
+        with expect_network_blocked("203.0.113.7") as refused:
+            _refused(("203.0.113.7", 443))
+        guard.verify()
+
+    assert refused == ["203.0.113.7:443"]
+
+
+async def test_a_refusal_after_the_block_still_fails_the_test(no_real_connect):
+    with NetworkGuard() as guard:
+        with expect_network_blocked():
+            _refused(("203.0.113.7", 443))
+        _refused(("198.51.100.1", 80))
+
+        with pytest.raises(NetworkBlocked, match=r"blocked a connection to 198\.51\.100\.1:80"):
+            guard.verify()
+
+
+async def test_a_block_where_nothing_was_refused_fails():
+    with (
+        NetworkGuard(),
+        pytest.raises(AssertionError, match="nothing was blocked in the block"),
+        expect_network_blocked(),
+    ):
+        pass
+
+
+async def test_a_block_whose_refusals_do_not_name_the_target_fails(no_real_connect):
+    with (
+        NetworkGuard(),
+        pytest.raises(AssertionError, match=r"none of 'api\.weather\.example'"),
+        expect_network_blocked("api.weather.example"),
+    ):
+        _refused(("203.0.113.7", 443))
+
+
+async def test_a_block_without_a_guard_says_where_it_works():
+    with (
+        pytest.raises(AssertionError, match="needs an active network guard"),
+        expect_network_blocked(),
+    ):
+        pass
