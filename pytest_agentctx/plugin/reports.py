@@ -71,22 +71,30 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
 
     log = item.stash.get(RUNS_KEY, None)
     measured = True
+    rebuilt = item.config.stash[MEASURE_KEY] or BUDGET_CHECK_KEY in item.stash
     if log is None:
         runs = []
-    elif item.config.stash[MEASURE_KEY] or BUDGET_CHECK_KEY in item.stash:
+    elif rebuilt:
         runs = log.records()
     else:  # nothing reads this test's captured runs: do not rebuild them
         runs = log.exact_records()
         measured = bool(runs) or not log.captures
     config_prices = item.config.stash.get(PRICES_KEY, None)
+    prices = item.stash.get(PRICES_KEY, None) or config_prices
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
+    repeat = item.stash.get(REPEAT_KEY, None)
+    if repeat is not None and log is not None and measured:
+        from pytest_agentctx.reports.records import per_run_figures
+
+        parts = log.records_by_part(captured=rebuilt)
+        repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
     return build_record(
         runs=runs,
         suite="integration" if item.get_closest_marker("integration") else "unit",
         cassette=item.stash.get(CASSETTE_ENTRY_KEY, None),
         budget=item.stash.get(BUDGET_KEY, None),
-        repeat=item.stash.get(REPEAT_KEY, None),
-        prices=item.stash.get(PRICES_KEY, None) or config_prices,
+        repeat=repeat,
+        prices=prices,
         contexts=contexts,
         measured=measured,
         redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,

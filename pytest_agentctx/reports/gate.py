@@ -11,6 +11,7 @@ that drifted in the report, for the HTML page to show beside the test's own.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -162,29 +163,88 @@ def _trajectory_drift(
     )
 
 
+def _number(value: float) -> str:
+    """A figure as it reads best: ``25`` for a whole number, ``25.5`` (two places) else."""
+    return f"{value:g}" if float(value).is_integer() else f"{value:.2f}".rstrip("0")
+
+
+def _iterations_drift(was: float, now: float, tolerance: GateTolerance) -> str | None:
+    if tolerance.iterations is None or abs(now - was) <= tolerance.iterations:
+        return None
+    return f"iterations {_number(was)} -> {_number(now)} (allowed change ±{tolerance.iterations})"
+
+
+def _tokens_drift(was: float, now: float, tolerance: GateTolerance) -> str | None:
+    if tolerance.tokens_percent is None or was == now:
+        return None
+    change = (now - was) / was * 100 if was else float("inf")
+    if abs(change) <= tolerance.tokens_percent:
+        return None
+    shown = "new usage" if was == 0 else f"{change:+.1f}%"
+    return (
+        f"tokens {_number(was)} -> {_number(now)} ({shown}, allowed ±{tolerance.tokens_percent:g}%)"
+    )
+
+
 def _drifts(
     nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any], tolerance: GateTolerance
 ) -> list[str]:
+    found = [
+        _iterations_drift(before["iterations"], after["iterations"], tolerance),
+        _trajectory_drift(before["trajectory"], after["trajectory"], tolerance.trajectory),
+        _tokens_drift(before["total_tokens"], after["total_tokens"], tolerance),
+    ]
+    return [f"{nodeid}: {line}" for line in found if line is not None]
+
+
+def _per_run(test: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The figures of each run of an ``agent_repeat`` test, if its report has them."""
+    repeat = test.get("repeat")
+    per_run = repeat.get("per_run") if isinstance(repeat, Mapping) else None
+    return list(per_run) if per_run else None
+
+
+def _most_common(trajectories: Sequence[Sequence[str]]) -> list[str]:
+    """The trajectory most runs took (the first of those, on a tie)."""
+    keys: list[tuple[str, ...]] = [tuple(trajectory) for trajectory in trajectories]
+    counts = Counter(keys)
+    first = {key: -index for index, key in reversed(list(enumerate(keys)))}
+
+    def rank(key: tuple[str, ...]) -> tuple[int, int]:
+        return counts[key], first[key]
+
+    most: tuple[str, ...] = max(keys, key=rank)
+    return list(most)
+
+
+def _test_drifts(
+    nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any], tolerance: GateTolerance
+) -> list[str]:
+    """The drift of one test: of its totals, or, for an ``agent_repeat`` test whose two
+    reports both hold per-run figures, of the mean run and the largest run (iterations and
+    tokens) and of the trajectory most runs took, so the tolerances apply to one run
+    whatever the number of repetitions."""
+    was, now = _per_run(before), _per_run(after)
+    if was is None or now is None:
+        return _drifts(nodeid, before["stats"], after["stats"], tolerance)
     lines: list[str] = []
-    if tolerance.iterations is not None:
-        was, now = before["iterations"], after["iterations"]
-        if abs(now - was) > tolerance.iterations:
-            lines.append(
-                f"{nodeid}: iterations {was} -> {now} (allowed change ±{tolerance.iterations})"
+    for label, pick in (("mean run", statistics.fmean), ("largest run", max)):
+        for name, check in (
+            ("iterations", _iterations_drift),
+            ("total_tokens", _tokens_drift),
+        ):
+            line = check(
+                pick([run[name] for run in was]), pick([run[name] for run in now]), tolerance
             )
-    trajectory = _trajectory_drift(before["trajectory"], after["trajectory"], tolerance.trajectory)
+            if line is not None:
+                lines.append(f"{nodeid} ({label}): {line}")
+    trajectory = _trajectory_drift(
+        _most_common([run["trajectory"] for run in was]),
+        _most_common([run["trajectory"] for run in now]),
+        tolerance.trajectory,
+    )
     if trajectory is not None:
-        lines.append(f"{nodeid}: {trajectory}")
-    if tolerance.tokens_percent is not None:
-        was, now = before["total_tokens"], after["total_tokens"]
-        if was != now:
-            change = (now - was) / was * 100 if was else float("inf")
-            if abs(change) > tolerance.tokens_percent:
-                shown = "new usage" if was == 0 else f"{change:+.1f}%"
-                lines.append(
-                    f"{nodeid}: tokens {was} -> {now} ({shown}, allowed "
-                    f"±{tolerance.tokens_percent:g}%)"
-                )
+        lines.append(f"{nodeid} (the trajectory most runs took): {trajectory}")
     return lines
 
 
@@ -227,9 +287,7 @@ def _compare(
         if "skipped" in (test.get("outcome"), old.get("outcome")):
             continue
         unmeasured = _unmeasured(nodeid, old, test)
-        lines = (
-            [unmeasured] if unmeasured else _drifts(nodeid, old["stats"], test["stats"], tolerance)
-        )
+        lines = [unmeasured] if unmeasured else _test_drifts(nodeid, old, test, tolerance)
         if lines:
             drifts[nodeid] = lines
     not_run = [

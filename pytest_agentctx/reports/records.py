@@ -41,6 +41,7 @@ __all__ = [
     "ReportCollector",
     "assemble_report",
     "build_record",
+    "per_run_figures",
     "check_report",
     "cassette_entry",
     "dumps_report",
@@ -149,6 +150,26 @@ def _plain(value: Any) -> Any:
     """``value`` as plain JSON data (tuples become lists), the form it has after a trip
     through pytest-xdist and back from a report file."""
     return None if value is None else json.loads(json.dumps(value))
+
+
+def per_run_figures(
+    parts: Sequence[Sequence[RunRecord]], prices: PriceTable | None = None
+) -> list[dict[str, Any]]:
+    """The figures of each repetition of an ``agent_repeat`` test (``parts``: the runs of
+    each), which the baseline comparison reads per run: iterations, tool calls, tokens and
+    the tool trajectory."""
+    figures = []
+    for part in parts:
+        stats = RunStats.total(run.stats(prices) for run in part)
+        figures.append(
+            {
+                "iterations": stats.iterations,
+                "tool_calls": stats.tool_calls,
+                "total_tokens": stats.total_tokens,
+                "trajectory": list(stats.trajectory),
+            }
+        )
+    return figures
 
 
 def build_record(

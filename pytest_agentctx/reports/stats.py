@@ -73,6 +73,11 @@ class RunLog:
         """The runs of the exact sources only: nothing is built from traffic."""
         return [record for part in self._parts for record in part.records(captured=False)]
 
+    def records_by_part(self, *, captured: bool = True) -> list[list[RunRecord]]:
+        """The runs of each part (each repetition of an ``agent_repeat`` test), as
+        :meth:`records` gives them (or only the exact sources' with ``captured=False``)."""
+        return [part.records(captured=captured) for part in self._parts]
+
     def records(self, *, last_part: bool = False) -> list[RunRecord]:
         """The test's runs (or those of its last repetition): in each part, the exact
         sources' when they made any, else the captured ones."""

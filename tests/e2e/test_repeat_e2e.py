@@ -282,3 +282,65 @@ def test_repeated_agent_runs_under_xdist_report_one_outcome_and_the_rate_once(
         ]
     )
     assert result.stdout.str().count("agent_repeat test_xdist.py::test_agent") == 1
+
+
+#: An agent that makes one more model call on every run after the first ``extra`` runs.
+REPEATED_AGENT = """
+import os
+
+import pytest
+from pytest_agentctx import Agent, tool
+from flaky import run_number
+
+
+@tool
+def search(query: str) -> str:
+    \"\"\"Search.\"\"\"
+    return "found"
+
+
+helper = Agent(name="helper", model="openai:gpt-4o-mini", tools=[search])
+
+
+@pytest.mark.agent_repeat(4)
+async def test_helper(agent_runtime, fake_llm):
+    searches = 2 if run_number("helper") > int(os.environ.get("EXTRA_AFTER", "99")) else 1
+    for _ in range(searches):
+        fake_llm.reply_tool_call("search", query="q")
+    fake_llm.reply("Done.")
+
+    result = await agent_runtime.run(helper, "Help")
+
+    assert result.output == "Done."
+"""
+
+
+def test_a_repeated_test_is_compared_with_its_baseline_per_run(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makepyfile(test_helper=REPEATED_AGENT)
+    project.runpytest("-p", "no:cacheprovider", "--agent-report=base.json").assert_outcomes(
+        passed=1
+    )
+    (project.path / "helper.count").unlink()
+    options = ("-p", "no:cacheprovider", "--agent-baseline=base.json", "--agent-gate")
+
+    ignored = ("--agent-baseline-tokens=ignore", "--agent-baseline-trajectory=ignore")
+    monkeypatch.setenv("EXTRA_AFTER", "0")  # every run searches twice: +1 iteration per run
+    within = project.runpytest(*options, *ignored, "--agent-baseline-iterations=1")
+    (project.path / "helper.count").unlink()
+    monkeypatch.setenv("EXTRA_AFTER", "2")  # runs 3 and 4 search twice
+    beyond = project.runpytest(*options, *ignored)
+
+    [test] = json.loads((project.path / "base.json").read_text())["tests"]
+    per_run = test["repeat"]["per_run"]
+    assert [run["iterations"] for run in per_run] == [2, 2, 2, 2]
+    within.assert_outcomes(passed=1)
+    assert within.ret == 0
+    assert beyond.ret == 1
+    beyond.stdout.fnmatch_lines(
+        [
+            "*test_helper.py::test_helper (mean run): iterations 2 -> 2.5 (allowed change ±0)",
+            "*test_helper.py::test_helper (largest run): iterations 2 -> 3 (allowed change ±0)",
+        ]
+    )

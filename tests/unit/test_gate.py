@@ -397,3 +397,76 @@ async def test_a_test_within_the_tolerance_keeps_no_baseline() -> None:
 
     assert attach_baselines(report, BASELINE) == 0
     assert ["baseline" in test for test in report["tests"]] == [False, False]
+
+
+# -- repeated tests: per run --------------------------------------------------------------
+
+
+def _repeated(nodeid: str, runs: list[tuple[int, int, tuple[str, ...]]]) -> dict[str, Any]:
+    """An agent_repeat test of ``runs`` (iterations, tokens, trajectory) repetitions."""
+    test = _test(
+        nodeid,
+        iterations=sum(run[0] for run in runs),
+        tokens=sum(run[1] for run in runs),
+        trajectory=tuple(name for run in runs for name in run[2]),
+        runs=len(runs),
+    )
+    test["repeat"] = {
+        "runs": len(runs),
+        "passed": len(runs),
+        "pass_rate": 1.0,
+        "min_pass_rate": 1.0,
+        "per_run": [
+            {"iterations": i, "tool_calls": len(t), "total_tokens": k, "trajectory": list(t)}
+            for i, k, t in runs
+        ],
+    }
+    return test
+
+
+SEARCH = ("search", "answer")
+
+
+async def test_one_extra_iteration_in_one_of_five_runs_passes_a_tolerance_of_one() -> None:
+    # every run takes one iteration more: +1 per run, within the tolerance, though the
+    # sums over the five runs differ by 5 (10 -> 15), which the tolerance would refuse
+    baseline = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 5))
+    report = _report(_repeated("t.py::r", [(3, 100, SEARCH)] * 5))
+
+    drifts = compare_reports(report, baseline, GateTolerance(10.0, 1, "exact")).drifts
+
+    assert drifts == ()
+
+
+async def test_repeated_runs_are_compared_by_their_mean_and_their_largest_run() -> None:
+    baseline = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 4))
+    report = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 3 + [(2, 300, SEARCH)]))
+
+    drifts = compare_reports(report, baseline, GateTolerance(10.0, 0, "exact")).drifts
+
+    assert drifts == (
+        "t.py::r (mean run): tokens 100 -> 150 (+50.0%, allowed ±10%)",
+        "t.py::r (largest run): tokens 100 -> 300 (+200.0%, allowed ±10%)",
+    )
+
+
+async def test_repeated_runs_compare_the_trajectory_most_runs_took() -> None:
+    other = ("search", "search", "answer")
+    baseline = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 3))
+    same_mostly = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 2 + [(2, 100, other)]))
+    changed = _report(_repeated("t.py::r", [(2, 100, other)] * 2 + [(2, 100, SEARCH)]))
+
+    assert compare_reports(same_mostly, baseline).drifts == ()
+    assert compare_reports(changed, baseline).drifts == (
+        "t.py::r (the trajectory most runs took): tool trajectory [search, answer] -> "
+        "[search, search, answer]",
+    )
+
+
+async def test_a_baseline_without_per_run_figures_is_compared_by_its_totals() -> None:
+    old = _test("t.py::r", iterations=10, tokens=500, runs=5)
+    report = _report(_repeated("t.py::r", [(3, 100, SEARCH)] * 5))
+
+    drifts = compare_reports(report, _report(old), GateTolerance(10.0, 1, "ignore")).drifts
+
+    assert drifts == ("t.py::r: iterations 10 -> 15 (allowed change ±1)",)
