@@ -932,7 +932,9 @@ async def test_asyncio_to_thread_carries_its_run_s_scope():
     async def run(city: str) -> str:
         with Interceptor(_answer(f"from {city}")):
             await both_started.wait()
-            return await asyncio.to_thread(_get_sync)
+            answer = await asyncio.to_thread(_get_sync)
+            await both_started.wait()  # both active until both were answered
+            return answer
 
     assert await asyncio.gather(run("paris"), run("rome")) == ["from paris", "from rome"]
 
@@ -951,7 +953,9 @@ async def test_nested_scopes_offer_the_innermost_first_and_no_sibling():
     async def inner(name: str, ask: bool) -> str:
         with Interceptor(handler(name, answers=False)):
             await both_started.wait()
-            return await _get() if ask else ""
+            answer = await _get() if ask else ""
+            await both_started.wait()  # both active until the request was answered
+            return answer
 
     with Interceptor(handler("outer", answers=True)):
         answer, _ = await asyncio.gather(inner("inner", ask=True), inner("sibling", ask=False))
@@ -977,6 +981,7 @@ async def test_handlers_before_follow_the_scope_of_the_request():
         with Interceptor(recorder(name)):
             await both_started.wait()
             await _get()
+            await both_started.wait()  # both active until both were answered
 
     with Interceptor(outer):
         await asyncio.gather(run("paris"), run("rome"))
@@ -992,6 +997,7 @@ async def test_requests_of_another_library_follow_the_scope_too():
             await both_started.wait()
             request = httpx2.Request("GET", "http://weather.test/now")
             response = await dispatch_async(request, _sent_by_the_library_async)
+            await both_started.wait()  # both active until both were answered
             return response.text
 
     assert await asyncio.gather(run("paris"), run("rome")) == ["from paris", "from rome"]
