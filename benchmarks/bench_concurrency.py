@@ -45,7 +45,7 @@ from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
 from pytest_agentctx.traffic.transport import Interceptor
 
 RUNS = 50
-TOOLS = [
+TOOLS: list[Any] = [
     {
         "type": "function",
         "function": {
@@ -70,6 +70,7 @@ async def tool_loop(base_url: str) -> str:
                 return message.content or ""
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
+                assert call.type == "function", call
                 city = json.loads(call.function.arguments)["city"]
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": f"sunny in {city}"}
@@ -141,7 +142,7 @@ def _new_lookup() -> list[Any]:
     """What it does now (transport._offered without a respx route)."""
     scoped = scopes.offered()
     assert scoped is not None
-    return [m.handler for m in scoped]  # type: ignore[attr-defined]
+    return [m.handler for m in scoped]
 
 
 def lookup_ns(active_runs: int, number: int) -> tuple[float, float]:

@@ -22,6 +22,7 @@ import respx
 
 from pytest_agentctx.traffic.errors import UnscopedRequest
 from pytest_agentctx.traffic.transport import (
+    Handler,
     Interceptor,
     answered_by_another_tool,
     dispatch_async,
@@ -965,7 +966,7 @@ async def test_nested_scopes_offer_the_innermost_first_and_no_sibling():
 
 async def test_handlers_before_follow_the_scope_of_the_request():
     both_started = asyncio.Barrier(2)
-    befores: dict[str, list[object]] = {}
+    befores: dict[str, list[Handler]] = {}
 
     def outer(request: httpx2.Request) -> None:
         return None
