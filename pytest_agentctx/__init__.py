@@ -172,6 +172,7 @@ if TYPE_CHECKING:
     from .traffic.errors import NotOneConversation as NotOneConversation
     from .traffic.errors import PartialRecording as PartialRecording
     from .traffic.errors import StaleCassette as StaleCassette
+    from .traffic.errors import UnscopedRequest as UnscopedRequest
 
 __version__ = "0.1.0.dev0"
 
@@ -352,6 +353,7 @@ _PUBLIC: dict[str, str] = {
     "ToolDefinitionError": "runtime.errors",
     "UnexpectedModelCall": "doubles.errors",
     "UnusedScriptedReplies": "doubles.errors",
+    "UnscopedRequest": "traffic.errors",
 }
 
 __all__ = [*_PUBLIC, "__version__"]

@@ -39,6 +39,7 @@ from ``pytest_agentctx``::
         PartialRecording         (CassetteError, AgentAssertionError)
         StaleCassette            (CassetteError, AgentAssertionError)
         NetworkBlocked           (CassetteError, RunError, ConnectionError)
+        UnscopedRequest          (UsageError)
     pytest_agentctx.doubles.errors
         FakeLLMError             (RunError)
         UnexpectedModelCall      (FakeLLMError)

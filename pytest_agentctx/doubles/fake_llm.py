@@ -205,6 +205,14 @@ class FakeLLM(ScriptedModel):
             self._holds_keys = False
             _PLACEHOLDERS.release()
 
+    def verify(self) -> None:
+        """Raise for a request no concurrent run owned while the fake was active (made in a
+        thread without a run's context: :class:`~pytest_agentctx.UnscopedRequest`, even if
+        the client swallowed it), then as :meth:`ScriptedModel.verify` does."""
+        if self._interceptor.refused:
+            raise self._interceptor.refused[0]
+        super().verify()
+
     def __enter__(self) -> FakeLLM:
         self.start()
         return self

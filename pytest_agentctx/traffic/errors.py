@@ -1,5 +1,6 @@
-"""Errors of the traffic layer: wire formats, capture, and cassettes (files that cannot be
-read or written, requests with no recording, stale recordings, and blocked connections).
+"""Errors of the traffic layer: wire formats, capture, cassettes (files that cannot be
+read or written, requests with no recording, stale recordings, and blocked connections),
+and requests no concurrent run owns.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "PartialRecording",
     "StaleCassette",
     "NetworkBlocked",
+    "UnscopedRequest",
 ]
 
 
@@ -81,4 +83,16 @@ class NetworkBlocked(CassetteError, RunError, ConnectionError):
     while a test runs offline (replaying a cassette, or with ``fake_llm``).
 
     It is also a :class:`ConnectionError`, so HTTP libraries report it as one.
+    """
+
+
+class UnscopedRequest(UsageError):
+    """A request made in a context that no active interceptor (cassette, fake model) was
+    started in, while several concurrent runs each have their own: typically a thread
+    started without the run's context (``threading.Thread``, ``ThreadPoolExecutor.submit``,
+    ``loop.run_in_executor``) under ``asyncio.gather``. Which run's interceptor should
+    answer it cannot be told, so it is not sent; the message names the request and the
+    runs, and says how to run the work in its run's context (``asyncio.to_thread``,
+    ``contextvars.copy_context().run``). Every active interceptor keeps it, and a cassette
+    fails its test with it even when the client swallowed the error.
     """

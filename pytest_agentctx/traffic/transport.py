@@ -4,9 +4,16 @@ The ``openai`` and ``anthropic`` SDKs send every request through
 ``httpx2.HTTPTransport.handle_request`` or ``httpx2.AsyncHTTPTransport.handle_async_request``.
 While at least one :class:`Interceptor` is active, those methods (and their twins in
 ``httpx``, when it is installed) are patched: each request is offered to the active
-handlers, newest first; the first that returns a response answers it, and a request no
-handler answers goes to the real transport. Transports a test builds itself
-(``httpx2.MockTransport``) are left alone.
+handlers of the context that makes it, newest first; the first that returns a response
+answers it, and a request no handler answers goes to the real transport. Transports a test
+builds itself (``httpx2.MockTransport``) are left alone.
+
+The patching is process-wide, the handlers are not: an interceptor answers for the
+:mod:`contextvars` context it was started in and those copied from it (asyncio tasks, so two
+runs awaited together each get their own cassette or fake model). A request of a thread
+started without a context goes to the one chain of active interceptors, or, while several
+concurrent runs each have their own, is refused with
+:class:`~pytest_agentctx.traffic.errors.UnscopedRequest` (see :mod:`.scopes`).
 
 A handler builds its response with :func:`make_response`, which makes an object of the
 library the request came from, and may send the request on to the real network with
@@ -20,8 +27,8 @@ route for, at the layer below the transport where respx mocks (``httpcore`` for 
 transport, where respx answers it. Only handlers started with ``witness=True`` (recorders of
 what the test saw) are offered it first; they must pass it on (:func:`forward_sync` /
 :func:`forward_async`), and :func:`answered_by_another_tool` tells them why. A request respx
-has no route for, or a pass-through route, goes to the handlers as usual. Without respx, or
-with no respx router active, this costs one dictionary look-up per request.
+has no route for, or a pass-through route, goes to the handlers as usual
+(:mod:`.respx_routes`).
 """
 
 from __future__ import annotations
@@ -31,15 +38,18 @@ import contextvars
 import functools
 import importlib
 import inspect
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, cast
 
 import httpx2
+
+from pytest_agentctx.traffic import scopes
+from pytest_agentctx.traffic.errors import UnscopedRequest
+from pytest_agentctx.traffic.respx_routes import RespxRoute, respx_route
 
 __all__ = [
     "Handler",
@@ -73,10 +83,9 @@ class _Library:
         return self.module.__name__.replace("httpx", "httpcore", 1)
 
 
+#: Guards starting and stopping interceptors, and the patching. Which interceptors a
+#: request is offered is the scopes' (:mod:`.scopes`), read without it.
 _lock = threading.RLock()
-_handlers: list[Handler] = []
-#: The active handlers that are also offered the requests another tool answers.
-_witnesses: list[Handler] = []
 _libraries: list[_Library] = []
 
 
@@ -87,13 +96,15 @@ class _Handling:
     transport: Any
     is_async: bool
     library: _Library
-    #: The respx route that matched it (see :func:`_respx_route`), if any.
-    route: _RespxRoute | None = None
+    #: The respx route that matched it (see :func:`.respx_routes.respx_route`), if any.
+    route: RespxRoute | None = None
     #: Whether a handler sent it on to the real transport.
     forwarded: bool = False
     #: How a request of another client library (see :func:`dispatch_sync`) goes on to the
     #: network: its own send, taking and giving ``httpx2`` objects. None for httpx(2).
     send: Callable[[Any], Any] | None = None
+    #: The interceptors of the context that made it, newest first (see :func:`_offered`).
+    scoped: tuple[Interceptor, ...] = ()
 
     @property
     def elsewhere(self) -> bool:
@@ -324,25 +335,25 @@ def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> Iterator[t
 
 
 def handlers_before(handler: Handler) -> list[Handler]:
-    """The handlers started before ``handler`` that are still active, newest first (the
-    order they are offered a request in); empty when ``handler`` is not active. Inside a
-    handler, for a request another tool answers (:func:`answered_by_another_tool`), only
-    the witnesses among them, as only they are offered it.
+    """The handlers offered a request after ``handler``, newest first: those started
+    before it in its scope that are still active (see :class:`Interceptor`); empty when
+    ``handler`` is not offered requests here. Inside a handler, those the request being
+    handled is offered after it; for a request another tool answers
+    (:func:`answered_by_another_tool`), only the witnesses among them, as only they are
+    offered it.
 
     A handler that answers a request as if it were not there (a recorder) asks them in
     this order, then forwards what none of them answers.
     """
-    with _lock:
-        handlers = list(_handlers)
-        witnesses = list(_witnesses)
-    try:
-        position = handlers.index(handler)
-    except ValueError:
-        return []
-    older = reversed(handlers[:position])
-    if answered_by_another_tool():
-        return [h for h in older if h in witnesses]
-    return list(older)
+    current = _current.get()
+    scoped = current.scoped if current is not None else _scoped() or ()
+    for position, interceptor in enumerate(scoped):
+        if interceptor.handler == handler:
+            older = scoped[position + 1 :]
+            if answered_by_another_tool():
+                return [i.handler for i in older if i.witness]
+            return [i.handler for i in older]
+    return []
 
 
 def _library_for(module: ModuleType) -> _Library:
@@ -356,96 +367,23 @@ def _library_for(module: ModuleType) -> _Library:
     )
 
 
-# -- other tools: respx ------------------------------------------------------------
+def _scoped() -> tuple[Interceptor, ...] | None:
+    """The active interceptors of the current context, newest first (see :mod:`.scopes`);
+    ``None`` when it has none and several concurrent scopes are active."""
+    return cast("tuple[Interceptor, ...] | None", scopes.offered())
 
 
-@dataclass(frozen=True)
-class _RespxRoute:
-    """The respx route a request matched, with its router and the request respx matched."""
-
-    router: Any
-    route: Any
-    request: Any  # the httpx.Request respx sees
-
-    @property
-    def passes_through(self) -> bool:
-        return bool(getattr(self.route, "is_pass_through", False))
-
-    def note_pass_through(self) -> None:
-        """Count the request as a call of its pass-through route, as respx does when it
-        passes one on (``assert_all_called`` then holds when a handler answered it)."""
-        record = getattr(self.router, "record", None)
-        if record is not None:
-            record(self.request, response=None, route=self.route)
-
-
-def _respx_route(request: Any, library: _Library) -> _RespxRoute | None:
-    """The route of an active respx router that matches ``request`` at the layer below
-    ``library``'s transports, where respx would answer it; ``None`` when there is none.
-
-    respx keeps its mockers in ``respx.mocks.Mocker.registry``: each patches some
-    ``targets`` (``httpcore._sync.connection_pool.ConnectionPool``...) while routers are
-    registered with it. respx's default mocker (``using="httpcore"``) patches ``httpcore``,
-    below ``httpx``'s transports; pytest-httpx2's (``using="httpcore2"``) patches
-    ``httpcore2``, below ``httpx2``'s. respx's ``using="httpx"`` mocker answers in the
-    client, before the transport: its requests never reach the handlers.
-    """
-    mocks = sys.modules.get("respx.mocks")
-    if mocks is None:  # respx not imported: nothing to ask
-        return None
-    registry = getattr(getattr(mocks, "Mocker", None), "registry", None)
-    if not registry:
-        return None
-    prefix = library.core + "."
-    probe: Any = None
-    for mocker in tuple(registry.values()):
-        routers = getattr(mocker, "routers", None)
-        if not routers:
-            continue
-        if not any(str(target).startswith(prefix) for target in getattr(mocker, "targets", ())):
-            continue
-        if probe is None:
-            probe = _as_httpx_request(request)
-        for router in tuple(routers):
-            route = _first_match(router, probe)
-            if route is not None:
-                return _RespxRoute(router, route, probe)
-    return None
-
-
-def _as_httpx_request(request: Any) -> Any:
-    """``request`` as the ``httpx.Request`` respx matches (respx builds one from the
-    ``httpcore(2)`` request the same way: method, URL, raw headers, body)."""
-    httpx = sys.modules.get("httpx")
-    if httpx is None or isinstance(request, httpx.Request):
-        return request
-    probe = httpx.Request(
-        request.method,
-        str(request.url),
-        headers=request.headers.raw,
-        stream=httpx.ByteStream(bytes(request.content or b"")),
-    )
-    probe.read()
-    return probe
-
-
-def _first_match(router: Any, request: Any) -> Any:
-    """The first route of ``router`` whose pattern matches ``request`` (respx stops at it
-    too), or ``None``. Patterns only: no side effect runs and no call is recorded here;
-    respx does both when it answers the request itself."""
-    for route in tuple(getattr(router, "routes", ())):
-        pattern = getattr(route, "pattern", None)
-        if not pattern or pattern.match(request):
-            return route
-    return None
-
-
-def _offered(current: _Handling) -> list[Handler]:
-    """The handlers to offer a request, newest first: only the witnesses when another
-    tool answers it."""
+def _offered(current: _Handling, request: Any) -> list[Handler]:
+    """The handlers to offer ``request``, newest first: those of the context that made
+    it, only the witnesses among them when another tool answers it. Raises
+    :class:`UnscopedRequest` when no scope owns it (see :func:`.scopes.refusal`)."""
+    scoped = _scoped()
+    if scoped is None:
+        raise scopes.refusal(request)
+    current.scoped = scoped
     if current.elsewhere:
-        return [h for h in reversed(_handlers) if h in _witnesses]
-    return list(reversed(_handlers))
+        return [i.handler for i in scoped if i.witness]
+    return [i.handler for i in scoped]
 
 
 def _answered(current: _Handling, response: Any) -> Any:
@@ -491,10 +429,10 @@ async def _dispatch_async(request: Any, handlers: list[Handler]) -> Any:
 def _patch(library: _Library) -> None:
     def handle_request(self: Any, request: Any) -> Any:
         request.read()
-        current = _Handling(self, False, library, _respx_route(request, library))
+        current = _Handling(self, False, library, respx_route(request, library.core))
         token = _current.set(current)
         try:
-            response = _answered(current, _dispatch_sync(request, _offered(current)))
+            response = _answered(current, _dispatch_sync(request, _offered(current, request)))
         finally:
             _current.reset(token)
         if response is not None:
@@ -503,10 +441,11 @@ def _patch(library: _Library) -> None:
 
     async def handle_async_request(self: Any, request: Any) -> Any:
         await request.aread()
-        current = _Handling(self, True, library, _respx_route(request, library))
+        current = _Handling(self, True, library, respx_route(request, library.core))
         token = _current.set(current)
         try:
-            response = _answered(current, await _dispatch_async(request, _offered(current)))
+            handlers = _offered(current, request)
+            response = _answered(current, await _dispatch_async(request, handlers))
         finally:
             _current.reset(token)
         if response is not None:
@@ -532,7 +471,7 @@ def dispatch_sync(
     current = _Handling(None, False, _library_for(httpx2), send=send)
     token = _current.set(current)
     try:
-        response = _dispatch_sync(request, _offered(current))
+        response = _dispatch_sync(request, _offered(current, request))
     finally:
         _current.reset(token)
     return response if response is not None else send(request)
@@ -545,7 +484,7 @@ async def dispatch_async(
     current = _Handling(None, True, _library_for(httpx2), send=send)
     token = _current.set(current)
     try:
-        response = await _dispatch_async(request, _offered(current))
+        response = await _dispatch_async(request, _offered(current, request))
     finally:
         _current.reset(token)
     return response if response is not None else await send(request)
@@ -579,6 +518,13 @@ def _uninstall() -> None:
 class Interceptor:
     """Routes HTTP requests to ``handler`` while started (also a context manager).
 
+    It answers for the context it was started in (:mod:`contextvars`): the requests made
+    there, and in the contexts copied from it afterwards (the asyncio tasks created there,
+    ``asyncio.to_thread``), see :mod:`.scopes`. Stopped, from any context, it answers no
+    more. A request made in a context with none of its own (a thread) goes to the one
+    chain of interceptors active, or is refused with :class:`UnscopedRequest` when several
+    concurrent scopes are active; :attr:`refused` keeps those refusals.
+
     A ``witness`` handler is also offered the requests another tool in the test answers
     (:func:`answered_by_another_tool`): it must pass them on, and may keep a copy of what
     the test saw. Other handlers never see them.
@@ -588,31 +534,35 @@ class Interceptor:
         self.handler = handler
         self.witness = witness
         self._active = False
+        #: The requests refused while it was active because no scope owned them (made in
+        #: a thread without a run's context while concurrent runs each had their own):
+        #: its owner fails the test with the first (a cassette's :meth:`check`).
+        self.refused: list[UnscopedRequest] = []
 
     @property
     def active(self) -> bool:
         return self._active
 
     def start(self) -> None:
+        """Answer the requests of the current context (and those copied from it) from now."""
         with _lock:
             if self._active:
                 return
-            if not _handlers:
-                _install()
-            _handlers.append(self.handler)
-            if self.witness:
-                _witnesses.append(self.handler)
+            if scopes.enter(self):
+                try:
+                    _install()
+                except BaseException:
+                    scopes.leave(self)
+                    raise
             self._active = True
 
     def stop(self) -> None:
+        """Answer no more requests, whichever context stops it."""
         with _lock:
             if not self._active:
                 return
-            _handlers.remove(self.handler)
-            if self.witness:
-                _witnesses.remove(self.handler)
             self._active = False
-            if not _handlers:
+            if scopes.leave(self):
                 _uninstall()
 
     def __enter__(self) -> Interceptor:

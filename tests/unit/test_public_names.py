@@ -158,6 +158,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "Trajectory": "pytest_agentctx.assertions.trajectory",
     "UnexpectedModelCall": "pytest_agentctx.doubles.errors",
     "Unordered": "pytest_agentctx.assertions.patterns.structure",
+    "UnscopedRequest": "pytest_agentctx.traffic.errors",
     "UnusedScriptedReplies": "pytest_agentctx.doubles.errors",
     "Usage": "pytest_agentctx.traffic.codecs.base",
     "VectorSearch": "pytest_agentctx.runtime.retrieval",

@@ -8,8 +8,10 @@ loopback server the test starts itself.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ssl
 import sys
+import threading
 from collections.abc import AsyncIterator
 
 import httpx
@@ -18,7 +20,9 @@ import pytest
 import pytest_httpx2  # noqa: F401  (registers respx's "httpcore2" mocker, for httpx2)
 import respx
 
+from pytest_agentctx.traffic.errors import UnscopedRequest
 from pytest_agentctx.traffic.transport import (
+    Handler,
     Interceptor,
     answered_by_another_tool,
     dispatch_async,
@@ -822,3 +826,179 @@ async def test_a_handler_forwards_a_request_of_another_library_through_its_send(
         )
 
     assert (response.status_code, response.text) == (203, "sent /rome")
+
+
+# -- scopes: each interceptor answers for the context that started it ---------------------
+
+
+async def _get(url: str = UNREACHABLE) -> str:
+    async with httpx2.AsyncClient() as client:
+        return (await client.get(url)).text
+
+
+def _get_sync(url: str = UNREACHABLE) -> str:
+    with httpx2.Client() as client:
+        return client.get(url).text
+
+
+async def test_two_runs_awaited_together_each_get_their_own_answers_interleaved():
+    both_started = asyncio.Barrier(2)
+    turns = [asyncio.Event() for _ in range(4)]  # paris 1, rome 1, paris 2, rome 2
+    turns[0].set()
+
+    async def run(city: str, mine: list[int]) -> list[str]:
+        with Interceptor(_answer(f"from {city}")):
+            await both_started.wait()
+            answers = []
+            for turn in mine:
+                await turns[turn].wait()
+                answers.append(await _get())
+                if turn + 1 < len(turns):
+                    turns[turn + 1].set()
+            return answers
+
+    paris, rome = await asyncio.gather(run("paris", [0, 2]), run("rome", [1, 3]))
+
+    assert (paris, rome) == (["from paris"] * 2, ["from rome"] * 2)
+
+
+async def test_an_interceptor_stopped_in_another_context_answers_no_more(loopback_url):
+    interceptor = Interceptor(_answer("stopped"))
+    started_in = contextvars.copy_context()
+    started_in.run(interceptor.start)
+
+    interceptor.stop()  # here, not in the context that started it
+
+    answer = await asyncio.create_task(_get(loopback_url), context=started_in)
+    assert (interceptor.active, answer) == (False, "from the server")
+
+
+async def test_a_thread_without_context_gets_the_one_chain_of_interceptors():
+    seen: list[str] = []
+
+    def outer(request: httpx2.Request) -> httpx2.Response:
+        seen.append("outer")
+        return httpx2.Response(200, text="from outer")
+
+    def inner(request: httpx2.Request) -> None:
+        seen.append("inner")
+
+    async def run() -> str:
+        with Interceptor(inner):
+            # run_in_executor runs the function in the thread without this context
+            return await asyncio.get_running_loop().run_in_executor(None, _get_sync)
+
+    with Interceptor(outer):
+        answer = await asyncio.create_task(run())
+
+    assert (answer, seen) == ("from outer", ["inner", "outer"])
+
+
+async def test_a_thread_without_context_under_concurrent_scopes_is_refused():
+    all_started = asyncio.Barrier(3)  # both runs, and the thread's asker
+    interceptors = [Interceptor(_answer("paris")), Interceptor(_answer("rome"))]
+
+    async def run(interceptor: Interceptor) -> None:
+        with interceptor:
+            await all_started.wait()
+            await all_started.wait()  # the thread asked in between
+
+    async def ask_from_a_thread() -> BaseException | None:
+        await all_started.wait()
+        errors: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                _get_sync()
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=ask)
+        thread.start()
+        await asyncio.to_thread(thread.join)
+        await all_started.wait()
+        return errors[0] if errors else None
+
+    *_, error = await asyncio.gather(*(run(i) for i in interceptors), ask_from_a_thread())
+
+    assert isinstance(error, UnscopedRequest)
+    assert f"did not send GET {UNREACHABLE}" in str(error)
+    assert "contextvars.copy_context().run" in str(error)
+    assert [i.refused for i in interceptors] == [[error], [error]]
+
+
+async def test_asyncio_to_thread_carries_its_run_s_scope():
+    both_started = asyncio.Barrier(2)
+
+    async def run(city: str) -> str:
+        with Interceptor(_answer(f"from {city}")):
+            await both_started.wait()
+            answer = await asyncio.to_thread(_get_sync)
+            await both_started.wait()  # both active until both were answered
+            return answer
+
+    assert await asyncio.gather(run("paris"), run("rome")) == ["from paris", "from rome"]
+
+
+async def test_nested_scopes_offer_the_innermost_first_and_no_sibling():
+    seen: list[str] = []
+    both_started = asyncio.Barrier(2)
+
+    def handler(name: str, answers: bool):
+        def handle(request: httpx2.Request) -> httpx2.Response | None:
+            seen.append(name)
+            return httpx2.Response(200, text=f"from {name}") if answers else None
+
+        return handle
+
+    async def inner(name: str, ask: bool) -> str:
+        with Interceptor(handler(name, answers=False)):
+            await both_started.wait()
+            answer = await _get() if ask else ""
+            await both_started.wait()  # both active until the request was answered
+            return answer
+
+    with Interceptor(handler("outer", answers=True)):
+        answer, _ = await asyncio.gather(inner("inner", ask=True), inner("sibling", ask=False))
+
+    assert (answer, seen) == ("from outer", ["inner", "outer"])
+
+
+async def test_handlers_before_follow_the_scope_of_the_request():
+    both_started = asyncio.Barrier(2)
+    befores: dict[str, list[Handler]] = {}
+
+    def outer(request: httpx2.Request) -> None:
+        return None
+
+    def recorder(name: str):
+        def handle(request: httpx2.Request) -> httpx2.Response:
+            befores[name] = handlers_before(handle)
+            return httpx2.Response(200)
+
+        return handle
+
+    async def run(name: str) -> None:
+        with Interceptor(recorder(name)):
+            await both_started.wait()
+            await _get()
+            await both_started.wait()  # both active until both were answered
+
+    with Interceptor(outer):
+        await asyncio.gather(run("paris"), run("rome"))
+
+    assert befores == {"paris": [outer], "rome": [outer]}
+
+
+async def test_requests_of_another_library_follow_the_scope_too():
+    both_started = asyncio.Barrier(2)
+
+    async def run(city: str) -> str:
+        with Interceptor(_answer(f"from {city}")):
+            await both_started.wait()
+            request = httpx2.Request("GET", "http://weather.test/now")
+            response = await dispatch_async(request, _sent_by_the_library_async)
+            await both_started.wait()  # both active until both were answered
+            return response.text
+
+    assert await asyncio.gather(run("paris"), run("rome")) == ["from paris", "from rome"]

@@ -90,6 +90,7 @@ from pytest_agentctx.traffic.errors import (
     CassetteMiss,
     PartialRecording,
     StaleCassette,
+    UnscopedRequest,
 )
 from pytest_agentctx.traffic.transport import (
     Interceptor,
@@ -441,10 +442,18 @@ class Cassette:
         played = set(self.played)
         return [i for i in range(len(self.loaded)) if i not in played]
 
+    @property
+    def refused(self) -> list[UnscopedRequest]:
+        """The requests refused while this cassette was active because no concurrent run
+        owned them (made in a thread without a run's context): see :class:`UnscopedRequest`."""
+        return list(self._interceptor.refused)
+
     def check(self) -> None:
-        """Raise for responses not recorded (unscrubbable), misses, then unused recordings
-        (unless allowed)."""
+        """Raise for requests no concurrent run owned (:attr:`refused`), responses not
+        recorded (unscrubbable), misses, then unused recordings (unless allowed)."""
         __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
+        if self._interceptor.refused:
+            raise self._interceptor.refused[0]
         if self.unscrubbable:
             raise self.unscrubbable[0]
         if self.overread:

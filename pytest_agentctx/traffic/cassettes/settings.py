@@ -15,6 +15,7 @@ from pytest_agentctx.traffic.errors import (
     CassetteError,
     CassetteMiss,
     NetworkBlocked,
+    UnscopedRequest,
 )
 
 if TYPE_CHECKING:
@@ -563,10 +564,13 @@ def build_cassette(
 
 def call_failure(
     cassette: Cassette | None, guard: NetworkGuard | None, redact: Callable[[str], str]
-) -> CassetteMiss | NetworkBlocked | None:
-    """Why a test's call failed, when its traffic explains it: a request its cassette had no
-    recording for (:class:`CassetteMiss`, the first miss), else a connection its guard
-    refused (:class:`NetworkBlocked`); ``redact`` scrubs the message of the test's secrets."""
+) -> CassetteMiss | NetworkBlocked | UnscopedRequest | None:
+    """Why a test's call failed, when its traffic explains it: a request no concurrent run
+    owned (:class:`UnscopedRequest`), else one its cassette had no recording for
+    (:class:`CassetteMiss`, the first miss), else a connection its guard refused
+    (:class:`NetworkBlocked`); ``redact`` scrubs the message of the test's secrets."""
+    if cassette is not None and cassette.refused:
+        return UnscopedRequest(redact(str(cassette.refused[0])))
     if cassette is not None and cassette.misses:
         return CassetteMiss(redact(cassette.miss_message(cassette.misses[0])))
     if guard is not None and guard.blocked:
@@ -576,12 +580,12 @@ def call_failure(
 
 def verify_call(cassette: Cassette | None, guard: NetworkGuard | None) -> None:
     """After a test's call passed: finish the streams the agent stopped reading (while its
-    client is open), then fail on a request the cassette missed, a connection the guard
-    refused, and recordings left unused."""
+    client is open), then fail on a request no concurrent run owned or the cassette missed,
+    a connection the guard refused, and recordings left unused."""
     __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
     if cassette is not None:
         cassette.finish_streams()
-    if cassette is not None and cassette.misses:
+    if cassette is not None and (cassette.misses or cassette.refused):
         cassette.check()
     if guard is not None:
         guard.verify()

@@ -1,0 +1,166 @@
+"""Which active interceptors a request is offered: those of the context that makes it.
+
+An interceptor belongs to the context it was started in (:mod:`contextvars`): a request is
+offered the interceptors started in its own context or in the contexts it was copied from,
+newest first. An asyncio task copies the context it is created in, so two agent runs awaited
+together (``asyncio.gather``), each with its own cassette or fake model started inside it,
+each get their own answers; the cassette the plugin starts for the test, in the context the
+runs were created from, stays behind both.
+
+Each context keeps a tuple of the interceptors started in it (and inherited), and this
+module keeps the set of those active in the process: the interceptors offered are the
+context's that are still active, so one stopped in another context (a fixture torn down in
+another task) is stopped everywhere.
+
+A thread does not inherit the context of the code that starts it (``threading.Thread``,
+``ThreadPoolExecutor.submit`` and ``loop.run_in_executor`` all start the function in an
+empty context; ``asyncio.to_thread`` copies the caller's). A request from a context with no
+active interceptor of its own is offered the one chain of interceptors active in the process
+when they form one (each started inside the one before it): what a thread of a single run
+sees. When several concurrent scopes are active, such a request has no owner: :func:`offered`
+gives ``None``, and the transport refuses it (:class:`~.errors.UnscopedRequest`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Protocol
+
+from pytest_agentctx.traffic.errors import UnscopedRequest
+
+__all__ = ["Member", "enter", "leave", "offered", "refusal", "scopes"]
+
+
+class Member(Protocol):
+    """What the scopes keep of an interceptor (hashed by identity)."""
+
+    @property
+    def handler(self) -> Any: ...
+
+    @property
+    def refused(self) -> list[UnscopedRequest]: ...
+
+    def __hash__(self) -> int: ...
+
+
+#: The interceptors started in this context and the contexts it was copied from, oldest
+#: first; some may have been stopped since (in another context).
+_scope: contextvars.ContextVar[tuple[Member, ...]] = contextvars.ContextVar(
+    "agentctx_interceptors", default=()
+)
+
+#: Each active interceptor with its chain (the context's interceptors when it started, then
+#: itself), in the order they started. Changed under the transport's lock only.
+_active: dict[Member, tuple[Member, ...]] = {}
+
+
+class _State:
+    """What a request reads, replaced whole when an interceptor starts or stops (a request
+    never takes the lock): the active interceptors, and what a request of a context with
+    none of its own is offered (the one chain, newest first; ``None`` when several
+    concurrent scopes are active)."""
+
+    __slots__ = ("fallback", "live")
+
+    def __init__(self, live: frozenset[Member], fallback: tuple[Member, ...] | None) -> None:
+        self.live = live
+        self.fallback = fallback
+
+
+_state = _State(frozenset(), ())
+
+
+def enter(member: Member) -> bool:
+    """Start ``member`` in the current context; returns whether it is the first active one.
+    Call it under the transport's lock."""
+    first = not _active
+    # The context's stopped interceptors are dropped here: a long-lived context (the main
+    # thread's, where every test's cassette starts) does not keep them all.
+    chain = (*(m for m in _scope.get() if m in _active), member)
+    _active[member] = chain
+    _scope.set(chain)
+    _refresh()
+    return first
+
+
+def leave(member: Member) -> bool:
+    """Stop ``member``, from any context; returns whether none is active any more. Call it
+    under the transport's lock."""
+    _active.pop(member, None)
+    own = _scope.get()
+    if member in own:  # stopped in its own context (or one copied from it): drop it there
+        _scope.set(tuple(m for m in own if m is not member))
+    _refresh()
+    return not _active
+
+
+def _refresh() -> None:
+    global _state
+    if not _active:
+        _state = _State(frozenset(), ())
+        return
+    # They form one chain when the newest one's chain holds every active interceptor (the
+    # newest is the innermost: one started inside another starts after it).
+    newest = _active[next(reversed(_active))]
+    chain = tuple(m for m in newest if m in _active)
+    fallback = tuple(reversed(chain)) if len(chain) == len(_active) else None
+    _state = _State(frozenset(_active), fallback)
+
+
+def offered() -> tuple[Member, ...] | None:
+    """The active interceptors a request made now is offered, newest first: the current
+    context's, else the one chain active in the process (see the module docstring);
+    ``None`` when the context has none and several concurrent scopes are active."""
+    state = _state
+    own = _scope.get()
+    if own:
+        live = state.live
+        mine = tuple(m for m in reversed(own) if m in live)
+        if mine:
+            return mine
+    return state.fallback
+
+
+def scopes() -> list[tuple[Member, ...]]:
+    """The concurrent scopes active now: for each active interceptor no other was started
+    inside of, its chain of active interceptors, oldest first."""
+    live = _state.live
+    chains = [tuple(m for m in chain if m in live) for chain in list(_active.values())]
+    return [c for c in chains if not any(c != o and o[: len(c)] == c for o in chains)]
+
+
+def refusal(request: Any) -> UnscopedRequest:
+    """The error refusing ``request``, made in a context that no active interceptor belongs
+    to while several concurrent scopes are active: which should answer it cannot be told,
+    and it must not reach the network. Every active interceptor keeps it (``refused``), so
+    the test fails even if the client swallows the error."""
+    from pytest_agentctx.redaction.active import active
+
+    chains = scopes()
+    runs = "; ".join(" > ".join(_label(m) for m in chain) for chain in chains)
+    message = (
+        f"pytest-agentctx did not send {request.method} {request.url}: it was made in a "
+        "context where no interceptor was started (a thread started without the context "
+        f"of a run), while {len(chains)} concurrent runs each have their own ({runs}). "
+        "Which of them should answer it cannot be told, and it must not reach the network. "
+        "threading.Thread, ThreadPoolExecutor.submit and loop.run_in_executor start a "
+        "function without the caller's context; asyncio.to_thread carries it. Run the work "
+        "inside its run's scope: await asyncio.to_thread(fn), "
+        "executor.submit(contextvars.copy_context().run, fn), or start the run's cassette "
+        "or fake model in the thread (see 'Concurrent runs' in docs/cassettes.md)."
+    )
+    redactor = active()
+    error = UnscopedRequest(redactor.text(message) if redactor is not None else message)
+    for member in {m: None for chain in chains for m in chain}:
+        member.refused.append(error)
+    return error
+
+
+def _label(member: Member) -> str:
+    """A short name of what an interceptor answers for: ``Cassette /path/run.json``,
+    ``FakeLLM``, else its handler."""
+    owner = getattr(member.handler, "__self__", None)
+    if owner is None:
+        return str(getattr(member.handler, "__qualname__", member.handler))
+    path = getattr(owner, "path", None)
+    return f"{type(owner).__name__} {path}" if path is not None else type(owner).__name__
