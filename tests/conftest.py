@@ -19,7 +19,7 @@ asyncio_mode = auto
 asyncio_default_fixture_loop_scope = function
 filterwarnings =
     error
-    ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged:DeprecationWarning
+    ignore:Inheritance class AiohttpClientSession from ClientSession:DeprecationWarning
 """
 
 

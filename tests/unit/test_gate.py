@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -402,7 +403,7 @@ async def test_a_test_within_the_tolerance_keeps_no_baseline() -> None:
 # -- repeated tests: per run --------------------------------------------------------------
 
 
-def _repeated(nodeid: str, runs: list[tuple[int, int, tuple[str, ...]]]) -> dict[str, Any]:
+def _repeated(nodeid: str, runs: Sequence[tuple[int, int, tuple[str, ...]]]) -> dict[str, Any]:
     """An agent_repeat test of ``runs`` (iterations, tokens, trajectory) repetitions."""
     test = _test(
         nodeid,
