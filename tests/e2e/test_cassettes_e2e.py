@@ -482,7 +482,8 @@ def test_unused_recordings_fail_the_test_as_stale(tester):
         [
             "E *StaleCassette: Cassette *test_fewer.json: 1 of 2 recorded interactions were "
             "never used; the agent no longer sends them:",
-            "      #1: POST 127.0.0.1*/v1/chat/completions",
+            "      #1: POST 127.0.0.1*/v1/chat/completions (model call 1 of its conversation, "
+            "after user: two?)",
             '    The cassette is stale. Re-record this test: pytest --agent-record "*"',
         ]
     )

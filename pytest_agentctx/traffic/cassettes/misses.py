@@ -11,10 +11,11 @@ request used (a stale cassette), have their own messages.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.diffs import (
     FieldDiff,
@@ -25,6 +26,7 @@ from pytest_agentctx.traffic.cassettes.diffs import (
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip_fields
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
+from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = [
     "Closest",
@@ -262,9 +264,46 @@ def partial_message(replays: Replays, position: int, *, path: Path, command: str
     )
 
 
+def _short(text: object, width: int = 60) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def step_of(interaction: Interaction) -> str | None:
+    """Which step of its run a recorded model call was, in short: the message it answered
+    (``after user: Weather in Paris?``), and how many model calls of its conversation came
+    before it; ``None`` for a request that is not a model call this package reads."""
+    from pytest_agentctx.traffic.codecs.base import codec_for_path
+    from pytest_agentctx.traffic.errors import CodecError
+
+    body = interaction.request_body or {}
+    codec = codec_for_path(urlsplit(interaction.url).path)
+    if codec is None or not isinstance(body.get("json"), Mapping):
+        return None
+    try:
+        messages = codec.decode_request(body["json"]).messages
+    except (CodecError, KeyError, TypeError, ValueError):
+        return None
+    if not messages:
+        return None
+    last = messages[-1]
+    said = last.get("content") or "; ".join(
+        f"calls {call.get('name', '?')}" for call in last.get("tool_calls") or ()
+    )
+    calls = 1 + sum(message.get("role") == "assistant" for message in messages)
+    return f"model call {calls} of its conversation, after {last.get('role', '?')}: {_short(said)}"
+
+
 def stale_message(replays: Replays, unused: Sequence[int], *, path: Path, command: str) -> str:
-    """The message of a stale cassette: the recordings at ``unused`` were never used."""
-    listed = "\n".join(f"  #{i}: {replays.keys[i].describe()}" for i in unused[:10])
+    """The message of a stale cassette: the recordings at ``unused`` were never used, each
+    named with the step of its run it was (:func:`step_of`) when it is a model call."""
+
+    def line(position: int) -> str:
+        step = step_of(replays.loaded[position])
+        described = replays.keys[position].describe()
+        return f"  #{position}: {described}" + (f" ({step})" if step else "")
+
+    listed = "\n".join(line(i) for i in unused[:10])
     return (
         f"Cassette {path}: {len(unused)} of {len(replays.loaded)} recorded "
         f"interactions were never used; the agent no longer sends them:\n{listed}\n"

@@ -354,7 +354,7 @@ async def test_unused_recordings_make_the_cassette_stale(path):
     assert str(caught.value).splitlines() == [
         f"Cassette {path}: 1 of 2 recorded interactions were never used; the agent no "
         "longer sends them:",
-        f"  #1: {LINE}",
+        f"  #1: {LINE} (model call 1 of its conversation, after user: Bye)",
         f'The cassette is stale. Re-record this test: pytest --agent-record "{TEST_ID}"',
         "or, if the test should not use them all, mark it @pytest.mark.agent(allow_unused=True).",
     ]
