@@ -15,7 +15,8 @@ junitparser's ``merge`` (``junitparser merge shard-*.xml merged.xml``, called in
 process as its command does), over the JUnit XML the same 100 shards write with
 ``--junitxml``: one ``<testcase>`` per test, with the ``agentctx.*`` properties the plugin
 adds. It merges test outcomes only; ``report merge`` also carries every run's iterations,
-messages and figures. The ratio is report merge's median over junitparser's.
+messages and figures. The ratio is report merge's median over junitparser's; the rounds of the two are
+interleaved.
 
     .venv/bin/python benchmarks/bench_merge.py            # 100 shards x 100 tests, 5 rounds
     .venv/bin/python benchmarks/bench_merge.py --quick    # 10 shards x 100 tests, 2 rounds
@@ -129,17 +130,20 @@ def shard_junit(shard: int, tests: int) -> str:
     )
 
 
-def timed(step: Any, rounds: int) -> tuple[list[float], list[float]]:
-    """Wall-clock and CPU seconds of ``rounds`` calls of ``step`` (which returns an exit code)."""
-    times, cpu = [], []
+def timed(steps: list[Any], rounds: int) -> list[tuple[list[float], list[float]]]:
+    """Wall-clock and CPU seconds of ``rounds`` calls of each of ``steps`` (each returns an
+    exit code), the rounds interleaved (one call of each step per round), so a change in the
+    machine's load affects every step alike."""
+    measured: list[tuple[list[float], list[float]]] = [([], []) for _ in steps]
     for _ in range(rounds):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = step()
-        times.append(time.perf_counter() - started)
-        cpu.append(time.process_time() - started_cpu)
-        assert code == 0, f"{step} exited {code}"
-    return times, cpu
+        for step, (times, cpu) in zip(steps, measured, strict=True):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = step()
+            times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
+            assert code == 0, f"{step} exited {code}"
+    return measured
 
 
 def run(*, shards: int, tests: int, rounds: int) -> None:
@@ -165,12 +169,12 @@ def run(*, shards: int, tests: int, rounds: int) -> None:
         xml_output = Path(folder) / "merged.xml"
         xml_paths = [str(path.with_suffix(".xml")) for path in xml_inputs]
         json_paths = [str(path) for path in xml_inputs]
-        times, cpu = timed(
-            lambda: main(["report", "merge", *json_paths, "-o", str(output)]), rounds
-        )
-        # junitparser's command function has no annotations
-        xml_times, xml_cpu = timed(
-            lambda: junitparser_cli.merge(xml_paths, str(xml_output)),  # type: ignore[no-untyped-call]
+        [(times, cpu), (xml_times, xml_cpu)] = timed(
+            [
+                lambda: main(["report", "merge", *json_paths, "-o", str(output)]),
+                # junitparser's command function has no annotations
+                lambda: junitparser_cli.merge(xml_paths, str(xml_output)),  # type: ignore[no-untyped-call]
+            ],
             rounds,
         )
         merged_size = output.stat().st_size / 1e6
