@@ -15,8 +15,8 @@ junitparser's ``merge`` (``junitparser merge shard-*.xml merged.xml``, called in
 process as its command does), over the JUnit XML the same 100 shards write with
 ``--junitxml``: one ``<testcase>`` per test, with the ``agentctx.*`` properties the plugin
 adds. It merges test outcomes only; ``report merge`` also carries every run's iterations,
-messages and figures. The ratio is report merge's median over junitparser's; the rounds of the two are
-interleaved.
+messages and figures. The ratio is report merge's median over junitparser's; the rounds of
+the two are interleaved.
 
     .venv/bin/python benchmarks/bench_merge.py            # 100 shards x 100 tests, 5 rounds
     .venv/bin/python benchmarks/bench_merge.py --quick    # 10 shards x 100 tests, 2 rounds
