@@ -375,36 +375,44 @@ class NetworkGuard:
 
 @contextlib.contextmanager
 def expect_network_blocked(target: str | None = None) -> Iterator[list[str]]:
-    """Inside the block, the refusals of the active guards are expected: they do not fail
-    the test afterwards, as a refusal the code under test caught otherwise does. For a test
-    of how an agent handles a network it cannot reach (a tool that answers "not
+    """Inside the block the network is blocked and its refusals are expected: they do not
+    fail the test afterwards, as a refusal the code under test caught otherwise does. For a
+    test of how an agent handles a network it cannot reach (a tool that answers "not
     available")::
 
         with expect_network_blocked("api.weather.example"):
             result = await agent_runtime.run(weather, "Weather in Paris?")
         assert result.output == "The weather service is not available."
 
-    Gives the list of what was refused in the block (``host:port`` or a name). Fails with
-    an :class:`AssertionError` when no guard is active, when nothing was refused (the test
-    would check nothing), or when ``target`` is given and no refusal names it.
+    The guards active already (a replaying cassette's, ``fake_llm``'s) refuse; where none
+    is (a test that records, a test the plugin does not guard), the block starts one of its
+    own, so the test behaves the same when it records. Gives the list of what was refused in
+    the block (``host:port`` or a name). Fails with an :class:`AssertionError` when nothing
+    was refused (the test would check nothing), or when ``target`` is given and no refusal
+    names it.
     """
     __tracebackhide__ = True
-    guards = active_guards()
-    if not guards:
-        raise AssertionError(
-            "expect_network_blocked() needs an active network guard, but none is: the "
-            "guard blocks the network only while an agent test replays its cassette or uses "
-            "fake_llm. Use it inside such a test (mark it @pytest.mark.agent)."
-        )
-    starts = [len(guard.blocked) for guard in guards]
-    refused: list[str] = []
-    try:
-        yield refused
-    finally:
-        for guard, start in zip(guards, starts, strict=True):
-            with _lock:
-                refused.extend(guard.blocked[start:])
-                del guard.blocked[start:]
+    with contextlib.ExitStack() as own:
+        guards = active_guards()
+        if not guards:
+            guards = [
+                own.enter_context(
+                    NetworkGuard(
+                        reason="inside expect_network_blocked()",
+                        summary="the test expects the network to be blocked",
+                        advice="Move the request out of the block if it should go through.",
+                    )
+                )
+            ]
+        starts = [len(guard.blocked) for guard in guards]
+        refused: list[str] = []
+        try:
+            yield refused
+        finally:
+            for guard, start in zip(guards, starts, strict=True):
+                with _lock:
+                    refused.extend(guard.blocked[start:])
+                    del guard.blocked[start:]
     if not refused:
         raise AssertionError(
             "expect_network_blocked(): nothing was blocked in the block, so the test checked "

@@ -727,9 +727,8 @@ async def test_a_block_whose_refusals_do_not_name_the_target_fails(no_real_conne
         _refused(("203.0.113.7", 443))
 
 
-async def test_a_block_without_a_guard_says_where_it_works():
-    with (
-        pytest.raises(AssertionError, match="needs an active network guard"),
-        expect_network_blocked(),
-    ):
-        pass
+async def test_a_block_without_a_guard_blocks_the_network_itself(no_real_connect):
+    with expect_network_blocked("203.0.113.7") as refused:
+        _refused(("203.0.113.7", 443))
+
+    assert (refused, network.active_guards()) == (["203.0.113.7:443"], [])
