@@ -58,7 +58,7 @@ from typing import Any
 
 import httpx2
 from urllib3.connectionpool import HTTPConnectionPool
-from urllib3.response import HTTPResponse
+from urllib3.response import BaseHTTPResponse, HTTPResponse
 
 from pytest_agentctx.traffic.transport import dispatch_sync
 
@@ -186,7 +186,7 @@ def _send(
     real = original(pool, conn, method, url, body=content, headers=headers, **sent)
     # The response given to the caller releases the connection, once: not this one.
     real._connection = None
-    version = b"HTTP/1.0" if real.version == 10 else b"HTTP/1.1"
+    version = b"HTTP/1.0" if getattr(real, "version", None) == 10 else b"HTTP/1.1"
     return httpx2.Response(
         real.status,
         headers=[(name, value) for name, value in real.headers.items()],
@@ -204,7 +204,7 @@ class _LiveStream(httpx2.SyncByteStream):
     It is iterated once: a later iteration goes on where the last one stopped (the cassette
     reads the rest of a response the client never closed)."""
 
-    def __init__(self, response: HTTPResponse) -> None:
+    def __init__(self, response: Any) -> None:
         self._response = response
         self._chunks: Iterator[bytes] | None = None
 
@@ -215,6 +215,11 @@ class _LiveStream(httpx2.SyncByteStream):
 
     def _read(self) -> Iterator[bytes]:
         response = self._response
+        if not isinstance(response, BaseHTTPResponse):
+            # what another tool's connection gave (vcrpy's, an http.client response)
+            while chunk := response.read(_READ_SIZE):
+                yield chunk
+            return
         if response.chunked and response.supports_chunked_reads():
             for chunk in response.read_chunked(decode_content=False):
                 if chunk:
