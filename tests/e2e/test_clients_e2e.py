@@ -309,7 +309,9 @@ def test_a_changed_query_parameter_is_a_miss_that_shows_the_change(agent_pyteste
     result = agent_pytester.runpytest()
 
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["E *CassetteMiss: *cannot answer GET *city=Lyon*"])
+    result.stdout.fnmatch_lines(
+        ["E *CassetteMiss: *cannot answer GET *city=Lyon (sent through requests)*"]
+    )
     result.stdout.fnmatch_lines(["*city=Paris*"])
 
 
@@ -412,5 +414,8 @@ def test_case():
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["E *CassetteMiss: Cassette *test_case.json cannot answer GET 192.0.2.1/weather*"]
+        [
+            "E *CassetteMiss: Cassette *test_case.json cannot answer GET "
+            "192.0.2.1/weather?city=Paris (sent through requests): there is no cassette.*"
+        ]
     )

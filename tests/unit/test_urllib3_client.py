@@ -15,7 +15,7 @@ import requests
 import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 
-from pytest_agentctx.traffic.clients import PATCHERS
+from pytest_agentctx.traffic.clients import CLIENT_EXTENSION, PATCHERS
 from pytest_agentctx.traffic.clients import urllib3 as client
 from pytest_agentctx.traffic.transport import Interceptor, make_response
 
@@ -63,6 +63,20 @@ async def test_the_request_keeps_its_method_headers_and_body():
     assert request.method == "POST"
     assert request.headers["authorization"] == "Bearer k"
     assert request.content == b'{"a":1}'
+
+
+async def test_a_request_of_requests_is_named_so_for_miss_messages():
+    headers = {"User-Agent": "python-requests/2.34.2"}
+
+    request = client.request_of(_pool(UNREACHABLE), "GET", "/", headers, None)
+
+    assert request.extensions[CLIENT_EXTENSION] == "requests"
+
+
+async def test_a_request_of_urllib3_itself_is_named_urllib3():
+    request = client.request_of(_pool(UNREACHABLE), "GET", "/", None, None)
+
+    assert request.extensions[CLIENT_EXTENSION] == "urllib3"
 
 
 async def test_a_text_body_is_sent_as_utf8():

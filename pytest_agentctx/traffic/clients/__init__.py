@@ -19,7 +19,11 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 
-__all__ = ["PATCHERS"]
+__all__ = ["CLIENT_EXTENSION", "PATCHERS"]
+
+#: The request extension naming the client library a request came through (``"requests"``),
+#: which a cassette's miss message shows.
+CLIENT_EXTENSION = "agentctx_client"
 
 #: ``(install, uninstall)`` of each client library patched along with httpx2 and httpx.
 PATCHERS: list[tuple[Callable[[], None], Callable[[], None]]] = []

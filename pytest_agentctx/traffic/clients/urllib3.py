@@ -58,8 +58,9 @@ from typing import Any
 
 import httpx2
 from urllib3.connectionpool import HTTPConnectionPool
-from urllib3.response import BaseHTTPResponse, HTTPResponse
+from urllib3.response import HTTPResponse
 
+from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.transport import dispatch_sync
 
 __all__ = ["install", "request_of", "to_urllib3", "uninstall"]
@@ -69,6 +70,17 @@ _READ_SIZE = 64 * 1024
 #: Statuses whose responses have no body (http.client reads none).
 _NO_BODY = frozenset({204, 304})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+#: The parameters of ``_make_request`` after ``headers``, in order.
+_POSITIONAL = (
+    "retries",
+    "timeout",
+    "chunked",
+    "response_conn",
+    "preload_content",
+    "decode_content",
+    "enforce_content_length",
+)
 
 #: The ``_make_request`` this module replaced, while installed.
 _original: Any = None
@@ -97,12 +109,15 @@ def _make_request(
     url: str,
     body: Any = None,
     headers: Mapping[str, str] | None = None,
+    *rest: Any,
     **options: Any,
 ) -> Any:
     """``HTTPConnectionPool._make_request`` while an interceptor is active."""
+    options.update(zip(_POSITIONAL, rest, strict=False))
     content = _body_bytes(body)
     request = request_of(pool, method, url, headers, content)
-    original = _original
+    # (a call that looked the patch up just before uninstall() finds urllib3's own there)
+    original = _original or vars(HTTPConnectionPool)["_make_request"]
     live = False
 
     def send(_: httpx2.Request) -> httpx2.Response:
@@ -167,7 +182,11 @@ def request_of(
             host = f"{host}:{port}"
         url = f"{pool.scheme}://{host}{url if url.startswith('/') else '/' + url}"
     pairs = list(headers.items()) if headers else []
-    return httpx2.Request(method, url, headers=pairs, content=content)
+    agent = next((v for k, v in pairs if k.lower() == "user-agent"), "")
+    client = "requests" if agent.startswith("python-requests/") else "urllib3"
+    return httpx2.Request(
+        method, url, headers=pairs, content=content, extensions={CLIENT_EXTENSION: client}
+    )
 
 
 def _send(
@@ -215,7 +234,7 @@ class _LiveStream(httpx2.SyncByteStream):
 
     def _read(self) -> Iterator[bytes]:
         response = self._response
-        if not isinstance(response, BaseHTTPResponse):
+        if not isinstance(response, HTTPResponse):
             # what another tool's connection gave (vcrpy's, an http.client response)
             while chunk := response.read(_READ_SIZE):
                 yield chunk
