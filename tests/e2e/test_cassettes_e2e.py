@@ -834,17 +834,18 @@ def test_recording_without_an_api_key_gets_no_placeholder(tester, monkeypatch):
 # -- offline -------------------------------------------------------------------------
 
 
-def test_replay_refuses_requests_to_the_network(tester):
+def test_replay_refuses_connections_the_cassette_does_not_see(tester):
+    # urllib.request (the standard library's client) is not recorded: its connection
+    # meets the guard. requests and urllib3 are answered by the cassette (test_clients_e2e).
     tester.makepyfile(
         test_cas_requests="""
+        import urllib.request
+
         import pytest
-        import requests
 
         @pytest.mark.agent
         def test_outside():
-            with requests.Session() as session:
-                session.trust_env = False
-                session.get("http://192.0.2.1/v1/models", timeout=2)
+            urllib.request.urlopen("http://192.0.2.1/v1/models", timeout=2)
         """
     )
 
@@ -862,17 +863,16 @@ def test_replay_refuses_requests_to_the_network(tester):
 def test_a_refused_connection_fails_the_test_even_when_caught(tester):
     tester.makepyfile(
         test_cas_requests="""
+        import urllib.request
+
         import pytest
-        import requests
 
         @pytest.mark.agent
         def test_outside():
-            with requests.Session() as session:
-                session.trust_env = False
-                try:
-                    session.get("http://192.0.2.1/v1/models", timeout=2)
-                except requests.ConnectionError:
-                    pass
+            try:
+                urllib.request.urlopen("http://192.0.2.1/v1/models", timeout=2)
+            except OSError:
+                pass
         """
     )
 

@@ -48,6 +48,8 @@ class Miss:
     key: RequestKey
     body: Any
     reason: str
+    #: The client library that sent it, when not the SDKs' httpx2 (``requests``).
+    client: str = ""
 
 
 def miss_reason(replays: Replays, key: RequestKey, *, path: Path, existed: bool) -> str:
@@ -181,7 +183,8 @@ def miss_message(
 
 def first_line(miss: Miss, *, path: Path) -> str:
     """The first line of the message of ``miss``: the cassette, the request, the reason."""
-    return f"Cassette {path} cannot answer {miss.key.describe()}: {miss.reason}."
+    sent = f" (sent through {miss.client})" if miss.client else ""
+    return f"Cassette {path} cannot answer {miss.key.describe()}{sent}: {miss.reason}."
 
 
 def response_message(miss: Miss, *, path: Path) -> str:

@@ -85,6 +85,7 @@ from pytest_agentctx.traffic.cassettes.store import (
     sweep_folder,
     written_in_run,
 )
+from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.errors import (
     CassetteError,
     CassetteMiss,
@@ -233,7 +234,7 @@ class Cassette:
         if self.records:
             return self._record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
-        miss = Miss(key, body_json, reason)
+        miss = Miss(key, body_json, reason, request.extensions.get(CLIENT_EXTENSION, ""))
         with self._lock:
             self.misses.append(miss)
         # The SDK's error says only what was missed: the test's failure compares it with the
