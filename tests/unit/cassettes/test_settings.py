@@ -129,7 +129,7 @@ async def test_yaml_format_gives_yaml_cassettes():
 
 async def test_unknown_format_is_an_error():
     with pytest.raises(
-        CassetteError, match=r"agent_cassette_format = 'toml'; expected json or yaml"
+        CassetteError, match=r"agent_cassette_format = 'toml'; expected json, yaml or vcr"
     ):
         _settings(cassette_format="toml")
 
