@@ -3,7 +3,7 @@
 xdist's load schedulers hand the collection out in chunks, so a worker that ran out of unit
 tests takes an integration test while another worker still runs unit tests, whatever order
 the collection has. :class:`IntegrationLast` wraps the scheduler xdist made for the session
-(``load``, ``loadscope``, ``loadfile``, ``loadgroup`` or ``worksteal``, :data:`WRAPPED`):
+(``load`` or ``worksteal``, :data:`WRAPPED`):
 
 * the scheduler it wraps sees the unit tests only (every test but the sorted integration
   tests), through :class:`_Worker` stand-ins that translate test indices;
@@ -37,16 +37,13 @@ __all__ = [
     "write_integration",
 ]
 
-#: The ``--dist`` modes whose scheduler is wrapped (``each`` runs every test on every worker).
-WRAPPED = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
+#: The ``--dist`` modes whose scheduler is wrapped. Not ``each`` (every test on every
+#: worker), nor the scope modes (``loadscope``, ``loadfile``, ``loadgroup``): when a worker
+#: crashes, their schedulers send the test that crashed it again, to the next worker, until
+#: xdist's restarts run out, and holding tests meanwhile can leave no worker to end on.
+WRAPPED = ("load", "worksteal")
 #: xdist's schedulers of those modes, by class name: another plugin's scheduler is kept as is.
-_WRAPPED_CLASSES = {
-    "LoadScheduling",
-    "LoadScopeScheduling",
-    "LoadFileScheduling",
-    "LoadGroupScheduling",
-    "WorkStealingScheduling",
-}
+_WRAPPED_CLASSES = {"LoadScheduling", "WorkStealingScheduling"}
 
 
 def integration_file(run_id: str, worker_id: str, *, writer: bool = False) -> Path:
@@ -162,9 +159,10 @@ class IntegrationLast:
         return bool(self.held) or any(self.pending.values()) or bool(self.inner.has_pending)
 
     def add_node(self, node: Any) -> None:
+        # The wrapped scheduler gets the worker with its collection (add_node_collection):
+        # xdist's scope schedulers would hand work to a worker that has not collected yet.
         self.workers[node] = _Worker(self, node)
         self.pending[node] = []
-        self.inner.add_node(self.workers[node])
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
         integration = read_integration(
@@ -184,6 +182,7 @@ class IntegrationLast:
             self.collection, self.integration = list(collection), integration
         if getattr(self.inner, "collection", None) == []:
             return  # no unit test: xdist's schedulers take no later worker then
+        self.inner.add_node(worker)
         self.inner.add_node_collection(worker, [collection[index] for index in unit])
 
     def schedule(self) -> None:

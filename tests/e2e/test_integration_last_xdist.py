@@ -10,9 +10,8 @@ integration test early, it does so while that unit test runs.
 
 from __future__ import annotations
 
+import itertools
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -146,7 +145,7 @@ def _assert_integration_last(records: list[dict[str, object]]) -> None:
     last_unit_end = max((float(str(r["end"])) for r in unit), default=0.0)
     early = [r["nodeid"] for r in integration if _start(r) < last_unit_end]
     assert not early, f"integration tests started before the last unit test ended: {early}"
-    for before, after in zip(integration, integration[1:], strict=False):
+    for before, after in itertools.pairwise(integration):
         assert float(str(before["end"])) <= _start(after), (before, after)
 
 
@@ -154,19 +153,99 @@ def _start(record: dict[str, object]) -> float:
     return float(str(record["start"]))
 
 
-DIST_MODES = ["load", "loadscope", "loadfile", "loadgroup", "worksteal"]
+#: The --dist modes whose scheduler holds the integration tests.
+DIST_MODES = ["load", "worksteal"]
 
 
-@pytest.mark.parametrize("dist", [None, *DIST_MODES])
+@pytest.mark.parametrize("dist", DIST_MODES)
 def test_integration_tests_start_after_every_unit_test_ended(
-    ordered: pytest.Pytester, dist: str | None
+    ordered: pytest.Pytester, dist: str
 ) -> None:
-    args = ("--agent-integration",) if dist is None else ("--agent-integration", "--dist", dist)
-
-    result = _run(ordered, *args)
+    result = _run(ordered, "--agent-integration", "--dist", dist)
 
     result.assert_outcomes(passed=11)
     records = _records(ordered)
     assert len(records) == 11
     _assert_integration_last(records)
     result.stdout.fnmatch_lines(["agentctx suites: 8 unit, 3 integration tests ran"])
+
+
+# -- sessions that stop early, or hold nothing, end --------------------------------------
+
+FAILING_UNIT = """
+def test_failing_unit():
+    assert False
+"""
+
+CRASHING_UNIT = """
+import os
+
+
+def test_crashing_unit():
+    os._exit(3)
+"""
+
+
+@pytest.mark.parametrize("stop", [("-x",), ("--maxfail", "1")], ids=["x", "maxfail"])
+def test_a_session_that_stops_while_integration_tests_are_held_ends(
+    ordered: pytest.Pytester, stop: tuple[str, ...]
+) -> None:
+    (ordered.path / "tests" / "test_failing.py").write_text(FAILING_UNIT)
+
+    result = _run(ordered, "--agent-integration", "--dist", "load", *stop)
+
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # xdist's exit status for a stop
+    assert result.parseoutcomes()["failed"] == 1
+    records = _records(ordered)
+    assert not [r for r in records if r["suite"] == "integration"]
+
+
+@pytest.mark.parametrize("dist", DIST_MODES)
+def test_a_worker_crash_in_a_unit_test_still_runs_the_integration_tests_last(
+    ordered: pytest.Pytester, dist: str
+) -> None:
+    (ordered.path / "tests" / "test_crash.py").write_text(CRASHING_UNIT)
+
+    result = _run(ordered, "--agent-integration", "--dist", dist)
+
+    result.assert_outcomes(passed=11, failed=1)
+    result.stdout.fnmatch_lines(["*crashed while running*test_crashing_unit*"])
+    _assert_integration_last(_records(ordered))
+
+
+def test_only_integration_tests_selected_run_one_after_another(ordered: pytest.Pytester) -> None:
+    result = _run(ordered, "-m", "integration", "--dist", "load")
+
+    result.assert_outcomes(passed=3)
+    records = _records(ordered)
+    assert {r["suite"] for r in records} == {"integration"}
+    _assert_integration_last(records)
+
+
+@pytest.mark.parametrize("args", [(), ("--agent-integration",)], ids=["default", "asked"])
+def test_a_session_without_integration_tests_runs_every_unit_test(
+    ordered: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    (ordered.path / "tests" / "integration" / "test_services.py").unlink()
+    monkeypatch.setenv("UNIT_WAIT", "0")
+
+    result = _run(ordered, *args)
+
+    result.assert_outcomes(passed=8)
+    # --agent-integration switches xdist to loadgroup (agent_suites); nothing is held
+    expected = "LoadGroupScheduling" if args else "LoadScheduling"
+    result.stdout.fnmatch_lines([f"scheduling tests via {expected}"])
+
+
+@pytest.mark.parametrize("dist", ["loadscope", "loadfile", "loadgroup", "each"])
+def test_the_scope_modes_are_left_to_xdist_with_the_lock(
+    ordered: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dist: str
+) -> None:
+    monkeypatch.setenv("UNIT_WAIT", "0")
+
+    result = _run(ordered, "--agent-integration", "--dist", dist)
+
+    result.assert_outcomes(passed=22 if dist == "each" else 11)
+    integration = sorted((r for r in _records(ordered) if r["suite"] == "integration"), key=_start)
+    for before, after in itertools.pairwise(integration):
+        assert float(str(before["end"])) <= _start(after), (before, after)

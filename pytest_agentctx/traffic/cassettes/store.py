@@ -418,8 +418,9 @@ def _unreadable(path: Path, exc: OSError) -> CassetteFormatError:
 # * A run marker (``runs/<run>/<cassette>``, an empty file) says that the test run
 #   ``<run>`` wrote the cassette. Beside the markers, ``pid-<pid>`` names each process of
 #   the run that wrote one (or another file of the run, :func:`run_file`: the xdist
-#   workers' lists of integration tests). A run's folder is removed once no process of it runs any more
-#   (:func:`end_runs`, when a session ends, and when a process first marks a cassette), or
+#   workers' lists of integration tests). A run's folder is removed once no process of it
+#   runs any more (:func:`end_runs`, when a session ends, and when a process first marks a
+#   cassette), or
 #   once it is :data:`RUN_MARKERS_KEPT_SECONDS` old (process ids get reused).
 
 #: How long the markers of a run are kept at most, whatever its process ids say.
