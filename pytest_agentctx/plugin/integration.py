@@ -3,17 +3,28 @@
 Which tests are integration tests, and which of them run, is the ``suites`` module's: it
 marks and deselects them at collection. This module puts the ones that run last
 (:func:`pytest_collection_modifyitems`) and, on an xdist worker, runs each under the
-session's integration lock (:func:`pytest_runtest_protocol`).
+session's integration lock (:func:`pytest_runtest_protocol`). Under xdist's load modes,
+the controller's scheduler holds them until every unit test has ended (the ``scheduling``
+module; :func:`pytest_xdist_make_scheduler`), from the list each worker writes of them
+(:func:`pytest_collection_finish`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 
 from .keys import SUITE_SCOPE_KEY
-from .suites import integration_last, serial_lock
+from .scheduling import WRAPPED, integration_file, wrap_scheduler, write_integration
+from .suites import integration_last, integration_requested, named_paths, serial_lock
+
+#: xdist workerinput key: whether the controller holds the integration tests back, so the
+#: worker lists them (:func:`pytest_collection_finish`).
+HOLD_INPUT = "agentctx_hold_integration"
+#: The xdist run whose integration lists the controller read, for their removal.
+_HELD_RUNS: pytest.StashKey[str] = pytest.StashKey()
 
 
 @pytest.hookimpl(trylast=True)
@@ -39,3 +50,58 @@ def pytest_runtest_protocol(
         return (yield)
     with serial_lock(str(workerinput["testrunuid"])):
         return (yield)
+
+
+def holds_integration(config: pytest.Config) -> bool:
+    """Whether the xdist controller holds the integration tests until the unit tests have
+    ended: a load mode of :data:`~.scheduling.WRAPPED`, and integration tests may run
+    (asked for, or the command line names tests)."""
+    if not config.pluginmanager.has_plugin("dsession"):
+        return False
+    if str(config.getvalue("dist")) not in WRAPPED:
+        return False
+    return integration_requested(config) or bool(named_paths(config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: tell each worker whether to list its integration tests."""
+    node.workerinput[HOLD_INPUT] = holds_integration(node.config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """xdist worker: list the sorted integration tests among the collected ones, before
+    xdist reports the collection to the controller, whose scheduler reads the list."""
+    config = session.config
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or not workerinput.get(HOLD_INPUT):
+        return
+    scope = config.stash[SUITE_SCOPE_KEY]
+    integration = [i for i, item in enumerate(session.items) if scope.integration(item)]
+    path = integration_file(
+        str(workerinput["testrunuid"]), str(workerinput["workerid"]), writer=True
+    )
+    write_integration(path, [item.nodeid for item in session.items], integration)
+
+
+@pytest.hookimpl(wrapper=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Generator[None, Any, Any]:
+    """xdist controller: the scheduler xdist made, wrapped to hold the integration tests
+    until every unit test has ended (:func:`~.scheduling.wrap_scheduler`), when
+    :func:`holds_integration`; else as xdist made it."""
+    scheduler = yield
+    if scheduler is None or not holds_integration(config):
+        return scheduler
+    run_id = str(config.pluginmanager.getplugin("dsession").nodemanager.testrunuid)
+    config.stash[_HELD_RUNS] = run_id
+    return wrap_scheduler(scheduler, run_id)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """xdist controller: remove the run's integration lists once its workers have ended."""
+    run_id = config.stash.get(_HELD_RUNS, None)
+    if run_id is not None:
+        from pytest_agentctx.traffic.cassettes.store import end_runs
+
+        end_runs(run_id)

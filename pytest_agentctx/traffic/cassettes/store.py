@@ -56,6 +56,7 @@ __all__ = [
     "end_runs",
     "locked",
     "mark_written",
+    "run_file",
     "run_marker",
     "sweep_folder",
     "write_cassette",
@@ -416,8 +417,10 @@ def _unreadable(path: Path, exc: OSError) -> CassetteFormatError:
 #   :func:`end_runs`.
 # * A run marker (``runs/<run>/<cassette>``, an empty file) says that the test run
 #   ``<run>`` wrote the cassette. Beside the markers, ``pid-<pid>`` names each process of
-#   the run that wrote one. A run's folder is removed once no process of it runs any more
-#   (:func:`end_runs`, when a session ends, and when a process first marks a cassette), or
+#   the run that wrote one (or another file of the run, :func:`run_file`: the xdist
+#   workers' lists of integration tests). A run's folder is removed once no process of it
+#   runs any more (:func:`end_runs`, when a session ends, and when a process first marks a
+#   cassette), or
 #   once it is :data:`RUN_MARKERS_KEPT_SECONDS` old (process ids get reused).
 
 #: How long the markers of a run are kept at most, whatever its process ids say.
@@ -481,6 +484,17 @@ def mark_written(path: Path, run_id: str) -> None:
         except FileNotFoundError:  # another process removed the folder meanwhile
             if attempt == 2:
                 raise
+
+
+def run_file(run_id: str, name: str, *, writer: bool = True) -> Path:
+    """The path of the file ``name`` in the folder of the test run ``run_id``, beside its
+    run markers and removed with them. For a ``writer``, the folder is made, with this
+    process's ``pid-<pid>`` (the folder is kept while one of its processes runs)."""
+    folder = _runs_folder() / _digest(run_id)
+    if writer:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"pid-{os.getpid()}").touch()
+    return folder / name
 
 
 def written_in_run(path: Path, run_id: str) -> bool:
