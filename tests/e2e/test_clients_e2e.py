@@ -1,5 +1,6 @@
 """End-to-end tests of the client libraries other than httpx: ``requests`` and ``urllib3``
-record into the test's cassette and replay from it, as the SDKs' httpx2 calls do.
+record into the test's cassette and replay from it, as the SDKs' httpx2 calls do; one test
+mixes httpx2, requests and aiohttp in one cassette.
 
 The outer test starts ``ToolServer`` on 127.0.0.1 (a weather API and an OpenAI-compatible
 chat completions endpoint) and hands its URL to the inner tests in ``TOOL_SERVER``. Each
@@ -18,7 +19,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import openai  # noqa: F401  (imported here so the inner runs do not import it again)
+import aiohttp  # noqa: F401  (imported here so the inner runs do not import it again)
+import openai  # noqa: F401  (same)
 import pytest
 import requests  # noqa: F401  (same)
 import responses  # noqa: F401  (same)
@@ -349,6 +351,58 @@ def test_a_model_call_and_a_tool_call_share_one_cassette_in_order(agent_pytester
         ("GET", "/weather"),
         ("POST", "/v1/chat/completions"),
     ]
+
+
+#: A model call through httpx2 (openai), a tool call through requests, another through
+#: aiohttp, then a model call again: one cassette, in this order.
+THREE_CLIENTS = """
+import aiohttp
+import openai
+
+
+def chat(messages):
+    with openai.OpenAI(base_url=BASE + "/v1", api_key="sk-e2e-key", max_retries=0) as client:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    return reply.choices[0].message.content
+
+
+async def forecast(city):
+    async with aiohttp.ClientSession() as session:
+        async with session.get(BASE + "/weather", params={"city": city}) as reply:
+            return (await reply.json())["temp"]
+
+
+@pytest.mark.agent
+async def test_case(agent_context):
+    messages = [{"role": "user", "content": "weather?"}]
+    messages.append({"role": "assistant", "content": chat(messages)})
+    now = requests.get(BASE + "/weather", params={"city": "Paris"}, timeout=5).json()["temp"]
+    later = await forecast("CITY")
+    messages.append({"role": "user", "content": f"it is {now}, then {later}"})
+    assert chat(messages) == "asked: it is 21, then 21"
+    assert len(agent_context.non_llm) == 2
+"""
+
+
+def test_httpx2_requests_and_aiohttp_share_one_cassette_in_order_and_drift_is_caught(
+    agent_pytester, server
+):
+    _record_then_replay(agent_pytester, server, THREE_CLIENTS.replace("CITY", "Oslo"))
+    recorded = _interactions(agent_pytester, "test_tool/test_case.json")
+    shutil.rmtree(agent_pytester.path / "__pycache__", ignore_errors=True)
+    agent_pytester.makepyfile(test_tool=HEADER + THREE_CLIENTS.replace("CITY", "Bergen"))
+
+    drifted = agent_pytester.runpytest()
+
+    assert [(i["request"]["method"], urlsplit(i["request"]["url"]).path) for i in recorded] == [
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/weather"),
+        ("GET", "/weather"),
+        ("POST", "/v1/chat/completions"),
+    ]
+    assert "city=Oslo" in recorded[2]["request"]["url"]
+    drifted.assert_outcomes(failed=1)
+    drifted.stdout.fnmatch_lines(["E *CassetteMiss: *cannot answer GET *city=Bergen*"])
 
 
 def test_responses_answers_before_the_cassette_in_the_same_test(agent_pytester, server):
