@@ -179,6 +179,11 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
             from pytest_agentctx.doubles.fake_llm import placeholder_keys
 
             keys.enter_context(placeholder_keys())
+            # Nor is a TLS connection opened: the clients the test builds load their
+            # certificates only if a request of theirs goes to the network.
+            from pytest_agentctx.traffic import lazy_tls
+
+            keys.enter_context(lazy_tls.installed())
         cassette.start()
         if guard is not None:
             guard.start()

@@ -90,6 +90,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     import os
 
     from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
+    from pytest_agentctx.traffic import lazy_tls
 
     for name, value in PLACEHOLDER_KEYS.items():
         if not os.environ.get(name):
@@ -99,7 +100,9 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     guard = fake_llm_guard(request)
     capture.redactor_for(request)
     request.node.stash[GUARD_KEY] = guard  # verified and reported as a cassette's guard is
-    with guard:
+    # The clients the test builds load their certificates only when a request of theirs
+    # goes to the network (lazy_tls): the fake answers the model calls at the transport.
+    with guard, lazy_tls.installed():
         fake.start()
         try:
             yield fake

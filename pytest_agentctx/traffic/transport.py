@@ -47,7 +47,7 @@ from typing import Any, cast
 
 import httpx2
 
-from pytest_agentctx.traffic import scopes
+from pytest_agentctx.traffic import lazy_tls, scopes
 from pytest_agentctx.traffic.errors import UnscopedRequest
 from pytest_agentctx.traffic.respx_routes import RespxRoute, respx_route
 
@@ -146,6 +146,7 @@ def forward_sync(request: Any) -> Any:
     current.forwarded = True
     if current.send is not None:
         return current.send(request)
+    _materialize(current)
     return current.library.sync_original(current.transport, request)
 
 
@@ -157,7 +158,15 @@ async def forward_async(request: Any) -> Any:
     current.forwarded = True
     if current.send is not None:
         return await current.send(request)
+    _materialize(current)
     return await current.library.async_original(current.transport, request)
+
+
+def _materialize(current: _Handling) -> None:
+    """Before a request goes on to the real transport: unless respx answers it there, it
+    goes to the network, and the transport needs its real TLS context (:mod:`.lazy_tls`)."""
+    if not current.elsewhere:
+        lazy_tls.materialize(current.transport)
 
 
 class _Chunks:
@@ -437,6 +446,7 @@ def _patch(library: _Library) -> None:
             _current.reset(token)
         if response is not None:
             return response
+        _materialize(current)
         return library.sync_original(self, request)
 
     async def handle_async_request(self: Any, request: Any) -> Any:
@@ -450,6 +460,7 @@ def _patch(library: _Library) -> None:
             _current.reset(token)
         if response is not None:
             return response
+        _materialize(current)
         return await library.async_original(self, request)
 
     library.module.HTTPTransport.handle_request = handle_request
