@@ -24,6 +24,7 @@ import openai  # noqa: F401  (same)
 import pytest
 import yaml  # noqa: F401  (same: a second import of its C loader breaks it)
 from support.http_server import ServerThread
+from support.wire import chat_completion
 
 SECRET = "sk-aiohttp-e2e-secret-1234"
 
@@ -56,7 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
         request = json.loads(self.rfile.read(length) or b"{}")
         if path == "/v1/chat/completions":
             text = f"{self.owner.version}: {request['messages'][-1]['content']}"
-            body = json.dumps(_completion(text)).encode()
+            body = json.dumps(chat_completion(text)).encode()
         else:
             body = json.dumps({"got": request, "version": self.owner.version}).encode()
         self._send(200, body, content_type="application/json")
@@ -118,19 +119,6 @@ class Service:
 
     def stop(self) -> None:
         self._serving.stop()
-
-
-def _completion(text: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-e2e",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ import pytest
 import requests  # noqa: F401  (same)
 import yaml  # (imported here: a second import of its C loader breaks it)
 from support.http_server import ServerThread
+from support.wire import chat_completion
 
 #: The ini of ``agent_pytester`` (tests/conftest.py), for tests that add keys to it.
 INI = """
@@ -106,7 +107,7 @@ class Provider:
                         self.wfile.flush()
                     self.wfile.write(b"data: [DONE]\n\n")
                     return
-                body = json.dumps(_completion(text)).encode()
+                body = json.dumps(chat_completion(text)).encode()
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
@@ -118,19 +119,6 @@ class Provider:
 
     def stop(self) -> None:
         self._serving.stop()
-
-
-def _completion(text: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-e2e",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
 
 
 def _chunk(text: str) -> bytes:

@@ -27,6 +27,7 @@ import responses  # noqa: F401  (same)
 import urllib3  # noqa: F401  (same)
 import vcr  # noqa: F401  (same)
 from support.http_server import ServerThread
+from support.wire import chat_completion
 
 #: Server-sent events of /events, each written as one HTTP chunk.
 EVENTS = [b'data: {"n":0}\n\n', b'data: {"n":1}\n\n', b"data: [DONE]\n\n"]
@@ -60,23 +61,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.lock:
             self.hits.append(self.path)
         text = "asked: " + request["messages"][-1]["content"]
-        self.send_json(
-            200,
-            {
-                "id": "chatcmpl-e2e",
-                "object": "chat.completion",
-                "created": 1,
-                "model": "gpt-4o-mini",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            },
-        )
+        self.send_json(200, chat_completion(text))
 
     def send_json(self, status: int, value: Any, **headers: str) -> None:
         body = json.dumps(value).encode()
