@@ -13,7 +13,7 @@ cassette.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -32,6 +32,9 @@ from .keys import (
     RUNS_KEY,
     STALE_KEY,
 )
+
+if TYPE_CHECKING:
+    from pytest_agentctx.context.figures import RunRecord
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,14 +74,14 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
 
     log = item.stash.get(RUNS_KEY, None)
     measured = True
-    rebuilt = item.config.stash[MEASURE_KEY] or BUDGET_CHECK_KEY in item.stash
-    if log is None:
-        runs = []
-    elif rebuilt:
-        runs = log.records()
-    else:  # nothing reads this test's captured runs: do not rebuild them
-        runs = log.exact_records()
-        measured = bool(runs) or not log.captures
+    # the runs of each repetition (one part for a test that is not repeated), read once
+    parts: list[list[RunRecord]] = []
+    if log is not None:
+        rebuilt = item.config.stash[MEASURE_KEY] or BUDGET_CHECK_KEY in item.stash
+        # when nothing reads this test's captured runs, they are not rebuilt
+        parts = log.records_by_part(captured=rebuilt)
+        measured = rebuilt or any(parts) or not log.captures
+    runs = [run for part in parts for run in part]
     config_prices = item.config.stash.get(PRICES_KEY, None)
     prices = item.stash.get(PRICES_KEY, None) or config_prices
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
@@ -86,7 +89,6 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     if repeat is not None and log is not None and measured:
         from pytest_agentctx.reports.records import per_run_figures
 
-        parts = log.records_by_part(captured=rebuilt)
         repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
     return build_record(
         runs=runs,

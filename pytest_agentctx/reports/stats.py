@@ -71,7 +71,7 @@ class RunLog:
 
     def exact_records(self) -> list[RunRecord]:
         """The runs of the exact sources only: nothing is built from traffic."""
-        return [record for part in self._parts for record in part.records(captured=False)]
+        return [record for part in self.records_by_part(captured=False) for record in part]
 
     def records_by_part(self, *, captured: bool = True) -> list[list[RunRecord]]:
         """The runs of each part (each repetition of an ``agent_repeat`` test), as
