@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes
+from pytest_agentctx.traffic.cassettes.diffs import one_line
 from pytest_agentctx.traffic.cassettes.store import Interaction, load_cassette
 from pytest_agentctx.traffic.codecs.base import Codec, Completion, codec_for_path
 from pytest_agentctx.traffic.errors import CassetteFormatError, CodecError
@@ -25,8 +26,7 @@ _WIDTH = 100
 
 
 def _short(text: Any, width: int = _WIDTH) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
+    return one_line(text, width)
 
 
 def _call(name: str, arguments: Mapping[str, Any]) -> str:

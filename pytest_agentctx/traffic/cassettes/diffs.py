@@ -20,7 +20,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MISSING", "FieldDiff", "field_diffs", "field_lines", "unified_diff", "window"]
+__all__ = [
+    "MISSING",
+    "FieldDiff",
+    "field_diffs",
+    "field_lines",
+    "one_line",
+    "unified_diff",
+    "window",
+]
 
 #: The value of a field one side does not have.
 MISSING: Any = object()
@@ -77,6 +85,13 @@ def _walk(recorded: Any, now: Any, path: str) -> Iterator[FieldDiff]:
 
 def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def one_line(text: object, width: int) -> str:
+    """``text`` on one line (runs of whitespace made one space), cut to ``width``
+    characters with ``...`` when longer."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
 def _clip(text: str, width: int) -> str:

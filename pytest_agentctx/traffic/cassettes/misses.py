@@ -21,6 +21,7 @@ from pytest_agentctx.traffic.cassettes.diffs import (
     FieldDiff,
     field_diffs,
     field_lines,
+    one_line,
     unified_diff,
 )
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip_fields
@@ -267,11 +268,6 @@ def partial_message(replays: Replays, position: int, *, path: Path, command: str
     )
 
 
-def _short(text: object, width: int = 60) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
-
-
 def step_of(interaction: Interaction) -> str | None:
     """Which step of its run a recorded model call was, in short: the message it answered
     (``after user: Weather in Paris?``), and how many model calls of its conversation came
@@ -294,7 +290,8 @@ def step_of(interaction: Interaction) -> str | None:
         f"calls {call.get('name', '?')}" for call in last.get("tool_calls") or ()
     )
     calls = 1 + sum(message.get("role") == "assistant" for message in messages)
-    return f"model call {calls} of its conversation, after {last.get('role', '?')}: {_short(said)}"
+    role = last.get("role", "?")
+    return f"model call {calls} of its conversation, after {role}: {one_line(said, 60)}"
 
 
 def stale_message(replays: Replays, unused: Sequence[int], *, path: Path, command: str) -> str:
