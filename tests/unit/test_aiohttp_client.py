@@ -8,6 +8,7 @@ reached the network they would fail to connect. Requests that must reach a serve
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import sys
@@ -320,26 +321,17 @@ class _MockedResponse(aiohttp.ClientResponse):
         super().__init__(*args, **kwargs)
 
 
-async def test_aioresponses_started_after_the_interceptor_answers_its_requests() -> None:
+@pytest.mark.parametrize("aioresponses_first", [False, True], ids=["after", "before"])
+async def test_aioresponses_started_before_or_after_the_interceptor_answers_its_requests(
+    aioresponses_first: bool,
+) -> None:
     handler = _answer(text="from the cassette")
-    with Interceptor(handler), aioresponses() as mocked:
-        mocked.get(
-            UNREACHABLE + "/mocked",
-            payload={"from": "aioresponses"},
-            response_class=_MockedResponse,
-        )
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(UNREACHABLE + "/mocked") as response,
-        ):
-            body = await response.json()
-
-    assert (body, handler.seen) == ({"from": "aioresponses"}, [])
-
-
-async def test_aioresponses_started_before_the_interceptor_answers_its_requests() -> None:
-    handler = _answer(text="from the cassette")
-    with aioresponses() as mocked, Interceptor(handler):
+    with contextlib.ExitStack() as started:
+        if not aioresponses_first:
+            started.enter_context(Interceptor(handler))
+        mocked = started.enter_context(aioresponses())
+        if aioresponses_first:
+            started.enter_context(Interceptor(handler))
         mocked.get(
             UNREACHABLE + "/mocked",
             payload={"from": "aioresponses"},
