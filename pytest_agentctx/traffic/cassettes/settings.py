@@ -556,7 +556,7 @@ def build_cassette(
             (*options.allowed_hosts, *config.get("allowed_hosts", ())),
             reason=f"replaying {path.name}",
         )
-        if cassette.mode is RecordMode.NONE
+        if cassette.replays_only
         else None
     )
     return cassette, guard
