@@ -8,7 +8,7 @@ what this package redacts) matches too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes
@@ -18,6 +18,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     RequestKey,
     make_key,
     parse_json,
+    read_json,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.store import Interaction
@@ -65,17 +66,24 @@ class RequestKeys:
 
     def redacted_request(self, request: Any) -> tuple[str, Any, bytes]:
         """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
+        return self._redacted(request)[:3]
+
+    def _redacted(self, request: Any) -> tuple[str, Any, bytes, bool]:
+        """:meth:`redacted_request`, and whether the body is known to hold no ``NaN``."""
         self.redactor.refresh()
         url_text = str(request.url)
-        self.redactor.learn(request.headers.items(), url_text)
+        headers = request.headers
+        raw_headers = getattr(headers, "raw", None)  # httpx's byte pairs: cheap to compare
+        signature = None if raw_headers is None else (raw_headers, url_text)
+        self.redactor.learn(_items(headers), url_text, signature=signature)
         url = self.redactor.url(url_text)
         raw = bytes(request.content or b"")
-        body_json = parse_json(raw)
+        body_json, finite = read_json(raw)
         if body_json is not NO_JSON:
-            body_json = self.redactor.json(body_json, raw=raw)
+            body_json = self.redactor.json(body_json, raw=raw)  # strings scrubbed only
         else:
             raw = self.redacted_raw(raw)
-        return url, body_json, raw
+        return url, body_json, raw, finite
 
     def redacted_raw(self, raw: bytes) -> bytes:
         """A body that is not JSON, secrets redacted: as text, or in its bytes (binary)."""
@@ -86,7 +94,7 @@ class RequestKeys:
 
     def of_request(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
         """The key of a live request, with its redacted URL, JSON body and raw body."""
-        url, body_json, raw = self.redacted_request(request)
+        url, body_json, raw, finite = self._redacted(request)
         key = make_key(
             request.method,
             url,
@@ -94,5 +102,11 @@ class RequestKeys:
             None if body_json is not NO_JSON else raw,
             ignored=self.ignored,
             hook=self.body_hook,
+            finite=finite,
         )
         return key, url, body_json, raw
+
+
+def _items(headers: Any) -> Iterator[tuple[str, str]]:
+    """``headers``' pairs, read only if the redactor asks for them."""
+    yield from headers.items()

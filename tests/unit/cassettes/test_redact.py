@@ -124,6 +124,62 @@ async def test_env_value_set_after_the_redactor_was_made_is_redacted_after_refre
     assert redactor.text(CANARY) == REDACTED
 
 
+async def test_env_value_changed_after_a_refresh_is_redacted_after_the_next(
+    no_provider_keys, monkeypatch
+):
+    redactor = Redactor()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-first-value-0001")
+    redactor.refresh()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+
+    redactor.refresh()
+
+    assert redactor.text(f"sk-first-value-0001 {CANARY}") == f"sk-first-value-0001 {REDACTED}"
+
+
+async def test_env_value_is_redacted_after_refresh_when_os_environ_was_replaced(
+    no_provider_keys, monkeypatch
+):
+    import os
+
+    redactor = Redactor()
+    monkeypatch.setattr(os, "environ", {**os.environ, "OPENAI_API_KEY": CANARY})
+
+    redactor.refresh()
+
+    assert redactor.text(CANARY) == REDACTED
+
+
+async def test_url_seen_before_a_secret_was_learned_is_redacted_after(no_provider_keys):
+    redactor = Redactor()
+    url = f"https://example.com/v1/{CANARY}/items"
+    assert redactor.url(url) == url
+
+    redactor.learn([("authorization", f"Bearer {CANARY}")])
+
+    assert redactor.url(url) == f"https://example.com/v1/{REDACTED}/items"
+
+
+async def test_a_request_with_the_signature_of_the_one_before_is_not_read_again(
+    no_provider_keys,
+):
+    redactor = Redactor()
+    redactor.learn([], signature=("same",))
+
+    redactor.learn([("authorization", f"Bearer {CANARY}")], signature=("same",))
+
+    assert redactor.secret_values == ()
+
+
+async def test_a_request_with_another_signature_is_read(no_provider_keys):
+    redactor = Redactor()
+    redactor.learn([], signature=("first",))
+
+    redactor.learn([("authorization", f"Bearer {CANARY}")], signature=("second",))
+
+    assert CANARY in redactor.secret_values
+
+
 async def test_short_env_values_are_not_treated_as_secrets(no_provider_keys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test")
 
