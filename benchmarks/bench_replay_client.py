@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_replay_client.py            # 7 rounds of 20 tests each
     .venv/bin/python benchmarks/bench_replay_client.py --quick    # 3 rounds of 10
+    .venv/bin/python benchmarks/bench_replay_client.py --setup-cassetter  # cassetter too
 
 The test: build ``openai.OpenAI()`` (as a user's test does, so it builds its own ``httpx2``
 client and, with it, an SSL context) and make five chat completion calls. Measured per test,
@@ -19,9 +20,20 @@ interleaved, order rotated), so a busy machine slows them alike:
   (matched on the body too). vcrpy 9.4 patches ``httpx2`` as well as ``httpx``; the script
   checks it with a probe recording, and with a vcrpy that records no ``httpx2`` call it
   measures the same five calls made with an ``httpx.Client()`` the test builds;
-- **cassetter**: measured only when ``--cassetter-python`` points at a Python with it
-  installed (see benchmarks/bench_cassettes.py ``--setup-cassetter``); otherwise reported
-  as not installed.
+- **cassetter replay**: the same openai test, replayed by cassetter's own pytest plugin
+  (``@pytest.mark.vcr``, ``--record-mode=none``, ``match_on=["method", "uri",
+  "json_body"]``, one cassette per test under ``cassettes/test_bench/``). cassetter
+  registers a ``vcr`` marker and ``--record-mode`` as pytest-recording does, so it runs in
+  a virtualenv of its own: the interpreter ``--cassetter-python`` names (default
+  ``/tmp/bench-venv/bin/python``). ``--setup-cassetter`` creates that virtualenv first and
+  installs cassetter, openai, httpx2 and pytest in it (``CASSETTER_SETUP``); by hand::
+
+      python3.11 -m venv /tmp/bench-venv
+      /tmp/bench-venv/bin/pip install cassetter==0.16.1 openai==3.54.0 httpx2==2.16.2 pytest
+
+  Its cassettes are recorded against the loopback server, then their URLs are rewritten to
+  the replay URL (``uri`` is matched, port included). Without that interpreter the variant
+  is reported as not installed and the others run.
 
 The first test of each process (which imports the SDKs) is left out. Nothing leaves
 127.0.0.1: cassettes are recorded against a loopback HTTP server this script starts, and
@@ -47,6 +59,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CASSETTER_PYTHON = "/tmp/bench-venv/bin/python"
+#: What ``--setup-cassetter`` installs in cassetter's virtualenv (its pytest plugin runs
+#: the inner project there, so pytest too).
+CASSETTER_SETUP = ("cassetter==0.16.1", "openai==3.54.0", "httpx2==2.16.2", "pytest")
 REPLAY_URL = "http://127.0.0.1:9"
 CALLS = 5
 
@@ -146,6 +161,17 @@ import pytest
 @pytest.fixture(scope="module")
 def vcr_config():
     return {"match_on": ["method", "scheme", "host", "path", "query", "body"]}
+"""
+
+#: cassetter's plugin reads the same fixture; the URI (port included) is matched, so its
+#: recorded cassettes are rewritten to the replay URL (``_cassetter_cassettes``).
+CASSETTER_CONFTEST = """
+import pytest
+
+
+@pytest.fixture(scope="module")
+def vcr_config():
+    return {"match_on": ["method", "uri", "json_body"]}
 """
 
 HTTPX_TEST = """
@@ -261,6 +287,64 @@ def _vcr_records_openai(base: Path, url: str) -> int:
     return sum(Path(c).read_text().count("- request:") for c in cassettes)
 
 
+def _cassetter_versions(python: str) -> str:
+    """The versions in cassetter's virtualenv, or raise RuntimeError saying why not."""
+    names = ("cassetter", "pytest", "openai", "httpx2")
+    code = (
+        "import importlib.metadata as m, platform; "
+        f"print(', '.join(n + ' ' + m.version(n) for n in {names!r}), "
+        "'on Python', platform.python_version())"
+    )
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr else "no output")
+    return done.stdout.strip()
+
+
+def _cassetter_cassettes(folder: Path, url: str, tests: int) -> None:
+    """Point the cassettes cassetter recorded against ``url`` at ``REPLAY_URL``; check them."""
+    cassettes = sorted((folder / "cassettes" / "test_bench").glob("*.yaml"))
+    recorded = f"uri: {REPLAY_URL}/v1/chat/completions"
+    for cassette in cassettes:
+        text = cassette.read_text().replace(url, REPLAY_URL)
+        text = text.replace(url.removeprefix("http://"), REPLAY_URL.removeprefix("http://"))
+        cassette.write_text(text)
+        if text.count(recorded) != CALLS:
+            raise SystemExit(
+                f"cassetter recorded {text.count(recorded)} calls to {REPLAY_URL} in "
+                f"{cassette.name}, expected {CALLS}; check cassetter's venv with "
+                f"`<its python> -m pytest --version` and rerun with --setup-cassetter"
+            )
+    if len(cassettes) != tests:
+        raise SystemExit(
+            f"cassetter recorded {len(cassettes)} cassettes in {folder / 'cassettes'}, expected "
+            f"{tests} (one per test); rerun with --setup-cassetter to reinstall it"
+        )
+
+
+def _cassetter_variant(base: Path, tests: int, python: str, url: str) -> tuple[Variant | None, str]:
+    """cassetter's variant, recorded against ``url`` in its own virtualenv, and a note."""
+    if not Path(python).exists():
+        return None, (
+            f"cassetter: not installed ({python} missing), not measured; "
+            "add --setup-cassetter to create it"
+        )
+    try:
+        versions = _cassetter_versions(python)
+    except RuntimeError as exc:
+        return None, (
+            f"cassetter: not usable at {python} ({exc}), not measured; "
+            "add --setup-cassetter to reinstall it"
+        )
+    folder = _project(
+        base / "cassetter", _fill(OPENAI_TEST, tests, "pytest.mark.vcr"), CASSETTER_CONFTEST
+    )
+    _check(_pytest(python, folder, ["--record-mode=once"], url), "cassetter recording")
+    _cassetter_cassettes(folder, url, tests)
+    variant = Variant("cassetter replay (openai.OpenAI)", folder, ["--record-mode=none"], python)
+    return variant, f"cassetter in its own virtualenv ({python}): {versions}"
+
+
 def build(base: Path, tests: int, cassetter_python: str) -> tuple[list[Variant], list[str]]:
     notes: list[str] = []
     agentctx = _project(base / "agentctx", _fill(OPENAI_TEST, tests))
@@ -276,6 +360,7 @@ def build(base: Path, tests: int, cassetter_python: str) -> tuple[list[Variant],
             _pytest(sys.executable, vcr, ["-p", "no:agentctx", "--record-mode=once"], url),
             "vcrpy recording",
         )
+        cassetter, cassetter_note = _cassetter_variant(base, tests, cassetter_python, url)
     vcr_client = "openai.OpenAI" if recorded == CALLS else "httpx.Client"
     notes.append(
         f"vcrpy recorded {recorded} of {CALLS} calls of the openai SDK (httpx2) in a probe run; "
@@ -290,11 +375,18 @@ def build(base: Path, tests: int, cassetter_python: str) -> tuple[list[Variant],
             ["-p", "no:agentctx", "--record-mode=none"],
         ),
     ]
-    if Path(cassetter_python).exists():
-        notes.append(f"cassetter at {cassetter_python}: not driven by this benchmark yet")
-    else:
-        notes.append(f"cassetter: not installed ({cassetter_python} missing), not measured")
+    if cassetter is not None:
+        variants.append(cassetter)
+    notes.append(cassetter_note)
     return variants, notes
+
+
+def setup_cassetter(python: str) -> None:
+    """Create the virtualenv of ``python`` and install ``CASSETTER_SETUP`` in it."""
+    venv = Path(python).parent.parent
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=600)
+    pip = [python, "-m", "pip", "install", "--quiet", *CASSETTER_SETUP]
+    subprocess.run(pip, check=True, timeout=900)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -302,8 +394,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds of 10 tests")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--tests", type=int, default=20, help="tests per process")
-    parser.add_argument("--cassetter-python", default=DEFAULT_CASSETTER_PYTHON)
+    parser.add_argument(
+        "--cassetter-python",
+        default=DEFAULT_CASSETTER_PYTHON,
+        help="interpreter of a virtualenv with cassetter, openai, httpx2 and pytest "
+        f"(default {DEFAULT_CASSETTER_PYTHON})",
+    )
+    parser.add_argument(
+        "--setup-cassetter",
+        action="store_true",
+        help="create that virtualenv first: pip install " + " ".join(CASSETTER_SETUP),
+    )
     args = parser.parse_args(argv)
+    if args.setup_cassetter:
+        setup_cassetter(args.cassetter_python)
     rounds, tests = (3, 10) if args.quick else (args.rounds, args.tests)
     with tempfile.TemporaryDirectory(prefix="bench-replay-client-") as temp:
         variants, notes = build(Path(temp), tests, args.cassetter_python)
