@@ -10,7 +10,7 @@ of request, both with tools, as an agent sends them:
 - **tools**: a system prompt, three tool definitions with JSON schemas and a question
   (about 2.5 KB);
 - **conversation**: the same, in the middle of an agent loop: the question, then three
-  assistant turns that call tools and the tools' results (about 4.5 KB).
+  assistant turns that call tools and the tools' results (about 4.3 KB).
 
 For each kind and each cassette size (10, 100, 1,000 and 5,000 interactions, each request
 distinct), two clients answer the same calls:
