@@ -287,13 +287,14 @@ def _parse(text: str, path: Path) -> Any:
             ) from None
     try:
         import yaml
+
+        from pytest_agentctx.traffic.cassettes.yamlread import load
     except ImportError:
         raise CassetteFormatError(
             f"{where}: reading YAML cassettes needs PyYAML. Run: pip install pyyaml"
         ) from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)
+        return load(text)  # what yaml's safe loader gives, faster
     except yaml.YAMLError as exc:
         raise CassetteFormatError(
             f"{where}: not valid YAML ({exc}). Restore it from version control or "

