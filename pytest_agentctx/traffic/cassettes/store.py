@@ -295,7 +295,7 @@ def _parse(text: str, path: Path) -> Any:
         ) from None
     try:
         return load(text)  # what yaml's safe loader gives, faster
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, OverflowError) as exc:  # or a date out of range
         raise CassetteFormatError(
             f"{where}: not valid YAML ({exc}). Restore it from version control or "
             "re-record it with pytest --agent-record."

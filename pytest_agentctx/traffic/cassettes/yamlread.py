@@ -131,41 +131,51 @@ class _Builder:
 
     def node(self, next_event: Any) -> Any:
         """The value whose events come next: a scalar, or a mapping or list to its end."""
-        # Open containers, innermost last, and for each the key waiting for its value
-        # (``_NO_KEY`` while the next value is a key, and for a list).
-        stack: list[Any] = []
-        keys: list[Any] = []
-        scalar_event, mapping_start, sequence_start = (
-            ScalarEvent,
-            MappingStartEvent,
-            SequenceStartEvent,
-        )
+        # The innermost open container, whether it is a mapping, and its key waiting for a
+        # value (``_NO_KEY`` while the next value is a key); the outer ones on the stack.
+        parent: Any = None
+        is_map = False
+        key: Any = _NO_KEY
+        stack: list[tuple[Any, bool, Any]] = []
+        firsts, wildcard, scalar = self.firsts, self.wildcard, self.scalar
         while True:
             event = next_event()
             kind = event.__class__
-            wants_key = bool(stack) and keys[-1] is _NO_KEY and stack[-1].__class__ is dict
-            if kind is scalar_event:
-                if wants_key:
-                    keys[-1] = self.scalar(event)
+            if kind is ScalarEvent:
+                value = event.value
+                # A quoted string, or a plain one no resolver could claim, as it is.
+                if not (
+                    event.tag is None
+                    and event.anchor is None
+                    and (
+                        not event.implicit[0] or (value and value[0] not in firsts and not wildcard)
+                    )
+                ):
+                    value = scalar(event)
+                if is_map and key is _NO_KEY:
+                    key = value
                     continue
-                value = self.scalar(event)
-            elif kind is mapping_start or kind is sequence_start:
-                if event.anchor is not None or event.tag not in (None, "!") or wants_key:
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                if (
+                    event.anchor is not None
+                    or event.tag not in (None, "!")
+                    or (is_map and key is _NO_KEY)
+                ):
                     raise _GiveWay("an anchor, a tag, or a mapping or list as a key")
-                stack.append({} if kind is mapping_start else [])
-                keys.append(_NO_KEY)
+                stack.append((parent, is_map, key))
+                is_map = kind is MappingStartEvent
+                parent, key = ({} if is_map else []), _NO_KEY
                 continue
             elif kind is MappingEndEvent or kind is SequenceEndEvent:
-                value = stack.pop()
-                keys.pop()
+                value = parent
+                parent, is_map, key = stack.pop()
             else:
                 raise _GiveWay(kind.__name__)  # an alias
-            if not stack:
+            if parent is None:
                 return value
-            parent = stack[-1]
-            if parent.__class__ is dict:
-                parent[keys[-1]] = value
-                keys[-1] = _NO_KEY
+            if is_map:
+                parent[key] = value
+                key = _NO_KEY
             else:
                 parent.append(value)
 

@@ -563,6 +563,13 @@ async def test_invalid_yaml_names_the_file(tmp_path):
         load_cassette(path)
 
 
+async def test_a_yaml_value_out_of_range_names_the_file(tmp_path):
+    path = _write(tmp_path / "c.yaml", "interactions: []\nrecorded: 2025-13-45\n")
+
+    with pytest.raises(CassetteFormatError, match=r"c\.yaml: not valid YAML \(month must be"):
+        load_cassette(path)
+
+
 async def test_unknown_format_version_says_how_to_fix_it(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps({**NATIVE, "version": 2}))
 
