@@ -67,7 +67,7 @@ def load(text: str) -> Any:
     if loader is None or not _stock(loader):
         return safe_load(text)
     try:
-        return _Builder(loader).document(yaml._yaml.CParser(text).get_event)  # type: ignore[attr-defined]
+        return _Builder(loader).document(yaml._yaml.CParser(text).get_event)
     except Exception:
         return safe_load(text)
 
@@ -86,7 +86,7 @@ class _Builder:
 
     def __init__(self, loader: type) -> None:
         self.resolvers: dict[Any, list[tuple[str, Any]]] = loader.yaml_implicit_resolvers  # type: ignore[attr-defined]
-        self.wildcard = self.resolvers.get(None, [])
+        self.wildcard: list[tuple[str, Any]] = self.resolvers.get(None, [])
         self.firsts = frozenset(key for key in self.resolvers if key)
         self.constructor = SafeConstructor()
 

@@ -226,9 +226,7 @@ def _cassette(style: str, path: Path) -> str:
 
 
 @pytest.mark.parametrize("style", ["native", "vcr"])
-async def test_a_cassette_this_package_writes_is_read_without_the_safe_loader(
-    style, monkeypatch
-):
+async def test_a_cassette_this_package_writes_is_read_without_the_safe_loader(style, monkeypatch):
     text = _cassette(style, Path("c.yaml"))
     expected = yamlread.safe_load(text)
 
