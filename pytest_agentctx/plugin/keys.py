@@ -9,7 +9,8 @@ every item until the session ends. The other keys live on ``config.stash`` for t
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -51,6 +52,9 @@ MEASURE_KEY: pytest.StashKey[bool] = pytest.StashKey()
 #: The session's secrets (secret environment values, values learned from traffic): the
 #: redactor of a test that has none of its own, and the active one between tests.
 SECRETS_KEY: pytest.StashKey[SessionSecrets] = pytest.StashKey()
+#: The cross-process cache of YAML cassettes that was in use before this session (an outer
+#: session's, or none), restored when it ends.
+READ_CACHE_KEY: pytest.StashKey[Callable[[], Path] | None] = pytest.StashKey()
 #: The budget of every agent test, from the agent_max_* ini options.
 BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget] = pytest.StashKey()
 #: The unit and integration tests that ran or were deselected, for the suites line.
