@@ -67,9 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SECRETS_KEY] = secrets
     secrets.outer = set_active(secrets)  # the redactor is made when first asked for
     cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
-    config.stash[READ_CACHE_KEY] = use_folder(
-        None if cache is None else functools.partial(cache.mkdir, FOLDER_NAME)
-    )
+    folder = None if cache is None else functools.partial(cache.mkdir, FOLDER_NAME)
+    config.stash[READ_CACHE_KEY] = use_folder(folder, config.rootpath)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -81,7 +80,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         set_active(secrets.outer)
     if READ_CACHE_KEY in config.stash:
-        use_folder(config.stash[READ_CACHE_KEY])  # an outer session's, or none
+        use_folder(*config.stash[READ_CACHE_KEY])  # an outer session's, or none
     settings = config.stash.get(CASSETTE_SETTINGS_KEY, None)
     cassettes_used = "pytest_agentctx.traffic.cassettes.store" in sys.modules
     if (

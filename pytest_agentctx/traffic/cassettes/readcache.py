@@ -10,9 +10,11 @@ reads that JSON instead.
 - **Keyed by content.** An entry holds the SHA-256 of the cassette's bytes (with this
   reader's version): a cassette edited, checked out or re-recorded is a different key, and
   read from its YAML again. One entry per cassette path (the file's name is a hash of the
-  path), so the folder holds at most one entry per YAML cassette read; ``pytest
-  --cache-clear`` empties it with the rest of pytest's cache, and ``-p no:cacheprovider``
-  turns it off (nothing is cached then, outside a pytest session neither).
+  path), for the cassettes under the session's rootdir only (not those of a test's
+  temporary folder), and at most :data:`MAX_ENTRIES`, the least recently used removed
+  beyond; ``pytest --cache-clear`` empties the folder with the rest of pytest's cache, and
+  ``-p no:cacheprovider`` turns it off (nothing is cached then, outside a pytest session
+  neither).
 - **Nothing the cassette does not hold.** An entry is written only when the JSON gives back
   exactly the interactions the YAML gave (a YAML date, a binary value or an integer key,
   which JSON would change, keeps the cassette out of the cache), and only when the
@@ -28,9 +30,12 @@ reads that JSON instead.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
+import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FOLDER_NAME",
+    "MAX_ENTRIES",
     "READER",
+    "Setting",
     "entry_path",
     "read_entry",
     "read_yaml",
@@ -55,19 +62,36 @@ FOLDER_NAME = "agentctx-cassettes"
 #: a reader that converted differently are never used.
 READER = "pytest-agentctx-read-1"
 
+#: The most entries kept; beyond, the least recently used are removed when one is written.
+MAX_ENTRIES = 2048
+#: The name of an entry: a hash of its cassette's path.
+_ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.json")
+
 #: Gives the cache folder (creating it), or ``None``: no cache.
 _folder: Callable[[], Path] | None = None
+#: Only the cassettes under this folder (the session's rootdir) are cached.
+_root: Path | None = None
 #: What ``_folder`` gave, once asked.
 _made: Path | None = None
 
+Setting = tuple[Callable[[], Path] | None, Path | None]
 
-def use_folder(folder: Callable[[], Path] | None) -> Callable[[], Path] | None:
-    """Cache the YAML cassettes read from now on in the folder ``folder()`` gives (called
-    once, when a YAML cassette is first read), or in none; returns the setting it
-    replaces."""
-    global _folder, _made
-    previous, _folder, _made = _folder, folder, None
+
+def use_folder(folder: Callable[[], Path] | None, root: Path | None = None) -> Setting:
+    """Cache the YAML cassettes read from now on, those under ``root`` (all when it is
+    ``None``), in the folder ``folder()`` gives (called once, when a YAML cassette is first
+    read), or none; returns the setting it replaces (``use_folder(*previous)`` restores
+    it)."""
+    global _folder, _root, _made
+    previous = (_folder, _root)
+    _folder, _root, _made = folder, root, None
     return previous
+
+
+def _cached(path: Path) -> bool:
+    """Whether the cassette at ``path`` is cached: a cache is set and holds its folder
+    (the cassettes of a test's temporary folder are not: they would only pile up)."""
+    return _folder is not None and (_root is None or path.absolute().is_relative_to(_root))
 
 
 def _folder_path() -> Path:
@@ -128,13 +152,14 @@ def read_yaml(path: Path, raw: bytes, text: str) -> list[Interaction]:
 def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
     """The interactions cached for the cassette at ``path`` whose bytes are ``raw``, or
     ``None`` (no cache, no entry, an entry of other bytes, or one that is damaged)."""
-    if _folder is None:
+    if not _cached(path):
         return None
     from pytest_agentctx.traffic.cassettes.store import _from_native
     from pytest_agentctx.traffic.errors import CassetteFormatError
 
     try:
-        data = entry_path(_folder_path(), path).read_bytes()
+        entry = entry_path(_folder_path(), path)
+        data = entry.read_bytes()
         head, _, payload = data.partition(b"\n")
         header, key = json.loads(head), _key(raw)
         if key is None or header != {
@@ -143,7 +168,9 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
             "payload": hashlib.sha256(payload).hexdigest(),
         }:
             return None
-        return _from_native(json.loads(payload), str(path))
+        interactions = _from_native(json.loads(payload), str(path))
+        os.utime(entry)  # now the most recently used
+        return interactions
     except (OSError, ValueError, TypeError, KeyError, RecursionError, CassetteFormatError):
         return None
 
@@ -151,7 +178,7 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
 def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool:
     """Cache ``interactions``, read from the cassette at ``path`` whose bytes are ``raw``;
     whether an entry was written (see the module's rules for when it is not)."""
-    if _folder is None:
+    if not _cached(path):
         return False
     key = _key(raw)
     payload = _payload(interactions)
@@ -169,7 +196,26 @@ def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool
         atomic_write_bytes(entry, json.dumps(header).encode() + b"\n" + encoded)
     except OSError:
         return False  # a read-only or full disk: the cassette is read from its YAML again
+    _prune(entry.parent)
     return True
+
+
+def _prune(folder: Path) -> None:
+    """Remove the least recently used entries beyond :data:`MAX_ENTRIES` (of cassettes
+    removed, renamed or read no more)."""
+    try:
+        with os.scandir(folder) as found:
+            entries = [
+                (entry.stat().st_mtime_ns, entry.path)
+                for entry in found
+                if _ENTRY_NAME.fullmatch(entry.name) and entry.is_file()
+            ]
+    except OSError:
+        return
+    entries.sort()
+    for _, path in entries[: max(0, len(entries) - MAX_ENTRIES)]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def _payload(interactions: list[Interaction]) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,12 +28,12 @@ def folder(tmp_path: Path) -> Iterator[Path]:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    previous = readcache.use_folder(make)
+    previous = readcache.use_folder(make, tmp_path)
     active = set_active(SessionSecrets())
     try:
         yield path
     finally:
-        readcache.use_folder(previous)
+        readcache.use_folder(*previous)
         set_active(active)
 
 
@@ -142,6 +143,28 @@ async def test_without_a_cache_folder_nothing_is_written(tmp_path, folder):
     _fresh_read(path)
 
     assert not folder.exists()
+
+
+async def test_a_cassette_outside_the_rootdir_is_not_cached(tmp_path, folder):
+    readcache.use_folder(lambda: folder.mkdir(parents=True) or folder, tmp_path / "project")
+    path = _write(tmp_path / "c.yaml", _interaction())
+
+    _fresh_read(path)
+
+    assert not folder.exists()
+
+
+async def test_the_least_recently_used_entries_go_beyond_the_limit(tmp_path, folder, monkeypatch):
+    monkeypatch.setattr(readcache, "MAX_ENTRIES", 2)
+    a, b, c = (_write(tmp_path / f"{name}.yaml", _interaction()) for name in "abc")
+    for when, path in enumerate((a, b), start=1):
+        _fresh_read(path)
+        os.utime(readcache.entry_path(folder, path), ns=(when * 10**9, when * 10**9))
+    _fresh_read(a)  # read from its entry: now the most recently used
+
+    _fresh_read(c)
+
+    assert _entries(folder) == sorted(readcache.entry_path(folder, p).name for p in (a, c))
 
 
 async def test_outside_a_session_nothing_is_written(tmp_path, folder):
