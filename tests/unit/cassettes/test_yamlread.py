@@ -258,3 +258,15 @@ async def test_a_resolver_added_to_the_safe_loader_is_honoured(monkeypatch):
     )
 
     assert yamlread.load("a: nothing\n") == {"a": None}
+
+
+async def test_a_constructor_put_in_pyyaml_s_own_table_is_honoured(monkeypatch):
+    from yaml.constructor import SafeConstructor
+
+    monkeypatch.setitem(
+        SafeConstructor.yaml_constructors,
+        "tag:yaml.org,2002:str",
+        lambda loader, node: node.value.upper(),
+    )
+
+    assert yamlread.load("a: b\n") == {"A": "B"}
