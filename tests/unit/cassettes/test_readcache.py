@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_agentctx.redaction.active import SessionSecrets, set_active
 from pytest_agentctx.traffic.cassettes import readcache, store
@@ -292,3 +294,55 @@ async def test_an_entry_that_cannot_be_written_leaves_no_temporary_file(tmp_path
         store.parse_cassette(path.read_text(), path),
         [readcache.entry_path(folder, path).name],
     )
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)  # as in JSON
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=10,
+)
+_BODIES = st.one_of(
+    st.none(),
+    st.dictionaries(st.text(max_size=8), _JSON, min_size=1, max_size=4).map(lambda v: {"json": v}),
+    st.text(min_size=1, max_size=30).map(lambda v: {"text": v}),
+    st.binary(min_size=1, max_size=30).map(lambda v: {"base64": base64.b64encode(v).decode()}),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    style=st.sampled_from(["vcr", "native"]),
+    request_body=_BODIES,
+    response_body=_BODIES,
+    status=st.integers(min_value=100, max_value=599),
+    header=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+    test_id=st.sampled_from(["", "tests/test_a.py::test_b[x-1]"]),
+    partial=st.booleans(),
+)
+async def test_a_cassette_read_from_its_entry_is_the_cassette_read_from_its_yaml(
+    tmp_path, folder, style, request_body, response_body, status, header, test_id, partial
+):
+    path = _write(
+        tmp_path / f"{style}.yaml",
+        _interaction(
+            request_body=request_body,
+            response_body=response_body,
+            status=status,
+            response_headers={"content-type": "application/json", "x-trace": header},
+            test_id=test_id,
+            partial=partial,
+        ),
+        style=style,
+    )
+    from_yaml = store.parse_cassette(path.read_text(encoding="utf-8"), path)
+    _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert (cached, repr(cached)) == (from_yaml, repr(from_yaml))
