@@ -193,7 +193,8 @@ def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool
     header = {"reader": READER, "source": key, "payload": hashlib.sha256(encoded).hexdigest()}
     try:
         entry = entry_path(_folder_path(), path)
-        atomic_write_bytes(entry, json.dumps(header).encode() + b"\n" + encoded)
+        # Not flushed to disk: a torn entry (a power cut) fails its checksum and is ignored.
+        atomic_write_bytes(entry, json.dumps(header).encode() + b"\n" + encoded, durable=False)
     except OSError:
         return False  # a read-only or full disk: the cassette is read from its YAML again
     _prune(entry.parent)
