@@ -46,10 +46,17 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, temp_prefix: str = ".", mode: int | None = None
+    path: Path,
+    data: bytes,
+    *,
+    temp_prefix: str = ".",
+    mode: int | None = None,
+    durable: bool = True,
 ) -> None:
     """:func:`atomic_write_text` for bytes. The temporary file's name starts with
     ``temp_prefix``, so that a reader of the folder can tell it from the real files.
+    ``durable=False`` skips the flush to disk, for a file whose reader tells a torn one
+    (after a power cut) from a whole one, such as a cache entry with its own checksum.
 
     Once written, the temporary files of ``path`` that a dead process left are removed
     (:func:`remove_stale_temporaries`)."""
@@ -62,7 +69,8 @@ def atomic_write_bytes(
         with handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(temporary, mode)
         os.replace(temporary, path)

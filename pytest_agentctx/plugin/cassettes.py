@@ -13,6 +13,7 @@ recordings (:func:`pytest_runtest_call`). The logic is the traffic layer's
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agentctx.traffic.cassettes.readcache import FOLDER_NAME, use_folder
 from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
     TestOptions,
@@ -40,6 +42,7 @@ from .keys import (
     CASSETTE_KEY,
     CASSETTE_SETTINGS_KEY,
     GUARD_KEY,
+    READ_CACHE_KEY,
     REPEAT_INDEX_KEY,
     REPORT_KEY,
     SECRETS_KEY,
@@ -63,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
     secrets = SessionSecrets(config.stash[CASSETTE_SETTINGS_KEY].secret_env)
     config.stash[SECRETS_KEY] = secrets
     secrets.outer = set_active(secrets)  # the redactor is made when first asked for
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    folder = None if cache is None else functools.partial(cache.mkdir, FOLDER_NAME)
+    config.stash[READ_CACHE_KEY] = use_folder(folder, config.rootpath)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -73,6 +79,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from pytest_agentctx.redaction.active import set_active
 
         set_active(secrets.outer)
+    if READ_CACHE_KEY in config.stash:
+        use_folder(*config.stash[READ_CACHE_KEY])  # an outer session's, or none
     settings = config.stash.get(CASSETTE_SETTINGS_KEY, None)
     cassettes_used = "pytest_agentctx.traffic.cassettes.store" in sys.modules
     if (

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
+    from pytest_agentctx.traffic.cassettes.readcache import Setting
     from pytest_agentctx.traffic.cassettes.settings import CassetteSettings
 
     from .suites import RepeatTally, SuiteCounts, SuiteScope
@@ -51,6 +52,9 @@ MEASURE_KEY: pytest.StashKey[bool] = pytest.StashKey()
 #: The session's secrets (secret environment values, values learned from traffic): the
 #: redactor of a test that has none of its own, and the active one between tests.
 SECRETS_KEY: pytest.StashKey[SessionSecrets] = pytest.StashKey()
+#: The cross-process cache of YAML cassettes that was in use before this session (an outer
+#: session's, or none), restored when it ends.
+READ_CACHE_KEY: pytest.StashKey[Setting] = pytest.StashKey()
 #: The budget of every agent test, from the agent_max_* ini options.
 BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget] = pytest.StashKey()
 #: The unit and integration tests that ran or were deselected, for the suites line.

@@ -196,3 +196,13 @@ async def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path and real(p, mode))
 
     assert unwritable_reason(tmp_path / "report.json") == f"the folder {tmp_path} is not writable"
+
+
+@pytest.mark.parametrize(("durable", "flushes"), [(True, 1), (False, 0)])
+async def test_only_a_durable_write_is_flushed_to_disk(tmp_path, monkeypatch, durable, flushes):
+    flushed: list[int] = []
+    monkeypatch.setattr(os, "fsync", flushed.append)
+
+    atomic_write_bytes(tmp_path / "entry.json", b"{}", durable=durable)
+
+    assert (len(flushed), (tmp_path / "entry.json").read_bytes()) == (flushes, b"{}")

@@ -287,14 +287,15 @@ def _parse(text: str, path: Path) -> Any:
             ) from None
     try:
         import yaml
+
+        from pytest_agentctx.traffic.cassettes.yamlread import load
     except ImportError:
         raise CassetteFormatError(
             f"{where}: reading YAML cassettes needs PyYAML. Run: pip install pyyaml"
         ) from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
+        return load(text)  # what yaml's safe loader gives, faster
+    except (yaml.YAMLError, ValueError, OverflowError) as exc:  # or a date out of range
         raise CassetteFormatError(
             f"{where}: not valid YAML ({exc}). Restore it from version control or "
             "re-record it with pytest --agent-record."
@@ -329,6 +330,8 @@ def load_cassette(path: Path) -> list[Interaction]:
 
     Parsed files are cached by modification time and size, so tests that share a
     cassette parse it once per process; the :data:`CACHE_SIZE` most recently used stay.
+    In a pytest session, a YAML cassette is also cached across processes, by its content
+    (:mod:`.readcache`).
     """
     try:
         stat = path.stat()
@@ -341,7 +344,8 @@ def load_cassette(path: Path) -> list[Interaction]:
         _cache[path] = cached  # now the most recently used
         return list(cached[2])
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CassetteFormatError(
             f"{path}: not UTF-8 text. A compressed cassette (.yaml.gz) must be unpacked first."
@@ -349,7 +353,12 @@ def load_cassette(path: Path) -> list[Interaction]:
     except OSError as exc:
         raise _unreadable(path, exc) from None
     with paused_gc():
-        interactions = parse_cassette(text, path)
+        if path.suffix == ".json":
+            interactions = parse_cassette(text, path)
+        else:
+            from pytest_agentctx.traffic.cassettes.readcache import read_yaml
+
+            interactions = read_yaml(path, raw, text)
     _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
     while len(_cache) > CACHE_SIZE:
         del _cache[next(iter(_cache))]

@@ -563,6 +563,13 @@ async def test_invalid_yaml_names_the_file(tmp_path):
         load_cassette(path)
 
 
+async def test_a_yaml_value_out_of_range_names_the_file(tmp_path):
+    path = _write(tmp_path / "c.yaml", "interactions: []\nrecorded: 2025-13-45\n")
+
+    with pytest.raises(CassetteFormatError, match=r"c\.yaml: not valid YAML \(month must be"):
+        load_cassette(path)
+
+
 async def test_unknown_format_version_says_how_to_fix_it(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps({**NATIVE, "version": 2}))
 
@@ -631,10 +638,10 @@ async def test_a_cassette_under_a_file_loads_as_no_interactions(tmp_path):
 async def test_a_cassette_that_cannot_be_read_says_so_and_what_to_do(tmp_path, monkeypatch):
     path = _write(tmp_path / "c.json", json.dumps(NATIVE))
 
-    def denied(self: Path, *args: object, **kwargs: object) -> str:
+    def denied(self: Path, *args: object, **kwargs: object) -> bytes:
         raise PermissionError(13, "Permission denied", str(self))
 
-    monkeypatch.setattr(Path, "read_text", denied)
+    monkeypatch.setattr(Path, "read_bytes", denied)
     with pytest.raises(CassetteFormatError) as caught:
         load_cassette(path)
 

@@ -1,0 +1,266 @@
+"""YAML cassettes, once read, kept as JSON in pytest's cache folder.
+
+Reading YAML in Python is slow: even with libyaml's C parser, PyYAML builds every value in
+Python, and a cassette of 1,000 chat interactions takes a quarter of a second to read,
+five times its JSON. So, in a pytest session, the interactions read from a YAML cassette
+(the package's own or vcrpy's) are written as the package's JSON to pytest's cache folder,
+``.pytest_cache/d/agentctx-cassettes/``, and the next process that reads the same file
+reads that JSON instead.
+
+- **Keyed by content.** An entry holds the SHA-256 of the cassette's bytes (with this
+  reader's version): a cassette edited, checked out or re-recorded is a different key, and
+  read from its YAML again. One entry per cassette path (the file's name is a hash of the
+  path), for the cassettes under the session's rootdir only (not those of a test's
+  temporary folder), and at most :data:`MAX_ENTRIES`, the least recently used removed
+  beyond; ``pytest --cache-clear`` empties the folder with the rest of pytest's cache, and
+  ``-p no:cacheprovider`` turns it off (nothing is cached then, outside a pytest session
+  neither).
+- **Nothing the cassette does not hold.** An entry is written only when the JSON gives back
+  exactly the interactions the YAML gave (a YAML date, a binary value or an integer key,
+  which JSON would change, keeps the cassette out of the cache), and only when the
+  session's redactor finds nothing in it to hide (a secret value, a secret header that is
+  not ``REDACTED``): such a cassette is not copied anywhere.
+- **Never a different answer.** An entry also holds the SHA-256 of its own JSON; one that
+  is truncated, edited, unreadable or of another version is ignored (and replaced), never
+  believed. Entries are written atomically (see :mod:`pytest_agentctx._files`), so
+  ``pytest -n`` workers reading the same cassette never see half of one; a failed write
+  (a read-only or full disk) leaves the cassette read from its YAML, as without a cache.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.store import Interaction
+
+__all__ = [
+    "FOLDER_NAME",
+    "MAX_ENTRIES",
+    "READER",
+    "Setting",
+    "entry_path",
+    "read_entry",
+    "read_yaml",
+    "use_folder",
+    "write_entry",
+]
+
+#: The folder under pytest's cache (``.pytest_cache/d/``) that holds the entries.
+FOLDER_NAME = "agentctx-cassettes"
+#: The version of the conversion from YAML: part of every key, so that entries written by
+#: a reader that converted differently are never used.
+READER = "pytest-agentctx-read-1"
+
+#: The most entries kept; beyond, the least recently used are removed when one is written.
+MAX_ENTRIES = 2048
+#: The name of an entry: a hash of its cassette's path.
+_ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.json")
+
+#: Gives the cache folder (creating it), or ``None``: no cache.
+_folder: Callable[[], Path] | None = None
+#: Only the cassettes under this folder (the session's rootdir) are cached.
+_root: Path | None = None
+#: What ``_folder`` gave, once asked.
+_made: Path | None = None
+
+Setting = tuple[Callable[[], Path] | None, Path | None]
+
+
+def use_folder(folder: Callable[[], Path] | None, root: Path | None = None) -> Setting:
+    """Cache the YAML cassettes read from now on, those under ``root`` (all when it is
+    ``None``), in the folder ``folder()`` gives (called once, when a YAML cassette is first
+    read), or none; returns the setting it replaces (``use_folder(*previous)`` restores
+    it)."""
+    global _folder, _root, _made
+    previous = (_folder, _root)
+    _folder, _root, _made = folder, root, None
+    return previous
+
+
+def _cached(path: Path) -> bool:
+    """Whether the cassette at ``path`` is cached: a cache is set and holds its folder
+    (the cassettes of a test's temporary folder are not: they would only pile up)."""
+    return _folder is not None and (_root is None or path.absolute().is_relative_to(_root))
+
+
+def _folder_path() -> Path:
+    global _made
+    assert _folder is not None
+    if _made is None:
+        _made = _folder()
+    return _made
+
+
+def _key(raw: bytes) -> str | None:
+    """The key of a cassette's bytes, or ``None`` when the reader cannot be known."""
+    reader = _reader()
+    if reader is None:
+        return None
+    digest = hashlib.sha256(reader)
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+@functools.cache
+def _reader() -> bytes | None:
+    """What the conversion from YAML depends on: this reader's version, PyYAML's, and the
+    source of the modules that convert (so that an entry written by other code, an upgrade
+    or a change to this package, is never used); ``None`` if a source cannot be read."""
+    import yaml
+
+    from pytest_agentctx.traffic.cassettes import body, store, yamlread
+
+    digest = hashlib.sha256(f"{READER}\0{yaml.__version__}\0".encode())
+    for module in (body, store, yamlread, sys.modules[__name__]):
+        try:
+            digest.update(Path(module.__file__ or "").read_bytes())
+        except OSError:  # pragma: no cover - a package without its sources
+            return None
+    return digest.digest()
+
+
+def entry_path(folder: Path, path: Path) -> Path:
+    """Where the entry of the cassette at ``path`` lives in ``folder``."""
+    name = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()
+    return folder / f"{name[:32]}.json"
+
+
+def read_yaml(path: Path, raw: bytes, text: str) -> list[Interaction]:
+    """The interactions of the YAML cassette at ``path`` (its bytes ``raw``, decoded
+    ``text``): from its cache entry when one holds them, else parsed (and cached)."""
+    from pytest_agentctx.traffic.cassettes import store
+
+    cached = read_entry(path, raw)
+    if cached is not None:
+        return cached
+    interactions = store.parse_cassette(text, path)
+    write_entry(path, raw, interactions)
+    return interactions
+
+
+def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
+    """The interactions cached for the cassette at ``path`` whose bytes are ``raw``, or
+    ``None`` (no cache, no entry, an entry of other bytes, or one that is damaged)."""
+    if not _cached(path):
+        return None
+    from pytest_agentctx.traffic.cassettes.store import _from_native
+    from pytest_agentctx.traffic.errors import CassetteFormatError
+
+    try:
+        entry = entry_path(_folder_path(), path)
+        data = entry.read_bytes()
+        head, _, payload = data.partition(b"\n")
+        header, key = json.loads(head), _key(raw)
+        if key is None or header != {
+            "reader": READER,
+            "source": key,
+            "payload": hashlib.sha256(payload).hexdigest(),
+        }:
+            return None
+        interactions = _from_native(json.loads(payload), str(path))
+        os.utime(entry)  # now the most recently used
+        return interactions
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, CassetteFormatError):
+        return None
+
+
+def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool:
+    """Cache ``interactions``, read from the cassette at ``path`` whose bytes are ``raw``;
+    whether an entry was written (see the module's rules for when it is not)."""
+    if not _cached(path):
+        return False
+    key = _key(raw)
+    payload = _payload(interactions)
+    if key is None or payload is None or not _clean(payload, interactions):
+        return False
+    from pytest_agentctx._files import atomic_write_bytes
+    from pytest_agentctx.traffic.cassettes.store import _from_native
+
+    if _from_native(json.loads(payload), str(path)) != interactions:
+        return False  # JSON would change a value (a date, bytes, an integer key...)
+    encoded = payload.encode("utf-8")
+    header = {"reader": READER, "source": key, "payload": hashlib.sha256(encoded).hexdigest()}
+    try:
+        entry = entry_path(_folder_path(), path)
+        # Not flushed to disk: a torn entry (a power cut) fails its checksum and is ignored.
+        atomic_write_bytes(entry, json.dumps(header).encode() + b"\n" + encoded, durable=False)
+    except OSError:
+        return False  # a read-only or full disk: the cassette is read from its YAML again
+    _prune(entry.parent)
+    return True
+
+
+def _prune(folder: Path) -> None:
+    """Remove the least recently used entries beyond :data:`MAX_ENTRIES` (of cassettes
+    removed, renamed or read no more)."""
+    try:
+        with os.scandir(folder) as found:
+            entries = [
+                (entry.stat().st_mtime_ns, entry.path)
+                for entry in found
+                if _ENTRY_NAME.fullmatch(entry.name) and entry.is_file()
+            ]
+    except OSError:
+        return
+    entries.sort()
+    for _, path in entries[: max(0, len(entries) - MAX_ENTRIES)]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def _payload(interactions: list[Interaction]) -> str | None:
+    from pytest_agentctx.traffic.cassettes.store import FORMAT_NAME, FORMAT_VERSION
+
+    data: dict[str, Any] = {
+        "cassette": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "interactions": [interaction.to_dict() for interaction in interactions],
+    }
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate cannot be written
+    except (TypeError, ValueError, RecursionError):
+        return None  # a value JSON has no form for (bytes, a date, a set...)
+    return text
+
+
+def _clean(payload: str, interactions: list[Interaction]) -> bool:
+    """Whether the session's redactor leaves every part of the entry as it is: its text,
+    its JSON strings, its URLs, secret headers (``REDACTED`` already) and binary bodies."""
+    from pytest_agentctx.redaction.active import active
+    from pytest_agentctx.redaction.redactor import REDACTED
+
+    redactor = active()
+    if redactor is None:
+        return False  # outside a session, nothing tells what is secret: write nothing
+    if redactor.text(payload) != payload:
+        return False
+    if any(redactor.url(url) != url for url in {i.url for i in interactions}):
+        return False
+    for interaction in interactions:
+        for headers in (interaction.request_headers, interaction.response_headers):
+            if any(
+                value != REDACTED for name, value in headers.items() if name in redactor.headers
+            ):
+                return False
+        for body in (interaction.request_body, interaction.response_body):
+            if body is None:
+                continue
+            if "base64" in body:
+                raw = base64.b64decode(body["base64"])
+                if redactor.binary(raw) != raw:
+                    return False
+            elif redactor.json(body) is not body:
+                return False
+    return True

@@ -1,0 +1,185 @@
+"""YAML documents read as PyYAML's safe loader reads them, in half its time.
+
+``yaml.load(text, Loader=yaml.CSafeLoader)`` parses with libyaml, in C, but builds the
+document in Python: a node object per value, the resolver's regular expressions for each
+plain scalar, and a constructor that walks the nodes with generators. :func:`load` takes
+libyaml's events (the C parser's, ``yaml._yaml.CParser``) and builds the values straight
+from them, in one loop, with the safe loader's own tables: its implicit resolvers decide
+the tag of a plain scalar, and its constructors make every value that is not a string, a
+mapping or a list (integers, floats, booleans, nulls, timestamps, ``!!binary``).
+
+It gives the same Python objects as the safe loader, or it gives way to it: a document
+with what the loop does not handle (anchors and aliases, merge keys, tags other than the
+scalar ones above, a mapping or list as a key, several documents, string, mapping or list
+constructors other than PyYAML's, path resolvers) is read again by ``yaml.load`` with the safe
+loader, as is one on which the loop meets any error, so that its answer, or its error, is
+the safe loader's. Without libyaml, the pure-Python safe loader reads everything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
+from yaml.nodes import ScalarNode
+
+__all__ = ["load", "safe_load"]
+
+_STR = "tag:yaml.org,2002:str"
+#: The scalar tags whose constructors the loop calls (those of the safe loader).
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("null", "bool", "int", "float", "timestamp", "binary", "str")
+)
+#: The constructors the loop stands in for (a string is its text, a mapping a dict, a
+#: sequence a list): it runs only while the loader's table holds these, PyYAML's own.
+_BUILT_IN = {
+    _STR: SafeConstructor.construct_yaml_str,
+    "tag:yaml.org,2002:map": SafeConstructor.construct_yaml_map,
+    "tag:yaml.org,2002:seq": SafeConstructor.construct_yaml_seq,
+}
+
+
+class _GiveWay(Exception):
+    """The document holds something the loop leaves to the safe loader."""
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.load(text)`` with the safe loader: libyaml's when PyYAML has it."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load(text: str) -> Any:
+    """The document in ``text``, as :func:`safe_load` gives it (see the module)."""
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None or not _stock(loader):
+        return safe_load(text)
+    try:
+        return _Builder(loader).document(yaml._yaml.CParser(text).get_event)
+    except Exception:
+        return safe_load(text)
+
+
+def _stock(loader: type) -> bool:
+    """Whether the loop may stand in for ``loader``: its string, mapping and sequence
+    constructors are PyYAML's and it has no path resolvers. (Its implicit resolvers and
+    other constructors, the loop uses as they are.)"""
+    constructors = loader.yaml_constructors  # type: ignore[attr-defined]
+    return all(constructors.get(tag) is built_in for tag, built_in in _BUILT_IN.items()) and (
+        not loader.yaml_path_resolvers  # type: ignore[attr-defined]
+    )
+
+
+class _Builder:
+    """Values from libyaml's events; raises :class:`_GiveWay` for what it leaves."""
+
+    def __init__(self, loader: type) -> None:
+        self.resolvers: dict[Any, list[tuple[str, Any]]] = loader.yaml_implicit_resolvers  # type: ignore[attr-defined]
+        self.wildcard: list[tuple[str, Any]] = self.resolvers.get(None, [])
+        self.firsts = frozenset(key for key in self.resolvers if key)
+        self.constructors: dict[Any, Any] = loader.yaml_constructors  # type: ignore[attr-defined]
+        self.constructor = SafeConstructor()
+
+    def resolve(self, value: str) -> str:
+        """The tag of a plain scalar (the resolver's rule for one)."""
+        if value and value[0] not in self.firsts and not self.wildcard:
+            return _STR
+        resolvers = self.resolvers.get(value[0] if value else "", [])
+        for tag, regexp in resolvers + self.wildcard:
+            if regexp.match(value):
+                return tag
+        return _STR
+
+    def scalar(self, event: Any) -> Any:
+        if event.anchor is not None:
+            raise _GiveWay("anchor")
+        tag, value = event.tag, event.value
+        if tag is None or tag == "!":
+            if not event.implicit[0]:
+                return value
+            tag = self.resolve(value)
+        if tag == _STR:
+            return value
+        if tag not in _SCALAR_TAGS:
+            raise _GiveWay(tag)  # a merge or value key, another tag, or an unknown one
+        return self.constructors[tag](self.constructor, ScalarNode(tag, value))
+
+    def document(self, next_event: Any) -> Any:
+        if next_event().__class__ is not StreamStartEvent:
+            raise _GiveWay("stream")
+        event = next_event()
+        if event.__class__ is StreamEndEvent:
+            return None
+        if event.__class__ is not DocumentStartEvent:
+            raise _GiveWay("document")
+        value = self.node(next_event)
+        if next_event().__class__ is not DocumentEndEvent:
+            raise _GiveWay("document end")
+        if next_event().__class__ is not StreamEndEvent:
+            raise _GiveWay("more than one document")
+        return value
+
+    def node(self, next_event: Any) -> Any:
+        """The value whose events come next: a scalar, or a mapping or list to its end."""
+        # The innermost open container, whether it is a mapping, and its key waiting for a
+        # value (``_NO_KEY`` while the next value is a key); the outer ones on the stack.
+        parent: Any = None
+        is_map = False
+        key: Any = _NO_KEY
+        stack: list[tuple[Any, bool, Any]] = []
+        firsts, wildcard, scalar = self.firsts, self.wildcard, self.scalar
+        while True:
+            event = next_event()
+            kind = event.__class__
+            if kind is ScalarEvent:
+                value = event.value
+                # A quoted string, or a plain one no resolver could claim, as it is.
+                if not (
+                    event.tag is None
+                    and event.anchor is None
+                    and (
+                        not event.implicit[0] or (value and value[0] not in firsts and not wildcard)
+                    )
+                ):
+                    value = scalar(event)
+                if is_map and key is _NO_KEY:
+                    key = value
+                    continue
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                if (
+                    event.anchor is not None
+                    or event.tag not in (None, "!")
+                    or (is_map and key is _NO_KEY)
+                ):
+                    raise _GiveWay("an anchor, a tag, or a mapping or list as a key")
+                stack.append((parent, is_map, key))
+                is_map = kind is MappingStartEvent
+                parent, key = ({} if is_map else []), _NO_KEY
+                continue
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                value = parent
+                parent, is_map, key = stack.pop()
+            else:
+                raise _GiveWay(kind.__name__)  # an alias
+            if parent is None:
+                return value
+            if is_map:
+                parent[key] = value
+                key = _NO_KEY
+            else:
+                parent.append(value)
+
+
+_NO_KEY = object()

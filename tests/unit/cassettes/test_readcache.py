@@ -1,0 +1,348 @@
+"""Unit tests of pytest_agentctx.traffic.cassettes.readcache: YAML cassettes kept as JSON in
+pytest's cache folder, keyed by their content, never holding what the file or the redactor
+would not, and never believed when damaged."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_agentctx.redaction.active import SessionSecrets, set_active
+from pytest_agentctx.traffic.cassettes import readcache, store
+from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette, load_cassette
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    """The cache folder of a session (made when first needed), with the session's secrets
+    active, as the plugin sets them; both restored after the test."""
+    path = tmp_path / "pytest-cache" / "d" / readcache.FOLDER_NAME
+
+    def make() -> Path:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    previous = readcache.use_folder(make, tmp_path)
+    active = set_active(SessionSecrets())
+    try:
+        yield path
+    finally:
+        readcache.use_folder(*previous)
+        set_active(active)
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the cassette files parsed from their text from now on."""
+    names: list[str] = []
+    real = store.parse_cassette
+
+    def counting(text: str, path: Path) -> list[Interaction]:
+        names.append(path.name)
+        return real(text, path)
+
+    monkeypatch.setattr(store, "parse_cassette", counting)
+    return names
+
+
+def _interaction(content: str = "Sunny.", **changes: object) -> Interaction:
+    fields: dict[str, object] = {
+        "method": "POST",
+        "url": "https://api.openai.com/v1/chat/completions",
+        "request_headers": {"content-type": "application/json", "authorization": "REDACTED"},
+        "request_body": {"json": {"model": "gpt-4o-mini", "temperature": 0.5}},
+        "status": 200,
+        "response_headers": {"content-type": "application/json"},
+        "response_body": {"json": {"id": "c1", "content": content, "refusal": None}},
+    }
+    fields.update(changes)
+    return Interaction(**fields)  # type: ignore[arg-type]
+
+
+def _write(path: Path, *interactions: Interaction, style: str = "vcr") -> Path:
+    path.write_text(dump_cassette(list(interactions), path, style=style), encoding="utf-8")
+    return path
+
+
+def _fresh_read(path: Path) -> list[Interaction]:
+    """``load_cassette`` as a new process calls it: nothing parsed in memory yet."""
+    store._cache.clear()
+    return load_cassette(path)
+
+
+def _entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+async def test_a_yaml_cassette_read_again_is_read_from_its_entry(tmp_path, folder, parsed):
+    path = _write(tmp_path / "c.yaml", _interaction())
+    first = _fresh_read(path)
+
+    again = _fresh_read(path)
+
+    assert (again, parsed) == (first, ["c.yaml"])
+
+
+async def test_an_entry_gives_the_interactions_their_origin_in_the_cassette(tmp_path, folder):
+    path = _write(tmp_path / "c.yaml", _interaction())
+    _fresh_read(path)
+
+    assert [i.origin for i in _fresh_read(path)] == [f"{path}#0"]
+
+
+@pytest.mark.parametrize("style", ["vcr", "native"])
+async def test_both_yaml_formats_are_cached(tmp_path, folder, style):
+    path = _write(tmp_path / "c.yaml", _interaction(), style=style)
+
+    _fresh_read(path)
+
+    assert len(_entries(folder)) == 1
+
+
+async def test_a_cassette_changed_since_is_read_from_its_yaml(tmp_path, folder, parsed):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    _fresh_read(path)
+    _write(path, _interaction("Rainy."))
+
+    read = _fresh_read(path)
+
+    assert (read[0].response_body, parsed) == (
+        {"json": {"id": "c1", "content": "Rainy.", "refusal": None}},
+        ["c.yaml", "c.yaml"],
+    )
+
+
+async def test_a_cassette_has_one_entry_whatever_its_versions(tmp_path, folder):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    _fresh_read(path)
+    _write(path, _interaction("Rainy."))
+    _fresh_read(path)
+
+    assert _entries(folder) == [readcache.entry_path(folder, path).name]
+
+
+async def test_a_json_cassette_is_not_cached(tmp_path, folder):
+    path = tmp_path / "c.json"
+    path.write_text(dump_cassette([_interaction()], path), encoding="utf-8")
+
+    _fresh_read(path)
+
+    assert not folder.exists()
+
+
+async def test_without_a_cache_folder_nothing_is_written(tmp_path, folder):
+    readcache.use_folder(None)
+    path = _write(tmp_path / "c.yaml", _interaction())
+
+    _fresh_read(path)
+
+    assert not folder.exists()
+
+
+async def test_a_cassette_outside_the_rootdir_is_not_cached(tmp_path, folder):
+    readcache.use_folder(lambda: folder.mkdir(parents=True) or folder, tmp_path / "project")
+    path = _write(tmp_path / "c.yaml", _interaction())
+
+    _fresh_read(path)
+
+    assert not folder.exists()
+
+
+async def test_the_least_recently_used_entries_go_beyond_the_limit(tmp_path, folder, monkeypatch):
+    monkeypatch.setattr(readcache, "MAX_ENTRIES", 2)
+    a, b, c = (_write(tmp_path / f"{name}.yaml", _interaction()) for name in "abc")
+    for when, path in enumerate((a, b), start=1):
+        _fresh_read(path)
+        os.utime(readcache.entry_path(folder, path), ns=(when * 10**9, when * 10**9))
+    _fresh_read(a)  # read from its entry: now the most recently used
+
+    _fresh_read(c)
+
+    assert _entries(folder) == sorted(readcache.entry_path(folder, p).name for p in (a, c))
+
+
+async def test_outside_a_session_nothing_is_written(tmp_path, folder):
+    set_active(None)
+    path = _write(tmp_path / "c.yaml", _interaction())
+
+    _fresh_read(path)
+
+    assert _entries(folder) == []
+
+
+def _damage_payload(data: bytes) -> bytes:
+    return data.replace(b"Sunny.", b"Rainy.")
+
+
+def _valid_but_not_a_cassette(data: bytes) -> bytes:
+    header = json.loads(data.partition(b"\n")[0])
+    payload = b'{"cassette": "pytest-agentctx", "version": 99, "interactions": []}'
+    header["payload"] = hashlib.sha256(payload).hexdigest()
+    return json.dumps(header).encode() + b"\n" + payload
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: data[: len(data) // 2], id="truncated"),
+        pytest.param(lambda data: b"", id="empty"),
+        pytest.param(lambda data: b"\x00\xff garbage", id="garbage"),
+        pytest.param(_damage_payload, id="edited payload"),
+        pytest.param(lambda data: data.replace(b"read-1", b"read-0", 1), id="other reader"),
+        pytest.param(lambda data: data.partition(b"\n")[2], id="no header"),
+        pytest.param(_valid_but_not_a_cassette, id="not a cassette"),
+    ],
+)
+async def test_a_damaged_entry_is_ignored_and_replaced(tmp_path, folder, parsed, damage):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    expected = _fresh_read(path)
+    entry = readcache.entry_path(folder, path)
+    entry.write_bytes(damage(entry.read_bytes()))
+
+    read = _fresh_read(path)
+
+    assert (read, parsed, readcache.read_entry(path, path.read_bytes())) == (
+        expected,
+        ["c.yaml", "c.yaml"],
+        expected,
+    )
+
+
+async def test_a_cassette_holding_a_secret_value_is_not_cached(tmp_path, folder, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-secret-value-0123456789")
+    path = _write(tmp_path / "c.yaml", _interaction("key sk-proj-secret-value-0123456789"))
+
+    _fresh_read(path)
+
+    assert _entries(folder) == []
+
+
+async def test_a_secret_header_not_redacted_keeps_the_cassette_out(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": "Bearer abc"}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+
+    _fresh_read(path)
+
+    assert _entries(folder) == []
+
+
+async def test_a_key_in_a_url_keeps_the_cassette_out(tmp_path, folder):
+    url = "https://generativelanguage.googleapis.com/v1/models?key=AIzaSyA-0123456789"
+    path = _write(tmp_path / "c.yaml", _interaction(url=url))
+
+    _fresh_read(path)
+
+    assert _entries(folder) == []
+
+
+async def test_a_secret_in_a_binary_body_keeps_the_cassette_out(tmp_path, folder, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-secret-value-0123456789")
+    raw = b"\x89PNG\x00" + base64.b64encode(b"sk-proj-secret-value-0123456789")
+    body = {"base64": base64.b64encode(raw).decode("ascii")}
+    path = _write(tmp_path / "c.yaml", _interaction(response_body=body))
+
+    _fresh_read(path)
+
+    assert _entries(folder) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("2025-01-01", id="date"),
+        pytest.param("{1: one}", id="integer key"),
+        pytest.param("!!binary aGk=", id="bytes"),
+        pytest.param(".nan", id="nan"),
+    ],
+)
+async def test_a_value_json_would_change_keeps_the_cassette_out(tmp_path, folder, value):
+    path = tmp_path / "c.yaml"
+    text = dump_cassette([_interaction()], path, style="native")
+    path.write_text(text.replace("content: Sunny.", f"content: {value}"), encoding="utf-8")
+
+    read = _fresh_read(path)
+
+    expected = store.parse_cassette(path.read_text(), path)
+    assert (_entries(folder), repr(read)) == ([], repr(expected))  # repr: nan != nan
+
+
+async def test_a_folder_that_cannot_be_made_leaves_the_read_as_without_a_cache(tmp_path, folder):
+    def refused() -> Path:
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    readcache.use_folder(refused)
+    path = _write(tmp_path / "c.yaml", _interaction())
+
+    assert _fresh_read(path) == store.parse_cassette(path.read_text(), path)
+
+
+async def test_an_entry_that_cannot_be_written_leaves_no_temporary_file(tmp_path, folder):
+    path = _write(tmp_path / "c.yaml", _interaction())
+    readcache.entry_path(folder, path).mkdir(parents=True)  # a folder where the entry goes
+
+    read = _fresh_read(path)
+
+    assert (read, _entries(folder)) == (
+        store.parse_cassette(path.read_text(), path),
+        [readcache.entry_path(folder, path).name],
+    )
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)  # as in JSON
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=10,
+)
+_BODIES = st.one_of(
+    st.none(),
+    st.dictionaries(st.text(max_size=8), _JSON, min_size=1, max_size=4).map(lambda v: {"json": v}),
+    st.text(min_size=1, max_size=30).map(lambda v: {"text": v}),
+    st.binary(min_size=1, max_size=30).map(lambda v: {"base64": base64.b64encode(v).decode()}),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    style=st.sampled_from(["vcr", "native"]),
+    request_body=_BODIES,
+    response_body=_BODIES,
+    status=st.integers(min_value=100, max_value=599),
+    header=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+    test_id=st.sampled_from(["", "tests/test_a.py::test_b[x-1]"]),
+    partial=st.booleans(),
+)
+async def test_a_cassette_read_from_its_entry_is_the_cassette_read_from_its_yaml(
+    tmp_path, folder, style, request_body, response_body, status, header, test_id, partial
+):
+    path = _write(
+        tmp_path / f"{style}.yaml",
+        _interaction(
+            request_body=request_body,
+            response_body=response_body,
+            status=status,
+            response_headers={"content-type": "application/json", "x-trace": header},
+            test_id=test_id,
+            partial=partial,
+        ),
+        style=style,
+    )
+    from_yaml = store.parse_cassette(path.read_text(encoding="utf-8"), path)
+    _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert (cached, repr(cached)) == (from_yaml, repr(from_yaml))
