@@ -308,8 +308,7 @@ def run(sizes: Sequence[int], rounds: int, workdir: Path) -> dict[str, Any]:
     return {
         "request_bytes": request_bytes,
         "results": [
-            {"kind": kind, "size": size, **_median_round(runs[kind, size])}
-            for kind, size in cases
+            {"kind": kind, "size": size, **_median_round(runs[kind, size])} for kind, size in cases
         ],
     }
 
@@ -374,7 +373,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(text)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
-
 
 
 if __name__ == "__main__":

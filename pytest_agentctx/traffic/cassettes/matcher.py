@@ -160,9 +160,7 @@ def comparable(body_json: Any, ignored: Sequence[Sequence[str]], hook: BodyHook 
 
 
 #: Canonical JSON: sorted keys, no whitespace (one encoder, built once).
-_json_canonical = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False
-).encode
+_json_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 #: The same check for values that may hold ``NaN`` or an infinity: it refuses them.
 _json_finite = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False

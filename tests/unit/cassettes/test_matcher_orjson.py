@@ -174,9 +174,7 @@ async def test_a_text_that_is_not_json_is_no_json() -> None:
     assert read_json(b"") == (NO_JSON, False)
 
 
-async def test_a_body_hook_result_with_keys_that_are_not_strings_is_keyed_as_json_keys_it() -> (
-    None
-):
+async def test_a_body_hook_result_with_keys_that_are_not_strings_is_keyed_as_json_keys_it() -> None:
     def hook(body: Any) -> Any:
         return {2: 1e-7, 1: body["a"]}
 
