@@ -248,7 +248,9 @@ class NoRedaction(Redactor):
     def refresh(self) -> None:
         pass
 
-    def learn(self, headers: Iterable[tuple[str, str]], url: str = "") -> None:
+    def learn(
+        self, headers: Iterable[tuple[str, str]], url: str = "", *, signature: Any = None
+    ) -> None:
         pass
 
     def text(self, value: str) -> str:

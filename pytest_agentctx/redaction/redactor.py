@@ -94,7 +94,7 @@ def _forms(value: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return needles, tuple(dict.fromkeys(json_text(needle)[1:-1] for needle in needles))
 
 
-def _environment_reader(names: tuple[str, ...]) -> tuple[Any, Any]:
+def _environment_reader(names: Iterable[str]) -> tuple[Any, Any]:
     """What :meth:`Redactor.refresh` compares, read cheaply: the stored (encoded) values of
     ``names`` in ``os.environ``'s own mapping, and the way to read them again.
 
