@@ -20,18 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentctx.traffic.cassettes.settings import (
-    CassetteSettings,
-    TestOptions,
-    build_cassette,
-    call_failure,
-    cassette_config,
-    cassette_path,
-    is_agent_test,
-    marker_options,
-    save_recordings,
-    verify_call,
-)
+from pytest_agentctx.traffic.cassettes.options import CassetteSettings, is_agent_test
 from pytest_agentctx.traffic.errors import CassetteConfigError, CassetteError
 
 from . import capture
@@ -98,11 +87,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         result = yield
     except BaseException as exc:
         cassette, guard = item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None)
-        error = call_failure(cassette, guard, lambda text: capture.redacted(item, text))
-        if error is not None:
-            raise error from (exc if item.config.get_verbosity() >= 2 else None)
+        if cassette is not None or guard is not None:  # else the traffic explains nothing
+            from pytest_agentctx.traffic.cassettes.settings import call_failure
+
+            error = call_failure(cassette, guard, lambda text: capture.redacted(item, text))
+            if error is not None:
+                raise error from (exc if item.config.get_verbosity() >= 2 else None)
         raise
-    verify_call(item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None))
+    cassette, guard = item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None)
+    if cassette is not None or guard is not None:  # else there is nothing to verify
+        from pytest_agentctx.traffic.cassettes.settings import verify_call
+
+        verify_call(cassette, guard)
     return result
 
 
@@ -135,6 +131,14 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
             return
         yield None
         return
+    from pytest_agentctx.traffic.cassettes.settings import (
+        TestOptions,
+        build_cassette,
+        cassette_config,
+        cassette_path,
+        marker_options,
+    )
+
     try:  # a bad marker option or config value is an error of this test, naming it
         marks = [(marker.args, marker.kwargs) for marker in item.iter_markers("agent")]
         options = TestOptions.resolve(
@@ -202,6 +206,8 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
 def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSettings) -> None:
     """After the test: save what ``cassette`` recorded (:func:`save_recordings`) and keep
     its report entry; a cassette that could not be saved fails the test's teardown."""
+    from pytest_agentctx.traffic.cassettes.settings import save_recordings
+
     call = item.stash.get(REPORT_KEY, {}).get("call")
     saved, unsaved = save_recordings(
         cassette, settings, call_passed=None if call is None else call.passed
@@ -241,6 +247,7 @@ def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
     """The guard that keeps a fake_llm test offline, allowing the hosts that
     ``agent_allowed_hosts``, the ``agent`` marker and ``agent_cassette_config`` allow."""
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
+    from pytest_agentctx.traffic.cassettes.settings import TestOptions, cassette_config
 
     marker_kwargs: dict[str, object] = {}
     for marker in reversed(list(request.node.iter_markers("agent"))):

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from .keys import SUITE_SCOPE_KEY
-from .scheduling import WRAPPED, integration_file, wrap_scheduler, write_integration
 from .suites import integration_last, integration_requested, named_paths, serial_lock
 
 #: xdist workerinput key: whether the controller holds the integration tests back, so the
@@ -58,6 +57,8 @@ def holds_integration(config: pytest.Config) -> bool:
     (asked for, or the command line names tests)."""
     if not config.pluginmanager.has_plugin("dsession"):
         return False
+    from .scheduling import WRAPPED
+
     if str(config.getvalue("dist")) not in WRAPPED:
         return False
     return integration_requested(config) or bool(named_paths(config))
@@ -79,6 +80,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     scope = config.stash[SUITE_SCOPE_KEY]
     integration = [i for i, item in enumerate(session.items) if scope.integration(item)]
+    from .scheduling import integration_file, write_integration
+
     path = integration_file(
         str(workerinput["testrunuid"]), str(workerinput["workerid"]), writer=True
     )
@@ -95,6 +98,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Generator[No
         return scheduler
     run_id = str(config.pluginmanager.getplugin("dsession").nodemanager.testrunuid)
     config.stash[_HELD_RUNS] = run_id
+    from .scheduling import wrap_scheduler
+
     return wrap_scheduler(scheduler, run_id)
 
 

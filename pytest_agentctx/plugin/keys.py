@@ -51,8 +51,9 @@ MEASURE_KEY: pytest.StashKey[bool] = pytest.StashKey()
 #: The session's secrets (secret environment values, values learned from traffic): the
 #: redactor of a test that has none of its own, and the active one between tests.
 SECRETS_KEY: pytest.StashKey[SessionSecrets] = pytest.StashKey()
-#: The budget of every agent test, from the agent_max_* ini options.
-BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget] = pytest.StashKey()
+#: The budget of every agent test, from the agent_budget_* ini options (None: they set no
+#: limit).
+BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 #: The unit and integration tests that ran or were deselected, for the suites line.
 SUITES_KEY: pytest.StashKey[SuiteCounts] = pytest.StashKey()
 #: Which tests the plugin sorts into suites (agent tests only, or every test).

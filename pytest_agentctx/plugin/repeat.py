@@ -18,7 +18,6 @@ import pytest
 
 from pytest_agentctx.plugin.suites import REPEAT_ATTRIBUTE, RepeatSpec, RepeatTally
 from pytest_agentctx.reports.errors import RepeatError
-from pytest_agentctx.reports.stats import RunLog
 
 from .keys import (
     REPEAT_ERROR_KEY,
@@ -50,6 +49,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     except RepeatError as exc:
         item.stash[REPEAT_ERROR_KEY] = exc  # raised at setup: an error of this test
         return None
+    from pytest_agentctx.reports.stats import RunLog
+
     tally = RepeatTally(spec)
     item.stash[REPEAT_TALLY_KEY] = tally
 

@@ -45,7 +45,7 @@ from typing import Any, Literal, TypeVar
 import pytest
 
 from pytest_agentctx.reports.errors import RepeatError
-from pytest_agentctx.traffic.cassettes.settings import AGENT_FIXTURES
+from pytest_agentctx.traffic.cassettes.options import AGENT_FIXTURES
 
 from .keys import SUITE_SCOPE_KEY, SUITES_KEY
 

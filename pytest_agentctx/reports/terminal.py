@@ -13,28 +13,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentctx._files import atomic_write_text, unwritable_reason
 from pytest_agentctx.reports.errors import ReportError
-from pytest_agentctx.reports.gate import (
-    GateResult,
-    GateTolerance,
-    attach_baselines,
-    evaluate_gate,
-    gate_lines,
-)
-from pytest_agentctx.reports.records import (
-    RECORD_ATTRIBUTE,
-    ReportCollector,
-    junit_properties,
-    load_report,
-    summary_line,
-    write_report,
-)
-from pytest_agentctx.reports.table import OutcomeWords, table_lines
+from pytest_agentctx.reports.record import RECORD_ATTRIBUTE, is_agent_test, junit_properties
+from pytest_agentctx.reports.tolerance import GateTolerance
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.gate import GateResult
 
 __all__ = ["AgentReports", "RecordOf", "option_or_ini", "path_option"]
 
@@ -74,7 +62,7 @@ class AgentReports:
             ("agent_report", self.json_path, "agentctx-report.json"),
             ("agent_report_html", self.html_path, "agentctx-report.html"),
         ):
-            problem = None if path is None or self.worker else unwritable_reason(path)
+            problem = None if path is None or self.worker else _unwritable_reason(path)
             if problem is not None:  # found now, not after the whole run
                 option = "--" + name.replace("_", "-")
                 raise pytest.UsageError(
@@ -84,8 +72,12 @@ class AgentReports:
                 )
         self.contexts = self.json_path is not None or self.html_path is not None
         self.gate_enabled = bool(config.getoption("agent_gate"))
-        self.collector = ReportCollector()
-        self.outcomes = OutcomeWords()
+        #: Every report's (nodeid, outcome, record, integration, when, xfail), collected
+        #: when the session ends: a session without agent tests, report files, gate or
+        #: baseline then never imports the report's machinery.
+        self.reports: list[tuple[str, str, dict[str, Any] | None, bool, str, bool]] = []
+        self.agent_tests = False
+        self.outcomes: dict[str, str] = {}
         self.report: dict[str, Any] | None = None
         self.result: GateResult | None = None
         self.baseline: dict[str, Any] | None = None
@@ -99,6 +91,8 @@ class AgentReports:
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.baseline_path is not None and not self.worker:
+            from pytest_agentctx.reports.records import load_report
+
             try:
                 self.baseline = load_report(self.baseline_path)
             except ReportError as exc:
@@ -119,20 +113,31 @@ class AgentReports:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect every report (in the process that reports)."""
         if not self.worker:
-            self.collector.add(
-                report.nodeid,
-                report.outcome,
-                record=getattr(report, RECORD_ATTRIBUTE, None),
-                keywords=report.keywords,
-            )
+            record = getattr(report, RECORD_ATTRIBUTE, None)
+            if record is not None and is_agent_test(record):
+                self.agent_tests = True
+            integration = "integration" in report.keywords
             xfail = hasattr(report, "wasxfail")
-            self.outcomes.add(report.nodeid, report.when, report.outcome, xfail=xfail)
+            self.reports.append(
+                (report.nodeid, report.outcome, record, integration, report.when, xfail)
+            )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Build the report, run the gate, write the files; a failed gate fails the session."""
-        if self.worker:
+        if self.worker or not self._wanted():
             return
-        report = self.collector.build()
+        from pytest_agentctx.reports.gate import attach_baselines, evaluate_gate
+        from pytest_agentctx.reports.records import ReportCollector, write_report
+        from pytest_agentctx.reports.table import OutcomeWords
+
+        collector, words = ReportCollector(), OutcomeWords()
+        for nodeid, outcome, record, integration, when, xfail in self.reports:
+            keywords = ("integration",) if integration else ()
+            collector.add(nodeid, outcome, record=record, keywords=keywords)
+            words.add(nodeid, when, outcome, xfail=xfail)
+        self.reports = []
+        self.outcomes = words.words
+        report = collector.build()
         result = evaluate_gate(
             report,
             baseline=self.baseline,
@@ -156,6 +161,7 @@ class AgentReports:
                 continue
             try:
                 if html:
+                    from pytest_agentctx._files import atomic_write_text
                     from pytest_agentctx.reports.html import render_html
 
                     atomic_write_text(path, render_html(report))
@@ -181,12 +187,28 @@ class AgentReports:
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _wanted(self) -> bool:
+        """Whether the session's end has anything to do: a report file to write, the gate
+        or a baseline to compare with, or an agent test to show in the table. Without
+        them the report would be built to print nothing."""
+        return bool(
+            self.json_path is not None
+            or self.html_path is not None
+            or self.gate_enabled
+            or self.baseline is not None
+            or self.agent_tests
+        )
+
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
     ) -> None:
         """Print the table of agent tests, the totals, the gate and the reports written."""
         if self.worker or self.report is None or self.result is None:
             return
+        from pytest_agentctx.reports.gate import gate_lines
+        from pytest_agentctx.reports.records import summary_line
+        from pytest_agentctx.reports.table import table_lines
+
         verbosity = config.get_verbosity()
         if verbosity >= 0:
             width = config.get_terminal_writer().fullwidth
@@ -194,7 +216,7 @@ class AgentReports:
                 self.report,
                 width=width,
                 limit=None if verbosity > 0 else 30,
-                outcomes=self.outcomes.words,
+                outcomes=self.outcomes,
             )
             if table:
                 terminalreporter.write_sep("-", "agentctx")
@@ -211,3 +233,9 @@ class AgentReports:
             for kind, path in (("JSON", self.json_path), ("HTML", self.html_path)):
                 if path is not None:
                     terminalreporter.write_line(f"agentctx: {kind} report written to {path}")
+
+
+def _unwritable_reason(path: Path) -> str | None:
+    from pytest_agentctx._files import unwritable_reason
+
+    return unwritable_reason(path)
