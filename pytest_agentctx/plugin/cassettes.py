@@ -34,7 +34,6 @@ from .keys import (
     SECRETS_KEY,
     STALE_KEY,
 )
-from .suites import repeat_cassette_path
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
@@ -161,6 +160,8 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     )
     repetition = item.stash.get(REPEAT_INDEX_KEY, None)
     if repetition is not None:  # agent_repeat: one cassette per repetition
+        from .repetition import repeat_cassette_path
+
         path = repeat_cassette_path(path, repetition)
     # The cassette's redactor is the test's: it also knows what earlier tests learned.
     secrets = request.config.stash[SECRETS_KEY]

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
     from pytest_agentctx.traffic.cassettes.settings import CassetteSettings
 
-    from .suites import RepeatTally, SuiteCounts, SuiteScope
+    from .repetition import RepeatTally
+    from .suites import SuiteCounts, SuiteScope
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@
   for the whole session, is made only then. A project without agent tests that does not
   opt in runs as without the plugin.
 * ``@pytest.mark.agent_repeat(n, min_pass_rate=1.0)`` runs a test n times and passes on the
-  pass rate (:class:`RepeatSpec`, :class:`RepeatTally`); each repetition gets its own
-  cassette (:func:`repeat_cassette_path`).
+  pass rate; each repetition gets its own cassette (the ``repetition`` module: what this
+  module's names ``RepeatSpec``, ``RepeatTally`` and ``repeat_cassette_path`` give).
 
 This module's hooks sort the tests at configure and collection time
 (:func:`pytest_configure`: the scope, the counts, a :class:`SuitesReporter`, the xdist
@@ -40,11 +40,11 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
-from pytest_agentctx.reports.errors import RepeatError
+from pytest_agentctx._lazy import lazy_getattr
 from pytest_agentctx.traffic.cassettes.options import AGENT_FIXTURES
 
 from .keys import SUITE_SCOPE_KEY, SUITES_KEY
@@ -57,8 +57,6 @@ __all__ = [
     "REPEAT_ATTRIBUTE",
     "SUITE_ATTRIBUTE",
     "SUITE_FIXTURES",
-    "RepeatSpec",
-    "RepeatTally",
     "SuiteCounts",
     "SuiteScope",
     "SuitesReporter",
@@ -70,7 +68,6 @@ __all__ = [
     "named_on_command_line",
     "named_paths",
     "needs_asyncio_marker",
-    "repeat_cassette_path",
     "serial_lock",
     "uses_plugin_fixture",
 ]
@@ -95,6 +92,13 @@ SUITE_ATTRIBUTE = "agentctx_suite"
 SUITE_FIXTURES = AGENT_FIXTURES | {"fake_llm"}
 
 T = TypeVar("T")
+
+#: What ``agent_repeat`` tests use, in the ``repetition`` module (imported on first use: a
+#: session without such a test never loads it); importable from here as well.
+__getattr__ = lazy_getattr(
+    "pytest_agentctx.plugin",
+    {name: "repetition" for name in ("RepeatSpec", "RepeatTally", "repeat_cassette_path")},
+)
 
 
 def in_integration_folder(path: Path, rootpath: Path | None = None) -> bool:
@@ -158,112 +162,6 @@ def uses_plugin_fixture(
 
 def _defined_in(definition: object, modules: Collection[str]) -> bool:
     return getattr(getattr(definition, "func", None), "__module__", None) in modules
-
-
-def repeat_cassette_path(path: Path, index: int) -> Path:
-    """The cassette of repetition ``index`` (from 1): ``name.json`` -> ``name-repeat-2.json``."""
-    return path.with_name(f"{path.stem}-repeat-{index}{path.suffix}")
-
-
-@dataclass(frozen=True)
-class RepeatSpec:
-    """``@pytest.mark.agent_repeat(runs, min_pass_rate=1.0)``: run a test ``runs`` times;
-    it passes when at least ``min_pass_rate`` of the runs (that were not skipped) pass."""
-
-    runs: int
-    min_pass_rate: float = 1.0
-
-    @classmethod
-    def from_marker(
-        cls, args: Sequence[object], kwargs: Mapping[str, object], *, where: str
-    ) -> RepeatSpec:
-        """Read the marker's arguments; a bad one is a :class:`RepeatError` naming ``where``."""
-        example = "e.g. @pytest.mark.agent_repeat(5, min_pass_rate=0.8)"
-        unknown = sorted(set(kwargs) - {"n", "runs", "min_pass_rate"})
-        if unknown or len(args) > 2:
-            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise RepeatError(
-                f"{where}: agent_repeat({given}) is not understood; it takes the number of "
-                f"runs and min_pass_rate, {example}."
-            )
-        runs: object = args[0] if args else kwargs.get("runs", kwargs.get("n"))
-        rate: object = args[1] if len(args) > 1 else kwargs.get("min_pass_rate", 1.0)
-        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-            raise RepeatError(
-                f"{where}: agent_repeat run count {runs!r}; expected a whole number >= 1, "
-                f"{example}."
-            )
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
-            raise RepeatError(
-                f"{where}: agent_repeat min_pass_rate={rate!r}; expected a number from 0 to 1 "
-                f"(the share of runs that must pass), {example}."
-            )
-        return cls(runs, float(rate))
-
-
-Outcome = Literal["passed", "failed", "skipped"]
-
-
-@dataclass
-class RepeatTally:
-    """The outcomes of the repetitions of one test, as their reports come in."""
-
-    spec: RepeatSpec
-    outcomes: dict[int, Outcome] = field(default_factory=dict)
-
-    def observe(self, index: int, when: str, outcome: str) -> None:
-        """Record a phase report (``when``: setup/call/teardown) of repetition ``index``.
-
-        A repetition passes when each of its phases passed; a skip in setup or call skips it.
-        """
-        current = self.outcomes.get(index)
-        if outcome == "failed":
-            self.outcomes[index] = "failed"
-        elif outcome == "skipped" and when != "teardown" and current != "failed":
-            self.outcomes[index] = "skipped"
-        elif current is None:
-            self.outcomes[index] = "passed"
-
-    @property
-    def passed(self) -> int:
-        return sum(1 for outcome in self.outcomes.values() if outcome == "passed")
-
-    @property
-    def counted(self) -> int:
-        """Repetitions that ran to an outcome other than a skip."""
-        return sum(1 for outcome in self.outcomes.values() if outcome != "skipped")
-
-    @property
-    def pass_rate(self) -> float:
-        return round(self.passed / self.counted, 6) if self.counted else 0.0
-
-    @property
-    def all_skipped(self) -> bool:
-        return bool(self.outcomes) and self.counted == 0
-
-    @property
-    def met(self) -> bool:
-        """Whether the pass rate reaches ``min_pass_rate``."""
-        return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped)."""
-        return {
-            "runs": self.counted,
-            "passed": self.passed,
-            "pass_rate": self.pass_rate,
-            "min_pass_rate": self.spec.min_pass_rate,
-        }
-
-    def describe(self) -> str:
-        """``4 of 5 runs passed (80%), min_pass_rate 80%: passed``."""
-        verdict = "passed" if self.met else "failed"
-        skipped = len(self.outcomes) - self.counted
-        extra = f", {skipped} skipped" if skipped else ""
-        return (
-            f"{self.passed} of {self.counted} runs passed ({self.pass_rate:.0%}){extra}, "
-            f"min_pass_rate {self.spec.min_pass_rate:.0%}: {verdict}"
-        )
 
 
 @dataclass(frozen=True)
