@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from .keys import SUITE_SCOPE_KEY
-from .suites import integration_last, integration_requested, named_paths, serial_lock
 
 #: xdist workerinput key: whether the controller holds the integration tests back, so the
 #: worker lists them (:func:`pytest_collection_finish`).
@@ -34,6 +33,8 @@ def pytest_collection_modifyitems(
     reordering); with no such test the order is left as it is."""
     scope = config.stash[SUITE_SCOPE_KEY]
     if any(scope.integration(item) for item in items):
+        from .sorting import integration_last
+
         items[:] = integration_last(items, scope.integration)
 
 
@@ -47,6 +48,8 @@ def pytest_runtest_protocol(
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None or not item.config.stash[SUITE_SCOPE_KEY].integration(item):
         return (yield)
+    from .sorting import serial_lock
+
     with serial_lock(str(workerinput["testrunuid"])):
         return (yield)
 
@@ -58,6 +61,7 @@ def holds_integration(config: pytest.Config) -> bool:
     if not config.pluginmanager.has_plugin("dsession"):
         return False
     from .scheduling import WRAPPED
+    from .sorting import integration_requested, named_paths
 
     if str(config.getvalue("dist")) not in WRAPPED:
         return False
