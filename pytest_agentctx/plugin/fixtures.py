@@ -18,7 +18,6 @@ import pytest
 from pytest_agentctx.doubles.clock import ClockSettings
 
 from . import capture
-from .cassettes import fake_llm_guard
 from .keys import CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
 
 if TYPE_CHECKING:
@@ -93,6 +92,8 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     from pytest_agentctx.doubles.clock import SequentialIds
     from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
     from pytest_agentctx.traffic import lazy_tls
+
+    from .cassette_run import fake_llm_guard
 
     for name, value in PLACEHOLDER_KEYS.items():
         if not os.environ.get(name):
