@@ -2,15 +2,16 @@
 ``--agent-report-html``, ``--agent-gate`` and ``--agent-baseline``.
 
 The plugin registers one :class:`AgentReports` per session. Every process records its tests'
-figures on their teardown reports (:func:`~.report.build_record`); the process that reports
+figures on their teardown reports (:func:`~.record.build_record`); the process that reports
 (not an xdist worker) collects them, writes the reports and runs the gate
-(:func:`~.gate.evaluate_gate`). The figures themselves are built in :mod:`.report` and
-:mod:`.gate`, which stay free of pytest; this module is imported by the plugin only.
+(:func:`~.gate.evaluate_gate`) when the session ends (:mod:`.session_end`, imported only
+when there is a report file, the gate, a baseline or an agent test). The figures themselves
+are built in :mod:`.record`, :mod:`.records` and :mod:`.gate`, which stay free of pytest;
+this module is imported by the plugin only.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,66 +127,9 @@ class AgentReports:
         """Build the report, run the gate, write the files; a failed gate fails the session."""
         if self.worker or not self._wanted():
             return
-        from pytest_agentctx.reports.gate import attach_baselines, evaluate_gate
-        from pytest_agentctx.reports.records import ReportCollector, write_report
-        from pytest_agentctx.reports.table import OutcomeWords
+        from pytest_agentctx.reports.session_end import finish
 
-        collector, words = ReportCollector(), OutcomeWords()
-        for nodeid, outcome, record, integration, when, xfail in self.reports:
-            keywords = ("integration",) if integration else ()
-            collector.add(nodeid, outcome, record=record, keywords=keywords)
-            words.add(nodeid, when, outcome, xfail=xfail)
-        self.reports = []
-        self.outcomes = words.words
-        report = collector.build()
-        result = evaluate_gate(
-            report,
-            baseline=self.baseline,
-            baseline_path=str(self.baseline_path) if self.baseline_path else None,
-            tolerance=self.tolerance,
-        )
-        report["summary"]["gate"] = {
-            "enabled": self.gate_enabled,
-            "passed": result.passed,
-            "failures": list(result.failures),
-        }
-        if self.baseline is not None:  # each drifted test keeps the baseline's figures
-            attach_baselines(report, self.baseline, self.tolerance)
-        self.report, self.result = report, result
-        unwritten: list[str] = []  # a report that could not be written fails the session
-        for option, path, html in (
-            ("--agent-report", self.json_path, False),
-            ("--agent-report-html", self.html_path, True),
-        ):
-            if path is None:
-                continue
-            try:
-                if html:
-                    from pytest_agentctx._files import atomic_write_text
-                    from pytest_agentctx.reports.html import render_html
-
-                    atomic_write_text(path, render_html(report))
-                else:
-                    write_report(path, report)
-            except OSError as exc:
-                unwritten.append(
-                    f"agentctx: ERROR: {option}: the report could not be written to {path} "
-                    f"({exc.strerror or exc}); the tests' results stand. Free some disk space "
-                    f"or give {option} a path in a writable folder, then run pytest again."
-                )
-                if html:  # not listed as written in the summary
-                    self.html_path = None
-                else:
-                    self.json_path = None
-        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
-        for line in unwritten:
-            if terminal is not None:
-                terminal.write_line(line, red=True, bold=True)
-            else:
-                print(line, file=sys.stderr)
-        failed = unwritten or (self.gate_enabled and not result.passed)
-        if failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        finish(self, session)
 
     def _wanted(self) -> bool:
         """Whether the session's end has anything to do: a report file to write, the gate
@@ -205,34 +149,9 @@ class AgentReports:
         """Print the table of agent tests, the totals, the gate and the reports written."""
         if self.worker or self.report is None or self.result is None:
             return
-        from pytest_agentctx.reports.gate import gate_lines
-        from pytest_agentctx.reports.records import summary_line
-        from pytest_agentctx.reports.table import table_lines
+        from pytest_agentctx.reports.session_end import summarise
 
-        verbosity = config.get_verbosity()
-        if verbosity >= 0:
-            width = config.get_terminal_writer().fullwidth
-            table = table_lines(
-                self.report,
-                width=width,
-                limit=None if verbosity > 0 else 30,
-                outcomes=self.outcomes,
-            )
-            if table:
-                terminalreporter.write_sep("-", "agentctx")
-                for row in table:
-                    terminalreporter.write_line(row)
-        totals = summary_line(self.report)
-        if totals is not None:
-            terminalreporter.write_line(totals)
-        if self.gate_enabled or self.baseline is not None:
-            failed = self.gate_enabled and not self.result.passed
-            for number, text in enumerate(gate_lines(self.result, enabled=self.gate_enabled)):
-                terminalreporter.write_line(text, red=failed, bold=failed and number == 0)
-        if verbosity >= 0:
-            for kind, path in (("JSON", self.json_path), ("HTML", self.html_path)):
-                if path is not None:
-                    terminalreporter.write_line(f"agentctx: {kind} report written to {path}")
+        summarise(self, self.report, self.result, terminalreporter, config)
 
 
 def _unwritable_reason(path: Path) -> str | None:
