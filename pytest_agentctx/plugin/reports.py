@@ -56,7 +56,7 @@ def pytest_runtest_makereport(
     item.stash.setdefault(REPORT_KEY, {})[report.when] = report
     redactor = item.stash.get(REDACTOR_KEY, None)
     if redactor is not None:  # the failure text and output of a test that uses the plugin
-        from pytest_agentctx.redaction.active import redact_report
+        from pytest_agentctx.redaction.output import redact_report
 
         redact_report(report, redactor)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
