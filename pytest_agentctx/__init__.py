@@ -85,11 +85,11 @@ if TYPE_CHECKING:
     from .reports.errors import ReportError as ReportError
     from .reports.gate import BaselineComparison as BaselineComparison
     from .reports.gate import GateResult as GateResult
+    from .reports.gate import GateTolerance as GateTolerance
     from .reports.gate import compare_reports as compare_reports
     from .reports.gate import evaluate_gate as evaluate_gate
     from .reports.html import render_html as render_html
     from .reports.records import load_report as load_report
-    from .reports.tolerance import GateTolerance as GateTolerance
     from .runtime.agent import Agent as Agent
     from .runtime.agent import RunResult as RunResult
     from .runtime.artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
@@ -292,7 +292,7 @@ _PUBLIC: dict[str, str] = {
     "render_html": "reports.html",
     "evaluate_gate": "reports.gate",
     "compare_reports": "reports.gate",
-    "GateTolerance": "reports.tolerance",
+    "GateTolerance": "reports.gate",
     "GateResult": "reports.gate",
     "BaselineComparison": "reports.gate",
     # budgets and run figures

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentctx.doubles.clock import ClockSettings
+from pytest_agentctx.context.clock import ClockSettings
 
 from . import capture
 from .keys import CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentctx.context.clock import ClockSettings
     from pytest_agentctx.context.figures import PriceTable
-    from pytest_agentctx.doubles.clock import ClockSettings
     from pytest_agentctx.redaction.active import SessionSecrets
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.record import is_agent_test
-from pytest_agentctx.reports.tolerance import GateTolerance, TrajectoryMode
+from pytest_agentctx.reports.tolerance import _TRAJECTORY_MODES, TrajectoryMode, parse_tolerance
 
 __all__ = [
     "BaselineComparison",
@@ -30,6 +31,50 @@ __all__ = [
     "evaluate_gate",
     "gate_lines",
 ]
+
+
+@dataclass(frozen=True)
+class GateTolerance:
+    """How far a test may move from its baseline before the gate fails it.
+
+    ``tokens_percent``: allowed change of the test's total tokens, in percent of the
+    baseline's (either way); ``iterations``: allowed change of its iterations, as a count;
+    ``trajectory``: ``exact`` (the same tool calls in the same order), ``unordered`` (the
+    same calls, any order) or ``ignore``. ``None`` ignores tokens or iterations.
+    """
+
+    tokens_percent: float | None = 10.0
+    iterations: int | None = 0
+    trajectory: TrajectoryMode = "exact"
+
+    def __post_init__(self) -> None:
+        if self.tokens_percent is not None and not self.tokens_percent >= 0:
+            raise ReportError(
+                f"tokens tolerance {self.tokens_percent!r}%: expected a percentage of 0 or "
+                "more, e.g. 10 (or 'ignore')."
+            )
+        if self.iterations is not None and self.iterations < 0:
+            raise ReportError(
+                f"iterations tolerance {self.iterations!r}: expected a count of 0 or more "
+                "(or 'ignore')."
+            )
+        if self.trajectory not in _TRAJECTORY_MODES:
+            raise ReportError(
+                f"trajectory tolerance {self.trajectory!r}: expected one of "
+                f"{', '.join(_TRAJECTORY_MODES)}."
+            )
+
+    @classmethod
+    def parse(cls, *, tokens: str, iterations: str, trajectory: str) -> GateTolerance:
+        """A tolerance from option text: ``tokens`` like ``10`` or ``10%``, ``iterations``
+        like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered, ignore."""
+        return cls(*parse_tolerance(tokens=tokens, iterations=iterations, trajectory=trajectory))
+
+    def describe(self) -> str:
+        """The tolerance in words, for the gate's summary."""
+        tokens = "ignored" if self.tokens_percent is None else f"±{self.tokens_percent:g}%"
+        iterations = "ignored" if self.iterations is None else f"±{self.iterations}"
+        return f"tokens {tokens}, iterations {iterations}, trajectory {self.trajectory}"
 
 
 @dataclass(frozen=True)

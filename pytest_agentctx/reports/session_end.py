@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentctx.reports.gate import GateResult, attach_baselines, evaluate_gate, gate_lines
+from pytest_agentctx.reports.gate import (
+    GateResult,
+    GateTolerance,
+    attach_baselines,
+    evaluate_gate,
+    gate_lines,
+)
 from pytest_agentctx.reports.records import ReportCollector, summary_line, write_report
 from pytest_agentctx.reports.table import OutcomeWords, table_lines
 
@@ -32,11 +38,12 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
     reports.reports = []
     reports.outcomes = words.words
     report = collector.build()
+    tolerance = GateTolerance(*reports.tolerance)
     result = evaluate_gate(
         report,
         baseline=reports.baseline,
         baseline_path=str(reports.baseline_path) if reports.baseline_path else None,
-        tolerance=reports.tolerance,
+        tolerance=tolerance,
     )
     report["summary"]["gate"] = {
         "enabled": reports.gate_enabled,
@@ -44,7 +51,7 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
         "failures": list(result.failures),
     }
     if reports.baseline is not None:  # each drifted test keeps the baseline's figures
-        attach_baselines(report, reports.baseline, reports.tolerance)
+        attach_baselines(report, reports.baseline, tolerance)
     reports.report, reports.result = report, result
     unwritten: list[str] = []  # a report that could not be written fails the session
     for option, path, html in (

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.record import RECORD_ATTRIBUTE, is_agent_test, junit_properties
-from pytest_agentctx.reports.tolerance import GateTolerance
+from pytest_agentctx.reports.tolerance import parse_tolerance
 
 if TYPE_CHECKING:
     from pytest_agentctx.reports.gate import GateResult
@@ -83,8 +83,8 @@ class AgentReports:
         self.result: GateResult | None = None
         self.baseline: dict[str, Any] | None = None
         self.baseline_path = path_option(config, "agent_baseline", base)
-        try:
-            self.tolerance = GateTolerance.parse(
+        try:  # checked now; the gate's GateTolerance is made when the session ends
+            self.tolerance = parse_tolerance(
                 tokens=option_or_ini(config, "agent_baseline_tokens"),
                 iterations=option_or_ini(config, "agent_baseline_iterations"),
                 trajectory=option_or_ini(config, "agent_baseline_trajectory"),

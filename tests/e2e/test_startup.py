@@ -45,8 +45,6 @@ STARTUP_MODULES = {
     # agent_clock_* options, read and checked at configure
     "pytest_agentctx.context",
     "pytest_agentctx.context.clock",
-    "pytest_agentctx.doubles",
-    "pytest_agentctx.doubles.clock",
     # agent_prices, read at configure; the autouse prices fixture and each test's record
     "pytest_agentctx.context.figures",
     # the session's secrets: the active redactor between tests (made when first asked for)

@@ -91,7 +91,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "FrozenClock": "pytest_agentctx.doubles.frozen_clock",
     "FrozenDict": "pytest_agentctx.context._seq",
     "GateResult": "pytest_agentctx.reports.gate",
-    "GateTolerance": "pytest_agentctx.reports.tolerance",
+    "GateTolerance": "pytest_agentctx.reports.gate",
     "GeminiProvider": "pytest_agentctx.runtime.providers",
     "History": "pytest_agentctx.context.history",
     "HistoryError": "pytest_agentctx.context.errors",
