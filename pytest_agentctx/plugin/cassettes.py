@@ -96,16 +96,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
-@pytest.fixture
-def agent_cassette_config() -> dict[str, object]:
-    """Override to configure this package's cassettes for a folder or module, like
-    pytest-recording's ``vcr_config``: ``match_ignore`` (dotted body paths),
-    ``body_hook`` (a function normalising request bodies before matching),
-    ``allowed_hosts``, ``redact_values`` (more literal secrets) and ``directory`` (a
-    folder for these tests' cassettes, e.g. one beside them)."""
-    return {}
-
-
 @pytest.fixture(autouse=True)
 def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | None]:
     item = request.node
@@ -128,6 +118,16 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     from .cassette_run import run_cassette
 
     yield from run_cassette(request, item, settings)
+
+
+@pytest.fixture
+def agent_cassette_config() -> dict[str, object]:
+    """Override to configure this package's cassettes for a folder or module, like
+    pytest-recording's ``vcr_config``: ``match_ignore`` (dotted body paths),
+    ``body_hook`` (a function normalising request bodies before matching),
+    ``allowed_hosts``, ``redact_values`` (more literal secrets) and ``directory`` (a
+    folder for these tests' cassettes, e.g. one beside them)."""
+    return {}
 
 
 @pytest.fixture
