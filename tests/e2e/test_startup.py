@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,7 +100,7 @@ def pytest_unconfigure(config):
 '''
 
 
-def loaded_modules(root: Path, *plugins: str) -> dict[str, object]:
+def loaded_modules(root: Path, *plugins: str) -> dict[str, Any]:
     """The modules loaded by ``pytest`` in ``root``, in a process of its own with plugin
     autoloading off and the probe and ``plugins`` loaded, and who imported each."""
     out = root / "modules.json"
@@ -120,7 +121,7 @@ def loaded_modules(root: Path, *plugins: str) -> dict[str, object]:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    data: dict[str, object] = json.loads(out.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return data
 
 
@@ -145,20 +146,20 @@ def plain_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def with_plugin(plain_project: Path) -> dict[str, object]:
+def with_plugin(plain_project: Path) -> dict[str, Any]:
     return loaded_modules(plain_project, "pytest_agentctx.plugin")
 
 
 @pytest.fixture(scope="module")
-def without_plugin(plain_project: Path) -> dict[str, object]:
+def without_plugin(plain_project: Path) -> dict[str, Any]:
     return loaded_modules(plain_project)
 
 
 def test_plain_tests_load_only_the_plugins_start_up_modules(
-    with_plugin: dict[str, object],
+    with_plugin: dict[str, Any],
 ) -> None:
-    modules = set(with_plugin["modules"])  # type: ignore[call-overload]
-    importers: dict[str, str] = with_plugin["importers"]  # type: ignore[assignment]
+    modules = set(with_plugin["modules"])
+    importers: dict[str, str] = with_plugin["importers"]
     assert "pytest_agentctx.plugin.options" in modules, "the plugin did not load"
     ours = sorted(m for m in modules if m.split(".")[0] == "pytest_agentctx")
     extra = [m for m in ours if m not in STARTUP_MODULES]
@@ -173,11 +174,11 @@ def test_plain_tests_load_only_the_plugins_start_up_modules(
 
 
 def test_plain_tests_import_no_library_of_the_plugins(
-    with_plugin: dict[str, object], without_plugin: dict[str, object]
+    with_plugin: dict[str, Any], without_plugin: dict[str, Any]
 ) -> None:
-    modules = set(with_plugin["modules"])  # type: ignore[call-overload]
-    before = set(without_plugin["modules"])  # type: ignore[call-overload]
-    importers: dict[str, str] = with_plugin["importers"]  # type: ignore[assignment]
+    modules = set(with_plugin["modules"])
+    before = set(without_plugin["modules"])
+    importers: dict[str, str] = with_plugin["importers"]
     assert "pytest_agentctx.plugin.options" in modules, "the plugin did not load"
     new = modules - before
     libraries: dict[str, list[str]] = {}  # by top-level package
