@@ -4,7 +4,8 @@ starts at.
 :class:`StepClock` starts at a given instant and moves a fixed step forward on every read,
 so two runs of the same agent, or two captures of the same traffic, give the same
 timestamps. :func:`parse_datetime` reads such a start (``clock_start``, the
-``agent_clock_start`` option) from ISO 8601 text. The runtime takes a clock as injected
+``agent_clock_start`` option) from ISO 8601 text, and :class:`ClockSettings` the plugin's
+clock options (read by every pytest session at start-up). The runtime takes a clock as injected
 (:mod:`pytest_agentctx.doubles.clock` has the protocol and the other clocks and ids);
 captures of traffic build their own step clock. Imports nothing of the package.
 """
@@ -12,9 +13,15 @@ captures of traffic build their own step clock. Imports nothing of the package.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-__all__ = ["DEFAULT_START", "StepClock", "parse_datetime"]
+if TYPE_CHECKING:
+    import pytest
+
+__all__ = ["DEFAULT_START", "ClockSettings", "StepClock", "parse_datetime"]
 
 #: The instant a deterministic clock starts at unless told otherwise.
 DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -73,3 +80,41 @@ def parse_datetime(value: str | datetime, *, what: str = "a datetime") -> dateti
                 "like '2025-01-01T00:00:00Z'."
             ) from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ClockSettings:
+    """The plugin's clock options: where the clocks start, the step, frozen_clock's ignore."""
+
+    start: datetime
+    step: timedelta
+    ignore: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> ClockSettings:
+        """The settings of a pytest session: ``--agent-clock-start`` over the ``agent_clock_*``
+        ini options; a value that cannot be read raises ``ValueError``."""
+        return cls.build(
+            start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
+            step=str(config.getini("agent_clock_step")),
+            ignore=(str(line) for line in config.getini("agent_clock_ignore")),
+        )
+
+    @classmethod
+    def build(cls, *, start: str, step: str, ignore: Iterable[str]) -> ClockSettings:
+        """Read the option values; a value that cannot be read raises ``ValueError``."""
+        parsed = parse_datetime(start, what="agent_clock_start")
+        try:
+            seconds = float(step)
+            delta = timedelta(seconds=seconds)  # refuses nan, inf and overflowing values
+        except (ValueError, OverflowError):
+            raise ValueError(
+                f"agent_clock_step = {step!r} is not a number of seconds; "
+                "set it to e.g. 1 or 0.5 in your pytest configuration."
+            ) from None
+        if seconds < 0:
+            raise ValueError(
+                f"agent_clock_step = {step!r} must not be negative; "
+                "set it to e.g. 1 or 0.5 in your pytest configuration."
+            )
+        return cls(parsed, delta, tuple(ignore))

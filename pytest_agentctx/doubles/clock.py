@@ -5,7 +5,8 @@ The runtime never reads the wall clock or a random generator directly: it asks t
 :class:`~pytest_agentctx.context.clock.StepClock` (in the context layer, since captures of
 traffic use it too) advances by a fixed step on every read and :class:`SequentialIds`
 counts, so two runs of the same agent produce byte-identical contexts. The plugin's clock
-options are read here (:class:`ClockSettings`).
+options are read in the context layer
+(:class:`~pytest_agentctx.context.clock.ClockSettings`).
 """
 
 from __future__ import annotations
@@ -13,19 +14,14 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from pytest_agentctx.context.clock import parse_datetime
-
 if TYPE_CHECKING:
-    import pytest
+    pass
 
 __all__ = [
     "Clock",
-    "ClockSettings",
     "IdFactory",
     "RandomIds",
     "SequentialIds",
@@ -85,41 +81,3 @@ class RandomIds:
 
     def __repr__(self) -> str:
         return "RandomIds()"
-
-
-@dataclass(frozen=True)
-class ClockSettings:
-    """The plugin's clock options: where the clocks start, the step, frozen_clock's ignore."""
-
-    start: datetime
-    step: timedelta
-    ignore: tuple[str, ...]
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> ClockSettings:
-        """The settings of a pytest session: ``--agent-clock-start`` over the ``agent_clock_*``
-        ini options; a value that cannot be read raises ``ValueError``."""
-        return cls.build(
-            start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
-            step=str(config.getini("agent_clock_step")),
-            ignore=(str(line) for line in config.getini("agent_clock_ignore")),
-        )
-
-    @classmethod
-    def build(cls, *, start: str, step: str, ignore: Iterable[str]) -> ClockSettings:
-        """Read the option values; a value that cannot be read raises ``ValueError``."""
-        parsed = parse_datetime(start, what="agent_clock_start")
-        try:
-            seconds = float(step)
-            delta = timedelta(seconds=seconds)  # refuses nan, inf and overflowing values
-        except (ValueError, OverflowError):
-            raise ValueError(
-                f"agent_clock_step = {step!r} is not a number of seconds; "
-                "set it to e.g. 1 or 0.5 in your pytest configuration."
-            ) from None
-        if seconds < 0:
-            raise ValueError(
-                f"agent_clock_step = {step!r} must not be negative; "
-                "set it to e.g. 1 or 0.5 in your pytest configuration."
-            )
-        return cls(parsed, delta, tuple(ignore))

@@ -3,7 +3,7 @@
 Installing the plugin installs pytest-asyncio. A project that never configured it must run
 as without the plugin (:func:`pytest_configure`), and an ``async def`` test that uses the
 plugin's fixtures runs even in pytest-asyncio's strict mode (:func:`pytest_pycollect_makeitem`,
-deciding with :func:`~.suites.needs_asyncio_marker`).
+deciding with :func:`~.sorting.needs_asyncio_marker`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from . import pytest_plugins
-from .suites import needs_asyncio_marker
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -45,6 +44,8 @@ def pytest_pycollect_makeitem(
         "asyncio"
     ):
         return result
+    from .sorting import needs_asyncio_marker
+
     nodes = result if isinstance(result, list) else [result]
     for node in nodes:
         if isinstance(node, pytest.Function) and needs_asyncio_marker(node, pytest_plugins):

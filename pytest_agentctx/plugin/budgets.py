@@ -1,6 +1,6 @@
 """Behaviour budgets and model prices: read at configure and setup, checked after the call.
 
-The budget of a test (``@pytest.mark.agent_budget``, the ``agent_max_*`` ini options) is
+The budget of a test (``@pytest.mark.agent_budget``, the ``agent_budget_*`` ini options) is
 read before its fixtures run (:func:`pytest_runtest_setup`) and checked against the runs it
 made after its call phase (:func:`pytest_runtest_call`, with
 :func:`~pytest_agentctx.reports.budgets.check_budget`). The prices come from the
@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agentctx.context.figures import PriceTable
 from pytest_agentctx.exceptions import AgentCtxError
-from pytest_agentctx.reports.budgets import (
-    BUDGET_LIMITS,
-    Budget,
-    BudgetCheck,
-    check_budget,
-    ini_name,
-)
 from pytest_agentctx.reports.errors import BudgetError
+from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
 
 from .capture import redacted
 from .keys import (
@@ -36,13 +31,22 @@ from .keys import (
     RUNS_KEY,
 )
 
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.budgets import BudgetCheck
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The budget of every agent test and the price table, from the ini options."""
+    """The budget of every agent test and the price table, from the ini options (no
+    budget when no ``agent_budget_*`` option sets a limit: the budgets are then read only
+    for a test marked ``agent_budget``)."""
     try:
-        config.stash[BUDGET_DEFAULTS_KEY] = Budget.from_ini(
-            {limit: str(config.getini(ini_name(limit))) for limit in BUDGET_LIMITS}
-        )
+        values = {limit: str(config.getini(ini_name(limit))) for limit in BUDGET_LIMITS}
+        defaults = None
+        if any(value.strip() for value in values.values()):
+            from pytest_agentctx.reports.budgets import Budget
+
+            defaults = Budget.from_ini(values)
+        config.stash[BUDGET_DEFAULTS_KEY] = defaults
         config.stash[PRICES_KEY] = PriceTable.parse_lines(
             str(line) for line in config.getini("agent_prices")
         )
@@ -78,10 +82,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     (naming it and the key), in every process, also under xdist."""
     __tracebackhide__ = True  # the message says it all: no frames of the plugin
     marks = [(m.args, m.kwargs) for m in item.iter_markers("agent_budget")]
+    defaults = item.config.stash[BUDGET_DEFAULTS_KEY]
+    if not marks and defaults is None:
+        return  # no budget: nothing to check after the call
+    from pytest_agentctx.reports.budgets import Budget
+
     try:
-        budget = Budget.from_markers(
-            marks, defaults=item.config.stash[BUDGET_DEFAULTS_KEY], where=item.nodeid
-        )
+        budget = Budget.from_markers(marks, defaults=defaults, where=item.nodeid)
     except BudgetError as exc:
         raise BudgetError(str(exc)) from None
     item.stash[BUDGET_SPEC_KEY] = (budget, bool(marks))
@@ -107,10 +114,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def _check_budget(item: pytest.Item) -> BudgetCheck | None:
     """Check the test's runs (of this repetition) against its budget (:func:`check_budget`)
     and stash the outcome for the reports."""
+    spec = item.stash.get(BUDGET_SPEC_KEY, None)
+    if spec is None:  # no budget read (see pytest_runtest_setup): nothing to check
+        return None
+    from pytest_agentctx.reports.budgets import check_budget
+
     log = item.stash.get(RUNS_KEY, None)
     repeated = item.stash.get(REPEAT_INDEX_KEY, 1) > 1
     check = check_budget(
-        item.stash.get(BUDGET_SPEC_KEY, None),
+        spec,
         lambda: log.records(last_part=True) if log is not None else [],
         prices=item.stash.get(PRICES_KEY, None) or item.config.stash[PRICES_KEY],
         earlier=item.stash.get(BUDGET_CHECK_KEY, None) if repeated else None,

@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentctx.reports.stats import RunLog
-from pytest_agentctx.traffic.cassettes.settings import cassette_config
-
 from .keys import CAPTURED_KEY, CLOCK_KEY, REDACTOR_KEY, RUNS_KEY, SECRETS_KEY
 
 if TYPE_CHECKING:
@@ -28,6 +25,7 @@ if TYPE_CHECKING:
 
 def capture_runs(item: pytest.Item, source: Callable[[], Sequence[Exchange | Interaction]]) -> None:
     """Measure the runs of ``item`` from the exchanges ``source`` gives (built when read)."""
+    from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.traffic.capture import CapturedRuns
 
     clock = item.config.stash[CLOCK_KEY]
@@ -108,6 +106,8 @@ def redactor_for(request: pytest.FixtureRequest) -> Redactor:
     redactor = item.stash.get(REDACTOR_KEY, None)
     if redactor is not None:
         return redactor
+    from pytest_agentctx.traffic.cassettes.settings import cassette_config
+
     config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=item.nodeid)
     secrets = request.config.stash[SECRETS_KEY]
     return use_redactor(item, secrets.for_test(config.get("redact_values", ())))

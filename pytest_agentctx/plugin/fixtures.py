@@ -15,13 +15,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentctx.context.clock import StepClock
-from pytest_agentctx.context.figures import RunRecord
-from pytest_agentctx.doubles.clock import ClockSettings, SequentialIds
-from pytest_agentctx.reports.stats import RunLog
+from pytest_agentctx.context.clock import ClockSettings
 
 from . import capture
-from .cassettes import fake_llm_guard
 from .keys import CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
 
 if TYPE_CHECKING:
@@ -56,6 +52,10 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     If the test also uses ``fake_tools``, the runtime answers tools through it; if it uses
     ``fake_vector_store`` or ``artifact_store``, the runtime searches and stores in them.
     """
+    from pytest_agentctx.context.clock import StepClock
+    from pytest_agentctx.context.figures import RunRecord
+    from pytest_agentctx.doubles.clock import SequentialIds
+    from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.runtime.loop import AgentRuntime
 
     settings = request.config.stash[CLOCK_KEY]
@@ -89,8 +89,11 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """
     import os
 
+    from pytest_agentctx.doubles.clock import SequentialIds
     from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
     from pytest_agentctx.traffic import lazy_tls
+
+    from .cassette_run import fake_llm_guard
 
     for name, value in PLACEHOLDER_KEYS.items():
         if not os.environ.get(name):

@@ -17,8 +17,6 @@ from typing import Any
 import pytest
 
 from .keys import SUITE_SCOPE_KEY
-from .scheduling import WRAPPED, integration_file, wrap_scheduler, write_integration
-from .suites import integration_last, integration_requested, named_paths, serial_lock
 
 #: xdist workerinput key: whether the controller holds the integration tests back, so the
 #: worker lists them (:func:`pytest_collection_finish`).
@@ -35,6 +33,8 @@ def pytest_collection_modifyitems(
     reordering); with no such test the order is left as it is."""
     scope = config.stash[SUITE_SCOPE_KEY]
     if any(scope.integration(item) for item in items):
+        from .sorting import integration_last
+
         items[:] = integration_last(items, scope.integration)
 
 
@@ -48,6 +48,8 @@ def pytest_runtest_protocol(
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None or not item.config.stash[SUITE_SCOPE_KEY].integration(item):
         return (yield)
+    from .sorting import serial_lock
+
     with serial_lock(str(workerinput["testrunuid"])):
         return (yield)
 
@@ -58,6 +60,9 @@ def holds_integration(config: pytest.Config) -> bool:
     (asked for, or the command line names tests)."""
     if not config.pluginmanager.has_plugin("dsession"):
         return False
+    from .scheduling import WRAPPED
+    from .sorting import integration_requested, named_paths
+
     if str(config.getvalue("dist")) not in WRAPPED:
         return False
     return integration_requested(config) or bool(named_paths(config))
@@ -79,6 +84,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     scope = config.stash[SUITE_SCOPE_KEY]
     integration = [i for i, item in enumerate(session.items) if scope.integration(item)]
+    from .scheduling import integration_file, write_integration
+
     path = integration_file(
         str(workerinput["testrunuid"]), str(workerinput["workerid"]), writer=True
     )
@@ -95,6 +102,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Generator[No
         return scheduler
     run_id = str(config.pluginmanager.getplugin("dsession").nodemanager.testrunuid)
     config.stash[_HELD_RUNS] = run_id
+    from .scheduling import wrap_scheduler
+
     return wrap_scheduler(scheduler, run_id)
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_agentctx.context.clock import ClockSettings
     from pytest_agentctx.context.figures import PriceTable
-    from pytest_agentctx.doubles.clock import ClockSettings
     from pytest_agentctx.redaction.active import SessionSecrets
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.readcache import Setting
     from pytest_agentctx.traffic.cassettes.settings import CassetteSettings
 
-    from .suites import RepeatTally, SuiteCounts, SuiteScope
+    from .repetition import RepeatTally
+    from .suites import SuiteCounts, SuiteScope
 
 T = TypeVar("T")
 
@@ -53,10 +54,11 @@ MEASURE_KEY: pytest.StashKey[bool] = pytest.StashKey()
 #: redactor of a test that has none of its own, and the active one between tests.
 SECRETS_KEY: pytest.StashKey[SessionSecrets] = pytest.StashKey()
 #: The cross-process cache of YAML cassettes that was in use before this session (an outer
-#: session's, or none), restored when it ends.
+#: session's, or none), restored when it ends; set when its first agent test starts.
 READ_CACHE_KEY: pytest.StashKey[Setting] = pytest.StashKey()
-#: The budget of every agent test, from the agent_max_* ini options.
-BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget] = pytest.StashKey()
+#: The budget of every agent test, from the agent_budget_* ini options (None: they set no
+#: limit).
+BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 #: The unit and integration tests that ran or were deselected, for the suites line.
 SUITES_KEY: pytest.StashKey[SuiteCounts] = pytest.StashKey()
 #: Which tests the plugin sorts into suites (agent tests only, or every test).

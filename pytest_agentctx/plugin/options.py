@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentctx.reports.budgets import BUDGET_LIMITS, ini_name
-from pytest_agentctx.traffic.cassettes.settings import normalise_record_args
+from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
+from pytest_agentctx.traffic.cassettes.options import normalise_record_args
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentctx.traffic.errors import StaleCassette
-
 from .capture import redactor_of
 from .keys import (
     BUDGET_CHECK_KEY,
@@ -58,19 +56,24 @@ def pytest_runtest_makereport(
     item.stash.setdefault(REPORT_KEY, {})[report.when] = report
     redactor = item.stash.get(REDACTOR_KEY, None)
     if redactor is not None:  # the failure text and output of a test that uses the plugin
-        from pytest_agentctx.redaction.active import redact_report
+        from pytest_agentctx.redaction.output import redact_report
 
         redact_report(report, redactor)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
         error = call.excinfo
-        item.stash[STALE_KEY] = error is not None and error.errisinstance(StaleCassette)
+        if error is None:
+            item.stash[STALE_KEY] = False
+        else:
+            from pytest_agentctx.traffic.errors import StaleCassette
+
+            item.stash[STALE_KEY] = error.errisinstance(StaleCassette)
     return report
 
 
 def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     """The report record of ``item`` (:func:`build_record`) from what its fixtures and
     hooks stashed: its runs, cassette, budget, repeat figures and prices."""
-    from pytest_agentctx.reports.records import build_record
+    from pytest_agentctx.reports.record import build_record
 
     log = item.stash.get(RUNS_KEY, None)
     measured = True
@@ -109,9 +112,11 @@ def item_failure(item: pytest.Item) -> dict[str, Any] | None:
     its first failed phase as pytest shows it, scrubbed by the test's redactor (or the
     session's, for a test that uses nothing of the plugin: the report is a file the
     plugin writes); ``None`` when no phase failed."""
+    reports = item.stash.get(REPORT_KEY, {})
+    if not any(report.failed for report in reports.values()):
+        return None
     from pytest_agentctx.reports.failures import FAILURE_PHASES, failure_entry
 
-    reports = item.stash.get(REPORT_KEY, {})
     for phase in FAILURE_PHASES:
         report = reports.get(phase)
         if report is None or not report.failed:

@@ -34,7 +34,8 @@ def pytest_assertrepr_compare(
     lines = assertrepr_compare(op, left, right)
     if lines is None:
         return None
-    from pytest_agentctx.redaction.active import active, redact_lines
+    from pytest_agentctx.redaction.active import active
+    from pytest_agentctx.redaction.output import redact_lines
 
     redactor = active()
     return lines if redactor is None else redact_lines(lines, redactor)

@@ -1,51 +1,46 @@
 """How a test suite of agents runs: unit and integration tests, and repeated runs.
 
 * Unit tests are ``async def`` tests; those that use this plugin's fixtures get pytest-asyncio's
-  ``asyncio`` marker at collection (:func:`uses_plugin_fixture`), so they run even in
+  ``asyncio`` marker at collection (:func:`~.sorting.uses_plugin_fixture`), so they run even in
   pytest-asyncio's strict mode. Tests marked for anyio or trio are left alone.
 * Integration tests are marked ``integration`` or live under a ``tests/integration/`` folder
-  (:func:`in_integration_folder`). They are deselected unless ``-m`` names the marker,
+  (:func:`~.sorting.in_integration_folder`). They are deselected unless ``-m`` names the marker,
   ``--agent-integration`` is given, or the command line names their file or folder; they run
-  after the unit tests (:func:`integration_last`) and, under xdist, one at a time.
+  after the unit tests (:func:`~.sorting.integration_last`) and, under xdist, one at a time.
 * The sorting applies to the agent tests only (:class:`SuiteScope`: marked ``agent``, using
   an agent fixture, or every test with ``agent_all_tests``), and to every test when the
   project opts in with ``agent_suites = true``; the ``--dist loadgroup`` switch, a choice
   for the whole session, is made only then. A project without agent tests that does not
   opt in runs as without the plugin.
 * ``@pytest.mark.agent_repeat(n, min_pass_rate=1.0)`` runs a test n times and passes on the
-  pass rate (:class:`RepeatSpec`, :class:`RepeatTally`); each repetition gets its own
-  cassette (:func:`repeat_cassette_path`).
+  pass rate; each repetition gets its own cassette (the ``repetition`` module: what this
+  module's names ``RepeatSpec``, ``RepeatTally`` and ``repeat_cassette_path`` give).
 
 This module's hooks sort the tests at configure and collection time
 (:func:`pytest_configure`: the scope, the counts, a :class:`SuitesReporter`, the xdist
-grouping; :func:`pytest_collection_modifyitems`: :func:`deselect_integration_tests`); the
-``integration`` module orders and serialises the integration tests, ``async_tests`` marks
-async tests with :func:`needs_asyncio_marker`, and ``repeat`` runs repeated tests. As it works
-on pytest's own objects, only the plugin imports it (importing the package does not).
+grouping; :func:`pytest_collection_modifyitems`:
+:func:`~.sorting.deselect_integration_tests`); the ``integration`` module orders and
+serialises the integration tests, ``async_tests`` marks async tests with
+:func:`~.sorting.needs_asyncio_marker`, and ``repeat`` runs repeated tests. What sorts the
+tests is in the ``sorting`` module, imported once a session has a test to sort (or runs
+under xdist, or collects an ``async def`` test); its names are importable from here too. As
+it works on pytest's own objects, only the plugin imports it (importing the package does
+not).
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import os
 from collections.abc import (
-    Callable,
-    Collection,
     Generator,
     Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
 )
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import pytest
 
-from pytest_agentctx.reports.errors import RepeatError
-from pytest_agentctx.traffic.cassettes.settings import AGENT_FIXTURES
+from pytest_agentctx._lazy import lazy_getattr
+from pytest_agentctx.traffic.cassettes.options import AGENT_FIXTURES
 
 from .keys import SUITE_SCOPE_KEY, SUITES_KEY
 
@@ -57,22 +52,9 @@ __all__ = [
     "REPEAT_ATTRIBUTE",
     "SUITE_ATTRIBUTE",
     "SUITE_FIXTURES",
-    "RepeatSpec",
-    "RepeatTally",
     "SuiteCounts",
     "SuiteScope",
     "SuitesReporter",
-    "deselect_integration_tests",
-    "group_integration_tests",
-    "in_integration_folder",
-    "integration_last",
-    "integration_requested",
-    "named_on_command_line",
-    "named_paths",
-    "needs_asyncio_marker",
-    "repeat_cassette_path",
-    "serial_lock",
-    "uses_plugin_fixture",
 ]
 
 #: Tests below a folder with these two parts are integration tests.
@@ -94,176 +76,30 @@ SUITE_ATTRIBUTE = "agentctx_suite"
 #: marker): the cassette's agent fixtures and the fake model.
 SUITE_FIXTURES = AGENT_FIXTURES | {"fake_llm"}
 
-T = TypeVar("T")
-
-
-def in_integration_folder(path: Path, rootpath: Path | None = None) -> bool:
-    """Whether ``path`` (a test file or a folder) lies under a ``tests/integration/``
-    folder; the parts above ``rootpath`` are not looked at."""
-    parts = path.parts
-    if rootpath is not None:
-        with contextlib.suppress(ValueError):
-            parts = path.relative_to(rootpath).parts
-    first, second = INTEGRATION_FOLDER
-    return any(a == first and b == second for a, b in itertools.pairwise(parts))
-
-
-def named_on_command_line(path: Path, named: Iterable[Path], rootpath: Path | None = None) -> bool:
-    """Whether a test in the file ``path`` was asked for by name: its file (or one of its
-    node ids) is on the command line, or a folder inside ``tests/integration/`` holding it."""
-    for target in named:
-        if target == path:
-            return True
-        if target in path.parents and in_integration_folder(target, rootpath):
-            return True
-    return False
-
-
-def integration_last(items: Sequence[T], is_integration: Callable[[T], bool]) -> list[T]:
-    """``items`` with the integration tests moved after the others, each part in order."""
-    unit = [item for item in items if not is_integration(item)]
-    later = [item for item in items if is_integration(item)]
-    return [*unit, *later]
-
-
-def uses_plugin_fixture(
-    argnames: Iterable[str],
-    fixturedefs: Mapping[str, Sequence[Any]],
-    modules: Collection[str],
-) -> bool:
-    """Whether a test asking for ``argnames`` uses a public fixture defined in one of
-    ``modules`` (the plugin's), directly or through the fixtures it asks for.
-
-    ``fixturedefs`` maps a fixture name to its definitions (pytest's ``FixtureDef``
-    objects, with ``func`` and ``argnames``), the closest last, as pytest resolves them.
-    Only the definition pytest gives the test counts: a fixture of the user's that takes
-    the name of one of ``modules``' without asking for it hides it; one that asks for its
-    own name gets the next definition out, as in pytest.
-    """
-    seen: set[tuple[str, int]] = set()
-    pending = [(name, -1) for name in argnames]
-    while pending:
-        name, index = pending.pop()
-        definitions = fixturedefs.get(name, ())
-        if (name, index) in seen or -index > len(definitions):
-            continue
-        seen.add((name, index))
-        definition = definitions[index]
-        if not name.startswith("_") and _defined_in(definition, modules):
-            return True
-        for asked in getattr(definition, "argnames", ()):
-            pending.append((asked, index - 1 if asked == name else -1))
-    return False
-
-
-def _defined_in(definition: object, modules: Collection[str]) -> bool:
-    return getattr(getattr(definition, "func", None), "__module__", None) in modules
-
-
-def repeat_cassette_path(path: Path, index: int) -> Path:
-    """The cassette of repetition ``index`` (from 1): ``name.json`` -> ``name-repeat-2.json``."""
-    return path.with_name(f"{path.stem}-repeat-{index}{path.suffix}")
-
-
-@dataclass(frozen=True)
-class RepeatSpec:
-    """``@pytest.mark.agent_repeat(runs, min_pass_rate=1.0)``: run a test ``runs`` times;
-    it passes when at least ``min_pass_rate`` of the runs (that were not skipped) pass."""
-
-    runs: int
-    min_pass_rate: float = 1.0
-
-    @classmethod
-    def from_marker(
-        cls, args: Sequence[object], kwargs: Mapping[str, object], *, where: str
-    ) -> RepeatSpec:
-        """Read the marker's arguments; a bad one is a :class:`RepeatError` naming ``where``."""
-        example = "e.g. @pytest.mark.agent_repeat(5, min_pass_rate=0.8)"
-        unknown = sorted(set(kwargs) - {"n", "runs", "min_pass_rate"})
-        if unknown or len(args) > 2:
-            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise RepeatError(
-                f"{where}: agent_repeat({given}) is not understood; it takes the number of "
-                f"runs and min_pass_rate, {example}."
+#: What sorting the tests and ``agent_repeat`` tests use, in the ``sorting`` and
+#: ``repetition`` modules (imported on first use: a session that sorts no test, or has no
+#: repeated test, never loads them); importable from here as well.
+__getattr__ = lazy_getattr(
+    "pytest_agentctx.plugin",
+    {
+        **{name: "repetition" for name in ("RepeatSpec", "RepeatTally", "repeat_cassette_path")},
+        **{
+            name: "sorting"
+            for name in (
+                "deselect_integration_tests",
+                "group_integration_tests",
+                "in_integration_folder",
+                "integration_last",
+                "integration_requested",
+                "named_on_command_line",
+                "named_paths",
+                "needs_asyncio_marker",
+                "serial_lock",
+                "uses_plugin_fixture",
             )
-        runs: object = args[0] if args else kwargs.get("runs", kwargs.get("n"))
-        rate: object = args[1] if len(args) > 1 else kwargs.get("min_pass_rate", 1.0)
-        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-            raise RepeatError(
-                f"{where}: agent_repeat run count {runs!r}; expected a whole number >= 1, "
-                f"{example}."
-            )
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
-            raise RepeatError(
-                f"{where}: agent_repeat min_pass_rate={rate!r}; expected a number from 0 to 1 "
-                f"(the share of runs that must pass), {example}."
-            )
-        return cls(runs, float(rate))
-
-
-Outcome = Literal["passed", "failed", "skipped"]
-
-
-@dataclass
-class RepeatTally:
-    """The outcomes of the repetitions of one test, as their reports come in."""
-
-    spec: RepeatSpec
-    outcomes: dict[int, Outcome] = field(default_factory=dict)
-
-    def observe(self, index: int, when: str, outcome: str) -> None:
-        """Record a phase report (``when``: setup/call/teardown) of repetition ``index``.
-
-        A repetition passes when each of its phases passed; a skip in setup or call skips it.
-        """
-        current = self.outcomes.get(index)
-        if outcome == "failed":
-            self.outcomes[index] = "failed"
-        elif outcome == "skipped" and when != "teardown" and current != "failed":
-            self.outcomes[index] = "skipped"
-        elif current is None:
-            self.outcomes[index] = "passed"
-
-    @property
-    def passed(self) -> int:
-        return sum(1 for outcome in self.outcomes.values() if outcome == "passed")
-
-    @property
-    def counted(self) -> int:
-        """Repetitions that ran to an outcome other than a skip."""
-        return sum(1 for outcome in self.outcomes.values() if outcome != "skipped")
-
-    @property
-    def pass_rate(self) -> float:
-        return round(self.passed / self.counted, 6) if self.counted else 0.0
-
-    @property
-    def all_skipped(self) -> bool:
-        return bool(self.outcomes) and self.counted == 0
-
-    @property
-    def met(self) -> bool:
-        """Whether the pass rate reaches ``min_pass_rate``."""
-        return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped)."""
-        return {
-            "runs": self.counted,
-            "passed": self.passed,
-            "pass_rate": self.pass_rate,
-            "min_pass_rate": self.spec.min_pass_rate,
-        }
-
-    def describe(self) -> str:
-        """``4 of 5 runs passed (80%), min_pass_rate 80%: passed``."""
-        verdict = "passed" if self.met else "failed"
-        skipped = len(self.outcomes) - self.counted
-        extra = f", {skipped} skipped" if skipped else ""
-        return (
-            f"{self.passed} of {self.counted} runs passed ({self.pass_rate:.0%}){extra}, "
-            f"min_pass_rate {self.spec.min_pass_rate:.0%}: {verdict}"
-        )
+        },
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -342,111 +178,6 @@ class SuiteCounts:
         return f"agent {noun}" if self.agent_only else noun
 
 
-@contextlib.contextmanager
-def serial_lock(run_id: str) -> Iterator[None]:
-    """Hold the session's integration lock: across the xdist workers of run ``run_id``,
-    one integration test runs at a time, whichever worker it was sent to."""
-    import tempfile
-
-    from pytest_agentctx.traffic.cassettes.store import locked
-
-    with locked(Path(tempfile.gettempdir()) / f"pytest-agentctx-integration-{run_id}"):
-        yield
-
-
-def needs_asyncio_marker(item: pytest.Function, plugin_modules: Collection[str]) -> bool:
-    """Whether the ``async def`` test ``item`` should get pytest-asyncio's marker: it has
-    no async marker of its own (asyncio, anyio, trio) and uses a fixture defined in
-    one of ``plugin_modules``, directly or through other fixtures (:func:`uses_plugin_fixture`)."""
-    if item.get_closest_marker("asyncio") is not None:
-        return False
-    if any(item.get_closest_marker(name) is not None for name in OTHER_ASYNC_MARKERS):
-        return False
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    used = list(info.argnames)
-    for marker in item.iter_markers("usefixtures"):
-        used.extend(str(name) for name in marker.args)
-    return uses_plugin_fixture(used, info.name2fixturedefs, plugin_modules)
-
-
-def named_paths(config: pytest.Config) -> list[Path]:
-    """Paths (files or folders) the command line names, not from testpaths."""
-    if config.args_source is not pytest.Config.ArgsSource.ARGS:
-        return []
-    base = config.invocation_params.dir
-    return [Path(os.path.abspath(base / arg.split("::", 1)[0])) for arg in config.args]
-
-
-def integration_requested(config: pytest.Config) -> bool:
-    """Whether integration tests may run: ``--agent-integration``, ``-m`` naming the
-    marker, or the command line naming a path under a ``tests/integration/`` folder."""
-    markexpr = str(config.getoption("markexpr", "") or "")
-    if config.getoption("agent_integration") or "integration" in markexpr:
-        return True
-    return any(in_integration_folder(path, config.rootpath) for path in named_paths(config))
-
-
-def group_integration_tests(config: pytest.Config, scope: SuiteScope) -> None:
-    """Under ``pytest -n N`` without a --dist choice, switch xdist to ``loadgroup`` when
-    integration tests may run and the session sorts every test (:attr:`SuiteScope.everything`),
-    so their xdist_group runs them on one worker, in order. The switch changes how the whole
-    session is spread: it is never made for a session that sorts its agent tests only."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        # a worker reads --dist from the command line: take the controller's switch
-        if workerinput.get(LOADGROUP_INPUT):
-            config.option.loadgroup = True
-        return
-    if not scope.everything or not config.pluginmanager.hasplugin("xdist"):
-        return
-    chosen = config.known_args_namespace
-    user_chose = getattr(chosen, "dist", "no") != "no" or getattr(chosen, "distload", False)
-    if (
-        getattr(config.option, "dist", "no") == "load"
-        and not user_chose
-        and integration_requested(config)
-    ):
-        config.option.dist = "loadgroup"
-
-
-def deselect_integration_tests(
-    config: pytest.Config, items: list[pytest.Item], counts: SuiteCounts, scope: SuiteScope
-) -> None:
-    """Mark the integration tests ``scope`` sorts (also those under ``tests/integration/``),
-    put them in one xdist group, and deselect them from ``items`` unless the session asks
-    for them (:func:`integration_requested`, or the command line names their file);
-    ``counts`` keeps how many were deselected. Tests ``scope`` does not sort are left as
-    they are."""
-    rootpath = config.rootpath
-    grouped = config.pluginmanager.hasplugin("xdist")
-    found: list[pytest.Item] = []
-    for item in items:
-        if not scope.sorts_item(item):
-            continue
-        marked = item.get_closest_marker("integration") is not None
-        if not marked and in_integration_folder(Path(str(item.path)), rootpath):
-            item.add_marker("integration")
-            marked = True
-        if marked:
-            found.append(item)
-            if grouped:
-                item.add_marker(pytest.mark.xdist_group(INTEGRATION_GROUP))
-    if not found:
-        return
-    markexpr = str(config.getoption("markexpr", "") or "")
-    if config.getoption("agent_integration") or "integration" in markexpr:
-        return
-    named = named_paths(config)
-    dropped = [i for i in found if not named_on_command_line(Path(str(i.path)), named, rootpath)]
-    if dropped:
-        leaving = set(map(id, dropped))
-        items[:] = [item for item in items if id(item) not in leaving]
-        config.hook.pytest_deselected(items=dropped)
-        counts.deselected_integration = len(dropped)
-
-
 class SuitesReporter:
     """Counts the unit and integration tests the session sorts (:class:`SuiteScope`) that
     ran (in the process that reports) and prints them, with the pass rate of every repeated
@@ -521,7 +252,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SUITES_KEY] = SuiteCounts(agent_only=not scope.everything)
     reporter = SuitesReporter(config, config.stash[SUITES_KEY], scope)
     config.pluginmanager.register(reporter, "agentctx-suites")
-    group_integration_tests(config, scope)
+    worker = getattr(config, "workerinput", None) is not None
+    if worker or (scope.everything and config.pluginmanager.hasplugin("xdist")):
+        from .sorting import group_integration_tests
+
+        group_integration_tests(config, scope)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -530,6 +265,8 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Mark the sorted integration tests, put them in one xdist group, deselect them by
     default (the agent tests only, or every test with agent_suites)."""
-    deselect_integration_tests(
-        config, items, config.stash[SUITES_KEY], config.stash[SUITE_SCOPE_KEY]
-    )
+    scope = config.stash[SUITE_SCOPE_KEY]
+    if any(scope.sorts_item(item) for item in items):  # else there is nothing to sort
+        from .sorting import deselect_integration_tests
+
+        deselect_integration_tests(config, items, config.stash[SUITES_KEY], scope)

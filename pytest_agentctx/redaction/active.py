@@ -11,34 +11,22 @@ also knows the test's ``redact_values``. That redactor is the active one while t
 runs (:func:`active`): it is applied to the snapshot text, the test's report record, the
 failure text of its reports and the assertion explanations printed while it runs.
 
-The functions here use the redactor's public methods only (``text`` and
-``secret_values``): :func:`redact_lines` scrubs printed lines; :func:`redact_report` scrubs
-a pytest report's failure text and captured output. Values (contexts, models, mappings...)
-are scrubbed by :func:`pytest_agentctx.context.scrub.redact`. Imports nothing of the
-package but the redactor (when one is made).
+Printed lines and pytest's reports are scrubbed by :mod:`.output` (read by every session at
+start-up, this module keeps to the active redactor); values (contexts, models, mappings...)
+by :func:`pytest_agentctx.context.scrub.redact`. Imports nothing of the package but the
+redactor (when one is made).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = [
-    "SessionSecrets",
-    "active",
-    "redact_lines",
-    "redact_report",
-    "redacted_note",
-    "set_active",
-    "shows_secret",
-]
+__all__ = ["SessionSecrets", "active", "set_active"]
 
 
 class SessionSecrets:
@@ -112,71 +100,3 @@ def set_active(source: Redactor | SessionSecrets | None) -> Redactor | SessionSe
     global _active
     previous, _active = _active, source
     return previous
-
-
-def redacted_note() -> str:
-    """The line added to an explanation in which a secret was replaced."""
-    from pytest_agentctx.redaction.redactor import REDACTED
-
-    return (
-        f"(secrets are shown as {REDACTED}: two values that differ only inside a secret "
-        "look the same here)"
-    )
-
-
-def shows_secret(text: str, redactor: Redactor) -> bool:
-    """Whether ``text`` holds a secret the redactor replaces (in any form it knows)."""
-    return redactor.text(text) != text
-
-
-def redact_lines(lines: list[str], redactor: Redactor) -> list[str]:
-    """Printed lines scrubbed of secrets; when one changed, a last line says that secrets
-    are shown as ``REDACTED`` (two values that differ only in a secret then look alike)."""
-    scrubbed = [redactor.text(line) for line in lines]
-    if scrubbed != lines:
-        scrubbed.append(redacted_note())
-    return scrubbed
-
-
-def redact_report(report: pytest.TestReport, redactor: Redactor) -> None:
-    """Scrub a test report in place: its failure text (``longrepr``: the traceback, the
-    assertion explanation, the exception's message, the crash line) and its captured
-    output sections. Outcomes and locations are left alone."""
-    if not redactor.secret_values:
-        return
-    if report.sections:
-        report.sections = [(title, redactor.text(content)) for title, content in report.sections]
-    longrepr = report.longrepr
-    if longrepr is None:
-        return
-    if isinstance(longrepr, str | tuple):
-        report.longrepr = _scrub_repr(longrepr, redactor)
-        return
-    _scrub_repr(longrepr, redactor)
-    # A failure representation this walk does not know (another plugin's) keeps its text:
-    # replace it by its scrubbed text.
-    rendered = str(longrepr)
-    if shows_secret(rendered, redactor):
-        report.longrepr = redactor.text(rendered)
-
-
-def _scrub_repr(value: Any, redactor: Redactor) -> Any:
-    """``value`` (a piece of pytest's failure representation) scrubbed: strings replaced,
-    lists and tuples rebuilt, dataclasses (pytest's ``Repr*`` classes) changed in place."""
-    if isinstance(value, str):
-        return redactor.text(value)
-    if isinstance(value, list):
-        return [_scrub_repr(item, redactor) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_scrub_repr(item, redactor) for item in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for item in dataclasses.fields(value):
-            current = getattr(value, item.name, None)
-            scrubbed = _scrub_repr(current, redactor)
-            if scrubbed is not current:
-                object.__setattr__(value, item.name, scrubbed)
-        return value
-    longrepr = getattr(value, "longrepr", None)  # pytest's CollectErrorRepr
-    if isinstance(longrepr, str):
-        value.longrepr = redactor.text(longrepr)
-    return value

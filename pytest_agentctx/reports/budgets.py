@@ -23,11 +23,10 @@ from typing import Any
 
 from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
 from pytest_agentctx.reports.errors import BudgetError
+from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
 
 __all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 
-#: The limits a budget can set, in the order they are reported.
-BUDGET_LIMITS = ("max_iterations", "max_tool_calls", "max_tokens", "max_cost_usd", "max_duration_s")
 _WHOLE = frozenset({"max_iterations", "max_tool_calls", "max_tokens"})
 _WHAT = {
     "max_iterations": "iterations",
@@ -45,11 +44,6 @@ _EXAMPLE = {
 }
 
 Number = int | float
-
-
-def ini_name(limit: str) -> str:
-    """The ini option that sets ``limit`` for every agent test: ``agent_budget_<limit>``."""
-    return f"agent_budget_{limit}"
 
 
 def _measure(stats: RunStats, limit: str) -> Number | None:

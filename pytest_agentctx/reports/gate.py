@@ -15,10 +15,11 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pytest_agentctx.reports.errors import ReportError
-from pytest_agentctx.reports.records import is_agent_test
+from pytest_agentctx.reports.record import is_agent_test
+from pytest_agentctx.reports.tolerance import _TRAJECTORY_MODES, TrajectoryMode, parse_tolerance
 
 __all__ = [
     "BaselineComparison",
@@ -30,10 +31,6 @@ __all__ = [
     "evaluate_gate",
     "gate_lines",
 ]
-
-TrajectoryMode = Literal["exact", "unordered", "ignore"]
-_TRAJECTORY_MODES: tuple[TrajectoryMode, ...] = ("exact", "unordered", "ignore")
-_IGNORE = ("ignore", "off", "none")
 
 
 @dataclass(frozen=True)
@@ -71,48 +68,7 @@ class GateTolerance:
     def parse(cls, *, tokens: str, iterations: str, trajectory: str) -> GateTolerance:
         """A tolerance from option text: ``tokens`` like ``10`` or ``10%``, ``iterations``
         like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered, ignore."""
-        where = "--agent-baseline-tokens / agent_baseline_tokens"
-        token_text = tokens.strip().lower().removesuffix("%").strip()
-        tokens_percent: float | None = None
-        if token_text not in _IGNORE:
-            try:
-                tokens_percent = float(token_text)
-            except ValueError:
-                raise ReportError(
-                    f"{where} = {tokens!r}: expected a percentage such as 10 or 10% (or "
-                    "ignore). Fix the option and run pytest again."
-                ) from None
-            if not tokens_percent >= 0:  # negative or nan
-                raise ReportError(
-                    f"{where} = {tokens!r}: tokens tolerance {tokens_percent!r}%: expected a "
-                    "percentage of 0 or more, e.g. 10 (or ignore). Fix the option and run "
-                    "pytest again."
-                )
-        where = "--agent-baseline-iterations / agent_baseline_iterations"
-        iteration_text = iterations.strip().lower()
-        iteration_count: int | None = None
-        if iteration_text not in _IGNORE:
-            try:
-                iteration_count = int(iteration_text)
-            except ValueError:
-                raise ReportError(
-                    f"{where} = {iterations!r}: expected a whole number such as 0 or 1 (or "
-                    "ignore). Fix the option and run pytest again."
-                ) from None
-            if iteration_count < 0:
-                raise ReportError(
-                    f"{where} = {iterations!r}: iterations tolerance {iteration_count!r}: "
-                    "expected a count of 0 or more, e.g. 0 or 1 (or ignore). Fix the option "
-                    "and run pytest again."
-                )
-        mode = trajectory.strip().lower()
-        if mode not in _TRAJECTORY_MODES:
-            raise ReportError(
-                f"--agent-baseline-trajectory / agent_baseline_trajectory = {trajectory!r}: "
-                f"expected one of {', '.join(_TRAJECTORY_MODES)}. Fix the option and run "
-                "pytest again."
-            )
-        return cls(tokens_percent, iteration_count, mode)
+        return cls(*parse_tolerance(tokens=tokens, iterations=iterations, trajectory=trajectory))
 
     def describe(self) -> str:
         """The tolerance in words, for the gate's summary."""

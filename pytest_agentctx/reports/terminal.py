@@ -2,39 +2,28 @@
 ``--agent-report-html``, ``--agent-gate`` and ``--agent-baseline``.
 
 The plugin registers one :class:`AgentReports` per session. Every process records its tests'
-figures on their teardown reports (:func:`~.report.build_record`); the process that reports
+figures on their teardown reports (:func:`~.record.build_record`); the process that reports
 (not an xdist worker) collects them, writes the reports and runs the gate
-(:func:`~.gate.evaluate_gate`). The figures themselves are built in :mod:`.report` and
-:mod:`.gate`, which stay free of pytest; this module is imported by the plugin only.
+(:func:`~.gate.evaluate_gate`) when the session ends (:mod:`.session_end`, imported only
+when there is a report file, the gate, a baseline or an agent test). The figures themselves
+are built in :mod:`.record`, :mod:`.records` and :mod:`.gate`, which stay free of pytest;
+this module is imported by the plugin only.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentctx._files import atomic_write_text, unwritable_reason
 from pytest_agentctx.reports.errors import ReportError
-from pytest_agentctx.reports.gate import (
-    GateResult,
-    GateTolerance,
-    attach_baselines,
-    evaluate_gate,
-    gate_lines,
-)
-from pytest_agentctx.reports.records import (
-    RECORD_ATTRIBUTE,
-    ReportCollector,
-    junit_properties,
-    load_report,
-    summary_line,
-    write_report,
-)
-from pytest_agentctx.reports.table import OutcomeWords, table_lines
+from pytest_agentctx.reports.record import RECORD_ATTRIBUTE, is_agent_test, junit_properties
+from pytest_agentctx.reports.tolerance import parse_tolerance
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.gate import GateResult
 
 __all__ = ["AgentReports", "RecordOf", "option_or_ini", "path_option"]
 
@@ -74,7 +63,7 @@ class AgentReports:
             ("agent_report", self.json_path, "agentctx-report.json"),
             ("agent_report_html", self.html_path, "agentctx-report.html"),
         ):
-            problem = None if path is None or self.worker else unwritable_reason(path)
+            problem = None if path is None or self.worker else _unwritable_reason(path)
             if problem is not None:  # found now, not after the whole run
                 option = "--" + name.replace("_", "-")
                 raise pytest.UsageError(
@@ -84,14 +73,18 @@ class AgentReports:
                 )
         self.contexts = self.json_path is not None or self.html_path is not None
         self.gate_enabled = bool(config.getoption("agent_gate"))
-        self.collector = ReportCollector()
-        self.outcomes = OutcomeWords()
+        #: Every report's (nodeid, outcome, record, integration, when, xfail), collected
+        #: when the session ends: a session without agent tests, report files, gate or
+        #: baseline then never imports the report's machinery.
+        self.reports: list[tuple[str, str, dict[str, Any] | None, bool, str, bool]] = []
+        self.agent_tests = False
+        self.outcomes: dict[str, str] = {}
         self.report: dict[str, Any] | None = None
         self.result: GateResult | None = None
         self.baseline: dict[str, Any] | None = None
         self.baseline_path = path_option(config, "agent_baseline", base)
-        try:
-            self.tolerance = GateTolerance.parse(
+        try:  # checked now; the gate's GateTolerance is made when the session ends
+            self.tolerance = parse_tolerance(
                 tokens=option_or_ini(config, "agent_baseline_tokens"),
                 iterations=option_or_ini(config, "agent_baseline_iterations"),
                 trajectory=option_or_ini(config, "agent_baseline_trajectory"),
@@ -99,6 +92,8 @@ class AgentReports:
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.baseline_path is not None and not self.worker:
+            from pytest_agentctx.reports.records import load_report
+
             try:
                 self.baseline = load_report(self.baseline_path)
             except ReportError as exc:
@@ -119,67 +114,34 @@ class AgentReports:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect every report (in the process that reports)."""
         if not self.worker:
-            self.collector.add(
-                report.nodeid,
-                report.outcome,
-                record=getattr(report, RECORD_ATTRIBUTE, None),
-                keywords=report.keywords,
-            )
+            record = getattr(report, RECORD_ATTRIBUTE, None)
+            if record is not None and is_agent_test(record):
+                self.agent_tests = True
+            integration = "integration" in report.keywords
             xfail = hasattr(report, "wasxfail")
-            self.outcomes.add(report.nodeid, report.when, report.outcome, xfail=xfail)
+            self.reports.append(
+                (report.nodeid, report.outcome, record, integration, report.when, xfail)
+            )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Build the report, run the gate, write the files; a failed gate fails the session."""
-        if self.worker:
+        if self.worker or not self._wanted():
             return
-        report = self.collector.build()
-        result = evaluate_gate(
-            report,
-            baseline=self.baseline,
-            baseline_path=str(self.baseline_path) if self.baseline_path else None,
-            tolerance=self.tolerance,
-        )
-        report["summary"]["gate"] = {
-            "enabled": self.gate_enabled,
-            "passed": result.passed,
-            "failures": list(result.failures),
-        }
-        if self.baseline is not None:  # each drifted test keeps the baseline's figures
-            attach_baselines(report, self.baseline, self.tolerance)
-        self.report, self.result = report, result
-        unwritten: list[str] = []  # a report that could not be written fails the session
-        for option, path, html in (
-            ("--agent-report", self.json_path, False),
-            ("--agent-report-html", self.html_path, True),
-        ):
-            if path is None:
-                continue
-            try:
-                if html:
-                    from pytest_agentctx.reports.html import render_html
+        from pytest_agentctx.reports.session_end import finish
 
-                    atomic_write_text(path, render_html(report))
-                else:
-                    write_report(path, report)
-            except OSError as exc:
-                unwritten.append(
-                    f"agentctx: ERROR: {option}: the report could not be written to {path} "
-                    f"({exc.strerror or exc}); the tests' results stand. Free some disk space "
-                    f"or give {option} a path in a writable folder, then run pytest again."
-                )
-                if html:  # not listed as written in the summary
-                    self.html_path = None
-                else:
-                    self.json_path = None
-        terminal = session.config.pluginmanager.get_plugin("terminalreporter")
-        for line in unwritten:
-            if terminal is not None:
-                terminal.write_line(line, red=True, bold=True)
-            else:
-                print(line, file=sys.stderr)
-        failed = unwritten or (self.gate_enabled and not result.passed)
-        if failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        finish(self, session)
+
+    def _wanted(self) -> bool:
+        """Whether the session's end has anything to do: a report file to write, the gate
+        or a baseline to compare with, or an agent test to show in the table. Without
+        them the report would be built to print nothing."""
+        return bool(
+            self.json_path is not None
+            or self.html_path is not None
+            or self.gate_enabled
+            or self.baseline is not None
+            or self.agent_tests
+        )
 
     def pytest_terminal_summary(
         self, terminalreporter: Any, exitstatus: int, config: pytest.Config
@@ -187,27 +149,12 @@ class AgentReports:
         """Print the table of agent tests, the totals, the gate and the reports written."""
         if self.worker or self.report is None or self.result is None:
             return
-        verbosity = config.get_verbosity()
-        if verbosity >= 0:
-            width = config.get_terminal_writer().fullwidth
-            table = table_lines(
-                self.report,
-                width=width,
-                limit=None if verbosity > 0 else 30,
-                outcomes=self.outcomes.words,
-            )
-            if table:
-                terminalreporter.write_sep("-", "agentctx")
-                for row in table:
-                    terminalreporter.write_line(row)
-        totals = summary_line(self.report)
-        if totals is not None:
-            terminalreporter.write_line(totals)
-        if self.gate_enabled or self.baseline is not None:
-            failed = self.gate_enabled and not self.result.passed
-            for number, text in enumerate(gate_lines(self.result, enabled=self.gate_enabled)):
-                terminalreporter.write_line(text, red=failed, bold=failed and number == 0)
-        if verbosity >= 0:
-            for kind, path in (("JSON", self.json_path), ("HTML", self.html_path)):
-                if path is not None:
-                    terminalreporter.write_line(f"agentctx: {kind} report written to {path}")
+        from pytest_agentctx.reports.session_end import summarise
+
+        summarise(self, self.report, self.result, terminalreporter, config)
+
+
+def _unwritable_reason(path: Path) -> str | None:
+    from pytest_agentctx._files import unwritable_reason
+
+    return unwritable_reason(path)

@@ -216,7 +216,7 @@ async def test_parse_datetime_error_names_what_was_being_parsed() -> None:
 
 
 async def test_clock_settings_read_the_option_values():
-    from pytest_agentctx.doubles.clock import ClockSettings
+    from pytest_agentctx.context.clock import ClockSettings
 
     settings = ClockSettings.build(start="2030-06-01T12:00:00Z", step="0.5", ignore=["my_mod"])
 
@@ -226,7 +226,7 @@ async def test_clock_settings_read_the_option_values():
 
 
 async def test_clock_settings_refuse_a_negative_step():
-    from pytest_agentctx.doubles.clock import ClockSettings
+    from pytest_agentctx.context.clock import ClockSettings
 
     with pytest.raises(ValueError, match=r"agent_clock_step = '-1' must not be negative"):
         ClockSettings.build(start="2030-06-01", step="-1", ignore=())

@@ -11,12 +11,8 @@ import pytest
 from pytest_agentctx import AgentContext, Message
 from pytest_agentctx.context._seq import FrozenDict, Seq
 from pytest_agentctx.context.scrub import redact
-from pytest_agentctx.redaction.active import (
-    SessionSecrets,
-    redact_lines,
-    redact_report,
-    redacted_note,
-)
+from pytest_agentctx.redaction.active import SessionSecrets
+from pytest_agentctx.redaction.output import redact_lines, redact_report, redacted_note
 from pytest_agentctx.traffic.cassettes import Redactor
 
 SECRET = "sk-unit-redaction-7b3e9a"

@@ -8,17 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.plugin.suites import (
-    RepeatSpec,
-    RepeatTally,
-    SuiteCounts,
-    SuiteScope,
+from pytest_agentctx.plugin.repetition import RepeatSpec, RepeatTally, repeat_cassette_path
+from pytest_agentctx.plugin.sorting import (
     in_integration_folder,
     integration_last,
     named_on_command_line,
-    repeat_cassette_path,
     uses_plugin_fixture,
 )
+from pytest_agentctx.plugin.suites import SuiteCounts, SuiteScope
 from pytest_agentctx.reports.errors import RepeatError
 
 ROOT = Path("/project")

@@ -23,7 +23,8 @@ from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 from pytest_agentctx.assertions.snapshots.writer import Writer
 from pytest_agentctx.context.model import AgentContext
 from pytest_agentctx.context.scrub import redact
-from pytest_agentctx.redaction.active import active, shows_secret
+from pytest_agentctx.redaction.active import active
+from pytest_agentctx.redaction.output import shows_secret
 
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor

@@ -1,15 +1,24 @@
-"""The cassette options of a session and of one test, read and checked in one place."""
+"""The cassette options of one test (its ``agent`` marker, its ``agent_cassette_config``),
+read and checked, and the cassette built from them; the session's options are read at
+start-up by :mod:`.options` (its names are re-exported here)."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
+from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.options import (
+    AGENT_FIXTURES,
+    CassetteSettings,
+    _host_problem,
+    is_agent_test,
+    normalise_record_args,
+    parse_mode,
+)
 from pytest_agentctx.traffic.errors import (
     CassetteConfigError,
     CassetteError,
@@ -19,8 +28,6 @@ from pytest_agentctx.traffic.errors import (
 )
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
     from pytest_agentctx.traffic.cassettes.session import Cassette
 
@@ -62,178 +69,7 @@ _EXAMPLES = {
     "directory": "Path(__file__).parent / 'cassettes'",
 }
 
-#: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
-AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
-
-
-def parse_mode(value: str, *, where: str) -> RecordMode:
-    """A record mode from its name, or a clear error naming where it came from."""
-    try:
-        return RecordMode(value.strip().lower())
-    except ValueError:
-        choices = ", ".join(mode.value for mode in RecordMode)
-        raise CassetteConfigError(
-            f"{where}: record mode {value!r} does not exist; choose one of {choices} "
-            "(e.g. pytest --agent-record=missing)."
-        ) from None
-
-
-@dataclass(frozen=True)
-class CassetteSettings:
-    """Session-wide cassette settings (command line over ini)."""
-
-    directory: Path
-    mode: RecordMode = RecordMode.NONE
-    mode_from_command_line: bool = False
-    #: ``--agent-live`` without ``--agent-record``: every agent test talks to the network
-    #: (mode ``rewrite``) and no cassette is written.
-    live: bool = False
-    all_tests: bool = False
-    allow_unused: bool = False
-    allowed_hosts: tuple[str, ...] = ()
-    ignore_fields: tuple[str, ...] = DEFAULT_IGNORED_FIELDS
-    extension: str = ".json"
-    #: How new cassettes are written: ``native`` (the package's format) or ``vcr`` (vcrpy's).
-    style: str = "native"
-    secret_env: tuple[str, ...] = ()
-    record_failing: bool = False
-    run_id: str = ""
-    #: pytest's verbosity (``-v``: 1, ``-vv``: 2): how much a cassette miss shows.
-    verbosity: int = 0
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> CassetteSettings:
-        """The settings of a pytest session: its ``--agent-*`` options over its ini options.
-
-        The run id is the xdist run's (the same on every worker) or a new one. Raises
-        :class:`CassetteError` for a bad value (the plugin makes it a usage error).
-        """
-        workerinput = getattr(config, "workerinput", None)
-        run_id = workerinput["testrunuid"] if workerinput else os.urandom(16).hex()
-        return cls.build(
-            rootpath=config.rootpath,
-            directory=config.getoption("agent_cassette_dir")
-            or str(config.getini("agent_cassette_dir")),
-            cli_mode=config.getoption("agent_record"),
-            ini_mode=str(config.getini("agent_record_mode")),
-            all_tests=_ini_bool(config, "agent_all_tests"),
-            allow_unused=_ini_bool(config, "agent_allow_unused"),
-            allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
-            ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
-            cassette_format=str(config.getini("agent_cassette_format")),
-            secret_env=[str(e) for e in config.getini("agent_secret_env")],
-            record_failing=bool(config.getoption("agent_record_failing")),
-            run_id=run_id,
-            verbosity=config.get_verbosity(),
-            live=bool(config.getoption("agent_live", False)),
-        )
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        rootpath: Path,
-        directory: str,
-        cli_mode: str | None,
-        ini_mode: str,
-        all_tests: bool,
-        allow_unused: bool,
-        allowed_hosts: Iterable[str],
-        ignore_fields: Iterable[str],
-        cassette_format: str,
-        secret_env: Iterable[str],
-        record_failing: bool,
-        run_id: str,
-        verbosity: int = 0,
-        live: bool = False,
-    ) -> CassetteSettings:
-        """The settings from the option values; a bad value raises :class:`CassetteError`
-        naming the option, the value and a right one."""
-        fmt = cassette_format.strip().lower()
-        if fmt not in ("json", "yaml", "vcr"):
-            raise CassetteConfigError(
-                f"agent_cassette_format = {cassette_format!r}; expected json, yaml or vcr "
-                "(vcrpy's YAML), e.g. agent_cassette_format = yaml. Fix it in your pytest ini "
-                "file."
-            )
-        if not directory.strip():
-            raise CassetteConfigError(
-                f"agent_cassette_dir = {directory!r}; expected a folder (relative to the "
-                "rootdir, or absolute), e.g. agent_cassette_dir = cassettes. Fix it in your "
-                "pytest ini file or give --agent-cassette-dir DIR."
-            )
-        hosts = tuple(allowed_hosts)
-        for host in hosts:
-            problem = _host_problem(host)
-            if problem:
-                raise CassetteConfigError(
-                    f"agent_allowed_hosts: {host!r} {problem}; expected one host per line (a "
-                    "name, a *.wildcard or an address), e.g. api.example.com. Fix it in your "
-                    "pytest ini file."
-                )
-        mode = parse_mode(cli_mode, where="--agent-record") if cli_mode else None
-        live = live and mode is None  # with --agent-record, live tests also record
-        if live:
-            mode = RecordMode.REWRITE
-        path = Path(directory)
-        return cls(
-            directory=path if path.is_absolute() else rootpath / path,
-            mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
-            mode_from_command_line=mode is not None,
-            live=live,
-            all_tests=all_tests,
-            allow_unused=allow_unused,
-            allowed_hosts=hosts,
-            ignore_fields=(*DEFAULT_IGNORED_FIELDS, *ignore_fields),
-            extension=".yaml" if fmt == "vcr" else f".{fmt}",
-            style="vcr" if fmt == "vcr" else "native",
-            secret_env=_secret_env(secret_env),
-            record_failing=record_failing,
-            run_id=run_id,
-            verbosity=verbosity,
-        )
-
-
-def _ini_bool(config: pytest.Config, name: str) -> bool:
-    """A ``bool`` ini option, or a :class:`CassetteError` naming it (pytest's own error
-    says only ``invalid truth value``)."""
-    import pytest
-
-    try:
-        return bool(config.getini(name))
-    except (ValueError, pytest.UsageError) as exc:
-        raise CassetteConfigError(
-            f"{name}: {exc}; expected true or false, e.g. {name} = true. Fix it in your "
-            "pytest ini file."
-        ) from None
-
-
-def _secret_env(names: Iterable[str]) -> tuple[str, ...]:
-    """The ``agent_secret_env`` names, refusing a line that cannot be a variable's name
-    (such as ``NAME=value``, whose value is not shown): it would redact nothing."""
-    checked = tuple(names)
-    for name in checked:
-        if "=" in name or not name.strip() or any(ch.isspace() for ch in name.strip()):
-            shown = f"{name.partition('=')[0]}=..." if "=" in name else name
-            raise CassetteConfigError(
-                f"agent_secret_env: {shown!r} is not the name of an environment variable; "
-                "expected one name per line, e.g. agent_secret_env = MY_SERVICE_TOKEN (its "
-                "value is then redacted). Fix it in your pytest ini file."
-            )
-    return checked
-
-
-def _host_problem(host: str) -> str | None:
-    """Why ``host`` can never match an allowed host (hosts are compared without scheme,
-    path or port), or ``None``."""
-    if "/" in host:
-        return "is a URL or has a path: give the host name only"
-    if any(ch.isspace() for ch in host.strip()):
-        return "has spaces: give one host per entry"
-    if host.count(":") == 1:
-        return "has a port: give the host alone (every port of an allowed host is allowed)"
-    return None
 
 
 def _a(value: object) -> str:
@@ -491,28 +327,6 @@ def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
             raise source.error("directory", repr(directory), problem, "a folder path (str or Path)")
         config["directory"] = Path(directory)
     return config
-
-
-def normalise_record_args(args: list[str]) -> None:
-    """``--agent-record`` takes an optional MODE: rewrite ``--agent-record PATH`` in ``args``
-    (in place) to ``--agent-record=rewrite PATH``, so ``pytest --agent-record tests/x.py``
-    (and the command the miss message prints) records that test instead of taking the path
-    for a mode."""
-    modes = {mode.value for mode in RecordMode}
-    for index, arg in enumerate(args[:-1]):
-        following = args[index + 1]
-        if arg == "--agent-record" and not following.startswith("-") and following not in modes:
-            args[index] = "--agent-record=rewrite"
-
-
-def is_agent_test(fixturenames: Iterable[str], *, marked: bool, settings: CassetteSettings) -> bool:
-    """Whether a test's HTTP traffic goes to a cassette: every test with ``agent_all_tests``,
-    one marked ``agent``, or one using an agent fixture (:data:`AGENT_FIXTURES`); never one
-    using ``fake_llm``, whose fake model answers its requests."""
-    fixtures = set(fixturenames)
-    if "fake_llm" in fixtures:
-        return False
-    return settings.all_tests or marked or bool(fixtures & AGENT_FIXTURES)
 
 
 def build_cassette(

@@ -1,0 +1,173 @@
+"""A test's cassette while it runs (:func:`run_cassette`, what the ``cassettes`` module's
+autouse fixture runs for an agent test): built from the test's options, started with its
+network guard, its runs captured, and what it recorded saved once the test passed
+(:func:`_end_cassette`); and the guard of a ``fake_llm`` test (:func:`fake_llm_guard`).
+Imported when a session has an agent test: a session of plain tests never loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_agentctx.traffic.errors import CassetteError
+
+from . import capture
+from .keys import (
+    CASSETTE_ENTRY_KEY,
+    CASSETTE_KEY,
+    CASSETTE_SETTINGS_KEY,
+    GUARD_KEY,
+    READ_CACHE_KEY,
+    REPEAT_INDEX_KEY,
+    REPORT_KEY,
+    SECRETS_KEY,
+    STALE_KEY,
+)
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
+    from pytest_agentctx.traffic.cassettes.options import CassetteSettings
+
+__all__ = ["fake_llm_guard", "run_cassette"]
+
+
+def _use_read_cache(config: pytest.Config) -> None:
+    """YAML cassettes read from now on are kept, converted, in pytest's cache folder (none
+    under ``-p no:cacheprovider``); the setting before (an outer session's) is kept for
+    ``pytest_unconfigure`` to restore."""
+    from pytest_agentctx.traffic.cassettes.readcache import FOLDER_NAME, use_folder
+
+    cache = getattr(config, "cache", None)
+    folder = None if cache is None else functools.partial(cache.mkdir, FOLDER_NAME)
+    config.stash[READ_CACHE_KEY] = use_folder(folder, config.rootpath)
+
+
+def run_cassette(
+    request: pytest.FixtureRequest, item: pytest.Item, settings: CassetteSettings
+) -> Iterator[Cassette]:
+    """The cassette of the agent test ``item`` while it runs (a fixture's generator)."""
+    if READ_CACHE_KEY not in request.config.stash:
+        _use_read_cache(request.config)
+    from pytest_agentctx.traffic.cassettes.settings import (
+        TestOptions,
+        build_cassette,
+        cassette_config,
+        cassette_path,
+        marker_options,
+    )
+
+    try:  # a bad marker option or config value is an error of this test, naming it
+        marks = [(marker.args, marker.kwargs) for marker in item.iter_markers("agent")]
+        options = TestOptions.resolve(
+            settings, marker_options(marks, where=item.nodeid), where=item.nodeid
+        )
+        config = cassette_config(
+            request.getfixturevalue("agent_cassette_config"), where=item.nodeid
+        )
+    except CassetteError as exc:  # the message says it all: no frames of the plugin
+        raise pytest.fail.Exception(f"{type(exc).__name__}: {exc}", pytrace=False) from None
+    cls = getattr(item, "cls", None)
+    path = cassette_path(
+        settings,
+        rootpath=request.config.rootpath,
+        module_path=Path(str(item.path)),
+        test_name=item.name,
+        class_name=cls.__name__ if cls is not None else None,
+        override=options.cassette,
+        directory=config.get("directory"),
+    )
+    repetition = item.stash.get(REPEAT_INDEX_KEY, None)
+    if repetition is not None:  # agent_repeat: one cassette per repetition
+        from .repetition import repeat_cassette_path
+
+        path = repeat_cassette_path(path, repetition)
+    # The cassette's redactor is the test's: it also knows what earlier tests learned.
+    secrets = request.config.stash[SECRETS_KEY]
+    own_secrets = config.get("redact_values", ())
+    cassette, guard = build_cassette(
+        path,
+        settings=settings,
+        options=options,
+        config={**config, "redact_values": (*own_secrets, *secrets.learned)},
+        test_id=item.nodeid,
+    )
+    capture.use_redactor(item, cassette.redactor)
+    item.stash[CASSETTE_KEY] = cassette
+    item.stash[GUARD_KEY] = guard
+    capture.capture_runs(item, lambda: cassette.seen_log)
+    with contextlib.ExitStack() as keys:
+        if cassette.replays_only:
+            # No request reaches a provider and nothing is written: unset provider keys get
+            # placeholders, so a CI job without keys builds the SDKs' clients.
+            from pytest_agentctx.doubles.fake_llm import placeholder_keys
+
+            keys.enter_context(placeholder_keys())
+            # Nor is a TLS connection opened: the clients the test builds load their
+            # certificates only if a request of theirs goes to the network.
+            from pytest_agentctx.traffic import lazy_tls
+
+            keys.enter_context(lazy_tls.installed())
+        cassette.start()
+        if guard is not None:
+            guard.start()
+        try:
+            yield cassette
+        finally:
+            if guard is not None:
+                guard.stop()
+            cassette.stop()
+            item.stash[CASSETTE_KEY] = None
+            item.stash[GUARD_KEY] = None
+            secrets.absorb(cassette.redactor, own_secrets)  # what it learned, for later tests
+    _end_cassette(item, cassette, settings)
+
+
+def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSettings) -> None:
+    """After the test: save what ``cassette`` recorded (:func:`save_recordings`) and keep
+    its report entry; a cassette that could not be saved fails the test's teardown."""
+    from pytest_agentctx.traffic.cassettes.settings import save_recordings
+
+    call = item.stash.get(REPORT_KEY, {}).get("call")
+    saved, unsaved = save_recordings(
+        cassette, settings, call_passed=None if call is None else call.passed
+    )
+    judged = bool(call and call.passed) or item.stash.get(STALE_KEY, False)
+    from pytest_agentctx.reports.records import cassette_entry
+
+    item.stash[CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports
+        cassette,
+        rootpath=item.config.rootpath,
+        judged=judged,
+        saved=saved,
+        unsaved=unsaved is not None,
+        # a failing test's recording, not kept (--agent-record-failing keeps it)
+        discarded=cassette.recorded
+        and bool(call and not call.passed)
+        and not saved
+        and not settings.live,
+        live=settings.live,
+    )
+    if unsaved is not None:  # the message says it all: no frames of the plugin
+        raise pytest.fail.Exception(f"{type(unsaved).__name__}: {unsaved}", pytrace=False)
+
+
+def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
+    """The guard that keeps a fake_llm test offline, allowing the hosts that
+    ``agent_allowed_hosts``, the ``agent`` marker and ``agent_cassette_config`` allow."""
+    from pytest_agentctx.traffic.cassettes.network import NetworkGuard
+    from pytest_agentctx.traffic.cassettes.settings import TestOptions, cassette_config
+
+    marker_kwargs: dict[str, object] = {}
+    for marker in reversed(list(request.node.iter_markers("agent"))):
+        marker_kwargs.update(marker.kwargs)
+    where = request.node.nodeid
+    settings = request.config.stash[CASSETTE_SETTINGS_KEY]
+    options = TestOptions.resolve(settings, marker_kwargs, where=where)
+    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=where)
+    return NetworkGuard.for_fake_llm((*options.allowed_hosts, *config.get("allowed_hosts", ())))

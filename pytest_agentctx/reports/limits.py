@@ -1,0 +1,15 @@
+"""The limits a behaviour budget can set, and the ini option of each: a module of its own,
+so that the plugin adds the ini options and reads them at start-up without importing the
+budgets (:mod:`.budgets`)."""
+
+from __future__ import annotations
+
+__all__ = ["BUDGET_LIMITS", "ini_name"]
+
+#: The limits a budget can set, in the order they are reported.
+BUDGET_LIMITS = ("max_iterations", "max_tool_calls", "max_tokens", "max_cost_usd", "max_duration_s")
+
+
+def ini_name(limit: str) -> str:
+    """The ini option that sets ``limit`` for every agent test: ``agent_budget_<limit>``."""
+    return f"agent_budget_{limit}"

@@ -1,0 +1,67 @@
+"""The baseline options read (:func:`parse_tolerance`): how far a test may move from its
+baseline before the gate fails it, the figures of a
+:class:`~pytest_agentctx.reports.gate.GateTolerance`. A module of its own, so that every
+session checks the options at start-up (bad ones are usage errors) without importing the
+gate."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pytest_agentctx.reports.errors import ReportError
+
+__all__ = ["TrajectoryMode", "parse_tolerance"]
+
+TrajectoryMode = Literal["exact", "unordered", "ignore"]
+_TRAJECTORY_MODES: tuple[TrajectoryMode, ...] = ("exact", "unordered", "ignore")
+_IGNORE = ("ignore", "off", "none")
+
+
+def parse_tolerance(
+    *, tokens: str, iterations: str, trajectory: str
+) -> tuple[float | None, int | None, TrajectoryMode]:
+    """The tolerance's figures from option text: ``tokens`` like ``10`` or ``10%``,
+    ``iterations`` like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered,
+    ignore. A bad value raises :class:`ReportError` naming the option."""
+    where = "--agent-baseline-tokens / agent_baseline_tokens"
+    token_text = tokens.strip().lower().removesuffix("%").strip()
+    tokens_percent: float | None = None
+    if token_text not in _IGNORE:
+        try:
+            tokens_percent = float(token_text)
+        except ValueError:
+            raise ReportError(
+                f"{where} = {tokens!r}: expected a percentage such as 10 or 10% (or "
+                "ignore). Fix the option and run pytest again."
+            ) from None
+        if not tokens_percent >= 0:  # negative or nan
+            raise ReportError(
+                f"{where} = {tokens!r}: tokens tolerance {tokens_percent!r}%: expected a "
+                "percentage of 0 or more, e.g. 10 (or ignore). Fix the option and run "
+                "pytest again."
+            )
+    where = "--agent-baseline-iterations / agent_baseline_iterations"
+    iteration_text = iterations.strip().lower()
+    iteration_count: int | None = None
+    if iteration_text not in _IGNORE:
+        try:
+            iteration_count = int(iteration_text)
+        except ValueError:
+            raise ReportError(
+                f"{where} = {iterations!r}: expected a whole number such as 0 or 1 (or "
+                "ignore). Fix the option and run pytest again."
+            ) from None
+        if iteration_count < 0:
+            raise ReportError(
+                f"{where} = {iterations!r}: iterations tolerance {iteration_count!r}: "
+                "expected a count of 0 or more, e.g. 0 or 1 (or ignore). Fix the option "
+                "and run pytest again."
+            )
+    mode = trajectory.strip().lower()
+    if mode not in _TRAJECTORY_MODES:
+        raise ReportError(
+            f"--agent-baseline-trajectory / agent_baseline_trajectory = {trajectory!r}: "
+            f"expected one of {', '.join(_TRAJECTORY_MODES)}. Fix the option and run "
+            "pytest again."
+        )
+    return tokens_percent, iteration_count, mode

@@ -1,0 +1,199 @@
+"""The plugin's start-up: a session of tests that use nothing of the plugin loads the
+plugin's modules with hooks and what they read at start-up (options, markers, the session's
+settings), never the machinery of agent tests, reports or cassettes, nor a library of its
+own (pydantic, httpx2, syrupy, yaml, an SDK).
+
+Every pytest run of a project with the plugin installed pays for what it imports, agent
+tests or not; without a bytecode cache (``PYTHONDONTWRITEBYTECODE=1``, common in CI
+images) every module is compiled again on every run. pytest runs in a process of its own,
+with a probe plugin loaded before this one that notes which module imported each module,
+and lists, when the session ends, the modules loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: The modules of the package a session of plain tests loads: the facade (the plugin's
+#: parent package), the plugin's modules with hooks, and what they read at configure time
+#: or for every test. Anything else is imported where it is used. A module added here
+#: costs every pytest run of every project that installs the plugin: before adding one,
+#: import it inside the hook or fixture that needs it.
+STARTUP_MODULES = {
+    "pytest_agentctx",
+    "pytest_agentctx._lazy",
+    "pytest_agentctx.exceptions",
+    "pytest_agentctx.plugin",
+    "pytest_agentctx.plugin.async_tests",
+    "pytest_agentctx.plugin.budgets",
+    "pytest_agentctx.plugin.capture",
+    "pytest_agentctx.plugin.cassettes",
+    "pytest_agentctx.plugin.fixtures",
+    "pytest_agentctx.plugin.integration",
+    "pytest_agentctx.plugin.keys",
+    "pytest_agentctx.plugin.options",
+    "pytest_agentctx.plugin.repeat",
+    "pytest_agentctx.plugin.reports",
+    "pytest_agentctx.plugin.snapshots",
+    "pytest_agentctx.plugin.suites",
+    # agent_clock_* options, read and checked at configure
+    "pytest_agentctx.context",
+    "pytest_agentctx.context.clock",
+    # agent_prices, read at configure; the autouse prices fixture and each test's record
+    "pytest_agentctx.context.figures",
+    # the session's secrets: the active redactor between tests (made when first asked for)
+    "pytest_agentctx.redaction",
+    "pytest_agentctx.redaction.active",
+    # the session's cassette options, read and checked at configure
+    "pytest_agentctx.traffic",
+    "pytest_agentctx.traffic.errors",
+    "pytest_agentctx.traffic.cassettes",
+    "pytest_agentctx.traffic.cassettes.defaults",
+    "pytest_agentctx.traffic.cassettes.options",
+    # the reports' hooks, the baseline tolerance options and each test's record
+    "pytest_agentctx.reports",
+    "pytest_agentctx.reports.errors",
+    "pytest_agentctx.reports.limits",
+    "pytest_agentctx.reports.record",
+    "pytest_agentctx.reports.terminal",
+    "pytest_agentctx.reports.tolerance",
+}
+
+#: Libraries the plugin uses for agent tests: never imported by a session without one.
+HEAVY = ("pydantic", "httpx", "httpx2", "openai", "anthropic", "yaml", "syrupy", "freezegun")
+
+PROBE = '''
+"""Notes which module imported each module, and lists the loaded modules at the end."""
+import json
+import os
+import sys
+
+IMPORTERS = {}
+
+
+class Probe:
+    def find_spec(self, name, path=None, target=None):
+        if name not in sys.modules and name not in IMPORTERS:
+            frame = sys._getframe(1)
+            while frame is not None:
+                module = frame.f_globals.get("__name__", "")
+                if module != __name__ and not module.startswith(("importlib", "_frozen")):
+                    break
+                frame = frame.f_back
+            IMPORTERS[name] = "?" if frame is None else f"{module}:{frame.f_lineno}"
+        return None
+
+
+sys.meta_path.insert(0, Probe())
+
+
+def pytest_unconfigure(config):
+    with open(os.environ["STARTUP_PROBE_OUT"], "w", encoding="utf-8") as out:
+        json.dump({"modules": sorted(sys.modules), "importers": IMPORTERS}, out)
+'''
+
+
+def loaded_modules(root: Path, *plugins: str) -> dict[str, Any]:
+    """The modules loaded by ``pytest`` in ``root``, in a process of its own with plugin
+    autoloading off and the probe and ``plugins`` loaded, and who imported each."""
+    out = root / "modules.json"
+    env = {
+        **os.environ,
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONPATH": str(root),
+        "STARTUP_PROBE_OUT": str(out),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    args = ["-p", "startup_probe", *(arg for name in plugins for arg in ("-p", name))]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return data
+
+
+def how(module: str, importers: dict[str, str]) -> str:
+    """``module`` <- its importer <- that one's importer ..., up to a module not noted."""
+    chain = [module]
+    name = module
+    while name in importers and len(chain) < 12:
+        importer = importers[name]
+        chain.append(importer)
+        name = importer.rpartition(":")[0]
+    return " <- ".join(chain)
+
+
+@pytest.fixture(scope="module")
+def plain_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("plain")
+    (root / "startup_probe.py").write_text(PROBE, encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (root / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def with_plugin(plain_project: Path) -> dict[str, Any]:
+    return loaded_modules(plain_project, "pytest_agentctx.plugin")
+
+
+@pytest.fixture(scope="module")
+def without_plugin(plain_project: Path) -> dict[str, Any]:
+    return loaded_modules(plain_project)
+
+
+def test_plain_tests_load_only_the_plugins_start_up_modules(
+    with_plugin: dict[str, Any],
+) -> None:
+    modules = set(with_plugin["modules"])
+    importers: dict[str, str] = with_plugin["importers"]
+    assert "pytest_agentctx.plugin.options" in modules, "the plugin did not load"
+    ours = sorted(m for m in modules if m.split(".")[0] == "pytest_agentctx")
+    extra = [m for m in ours if m not in STARTUP_MODULES]
+    assert not extra, (
+        "a session of plain tests imported modules of the package it does not use, which "
+        "every pytest run of every project with the plugin then pays for:\n"
+        + "\n".join(how(m, importers) for m in extra)
+        + "\nImport them inside the hook or fixture that uses them (or, if every session "
+        "needs one at start-up, add it to STARTUP_MODULES in tests/e2e/test_startup.py "
+        "with the reason), then run: pytest tests/e2e/test_startup.py"
+    )
+
+
+def test_plain_tests_import_no_library_of_the_plugins(
+    with_plugin: dict[str, Any], without_plugin: dict[str, Any]
+) -> None:
+    modules = set(with_plugin["modules"])
+    before = set(without_plugin["modules"])
+    importers: dict[str, str] = with_plugin["importers"]
+    assert "pytest_agentctx.plugin.options" in modules, "the plugin did not load"
+    new = modules - before
+    libraries: dict[str, list[str]] = {}  # by top-level package
+    for module in sorted(new):
+        top = module.split(".")[0]
+        ours = top in ("pytest_agentctx", "_pytest", "pytest", "pluggy")
+        if top in HEAVY or not (ours or top in sys.stdlib_module_names):
+            libraries.setdefault(top, []).append(module)
+    assert not libraries, (
+        "a session of plain tests imported libraries through the plugin (its start-up "
+        "then costs their import on every pytest run):\n"
+        + "\n".join(
+            f"{top} ({len(found)} modules): {how(top if top in found else found[0], importers)}"
+            for top, found in libraries.items()
+        )
+        + "\nImport them inside the hook or fixture that uses them, then run: "
+        "pytest tests/e2e/test_startup.py"
+    )
