@@ -27,9 +27,22 @@ secrets need its settings) and ``reports`` read their options, in that order; th
 ``integration`` lock is taken outside the release of ``keys``; the repeat error is raised
 before the budget is read. Fixtures are found in the order the modules are registered: the
 autouse cassette is set up before the autouse prices.
+
+pytest rewrites the ``assert`` statements of every module of a plugin's distribution, which
+means parsing each module's source again on every run: the ``.pyc`` files pip wrote are not
+used, and under ``PYTHONDONTWRITEBYTECODE=1`` (common in CI images) nor are pytest's own.
+The package's asserts are internal checks, with nothing for pytest to explain, so this
+module takes the package off pytest's list before the plugin's modules load
+(:func:`_import_as_compiled`); they are imported as Python compiles them, with their
+``.pyc``. Each says ``PYTEST_DONT_REWRITE`` in its docstring, so pytest does not warn that it
+was imported before pytest could rewrite it. Tests and conftest files are rewritten as
+always.
 """
 
 from __future__ import annotations
+
+import importlib
+import sys
 
 #: The plugin's modules, registered by pytest in this order (see above).
 pytest_plugins = [
@@ -46,3 +59,24 @@ pytest_plugins = [
     "pytest_agentctx.plugin.async_tests",
     "pytest_agentctx.plugin.options",
 ]
+
+
+def _import_as_compiled() -> None:
+    """The package off pytest's assertion rewriting, and the plugin's modules imported (see
+    the module docstring). Without pytest's rewriting hook (``--assert=plain``, or another
+    pytest whose hook keeps other names) the modules are imported as they would be."""
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        known = getattr(finder, "_marked_for_rewrite_cache", None)
+        if type(finder).__name__ != "AssertionRewritingHook" or not isinstance(marked, set):
+            continue
+        for name in [n for n in marked if n == "pytest_agentctx" or n.startswith(_OURS)]:
+            marked.discard(name)
+        if isinstance(known, dict):
+            known.clear()
+    for name in pytest_plugins:
+        importlib.import_module(name)
+
+
+_OURS = "pytest_agentctx."
+_import_as_compiled()

@@ -4,6 +4,9 @@ Installing the plugin installs pytest-asyncio. A project that never configured i
 as without the plugin (:func:`pytest_configure`), and an ``async def`` test that uses the
 plugin's fixtures runs even in pytest-asyncio's strict mode (:func:`pytest_pycollect_makeitem`,
 deciding with :func:`~.sorting.needs_asyncio_marker`).
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

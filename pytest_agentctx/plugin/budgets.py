@@ -5,6 +5,9 @@ read before its fixtures run (:func:`pytest_runtest_setup`) and checked against 
 made after its call phase (:func:`pytest_runtest_call`, with
 :func:`~pytest_agentctx.reports.budgets.check_budget`). The prices come from the
 ``agent_prices`` ini lines and the ``agent_prices`` fixture.
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ exchanges, the fake model's, or a recorder's (:func:`record_traffic`, for a budg
 with neither); ``agent_context`` gives them to the test. Each test that uses the plugin has
 a redactor (:func:`redactor_for`: its cassette's, or one of the session's secrets), which
 its snapshots, records, reports and failure messages pass (:func:`redacted`).
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

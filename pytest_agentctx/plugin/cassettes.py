@@ -9,6 +9,9 @@ explains is named, and a passing test is checked for misses, refused connections
 recordings (:func:`pytest_runtest_call`). What runs an agent test's cassette is in the
 ``cassette_run`` module, imported for the session's first agent test; the logic is the
 traffic layer's (:mod:`pytest_agentctx.traffic.cassettes.settings`).
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@
 the test asks for), ``frozen_clock``, and the workspace fixtures ``fake_vector_store`` and
 ``artifact_store``. The ``agent_clock_*`` options are read at configure time
 (:func:`pytest_configure`).
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

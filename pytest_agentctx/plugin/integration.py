@@ -7,6 +7,9 @@ session's integration lock (:func:`pytest_runtest_protocol`). Under xdist's load
 the controller's scheduler holds them until every unit test has ended (the ``scheduling``
 module; :func:`pytest_xdist_make_scheduler`), from the list each worker writes of them
 (:func:`pytest_collection_finish`).
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ A key made with :func:`_test_key` belongs to one test: what the plugin keeps for
 it runs (its runs and their contexts, cassette, reports, budget and repeat figures) is
 dropped once its reports are made (:func:`pytest_runtest_protocol`), because pytest keeps
 every item until the session ends. The other keys live on ``config.stash`` for the session.
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Every option of the plugin is added here, in the order ``pytest --help`` lists them: the
 clocks, the cassettes, the reports and the gate, the suites, the budgets and the prices.
 The modules of each feature read them at configure time.
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ repetition's outcome as its reports are made (:func:`pytest_runtest_makereport`)
 :func:`~.repetition.repeat_reports` turns the repetitions' reports into one setup, call and
 teardown report, with the outcome of the pass rate. The hooks are here; what they run is in
 the ``repetition`` module, imported for a test marked ``agent_repeat`` only.
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ record says why it failed: :func:`item_failure`).
 :func:`pytest_runtest_makereport` keeps a test's reports by phase (its cassette and the fake
 model read the call's outcome), redacts them with the test's redactor, and notes a stale
 cassette.
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

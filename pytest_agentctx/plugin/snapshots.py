@@ -3,6 +3,9 @@
 ``agent_snapshot`` is a syrupy snapshot of a run or a context, redacted by the test's
 redactor, with the options of ``agent_snapshot_config``; :func:`pytest_assertrepr_compare`
 explains a failed ``==`` on the context's models or a pattern, mismatch by mismatch.
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

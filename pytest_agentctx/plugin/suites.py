@@ -26,6 +26,9 @@ tests is in the ``sorting`` module, imported once a session has a test to sort (
 under xdist, or collects an ``async def`` test); its names are importable from here too. As
 it works on pytest's own objects, only the plugin imports it (importing the package does
 not).
+
+Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
+:mod:`pytest_agentctx.plugin`).
 """
 
 from __future__ import annotations

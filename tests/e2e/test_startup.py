@@ -96,7 +96,14 @@ sys.meta_path.insert(0, Probe())
 
 def pytest_unconfigure(config):
     with open(os.environ["STARTUP_PROBE_OUT"], "w", encoding="utf-8") as out:
-        json.dump({"modules": sorted(sys.modules), "importers": IMPORTERS}, out)
+        loaders = {
+            name: type(getattr(module, "__loader__", None)).__name__
+            for name, module in sys.modules.items()
+            if name.split(".")[0] == "pytest_agentctx"
+        }
+        json.dump(
+            {"modules": sorted(sys.modules), "importers": IMPORTERS, "loaders": loaders}, out
+        )
 '''
 
 
@@ -111,7 +118,8 @@ def loaded_modules(root: Path, *plugins: str) -> dict[str, Any]:
         "STARTUP_PROBE_OUT": str(out),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    args = ["-p", "startup_probe", *(arg for name in plugins for arg in ("-p", name))]
+    args = ["-W", "error", "-p", "startup_probe"]
+    args += [arg for name in plugins for arg in ("-p", name)]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=root,
@@ -195,5 +203,32 @@ def test_plain_tests_import_no_library_of_the_plugins(
             for top, found in libraries.items()
         )
         + "\nImport them inside the hook or fixture that uses them, then run: "
+        "pytest tests/e2e/test_startup.py"
+    )
+
+
+#: The modules Python imports before the plugin's own module can take the package off
+#: pytest's assertion rewriting: the package, what it imports first, and that module.
+REWRITTEN = {
+    "pytest_agentctx",
+    "pytest_agentctx._lazy",
+    "pytest_agentctx.exceptions",
+    "pytest_agentctx.plugin",
+}
+
+
+def test_pytest_rewrites_only_the_modules_loaded_before_the_plugin(
+    with_plugin: dict[str, Any],
+) -> None:
+    """Rewriting a module parses its source on every run, pip's ``.pyc`` unused: the
+    plugin's modules are imported as Python compiles them (and the run, with ``-W error``,
+    has no warning that they were imported before pytest could rewrite them)."""
+    loaders: dict[str, str] = with_plugin["loaders"]
+    rewritten = {name for name, loader in loaders.items() if loader == "AssertionRewritingHook"}
+    assert "pytest_agentctx.plugin.options" in loaders, "the plugin did not load"
+    assert rewritten == REWRITTEN, (
+        f"pytest rewrote {sorted(rewritten - REWRITTEN)} "
+        f"(and not {sorted(REWRITTEN - rewritten)}): "
+        "see _import_as_compiled in pytest_agentctx/plugin/__init__.py, then run: "
         "pytest tests/e2e/test_startup.py"
     )
