@@ -67,7 +67,7 @@ test-lowest: $(LOWEST_STAMP)
 	$(LOWEST_BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--no-deps --force-reinstall .
 	$(LOWEST_BIN)/python -m pip freeze --disable-pip-version-check \
-		| grep -iE '^(pytest|pytest-asyncio|pydantic|httpx2|freezegun|pyyaml|syrupy|filelock|openai|anthropic|google-genai|tiktoken|brotli|zstandard)=='
+		| grep -iE '^(pytest|pytest-asyncio|pydantic|httpx2|freezegun|pyyaml|syrupy|filelock|orjson|openai|anthropic|google-genai|tiktoken|brotli|zstandard)=='
 	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 -k '$(LOWEST_DESELECT)' $(PYTEST_ARGS)
 
 # Runs the example agents' test suites offline and shows their results.
