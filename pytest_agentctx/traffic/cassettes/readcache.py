@@ -39,7 +39,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.store import Interaction
@@ -220,15 +220,15 @@ def _prune(folder: Path) -> None:
 
 
 def _payload(interactions: list[Interaction]) -> str | None:
-    from pytest_agentctx.traffic.cassettes.store import FORMAT_NAME, FORMAT_VERSION
+    from pytest_agentctx.traffic.cassettes.store import native_document
 
-    data: dict[str, Any] = {
-        "cassette": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "interactions": [interaction.to_dict() for interaction in interactions],
-    }
     try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(
+            native_document(interactions),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
         text.encode("utf-8")  # a lone surrogate cannot be written
     except (TypeError, ValueError, RecursionError):
         return None  # a value JSON has no form for (bytes, a date, a set...)

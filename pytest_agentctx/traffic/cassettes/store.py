@@ -56,6 +56,7 @@ __all__ = [
     "end_runs",
     "locked",
     "mark_written",
+    "native_document",
     "run_file",
     "run_marker",
     "sweep_folder",
@@ -385,6 +386,15 @@ def paused_gc() -> Iterator[None]:
 # -- writing -------------------------------------------------------------------------
 
 
+def native_document(interactions: list[Interaction]) -> dict[str, Any]:
+    """The document of a cassette in the package's format, before it is written as text."""
+    return {
+        "cassette": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "interactions": [interaction.to_dict() for interaction in interactions],
+    }
+
+
 def dump_cassette(interactions: list[Interaction], path: Path, *, style: str = "native") -> str:
     """The text of a cassette in the package's format (JSON, or YAML by extension), or in
     vcrpy's YAML format with ``style="vcr"`` (see :mod:`.vcr`)."""
@@ -392,11 +402,7 @@ def dump_cassette(interactions: list[Interaction], path: Path, *, style: str = "
         from pytest_agentctx.traffic.cassettes.vcr import dump_vcr
 
         return dump_vcr(interactions)
-    data = {
-        "cassette": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "interactions": [interaction.to_dict() for interaction in interactions],
-    }
+    data = native_document(interactions)
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
