@@ -39,13 +39,15 @@ LOG = Path(os.environ["ORDER_LOG"])
 
 @pytest.fixture(autouse=True)
 def _timed(request):
-    name = request.node.nodeid.replace("/", "_").replace(":", "_")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    # --dist each runs a test on every worker: one file per worker, never shared
+    name = worker + "-" + request.node.nodeid.replace("/", "_").replace(":", "_")
     suite = "integration" if request.node.get_closest_marker("integration") else "unit"
     start = time.monotonic()
     (LOG / f"{suite}-{name}.started").touch()
     yield
     record = {"nodeid": request.node.nodeid, "suite": suite, "start": start,
-              "end": time.monotonic(), "worker": os.environ.get("PYTEST_XDIST_WORKER")}
+              "end": time.monotonic(), "worker": worker}
     (LOG / f"{suite}-{name}.json").write_text(json.dumps(record))
 """
 
@@ -246,6 +248,7 @@ def test_the_scope_modes_are_left_to_xdist_with_the_lock(
     result = _run(ordered, "--agent-integration", "--dist", dist)
 
     result.assert_outcomes(passed=22 if dist == "each" else 11)
+    assert len(_records(ordered)) == (22 if dist == "each" else 11)
     integration = sorted((r for r in _records(ordered) if r["suite"] == "integration"), key=_start)
     for before, after in itertools.pairwise(integration):
         assert float(str(before["end"])) <= _start(after), (before, after)
