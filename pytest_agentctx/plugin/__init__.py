@@ -18,9 +18,12 @@ layers below; these modules wire it into pytest):
 * ``repeat``: ``agent_repeat`` tests run n times and logged once.
 * ``async_tests``: pytest-asyncio's warning silenced, async tests marked for it.
 
-pytest registers the modules of :data:`pytest_plugins` in their order, right after this one.
-The order is the order their hooks run in: pytest calls a hook's implementations of equal
-priority (and wrappers of equal priority, from the outside in) from the plugin registered
+This module registers the modules of :data:`PLUGIN_MODULES`, in their order, while pytest
+registers it (:func:`pytest_addhooks`). It does not list them in ``pytest_plugins``: pytest
+would look for an entry point of each of their names in the metadata of every installed
+distribution, reading every ``entry_points.txt`` of the environment once per module on every
+run. The order is the order their hooks run in: pytest calls a hook's implementations of
+equal priority (and wrappers of equal priority, from the outside in) from the plugin registered
 last to the one registered first, so here from the bottom of the list up: ``options``
 registers the markers, then ``budgets``, ``suites``, ``fixtures``, ``cassettes`` (whose
 secrets need its settings) and ``reports`` read their options, in that order; the
@@ -34,18 +37,22 @@ used, and under ``PYTHONDONTWRITEBYTECODE=1`` (common in CI images) nor are pyte
 The package's asserts are internal checks, with nothing for pytest to explain, so this
 module takes the package off pytest's list before the plugin's modules load
 (:func:`_import_as_compiled`); they are imported as Python compiles them, with their
-``.pyc``. Each says ``PYTEST_DONT_REWRITE`` in its docstring, so pytest does not warn that it
-was imported before pytest could rewrite it. Tests and conftest files are rewritten as
-always.
+``.pyc``. Each also says ``PYTEST_DONT_REWRITE`` in its docstring, so that a pytest whose
+rewriting hook this module cannot reach leaves its asserts as they are too. Tests and
+conftest files are rewritten as always.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
-#: The plugin's modules, registered by pytest in this order (see above).
-pytest_plugins = [
+if TYPE_CHECKING:
+    import pytest
+
+#: The plugin's modules, registered in this order (see above).
+PLUGIN_MODULES = [
     "pytest_agentctx.plugin.keys",
     "pytest_agentctx.plugin.reports",
     "pytest_agentctx.plugin.cassettes",
@@ -74,8 +81,18 @@ def _import_as_compiled() -> None:
             marked.discard(name)
         if isinstance(known, dict):
             known.clear()
-    for name in pytest_plugins:
+    for name in PLUGIN_MODULES:
         importlib.import_module(name)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Registers the plugin's modules, each under its module name, in the order of
+    :data:`PLUGIN_MODULES`. pytest calls this hook as it registers this module (the hook is
+    historic: pytest calls it for a plugin registered after the hook's own call). A module
+    blocked with ``-p no:NAME`` is left out by the plugin manager, as pytest leaves
+    out a blocked plugin."""
+    for name in PLUGIN_MODULES:
+        pluginmanager.register(sys.modules[name], name)
 
 
 _OURS = "pytest_agentctx."

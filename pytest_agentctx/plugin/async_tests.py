@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from . import pytest_plugins
+from . import PLUGIN_MODULES
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -51,6 +51,6 @@ def pytest_pycollect_makeitem(
 
     nodes = result if isinstance(result, list) else [result]
     for node in nodes:
-        if isinstance(node, pytest.Function) and needs_asyncio_marker(node, pytest_plugins):
+        if isinstance(node, pytest.Function) and needs_asyncio_marker(node, PLUGIN_MODULES):
             node.add_marker("asyncio")
     return result

@@ -93,6 +93,19 @@ class Probe:
 
 sys.meta_path.insert(0, Probe())
 
+import _pytest.config
+
+LOOKUPS = []
+_load = _pytest.config.PytestPluginManager.load_setuptools_entrypoints
+
+
+def _noted(self, group, name=None):
+    LOOKUPS.append(name)
+    return _load(self, group, name)
+
+
+_pytest.config.PytestPluginManager.load_setuptools_entrypoints = _noted
+
 
 def pytest_unconfigure(config):
     with open(os.environ["STARTUP_PROBE_OUT"], "w", encoding="utf-8") as out:
@@ -102,7 +115,13 @@ def pytest_unconfigure(config):
             if name.split(".")[0] == "pytest_agentctx"
         }
         json.dump(
-            {"modules": sorted(sys.modules), "importers": IMPORTERS, "loaders": loaders}, out
+            {
+                "modules": sorted(sys.modules),
+                "importers": IMPORTERS,
+                "loaders": loaders,
+                "lookups": LOOKUPS,
+            },
+            out,
         )
 '''
 
@@ -232,4 +251,21 @@ def test_pytest_rewrites_only_the_modules_loaded_before_the_plugin(
         f"pytest rewrote {sorted(rewritten - REWRITTEN)}: "
         "see _import_as_compiled in pytest_agentctx/plugin/__init__.py, then run: "
         "pytest tests/e2e/test_startup.py"
+    )
+
+
+def test_the_plugins_modules_are_registered_without_an_entry_point_lookup(
+    with_plugin: dict[str, Any],
+) -> None:
+    """pytest looks a name of ``pytest_plugins`` up in the entry points of every installed
+    distribution, reading each one's metadata: a lookup per module would cost every run in
+    proportion to the size of the environment. Only the name given to ``-p`` is looked up."""
+    lookups: list[str | None] = with_plugin["lookups"]
+    assert "pytest_agentctx.plugin.options" in with_plugin["modules"], "the plugin did not load"
+    assert "pytest_agentctx.plugin" in lookups, lookups  # the probe saw -p's own lookup
+    ours = [name for name in lookups if name and name.startswith("pytest_agentctx.plugin.")]
+    assert not ours, (
+        f"pytest looked up {ours} in every distribution's entry points: register the "
+        "plugin's modules in pytest_addhooks (pytest_agentctx/plugin/__init__.py), not "
+        "through pytest_plugins, then run: pytest tests/e2e/test_startup.py"
     )

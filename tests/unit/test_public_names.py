@@ -191,7 +191,7 @@ PUBLIC_NAMES: dict[str, str] = {
 ENTRY_POINT = ("agentctx", "pytest_agentctx.plugin")
 
 #: The hooks the plugin gives pytest, by the module of the plugin that implements each: the
-#: entry point module registers these modules (its ``pytest_plugins``), and each implements
+#: entry point module registers these modules (its ``PLUGIN_MODULES``), and each implements
 #: a hook under its own name.
 PLUGIN_HOOKS = [
     ("async_tests", "pytest_configure"),
@@ -349,7 +349,7 @@ async def test_pytest_loaded_the_entry_point_module_as_the_plugin(
 
 def plugin_modules() -> dict[str, object]:
     """The modules the entry point module registers, by their short name."""
-    names = import_module(ENTRY_POINT[1]).pytest_plugins
+    names = import_module(ENTRY_POINT[1]).PLUGIN_MODULES
     return {name.rpartition(".")[2]: import_module(name) for name in names}
 
 
@@ -369,8 +369,9 @@ async def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Con
     )
 
     assert found == PLUGIN_HOOKS
-    assert hooks_of(import_module(ENTRY_POINT[1])) == set()
-    for name in import_module(ENTRY_POINT[1]).pytest_plugins:  # each registered by its name
+    # the entry point module's only hook registers the others
+    assert hooks_of(import_module(ENTRY_POINT[1])) == {"pytest_addhooks"}
+    for name in import_module(ENTRY_POINT[1]).PLUGIN_MODULES:  # each registered by its name
         assert pytestconfig.pluginmanager.get_plugin(name) is import_module(name)
 
 
