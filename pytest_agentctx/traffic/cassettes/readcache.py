@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
+
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.store import Interaction
 
@@ -154,6 +156,7 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
     ``None`` (no cache, no entry, an entry of other bytes, or one that is damaged)."""
     if not _cached(path):
         return None
+    from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, read_json
     from pytest_agentctx.traffic.cassettes.store import _from_native
     from pytest_agentctx.traffic.errors import CassetteFormatError
 
@@ -168,7 +171,10 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
             "payload": hashlib.sha256(payload).hexdigest(),
         }:
             return None
-        interactions = _from_native(json.loads(payload), str(path))
+        document = read_json(payload)[0]
+        if document is NO_JSON:
+            return None
+        interactions = _from_native(document, str(path))
         os.utime(entry)  # now the most recently used
         return interactions
     except (OSError, ValueError, TypeError, KeyError, RecursionError, CassetteFormatError):
@@ -185,11 +191,12 @@ def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool
     if key is None or payload is None or not _clean(payload, interactions):
         return False
     from pytest_agentctx._files import atomic_write_bytes
+    from pytest_agentctx.traffic.cassettes.matcher import read_json
     from pytest_agentctx.traffic.cassettes.store import _from_native
 
-    if _from_native(json.loads(payload), str(path)) != interactions:
+    if _from_native(read_json(payload)[0], str(path)) != interactions:
         return False  # JSON would change a value (a date, bytes, an integer key...)
-    encoded = payload.encode("utf-8")
+    encoded = payload
     header = {"reader": READER, "source": key, "payload": hashlib.sha256(encoded).hexdigest()}
     try:
         entry = entry_path(_folder_path(), path)
@@ -219,23 +226,35 @@ def _prune(folder: Path) -> None:
             os.remove(path)
 
 
-def _payload(interactions: list[Interaction]) -> str | None:
+def _payload(interactions: list[Interaction]) -> bytes | None:
+    """The package's JSON document of ``interactions`` as UTF-8, or ``None`` when JSON has
+    no form for one of its values. orjson writes it; :mod:`json` where orjson would not
+    (an integer past 64 bits). A value that JSON would change (``NaN``, which orjson writes
+    as ``null``; an integer key) is caught by the comparison of what the entry gives back
+    (:func:`write_entry`)."""
     from pytest_agentctx.traffic.cassettes.store import native_document
 
+    document = native_document(interactions)
     try:
-        text = json.dumps(
-            native_document(interactions),
-            ensure_ascii=False,
-            separators=(",", ":"),
-            allow_nan=False,
-        )
-        text.encode("utf-8")  # a lone surrogate cannot be written
+        return orjson.dumps(document, option=_ORJSON_PLAIN)
+    except TypeError:  # orjson.JSONEncodeError is one: let json try
+        pass
+    try:
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8")  # a lone surrogate cannot be written
     except (TypeError, ValueError, RecursionError):
         return None  # a value JSON has no form for (bytes, a date, a set...)
-    return text
 
 
-def _clean(payload: str, interactions: list[Interaction]) -> bool:
+#: orjson writes the JSON types only: a subclass, a date or a dataclass is an error.
+_ORJSON_PLAIN = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+
+def _clean(payload: bytes, interactions: list[Interaction]) -> bool:
     """Whether the session's redactor leaves every part of the entry as it is: its text,
     its JSON strings, its URLs, secret headers (``REDACTED`` already) and binary bodies."""
     from pytest_agentctx.redaction.active import active
@@ -244,7 +263,8 @@ def _clean(payload: str, interactions: list[Interaction]) -> bool:
     redactor = active()
     if redactor is None:
         return False  # outside a session, nothing tells what is secret: write nothing
-    if redactor.text(payload) != payload:
+    text = payload.decode("utf-8")
+    if redactor.text(text) != text:
         return False
     if any(redactor.url(url) != url for url in {i.url for i in interactions}):
         return False

@@ -274,6 +274,27 @@ async def test_a_value_json_would_change_keeps_the_cassette_out(tmp_path, folder
     assert (_entries(folder), repr(read)) == ([], repr(expected))  # repr: nan != nan
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(123456789012345678901234567890, id="integer past 64 bits"),
+        pytest.param(-(2**63) - 1, id="negative integer past 64 bits"),
+        pytest.param("caf\u00e9 \u2603 \U0001f600", id="text past ascii"),
+    ],
+)
+async def test_a_value_orjson_cannot_write_or_read_as_json_does_is_cached_exactly(
+    tmp_path, folder, value
+):
+    path = _write(tmp_path / "c.yaml", _interaction(response_body={"json": {"n": value}}))
+    _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached is not None
+    assert cached[0].response_body == {"json": {"n": value}}
+    assert type(cached[0].response_body["json"]["n"]) is type(value)
+
+
 async def test_a_folder_that_cannot_be_made_leaves_the_read_as_without_a_cache(tmp_path, folder):
     def refused() -> Path:
         raise PermissionError(13, "Permission denied", str(folder))
