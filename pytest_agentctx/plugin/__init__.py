@@ -34,12 +34,13 @@ autouse cassette is set up before the autouse prices.
 pytest rewrites the ``assert`` statements of every module of a plugin's distribution, which
 means parsing each module's source again on every run: the ``.pyc`` files pip wrote are not
 used, and under ``PYTHONDONTWRITEBYTECODE=1`` (common in CI images) nor are pytest's own.
-The package's asserts are internal checks, with nothing for pytest to explain, so this
-module takes the package off pytest's list before the plugin's modules load
-(:func:`_import_as_compiled`); they are imported as Python compiles them, with their
-``.pyc``. Each also says ``PYTEST_DONT_REWRITE`` in its docstring, so that a pytest whose
-rewriting hook this module cannot reach leaves its asserts as they are too. Tests and
-conftest files are rewritten as always.
+The package's asserts are internal checks, with nothing for pytest to explain, so the
+package's ``__init__`` takes the package off pytest's list before any other of its modules
+loads; they are imported as Python compiles them, with their ``.pyc`` (only the package's
+``__init__`` is rewritten, loaded before it can act). Each plugin module also says
+``PYTEST_DONT_REWRITE`` in its docstring, so that a pytest whose rewriting hook the package
+cannot reach leaves its asserts as they are too. Tests and conftest files are rewritten as
+always.
 """
 
 from __future__ import annotations
@@ -68,19 +69,9 @@ PLUGIN_MODULES = [
 ]
 
 
-def _import_as_compiled() -> None:
-    """The package off pytest's assertion rewriting, and the plugin's modules imported (see
-    the module docstring). Without pytest's rewriting hook (``--assert=plain``, or another
-    pytest whose hook keeps other names) the modules are imported as they would be."""
-    for finder in sys.meta_path:
-        marked = getattr(finder, "_must_rewrite", None)
-        known = getattr(finder, "_marked_for_rewrite_cache", None)
-        if type(finder).__name__ != "AssertionRewritingHook" or not isinstance(marked, set):
-            continue
-        for name in [n for n in marked if n == "pytest_agentctx" or n.startswith(_OURS)]:
-            marked.discard(name)
-        if isinstance(known, dict):
-            known.clear()
+def _import_modules() -> None:
+    """The plugin's modules imported (the package is off pytest's assertion rewriting by
+    now: see the module docstring)."""
     for name in PLUGIN_MODULES:
         importlib.import_module(name)
 
@@ -95,5 +86,4 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
         pluginmanager.register(sys.modules[name], name)
 
 
-_OURS = "pytest_agentctx."
-_import_as_compiled()
+_import_modules()

@@ -3,7 +3,7 @@
 * Every Markdown page under docs/ is in the nav (MkDocs builds a page left out of the nav
   but links it from nowhere), and every page the nav names exists.
 * The API reference (docs/reference/index.md) documents every public name of the package,
-  the names of ``_PUBLIC`` in pytest_agentctx/__init__.py, and no other.
+  the names of ``PUBLIC`` in pytest_agentctx/_public.py, and no other.
 
 ``make docs`` builds the site itself (strict: any warning fails it).
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-import pytest_agentctx
+from pytest_agentctx._public import PUBLIC
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -81,10 +81,10 @@ async def test_the_reference_documents_every_public_name() -> None:
     text = (DOCS / "reference" / "index.md").read_text(encoding="utf-8")
     documented = {name.removeprefix("pytest_agentctx.") for name in DIRECTIVE.findall(text)}
 
-    public = set(pytest_agentctx._PUBLIC)
+    public = set(PUBLIC)
 
     assert sorted(public - documented) == [], (
-        "public names (pytest_agentctx._PUBLIC) without a '::: pytest_agentctx.NAME' block "
+        "public names (pytest_agentctx._public.PUBLIC) without a '::: pytest_agentctx.NAME' block "
         "in docs/reference/index.md: add one under their group, then run make docs"
     )
     assert sorted(documented - public) == [], (

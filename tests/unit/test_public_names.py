@@ -6,9 +6,11 @@ name, changes this file too. A name added on purpose goes into ``PUBLIC_NAMES`` 
 module that defines it.
 
 A package with lazily imported names (``pytest_agentctx`` and ``pytest_agentctx.traffic.cassettes``)
-lists them twice: in its ``_PUBLIC`` table (name to defining module), the source of its
-``__all__`` and of its ``__getattr__``, and in its ``TYPE_CHECKING`` imports, for type
-checkers. The tests here read both from the source and check that they agree.
+lists them twice: in its table (name to defining module), the source of its ``__all__`` and
+of its ``__getattr__``, and in imports for type checkers (``pytest_agentctx``: the table in
+``_public.py``, the imports in its stub ``__init__.pyi``; the other: ``_PUBLIC`` and a
+``TYPE_CHECKING`` block in its ``__init__``). The tests here read both from the source and
+check that they agree.
 """
 
 from __future__ import annotations
@@ -244,33 +246,48 @@ PLUGIN_FIXTURES = [
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 #: The packages whose names are imported on first use, with the names each defines itself
-#: (and so lists in ``__all__`` but not in its ``_PUBLIC`` table).
+#: (and so lists in ``__all__`` but not in its table).
 LAZY_PACKAGES = {"pytest_agentctx": ["__version__"], "pytest_agentctx.traffic.cassettes": []}
 
 
 def lazy_declarations(package: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
-    """The ``_PUBLIC`` table of ``package`` as (name, module) pairs in source order, and its
-    ``TYPE_CHECKING`` imports as (name, alias, module) triples; modules are absolute."""
-    source = inspect.getsource(import_module(package))
+    """The table of public names of ``package`` as (name, module) pairs in source order, and
+    the imports it gives type checkers as (name, alias, module) triples; modules are
+    absolute. ``pytest_agentctx`` keeps its table in ``_public.py`` (``PUBLIC``) and its
+    imports in its stub, ``__init__.pyi``; ``pytest_agentctx.traffic.cassettes`` keeps both
+    in its ``__init__`` (``_PUBLIC`` and a ``TYPE_CHECKING`` block)."""
+    init = Path(inspect.getfile(import_module(package)))
+    if (init.parent / "_public.py").exists():
+        table_source = (init.parent / "_public.py").read_text(encoding="utf-8")
+        imports_body = ast.parse(init.with_suffix(".pyi").read_text(encoding="utf-8")).body
+        table_name = "PUBLIC"
+    else:
+        table_source = init.read_text(encoding="utf-8")
+        blocks = [
+            node
+            for node in ast.parse(table_source).body
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        ]
+        imports_body = [statement for block in blocks for statement in block.body]
+        table_name = "_PUBLIC"
     table: list[tuple[str, str]] = []
-    imports: list[tuple[str, str, str]] = []
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "_PUBLIC":
+    for node in ast.parse(table_source).body:
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == table_name:
             assert isinstance(node.value, ast.Dict)
             table = [
                 (ast.literal_eval(key), f"{package}.{ast.literal_eval(value)}")
                 for key, value in zip(node.value.keys, node.value.values, strict=True)
                 if key is not None
             ]
-        elif isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            for statement in node.body:
-                assert isinstance(statement, ast.ImportFrom)
-                assert statement.level == 1
-                assert statement.module is not None
-                imports += [
-                    (alias.name, alias.asname or "", f"{package}.{statement.module}")
-                    for alias in statement.names
-                ]
+    imports: list[tuple[str, str, str]] = []
+    for statement in imports_body:
+        if not isinstance(statement, ast.ImportFrom) or statement.module is None:
+            continue  # the stub's own names (``__version__``), its submodule import
+        assert statement.level == 1
+        imports += [
+            (alias.name, alias.asname or "", f"{package}.{statement.module}")
+            for alias in statement.names
+        ]
     return table, imports
 
 
@@ -280,13 +297,13 @@ async def test_the_type_checking_imports_are_the_public_table(package: str) -> N
     twice = sorted({name for name, _ in table if [n for n, _ in table].count(name) > 1})
     not_reexported = sorted(name for name, alias, _ in imports if alias != name)
 
-    assert table, f"{package} has no _PUBLIC table"
+    assert table, f"{package} has no table of public names"
     assert (twice, not_reexported) == ([], []), (
-        f"{package}: names listed twice in _PUBLIC, TYPE_CHECKING imports not written "
+        f"{package}: names listed twice in its table, imports for type checkers not written "
         "`from .module import X as X` (the form type checkers read as a re-export)"
     )
     assert sorted((name, module) for name, _, module in imports) == sorted(table), (
-        f"{package}: the TYPE_CHECKING imports and the _PUBLIC table differ: import each "
+        f"{package}: the imports for type checkers and the table differ: import each "
         "name of the table from the module the table gives, and nothing else"
     )
 
