@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentctx.context.figures import PriceTable
 from pytest_agentctx.exceptions import AgentCtxError
 from pytest_agentctx.reports.errors import BudgetError
 from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
@@ -30,18 +29,22 @@ from .keys import (
     BUDGET_KEY,
     BUDGET_SPEC_KEY,
     PRICES_KEY,
+    PRICES_REQUEST_KEY,
     REPEAT_INDEX_KEY,
     RUNS_KEY,
 )
 
 if TYPE_CHECKING:
+    from pytest_agentctx.context.figures import PriceTable
     from pytest_agentctx.reports.budgets import BudgetCheck
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """The budget of every agent test and the price table, from the ini options (no
     budget when no ``agent_budget_*`` option sets a limit: the budgets are then read only
-    for a test marked ``agent_budget``)."""
+    for a test marked ``agent_budget``). ``agent_prices`` lines are read now, so that a bad
+    one stops the session; without any, the table of the defaults is made when first
+    needed (:func:`session_prices`)."""
     try:
         values = {limit: str(config.getini(ini_name(limit))) for limit in BUDGET_LIMITS}
         defaults = None
@@ -50,11 +53,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
             defaults = Budget.from_ini(values)
         config.stash[BUDGET_DEFAULTS_KEY] = defaults
-        config.stash[PRICES_KEY] = PriceTable.parse_lines(
-            str(line) for line in config.getini("agent_prices")
-        )
+        lines = [str(line) for line in config.getini("agent_prices")]
+        if any(line.strip() for line in lines):
+            from pytest_agentctx.context.figures import PriceTable
+
+            config.stash[PRICES_KEY] = PriceTable.parse_lines(lines)
     except AgentCtxError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def session_prices(config: pytest.Config) -> PriceTable:
+    """The session's price table: the defaults plus the ``agent_prices`` ini lines."""
+    prices = config.stash.get(PRICES_KEY, None)
+    if prices is None:
+        from pytest_agentctx.context.figures import PriceTable
+
+        prices = config.stash[PRICES_KEY] = PriceTable.parse_lines([])
+    return prices
 
 
 @pytest.fixture(scope="session")
@@ -66,17 +81,34 @@ def agent_prices(pytestconfig: pytest.Config) -> PriceTable:
         def agent_prices(agent_prices):
             return agent_prices.with_prices({"my-model": (0.50, 1.50)})
     """
-    return pytestconfig.stash[PRICES_KEY]
+    return session_prices(pytestconfig)
 
 
 @pytest.fixture(autouse=True)
-def _agentctx_prices(request: pytest.FixtureRequest, agent_prices: PriceTable) -> None:
-    if not isinstance(agent_prices, PriceTable):
+def _agentctx_prices(request: pytest.FixtureRequest) -> None:
+    """Keeps the test's request: the prices of a test that made runs are those its
+    ``agent_prices`` fixture gives (overrides included), asked for once its call ended
+    (:func:`_test_prices`). A test without runs never builds a price table."""
+    request.node.stash[PRICES_REQUEST_KEY] = request
+
+
+def _test_prices(item: pytest.Item) -> None:
+    """Stash the prices of ``item`` if it made runs: its ``agent_prices`` fixture's value,
+    which must be a :class:`PriceTable`."""
+    if PRICES_KEY in item.stash or RUNS_KEY not in item.stash:
+        return
+    request = item.stash.get(PRICES_REQUEST_KEY, None)
+    if request is None:  # not a test function (no fixtures): the session's prices
+        return
+    from pytest_agentctx.context.figures import PriceTable
+
+    prices = request.getfixturevalue("agent_prices")
+    if not isinstance(prices, PriceTable):
         raise BudgetError(
-            f"the agent_prices fixture gave a {type(agent_prices).__name__}; it must return a "
+            f"the agent_prices fixture gave a {type(prices).__name__}; it must return a "
             "PriceTable, e.g. return agent_prices.with_prices({'my-model': (0.50, 1.50)})."
         )
-    request.node.stash[PRICES_KEY] = agent_prices
+    item.stash[PRICES_KEY] = prices
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -106,8 +138,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         result = yield
     except BaseException:
         with contextlib.suppress(Exception):  # never hide the test's own failure
+            _test_prices(item)
             _check_budget(item)
         raise
+    _test_prices(item)
     check = _check_budget(item)
     if check is not None and not check.passed:
         pytest.fail(redacted(item, check.failure_message(item.nodeid)), pytrace=False)
@@ -127,7 +161,7 @@ def _check_budget(item: pytest.Item) -> BudgetCheck | None:
     check = check_budget(
         spec,
         lambda: log.records(last_part=True) if log is not None else [],
-        prices=item.stash.get(PRICES_KEY, None) or item.config.stash[PRICES_KEY],
+        prices=item.stash.get(PRICES_KEY, None) or session_prices(item.config),
         earlier=item.stash.get(BUDGET_CHECK_KEY, None) if repeated else None,
         agent_test=log is not None and log.measurable,
     )

@@ -91,9 +91,12 @@ BUDGET_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
 BUDGET_SPEC_KEY: pytest.StashKey[tuple[Budget, bool]] = _test_key(pytest.StashKey())
 #: The test's budget check (of its last repetition), for the reports and the next one.
 BUDGET_CHECK_KEY: pytest.StashKey[BudgetCheck] = _test_key(pytest.StashKey())
-#: The price table: on config.stash from the agent_prices ini option, on an item's stash
-#: the one its agent_prices fixture gave (overrides included).
+#: The price table: on config.stash from the agent_prices ini option (made when first
+#: needed without one), on an item's stash the one its agent_prices fixture gave
+#: (overrides included), for a test that made runs.
 PRICES_KEY: pytest.StashKey[PriceTable] = _test_key(pytest.StashKey())
+#: The test's fixture request, kept to ask its agent_prices fixture once it made runs.
+PRICES_REQUEST_KEY: pytest.StashKey[pytest.FixtureRequest] = _test_key(pytest.StashKey())
 #: The pass rate of an agent_repeat test: {"runs", "passed", "pass_rate", "min_pass_rate"}.
 REPEAT_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
 #: The repetition in progress (from 1) of an agent_repeat test, its tally, and the error of

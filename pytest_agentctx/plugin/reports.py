@@ -88,8 +88,11 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         parts = log.records_by_part(captured=rebuilt)
         measured = rebuilt or any(parts) or not log.captures
     runs = [run for part in parts for run in part]
-    config_prices = item.config.stash.get(PRICES_KEY, None)
-    prices = item.stash.get(PRICES_KEY, None) or config_prices
+    prices = item.stash.get(PRICES_KEY, None)
+    if prices is None and runs:  # no test's own: the session's
+        from .budgets import session_prices
+
+        prices = session_prices(item.config)
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
     repeat = item.stash.get(REPEAT_KEY, None)
     if repeat is not None and log is not None and measured:

@@ -22,6 +22,7 @@ __all__ = [
     "is_agent_test",
     "is_measured",
     "junit_properties",
+    "no_runs_stats",
 ]
 
 #: Name of the teardown report attribute that carries a test's record.
@@ -61,23 +62,30 @@ def build_record(
     process that ran the test: the JSON report, the HTML page, the JUnit properties and
     the gate read the record, never the runs themselves.
     """
-    from pytest_agentctx.context.figures import RunStats
-
     entries: list[dict[str, Any]] = []
-    totals: list[RunStats] = []
-    for run in runs:
-        stats = run.stats(prices)
-        totals.append(stats)
-        entry: dict[str, Any] = {"name": run.name, "source": run.source, "stats": stats.to_dict()}
-        if contexts:
-            entry["context"] = run.context.model_dump(mode="json")
-        entries.append(entry)
+    total = no_runs_stats()  # a test without runs (most) needs no run figures loaded
+    if runs:
+        from pytest_agentctx.context.figures import RunStats
+
+        totals: list[RunStats] = []
+        for run in runs:
+            stats = run.stats(prices)
+            totals.append(stats)
+            entry: dict[str, Any] = {
+                "name": run.name,
+                "source": run.source,
+                "stats": stats.to_dict(),
+            }
+            if contexts:
+                entry["context"] = run.context.model_dump(mode="json")
+            entries.append(entry)
+        total = RunStats.total(totals).to_dict()
     record = {
         "suite": suite,
         "cassette": _plain(dict(cassette)) if cassette is not None else None,
         "budget": _plain(budget),
         "repeat": _plain(repeat),
-        "stats": RunStats.total(totals).to_dict(),
+        "stats": total,
         "runs": entries,
         "failure": _plain(failure),
     }
@@ -88,6 +96,23 @@ def build_record(
 
         return redact(record, redactor)
     return record
+
+
+def no_runs_stats() -> dict[str, Any]:
+    """The figures of no run: ``RunStats().to_dict()``, written out (a unit test keeps the
+    two equal)."""
+    return {
+        "runs": 0,
+        "iterations": 0,
+        "tool_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+        "cost_usd": 0.0,
+        "duration_s": 0.0,
+        "models": [],
+        "trajectory": [],
+    }
 
 
 def is_agent_test(entry: Mapping[str, Any]) -> bool:

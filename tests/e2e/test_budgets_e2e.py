@@ -281,6 +281,84 @@ def agent_prices(agent_prices):
     }
 
 
+def test_each_test_is_priced_by_its_own_agent_prices_fixture(project: pytest.Pytester) -> None:
+    # the override of one test module prices that module's tests only
+    project.makepyfile(
+        test_priced="""
+        import pytest
+        from calc_mod import CALC
+
+        @pytest.fixture
+        def agent_prices(agent_prices):
+            return agent_prices.with_prices({"house-model": (1000.0, 1000.0)})
+
+        @pytest.mark.agent_budget(max_cost_usd=0.01)
+        async def test_priced_here(agent_runtime, fake_llm):
+            usage = {"input_tokens": 20, "output_tokens": 10}
+            fake_llm.reply("a", usage=usage, model="house-model")
+            await agent_runtime.run(CALC, "first")
+        """,
+        test_unpriced_elsewhere="""
+        import pytest
+        from calc_mod import CALC
+
+        @pytest.mark.agent_budget(max_cost_usd=0.01)
+        async def test_not_priced_here(agent_runtime, fake_llm):
+            usage = {"input_tokens": 20, "output_tokens": 10}
+            fake_llm.reply("a", usage=usage, model="house-model")
+            await agent_runtime.run(CALC, "first")
+        """,
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_priced_here*",
+            "  max_cost_usd: measured 0.03, allowed 0.01 (runs: #1 calc 0.03)",
+            "*test_not_priced_here*",
+            "*max_cost_usd*house-model*",
+        ]
+    )
+
+
+def test_an_agent_prices_fixture_that_gives_no_price_table_fails_the_test_that_made_runs(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(
+        CONFTEST
+        + """
+@pytest.fixture(scope="session")
+def agent_prices():
+    return {"house-model": (1.0, 1.0)}
+"""
+    )
+    project.makepyfile(
+        test_mixed="""
+        from calc_mod import CALC
+
+        async def test_with_runs(agent_runtime, fake_llm):
+            fake_llm.reply("a", usage={"input_tokens": 20, "output_tokens": 10})
+            await agent_runtime.run(CALC, "first")
+
+        def test_plain():
+            assert 1 + 1 == 2
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*BudgetError: the agent_prices fixture gave a dict; it must return a PriceTable, "
+            "e.g. return agent_prices.with_prices*",
+            "FAILED test_mixed.py::test_with_runs - *",
+        ]
+    )
+
+
 def test_a_cost_budget_on_an_unpriced_model_fails_and_says_how_to_price_it(
     project: pytest.Pytester,
 ) -> None:

@@ -47,8 +47,6 @@ STARTUP_MODULES = {
     # agent_clock_* options, read and checked at configure
     "pytest_agentctx.context",
     "pytest_agentctx.context.clock",
-    # agent_prices, read at configure; the autouse prices fixture and each test's record
-    "pytest_agentctx.context.figures",
     # the session's secrets: the active redactor between tests (made when first asked for)
     "pytest_agentctx.redaction",
     "pytest_agentctx.redaction.active",

@@ -248,6 +248,14 @@ async def test_junit_properties_of_an_agent_test() -> None:
     ]
 
 
+async def test_a_test_without_runs_has_the_figures_of_no_run() -> None:
+    from pytest_agentctx.context.figures import RunStats
+    from pytest_agentctx.reports.record import no_runs_stats
+
+    assert _record(runs=[])["stats"] == no_runs_stats() == RunStats().to_dict()
+    assert RunStats.total([]).to_dict() == no_runs_stats()
+
+
 async def test_a_plain_test_has_no_junit_properties() -> None:
     assert junit_properties(_record(runs=[])) == []
 
