@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import pytest
@@ -82,9 +81,11 @@ def parse_datetime(value: str | datetime, *, what: str = "a datetime") -> dateti
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True)
-class ClockSettings:
-    """The plugin's clock options: where the clocks start, the step, frozen_clock's ignore."""
+class ClockSettings(NamedTuple):
+    """The plugin's clock options: where the clocks start, the step, frozen_clock's ignore.
+
+    A named tuple, not a dataclass: the plugin reads it at start-up, and a dataclass costs
+    every pytest run the compiling of its generated methods."""
 
     start: datetime
     step: timedelta

@@ -37,8 +37,7 @@ from collections.abc import (
     Generator,
     Iterable,
 )
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -105,13 +104,13 @@ __getattr__ = lazy_getattr(
 )
 
 
-@dataclass(frozen=True)
-class SuiteScope:
+class SuiteScope(NamedTuple):
     """Which tests the plugin sorts into suites (marks, deselects, orders and serialises as
     integration tests, and counts): every test when the project opts in
     (``agent_suites = true``, or ``agent_all_tests``, which makes every test an agent test);
     otherwise only the agent tests (:meth:`sorts`), so that a project without agent tests
-    runs as it does without the plugin."""
+    runs as it does without the plugin. (A named tuple: made at start-up, where a
+    dataclass would cost every run the compiling of its methods.)"""
 
     every_test: bool = False
     all_agent_tests: bool = False
@@ -147,15 +146,19 @@ class SuiteScope:
         return item.get_closest_marker("integration") is not None and self.sorts_item(item)
 
 
-@dataclass
 class SuiteCounts:
     """How many unit and integration tests ran, and how many integration tests were left
-    out by default; ``agent_only`` when only the agent tests were sorted and counted."""
+    out by default; ``agent_only`` when only the agent tests were sorted and counted. (A
+    plain class: made at start-up, where a dataclass would cost every run the compiling of
+    its methods.)"""
 
-    unit: set[str] = field(default_factory=set)
-    integration: set[str] = field(default_factory=set)
-    deselected_integration: int = 0
-    agent_only: bool = False
+    __slots__ = ("agent_only", "deselected_integration", "integration", "unit")
+
+    def __init__(self, *, deselected_integration: int = 0, agent_only: bool = False) -> None:
+        self.unit: set[str] = set()
+        self.integration: set[str] = set()
+        self.deselected_integration = deselected_integration
+        self.agent_only = agent_only
 
     def add(self, nodeid: str, *, integration: bool) -> None:
         (self.integration if integration else self.unit).add(nodeid)

@@ -50,7 +50,7 @@ def module_name(path: Path) -> str:
 def layer(module: str) -> str:
     """The layer of ``module``, a module or package of pytest_agentctx."""
     parts = module.split(".")
-    if parts == [PACKAGE]:
+    if parts in ([PACKAGE], [PACKAGE, "_public"]):  # the facade and its table of names
         return "facade"
     if parts[1] == "__main__":  # python -m pytest_agentctx: the command
         return "cli"

@@ -280,7 +280,9 @@ async def test_the_suite_line_says_how_to_run_the_deselected_tests() -> None:
 
 
 async def test_the_suite_line_of_agent_tests_only_says_so() -> None:
-    counts = SuiteCounts(unit={"a", "b"}, deselected_integration=1, agent_only=True)
+    counts = SuiteCounts(deselected_integration=1, agent_only=True)
+    counts.add("a", integration=False)
+    counts.add("b", integration=False)
 
     assert counts.line() == (
         "agentctx suites: 2 unit, 0 integration agent tests ran; 1 integration agent test "

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.errors import CassetteConfigError
@@ -43,9 +42,10 @@ def parse_mode(value: str, *, where: str) -> RecordMode:
         ) from None
 
 
-@dataclass(frozen=True)
-class CassetteSettings:
-    """Session-wide cassette settings (command line over ini)."""
+class CassetteSettings(NamedTuple):
+    """Session-wide cassette settings (command line over ini). A named tuple, not a
+    dataclass: the plugin reads it at start-up, and a dataclass costs every pytest run the
+    compiling of its generated methods."""
 
     directory: Path
     mode: RecordMode = RecordMode.NONE
