@@ -95,6 +95,7 @@ def _agentctx_prices(request: pytest.FixtureRequest) -> None:
 def _test_prices(item: pytest.Item) -> None:
     """Stash the prices of ``item`` if it made runs: its ``agent_prices`` fixture's value,
     which must be a :class:`PriceTable`."""
+    __tracebackhide__ = True  # the message says it all: no frames of the plugin
     if PRICES_KEY in item.stash or RUNS_KEY not in item.stash:
         return
     request = item.stash.get(PRICES_REQUEST_KEY, None)
