@@ -46,6 +46,20 @@ async def run(agent_runtime, fake_llm):
 """
 
 
+#: A test module of one test, NAME, whose run used 30 tokens of ``house-model`` (priced at
+#: 1000 USD per million tokens: 0.03 USD), with a budget of 0.01 USD.
+HOUSE_MODEL_TEST = """
+import pytest
+from calc_mod import CALC
+
+@pytest.mark.agent_budget(max_cost_usd=0.01)
+async def {name}(agent_runtime, fake_llm):
+    usage = {{"input_tokens": 20, "output_tokens": 10}}
+    fake_llm.reply("a", usage=usage, model="house-model")
+    await agent_runtime.run(CALC, "first")
+"""
+
+
 @pytest.fixture
 def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     agent_pytester.makepyfile(calc_mod=AGENT_MODULE + RUN)
@@ -228,18 +242,7 @@ def test_the_cost_uses_prices_from_the_ini(project: pytest.Pytester) -> None:
             house-model = 1000 1000
         """
     )
-    project.makepyfile(
-        test_cost="""
-        import pytest
-        from calc_mod import CALC
-
-        @pytest.mark.agent_budget(max_cost_usd=0.01)
-        async def test_expensive(agent_runtime, fake_llm):
-            usage = {"input_tokens": 20, "output_tokens": 10}
-            fake_llm.reply("a", usage=usage, model="house-model")
-            await agent_runtime.run(CALC, "first")
-        """
-    )
+    project.makepyfile(test_cost=HOUSE_MODEL_TEST.format(name="test_expensive"))
 
     result = project.runpytest("-p", "no:cacheprovider")
 
@@ -283,31 +286,14 @@ def agent_prices(agent_prices):
 
 def test_each_test_is_priced_by_its_own_agent_prices_fixture(project: pytest.Pytester) -> None:
     # the override of one test module prices that module's tests only
+    override = """
+@pytest.fixture
+def agent_prices(agent_prices):
+    return agent_prices.with_prices({"house-model": (1000.0, 1000.0)})
+"""
     project.makepyfile(
-        test_priced="""
-        import pytest
-        from calc_mod import CALC
-
-        @pytest.fixture
-        def agent_prices(agent_prices):
-            return agent_prices.with_prices({"house-model": (1000.0, 1000.0)})
-
-        @pytest.mark.agent_budget(max_cost_usd=0.01)
-        async def test_priced_here(agent_runtime, fake_llm):
-            usage = {"input_tokens": 20, "output_tokens": 10}
-            fake_llm.reply("a", usage=usage, model="house-model")
-            await agent_runtime.run(CALC, "first")
-        """,
-        test_unpriced_elsewhere="""
-        import pytest
-        from calc_mod import CALC
-
-        @pytest.mark.agent_budget(max_cost_usd=0.01)
-        async def test_not_priced_here(agent_runtime, fake_llm):
-            usage = {"input_tokens": 20, "output_tokens": 10}
-            fake_llm.reply("a", usage=usage, model="house-model")
-            await agent_runtime.run(CALC, "first")
-        """,
+        test_priced=HOUSE_MODEL_TEST.format(name="test_priced_here") + override,
+        test_unpriced_elsewhere=HOUSE_MODEL_TEST.format(name="test_not_priced_here"),
     )
 
     result = project.runpytest("-p", "no:cacheprovider")
