@@ -19,9 +19,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The package strictly; tests/ and benchmarks/ under the relaxed overrides of pyproject.toml.
+# The package strictly (and its runtime __init__.py on its own: checking the package, mypy
+# reads the stub __init__.pyi in its place); tests/ and benchmarks/ under the relaxed
+# overrides of pyproject.toml.
 typecheck: $(STAMP)
 	$(BIN)/mypy pytest_agentctx
+	$(BIN)/mypy pytest_agentctx/__init__.py
 	$(BIN)/mypy tests benchmarks
 
 # The documentation site (mkdocs.yml) into site/, strict: a warning (a broken link, a
