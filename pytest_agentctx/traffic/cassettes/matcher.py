@@ -36,10 +36,12 @@ __all__ = [
     "DEFAULT_IGNORED_FIELDS",
     "IGNORED_QUERY",
     "NO_JSON",
+    "ORJSON_PLAIN",
     "RequestKey",
     "comparable",
     "json_diff",
     "make_key",
+    "read_json",
     "strip_fields",
 ]
 
@@ -165,14 +167,15 @@ _json_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure
 _json_finite = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 ).encode
-#: orjson's canonical JSON; values of other types than the JSON ones (subclasses, dates,
+#: orjson writing the JSON types only: values of other types (subclasses, dates,
 #: dataclasses) are refused, as :mod:`json` refuses them, instead of converted.
-_ORJSON_CANONICAL = (
-    orjson.OPT_SORT_KEYS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
+ORJSON_PLAIN = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
     | orjson.OPT_PASSTHROUGH_DATACLASS
 )
+#: orjson's canonical JSON: the same, with sorted keys.
+_ORJSON_CANONICAL = orjson.OPT_SORT_KEYS | ORJSON_PLAIN
 #: Every digit made ``0`` and every other byte a space: 19 zeros in a row in a text so
 #: translated are 19 digits in a row, maybe an integer past 64 bits, which orjson would
 #: read as a float. (A regular expression takes ten times as long on a 2 KB body.)

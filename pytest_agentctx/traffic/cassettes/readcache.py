@@ -41,8 +41,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.store import Interaction
 
@@ -196,12 +194,11 @@ def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool
 
     if _from_native(read_json(payload)[0], str(path)) != interactions:
         return False  # JSON would change a value (a date, bytes, an integer key...)
-    encoded = payload
-    header = {"reader": READER, "source": key, "payload": hashlib.sha256(encoded).hexdigest()}
+    header = {"reader": READER, "source": key, "payload": hashlib.sha256(payload).hexdigest()}
     try:
         entry = entry_path(_folder_path(), path)
         # Not flushed to disk: a torn entry (a power cut) fails its checksum and is ignored.
-        atomic_write_bytes(entry, json.dumps(header).encode() + b"\n" + encoded, durable=False)
+        atomic_write_bytes(entry, json.dumps(header).encode() + b"\n" + payload, durable=False)
     except OSError:
         return False  # a read-only or full disk: the cassette is read from its YAML again
     _prune(entry.parent)
@@ -232,11 +229,14 @@ def _payload(interactions: list[Interaction]) -> bytes | None:
     (an integer past 64 bits). A value that JSON would change (``NaN``, which orjson writes
     as ``null``; an integer key) is caught by the comparison of what the entry gives back
     (:func:`write_entry`)."""
+    import orjson
+
+    from pytest_agentctx.traffic.cassettes.matcher import ORJSON_PLAIN
     from pytest_agentctx.traffic.cassettes.store import native_document
 
     document = native_document(interactions)
     try:
-        return orjson.dumps(document, option=_ORJSON_PLAIN)
+        return orjson.dumps(document, option=ORJSON_PLAIN)
     except TypeError:  # orjson.JSONEncodeError is one: let json try
         pass
     try:
@@ -244,14 +244,6 @@ def _payload(interactions: list[Interaction]) -> bytes | None:
         return text.encode("utf-8")  # a lone surrogate cannot be written
     except (TypeError, ValueError, RecursionError):
         return None  # a value JSON has no form for (bytes, a date, a set...)
-
-
-#: orjson writes the JSON types only: a subclass, a date or a dataclass is an error.
-_ORJSON_PLAIN = (
-    orjson.OPT_PASSTHROUGH_SUBCLASS
-    | orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-)
 
 
 def _clean(payload: bytes, interactions: list[Interaction]) -> bool:
