@@ -72,6 +72,12 @@ def session_prices(config: pytest.Config) -> PriceTable:
     return prices
 
 
+def prices_of(item: pytest.Item) -> PriceTable:
+    """The prices of ``item``'s runs: its own ``agent_prices`` fixture's (:func:`_test_prices`),
+    else the session's."""
+    return item.stash.get(PRICES_KEY, None) or session_prices(item.config)
+
+
 @pytest.fixture(scope="session")
 def agent_prices(pytestconfig: pytest.Config) -> PriceTable:
     """Model prices (USD per million tokens) for budgets and reports: the defaults plus the
@@ -162,7 +168,7 @@ def _check_budget(item: pytest.Item) -> BudgetCheck | None:
     check = check_budget(
         spec,
         lambda: log.records(last_part=True) if log is not None else [],
-        prices=item.stash.get(PRICES_KEY, None) or session_prices(item.config),
+        prices=prices_of(item),
         earlier=item.stash.get(BUDGET_CHECK_KEY, None) if repeated else None,
         agent_test=log is not None and log.measurable,
     )

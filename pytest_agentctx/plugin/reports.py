@@ -26,7 +26,6 @@ from .keys import (
     BUDGET_KEY,
     CASSETTE_ENTRY_KEY,
     MEASURE_KEY,
-    PRICES_KEY,
     REDACTOR_KEY,
     REPEAT_KEY,
     REPORT_KEY,
@@ -88,11 +87,11 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         parts = log.records_by_part(captured=rebuilt)
         measured = rebuilt or any(parts) or not log.captures
     runs = [run for part in parts for run in part]
-    prices = item.stash.get(PRICES_KEY, None)
-    if prices is None and runs:  # no test's own: the session's
-        from .budgets import session_prices
+    prices = None
+    if runs:  # a test without runs needs no price table
+        from .budgets import prices_of
 
-        prices = session_prices(item.config)
+        prices = prices_of(item)
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
     repeat = item.stash.get(REPEAT_KEY, None)
     if repeat is not None and log is not None and measured:
