@@ -46,7 +46,6 @@ always.
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -69,21 +68,12 @@ PLUGIN_MODULES = [
 ]
 
 
-def _import_modules() -> None:
-    """The plugin's modules imported (the package is off pytest's assertion rewriting by
-    now: see the module docstring)."""
-    for name in PLUGIN_MODULES:
-        importlib.import_module(name)
-
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """Registers the plugin's modules, each under its module name, in the order of
-    :data:`PLUGIN_MODULES`. pytest calls this hook as it registers this module (the hook is
+    """Imports and registers the plugin's modules, each under its module name, in the order
+    of :data:`PLUGIN_MODULES` (the package is off pytest's assertion rewriting by then: see
+    the module docstring). pytest calls this hook as it registers this module (the hook is
     historic: pytest calls it for a plugin registered after the hook's own call). A module
-    blocked with ``-p no:NAME`` is left out by the plugin manager, as pytest leaves
-    out a blocked plugin."""
+    blocked with ``-p no:NAME`` is left out by the plugin manager, as pytest leaves out a
+    blocked plugin."""
     for name in PLUGIN_MODULES:
-        pluginmanager.register(sys.modules[name], name)
-
-
-_import_modules()
+        pluginmanager.register(importlib.import_module(name), name)
