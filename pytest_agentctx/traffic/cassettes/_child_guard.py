@@ -16,10 +16,22 @@ active, the children the test starts get instead:
 ``GUARD_VAR`` and ``PYTHONPATH`` are set in ``os.environ`` while a guard is active (children
 started any way inherit them: ``subprocess``, ``os.system``, ``multiprocessing``) and put
 back exactly as they were when the last guard stops. The proxy variables go only to children
-started through :class:`subprocess.Popen` (``subprocess.run``, asyncio's and anyio's
-subprocesses, MCP stdio clients): its ``env`` gets every variable above, an explicit
-``env=`` included. In ``os.environ`` the proxy variables would also send the test process's
-own HTTP clients to the listener.
+given an environment of their own: through :class:`subprocess.Popen` (``subprocess.run``,
+asyncio's and anyio's subprocesses, MCP stdio clients), ``os.posix_spawn``,
+``os.posix_spawnp`` and ``os.execve`` (which ``os.exec*e`` and ``os.spawn*e`` call): that
+environment gets every variable above, an explicit ``env={}`` included. In ``os.environ`` the
+proxy variables would also send the test process's own HTTP clients to the listener.
+
+Two kinds of children start without reading their environment:
+
+* a forked child (``os.fork``, multiprocessing's ``fork`` start method) runs the guards of
+  the test process it was copied from; after the fork they also report their refusals to the
+  listener, so the test fails even when the child caught the error;
+* a child of multiprocessing's ``forkserver`` is forked from the server, which keeps the
+  environment (and the guards, or none) of the moment it started, often long before the
+  test. Every child multiprocessing starts is sent, with its preparation data, the
+  environment above as it is now: unpickling it in the child installs those guards, or
+  removes the server's when none is active now (:func:`adopt`).
 
 The listener is one loopback TCP server per process, started with the first guard and
 serving on a daemon thread until the process ends.
@@ -27,18 +39,19 @@ serving on a daemon thread until the process ends.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.network import CONNECTION, NetworkGuard, active_guards
 
-__all__ = ["GUARD_VAR", "SITE_DIR", "follow", "install"]
+__all__ = ["GUARD_VAR", "SITE_DIR", "adopt", "follow", "install"]
 
 #: The variable that carries the active guards to child processes (JSON).
 GUARD_VAR = "PYTEST_AGENTCTX_NETWORK_GUARD"
@@ -64,6 +77,18 @@ _inherited: dict[str, str] = {}
 #: os.environ's values before the first guard changed them (None: absent).
 _saved_environ: dict[str, str | None] | None = None
 _popen_before: Any = None
+#: The ``os`` functions that start a program with an environment of their own, and where
+#: that environment sits among their positional arguments.
+_OS_LAUNCHERS = tuple(
+    (name, 2) for name in ("posix_spawn", "posix_spawnp", "execve") if hasattr(os, name)
+)
+#: The ``os`` functions replaced while children get a guard: name -> the original.
+_os_before: dict[str, Callable[..., Any]] = {}
+#: In a child process: the guards :func:`install` started, and the text they came from.
+_installed: list[NetworkGuard] = []
+_installed_spec = ""
+#: The key of multiprocessing's preparation data that carries the guards to its children.
+_PREPARATION_KEY = "pytest_agentctx_network_guard"
 
 
 # -- the test process ----------------------------------------------------------------
@@ -83,12 +108,13 @@ def follow(guards: Sequence[NetworkGuard]) -> None:
             _saved_environ = None
             _inject = dict(_inherited)
             if not _inherited:
-                _unpatch_popen()
+                _unpatch_launchers()
         return
     _inject = _environment(guards, _get_listener().port)
     if _saved_environ is None:
         _saved_environ = {name: os.environ.get(name) for name in (GUARD_VAR, "PYTHONPATH")}
-        _patch_popen()
+        _patch_launchers()
+        _patch_preparation()
     os.environ[GUARD_VAR] = _inject[GUARD_VAR]
     os.environ["PYTHONPATH"] = _with_site_dir(_saved_environ["PYTHONPATH"])
 
@@ -156,18 +182,107 @@ def _popen_init(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
     _popen_before(self, *args, **kwargs)
 
 
-def _patch_popen() -> None:
+def _os_launcher(name: str, index: int, original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original`` (``os.posix_spawn``...), giving the program it starts the variables."""
+
+    @functools.wraps(original)
+    def launch(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > index and args[index] is not None:
+            args = (*args[:index], _env_for_child(args[index]), *args[index + 1 :])
+        elif kwargs.get("env") is not None:
+            kwargs["env"] = _env_for_child(kwargs["env"])
+        return original(*args, **kwargs)
+
+    return launch
+
+
+def _patch_launchers() -> None:
     global _popen_before
     if _popen_before is None:
         _popen_before = vars(subprocess.Popen)["__init__"]
         subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
+    for name, index in _OS_LAUNCHERS:
+        if name not in _os_before:
+            _os_before[name] = getattr(os, name)
+            setattr(os, name, _os_launcher(name, index, _os_before[name]))
 
 
-def _unpatch_popen() -> None:
+def _unpatch_launchers() -> None:
     global _popen_before
     if _popen_before is not None:
         subprocess.Popen.__init__ = _popen_before  # type: ignore[method-assign]
         _popen_before = None
+    for name, original in _os_before.items():
+        setattr(os, name, original)
+    _os_before.clear()
+
+
+# -- multiprocessing: forked children and the forkserver's ----------------------------
+
+
+def _report(port: int, target: str, action: str) -> None:
+    """Tell the test process (its listener on ``port``) that ``target`` was refused here."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=_TIMEOUT) as conn:
+            conn.sendall(f"{_REPORT}{action}\t{target}\n".encode())
+            conn.recv(16)  # the test process has noted it
+    except OSError:
+        pass  # the test process has gone: refusing is all that is left to do
+
+
+def _after_fork_in_child() -> None:
+    """A forked child runs copies of the guards of the process it was forked from: they
+    report their refusals to that process, where the test that started the child runs."""
+    if _listener is None:
+        return  # a child process whose guards (if any) report already
+    for guard in active_guards():
+        if guard.report is None:
+            guard.report = functools.partial(_report, _listener.port)
+
+
+class _Adopt:
+    """Unpickled in a child of multiprocessing (first thing, with its preparation data): it
+    gives the child the guards that ``environment`` holds (none: no guard), whatever the
+    forkserver it was forked from had."""
+
+    _CODE = (
+        "import sys\n"
+        "added = root not in sys.path\n"
+        "if added:\n"
+        "    sys.path.insert(0, root)\n"
+        "try:\n"
+        "    from pytest_agentctx.traffic.cassettes._child_guard import adopt\n"
+        "finally:\n"
+        "    if added:\n"
+        "        sys.path.remove(root)\n"
+        "adopt(environment)\n"
+    )
+
+    def __init__(self, environment: Mapping[str, str]) -> None:
+        self.environment = dict(environment)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # exec, not this class: the child may not find the package where this process did.
+        return exec, (self._CODE, {"root": _PACKAGE_ROOT, "environment": self.environment})
+
+
+def _preparation_data(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    data = original(*args, **kwargs)
+    data[_PREPARATION_KEY] = _Adopt(_inject)
+    return data
+
+
+def _patch_preparation() -> None:
+    """From now on, every child of multiprocessing (but forked ones, which need none) is
+    sent the guards active when it starts (:class:`_Adopt`). Left in place when the guards
+    stop: a forkserver started under a guard must hear that it is gone."""
+    try:
+        from multiprocessing import spawn
+    except ImportError:  # an interpreter built without multiprocessing
+        return
+    current = spawn.get_preparation_data
+    if getattr(current, "func", None) is not _preparation_data:
+        spawn.get_preparation_data = functools.partial(_preparation_data, current)
 
 
 # -- the listener: refuses children's proxied requests, hears their guards' refusals ----
@@ -194,6 +309,8 @@ def _get_listener() -> _Listener:
     global _listener
     if _listener is None:
         _listener = _Listener()
+        if hasattr(os, "register_at_fork"):  # not on Windows
+            os.register_at_fork(after_in_child=_after_fork_in_child)
     return _listener
 
 
@@ -288,26 +405,51 @@ class _ChildGuard(NetworkGuard):
             advice=str(spec.get("advice", "")),
             children=False,
         )
-        self._port = port
-
-    def refuse(self, target: str, action: str = CONNECTION) -> NoReturn:
-        try:
-            with socket.create_connection(("127.0.0.1", self._port), timeout=_TIMEOUT) as conn:
-                conn.sendall(f"{_REPORT}{action}\t{target}\n".encode())
-                conn.recv(16)  # the test process has noted it
-        except OSError:
-            pass  # the test process has gone: refusing is all that is left to do
-        super().refuse(target, action)
+        self.report = functools.partial(_report, port)
 
 
 def install(spec_text: str) -> None:
     """Install, in this (child) process, the guards of the test that started it, and give
     its own children what it was given (the ``sitecustomize`` of ``SITE_DIR`` calls this)."""
-    global _inject, _inherited
+    global _inject, _inherited, _installed_spec
     spec = json.loads(spec_text)
     for guard_spec in spec["guards"]:
-        _ChildGuard(guard_spec, int(spec["port"])).start()
+        guard = _ChildGuard(guard_spec, int(spec["port"]))
+        guard.start()
+        _installed.append(guard)
+    _installed_spec = spec_text
     names = (*_PROXY_VARS, *_NO_PROXY_VARS, GUARD_VAR)
     _inherited = {name: os.environ[name] for name in names if name in os.environ}
     _inject = dict(_inherited)
-    _patch_popen()
+    _patch_launchers()
+    _patch_preparation()
+
+
+def adopt(environment: Mapping[str, str]) -> None:
+    """Make this (child) process's guards those of ``environment`` (what children of the
+    test process get now; without :data:`GUARD_VAR`: none), in place of those it has. A
+    child of multiprocessing's forkserver calls this, through :class:`_Adopt`."""
+    global _inject, _inherited, _installed_spec
+    spec_text = environment.get(GUARD_VAR, "")
+    if spec_text == _installed_spec:
+        return  # a spawned child, which installed them at start-up
+    for guard in _installed:
+        guard.stop()
+    _installed.clear()
+    for name, value in _inherited.items():
+        if os.environ.get(name) == value:
+            del os.environ[name]
+    entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    pythonpath = os.pathsep.join(entry for entry in entries if entry != SITE_DIR)
+    if pythonpath:
+        os.environ["PYTHONPATH"] = pythonpath
+    else:
+        os.environ.pop("PYTHONPATH", None)
+    _installed_spec = ""
+    _inherited = {}
+    _inject = {}
+    _unpatch_launchers()
+    if spec_text:
+        os.environ.update(environment)
+        os.environ["PYTHONPATH"] = _with_site_dir(os.environ.get("PYTHONPATH"))
+        install(spec_text)

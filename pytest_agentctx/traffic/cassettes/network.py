@@ -5,15 +5,16 @@ before it reaches a socket. Everything else meets this guard while it is active:
 
 * connections (``socket.connect``/``connect_ex``: ``requests``, ``aiohttp``, ``urllib``,
   asyncio, raw sockets) and UDP datagrams (``socket.sendto``/``sendmsg``: asyncio datagram
-  endpoints, statsd and syslog clients) to anything but loopback addresses, Unix sockets and
-  the allowed hosts;
+  endpoints, statsd and syslog clients; ``send``/``sendall`` of a datagram socket connected
+  before the guard started, such as an endpoint made with ``remote_addr`` in a session
+  fixture) to anything but loopback addresses, Unix sockets and the allowed hosts;
 * DNS lookups (``getaddrinfo``, ``gethostbyname``, ``gethostbyname_ex``, ``gethostbyaddr``,
   ``getnameinfo``) of names and addresses that are not loopback or allowed, refused before
   the query is sent. This machine's own name (``socket.gethostname()``, which
   ``socket.getfqdn()``, ``http.server`` and ``email.utils.make_msgid`` look up) may be looked up;
-* child processes started while it is active get the same guard (Python children) or a
-  proxy that refuses their requests (programs that honour proxy variables): see
-  :mod:`._child_guard`.
+* child processes started while it is active get the same guard (Python children, forked
+  ones and those of multiprocessing's forkserver included) or a proxy that refuses their
+  requests (programs that honour proxy variables): see :mod:`._child_guard`.
 
 A refusal raises :class:`~pytest_agentctx.traffic.errors.NetworkBlocked`, which is also a
 ``ConnectionError``, and is remembered in :attr:`NetworkGuard.blocked`, so the test fails
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import ipaddress
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -49,6 +51,8 @@ _original_connect = socket.socket.connect
 _original_connect_ex = socket.socket.connect_ex
 _original_sendto = socket.socket.sendto
 _original_sendmsg = getattr(socket.socket, "sendmsg", None)  # not on Windows
+_original_send = socket.socket.send
+_original_sendall = socket.socket.sendall
 _original_getaddrinfo = socket.getaddrinfo
 _original_gethostbyname = socket.gethostbyname
 _original_gethostbyname_ex = socket.gethostbyname_ex
@@ -79,6 +83,15 @@ _guards: list[NetworkGuard] = []
 _resolved: dict[str, str] = {}  # address -> the host name it was resolved from
 _saved: dict[tuple[object, str], object] = {}  # what the patches replaced, put back at stop
 _MISSING = object()
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.RLock()  # another thread may have held it when the process forked
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def is_loopback(host: str) -> bool:
@@ -215,10 +228,34 @@ def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
     return _original_sendto(self, data, *args)
 
 
+def _check_peer(sock: socket.socket) -> None:
+    """A datagram socket connected before the guard started sends to its peer: check it.
+    (A stream socket's peer was checked when it connected, if the guard was active then.)"""
+    if sock.type != socket.SOCK_DGRAM:
+        return
+    try:
+        peer = sock.getpeername()
+    except OSError:
+        return  # not connected: the send fails on its own
+    _check(sock, peer, DATAGRAM)
+
+
+def _send(self: socket.socket, data: Any, *args: Any) -> int:
+    _check_peer(self)
+    return _original_send(self, data, *args)
+
+
+def _sendall(self: socket.socket, data: Any, *args: Any) -> None:
+    _check_peer(self)
+    _original_sendall(self, data, *args)
+
+
 def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
     """``sendmsg(buffers[, ancdata[, flags[, address]]])``."""
     if len(args) >= 3:
         _check(self, args[2], _sending(self))
+    else:
+        _check_peer(self)
     assert _original_sendmsg is not None  # patched only where it exists
     return int(_original_sendmsg(self, buffers, *args))
 
@@ -227,6 +264,8 @@ _PATCHES: tuple[tuple[object, str, Callable[..., Any]], ...] = (
     (socket.socket, "connect", _connect),
     (socket.socket, "connect_ex", _connect_ex),
     (socket.socket, "sendto", _sendto),
+    (socket.socket, "send", _send),
+    (socket.socket, "sendall", _sendall),
     (socket, "getaddrinfo", _getaddrinfo),
     (socket, "gethostbyname", _gethostbyname),
     (socket, "gethostbyname_ex", _gethostbyname_ex),
@@ -282,6 +321,9 @@ class NetworkGuard:
         self.children = children
         #: What was refused, oldest first (``10.0.0.1:443``, ``example.com``).
         self.blocked: list[str] = []
+        #: Called with the target and the action of each refusal before it is raised: a
+        #: guard in a child process tells the test process with it (see :mod:`._child_guard`).
+        self.report: Callable[[str, str], None] | None = None
         self._actions: dict[str, str] = {}
         self._active = False
 
@@ -319,8 +361,11 @@ class NetworkGuard:
         self.blocked.append(target)
 
     def refuse(self, target: str, action: str = CONNECTION) -> NoReturn:
-        """Remember the refusal of ``action`` to ``target`` and raise :class:`NetworkBlocked`."""
+        """Remember the refusal of ``action`` to ``target`` (and :attr:`report` it) and raise
+        :class:`NetworkBlocked`."""
         self.note(target, action)
+        if self.report is not None:
+            self.report(target, action)
         raise NetworkBlocked(self.message(target))
 
     def message(self, target: str) -> str:
