@@ -436,20 +436,22 @@ def adopt(environment: Mapping[str, str]) -> None:
     for guard in _installed:
         guard.stop()
     _installed.clear()
-    for name, value in _inherited.items():
-        if os.environ.get(name) == value:
-            del os.environ[name]
+    if os.environ.get(GUARD_VAR) == _installed_spec:
+        del os.environ[GUARD_VAR]
     entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    pythonpath = os.pathsep.join(entry for entry in entries if entry != SITE_DIR)
-    if pythonpath:
-        os.environ["PYTHONPATH"] = pythonpath
-    else:
-        os.environ.pop("PYTHONPATH", None)
+    if SITE_DIR in entries:
+        pythonpath = os.pathsep.join(entry for entry in entries if entry != SITE_DIR)
+        if pythonpath:
+            os.environ["PYTHONPATH"] = pythonpath
+        else:
+            del os.environ["PYTHONPATH"]
     _installed_spec = ""
     _inherited = {}
     _inject = {}
     _unpatch_launchers()
-    if spec_text:
-        os.environ.update(environment)
+    if spec_text:  # in os.environ, as for a spawned child: no proxy variables
+        os.environ[GUARD_VAR] = spec_text
         os.environ["PYTHONPATH"] = _with_site_dir(os.environ.get("PYTHONPATH"))
         install(spec_text)
+        _inherited = dict(environment)
+        _inject = dict(environment)

@@ -275,13 +275,18 @@ async def test_every_active_guard_must_allow_a_connection(no_real_connect):
 
 async def test_stop_restores_the_lookups_and_the_datagram_functions():
     before = (socket.gethostbyname, socket.gethostbyaddr, socket.getnameinfo)
-    sendto, sendmsg = socket.socket.sendto, socket.socket.sendmsg
+    sends = (socket.socket.sendto, socket.socket.sendmsg, socket.socket.send, socket.socket.sendall)
 
     with NetworkGuard():
-        assert socket.socket.sendto is not sendto
+        assert socket.socket.send is not sends[2]
 
     assert (socket.gethostbyname, socket.gethostbyaddr, socket.getnameinfo) == before
-    assert (socket.socket.sendto, socket.socket.sendmsg) == (sendto, sendmsg)
+    assert (
+        socket.socket.sendto,
+        socket.socket.sendmsg,
+        socket.socket.send,
+        socket.socket.sendall,
+    ) == sends
 
 
 # -- DNS lookups ---------------------------------------------------------------------
@@ -447,6 +452,62 @@ async def test_a_datagram_to_another_address_is_refused_before_it_is_sent(no_rea
         send(udp, (OUTSIDE, 8125))
 
     assert (no_real_send, guard.blocked) == ([], [f"{OUTSIDE}:8125"])
+
+
+@pytest.fixture
+def no_real_peer_send(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The guard's underlying send/sendall, replaced: what the guard lets through is
+    recorded here instead of reaching the network."""
+    sent: list[bytes] = []
+
+    def send(sock: socket.socket, data: bytes, *args: object) -> int:
+        sent.append(data)
+        return len(data)
+
+    monkeypatch.setattr(network, "_original_send", send)
+    monkeypatch.setattr(network, "_original_sendall", send)
+    monkeypatch.setattr(network, "_original_sendmsg", lambda sock, buffers, *args: send(sock, b""))
+    return sent
+
+
+@pytest.mark.parametrize(
+    "send",
+    [
+        lambda sock: sock.send(b"agent.calls:1|c"),
+        lambda sock: sock.sendall(b"agent.calls:1|c"),
+        lambda sock: sock.sendmsg([b"agent.calls:1|c"]),
+    ],
+    ids=["send", "sendall", "sendmsg"],
+)
+async def test_a_datagram_socket_connected_before_the_guard_cannot_send_to_its_peer(
+    no_real_peer_send, udp, send
+):
+    udp.connect((OUTSIDE, 8125))  # a UDP connect sends nothing
+
+    with NetworkGuard() as guard, pytest.raises(NetworkBlocked, match="a datagram to"):
+        send(udp)
+
+    assert (no_real_peer_send, guard.blocked) == ([], [f"{OUTSIDE}:8125"])
+
+
+async def test_a_datagram_socket_connected_to_loopback_sends(no_real_peer_send, udp):
+    udp.connect(("127.0.0.1", 8125))
+
+    with NetworkGuard() as guard:
+        udp.send(b"agent.calls:1|c")
+
+    assert (no_real_peer_send, guard.blocked) == ([b"agent.calls:1|c"], [])
+
+
+async def test_a_refusal_is_reported_before_it_is_raised(no_real_send, udp):
+    reported: list[tuple[str, str]] = []
+    guard = NetworkGuard()
+    guard.report = lambda target, action: reported.append((target, action))
+
+    with guard, pytest.raises(NetworkBlocked):
+        udp.sendto(b"x", (OUTSIDE, 53))
+
+    assert reported == [(f"{OUTSIDE}:53", network.DATAGRAM)]
 
 
 async def test_a_datagram_to_a_host_name_is_refused_before_the_name_is_resolved(no_real_send, udp):
