@@ -70,6 +70,8 @@ from ``pytest_agentctx``::
 
 from __future__ import annotations
 
+from pytest_agentctx._public import publish
+
 __all__ = ["AgentCtxError", "AgentAssertionError", "RunError", "UsageError"]
 
 
@@ -91,3 +93,6 @@ class RunError(AgentCtxError):
     """A run stopped: the agent met a limit, a failure or a resource it may not use. The
     agent's code may catch it, and a test may check how it handles it (``pytest.raises``);
     a :class:`~pytest_agentctx.NetworkBlocked` connection still fails the test afterwards."""
+
+
+publish(__name__, globals())

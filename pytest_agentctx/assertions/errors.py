@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pytest_agentctx._public import publish
 from pytest_agentctx.exceptions import AgentAssertionError, UsageError
 
 if TYPE_CHECKING:
@@ -33,3 +34,6 @@ class MismatchError(AgentAssertionError):
 
 class SnapshotError(UsageError):
     """A value or an option that the agent snapshot serializer cannot handle."""
+
+
+publish(__name__, globals())

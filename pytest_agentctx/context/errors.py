@@ -5,6 +5,7 @@ are raised where contexts and the runs nested in them are read, below the assert
 
 from __future__ import annotations
 
+from pytest_agentctx._public import publish
 from pytest_agentctx.exceptions import UsageError
 
 __all__ = [
@@ -42,3 +43,6 @@ class PatternError(UsageError):
     For example ``Unordered()`` with a pattern that is not a pattern, or a trajectory
     ``mode`` that does not exist. Raised when the pattern is built or first used.
     """
+
+
+publish(__name__, globals())

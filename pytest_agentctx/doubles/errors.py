@@ -4,6 +4,7 @@ cannot work, and a loopback provider that cannot serve.
 
 from __future__ import annotations
 
+from pytest_agentctx._public import publish
 from pytest_agentctx.exceptions import RunError, UsageError
 
 __all__ = [
@@ -37,3 +38,6 @@ class LoopbackError(RunError):
     Script mistakes (a reply too many, one unused) raise the :class:`FakeLLMError`
     subclasses instead, as they do for the fake model.
     """
+
+
+publish(__name__, globals())

@@ -4,6 +4,7 @@ repeat markers or options with bad values.
 
 from __future__ import annotations
 
+from pytest_agentctx._public import publish
 from pytest_agentctx.exceptions import UsageError
 
 __all__ = [
@@ -27,3 +28,6 @@ class BudgetError(UsageError):
 class RepeatError(UsageError):
     """An ``agent_repeat`` marker that cannot work: a run count below 1, a pass rate
     outside 0 to 1, or an unknown option."""
+
+
+publish(__name__, globals())

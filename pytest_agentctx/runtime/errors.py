@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pytest_agentctx._public import publish
 from pytest_agentctx.exceptions import RunError, UsageError
 
 if TYPE_CHECKING:
@@ -153,3 +154,6 @@ class PromptTemplateError(UsageError):
 
 class ProviderError(UsageError):
     """No provider serves a model, or the provider's SDK is not installed."""
+
+
+publish(__name__, globals())

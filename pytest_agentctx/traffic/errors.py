@@ -5,6 +5,7 @@ and requests no concurrent run owns.
 
 from __future__ import annotations
 
+from pytest_agentctx._public import publish
 from pytest_agentctx.exceptions import AgentAssertionError, AgentCtxError, RunError, UsageError
 
 __all__ = [
@@ -96,3 +97,6 @@ class UnscopedRequest(UsageError):
     ``contextvars.copy_context().run``). Every active interceptor keeps it, and a cassette
     fails its test with it even when the client swallowed the error.
     """
+
+
+publish(__name__, globals())

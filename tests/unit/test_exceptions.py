@@ -2,6 +2,8 @@
 drawn in the tree of pytest_agentctx.exceptions' docstring."""
 
 import ast
+import importlib
+import pickle
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +12,7 @@ import pytest
 
 import pytest_agentctx
 from pytest_agentctx import exceptions
+from pytest_agentctx._public import PUBLIC
 from pytest_agentctx.assertions.errors import MismatchError
 from pytest_agentctx.context.model import AgentContext
 from pytest_agentctx.doubles.errors import UnexpectedModelCall
@@ -64,8 +67,43 @@ async def test_each_error_is_defined_in_the_module_with_the_bases_the_tree_gives
     name: str,
 ) -> None:
     exc = getattr(pytest_agentctx, name)
+    defined_in = f"pytest_agentctx.{PUBLIC[name]}"
 
-    assert (exc.__module__, [base.__name__ for base in exc.__bases__]) == documented_tree()[name]
+    assert name in vars(importlib.import_module(defined_in))
+    assert (defined_in, [base.__name__ for base in exc.__bases__]) == documented_tree()[name]
+
+
+#: Every exception the package exports, errors or not (warnings, pytest's outcomes).
+EXCEPTIONS = sorted(
+    (
+        name
+        for name in pytest_agentctx.__all__
+        if isinstance(value := getattr(pytest_agentctx, name), type)
+        and issubclass(value, BaseException)
+    ),
+)
+
+
+@pytest.mark.parametrize("name", EXCEPTIONS)
+async def test_a_public_exception_shows_the_package_as_its_module(name: str) -> None:
+    exc = getattr(pytest_agentctx, name)
+
+    assert f"{exc.__module__}.{exc.__qualname__}" == f"pytest_agentctx.{name}"
+
+
+@pytest.mark.parametrize("name", EXCEPTIONS)
+async def test_a_public_exception_class_pickles_as_the_package_s_name(name: str) -> None:
+    exc = getattr(pytest_agentctx, name)
+
+    assert pickle.loads(pickle.dumps(exc)) is exc
+
+
+async def test_a_raised_public_error_pickles_to_an_equal_error() -> None:
+    error = pytest_agentctx.CassetteMiss("Cassette c.json cannot answer POST /v1/chat")
+
+    copy = pickle.loads(pickle.dumps(error))
+
+    assert (type(copy), copy.args) == (pytest_agentctx.CassetteMiss, error.args)
 
 
 @pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
