@@ -35,6 +35,7 @@ __all__ = [
     "decompress",
     "encode_body",
     "format_sse_event",
+    "not_json",
     "parse_sse",
 ]
 
@@ -292,3 +293,34 @@ def body_chunks(body: Body) -> list[bytes]:
 def body_bytes(body: Body) -> bytes:
     """Wire bytes of a stored body in one piece."""
     return b"".join(body_chunks(body))
+
+
+def not_json(body: Body, content_type: str | None) -> str | None:
+    """Why a client cannot read the stored response ``body`` as the JSON it expects there,
+    or ``None``: a ``text`` body whose content type says JSON but which does not parse (an
+    HTML error page behind a 200), or an event of a stream whose data starts as JSON but
+    does not parse (a cut or edited event). What :func:`encode_body` stored from a JSON
+    response that parsed is never such a body."""
+    if not body:
+        return None
+    if "text" in body and "json" in (content_type or "").lower():
+        why = f"though its content-type ({content_type}) says it is"
+        return _parse_problem("its body", str(body["text"]), why)
+    for index, event in enumerate(body.get("sse") or ()):
+        data = event.get("data") if isinstance(event, Mapping) else None
+        if isinstance(data, str) and data.lstrip().startswith(("{", "[")):
+            problem = _parse_problem(
+                f"the data of its event #{index}", data, "though it starts as JSON"
+            )
+            if problem is not None:
+                return problem
+    return None
+
+
+def _parse_problem(what: str, text: str, why: str) -> str | None:
+    try:
+        json.loads(text)
+    except ValueError as error:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        return f"{what} is not JSON, {why} ({error}): {shown!r}"
+    return None

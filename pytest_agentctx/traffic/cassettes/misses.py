@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pytest_agentctx.traffic.cassettes.body import not_json
 from pytest_agentctx.traffic.cassettes.diffs import (
     FieldDiff,
     field_diffs,
@@ -39,6 +40,7 @@ __all__ = [
     "partial_message",
     "response_message",
     "stale_message",
+    "unreadable_message",
 ]
 
 
@@ -265,6 +267,26 @@ def partial_message(replays: Replays, position: int, *, path: Path, command: str
         "time). Now the agent reads past its end. "
         f"Re-record this test: {command}; if the agent stops reading a "
         "stream, close it (`with stream:` or `stream.close()`), which records what it read."
+    )
+
+
+def unreadable_message(replays: Replays, position: int, *, path: Path, command: str) -> str | None:
+    """The message of the recorded response at ``position`` when its client cannot read it
+    (a successful response that is not the JSON it says it is, see :func:`.body.not_json`),
+    else ``None``."""
+    interaction = replays.loaded[position]
+    kind = next(
+        (v for k, v in interaction.response_headers.items() if k.lower() == "content-type"), None
+    )
+    problem = not_json(interaction.response_body, kind) if 200 <= interaction.status < 300 else None
+    if problem is None:
+        return None
+    return (
+        f"Cassette {path}: interaction #{position} ({replays.keys[position].describe()}) "
+        f"was replayed as recorded, but {problem}: the client cannot read it. The "
+        "cassette was edited or damaged, or the server sent "
+        f"this: re-record this test ({command}), or fix interaction #{position} in the file "
+        f"(pytest-agentctx cassettes show {path} prints it)."
     )
 
 

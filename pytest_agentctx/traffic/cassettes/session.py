@@ -74,6 +74,7 @@ from pytest_agentctx.traffic.cassettes.misses import (
     partial_message,
     response_message,
     stale_message,
+    unreadable_message,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor, unscrubbable
 from pytest_agentctx.traffic.cassettes.replay import Replays
@@ -88,6 +89,7 @@ from pytest_agentctx.traffic.cassettes.store import (
 from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.errors import (
     CassetteError,
+    CassetteFormatError,
     CassetteMiss,
     PartialRecording,
     StaleCassette,
@@ -160,6 +162,8 @@ class Cassette:
         self.misses: list[Miss] = []
         #: Responses not recorded because their body cannot be scrubbed of secrets.
         self.unscrubbable: list[CassetteError] = []
+        #: Replayed responses their client cannot read (not the JSON they say they are).
+        self.unreadable: list[CassetteFormatError] = []
         #: Positions of partial recordings the agent read past, on replay.
         self.overread: list[int] = []
         self._lock = threading.Lock()
@@ -223,14 +227,13 @@ class Cassette:
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._record(request, *self._keys.redacted_request(request))
         key, url, body_json, raw = self._keys.of_request(request)
-        if self.replays:
-            with self._lock:
-                position = self._replays.take(key)
-                if position is not None:
-                    self.played.append(position)
-                    self._log.append((False, position))
+        with self._lock:
+            position = self._replays.take(key)
             if position is not None:
-                return self._replay(position)
+                self.played.append(position)
+                self._log.append((False, position))
+        if position is not None:
+            return self._replay(position)
         if self.records:
             return self._record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
@@ -276,6 +279,10 @@ class Cassette:
 
     def _replay(self, position: int) -> Any:
         interaction = self.loaded[position]
+        command = self.record_command()
+        unreadable = unreadable_message(self._replays, position, path=self.path, command=command)
+        if unreadable is not None:  # replayed all the same: the test fails with this
+            self.unreadable.append(CassetteFormatError(self.redactor.text(unreadable)))
         headers = dict(interaction.response_headers)
         chunks = body_chunks(interaction.response_body)
         if not interaction.is_stream:
@@ -455,10 +462,9 @@ class Cassette:
         """Raise for requests no concurrent run owned (:attr:`refused`), responses not
         recorded (unscrubbable), misses, then unused recordings (unless allowed)."""
         __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
-        if self._interceptor.refused:
-            raise self._interceptor.refused[0]
-        if self.unscrubbable:
-            raise self.unscrubbable[0]
+        for errors in (self._interceptor.refused, self.unscrubbable, self.unreadable):
+            if errors:
+                raise errors[0]
         if self.overread:
             raise PartialRecording(self._partial_message(self.overread[0]))
         if self.misses:

@@ -22,6 +22,7 @@ from pytest_agentctx.traffic.cassettes.options import (
 from pytest_agentctx.traffic.errors import (
     CassetteConfigError,
     CassetteError,
+    CassetteFormatError,
     CassetteMiss,
     NetworkBlocked,
     UnscopedRequest,
@@ -378,13 +379,16 @@ def build_cassette(
 
 def call_failure(
     cassette: Cassette | None, guard: NetworkGuard | None, redact: Callable[[str], str]
-) -> CassetteMiss | NetworkBlocked | UnscopedRequest | None:
+) -> CassetteMiss | CassetteFormatError | NetworkBlocked | UnscopedRequest | None:
     """Why a test's call failed, when its traffic explains it: a request no concurrent run
-    owned (:class:`UnscopedRequest`), else one its cassette had no recording for
+    owned (:class:`UnscopedRequest`), else a replayed response its client could not read
+    (:class:`CassetteFormatError`), else one its cassette had no recording for
     (:class:`CassetteMiss`, the first miss), else a connection its guard refused
     (:class:`NetworkBlocked`); ``redact`` scrubs the message of the test's secrets."""
     if cassette is not None and cassette.refused:
         return UnscopedRequest(redact(str(cassette.refused[0])))
+    if cassette is not None and cassette.unreadable:
+        return cassette.unreadable[0]
     if cassette is not None and cassette.misses:
         return CassetteMiss(redact(cassette.miss_message(cassette.misses[0])))
     if guard is not None and guard.blocked:
