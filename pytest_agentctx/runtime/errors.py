@@ -101,7 +101,8 @@ class PersistenceError(RunError):
 
 
 class ToolDefinitionError(UsageError):
-    """A function cannot be turned into a tool (bad signature, missing annotation...)."""
+    """A function cannot be turned into a tool (bad signature, missing annotation...), or a
+    tool returned what cannot go to the model (bytes that are not UTF-8 text)."""
 
 
 class AgentDefinitionError(UsageError):

@@ -226,7 +226,8 @@ class ToolSteps:
                     compensate=tool.compensate,
                 )
             )
-        return ToolResult(tool_call_id=call.id, name=call.name, content=render_tool_output(value))
+        content = render_tool_output(value, source=f"tool {call.name!r}")
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content)
 
     @staticmethod
     def _run_context(agent: Agent, call: ToolCall, iteration: int, env: RunEnv) -> RunContext:

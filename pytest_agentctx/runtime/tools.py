@@ -256,17 +256,30 @@ class Tool(Generic[_F_co]):
         return f"Tool(name={self.name!r})"
 
 
-def render_tool_output(value: Any) -> str:
-    """Turn a tool's return value into the text sent back to the model."""
+def render_tool_output(value: Any, *, source: str = "a tool") -> str:
+    """Turn a tool's return value into the text sent back to the model. ``source`` names
+    where the value came from (``tool 'screenshot'``), for the error that bytes which are
+    not UTF-8 text raise (:class:`ToolDefinitionError`): a model reads text."""
     if isinstance(value, str):
         return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return json.dumps(
-        pydantic_core.to_jsonable_python(_sorted_sets(value), fallback=_stable_repr),
-        ensure_ascii=False,
-        sort_keys=True,
-    )
+    try:
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
+        return json.dumps(
+            pydantic_core.to_jsonable_python(_sorted_sets(value), fallback=_stable_repr),
+            ensure_ascii=False,
+            sort_keys=True,
+        )
+    except UnicodeDecodeError as error:
+        raw = error.object
+        start = f", starting {bytes(raw[:16])!r}" if raw else ""
+        raise ToolDefinitionError(
+            f"{source[0].upper()}{source[1:]} returned bytes that are not UTF-8 text "
+            f"({type(error).__name__}: {error}{start}); its result goes to the model as text. "
+            "Return a str instead: the text decoded with its own encoding "
+            "(data.decode('latin-1')), base64.b64encode(data).decode('ascii') for binary data, "
+            "or write the data with write_artifact and return the reference it gives."
+        ) from None
 
 
 def _sorted_sets(value: Any) -> Any:

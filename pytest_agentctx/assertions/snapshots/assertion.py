@@ -105,6 +105,16 @@ class AgentSnapshotAssertion(SnapshotAssertion):
     def get_assert_diff(self, *, diff_mode: DiffMode = DiffMode.DETAILED) -> list[str]:
         """Syrupy's diff, with what to run next."""
         result = self.executions[self.num_executions - 1]
+        if isinstance(result.exception, TaintedSnapshotError) and isinstance(
+            result.recalled_data, bytes
+        ):
+            return [
+                f"The snapshot file {result.snapshot_location} is not UTF-8 text (it starts "
+                f"{result.recalled_data!r}), so not a snapshot this plugin wrote: it was "
+                "damaged or replaced.",
+                "Restore it from version control, or re-run pytest with --snapshot-update to "
+                "rewrite it, then review the diff.",
+            ]
         if isinstance(result.exception, TaintedSnapshotError):
             return [
                 f"The snapshot file {result.snapshot_location} is not in pytest-agentctx "

@@ -130,11 +130,14 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
     def read_snapshot_data_from_location(
         self, *, snapshot_location: str, snapshot_name: str, session_id: str
     ) -> SerializableData | None:
-        """The stored text, or ``None``; a file in another format is tainted (rewrite it)."""
+        """The stored text, or ``None``; a file in another format, or not UTF-8 text, is
+        tainted (rewrite it)."""
         try:
             text = Path(snapshot_location).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except UnicodeDecodeError as error:  # binary garbage: tainted, shown as its bytes
+            raise TaintedSnapshotError(snapshot_data=error.object[:32]) from None
         if not text.startswith(HEADER + "\n"):
             raise TaintedSnapshotError(snapshot_data=text)
         return text
