@@ -186,22 +186,4 @@ PUBLIC: dict[str, str] = {
     "UnscopedRequest": "traffic.errors",
 }
 
-#: The package's name, which its public exceptions show (``pytest_agentctx.CassetteMiss``).
-PACKAGE = "pytest_agentctx"
-
-
-def publish(module: str, namespace: dict[str, object]) -> None:
-    """Give the public exceptions that ``module`` (its ``__name__``) defines in ``namespace``
-    (its ``globals()``) the package as their module, as each errors module does once its
-    classes exist: a failure line then shows ``pytest_agentctx.CassetteMiss``, the name to
-    import and catch, not the module that happens to define it. Pickling (pytest-xdist sends
-    exceptions between processes) finds them there too, through the package's lazy
-    ``__getattr__``."""
-    relative = module.removeprefix(PACKAGE + ".")
-    for name, where in PUBLIC.items():
-        value = namespace.get(name)
-        if where == relative and isinstance(value, type) and issubclass(value, BaseException):
-            value.__module__ = PACKAGE
-
-
-__all__ = ["PACKAGE", "PUBLIC", "publish"]
+__all__ = ["PUBLIC"]

@@ -70,9 +70,26 @@ from ``pytest_agentctx``::
 
 from __future__ import annotations
 
-from pytest_agentctx._public import publish
+from typing import Any
 
 __all__ = ["AgentCtxError", "AgentAssertionError", "RunError", "UsageError"]
+
+
+def publish(namespace: dict[str, Any]) -> None:
+    """Give the exceptions a module defines and lists in ``__all__`` (``namespace`` is its
+    ``globals()``) the package as their module, as each errors module does once its classes
+    exist: a failure line then shows ``pytest_agentctx.CassetteMiss``, the name to import
+    and catch, not the module that happens to define it. Every such exception is a public
+    name of the package, so pickling (multiprocessing, pytest-xdist) finds it there too,
+    through the package's lazy ``__getattr__``."""
+    for name in namespace.get("__all__", ()):
+        value = namespace.get(name)
+        if (
+            isinstance(value, type)
+            and issubclass(value, BaseException)
+            and value.__module__ == namespace["__name__"]
+        ):
+            value.__module__ = "pytest_agentctx"
 
 
 class AgentCtxError(Exception):
@@ -95,4 +112,4 @@ class RunError(AgentCtxError):
     a :class:`~pytest_agentctx.NetworkBlocked` connection still fails the test afterwards."""
 
 
-publish(__name__, globals())
+publish(globals())

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_agentctx._public import publish
-from pytest_agentctx.exceptions import AgentAssertionError, UsageError
+from pytest_agentctx.exceptions import AgentAssertionError, UsageError, publish
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -36,4 +35,4 @@ class SnapshotError(UsageError):
     """A value or an option that the agent snapshot serializer cannot handle."""
 
 
-publish(__name__, globals())
+publish(globals())

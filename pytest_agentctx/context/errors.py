@@ -5,8 +5,7 @@ are raised where contexts and the runs nested in them are read, below the assert
 
 from __future__ import annotations
 
-from pytest_agentctx._public import publish
-from pytest_agentctx.exceptions import UsageError
+from pytest_agentctx.exceptions import UsageError, publish
 
 __all__ = [
     "ContextStateError",
@@ -45,4 +44,4 @@ class PatternError(UsageError):
     """
 
 
-publish(__name__, globals())
+publish(globals())

@@ -4,8 +4,7 @@ cannot work, and a loopback provider that cannot serve.
 
 from __future__ import annotations
 
-from pytest_agentctx._public import publish
-from pytest_agentctx.exceptions import RunError, UsageError
+from pytest_agentctx.exceptions import RunError, UsageError, publish
 
 __all__ = [
     "FakeLLMError",
@@ -40,4 +39,4 @@ class LoopbackError(RunError):
     """
 
 
-publish(__name__, globals())
+publish(globals())

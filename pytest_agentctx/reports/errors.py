@@ -4,8 +4,7 @@ repeat markers or options with bad values.
 
 from __future__ import annotations
 
-from pytest_agentctx._public import publish
-from pytest_agentctx.exceptions import UsageError
+from pytest_agentctx.exceptions import UsageError, publish
 
 __all__ = [
     "ReportError",
@@ -30,4 +29,4 @@ class RepeatError(UsageError):
     outside 0 to 1, or an unknown option."""
 
 
-publish(__name__, globals())
+publish(globals())

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_agentctx._public import publish
-from pytest_agentctx.exceptions import RunError, UsageError
+from pytest_agentctx.exceptions import RunError, UsageError, publish
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -157,4 +156,4 @@ class ProviderError(UsageError):
     """No provider serves a model, or the provider's SDK is not installed."""
 
 
-publish(__name__, globals())
+publish(globals())

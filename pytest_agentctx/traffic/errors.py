@@ -5,8 +5,13 @@ and requests no concurrent run owns.
 
 from __future__ import annotations
 
-from pytest_agentctx._public import publish
-from pytest_agentctx.exceptions import AgentAssertionError, AgentCtxError, RunError, UsageError
+from pytest_agentctx.exceptions import (
+    AgentAssertionError,
+    AgentCtxError,
+    RunError,
+    UsageError,
+    publish,
+)
 
 __all__ = [
     "CodecError",
@@ -99,4 +104,4 @@ class UnscopedRequest(UsageError):
     """
 
 
-publish(__name__, globals())
+publish(globals())

@@ -98,6 +98,32 @@ async def test_a_public_exception_class_pickles_as_the_package_s_name(name: str)
     assert pickle.loads(pickle.dumps(exc)) is exc
 
 
+def exceptions_shown_as_the_package() -> list[type[BaseException]]:
+    """Every exception class of the package's modules that shows the package as its module."""
+    root = Path(pytest_agentctx.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if parts[-1] == "__init__" or "_child_site" in parts:
+            continue
+        module = importlib.import_module(".".join(parts))
+        found.extend(
+            value
+            for value in vars(module).values()
+            if isinstance(value, type)
+            and issubclass(value, BaseException)
+            and value.__module__ == "pytest_agentctx"
+        )
+    return found
+
+
+async def test_every_exception_shown_as_the_package_s_is_found_there() -> None:
+    shown = exceptions_shown_as_the_package()
+
+    assert shown
+    assert [e for e in shown if getattr(pytest_agentctx, e.__name__, None) is not e] == []
+
+
 async def test_a_raised_public_error_pickles_to_an_equal_error() -> None:
     error = pytest_agentctx.CassetteMiss("Cassette c.json cannot answer POST /v1/chat")
 

@@ -490,6 +490,25 @@ async def test_render_tool_output_dumps_a_dict_with_sorted_keys_at_every_level()
     assert render_tool_output(value) == '{"a": [3, {"x": 2, "y": 1}], "b": {"a": 2, "z": 1}}'
 
 
+@pytest.mark.parametrize(
+    "value",
+    [b"\x89PNG\r\n\x1a\n", {"image": b"\xff\xfe"}, [b"\x80"]],
+    ids=["bytes", "in-a-dict", "in-a-list"],
+)
+async def test_render_tool_output_refuses_bytes_that_are_not_text_naming_the_source(
+    value: Any,
+) -> None:
+    with pytest.raises(ToolDefinitionError) as caught:
+        render_tool_output(value, source="tool 'screenshot'")
+
+    assert str(caught.value).startswith("Tool 'screenshot' returned bytes that are not UTF-8 text")
+    assert "base64.b64encode(data).decode('ascii')" in str(caught.value)
+
+
+async def test_render_tool_output_gives_utf8_bytes_as_text() -> None:
+    assert render_tool_output(b"18 degrees") == '"18 degrees"'
+
+
 async def test_render_tool_output_keeps_non_ascii_text() -> None:
     assert render_tool_output({"city": "Zürich"}) == '{"city": "Zürich"}'
 

@@ -308,7 +308,7 @@ def not_json(body: Body, content_type: str | None) -> str | None:
         return _parse_problem("its body", str(body["text"]), why)
     for index, event in enumerate(body.get("sse") or ()):
         data = event.get("data") if isinstance(event, Mapping) else None
-        if isinstance(data, str) and data.lstrip().startswith(("{", "[")):
+        if isinstance(data, str) and data.lstrip().startswith("{"):  # not [DONE]
             problem = _parse_problem(
                 f"the data of its event #{index}", data, "though it starts as JSON"
             )

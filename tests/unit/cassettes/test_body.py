@@ -15,6 +15,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     decompress,
     encode_body,
     format_sse_event,
+    not_json,
     parse_sse,
 )
 
@@ -210,3 +211,49 @@ async def test_empty_body_is_served_as_no_chunks():
 async def test_a_body_of_an_unknown_kind_is_a_clear_error():
     with pytest.raises(ValueError, match=r"keys \['xml'\]; expected one of json, sse, text"):
         body_chunks({"xml": "<a/>"})
+
+
+# -- not_json -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ({"json": {"id": "chatcmpl-1"}}, "application/json"),
+        ({"text": "<html>ok</html>"}, "text/html"),
+        ({"text": '{"id": 1}'}, "application/json"),
+        ({"sse": [{"data": {"id": 1}}, {"data": "[DONE]"}]}, "text/event-stream"),
+        ({"sse": [{"event": "ping", "data": "keep-alive"}]}, "text/event-stream"),
+        (None, "application/json"),
+    ],
+    ids=["json", "html", "text-that-parses", "sse", "sse-text-data", "empty"],
+)
+def test_a_body_its_client_can_read_has_no_json_problem(body, content_type):
+    assert not_json(body, content_type) is None
+
+
+def test_a_text_body_of_a_json_content_type_is_not_json():
+    problem = not_json({"text": "<html>502</html>"}, "application/json; charset=utf-8")
+
+    assert problem is not None
+    assert problem.startswith(
+        "its body is not JSON, though its content-type (application/json; charset=utf-8) says "
+        "it is (Expecting value: line 1 column 1 (char 0)): '<html>502</html>'"
+    )
+
+
+def test_a_stream_event_cut_short_is_named_by_its_index():
+    body = {"sse": [{"data": {"id": 1}}, {"data": '{"id": 2, "choices": ['}, {"data": "[DONE]"}]}
+
+    problem = not_json(body, "text/event-stream")
+
+    assert problem is not None
+    assert problem.startswith("the data of its event #1 is not JSON, though it starts as JSON (")
+
+
+def test_a_long_unreadable_body_is_shown_in_part():
+    problem = not_json({"text": "<html>" + "x" * 500}, "application/json")
+
+    assert problem is not None
+    assert problem.endswith("...'")
+    assert len(problem) < 250
