@@ -5,7 +5,8 @@ existing file or link of that name is never opened), is flushed to disk and rena
 target. A process killed between the two (``kill -9``, a crash, a power
 cut) leaves the target as it was and the temporary file behind; the next write of the same
 file removes the temporary files that such a process left, never those of a process that is
-still writing (:func:`remove_stale_temporaries`, which also clears a whole folder).
+still writing (:func:`remove_stale_temporaries`, which also clears a whole folder, and
+:func:`remove_stale_temporaries_under` a tree of them).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "atomic_write_text",
     "pid_running",
     "remove_stale_temporaries",
+    "remove_stale_temporaries_under",
     "unwritable_reason",
 ]
 
@@ -112,6 +114,23 @@ def remove_stale_temporaries(
         except OSError:  # gone already (another process removed it), or not ours to remove
             continue
         removed.append(Path(entry.path))
+    return removed
+
+
+#: At most this many folders are looked into by :func:`remove_stale_temporaries_under`.
+MAX_SWEPT_FOLDERS = 10_000
+
+
+def remove_stale_temporaries_under(root: Path, *, temp_prefix: str = ".") -> list[Path]:
+    """:func:`remove_stale_temporaries` in ``root`` and every folder under it (but hidden
+    ones, and no more than :data:`MAX_SWEPT_FOLDERS`; links to folders are not followed).
+    Returns the paths removed."""
+    removed: list[Path] = []
+    for count, (folder, folders, _) in enumerate(os.walk(root)):
+        if count >= MAX_SWEPT_FOLDERS:
+            break
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        removed.extend(remove_stale_temporaries(Path(folder), temp_prefix=temp_prefix))
     return removed
 
 

@@ -48,12 +48,23 @@ def _use_read_cache(config: pytest.Config) -> None:
     config.stash[READ_CACHE_KEY] = use_folder(folder, config.rootpath)
 
 
+def _clear_killed_writes(settings: CassetteSettings) -> None:
+    """Remove what writes killed in an earlier run (``kill -9``, a CI timeout) left in the
+    cassette folder, all of it: the temporary files whose process no longer runs (see
+    :func:`~pytest_agentctx._files.remove_stale_temporaries`), even beside cassettes this
+    run does not load."""
+    from pytest_agentctx._files import remove_stale_temporaries_under
+
+    remove_stale_temporaries_under(settings.directory)
+
+
 def run_cassette(
     request: pytest.FixtureRequest, item: pytest.Item, settings: CassetteSettings
 ) -> Iterator[Cassette]:
     """The cassette of the agent test ``item`` while it runs (a fixture's generator)."""
-    if READ_CACHE_KEY not in request.config.stash:
+    if READ_CACHE_KEY not in request.config.stash:  # the session's first agent test
         _use_read_cache(request.config)
+        _clear_killed_writes(settings)
     from pytest_agentctx.traffic.cassettes.settings import (
         TestOptions,
         build_cassette,

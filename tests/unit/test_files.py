@@ -18,6 +18,7 @@ from pytest_agentctx._files import (
     atomic_write_text,
     pid_running,
     remove_stale_temporaries,
+    remove_stale_temporaries_under,
     unwritable_reason,
 )
 
@@ -107,6 +108,25 @@ async def test_a_sweep_with_a_prefix_removes_only_temporaries_with_that_prefix(t
 
 async def test_a_sweep_of_a_missing_folder_removes_nothing(tmp_path):
     assert remove_stale_temporaries(tmp_path / "absent") == []
+
+
+async def test_a_tree_sweep_clears_every_folder_but_hidden_ones(tmp_path, dead_pid):
+    deep = tmp_path / "tests" / "test_tone"
+    deep.mkdir(parents=True)
+    hidden = tmp_path / ".git"
+    hidden.mkdir()
+    stale = [_leftover(tmp_path, "a.json", dead_pid), _leftover(deep, "b.json", dead_pid)]
+    alive = _leftover(deep, "c.json", os.getpid())
+    untouched = _leftover(hidden, "d.json", dead_pid)
+
+    removed = remove_stale_temporaries_under(tmp_path)
+
+    assert sorted(removed) == sorted(stale)
+    assert (alive.exists(), untouched.exists()) == (True, True)
+
+
+async def test_a_tree_sweep_of_a_missing_folder_removes_nothing(tmp_path):
+    assert remove_stale_temporaries_under(tmp_path / "absent") == []
 
 
 async def test_this_process_runs_and_an_ended_one_does_not(dead_pid):
