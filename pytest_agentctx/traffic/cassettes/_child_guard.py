@@ -245,17 +245,20 @@ class _Adopt:
     gives the child the guards that ``environment`` holds (none: no guard), whatever the
     forkserver it was forked from had."""
 
+    # Without guards to give, only a child that has some (its forkserver started under a
+    # guard) imports this module, to remove them.
     _CODE = (
         "import sys\n"
-        "added = root not in sys.path\n"
-        "if added:\n"
-        "    sys.path.insert(0, root)\n"
-        "try:\n"
-        "    from pytest_agentctx.traffic.cassettes._child_guard import adopt\n"
-        "finally:\n"
+        "if environment or __name__ in sys.modules:\n"
+        "    added = root not in sys.path\n"
         "    if added:\n"
-        "        sys.path.remove(root)\n"
-        "adopt(environment)\n"
+        "        sys.path.insert(0, root)\n"
+        "    try:\n"
+        "        from pytest_agentctx.traffic.cassettes._child_guard import adopt\n"
+        "    finally:\n"
+        "        if added:\n"
+        "            sys.path.remove(root)\n"
+        "    adopt(environment)\n"
     )
 
     def __init__(self, environment: Mapping[str, str]) -> None:
@@ -263,7 +266,8 @@ class _Adopt:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # exec, not this class: the child may not find the package where this process did.
-        return exec, (self._CODE, {"root": _PACKAGE_ROOT, "environment": self.environment})
+        names = {"root": _PACKAGE_ROOT, "environment": self.environment, "__name__": __name__}
+        return exec, (self._CODE, names)
 
 
 def _preparation_data(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
