@@ -111,7 +111,7 @@ async def test_metadata_names_the_project_urls_and_pythons(dist_dir: Path) -> No
     assert metadata["License-Expression"] == "MIT"
     assert metadata["Description-Content-Type"] == "text/markdown"
     pythons = {c for c in metadata.get_all("Classifier") or [] if re.search(r"3\.\d+$", c)}
-    assert {c.rsplit(" ", 1)[1] for c in pythons} == {"3.11", "3.12", "3.13"}
+    assert {c.rsplit(" ", 1)[1] for c in pythons} == {"3.11", "3.12", "3.13", "3.14"}
 
 
 async def test_readme_links_are_absolute() -> None:
