@@ -153,7 +153,7 @@ class Cassette:
         self.existed = path.exists()
         sweep_folder(path.parent)
         # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
-        loaded = [] if mode is RecordMode.REWRITE else load_cassette(path)
+        loaded = [] if mode is RecordMode.REWRITE else load_cassette(path, redactor=self.redactor)
         if mode is RecordMode.MISSING:
             mode = self._missing_mode(loaded, run_id)
         self.mode = mode

@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx._files import atomic_write_text, pid_running, remove_stale_temporaries
 from pytest_agentctx._locks import hold, let_go, try_hold
@@ -52,6 +52,9 @@ from pytest_agentctx.traffic.cassettes.body import (
     decode_content,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
+
+if TYPE_CHECKING:
+    from pytest_agentctx.redaction.redactor import Redactor
 
 __all__ = [
     "FORMAT_NAME",
@@ -293,8 +296,10 @@ _cache: dict[Path, tuple[int, int, list[Interaction]]] = {}
 CACHE_SIZE = 32
 
 
-def load_cassette(path: Path) -> list[Interaction]:
+def load_cassette(path: Path, *, redactor: Redactor | None = None) -> list[Interaction]:
     """The interactions of the cassette at ``path`` (``[]`` if there is none).
+    ``redactor``: the reading test's, which decides whether a YAML cassette may be cached
+    (:mod:`.readcache`).
 
     Parsed files are cached by modification time and size, so tests that share a
     cassette parse it once per process; the :data:`CACHE_SIZE` most recently used stay.
@@ -328,7 +333,7 @@ def load_cassette(path: Path) -> list[Interaction]:
         else:
             from pytest_agentctx.traffic.cassettes.readcache import read_yaml
 
-            interactions = read_yaml(path, raw, text)
+            interactions = read_yaml(path, raw, text, redactor)
     _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
     while len(_cache) > CACHE_SIZE:
         del _cache[next(iter(_cache))]

@@ -21,9 +21,11 @@ from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette, 
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Iterator[Path]:
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The cache folder of a session (made when first needed), with the session's secrets
-    active, as the plugin sets them; both restored after the test."""
+    active, as the plugin sets them; both restored after the test. The key of the entries'
+    MACs is made in the test's own folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     path = tmp_path / "pytest-cache" / "d" / readcache.FOLDER_NAME
 
     def make() -> Path:
@@ -196,7 +198,7 @@ def _valid_but_not_a_cassette(data: bytes) -> bytes:
         pytest.param(lambda data: b"", id="empty"),
         pytest.param(lambda data: b"\x00\xff garbage", id="garbage"),
         pytest.param(_damage_payload, id="edited payload"),
-        pytest.param(lambda data: data.replace(b"read-1", b"read-0", 1), id="other reader"),
+        pytest.param(lambda data: data.replace(b"read-2", b"read-1", 1), id="other reader"),
         pytest.param(lambda data: data.partition(b"\n")[2], id="no header"),
         pytest.param(_valid_but_not_a_cassette, id="not a cassette"),
     ],
