@@ -44,6 +44,7 @@ __all__ = [
     "limits_from",
     "load_json",
     "read_untrusted",
+    "refuse_constant",
     "use_limits",
     "visible",
 ]
@@ -160,7 +161,8 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _no_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """``parse_constant`` for :func:`json.loads`: ``NaN`` and ``Infinity`` refused."""
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -171,7 +173,7 @@ def load_json(data: bytes | str, where: str) -> Any:
     (:class:`LimitExceeded`). :class:`json.JSONDecodeError` (a ``ValueError``) for text
     that is not JSON."""
     try:
-        value = json.loads(data, parse_constant=_no_constant)
+        value = json.loads(data, parse_constant=refuse_constant)
     except RecursionError:
         raise LimitExceeded(where, "JSON nested deeper than its parser reads", "depth") from None
     most = current_limits().depth

@@ -2,8 +2,12 @@
 
 ``report merge``, ``report html``, ``gate``, ``cassettes check`` and ``cassettes show``
 (docs/cli.md). Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette
-findings), 2 a usage error (bad arguments, a file that is not a report or a cassette).
-Every line it prints passes the package's redactor.
+findings), 2 a usage error (bad arguments, a file that is not a report or a cassette, or
+one past a limit). Every line it prints passes the package's redactor, then
+:func:`~pytest_agentctx._untrusted.visible`: the reports and cassettes it reads may come
+from strangers, and their control characters are shown as escapes, never sent to the
+terminal. The files are read within the limits of :mod:`pytest_agentctx._untrusted`,
+raised by the same ini options as in a pytest session.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_agentctx._files import atomic_write_bytes, atomic_write_text
+from pytest_agentctx._untrusted import LIMIT_OPTIONS, limits_from, use_limits, visible
 from pytest_agentctx.cli.config import IniOptions, find_ini
 from pytest_agentctx.exceptions import AgentCtxError, UsageError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
@@ -89,14 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ini = find_ini()
         redactor = Redactor(env=(*DEFAULT_SECRET_ENV, *ini.lines("agent_secret_env")))
+        use_limits(limits_from({name: ini.get(name) for name in LIMIT_OPTIONS.values()}))
 
         def out(line: str) -> None:
-            print(redactor.text(line))
+            print(visible(redactor.text(line)))
 
         return _run(args, ini, out)
     except (AgentCtxError, OSError) as exc:
         text = str(exc) if isinstance(exc, AgentCtxError) else _os_error(exc)
-        print(redactor.text(f"{PROG}: error: {text}"), file=sys.stderr)
+        print(visible(redactor.text(f"{PROG}: error: {text}")), file=sys.stderr)
         return EXIT_USAGE
 
 
