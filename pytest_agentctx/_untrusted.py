@@ -40,6 +40,7 @@ __all__ = [
     "LIMIT_OPTIONS",
     "LimitExceeded",
     "Limits",
+    "NotAFile",
     "current_limits",
     "limits_from",
     "load_json",
@@ -135,9 +136,7 @@ def read_untrusted(path: Path, *, limit: int | None = None) -> bytes:
     with open(fd, "rb", buffering=0, closefd=True) as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(
-                0, f"not a regular file ({_kind(info.st_mode)}); expected a file", str(path)
-            )
+            raise NotAFile(path, _kind(info.st_mode))
         if info.st_size > most:
             raise LimitExceeded(str(path), f"a file of {info.st_size} bytes", "file_bytes")
         with contextlib.suppress(OSError):
@@ -146,6 +145,15 @@ def read_untrusted(path: Path, *, limit: int | None = None) -> bytes:
     if len(data) > most:  # it grew while read
         raise LimitExceeded(str(path), f"a file of more than {most} bytes", "file_bytes")
     return data
+
+
+class NotAFile(OSError):
+    """What was to be read is not a regular file: ``kind`` says what it is (a FIFO, a
+    character device such as ``/dev/zero``, a folder...)."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(0, f"{kind}, not a regular file", str(path))
+        self.kind = kind
 
 
 def _kind(mode: int) -> str:
@@ -158,7 +166,7 @@ def _kind(mode: int) -> str:
     ):
         if test(mode):
             return name
-    return "not a regular file"
+    return "a special file"
 
 
 def refuse_constant(name: str) -> Any:

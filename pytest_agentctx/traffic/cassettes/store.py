@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx._files import atomic_write_text, pid_running, remove_stale_temporaries
 from pytest_agentctx._locks import hold, let_go, try_hold
-from pytest_agentctx._untrusted import LimitExceeded, read_untrusted
+from pytest_agentctx._untrusted import LimitExceeded, NotAFile, read_untrusted
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
     BodyTooLarge,
@@ -192,7 +192,7 @@ def check_encoded(interaction: Interaction) -> None:
     try:
         decode_content(body_bytes(interaction.response_body), encoding)
     except BodyTooLarge as exc:
-        what = f"a response body whose {exc}"
+        what = f"a response body with a {exc}"
         raise CassetteFormatError(
             str(LimitExceeded(interaction.origin, what, "body_bytes"))
         ) from None
@@ -389,6 +389,12 @@ def dump_cassette(interactions: list[Interaction], path: Path, *, style: str = "
 
 
 def _unreadable(path: Path, exc: OSError) -> CassetteFormatError:
+    if isinstance(exc, NotAFile):
+        return CassetteFormatError(
+            f"{path}: is {exc.kind}, not a regular file, so it is not read: a cassette is a "
+            "file (a symbolic link to one is followed). Replace it with the cassette file "
+            "(restore it from version control, or record it: pytest --agent-record)."
+        )
     reason = exc.strerror or str(exc)
     return CassetteFormatError(
         f"{path}: cannot be read ({reason}). Make it readable by the user running pytest "

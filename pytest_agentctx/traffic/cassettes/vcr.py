@@ -168,7 +168,7 @@ def from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
             )
         except BodyTooLarge as exc:
             raise CassetteFormatError(
-                str(LimitExceeded(f"{where}#{index}", f"a body whose {exc}", "body_bytes"))
+                str(LimitExceeded(f"{where}#{index}", f"a body with a {exc}", "body_bytes"))
             ) from None
         except (KeyError, TypeError, ValueError) as exc:
             raise CassetteFormatError(
