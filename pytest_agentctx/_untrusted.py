@@ -25,7 +25,6 @@ Each limit is raised by one ini option (``agent_max_file_bytes``, ``agent_max_bo
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -133,15 +132,22 @@ def read_untrusted(path: Path, *, limit: int | None = None) -> bytes:
     file or cannot be read."""
     most = current_limits().file_bytes if limit is None else limit
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with open(fd, "rb", buffering=0, closefd=True) as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotAFile(path, _kind(info.st_mode))
         if info.st_size > most:
             raise LimitExceeded(str(path), f"a file of {info.st_size} bytes", "file_bytes")
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, True)
-        data = handle.read(most + 1)
+        os.set_blocking(fd, True)
+        chunks = []
+        left = most + 1
+        size = max(info.st_size + 1, 1 << 16)  # the whole file in one read, as a rule
+        while left > 0 and (chunk := os.read(fd, min(left, size))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks) if len(chunks) != 1 else chunks[0]
     if len(data) > most:  # it grew while read
         raise LimitExceeded(str(path), f"a file of more than {most} bytes", "file_bytes")
     return data

@@ -87,7 +87,7 @@ class BodyTooLarge(ValueError):
     def __init__(self, encoding: str, limit: int) -> None:
         self.encoding = encoding
         self.limit = limit
-        super().__init__(f"its content-encoding {encoding!r} decodes to more than {limit} bytes")
+        super().__init__(f"content-encoding {encoding!r} decoding to more than {limit} bytes")
 
 
 def _zlib(raw: bytes, wbits: int, limit: int, name: str) -> bytes:

@@ -118,11 +118,8 @@ def check_bounds(text: str, where: str) -> None:
                 count += size
                 repeated += size
                 if repeated > limits.alias_nodes:
-                    raise LimitExceeded(
-                        where,
-                        f"YAML aliases repeating more than {repeated - size} values",
-                        "alias_nodes",
-                    )
+                    what = f"YAML aliases repeating at least {repeated} values"
+                    raise LimitExceeded(where, what, "alias_nodes")
             elif isinstance(event, CollectionStartEvent):
                 open_nodes.append((event.anchor, count))
                 count += 1
