@@ -19,7 +19,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_agentctx._files import atomic_write_bytes, atomic_write_text
-from pytest_agentctx._untrusted import LIMIT_OPTIONS, limits_from, use_limits, visible
+from pytest_agentctx._untrusted import (
+    LIMIT_OPTIONS,
+    LimitExceeded,
+    limits_from,
+    read_untrusted,
+    use_limits,
+    visible,
+)
 from pytest_agentctx.cli.config import IniOptions, find_ini
 from pytest_agentctx.exceptions import AgentCtxError, UsageError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
@@ -180,9 +187,11 @@ def _check(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
     retired.update(parse_retired(ini.lines("agent_retired_models"), where="agent_retired_models"))
     if args.retired_models:
         path = Path(args.retired_models)
-        retired.update(
-            parse_retired(path.read_text(encoding="utf-8").splitlines(), where=str(path))
-        )
+        try:
+            text = read_untrusted(path).decode("utf-8")
+        except (LimitExceeded, UnicodeDecodeError) as exc:
+            raise UsageError(f"--retired-models: {path}: {exc}") from None
+        retired.update(parse_retired(text.splitlines(), where=str(path)))
     if args.directory:
         directory = Path(args.directory)
     else:
