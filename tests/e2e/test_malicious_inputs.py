@@ -620,3 +620,20 @@ def test_a_limit_that_is_not_a_number_is_a_usage_error(project: Path) -> None:
     assert message in result.stderr
     assert command.returncode == 2, command.stdout + command.stderr
     assert message in command.stderr
+
+
+def test_escapes_in_a_baseline_reach_the_session_s_gate_as_escapes(project: Path) -> None:
+    cassette = _replaying(project, "any.json")
+    cassette.write_text(_native(_interaction()), encoding="utf-8")
+    baseline = project / "baseline.json"
+    gone = {"path": "cassettes/gone.json", "status": "replayed", "unused": []}
+    text = json.dumps(_report(f"test_gone.py::test_{ESCAPES}", cassette=gone))
+    baseline.write_text(text, encoding="utf-8")
+
+    result = _pytest(project, f"--agent-baseline={baseline}")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "in the baseline but not run: 1" in result.stdout
+    assert "  test_gone.py::test_\\x1b]52;c;cGF3bmVk\\x07\\x1b[2J\\x08\\x9b" in result.stdout
+    for character in "\x1b\x07\x08\x9b":
+        assert character not in result.stdout + result.stderr
