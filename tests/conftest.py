@@ -41,6 +41,10 @@ def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "80")  # the terminal of a CI log, whatever runs the suite
+    # The YAML read cache's key is the user's, outside every project: pytester's HOME is
+    # the project's folder, so it goes beside it.
+    config_home = pytester.path.parent / f"{pytester.path.name}-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
     pytester.makeini(INI)
     return pytester
 

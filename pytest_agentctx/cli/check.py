@@ -69,9 +69,12 @@ class CheckResult:
 
 
 def cassette_files(directory: Path) -> list[Path]:
-    """Every cassette file under ``directory``, sorted."""
+    """Every cassette file under ``directory``, sorted: anything named like one but a
+    folder (a FIFO or a link to a device is listed, to be reported as unreadable)."""
     return sorted(
-        path for path in directory.rglob("*") if path.suffix in CASSETTE_SUFFIXES and path.is_file()
+        path
+        for path in directory.rglob("*")
+        if path.suffix in CASSETTE_SUFFIXES and not path.is_dir()
     )
 
 
@@ -136,7 +139,7 @@ def _scan(files: Sequence[Path], options: CheckOptions) -> Iterator[tuple[str, s
     """(kind, finding) for the old, retired and unreadable cassettes."""
     for path in files:
         shown = _shown(path, options.rootdir)
-        if options.max_age_days is not None:
+        if options.max_age_days is not None and path.exists():  # not a broken link
             age = (options.now - path.stat().st_mtime) / _DAY
             if age > options.max_age_days:
                 yield "old", f"{shown}: {age:.0f} days old"

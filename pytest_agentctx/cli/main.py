@@ -2,8 +2,12 @@
 
 ``report merge``, ``report html``, ``gate``, ``cassettes check`` and ``cassettes show``
 (docs/cli.md). Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette
-findings), 2 a usage error (bad arguments, a file that is not a report or a cassette).
-Every line it prints passes the package's redactor.
+findings), 2 a usage error (bad arguments, a file that is not a report or a cassette, or
+one past a limit). Every line it prints passes the package's redactor, then
+:func:`~pytest_agentctx._untrusted.visible`: the reports and cassettes it reads may come
+from strangers, and their control characters are shown as escapes, never sent to the
+terminal. The files are read within the limits of :mod:`pytest_agentctx._untrusted`,
+raised by the same ini options as in a pytest session.
 """
 
 from __future__ import annotations
@@ -15,6 +19,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_agentctx._files import atomic_write_bytes, atomic_write_text
+from pytest_agentctx._untrusted import (
+    LIMIT_OPTIONS,
+    LimitExceeded,
+    limits_from,
+    read_untrusted,
+    use_limits,
+    visible,
+)
 from pytest_agentctx.cli.config import IniOptions, find_ini
 from pytest_agentctx.exceptions import AgentCtxError, UsageError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
@@ -89,14 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ini = find_ini()
         redactor = Redactor(env=(*DEFAULT_SECRET_ENV, *ini.lines("agent_secret_env")))
+        use_limits(limits_from({name: ini.get(name) for name in LIMIT_OPTIONS.values()}))
 
         def out(line: str) -> None:
-            print(redactor.text(line))
+            print(visible(redactor.text(line)))
 
         return _run(args, ini, out)
     except (AgentCtxError, OSError) as exc:
         text = str(exc) if isinstance(exc, AgentCtxError) else _os_error(exc)
-        print(redactor.text(f"{PROG}: error: {text}"), file=sys.stderr)
+        print(visible(redactor.text(f"{PROG}: error: {text}")), file=sys.stderr)
         return EXIT_USAGE
 
 
@@ -174,9 +187,11 @@ def _check(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
     retired.update(parse_retired(ini.lines("agent_retired_models"), where="agent_retired_models"))
     if args.retired_models:
         path = Path(args.retired_models)
-        retired.update(
-            parse_retired(path.read_text(encoding="utf-8").splitlines(), where=str(path))
-        )
+        try:
+            text = read_untrusted(path).decode("utf-8")
+        except (LimitExceeded, UnicodeDecodeError) as exc:
+            raise UsageError(f"--retired-models: {path}: {exc}") from None
+        retired.update(parse_retired(text.splitlines(), where=str(path)))
     if args.directory:
         directory = Path(args.directory)
     else:

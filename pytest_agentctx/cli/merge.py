@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted, refuse_constant
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import evaluate_gate
 from pytest_agentctx.reports.records import (
@@ -84,23 +85,33 @@ def expand_inputs(inputs: Iterable[str], *, output: Path | None = None) -> list[
 
 def _read(path: Path) -> Any:
     """``path`` split (see :func:`split_report`) when it is a report the plugin wrote, or
-    else its whole parsed JSON."""
+    else its whole parsed JSON; read within the limits of :mod:`pytest_agentctx._untrusted`
+    (see :func:`~pytest_agentctx.reports.records.load_report`)."""
     try:
-        data = path.read_bytes()
+        data = read_untrusted(path)
     except FileNotFoundError:
         raise ReportError(f"Report {path} does not exist. {_WRITE}.") from None
+    except LimitExceeded as exc:
+        raise ReportError(f"Report {exc}") from None
     except OSError as exc:
-        raise ReportError(f"Report {path} cannot be read ({exc}). {_WRITE}.") from None
+        raise ReportError(
+            f"Report {path} cannot be read ({exc.strerror or exc}). {_WRITE}."
+        ) from None
     split = split_report(data)
     if split is not None:
         return split
     try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ReportError(f"Report {path} is not UTF-8 text ({exc}). {_WRITE}.") from None
+        return load_json(data, str(path))
+    except LimitExceeded as exc:
+        raise ReportError(f"Report {exc}") from None
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"Report {path} is not JSON ({exc.msg}, line {exc.lineno}): expected a report "
+            f"written by pytest-agentctx. {_WRITE}."
+        ) from None
+    except ValueError as exc:  # not UTF-8, NaN or Infinity, a number of too many digits
+        raise ReportError(
+            f"Report {path} is not a report's strict JSON ({exc}): expected a report "
             f"written by pytest-agentctx. {_WRITE}."
         ) from None
 
@@ -128,7 +139,15 @@ class Entry:
     def whole(self) -> dict[str, Any]:
         if self.full is None:
             assert self.raw is not None
-            self.full = json.loads(self.raw)
+            where = f"the entry of {self.light.get('nodeid')!r}"
+            try:
+                self.full = load_json(self.raw, where)
+            except LimitExceeded as exc:
+                raise ReportError(f"Report {exc}") from None
+            except ValueError as exc:
+                raise ReportError(
+                    f"Report {where} is not a report's strict JSON ({exc}). {_WRITE}."
+                ) from None
         return self.full
 
     def rendered(self) -> bytes:
@@ -165,10 +184,14 @@ def _light(data: bytes, start: int, end: int) -> dict[str, Any] | None:
         return None
     made = b"[]," if data[runs + len(_RUNS) : stats] == b"[]," else b"[null],"
     try:
-        light = json.loads(data[start:runs] + _RUNS + made + data[stats:end])
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        light = _strict(data[start:runs] + _RUNS + made + data[stats:end])
+    except (ValueError, RecursionError):  # read whole, for the error that says what
         return None
     return light if isinstance(light, dict) else None
+
+
+def _strict(data: bytes) -> Any:
+    return json.loads(data, parse_constant=refuse_constant)
 
 
 def split_report(data: bytes) -> tuple[dict[str, Any], list[Entry]] | None:
@@ -180,9 +203,9 @@ def split_report(data: bytes) -> tuple[dict[str, Any], list[Entry]] | None:
     if start < 0 or end < start:
         return None
     try:
-        header = json.loads(data[:start].rstrip().removesuffix(b",") + b"\n}")
-        header.update(json.loads(b"{" + data[end + len(b"\n  ],") :]))
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        header = _strict(data[:start].rstrip().removesuffix(b",") + b"\n}")
+        header.update(_strict(b"{" + data[end + len(b"\n  ],") :]))
+    except (ValueError, RecursionError, AttributeError):
         return None
     cursor = start + len(_TESTS_OPEN)
     if not data.startswith(_ENTRY_OPEN, cursor) or not data.endswith(_ENTRY_CLOSE, 0, end):

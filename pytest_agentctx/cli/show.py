@@ -103,8 +103,8 @@ def _interaction(index: int, interaction: Interaction) -> list[str]:
 
 def show_cassette(path: Path) -> list[str]:
     """The lines of ``path``'s interactions; :class:`CassetteFormatError` for a file that
-    is not a cassette or does not exist."""
-    if not path.is_file():
+    is not a cassette (or not a regular file, or past a limit) or does not exist."""
+    if not path.exists():
         raise CassetteFormatError(
             f"{path}: no such cassette file. Give the path of a cassette (list them with: "
             "pytest-agentctx cassettes check)."

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_agentctx._untrusted import LIMIT_OPTIONS, Limits, limits_from, use_limits
+from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
 from pytest_agentctx.traffic.cassettes.options import normalise_record_args
+
+#: The limits in force before the session (restored when it ends).
+_OUTER_LIMITS = pytest.StashKey[Limits]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,6 +124,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    # the limits within which cassettes, snapshots, reports and cache entries are read
+    # (also read by the pytest-agentctx command)
+    for name, help_text in (
+        ("agent_max_file_bytes", "Largest cassette, snapshot, report or cache file read"),
+        ("agent_max_body_bytes", "Largest size a body's content-encoding may decode to"),
+        ("agent_max_depth", "Deepest nesting of lists and mappings read (YAML, reports)"),
+        ("agent_max_alias_nodes", "Most values the aliases of a YAML cassette may repeat"),
+    ):
+        parser.addini(name, f"{help_text} (empty: the default, docs/cassettes.md).", default="")
     # the reports and the gate
     group.addoption(
         "--agent-report",
@@ -226,7 +240,25 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     normalise_record_args(args)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """The limits of the ini file are in force for the session (see
+    :mod:`pytest_agentctx._untrusted`); the markers are registered."""
+    try:
+        limits = limits_from({name: str(config.getini(name)) for name in LIMIT_OPTIONS.values()})
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_OUTER_LIMITS] = use_limits(limits)
+    _markers(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The limits before this session (an outer session's) are in force again."""
+    if _OUTER_LIMITS in config.stash:
+        use_limits(config.stash[_OUTER_LIMITS])
+
+
+def _markers(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "agent_budget(max_iterations=, max_tool_calls=, max_tokens=, max_cost_usd=, "

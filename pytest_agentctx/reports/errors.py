@@ -4,6 +4,7 @@ repeat markers or options with bad values.
 
 from __future__ import annotations
 
+from pytest_agentctx._untrusted import visible
 from pytest_agentctx.exceptions import UsageError, publish
 
 __all__ = [
@@ -15,7 +16,14 @@ __all__ = [
 
 class ReportError(UsageError):
     """A report or ``--agent-baseline`` file that cannot be read (missing, not JSON, not a
-    pytest-agentctx report, another schema version), or a gate tolerance that cannot work."""
+    pytest-agentctx report, another schema version, past a limit), or a gate tolerance that
+    cannot work. Its message may quote the report, which may come from a stranger: control
+    characters in it are shown as escapes (:func:`~pytest_agentctx._untrusted.visible`)."""
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (visible(args[0]),)
+        super().__init__(*args)
 
 
 class BudgetError(UsageError):

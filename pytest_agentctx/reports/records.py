@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted
 from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.record import (
@@ -305,23 +306,33 @@ _WRITE_ONE = "Write one with: pytest --agent-report=PATH"
 def load_report(path: str | Path) -> dict[str, Any]:
     """Read a report written by ``--agent-report``, checking its format and version.
 
-    Raises :class:`ReportError` naming the file and what is wrong with it.
+    It is read as untrusted input, within the limits of :mod:`pytest_agentctx._untrusted`
+    (a regular file of at most ``file_bytes``, nested at most ``depth`` deep, strict JSON:
+    no ``NaN`` or ``Infinity``, no number of more digits than Python reads). Raises
+    :class:`ReportError` naming the file and what is wrong with it.
     """
     where = Path(path)
     try:
-        text = where.read_text(encoding="utf-8")
+        data = load_json(read_untrusted(where), str(where))
     except FileNotFoundError:
         raise ReportError(
             f"Report {where} does not exist. {_WRITE_ONE} (for a baseline, on the branch you "
             "compare against) and pass that file."
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"Report {where} cannot be read ({exc}). {_WRITE_ONE}.") from None
-    try:
-        data = json.loads(text)
+    except LimitExceeded as exc:
+        raise ReportError(f"Report {exc}") from None
+    except OSError as exc:
+        raise ReportError(
+            f"Report {where} cannot be read ({exc.strerror or exc}). {_WRITE_ONE}."
+        ) from None
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"Report {where} is not JSON ({exc.msg}, line {exc.lineno}): expected a report "
+            f"written by pytest-agentctx. {_WRITE_ONE}."
+        ) from None
+    except ValueError as exc:  # not UTF-8, NaN or Infinity, a number of too many digits
+        raise ReportError(
+            f"Report {where} is not a report's strict JSON ({exc}): expected a report "
             f"written by pytest-agentctx. {_WRITE_ONE}."
         ) from None
     return check_report(data, where)

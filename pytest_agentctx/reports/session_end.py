@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentctx._untrusted import visible
 from pytest_agentctx.reports.gate import (
     GateResult,
     GateTolerance,
@@ -111,14 +112,15 @@ def summarise(
         if table:
             terminalreporter.write_sep("-", "agentctx")
             for row in table:
-                terminalreporter.write_line(row)
+                terminalreporter.write_line(visible(row))
     totals = summary_line(report)
     if totals is not None:
-        terminalreporter.write_line(totals)
+        terminalreporter.write_line(visible(totals))
     if reports.gate_enabled or reports.baseline is not None:
         failed = reports.gate_enabled and not result.passed
         for number, text in enumerate(gate_lines(result, enabled=reports.gate_enabled)):
-            terminalreporter.write_line(text, red=failed, bold=failed and number == 0)
+            # the baseline is a report from anywhere: its text is shown, never obeyed
+            terminalreporter.write_line(visible(text), red=failed, bold=failed and number == 0)
     if verbosity >= 0:
         for kind, path in (("JSON", reports.json_path), ("HTML", reports.html_path)):
             if path is not None:

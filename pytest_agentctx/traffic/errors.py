@@ -5,6 +5,7 @@ and requests no concurrent run owns.
 
 from __future__ import annotations
 
+from pytest_agentctx._untrusted import visible
 from pytest_agentctx.exceptions import (
     AgentAssertionError,
     AgentCtxError,
@@ -43,7 +44,14 @@ class NotOneConversation(CaptureError):
 
 
 class CassetteError(AgentCtxError):
-    """A problem with recording or replaying HTTP traffic."""
+    """A problem with recording or replaying HTTP traffic. Its message quotes cassettes
+    (URLs, bodies, file names) that may come from strangers: control characters in it are
+    shown as escapes (:func:`~pytest_agentctx._untrusted.visible`), wherever it is printed."""
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (visible(args[0]),)
+        super().__init__(*args)
 
 
 class CassetteConfigError(CassetteError, UsageError):

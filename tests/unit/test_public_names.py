@@ -215,6 +215,7 @@ PLUGIN_HOOKS = [
     ("options", "pytest_addoption"),
     ("options", "pytest_configure"),
     ("options", "pytest_load_initial_conftests"),
+    ("options", "pytest_unconfigure"),
     ("repeat", "pytest_runtest_makereport"),
     ("repeat", "pytest_runtest_protocol"),
     ("repeat", "pytest_runtest_setup"),

@@ -662,3 +662,32 @@ async def test_a_context_key_that_holds_no_run_is_written_as_a_mapping() -> None
         "iterations[0].metadata.assembly.context.iterations = 3",
         "iterations[0].metadata.assembly.context.source = 'kb'",
     ]
+
+
+async def test_a_snapshot_that_is_a_fifo_is_an_error_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "test_x.agentctx"
+    os.mkfifo(fifo)
+
+    with pytest.raises(SnapshotError) as caught:
+        AgentSnapshotExtension().read_snapshot_data_from_location(
+            snapshot_location=str(fifo), snapshot_name="test_x", session_id="s"
+        )
+
+    assert str(caught.value) == (
+        f"Snapshot {fifo} cannot be read (a FIFO, not a regular file). Restore it from "
+        "version control, or delete it and write it again: pytest --snapshot-update"
+    )
+
+
+async def test_a_snapshot_diff_shows_control_characters_as_escapes() -> None:
+    stored = f"{HEADER}\nAgentContext\n  content: 'Sunny.\x1b]52;c;cGF3bmVk\x07'\n"
+    new = f"{HEADER}\nAgentContext\n  content: 'Sunny.'\n"
+
+    # syrupy colours each character (SGR sequences): those are left out to read the text
+    lines = [
+        re.sub("\x1b\\[[0-9;]*m", "", line)
+        for line in AgentSnapshotExtension().diff_lines(new, stored)
+    ]
+
+    assert "-   content: 'Sunny.\\x1b]52;c;cGF3bmVk\\x07'" in lines
+    assert not any("\x1b" in line or "\x07" in line for line in lines)

@@ -21,6 +21,7 @@ from syrupy.terminal import context_style, reset
 from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SerializedData
 
 from pytest_agentctx._files import atomic_write_text
+from pytest_agentctx._untrusted import LimitExceeded, read_untrusted, visible
 from pytest_agentctx.assertions.errors import SnapshotError
 from pytest_agentctx.assertions.snapshots.serialization import (
     FILE_EXTENSION,
@@ -130,14 +131,23 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
     def read_snapshot_data_from_location(
         self, *, snapshot_location: str, snapshot_name: str, session_id: str
     ) -> SerializableData | None:
-        """The stored text, or ``None``; a file in another format, or not UTF-8 text, is
-        tainted (rewrite it)."""
+        """The stored text, or ``None``; a file in another format is tainted (rewrite it).
+        It is read as untrusted input (:func:`~pytest_agentctx._untrusted.read_untrusted`):
+        a regular file of at most ``file_bytes``, never a FIFO or a device."""
         try:
-            text = Path(snapshot_location).read_text(encoding="utf-8")
+            text = read_untrusted(Path(snapshot_location)).decode("utf-8")
         except FileNotFoundError:
             return None
         except UnicodeDecodeError as error:  # binary garbage: tainted, shown as its bytes
             raise TaintedSnapshotError(snapshot_data=error.object[:32]) from None
+        except LimitExceeded as exc:
+            raise SnapshotError(f"Snapshot {exc}") from None
+        except OSError as exc:
+            raise SnapshotError(
+                f"Snapshot {snapshot_location} cannot be read ({exc.strerror or exc}). "
+                "Restore it from version control, or delete it and write it again: "
+                "pytest --snapshot-update"
+            ) from None
         if not text.startswith(HEADER + "\n"):
             raise TaintedSnapshotError(snapshot_data=text)
         return text
@@ -151,7 +161,8 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
         the two texts (in C), so a one-line change in a long snapshot costs a few string
         comparisons, not a split of both texts into lines or a line diff.
         """
-        old, new = str(snapshot_data), str(serialized_data)
+        # a stored snapshot may come from a stranger: its control characters are shown
+        old, new = visible(str(snapshot_data)), visible(str(serialized_data))
         prefix = _common_prefix(old, new)
         suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
         start = _line_start(old, prefix, back=_CONTEXT_LINES + 1)

@@ -16,7 +16,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic import transport
-from pytest_agentctx.traffic.cassettes.body import Body, body_bytes, decompress, encode_body
+from pytest_agentctx.traffic.cassettes.body import (
+    Body,
+    BodyTooLarge,
+    body_bytes,
+    decompress,
+    encode_body,
+)
 from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = ["Exchange", "TrafficRecorder"]
@@ -132,7 +138,10 @@ class TrafficRecorder:
         def keep(response: Any) -> Any:
             def store(data: bytes, complete: bool) -> None:
                 encoding = response.headers.get("content-encoding")
-                decoded, ok = decompress(data, encoding)
+                try:
+                    decoded, ok = decompress(data, encoding)
+                except BodyTooLarge:  # past the size limit: no body kept
+                    decoded, ok = b"", False
                 body = encode_body(decoded, response.headers.get("content-type")) if ok else None
                 exchange = Exchange(
                     method, url, response.status_code, request_body, body, f"live#{slot}"

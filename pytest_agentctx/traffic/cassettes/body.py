@@ -18,20 +18,23 @@ extra (``pip install 'pytest-agentctx[compression]'``) brings both. Several codi
 from __future__ import annotations
 
 import base64
-import gzip
 import importlib
 import json
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
+from pytest_agentctx._untrusted import current_limits
+
 __all__ = [
     "Body",
+    "BodyTooLarge",
     "UndecodableBody",
     "body_bytes",
     "body_chunks",
     "decode_content",
+    "decode_recorded",
     "decompress",
     "encode_body",
     "format_sse_event",
@@ -77,54 +80,114 @@ def _optional(*names: str) -> ModuleType | None:
     return None
 
 
-def _gunzip(raw: bytes) -> bytes:
-    try:
-        return gzip.decompress(raw)
-    except EOFError:
-        # A stream the client closed before the gzip trailer arrived (the openai SDK
-        # stops reading at ``data: [DONE]``): keep everything that did arrive.
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+class BodyTooLarge(ValueError):
+    """A body that decodes to more than the ``body_bytes`` limit
+    (:mod:`pytest_agentctx._untrusted`): decoding stopped there. Never an
+    :class:`UndecodableBody`: nothing treats it as bytes to keep as they are."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self.encoding = encoding
+        self.limit = limit
+        super().__init__(f"content-encoding {encoding!r} decoding to more than {limit} bytes")
 
 
-def _inflate(raw: bytes) -> bytes:
+def _zlib(raw: bytes, wbits: int, limit: int, name: str) -> bytes:
+    """``raw`` inflated, every member of it (gzip files may hold several), stopping past
+    ``limit`` bytes; a stream cut short keeps what did arrive."""
+    parts: list[bytes] = []
+    size = 0
+    while raw:
+        decompressor = zlib.decompressobj(wbits)
+        out = decompressor.decompress(raw, limit + 1 - size)
+        size += len(out)
+        if size > limit or decompressor.unconsumed_tail:
+            raise BodyTooLarge(name, limit)
+        parts.append(out)
+        if not decompressor.eof:
+            if not parts[0] and len(parts) == 1:
+                raise zlib.error("no complete stream")
+            break  # cut short: keep what arrived
+        raw = decompressor.unused_data
+        if name != "gzip" or not raw.startswith(b"\x1f\x8b"):
+            break
+    return b"".join(parts)
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes:
+    # A stream the client closed before the gzip trailer arrived (the openai SDK stops
+    # reading at ``data: [DONE]``) keeps everything that did arrive.
+    if not raw.startswith(b"\x1f\x8b"):
+        raise OSError("Not a gzipped file")
+    return _zlib(raw, 16 + zlib.MAX_WBITS, limit, "gzip")
+
+
+def _inflate(raw: bytes, limit: int) -> bytes:
     try:
-        return zlib.decompress(raw)
+        return _zlib(raw, zlib.MAX_WBITS, limit, "deflate")
     except zlib.error:
-        return zlib.decompress(raw, -zlib.MAX_WBITS)
+        return _zlib(raw, -zlib.MAX_WBITS, limit, "deflate")
 
 
-def _unbrotli(raw: bytes) -> bytes:
+#: Input fed at once to a brotli decompressor without an output limit (brotli < 1.2).
+_BROTLI_STEP = 256
+
+
+def _unbrotli(raw: bytes, limit: int) -> bytes:
     module = _optional("brotli", "brotlicffi")
     if module is None:
         raise _missing("br", "brotli")
+    decompressor = module.Decompressor()
+    process = getattr(decompressor, "process", None) or decompressor.decompress
+    parts: list[bytes] = []
+    size = 0
     try:
-        return bytes(module.decompress(raw))
+        try:  # brotli 1.2: output bounded as it is made
+            chunks: Iterable[bytes] = [bytes(process(raw, output_buffer_limit=limit + 1))]
+        except TypeError:
+            chunks = (
+                bytes(process(raw[at : at + _BROTLI_STEP]))
+                for at in range(0, len(raw), _BROTLI_STEP)
+            )
+        for out in chunks:
+            size += len(out)
+            if size > limit:
+                raise BodyTooLarge("br", limit)
+            parts.append(out)
     except module.error:
         # A stream cut short keeps what did arrive; bytes that decode to nothing are no
         # brotli stream at all.
-        decompressor = module.Decompressor()
-        process = getattr(decompressor, "process", None) or decompressor.decompress
-        out = bytes(process(raw))
-        if not out:
+        if not size:
             raise
-        return out
+        return b"".join(parts)
+    finished = getattr(decompressor, "is_finished", lambda: True)()
+    if not size and not finished:
+        raise ValueError("not a brotli stream (it decodes to nothing)")
+    return b"".join(parts)
 
 
-def _unzstd(raw: bytes) -> bytes:
+def _unzstd(raw: bytes, limit: int) -> bytes:
     zstandard = _optional("zstandard")
     if zstandard is not None:
-        reader = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
-        out = bytes(reader.decompress(raw))
-        if not out and not reader.eof:
+        # A stream reader keeps the frames that arrived whole and what a cut one gave.
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        out = bytes(reader.read(limit + 1))
+        if len(out) > limit:
+            raise BodyTooLarge("zstd", limit)
+        if not out:
             raise ValueError("no complete zstd frame")
         return out
     module = _optional("compression.zstd", "backports.zstd")
     if module is None:
         raise _missing("zstd", "zstandard")
     parts: list[bytes] = []
+    size = 0
     while raw:
         decompressor = module.ZstdDecompressor()
-        parts.append(decompressor.decompress(raw))
+        out = decompressor.decompress(raw, max_length=limit + 1 - size)
+        size += len(out)
+        if size > limit or (not decompressor.needs_input and not decompressor.eof):
+            raise BodyTooLarge("zstd", limit)
+        parts.append(out)
         if not decompressor.eof:
             break
         raw = decompressor.unused_data
@@ -140,7 +203,7 @@ def _missing(encoding: str, package: str) -> UndecodableBody:
     )
 
 
-_DECODERS: dict[str, Callable[[bytes], bytes]] = {
+_DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
     "gzip": _gunzip,
     "x-gzip": _gunzip,
     "deflate": _inflate,
@@ -149,9 +212,12 @@ _DECODERS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
-def decode_content(raw: bytes, encoding: str | None) -> bytes:
+def decode_content(raw: bytes, encoding: str | None, *, limit: int | None = None) -> bytes:
     """``raw`` with its ``content-encoding`` undone (codings listed as ``gzip, br`` are
-    undone last first); :class:`UndecodableBody` when it cannot be."""
+    undone last first); :class:`UndecodableBody` when it cannot be, :class:`BodyTooLarge`
+    when it decodes to more than ``limit`` bytes (the ``body_bytes`` limit by default):
+    decoding stops there, whatever the coding."""
+    most = current_limits().body_bytes if limit is None else limit
     names = [name.strip().lower() for name in (encoding or "").split(",")]
     for name in reversed(names):
         if not name or name == "identity" or not raw:
@@ -165,8 +231,8 @@ def decode_content(raw: bytes, encoding: str | None) -> bytes:
                 _ASK_FOR_GZIP[len("or ") :],
             )
         try:
-            raw = decoder(raw)
-        except UndecodableBody:
+            raw = decoder(raw, most)
+        except (UndecodableBody, BodyTooLarge, MemoryError):
             raise
         except Exception as exc:  # each library has its own error class
             raise UndecodableBody(
@@ -177,9 +243,25 @@ def decode_content(raw: bytes, encoding: str | None) -> bytes:
     return raw
 
 
+def decode_recorded(raw: bytes, encoding: str | None) -> bytes:
+    """A body being recorded, decoded (:func:`decode_content`); one past the
+    ``body_bytes`` limit is an :class:`UndecodableBody` too: not recorded, and the test is
+    told why."""
+    try:
+        return decode_content(raw, encoding)
+    except BodyTooLarge as exc:
+        raise UndecodableBody(
+            exc.encoding,
+            f"it decodes to more than {exc.limit} bytes (the limit agent_max_body_bytes)",
+            "if the server really sends bodies that large, raise agent_max_body_bytes in the "
+            "pytest ini file",
+        ) from None
+
+
 def decompress(raw: bytes, encoding: str | None) -> tuple[bytes, bool]:
     """Undo a ``content-encoding``; returns the bytes and whether they were decoded (the
-    bytes as given when they could not be, see :func:`decode_content`)."""
+    bytes as given when they could not be, see :func:`decode_content`). A body past the
+    size limit raises :class:`BodyTooLarge`: never kept to be decoded by someone else."""
     try:
         return decode_content(raw, encoding), True
     except UndecodableBody:

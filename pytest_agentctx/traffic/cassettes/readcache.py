@@ -20,11 +20,22 @@ reads that JSON instead.
   which JSON would change, keeps the cassette out of the cache), and only when the
   session's redactor finds nothing in it to hide (a secret value, a secret header that is
   not ``REDACTED``): such a cassette is not copied anywhere.
-- **Never a different answer.** An entry also holds the SHA-256 of its own JSON; one that
-  is truncated, edited, unreadable or of another version is ignored (and replaced), never
-  believed. Entries are written atomically (see :mod:`pytest_agentctx._files`), so
-  ``pytest -n`` workers reading the same cassette never see half of one; a failed write
-  (a read-only or full disk) leaves the cassette read from its YAML, as without a cache.
+  The redactor is the test's (its ``redact_values`` included), so a value only one test
+  calls secret keeps that cassette out of the cache too.
+- **Never a different answer.** An entry is bound to the bytes of its cassette by a keyed
+  MAC (HMAC-SHA-256 over the cassette's key and the entry's JSON) under a secret that is
+  never in the cache folder: the ``PYTEST_AGENTCTX_CACHE_KEY`` environment variable when
+  set (a CI secret, so that the jobs of a CI cache share entries), else 32 random bytes
+  made once per machine in ``~/.config/pytest-agentctx/read-cache.key`` (mode 0600; under
+  ``$XDG_CONFIG_HOME`` when set). A checksum alone would not do: whoever can write a
+  cassette and its entry (a pull request, a poisoned CI cache) can recompute one, and
+  make the entry answer something the reviewed cassette does not say. Without the
+  secret, no entry can be made that is believed; an entry that is truncated, edited,
+  unreadable, not a regular file (a FIFO is never waited on), of another version or of
+  another machine's key is ignored (and replaced). Entries are written atomically (see
+  :mod:`pytest_agentctx._files`), so ``pytest -n`` workers reading the same cassette never
+  see half of one; a failed write (a read-only or full disk) leaves the cassette read from
+  its YAML, as without a cache.
 """
 
 from __future__ import annotations
@@ -33,19 +44,23 @@ import base64
 import contextlib
 import functools
 import hashlib
+import hmac
 import json
 import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_agentctx._untrusted import LimitExceeded, read_untrusted
+
 if TYPE_CHECKING:
+    from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = [
     "FOLDER_NAME",
+    "KEY_ENV",
     "MAX_ENTRIES",
     "READER",
     "Setting",
@@ -60,7 +75,9 @@ __all__ = [
 FOLDER_NAME = "agentctx-cassettes"
 #: The version of the conversion from YAML: part of every key, so that entries written by
 #: a reader that converted differently are never used.
-READER = "pytest-agentctx-read-1"
+READER = "pytest-agentctx-read-2"
+#: The environment variable holding the key of the entries' MACs, if not the machine's.
+KEY_ENV = "PYTEST_AGENTCTX_CACHE_KEY"
 
 #: The most entries kept; beyond, the least recently used are removed when one is written.
 MAX_ENTRIES = 2048
@@ -119,15 +136,78 @@ def _reader() -> bytes | None:
     or a change to this package, is never used); ``None`` if a source cannot be read."""
     import yaml
 
-    from pytest_agentctx.traffic.cassettes import body, store, yamlread
-
     digest = hashlib.sha256(f"{READER}\0{yaml.__version__}\0".encode())
-    for module in (body, store, yamlread, sys.modules[__name__]):
+    # read by name, not imported: a cache hit needs none of them (vcr: vcrpy's format)
+    for name in ("body.py", "store.py", "vcr.py", "yamlread.py", Path(__file__).name):
         try:
-            digest.update(Path(module.__file__ or "").read_bytes())
+            digest.update(Path(__file__).with_name(name).read_bytes())
         except OSError:  # pragma: no cover - a package without its sources
             return None
     return digest.digest()
+
+
+def _key_path() -> Path:
+    """Where this machine's key of the entries' MACs is kept: outside every project."""
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(config) / "pytest-agentctx" / "read-cache.key"
+
+
+def _read_key(path: Path) -> bytes | None:
+    key = read_untrusted(path, limit=4096)
+    return key if len(key) >= 32 else None
+
+
+def _machine_key() -> bytes | None:
+    """The key of the entries' MACs (see the module), made on first use; ``None`` when
+    there is none and none can be made (then nothing is cached)."""
+    given = os.environ.get(KEY_ENV)
+    if given:
+        return given.encode("utf-8", "surrogateescape")
+    path = _key_path()
+    if path in _keys:
+        return _keys[path]
+    _keys[path] = key = _new_or_read_key(path)
+    return key
+
+
+#: The machine's key, by where it is kept, once read (or made) in this process.
+_keys: dict[Path, bytes | None] = {}
+
+
+def _new_or_read_key(path: Path) -> bytes | None:
+    import secrets
+    import uuid
+
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass  # made below
+    except (OSError, LimitExceeded):
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with open(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(32))
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+        return _read_key(path)
+    except (OSError, LimitExceeded):
+        return None
+
+
+def _mac(source: str, payload: bytes) -> str | None:
+    """The MAC binding ``payload`` to the cassette bytes whose key is ``source``."""
+    key = _machine_key()
+    if key is None:
+        return None
+    mac = hmac.new(key, source.encode() + b"\n", hashlib.sha256)
+    mac.update(payload)  # not joined to the source: no copy of the payload
+    return mac.hexdigest()
 
 
 def entry_path(folder: Path, path: Path) -> Path:
@@ -136,16 +216,19 @@ def entry_path(folder: Path, path: Path) -> Path:
     return folder / f"{name[:32]}.json"
 
 
-def read_yaml(path: Path, raw: bytes, text: str) -> list[Interaction]:
+def read_yaml(
+    path: Path, raw: bytes, text: str, redactor: Redactor | None = None
+) -> list[Interaction]:
     """The interactions of the YAML cassette at ``path`` (its bytes ``raw``, decoded
-    ``text``): from its cache entry when one holds them, else parsed (and cached)."""
+    ``text``): from its cache entry when one holds them, else parsed (and cached, unless
+    ``redactor``, the reading test's, or the session's, finds a secret in them)."""
     from pytest_agentctx.traffic.cassettes import store
 
     cached = read_entry(path, raw)
     if cached is not None:
         return cached
     interactions = store.parse_cassette(text, path)
-    write_entry(path, raw, interactions)
+    write_entry(path, raw, interactions, redactor)
     return interactions
 
 
@@ -160,14 +243,18 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
 
     try:
         entry = entry_path(_folder_path(), path)
-        data = entry.read_bytes()
+        data = read_untrusted(entry)
         head, _, payload = data.partition(b"\n")
         header, key = json.loads(head), _key(raw)
-        if key is None or header != {
-            "reader": READER,
-            "source": key,
-            "payload": hashlib.sha256(payload).hexdigest(),
-        }:
+        mac = None if key is None else _mac(key, payload)
+        if (
+            mac is None
+            or not isinstance(header, dict)
+            or header.get("reader") != READER
+            or header.get("source") != key
+            or not isinstance(header.get("mac"), str)
+            or not hmac.compare_digest(header["mac"], mac)
+        ):
             return None
         document = read_json(payload)[0]
         if document is NO_JSON:
@@ -175,18 +262,29 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
         interactions = _from_native(document, str(path))
         os.utime(entry)  # now the most recently used
         return interactions
-    except (OSError, ValueError, TypeError, KeyError, RecursionError, CassetteFormatError):
+    except (
+        OSError,
+        ValueError,
+        TypeError,
+        KeyError,
+        RecursionError,
+        CassetteFormatError,
+        LimitExceeded,
+    ):
         return None
 
 
-def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool:
+def write_entry(
+    path: Path, raw: bytes, interactions: list[Interaction], redactor: Redactor | None = None
+) -> bool:
     """Cache ``interactions``, read from the cassette at ``path`` whose bytes are ``raw``;
-    whether an entry was written (see the module's rules for when it is not)."""
+    whether an entry was written (see the module's rules for when it is not). ``redactor``:
+    the reading test's (the session's active one when ``None``)."""
     if not _cached(path):
         return False
     key = _key(raw)
     payload = _payload(interactions)
-    if key is None or payload is None or not _clean(payload, interactions):
+    if key is None or payload is None or not _clean(payload, interactions, redactor):
         return False
     from pytest_agentctx._files import atomic_write_bytes
     from pytest_agentctx.traffic.cassettes.matcher import read_json
@@ -194,7 +292,10 @@ def write_entry(path: Path, raw: bytes, interactions: list[Interaction]) -> bool
 
     if _from_native(read_json(payload)[0], str(path)) != interactions:
         return False  # JSON would change a value (a date, bytes, an integer key...)
-    header = {"reader": READER, "source": key, "payload": hashlib.sha256(payload).hexdigest()}
+    mac = _mac(key, payload)
+    if mac is None:
+        return False  # no key, none can be made: nothing is cached
+    header = {"reader": READER, "source": key, "mac": mac}
     try:
         entry = entry_path(_folder_path(), path)
         # Not flushed to disk: a torn entry (a power cut) fails its checksum and is ignored.
@@ -246,13 +347,16 @@ def _payload(interactions: list[Interaction]) -> bytes | None:
         return None  # a value JSON has no form for (bytes, a date, a set...)
 
 
-def _clean(payload: bytes, interactions: list[Interaction]) -> bool:
-    """Whether the session's redactor leaves every part of the entry as it is: its text,
-    its JSON strings, its URLs, secret headers (``REDACTED`` already) and binary bodies."""
+def _clean(
+    payload: bytes, interactions: list[Interaction], redactor: Redactor | None = None
+) -> bool:
+    """Whether ``redactor`` (the reading test's; the session's active one when ``None``)
+    leaves every part of the entry as it is: its text, its JSON strings, its URLs, secret
+    headers (``REDACTED`` already) and binary bodies."""
     from pytest_agentctx.redaction.active import active
     from pytest_agentctx.redaction.redactor import REDACTED
 
-    redactor = active()
+    redactor = redactor or active()
     if redactor is None:
         return False  # outside a session, nothing tells what is secret: write nothing
     text = payload.decode("utf-8")

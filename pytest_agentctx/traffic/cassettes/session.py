@@ -53,9 +53,10 @@ from typing import Any
 
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
+    BodyTooLarge,
     UndecodableBody,
     body_chunks,
-    decode_content,
+    decode_recorded,
     decompress,
     encode_body,
 )
@@ -154,7 +155,7 @@ class Cassette:
         self.existed = path.exists()
         sweep_folder(path.parent)
         # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
-        loaded = [] if mode is RecordMode.REWRITE else load_cassette(path)
+        loaded = [] if mode is RecordMode.REWRITE else load_cassette(path, redactor=self.redactor)
         if mode is RecordMode.MISSING:
             mode = self._missing_mode(loaded, run_id)
         self.mode = mode
@@ -335,7 +336,7 @@ class Cassette:
                 self._open.pop((True, slot), None)
                 partial = not complete and slot in self._cut_short
             try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
-                decoded = decode_content(raw_body, headers.get("content-encoding"))
+                decoded = decode_recorded(raw_body, headers.get("content-encoding"))
                 if not complete:  # cut short: up to the end of its last whole event
                     decoded = _whole_events(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
@@ -383,7 +384,10 @@ class Cassette:
         def store(raw_body: bytes, complete: bool, response: Any) -> None:
             with self._lock:
                 self._open.pop((False, slot), None)
-            decoded, ok = decompress(raw_body, response.headers.get("content-encoding"))
+            try:
+                decoded, ok = decompress(raw_body, response.headers.get("content-encoding"))
+            except BodyTooLarge:  # kept for the exchange log only: left out
+                decoded, ok = b"", False
             body = encode_body(decoded, response.headers.get("content-type")) if ok else None
             interaction = Interaction(
                 method=method,

@@ -28,7 +28,6 @@ existing cassettes replay without conversion.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import gc
 import hashlib
@@ -40,12 +39,22 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx._files import atomic_write_text, pid_running, remove_stale_temporaries
 from pytest_agentctx._locks import hold, let_go, try_hold
-from pytest_agentctx.traffic.cassettes.body import Body, decompress, encode_body
+from pytest_agentctx._untrusted import LimitExceeded, NotAFile, read_untrusted
+from pytest_agentctx.traffic.cassettes.body import (
+    Body,
+    BodyTooLarge,
+    UndecodableBody,
+    body_bytes,
+    decode_content,
+)
 from pytest_agentctx.traffic.errors import CassetteFormatError
+
+if TYPE_CHECKING:
+    from pytest_agentctx.redaction.redactor import Redactor
 
 __all__ = [
     "FORMAT_NAME",
@@ -66,9 +75,6 @@ __all__ = [
 
 FORMAT_NAME = "pytest-agentctx"
 FORMAT_VERSION = 1
-
-#: Response headers that describe the wire encoding of a body stored decoded.
-_ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 @dataclass
@@ -137,14 +143,6 @@ def _header_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _as_bytes(value: Any) -> bytes:
-    if value is None:
-        return b""
-    if isinstance(value, bytes):
-        return value
-    return str(value).encode("utf-8")
-
-
 _BODY_KINDS = ("json", "sse", "text", "base64")
 
 
@@ -183,6 +181,25 @@ def _partial(value: Any) -> bool:
     return value
 
 
+def check_encoded(interaction: Interaction) -> None:
+    """A response kept with its ``content-encoding`` (a body this package could not decode
+    when it was recorded) is served as it is, for the client to decode: refused
+    (:class:`CassetteFormatError`) when it decodes past the ``body_bytes`` limit, so that
+    no client inflates a bomb. Only such responses are decoded here."""
+    encoding = interaction.response_headers.get("content-encoding")
+    if not encoding or not interaction.response_body:
+        return
+    try:
+        decode_content(body_bytes(interaction.response_body), encoding)
+    except BodyTooLarge as exc:
+        what = f"a response body with a {exc}"
+        raise CassetteFormatError(
+            str(LimitExceeded(interaction.origin, what, "body_bytes"))
+        ) from None
+    except (UndecodableBody, ValueError):
+        pass  # the client finds it undecodable, as it would the server's bytes
+
+
 def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
     version = data.get("version")
     if version != FORMAT_VERSION:
@@ -208,6 +225,7 @@ def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
                     partial=_partial(item.get("partial")),
                 )
             )
+            check_encoded(out[-1])
         except (KeyError, TypeError, ValueError) as exc:
             raise CassetteFormatError(
                 f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
@@ -220,68 +238,16 @@ def _from_native(data: Mapping[str, Any], where: str) -> list[Interaction]:
     return out
 
 
-def _vcr_body(
-    container: Mapping[str, Any], headers: dict[str, str], is_response: bool
-) -> tuple[Body, bool]:
-    """The stored form of a vcrpy body, and whether its ``content-encoding`` was undone."""
-    if "parsed_body" in container:  # pydantic-ai's serializer
-        return {"json": container["parsed_body"]}, True
-    raw_body = container.get("body")
-    if is_response and isinstance(raw_body, Mapping):
-        raw_body = raw_body.get("string")
-    raw = _as_bytes(raw_body)
-    decoded, ok = decompress(raw, headers.get("content-encoding"))
-    if not ok:
-        return {"base64": base64.b64encode(raw).decode("ascii")}, False
-    return encode_body(decoded, headers.get("content-type")), True
-
-
-def _from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
-    out = []
-    for index, item in enumerate(data.get("interactions") or []):
-        try:
-            request, response = item["request"], item["response"]
-            request_headers = _headers(request.get("headers"))
-            response_headers = _headers(response.get("headers"))
-            status = response["status"]
-            code = int(status["code"] if isinstance(status, Mapping) else status)
-            response_body, decoded = _vcr_body(response, response_headers, True)
-            # A body that could not be decoded is kept as it was sent, with its encoding.
-            keep = set() if decoded else {"content-encoding"}
-            interaction = Interaction(
-                method=str(request["method"]).upper(),
-                url=str(request["uri"]),
-                request_headers={
-                    k: v for k, v in request_headers.items() if k not in _ENCODING_HEADERS
-                },
-                request_body=_vcr_body(request, request_headers, False)[0],
-                status=code,
-                response_headers={
-                    k: v
-                    for k, v in response_headers.items()
-                    if k not in _ENCODING_HEADERS or k in keep
-                },
-                response_body=response_body,
-                origin=f"{where}#{index}",
-                # written by this package in vcrpy's format (vcrpy ignores both keys)
-                test_id=_test_id(item.get("test_id")),
-                partial=_partial(item.get("partial")),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CassetteFormatError(
-                f"{where}: vcrpy interaction #{index} is malformed ({type(exc).__name__}: "
-                f"{exc}); expected request.method/uri and response.status.code."
-            ) from None
-        out.append(interaction)
-    return out
-
-
 def _parse(text: str, path: Path) -> Any:
     where = str(path)
     if path.suffix == ".json":
         try:
             return json.loads(text)
-        except json.JSONDecodeError as exc:
+        except RecursionError:
+            raise CassetteFormatError(
+                str(LimitExceeded(where, "JSON nested deeper than its parser reads", "depth"))
+            ) from None
+        except ValueError as exc:  # not JSON, or a number of too many digits
             raise CassetteFormatError(
                 f"{where}: not valid JSON ({exc}). Restore it from version control or "
                 "re-record it with pytest --agent-record."
@@ -295,8 +261,10 @@ def _parse(text: str, path: Path) -> Any:
             f"{where}: reading YAML cassettes needs PyYAML. Run: pip install pyyaml"
         ) from None
     try:
-        return load(text)  # what yaml's safe loader gives, faster
-    except (yaml.YAMLError, ValueError, OverflowError) as exc:  # or a date out of range
+        return load(text, where)  # what yaml's safe loader gives, faster
+    except LimitExceeded as exc:
+        raise CassetteFormatError(str(exc)) from None
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError) as exc:
         raise CassetteFormatError(
             f"{where}: not valid YAML ({exc}). Restore it from version control or "
             "re-record it with pytest --agent-record."
@@ -315,7 +283,9 @@ def parse_cassette(text: str, path: Path) -> list[Interaction]:
         )
     if data.get("cassette") == FORMAT_NAME:
         return _from_native(data, str(path))
-    return _from_vcr(data, str(path))
+    from pytest_agentctx.traffic.cassettes.vcr import from_vcr
+
+    return from_vcr(data, str(path))
 
 
 #: The most recently loaded cassettes, oldest first (dicts keep insertion order).
@@ -326,8 +296,10 @@ _cache: dict[Path, tuple[int, int, list[Interaction]]] = {}
 CACHE_SIZE = 32
 
 
-def load_cassette(path: Path) -> list[Interaction]:
+def load_cassette(path: Path, *, redactor: Redactor | None = None) -> list[Interaction]:
     """The interactions of the cassette at ``path`` (``[]`` if there is none).
+    ``redactor``: the reading test's, which decides whether a YAML cassette may be cached
+    (:mod:`.readcache`).
 
     Parsed files are cached by modification time and size, so tests that share a
     cassette parse it once per process; the :data:`CACHE_SIZE` most recently used stay.
@@ -345,7 +317,7 @@ def load_cassette(path: Path) -> list[Interaction]:
         _cache[path] = cached  # now the most recently used
         return list(cached[2])
     try:
-        raw = path.read_bytes()
+        raw = read_untrusted(path)
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CassetteFormatError(
@@ -353,13 +325,15 @@ def load_cassette(path: Path) -> list[Interaction]:
         ) from None
     except OSError as exc:
         raise _unreadable(path, exc) from None
+    except LimitExceeded as exc:
+        raise CassetteFormatError(str(exc)) from None
     with paused_gc():
         if path.suffix == ".json":
             interactions = parse_cassette(text, path)
         else:
             from pytest_agentctx.traffic.cassettes.readcache import read_yaml
 
-            interactions = read_yaml(path, raw, text)
+            interactions = read_yaml(path, raw, text, redactor)
     _cache[path] = (stat.st_mtime_ns, stat.st_size, interactions)
     while len(_cache) > CACHE_SIZE:
         del _cache[next(iter(_cache))]
@@ -415,6 +389,12 @@ def dump_cassette(interactions: list[Interaction], path: Path, *, style: str = "
 
 
 def _unreadable(path: Path, exc: OSError) -> CassetteFormatError:
+    if isinstance(exc, NotAFile):
+        return CassetteFormatError(
+            f"{path}: is {exc.kind}, not a regular file, so it is not read: a cassette is a "
+            "file (a symbolic link to one is followed). Replace it with the cassette file "
+            "(restore it from version control, or record it: pytest --agent-record)."
+        )
     reason = exc.strerror or str(exc)
     return CassetteFormatError(
         f"{path}: cannot be read ({reason}). Make it readable by the user running pytest "

@@ -21,15 +21,31 @@ cassette) and ``partial`` (a stream recorded in part).
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_agentctx.traffic.cassettes.body import Body, body_bytes
+from pytest_agentctx._untrusted import LimitExceeded
+from pytest_agentctx.traffic.cassettes.body import (
+    Body,
+    BodyTooLarge,
+    body_bytes,
+    decompress,
+    encode_body,
+)
+from pytest_agentctx.traffic.cassettes.store import (
+    Interaction,
+    _headers,
+    _partial,
+    _test_id,
+    check_encoded,
+)
+from pytest_agentctx.traffic.errors import CassetteFormatError
 
-if TYPE_CHECKING:
-    from pytest_agentctx.traffic.cassettes.store import Interaction
+__all__ = ["VCR_VERSION", "dump_vcr", "from_vcr", "vcr_interaction"]
 
-__all__ = ["VCR_VERSION", "dump_vcr", "vcr_interaction"]
+#: Response headers that describe the wire encoding of a body stored decoded.
+_ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 #: The version of vcrpy's cassette format written.
 VCR_VERSION = 1
@@ -90,3 +106,75 @@ def dump_vcr(interactions: list[Interaction]) -> str:
         data, Dumper=dumper, sort_keys=True, allow_unicode=True, default_flow_style=False
     )
     return text
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+def _as_bytes(value: Any) -> bytes:
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
+
+
+def _read_body(
+    container: Mapping[str, Any], headers: dict[str, str], is_response: bool
+) -> tuple[Body, bool]:
+    """The stored form of a vcrpy body, and whether its ``content-encoding`` was undone."""
+    if "parsed_body" in container:  # pydantic-ai's serializer
+        return {"json": container["parsed_body"]}, True
+    raw_body = container.get("body")
+    if is_response and isinstance(raw_body, Mapping):
+        raw_body = raw_body.get("string")
+    raw = _as_bytes(raw_body)
+    decoded, ok = decompress(raw, headers.get("content-encoding"))
+    if not ok:
+        return {"base64": base64.b64encode(raw).decode("ascii")}, False
+    return encode_body(decoded, headers.get("content-type")), True
+
+
+def from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
+    out = []
+    for index, item in enumerate(data.get("interactions") or []):
+        try:
+            request, response = item["request"], item["response"]
+            request_headers = _headers(request.get("headers"))
+            response_headers = _headers(response.get("headers"))
+            status = response["status"]
+            code = int(status["code"] if isinstance(status, Mapping) else status)
+            response_body, decoded = _read_body(response, response_headers, True)
+            # A body that could not be decoded is kept as it was sent, with its encoding.
+            keep = set() if decoded else {"content-encoding"}
+            interaction = Interaction(
+                method=str(request["method"]).upper(),
+                url=str(request["uri"]),
+                request_headers={
+                    k: v for k, v in request_headers.items() if k not in _ENCODING_HEADERS
+                },
+                request_body=_read_body(request, request_headers, False)[0],
+                status=code,
+                response_headers={
+                    k: v
+                    for k, v in response_headers.items()
+                    if k not in _ENCODING_HEADERS or k in keep
+                },
+                response_body=response_body,
+                origin=f"{where}#{index}",
+                # written by this package in vcrpy's format (vcrpy ignores both keys)
+                test_id=_test_id(item.get("test_id")),
+                partial=_partial(item.get("partial")),
+            )
+        except BodyTooLarge as exc:
+            raise CassetteFormatError(
+                str(LimitExceeded(f"{where}#{index}", f"a body with a {exc}", "body_bytes"))
+            ) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CassetteFormatError(
+                f"{where}: vcrpy interaction #{index} is malformed ({type(exc).__name__}: "
+                f"{exc}); expected request.method/uri and response.status.code."
+            ) from None
+        check_encoded(interaction)
+        out.append(interaction)
+    return out

@@ -14,6 +14,13 @@ scalar ones above, a mapping or list as a key, several documents, string, mappin
 constructors other than PyYAML's, path resolvers) is read again by ``yaml.load`` with the safe
 loader, as is one on which the loop meets any error, so that its answer, or its error, is
 the safe loader's. Without libyaml, the pure-Python safe loader reads everything.
+
+Both stay within the limits of :mod:`pytest_agentctx._untrusted`: the loop counts the
+nesting of lists and mappings, and a document given way is first walked by its events
+(:func:`check_bounds`), counting its nesting and the values its aliases repeat, so that a
+"billion laughs" document (a kilobyte whose aliases repeat a billion values) or one nested
+deep enough to exhaust the C stack is refused (:class:`~pytest_agentctx._untrusted.LimitExceeded`)
+before the safe loader builds it.
 """
 
 from __future__ import annotations
@@ -23,10 +30,14 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
     DocumentEndEvent,
     DocumentStartEvent,
     MappingEndEvent,
     MappingStartEvent,
+    NodeEvent,
     ScalarEvent,
     SequenceEndEvent,
     SequenceStartEvent,
@@ -35,7 +46,9 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-__all__ = ["load", "safe_load"]
+from pytest_agentctx._untrusted import LimitExceeded, current_limits
+
+__all__ = ["check_bounds", "load", "safe_load"]
 
 _STR = "tag:yaml.org,2002:str"
 #: The scalar tags whose constructors the loop calls (those of the safe loader).
@@ -61,15 +74,69 @@ def safe_load(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def load(text: str) -> Any:
-    """The document in ``text``, as :func:`safe_load` gives it (see the module)."""
+def load(text: str, where: str = "YAML document") -> Any:
+    """The document in ``text``, as :func:`safe_load` gives it (see the module), or
+    :class:`~pytest_agentctx._untrusted.LimitExceeded` naming ``where`` (its file)."""
     loader = getattr(yaml, "CSafeLoader", None)
     if loader is None or not _stock(loader):
+        check_bounds(text, where)
         return safe_load(text)
     try:
-        return _Builder(loader).document(yaml._yaml.CParser(text).get_event)
+        return _Builder(loader, where).document(yaml._yaml.CParser(text).get_event)
+    except LimitExceeded:
+        raise
     except Exception:
+        check_bounds(text, where)
         return safe_load(text)
+
+
+def _events(text: str) -> Any:
+    parser = getattr(yaml, "_yaml", None)
+    if parser is not None and hasattr(parser, "CParser"):
+        next_event = parser.CParser(text).get_event
+        while (event := next_event()) is not None:
+            yield event
+    else:
+        yield from yaml.parse(text, Loader=yaml.SafeLoader)
+
+
+def check_bounds(text: str, where: str) -> None:
+    """:class:`~pytest_agentctx._untrusted.LimitExceeded` when the YAML ``text`` nests
+    lists and mappings deeper than the ``depth`` limit, or when its aliases repeat more
+    values than ``alias_nodes`` (each alias counts every value of the node it names,
+    aliases within included). Reads its events only (libyaml's, when PyYAML has it):
+    nothing is built. A parse error is left for the loader to report."""
+    limits = current_limits()
+    # values of each anchored node; the count and the open containers' anchors and counts
+    sizes: dict[str, int] = {}
+    open_nodes: list[tuple[str | None, int]] = []
+    count = repeated = 0
+    try:
+        for event in _events(text):
+            if isinstance(event, AliasEvent):
+                size = sizes.get(event.anchor or "", 1)
+                count += size
+                repeated += size
+                if repeated > limits.alias_nodes:
+                    what = f"YAML aliases repeating at least {repeated} values"
+                    raise LimitExceeded(where, what, "alias_nodes")
+            elif isinstance(event, CollectionStartEvent):
+                open_nodes.append((event.anchor, count))
+                count += 1
+                if len(open_nodes) > limits.depth:
+                    raise LimitExceeded(
+                        where, f"lists or mappings nested {len(open_nodes)} deep", "depth"
+                    )
+            elif isinstance(event, CollectionEndEvent):
+                anchor, start = open_nodes.pop()
+                if anchor is not None:
+                    sizes[anchor] = count - start
+            elif isinstance(event, NodeEvent):  # a scalar
+                count += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+    except yaml.YAMLError:
+        return
 
 
 def _stock(loader: type) -> bool:
@@ -85,7 +152,9 @@ def _stock(loader: type) -> bool:
 class _Builder:
     """Values from libyaml's events; raises :class:`_GiveWay` for what it leaves."""
 
-    def __init__(self, loader: type) -> None:
+    def __init__(self, loader: type, where: str) -> None:
+        self.where = where
+        self.depth = current_limits().depth
         self.resolvers: dict[Any, list[tuple[str, Any]]] = loader.yaml_implicit_resolvers  # type: ignore[attr-defined]
         self.wildcard: list[tuple[str, Any]] = self.resolvers.get(None, [])
         self.firsts = frozenset(key for key in self.resolvers if key)
@@ -165,6 +234,10 @@ class _Builder:
                 ):
                     raise _GiveWay("an anchor, a tag, or a mapping or list as a key")
                 stack.append((parent, is_map, key))
+                if len(stack) > self.depth:
+                    raise LimitExceeded(
+                        self.where, f"lists or mappings nested {len(stack)} deep", "depth"
+                    )
                 is_map = kind is MappingStartEvent
                 parent, key = ({} if is_map else []), _NO_KEY
                 continue

@@ -9,9 +9,15 @@ import zlib
 
 import pytest
 
+from pytest_agentctx._untrusted import Limits, use_limits
+from pytest_agentctx.traffic.cassettes import body
 from pytest_agentctx.traffic.cassettes.body import (
+    BodyTooLarge,
+    UndecodableBody,
     body_bytes,
     body_chunks,
+    decode_content,
+    decode_recorded,
     decompress,
     encode_body,
     format_sse_event,
@@ -257,3 +263,84 @@ def test_a_long_unreadable_body_is_shown_in_part():
     assert problem is not None
     assert problem.endswith("...'")
     assert len(problem) < 250
+
+
+# -- bodies past the size limit ---------------------------------------------------------
+
+_ZEROS = bytes(1 << 20)  # 1 MiB
+
+
+def _encoded(encoding: str, data: bytes) -> bytes:
+    if encoding == "gzip":
+        return gzip.compress(data, mtime=0)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    if encoding == "br":
+        return bytes(pytest.importorskip("brotli").compress(data, quality=1))
+    return bytes(pytest.importorskip("zstandard").ZstdCompressor().compress(data))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+async def test_a_body_that_decodes_past_the_limit_is_refused(encoding):
+    raw = _encoded(encoding, _ZEROS)
+
+    with pytest.raises(BodyTooLarge) as caught:
+        decode_content(raw, encoding, limit=len(_ZEROS) - 1)
+
+    assert str(caught.value) == (
+        f"content-encoding {encoding!r} decoding to more than {len(_ZEROS) - 1} bytes"
+    )
+    assert decode_content(raw, encoding, limit=len(_ZEROS)) == _ZEROS
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "zstd"])
+async def test_a_body_of_many_members_counts_them_all_against_the_limit(encoding):
+    raw = _encoded(encoding, _ZEROS) * 4
+
+    with pytest.raises(BodyTooLarge):
+        decode_content(raw, encoding, limit=3 * len(_ZEROS))
+
+    assert decode_content(raw, encoding, limit=4 * len(_ZEROS)) == _ZEROS * 4
+
+
+async def test_decompress_never_keeps_a_body_past_the_limit_as_its_raw_bytes():
+    previous = use_limits(Limits(body_bytes=10))
+    try:
+        with pytest.raises(BodyTooLarge):  # not (raw, False): a client would inflate it
+            decompress(_encoded("gzip", _ZEROS), "gzip")
+    finally:
+        use_limits(previous)
+
+
+async def test_the_size_limit_in_force_is_the_default():
+    previous = use_limits(Limits(body_bytes=1000))
+    try:
+        with pytest.raises(BodyTooLarge, match="more than 1000 bytes"):
+            decode_content(_encoded("gzip", _ZEROS), "gzip")
+    finally:
+        use_limits(previous)
+
+
+async def test_running_out_of_memory_while_decoding_is_not_swallowed(monkeypatch):
+    def exhausted(raw: bytes, limit: int) -> bytes:
+        raise MemoryError
+
+    monkeypatch.setitem(body._DECODERS, "gzip", exhausted)
+
+    with pytest.raises(MemoryError):
+        decompress(b"\x1f\x8b...", "gzip")
+
+
+async def test_a_recorded_body_past_the_limit_cannot_be_scrubbed_and_says_how_to_raise_it():
+    previous = use_limits(Limits(body_bytes=10))
+    try:
+        with pytest.raises(UndecodableBody) as caught:
+            decode_recorded(_encoded("gzip", _ZEROS), "gzip")
+    finally:
+        use_limits(previous)
+
+    assert str(caught.value) == (
+        "content-encoding 'gzip': it decodes to more than 10 bytes (the limit "
+        "agent_max_body_bytes); if the server really sends bodies that large, raise "
+        "agent_max_body_bytes in the pytest ini file"
+    )

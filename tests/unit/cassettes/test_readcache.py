@@ -21,9 +21,11 @@ from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette, 
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Iterator[Path]:
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The cache folder of a session (made when first needed), with the session's secrets
-    active, as the plugin sets them; both restored after the test."""
+    active, as the plugin sets them; both restored after the test. The key of the entries'
+    MACs is made in the test's own folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     path = tmp_path / "pytest-cache" / "d" / readcache.FOLDER_NAME
 
     def make() -> Path:
@@ -196,7 +198,7 @@ def _valid_but_not_a_cassette(data: bytes) -> bytes:
         pytest.param(lambda data: b"", id="empty"),
         pytest.param(lambda data: b"\x00\xff garbage", id="garbage"),
         pytest.param(_damage_payload, id="edited payload"),
-        pytest.param(lambda data: data.replace(b"read-1", b"read-0", 1), id="other reader"),
+        pytest.param(lambda data: data.replace(b"read-2", b"read-1", 1), id="other reader"),
         pytest.param(lambda data: data.partition(b"\n")[2], id="no header"),
         pytest.param(_valid_but_not_a_cassette, id="not a cassette"),
     ],
@@ -367,3 +369,75 @@ async def test_a_cassette_read_from_its_entry_is_the_cassette_read_from_its_yaml
     cached = readcache.read_entry(path, path.read_bytes())
 
     assert (cached, repr(cached)) == (from_yaml, repr(from_yaml))
+
+
+# -- bound to the cassette -------------------------------------------------------------
+
+
+def _forged(data: bytes) -> bytes:
+    """The entry as an attacker who can write the cache makes it: its payload changed and
+    every digest of the payload in its header recomputed."""
+    head, _, payload = data.partition(b"\n")
+    forged = payload.replace(b"Sunny.", b"Rainy.")
+    old, new = hashlib.sha256(payload).hexdigest(), hashlib.sha256(forged).hexdigest()
+    header = {name: new if value == old else value for name, value in json.loads(head).items()}
+    return json.dumps(header).encode() + b"\n" + forged
+
+
+async def test_an_entry_edited_with_its_digests_recomputed_is_not_believed(tmp_path, folder):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    expected = _fresh_read(path)
+    entry = readcache.entry_path(folder, path)
+    entry.write_bytes(_forged(entry.read_bytes()))
+
+    assert readcache.read_entry(path, path.read_bytes()) is None
+    assert _fresh_read(path) == expected
+
+
+async def test_an_entry_made_under_another_key_is_not_believed(tmp_path, folder, monkeypatch):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    _fresh_read(path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-machine"))
+
+    assert readcache.read_entry(path, path.read_bytes()) is None
+
+
+async def test_machines_that_share_a_key_share_their_entries(tmp_path, folder, monkeypatch):
+    monkeypatch.setenv(readcache.KEY_ENV, "a CI secret, not in any cache")
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    expected = _fresh_read(path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-machine"))
+
+    assert readcache.read_entry(path, path.read_bytes()) == expected
+
+
+async def test_the_machine_s_key_is_made_once_readable_by_its_owner_only(tmp_path, folder):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    _fresh_read(path)
+    key = tmp_path / "config" / "pytest-agentctx" / "read-cache.key"
+
+    assert (len(key.read_bytes()), key.stat().st_mode & 0o777) == (32, 0o600)
+    assert [p.name for p in key.parent.iterdir()] == ["read-cache.key"]
+
+
+async def test_an_entry_that_is_a_fifo_is_ignored_and_replaced(tmp_path, folder, parsed):
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    expected = _fresh_read(path)
+    entry = readcache.entry_path(folder, path)
+    entry.unlink()
+    os.mkfifo(entry)
+
+    assert (_fresh_read(path), parsed) == (expected, ["c.yaml", "c.yaml"])
+    assert entry.is_file()
+
+
+async def test_a_value_only_the_reading_test_calls_secret_keeps_the_cassette_out(tmp_path, folder):
+    from pytest_agentctx.redaction.redactor import Redactor
+
+    secret = "tenant-secret-5f1e2d3c4b"
+    path = _write(tmp_path / "c.yaml", _interaction(f"Sunny. {secret}"))
+    store._cache.clear()
+
+    load_cassette(path, redactor=Redactor(extra_values=[secret]))
+
+    assert _entries(folder) == []

@@ -638,10 +638,10 @@ async def test_a_cassette_under_a_file_loads_as_no_interactions(tmp_path):
 async def test_a_cassette_that_cannot_be_read_says_so_and_what_to_do(tmp_path, monkeypatch):
     path = _write(tmp_path / "c.json", json.dumps(NATIVE))
 
-    def denied(self: Path, *args: object, **kwargs: object) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    def denied(where: Path, *args: object, **kwargs: object) -> bytes:
+        raise PermissionError(13, "Permission denied", str(where))
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr("pytest_agentctx.traffic.cassettes.store.read_untrusted", denied)
     with pytest.raises(CassetteFormatError) as caught:
         load_cassette(path)
 

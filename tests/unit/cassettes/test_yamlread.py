@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_agentctx._untrusted import LimitExceeded, Limits, use_limits
 from pytest_agentctx.traffic.cassettes import yamlread
 from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette
 
@@ -270,3 +271,56 @@ async def test_a_constructor_put_in_pyyaml_s_own_table_is_honoured(monkeypatch):
     )
 
     assert yamlread.load("a: b\n") == {"A": "B"}
+
+
+# -- limits ----------------------------------------------------------------------------
+
+
+def _laughs(levels: int) -> str:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+async def test_a_billion_laughs_document_is_refused_before_it_is_built():
+    with pytest.raises(LimitExceeded) as caught:
+        yamlread.load(_laughs(10), "c.yaml")
+
+    assert str(caught.value).startswith("c.yaml: YAML aliases repeating at least ")
+    assert "past the limit agent_max_alias_nodes = 100000." in str(caught.value)
+
+
+async def test_aliases_count_every_value_they_repeat_against_the_limit():
+    previous = use_limits(Limits(alias_nodes=100))
+    try:
+        assert yamlread.load(_laughs(2), "c.yaml")["a1"][0] == ["lol"] * 9  # 81 + 9 values
+        with pytest.raises(LimitExceeded, match="agent_max_alias_nodes = 100"):
+            yamlread.load(_laughs(3), "c.yaml")  # 9 * 90 values
+    finally:
+        use_limits(previous)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("a: " + "[" * 6 + "]" * 6 + "\n", id="lists"),
+        pytest.param("a: " + "{b: " * 6 + "}" * 6 + "\n", id="mappings"),
+        pytest.param("a: &x " + "[" * 6 + "]" * 6 + "\nb: *x\n", id="given way (an anchor)"),
+    ],
+)
+async def test_nesting_past_the_depth_limit_is_refused(text):
+    previous = use_limits(Limits(depth=6))
+    try:
+        with pytest.raises(LimitExceeded, match=r"c\.yaml: lists or mappings nested 7 deep"):
+            yamlread.load(text, "c.yaml")
+        use_limits(Limits(depth=7))
+        assert yamlread.load(text, "c.yaml") == yamlread.safe_load(text)
+    finally:
+        use_limits(previous)
+
+
+async def test_without_libyaml_the_limits_hold_too(monkeypatch):
+    monkeypatch.delattr(yaml, "CSafeLoader")
+
+    with pytest.raises(LimitExceeded, match="agent_max_alias_nodes"):
+        yamlread.load(_laughs(10), "c.yaml")
