@@ -70,6 +70,8 @@ def pytest_runtest_makereport(
 
         redact_report(report, redactor)
     _redact_nodeid(item, report, redactor)
+    if report.when == "teardown":
+        _fail_for_late_requests(item, report)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
         error = call.excinfo
         if error is None:
@@ -79,6 +81,21 @@ def pytest_runtest_makereport(
 
             item.stash[STALE_KEY] = error.errisinstance(StaleCassette)
     return report
+
+
+def _fail_for_late_requests(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The requests that the test's work (a task, a thread) made after its scope ended,
+    refused so far, fail its teardown (the others fail the session when it ends)."""
+    from .cassettes import take_late
+
+    late = take_late(item.nodeid)
+    if not late:
+        return
+    text = "\n".join(late)
+    report.sections.append(("agentctx: late requests refused", text))
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = text
 
 
 def _redact_nodeid(item: pytest.Item, report: pytest.TestReport, redactor: Redactor | None) -> None:

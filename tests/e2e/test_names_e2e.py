@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 import openai  # noqa: F401  (imported here so the inner runs do not import it again)
 import pytest
-from support.http_server import ServerThread
-from support.wire import chat_completion
+from support.chat_server import ChatServer
 
 CLIENT_MODULE = """
 import os
@@ -38,40 +35,9 @@ def ask(content):
 """
 
 
-class Provider:
-    """Answers ``"<version>: <last user message>"``; keeps the questions it was asked."""
-
-    def __init__(self) -> None:
-        self.version = "v1"
-        self.hits: list[str] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                question = json.loads(self.rfile.read(length))["messages"][-1]["content"]
-                owner.hits.append(question)
-                body = json.dumps(chat_completion(f"{owner.version}: {question}")).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._serving = ServerThread(Handler)
-        self.url: str = self._serving.url
-        self._serving.start()
-
-    def stop(self) -> None:
-        self._serving.stop()
-
-
 @pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
-    server = Provider()
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    server = ChatServer()
     monkeypatch.setenv("AGENT_SERVER", server.url)
     try:
         yield server
@@ -80,7 +46,7 @@ def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
 
 
 @pytest.fixture
-def tester(agent_pytester: pytest.Pytester, provider: Provider) -> pytest.Pytester:
+def tester(agent_pytester: pytest.Pytester, provider: ChatServer) -> pytest.Pytester:
     agent_pytester.makepyfile(names_client=CLIENT_MODULE)
     return agent_pytester
 
