@@ -52,6 +52,7 @@ __all__ = [
     "pending",
     "refusal",
     "scopes",
+    "serving",
     "take_late",
 ]
 
@@ -102,6 +103,8 @@ _orphans: weakref.WeakKeyDictionary[threading.Thread, Member] = weakref.WeakKeyD
 #: The late requests refused and not yet taken (:func:`take_late`), oldest first.
 _late: list[Late] = []
 _late_lock = threading.Lock()
+#: The threads marked as serving every scope (:func:`serving`).
+_serving: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -163,12 +166,23 @@ def _adopt_orphans(member: Member, before: weakref.WeakSet[threading.Thread]) ->
         _orphans[thread] = member
 
 
+def serving(thread: threading.Thread) -> threading.Thread:
+    """Mark ``thread`` (not started yet) as one that serves every scope, never the work of
+    one: a server of the package (the child guard's listener, a loopback provider). Its
+    requests are never late, and it keeps no transport patched. Returns ``thread``."""
+    _serving.add(thread)
+    return thread
+
+
 def _serves(thread: threading.Thread) -> bool:
-    """Whether ``thread`` is a ``ThreadPoolExecutor`` worker or a request thread of a
-    ``socketserver.ThreadingMixIn`` server."""
+    """Whether ``thread`` serves whoever asks: marked so (:func:`serving`), a
+    ``ThreadPoolExecutor`` worker or a request thread of a ``socketserver.ThreadingMixIn``
+    server."""
     import concurrent.futures.thread as pool
     import socketserver
 
+    if thread in _serving:
+        return True
     target = getattr(thread, "_target", None)
     if target is getattr(pool, "_worker", None):
         return True
