@@ -241,6 +241,62 @@ def test_a_late_request_is_refused_and_fails_the_session_under_xdist(tester, ser
     _check(tester, server, result)
 
 
+#: A module fixture stops the thread the test left running: the thread's request comes in
+#: the test's own teardown, after its cassette stopped.
+TEARDOWN = """
+import threading
+
+import pytest
+from late_client import ask
+
+SIGNAL = threading.Event()
+OUTCOME = []
+THREADS = []
+
+
+@pytest.fixture(scope="module")
+def workers():
+    yield THREADS
+    SIGNAL.set()
+    for thread in THREADS:
+        thread.join(30)
+
+
+def leftover():
+    SIGNAL.wait(30)
+    try:
+        OUTCOME.append(ask("late question"))
+    except Exception as exc:
+        OUTCOME.append(exc)
+
+
+@pytest.mark.agent
+def test_only(workers):
+    thread = threading.Thread(target=leftover, daemon=True)
+    workers.append(thread)
+    thread.start()
+    assert ask("first question") == "v1: first question"
+"""
+
+
+def test_a_late_request_in_the_tests_own_teardown_fails_that_teardown(tester, server):
+    tester.makepyfile(test_late=TEARDOWN)
+
+    result = tester.runpytest_subprocess("--agent-record", timeout=180)
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_only*",
+            "*did not send POST http://127.0.0.1:*/v1/chat/completions: it was made by work "
+            "that test test_late.py::test_only (Cassette *) started*",
+        ]
+    )
+    assert "late question" not in server.hits
+    folder = tester.path / "cassettes" / "test_late"
+    assert _questions(folder / "test_only.json") == ["first question"]
+
+
 def test_the_second_test_replays_alone_after_a_late_request(tester, server):
     tester.makepyfile(test_late=THREAD)
     tester.runpytest_subprocess("--agent-record", timeout=180)
