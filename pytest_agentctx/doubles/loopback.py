@@ -41,6 +41,7 @@ from pytest_agentctx.doubles.errors import LoopbackError
 from pytest_agentctx.doubles.scripted_model import ScriptedModel, google_error
 from pytest_agentctx.traffic.codecs import gemini
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
+from pytest_agentctx.traffic.scopes import serving
 
 __all__ = ["LoopbackExchange", "LoopbackProvider"]
 
@@ -215,10 +216,12 @@ class LoopbackProvider(ScriptedModel):
                 ) from None
             wake = socket.socketpair()
             self._stopping.clear()
-            thread = threading.Thread(
-                target=_accept_loop,
-                args=(server, wake[0]),
-                name=f"loopback-{server.server_address[1]}",
+            thread = serving(
+                threading.Thread(
+                    target=_accept_loop,
+                    args=(server, wake[0]),
+                    name=f"loopback-{server.server_address[1]}",
+                )
             )
             thread.start()
             self._server, self._thread, self._wake = server, thread, wake

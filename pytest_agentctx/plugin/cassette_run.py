@@ -84,6 +84,10 @@ def run_cassette(
     except CassetteError as exc:  # the message says it all: no frames of the plugin
         raise pytest.fail.Exception(f"{type(exc).__name__}: {exc}", pytrace=False) from None
     cls = getattr(item, "cls", None)
+    secrets = request.config.stash[SECRETS_KEY]
+    own_secrets = config.get("redact_values", ())
+    # no secret in the file's name: the session's and the test's own are redacted there
+    names = secrets.for_test(own_secrets) if own_secrets else secrets.redactor
     path = cassette_path(
         settings,
         rootpath=request.config.rootpath,
@@ -92,6 +96,7 @@ def run_cassette(
         class_name=cls.__name__ if cls is not None else None,
         override=options.cassette,
         directory=config.get("directory"),
+        redact=names.text,
     )
     repetition = item.stash.get(REPEAT_INDEX_KEY, None)
     if repetition is not None:  # agent_repeat: one cassette per repetition
@@ -99,8 +104,6 @@ def run_cassette(
 
         path = repeat_cassette_path(path, repetition)
     # The cassette's redactor is the test's: it also knows what earlier tests learned.
-    secrets = request.config.stash[SECRETS_KEY]
-    own_secrets = config.get("redact_values", ())
     cassette, guard = build_cassette(
         path,
         settings=settings,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -50,6 +50,57 @@ def pytest_configure(config: pytest.Config) -> None:
     secrets = SessionSecrets(config.stash[CASSETTE_SETTINGS_KEY].secret_env)
     config.stash[SECRETS_KEY] = secrets
     secrets.outer = set_active(secrets)  # the redactor is made when first asked for
+    config.pluginmanager.register(LateRequests(config), "agentctx-late-requests")
+
+
+#: xdist workeroutput key: the messages of the late requests a worker refused.
+LATE_OUTPUT = "agentctx_late_requests"
+
+
+def take_late(test_id: str | None = None) -> list[str]:
+    """The messages of the late requests refused since last asked (see
+    :func:`pytest_agentctx.traffic.scopes.take_late`): all, or those of test ``test_id``.
+    A session whose tests never intercepted a request never loads the scopes."""
+    scopes = sys.modules.get("pytest_agentctx.traffic.scopes")
+    if scopes is None:
+        return []
+    return [str(late.error) for late in scopes.take_late(test_id)]
+
+
+class LateRequests:
+    """The requests refused because the test whose work (a task, a thread) made them had
+    ended: reported on that test while its teardown can still fail (see
+    :mod:`.reports`), else when the session ends, where they fail the session (its exit
+    status is not 0) with a section naming each one. An xdist worker hands its own to the
+    controller."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.messages: list[str] = []
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        output = getattr(node, "workeroutput", {}) or {}
+        self.messages.extend(str(message) for message in output.get(LATE_OUTPUT, ()))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.messages.extend(take_late())
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[LATE_OUTPUT] = list(self.messages)
+        elif self.messages and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.messages or hasattr(self.config, "workerinput"):
+            return
+        terminalreporter.section("agentctx: late requests refused", red=True, bold=True)
+        for message in self.messages:
+            terminalreporter.write_line(message)
+        terminalreporter.write_line(
+            f"{len(self.messages)} late request(s) refused: the session fails for them."
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -30,11 +30,17 @@ from .keys import (
     REPEAT_KEY,
     REPORT_KEY,
     RUNS_KEY,
+    SECRETS_KEY,
     STALE_KEY,
 )
 
+#: Name of the report attribute that carries the id a report shows for a test whose id holds
+#: a secret, and its location's name, redacted (set where the test ran: see ShownIds).
+SHOWN_ID_ATTRIBUTE = "agentctx_shown_id"
+
 if TYPE_CHECKING:
     from pytest_agentctx.context.figures import RunRecord
+    from pytest_agentctx.redaction.redactor import Redactor
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,6 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_agentctx.reports.terminal import AgentReports
 
     config.pluginmanager.register(AgentReports(config, item_record), "agentctx-reports")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ShownIds(config), "agentctx-shown-ids")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -61,6 +69,9 @@ def pytest_runtest_makereport(
         from pytest_agentctx.redaction.output import redact_report
 
         redact_report(report, redactor)
+    _redact_nodeid(item, report, redactor)
+    if report.when == "teardown":
+        _fail_for_late_requests(item, report)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
         error = call.excinfo
         if error is None:
@@ -70,6 +81,74 @@ def pytest_runtest_makereport(
 
             item.stash[STALE_KEY] = error.errisinstance(StaleCassette)
     return report
+
+
+def _fail_for_late_requests(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The requests that the test's work (a task, a thread) made after its scope ended,
+    refused so far, fail its teardown (the others fail the session when it ends)."""
+    from .cassettes import take_late
+
+    late = take_late(item.nodeid)
+    if not late:
+        return
+    text = "\n".join(late)
+    report.sections.append(("agentctx: late requests refused", text))
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = text
+
+
+def _redact_nodeid(item: pytest.Item, report: pytest.TestReport, redactor: Redactor | None) -> None:
+    """A secret in the test's id (a ``parametrize`` value) is not in its reports: their id
+    is the one :func:`~pytest_agentctx.redaction.names.shown_id` shows (``REDACTED`` and a
+    digest of the id), so the report files, the HTML page and JUnit XML never hold it. A
+    test without a redactor of its own passes the session's when a report file is
+    written."""
+    if redactor is None:
+        config = item.config
+        if not (config.stash[MEASURE_KEY] or getattr(config.option, "xmlpath", None)):
+            return
+        redactor = config.stash[SECRETS_KEY].redactor
+    if not redactor.secret_values:
+        return
+    from pytest_agentctx.redaction.names import shown_id
+
+    shown = shown_id(item.nodeid, redactor.text)
+    if shown != item.nodeid:  # the process that reports shows it (see ShownIds)
+        setattr(report, SHOWN_ID_ATTRIBUTE, [shown, redactor.text(report.location[2])])
+
+
+class ShownIds:
+    """In the process that reports (not an xdist worker, whose reports keep the ids the
+    controller knows its tests by): a report whose test id holds a secret gets the id
+    :func:`_redact_nodeid` made before any other plugin sees it (the terminal, JUnit XML,
+    the report files, ``--lf``), and pytest's list of known test ids in its cache folder
+    gets it too when the session ends."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.renamed: dict[str, str] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        shown = getattr(report, SHOWN_ID_ATTRIBUTE, None)
+        if not shown:
+            return
+        nodeid, domain = shown
+        self.renamed[report.nodeid] = nodeid
+        report.nodeid = nodeid
+        path, line, _ = report.location
+        report.location = (path, line, domain)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        cache = getattr(self.config, "cache", None)
+        if not self.renamed or cache is None:
+            return
+        known = cache.get("cache/nodeids", None)
+        if isinstance(known, list):
+            shown = {self.renamed.get(nodeid, nodeid) for nodeid in known}
+            cache.set("cache/nodeids", sorted(str(nodeid) for nodeid in shown))
 
 
 def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:

@@ -109,6 +109,11 @@ class UnscopedRequest(UsageError):
     runs, and says how to run the work in its run's context (``asyncio.to_thread``,
     ``contextvars.copy_context().run``). Every active interceptor keeps it, and a cassette
     fails its test with it even when the client swallowed the error.
+
+    Also a late request: one made by work a test left running (an asyncio task, a thread)
+    after the test's scope ended. It is not sent, nor recorded into the cassette of the
+    test running then; the message names the request and the test that started the work,
+    and the test runner reports it on that test, or fails the session with it.
     """
 
 

@@ -19,16 +19,42 @@ active interceptor of its own is offered the one chain of interceptors active in
 when they form one (each started inside the one before it): what a thread of a single run
 sees. When several concurrent scopes are active, such a request has no owner: :func:`offered`
 gives ``None``, and the transport refuses it (:class:`~.errors.UnscopedRequest`).
+
+A scope ends with its interceptor: work it left running (a test's task, still pending on a
+session-wide event loop or a loop in a background thread, or a thread it started) must not
+send its requests to the scope that runs next. A request of a context whose interceptors
+have all stopped, or of a thread started inside an outermost scope that has ended (the
+threads of a ``ThreadPoolExecutor``, which serve whoever submits work next, excepted), is
+late: :func:`offered` gives an :class:`Ended` and the transport refuses it with
+:func:`late_refusal`, which keeps it for :func:`take_late` (the test runner reports it on
+the test that started the work, or when the session ends). While such a thread runs, the
+transport stays patched (:func:`pending`), so its requests are refused even between tests.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
+import weakref
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pytest_agentctx.traffic.errors import UnscopedRequest
 
-__all__ = ["Member", "enter", "leave", "offered", "refusal", "scopes"]
+__all__ = [
+    "Ended",
+    "Late",
+    "Member",
+    "enter",
+    "late_refusal",
+    "leave",
+    "offered",
+    "pending",
+    "refusal",
+    "scopes",
+    "serving",
+    "take_late",
+]
 
 
 class Member(Protocol):
@@ -69,6 +95,35 @@ class _State:
 
 _state = _State(frozenset(), ())
 
+#: The threads alive when each active outermost interceptor started (see :func:`leave`).
+_threads_before: dict[Member, weakref.WeakSet[threading.Thread]] = {}
+#: The threads started in an outermost scope that ended while they still ran, each with
+#: that scope's interceptor: their requests are late.
+_orphans: weakref.WeakKeyDictionary[threading.Thread, Member] = weakref.WeakKeyDictionary()
+#: The late requests refused and not yet taken (:func:`take_late`), oldest first.
+_late: list[Late] = []
+_late_lock = threading.Lock()
+#: The threads marked as serving every scope (:func:`serving`).
+_serving: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@dataclass(frozen=True)
+class Ended:
+    """What :func:`offered` gives for a late request: the interceptor whose scope the work
+    that made it belongs to, stopped since."""
+
+    owner: Member
+
+
+@dataclass(frozen=True)
+class Late:
+    """A late request refused: the test (or interceptor) whose work sent it, and the
+    error raised into that work."""
+
+    owner: str
+    test_id: str
+    error: UnscopedRequest
+
 
 def enter(member: Member) -> bool:
     """Start ``member`` in the current context; returns whether it is the first active one.
@@ -79,6 +134,8 @@ def enter(member: Member) -> bool:
     chain = (*(m for m in _scope.get() if m in _active), member)
     _active[member] = chain
     _scope.set(chain)
+    if len(chain) == 1:  # an outermost scope: the threads it starts are its own
+        _threads_before[member] = weakref.WeakSet(threading.enumerate())
     _refresh()
     return first
 
@@ -90,8 +147,52 @@ def leave(member: Member) -> bool:
     own = _scope.get()
     if member in own:  # stopped in its own context (or one copied from it): drop it there
         _scope.set(tuple(m for m in own if m is not member))
+    before = _threads_before.pop(member, None)
+    if before is not None:
+        _adopt_orphans(member, before)
     _refresh()
     return not _active
+
+
+def _adopt_orphans(member: Member, before: weakref.WeakSet[threading.Thread]) -> None:
+    """The threads started while ``member`` (an outermost scope) was active and still
+    running now it stopped are its orphans. Threads that serve whoever asks are not: a
+    pool's workers (they run whatever is submitted next, and a submission carries no
+    context) and a threading server's request threads (they answer a connection)."""
+    me = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread in before or thread is me or thread in _orphans or _serves(thread):
+            continue
+        _orphans[thread] = member
+
+
+def serving(thread: threading.Thread) -> threading.Thread:
+    """Mark ``thread`` (not started yet) as one that serves every scope, never the work of
+    one: a server of the package (the child guard's listener, a loopback provider). Its
+    requests are never late, and it keeps no transport patched. Returns ``thread``."""
+    _serving.add(thread)
+    return thread
+
+
+def _serves(thread: threading.Thread) -> bool:
+    """Whether ``thread`` serves whoever asks: marked so (:func:`serving`), a
+    ``ThreadPoolExecutor`` worker or a request thread of a ``socketserver.ThreadingMixIn``
+    server."""
+    import concurrent.futures.thread as pool
+    import socketserver
+
+    if thread in _serving:
+        return True
+    target = getattr(thread, "_target", None)
+    if target is getattr(pool, "_worker", None):
+        return True
+    return getattr(target, "__func__", None) is socketserver.ThreadingMixIn.process_request_thread
+
+
+def pending() -> bool:
+    """Whether a thread that an ended scope left running is still alive (the transport
+    stays patched while one is, to refuse its requests)."""
+    return any(thread.is_alive() for thread in list(_orphans))
 
 
 def _refresh() -> None:
@@ -107,10 +208,12 @@ def _refresh() -> None:
     _state = _State(frozenset(_active), fallback)
 
 
-def offered() -> tuple[Member, ...] | None:
+def offered() -> tuple[Member, ...] | Ended | None:
     """The active interceptors a request made now is offered, newest first: the current
     context's, else the one chain active in the process (see the module docstring);
-    ``None`` when the context has none and several concurrent scopes are active."""
+    ``None`` when the context has none and several concurrent scopes are active; an
+    :class:`Ended` when the request is late (its context's interceptors all stopped, or
+    its thread outlived the scope it was started in)."""
     state = _state
     own = _scope.get()
     if own:
@@ -118,6 +221,11 @@ def offered() -> tuple[Member, ...] | None:
         mine = tuple(m for m in reversed(own) if m in live)
         if mine:
             return mine
+        return Ended(own[-1])
+    if _orphans:
+        owner = _orphans.get(threading.current_thread())
+        if owner is not None:
+            return Ended(owner)
     return state.fallback
 
 
@@ -154,6 +262,40 @@ def refusal(request: Any) -> UnscopedRequest:
     for member in {m: None for chain in chains for m in chain}:
         member.refused.append(error)
     return error
+
+
+def late_refusal(request: Any, ended: Ended) -> UnscopedRequest:
+    """The error refusing ``request``, made by work (a task, a thread) of the scope of
+    ``ended.owner`` after that scope ended: it must not reach the network, nor be recorded
+    into (or answered from) the scope running now. It is kept for :func:`take_late`."""
+    from pytest_agentctx.redaction.active import active
+
+    owner = getattr(ended.owner.handler, "__self__", None)
+    test_id = str(getattr(owner, "test_id", "") or "")
+    label = _label(ended.owner)
+    started = f"test {test_id} ({label})" if test_id else label
+    message = (
+        f"pytest-agentctx did not send {request.method} {request.url}: it was made by work "
+        f"that {started} started (an asyncio task or a thread) after that test's scope "
+        "ended. A test's scope ends with the test: a request made later must not reach "
+        "the network, nor land in the cassette of the test running then. Await or cancel "
+        "the tasks a test starts and join its threads before it returns (a fixture's "
+        f"teardown can), then run the tests again: pytest '{test_id or '<the test>'}'."
+    )
+    redactor = active()
+    error = UnscopedRequest(redactor.text(message) if redactor is not None else message)
+    with _late_lock:
+        _late.append(Late(label, test_id, error))
+    return error
+
+
+def take_late(test_id: str | None = None) -> list[Late]:
+    """The late requests refused since last asked, oldest first, removed from the list:
+    all of them, or those of the test ``test_id``."""
+    with _late_lock:
+        taken = [late for late in _late if test_id is None or late.test_id == test_id]
+        _late[:] = [late for late in _late if all(late is not t for t in taken)]
+    return taken
 
 
 def _label(member: Member) -> str:

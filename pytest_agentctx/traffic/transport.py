@@ -355,7 +355,11 @@ def handlers_before(handler: Handler) -> list[Handler]:
     this order, then forwards what none of them answers.
     """
     current = _current.get()
-    scoped = current.scoped if current is not None else _scoped() or ()
+    if current is not None:
+        scoped = current.scoped
+    else:
+        offered = scopes.offered()
+        scoped = cast("tuple[Interceptor, ...]", offered if isinstance(offered, tuple) else ())
     for position, interceptor in enumerate(scoped):
         if interceptor.handler == handler:
             older = scoped[position + 1 :]
@@ -376,20 +380,17 @@ def _library_for(module: ModuleType) -> _Library:
     )
 
 
-def _scoped() -> tuple[Interceptor, ...] | None:
-    """The active interceptors of the current context, newest first (see :mod:`.scopes`);
-    ``None`` when it has none and several concurrent scopes are active."""
-    return cast("tuple[Interceptor, ...] | None", scopes.offered())
-
-
 def _offered(current: _Handling, request: Any) -> list[Handler]:
     """The handlers to offer ``request``, newest first: those of the context that made
     it, only the witnesses among them when another tool answers it. Raises
-    :class:`UnscopedRequest` when no scope owns it (see :func:`.scopes.refusal`)."""
-    scoped = _scoped()
-    if scoped is None:
+    :class:`UnscopedRequest` when no scope owns it (see :func:`.scopes.refusal`), or when
+    it is late: made by work of a scope that ended (see :func:`.scopes.late_refusal`)."""
+    offered = scopes.offered()
+    if offered is None:
         raise scopes.refusal(request)
-    current.scoped = scoped
+    if isinstance(offered, scopes.Ended):
+        raise scopes.late_refusal(request, offered)
+    scoped = current.scoped = cast("tuple[Interceptor, ...]", offered)
     if current.elsewhere:
         return [i.handler for i in scoped if i.witness]
     return [i.handler for i in scoped]
@@ -559,7 +560,7 @@ class Interceptor:
         with _lock:
             if self._active:
                 return
-            if scopes.enter(self):
+            if scopes.enter(self) and not _libraries:
                 try:
                     _install()
                 except BaseException:
@@ -573,7 +574,8 @@ class Interceptor:
             if not self._active:
                 return
             self._active = False
-            if scopes.leave(self):
+            # a thread a test left running keeps the patches: its requests are refused
+            if scopes.leave(self) and not scopes.pending():
                 _uninstall()
 
     def __enter__(self) -> Interceptor:

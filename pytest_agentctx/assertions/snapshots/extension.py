@@ -10,15 +10,24 @@ failure as the diff of the changed lines only, with one line of context around t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from syrupy.constants import SYMBOL_ELLIPSIS
 from syrupy.data import SnapshotCollection
 from syrupy.exceptions import TaintedSnapshotError
+from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
 from syrupy.terminal import context_style, reset
-from syrupy.types import PropertyFilter, PropertyMatcher, SerializableData, SerializedData
+from syrupy.types import (
+    PropertyFilter,
+    PropertyMatcher,
+    SerializableData,
+    SerializedData,
+    SnapshotIndex,
+)
 
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx._untrusted import LimitExceeded, read_untrusted, visible
@@ -33,6 +42,13 @@ __all__ = ["AgentSnapshotExtension"]
 
 _CONTEXT_LINES = 1
 _CHUNK = 256
+#: The longest name of a snapshot before its index, ``~`` and digest included.
+_MAX_NAME = 200
+
+
+def _slug(sanitize: Callable[[str], str], name: str) -> str:
+    """``name`` with each character ``sanitize`` (syrupy's) would drop replaced by ``_``."""
+    return "".join(char if sanitize(char) else "_" for char in name)
 
 
 def _common_run(old: list[str], new: list[str], *, from_end: bool, limit: int | None = None) -> int:
@@ -110,6 +126,53 @@ class AgentSnapshotExtension(SingleFileSnapshotExtension):
 
     file_extension = FILE_EXTENSION
     _write_mode = WriteMode.TEXT
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: PyTestLocation, index: SnapshotIndex = 0) -> str:
+        """The snapshot's file name (without ``.agentctx``): the test's name as syrupy
+        writes it when no character of it is one a file name cannot hold (``\\/?*:|"<>``
+        and control characters) and it holds no secret; otherwise those characters become
+        ``_``, the secrets of the running test ``REDACTED``, and ``~`` and a digest of the
+        test's name follow (:func:`~pytest_agentctx.redaction.names.file_stem`): one file
+        per test, which :meth:`matches_test_location` relates to it."""
+        from pytest_agentctx.redaction.active import active
+        from pytest_agentctx.redaction.names import file_stem
+
+        raw = AbstractSyrupyExtension.get_snapshot_name(test_location=test_location, index=0)
+        full = AbstractSyrupyExtension.get_snapshot_name(test_location=test_location, index=index)
+        redactor = active()
+        stem = file_stem(
+            raw,
+            functools.partial(_slug, cls._sanitize_filename),
+            redact=None if redactor is None else redactor.text,
+            max_length=_MAX_NAME,
+        )
+        return f"{stem}{cls._sanitize_filename(full[len(raw) :])}"[: cls._max_stem_length()]
+
+    @classmethod
+    def matches_test_location(
+        cls, *, test_location: PyTestLocation, snapshot_location: str
+    ) -> bool:
+        """Whether the file ``snapshot_location`` is a snapshot of the test: syrupy's
+        rule, or, for a name that ends with a digest (:meth:`get_snapshot_name`), the
+        digest of that test's name (whatever was redacted in it)."""
+        if super().matches_test_location(
+            test_location=test_location, snapshot_location=snapshot_location
+        ):
+            return True
+        from pytest_agentctx.redaction.names import SEPARATOR, digest
+
+        location = Path(snapshot_location)
+        stem = cls._snapshot_stem(location.name)
+        if (
+            stem is None
+            or location.parent.name != test_location.basename
+            or not test_location.matches_snapshot_site(snapshot_location)
+        ):
+            return False
+        raw = AbstractSyrupyExtension.get_snapshot_name(test_location=test_location, index=0)
+        tail = f"{SEPARATOR}{digest(raw)}"
+        return stem.endswith(tail) or f"{tail}." in stem or f"{tail}[" in stem
 
     def serialize(
         self,

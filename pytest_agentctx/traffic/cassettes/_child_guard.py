@@ -50,6 +50,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.network import CONNECTION, NetworkGuard, active_guards
+from pytest_agentctx.traffic.scopes import serving
 
 __all__ = ["GUARD_VAR", "SITE_DIR", "adopt", "follow", "install"]
 
@@ -296,8 +297,8 @@ class _Listener:
     def __init__(self) -> None:
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.socket.getsockname()[1]
-        threading.Thread(
-            target=self._serve, name="pytest-agentctx child guard", daemon=True
+        serving(
+            threading.Thread(target=self._serve, name="pytest-agentctx child guard", daemon=True)
         ).start()
 
     def _serve(self) -> None:
@@ -306,7 +307,7 @@ class _Listener:
                 connection, _ = self.socket.accept()
             except OSError:
                 return
-            threading.Thread(target=_answer, args=(connection,), daemon=True).start()
+            serving(threading.Thread(target=_answer, args=(connection,), daemon=True)).start()
 
 
 def _get_listener() -> _Listener:

@@ -66,7 +66,7 @@ def miss_reason(replays: Replays, key: RequestKey, *, path: Path, existed: bool)
             f"there is no cassette ({blocking} is a file, where a folder of the cassette "
             "should be: move it away before recording)"
             if blocking is not None
-            else "there is no cassette"
+            else f"there is no cassette{_renamed_hint(path)}"
         )
     if key in replays.ambiguous:
         return (
@@ -87,6 +87,22 @@ def miss_reason(replays: Replays, key: RequestKey, *, path: Path, existed: bool)
             f"({', '.join(others)}), and a test replays its own recordings"
         )
     return "the cassette has no such request"
+
+
+def _renamed_hint(path: Path) -> str:
+    """For a cassette whose name ends with a digest (its test's name held characters a file
+    name cannot hold, or a secret): where the name an earlier version gave it is a file, how
+    to rename it; else nothing."""
+    import re
+
+    legacy = re.sub(r"~[0-9a-f]{8}(?=(?:-repeat-[0-9]+)?$)", "", path.stem)
+    if legacy == path.stem or not (old := path.with_name(legacy + path.suffix)).is_file():
+        return ""
+    return (
+        f" ({old.name} beside it is where earlier versions kept this test's recordings; "
+        "if no other test's name differs from this one's only in characters a file name "
+        f"cannot hold, rename it: git mv '{old}' '{path}')"
+    )
 
 
 #: Recordings compared with a missed request, at most (the first in the replay order).

@@ -262,10 +262,15 @@ def cassette_path(
     class_name: str | None,
     override: str | None,
     directory: Path | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> Path:
     """Where a test's cassette lives.
 
-    By default ``<dir>/<module path without .py>/<Class.>test_name<ext>``; a marker's
+    By default ``<dir>/<module path without .py>/<Class.>test_name<ext>``, the name made
+    by :func:`~pytest_agentctx.redaction.names.file_stem`: the characters other than
+    letters, digits and ``_.-[]=,+`` become ``_`` and the secrets ``redact`` replaces
+    ``REDACTED``; a name changed so (or longer than 200 characters) ends with ``~`` and
+    a digest of the test's name, one file per test. A marker's
     ``cassette=`` names a shared file relative to ``<dir>`` (or an absolute path).
     ``directory`` (from ``agent_cassette_config``) keeps a folder's cassettes beside its
     tests: ``<directory>/<module name without .py>/<Class.>test_name<ext>``.
@@ -286,7 +291,14 @@ def cassette_path(
             relative = Path(module_path.name)
         folder = settings.directory / relative.with_suffix("")
     name = f"{class_name}.{test_name}" if class_name else test_name
-    return folder / f"{_UNSAFE.sub('_', name)}{settings.extension}"
+    from pytest_agentctx.redaction.names import file_stem
+
+    return folder / f"{file_stem(name, _slug, redact=redact)}{settings.extension}"
+
+
+def _slug(name: str) -> str:
+    """``name`` with each character a file name should not hold replaced by ``_``."""
+    return _UNSAFE.sub("_", name)
 
 
 def cassette_config(value: Any, *, where: str) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_agentctx.exceptions import UsageError
+from pytest_agentctx.redaction.names import digest
+from pytest_agentctx.redaction.redactor import Redactor
 from pytest_agentctx.traffic.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.cassettes.settings import (
     CassetteSettings,
@@ -357,7 +359,28 @@ async def test_cassette_path_names_the_class():
 async def test_cassette_path_keeps_parameters_and_replaces_unsafe_characters():
     path = _path(_settings(), test_name="test_city[Paris/France-1 2]")
 
-    assert path.name == "test_city[Paris_France-1_2].json"
+    assert path.name == f"test_city[Paris_France-1_2]~{digest('test_city[Paris/France-1 2]')}.json"
+
+
+async def test_cassette_path_of_a_name_that_loses_nothing_is_the_name():
+    path = _path(_settings(), test_name="test_city[Paris_France-1.5,x=y+z]")
+
+    assert path.name == "test_city[Paris_France-1.5,x=y+z].json"
+
+
+async def test_cassette_paths_of_names_differing_in_punctuation_differ():
+    first = _path(_settings(), test_name="test_ask[is it safe?]")
+    second = _path(_settings(), test_name="test_ask[is it safe!]")
+
+    assert first != second
+
+
+async def test_cassette_path_holds_no_secret_the_redactor_knows():
+    redactor = Redactor(env=(), extra_values=("tenant-7f3a9c",))
+
+    path = _path(_settings(), test_name="test_key[tenant-7f3a9c]", redact=redactor.text)
+
+    assert path.name == f"test_key[REDACTED]~{digest('test_key[tenant-7f3a9c]')}.json"
 
 
 async def test_cassette_path_has_the_yaml_extension_in_yaml_format():
