@@ -36,6 +36,7 @@ __all__ = [
     "encode_body",
     "format_sse_event",
     "parse_sse",
+    "whole_events",
 ]
 
 Body = dict[str, Any] | None
@@ -292,3 +293,14 @@ def body_chunks(body: Body) -> list[bytes]:
 def body_bytes(body: Body) -> bytes:
     """Wire bytes of a stored body in one piece."""
     return b"".join(body_chunks(body))
+
+
+def whole_events(data: bytes, content_type: str | None) -> bytes:
+    """A server-sent-event stream cut short, up to the end of its last whole event (other
+    bodies as they are)."""
+    if "event-stream" not in (content_type or "").lower():
+        return data
+    ends = [
+        at + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r") if (at := data.rfind(sep)) >= 0
+    ]
+    return data[: max(ends)] if ends else b""

@@ -225,14 +225,20 @@ class Redactor(BaseRedactor):
 
 
 def unscrubbable(
-    problem: UndecodableBody, *, cassette: object, request: str, command: str
+    problem: UndecodableBody, *, cassette: object, request: str, command: str, sent: bool = False
 ) -> CassetteWriteError:
-    """The error of a recording whose response body cannot be scrubbed of secrets (bytes it
-    cannot decode, a stream it cannot cut): that response is never written."""
+    """The error of a recording whose response body (or, ``sent``, the request's own body)
+    cannot be scrubbed of secrets (bytes it cannot decode, a stream it cannot cut): that
+    interaction is never written (nor, for a request, matched)."""
+    what = (
+        f"the request {request} was neither sent, matched nor recorded"
+        if sent
+        else f"the response to {request} was not recorded"
+    )
     return CassetteWriteError(
-        f"Cassette {cassette}: the response to {request} was not recorded, because its body "
-        f"cannot be scrubbed of secrets: {problem.header} {problem.encoding!r}: "
-        f"{problem.problem}. Fix: {problem.fix}; then record again: {command}"
+        f"Cassette {cassette}: {what}, because its body cannot be scrubbed of secrets: "
+        f"{problem.header} {problem.encoding!r}: {problem.problem}. Fix: {problem.fix}; then "
+        f"record again: {command}"
     )
 
 

@@ -29,7 +29,7 @@ from pytest_agentctx.traffic.cassettes.store import (
 )
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
-__all__ = ["file_on_the_way", "merged", "save_recorded", "write_error"]
+__all__ = ["file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
 
 KeyOf = Callable[[Interaction], RequestKey]
 
@@ -45,10 +45,16 @@ def save_recorded(
     key_of: KeyOf,
     run_id: str,
     style: str = "native",
+    rescrub: bool = False,
 ) -> bool:
     """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
     ``path``; returns whether the file was written. ``key_of`` gives an interaction's
-    request key (to find the ones of no known test that a re-recording replaces)."""
+    request key (to find the ones of no known test that a re-recording replaces).
+
+    ``rescrub``: the redactor learned a secret after some of ``recorded`` were scrubbed
+    (an access token a response gave, sent by a later request): they are scrubbed again,
+    with every secret known now."""
+
     if (
         not shared
         and not recorded
@@ -69,7 +75,8 @@ def save_recorded(
         else:
             same_run = written_in_run(path, run_id)
             base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
-            written = [_scrubbed(i, redactor) for i in base] + recorded
+            again = base + recorded if rescrub else base
+            written = [_scrubbed(i, redactor) for i in again] + ([] if rescrub else recorded)
         # Marked first: a marker that cannot be written leaves the cassette as it was.
         mark_written(path, run_id)
         write_cassette(path, written, style=style)
@@ -197,3 +204,12 @@ def _fresh_load(path: Path) -> list[Interaction]:
 
     store._cache.pop(path, None)
     return load_cassette(path)
+
+
+def run_wrote(path: Path, run_id: str) -> bool:
+    """Whether the run ``run_id`` wrote the cassette at ``path`` (no when no marker can
+    be read: as if none was written)."""
+    try:
+        return written_in_run(path, run_id)
+    except OSError:
+        return False
