@@ -18,7 +18,9 @@ bytes) with the bodies a cassette stores:
   Events of shapes not known here are joined by the path of each string in them; a
   secret that still shows in the concatenated data of the events is refused
   (:class:`~.body.UndecodableBody`), never written;
-* text bodies as text, and binary bodies (images, audio) as bytes.
+* text bodies as text (JSON lines, NDJSON, as a stream of their lines, so a secret
+  streamed in pieces over several lines is cut out as in server-sent events), and binary
+  bodies (images, audio) as bytes.
 
 Re-recording an unchanged agent should change nothing: :meth:`Redactor.response_header_items`
 drops the response headers that change on every call (:data:`VOLATILE_RESPONSE_HEADERS`,
@@ -32,6 +34,7 @@ this module.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -163,7 +166,7 @@ class Redactor(BaseRedactor):
         if "sse" in body:
             return {"sse": self._stream(body["sse"], whole=not self._clean(raw))}
         if "text" in body:
-            return {"text": self.text(body["text"])}
+            return {"text": self._lines(body["text"])}
         if "base64" in body:
             return {"base64": self._base64(body["base64"])}
         return body
@@ -191,6 +194,26 @@ class Redactor(BaseRedactor):
                 header="content-type",
             )
         return scrubbed
+
+    def _lines(self, text: str) -> str:
+        """A text body scrubbed; one of JSON lines (NDJSON, a stream of JSON chunks) as the
+        stream of its lines, so a secret streamed in pieces over several lines is cut out
+        (the lines that change are written again, compact)."""
+        if "\n" not in text.strip() or not text.lstrip().startswith(("{", "[")):
+            return self.text(text)
+        lines = text.split("\n")
+        try:
+            values = [json.loads(line) if line.strip() else None for line in lines]
+        except ValueError:  # not JSON lines: plain text
+            return self.text(text)
+        events = [{"data": value} for value in values]
+        scrubbed = self._stream(events)
+        return self.text(
+            "\n".join(
+                json_text(after["data"]) if after["data"] != before["data"] else line
+                for line, before, after in zip(lines, events, scrubbed, strict=True)
+            )
+        )
 
     def _event_holds(self, event: Any) -> bool:
         """Whether a secret shows whole in one stored event."""
