@@ -91,8 +91,9 @@ _KEYLIKE_PARAM = re.compile(
 )
 #: Values shorter than this are never treated as secrets (they would redact plain words).
 MIN_SECRET = 8
-#: Characters no JSON encoder escapes: a secret made of them shows in JSON text as it is.
-_PLAIN = re.compile(r"[A-Za-z0-9._~-]+")
+#: Printable ASCII but ``"`` and ``\\``: what JSON text holds as it is, unless its encoder
+#: escaped it (``\\u0041``, ``\\/``: :func:`_escapes_ascii` tells).
+_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 #: A name (of a header, of an environment variable) that says its value is a secret.
 _SECRET_NAME = re.compile(
     r"token|secret|passw(?:or)?d|api.*key|authorization|cookie|credential|access.?key"
@@ -107,7 +108,7 @@ _NOT_SECRET = re.compile(
 )
 #: An escape of a printable ASCII character in JSON (``\u0073``) or a URL (``%73``): the
 #: form a secret made of such characters can take in text it does not show in as it is.
-_ASCII_ESCAPE = re.compile(rb"\\u00[2-7][0-9A-Fa-f]|%[2-7][0-9A-Fa-f]")
+_PERCENT_ASCII = re.compile(rb"%[2-7][0-9A-Fa-f]")
 _JSON_ESCAPE = re.compile(r"\\u00([2-7][0-9A-Fa-f])")
 #: A run of text between the separators of a form or a query: one encoded value at most.
 _ENCODED_RUN = re.compile(r"[^\s&=;,\"'<>]*%[0-9A-Fa-f]{2}[^\s&=;,\"'<>]*")
@@ -207,6 +208,8 @@ class Redactor:
     #: The values, their percent-encoded forms and their base64 cores (see
     #: :func:`_base64_cores`), as they may appear in text.
     _needles: tuple[str, ...] = field(init=False, default=())
+    #: The needles that hold no other: a text holds a needle only if it holds one of them.
+    _least: tuple[str, ...] = field(init=False, default=())
     #: What replaces each base64 core: as many characters of ``REDACTED`` (still base64).
     _masks: dict[str, str] = field(init=False, default_factory=dict, repr=False)
     #: The needles as they appear in JSON text (escaped), for :meth:`json`'s probe.
@@ -234,6 +237,8 @@ class Redactor:
     _learned_from: Any = field(init=False, default=None, repr=False)
     #: :meth:`url` of the URLs seen since the secrets last changed.
     _urls: dict[str, str] = field(init=False, default_factory=dict, repr=False)
+    #: :meth:`text` of the short texts (header names and values...) seen since.
+    _texts: dict[str, str] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.headers = frozenset(h.lower() for h in self.headers)
@@ -336,11 +341,13 @@ class Redactor:
         # ("Bearer sk-..." holds "sk-..."); of each, its longest run of plain characters
         # shows as it is in the JSON text of a value that holds it (see _clean).
         least = [n for n in self._needles if not any(o != n and o in n for o in self._needles)]
+        self._least = tuple(least)
         runs = [max(_PLAIN.findall(n), key=len, default="") for n in least]
         self._raw_needles = tuple(run.encode() for run in runs)
         self._plain = all(runs)
         self._straddles = any(c in n for n in self._needles for c in "{}[]")
         self._urls = {}
+        self._texts = {}
         self.generation += 1
 
     @property
@@ -354,6 +361,16 @@ class Redactor:
         """``value`` with every known secret value replaced: as it is, percent-encoded
         (any way: ``%2B``, ``%2b``, ``%2D``...), ``\\u``-escaped, or base64-encoded (a base64
         form is overwritten by as many characters of ``REDACTED``, so it still decodes)."""
+        if len(value) > 256:  # a long text is seldom seen twice
+            return self._text(value)
+        known = self._texts.get(value)
+        if known is None:
+            if len(self._texts) >= 4096:  # headers repeat: keep the last few only
+                self._texts.clear()
+            known = self._texts[value] = self._text(value)
+        return known
+
+    def _text(self, value: str) -> str:
         value = self._replaced(value)
         if "\\u" in value:
             plain = _JSON_ESCAPE.sub(_unescape, value)
@@ -364,6 +381,8 @@ class Redactor:
         return value
 
     def _replaced(self, value: str) -> str:
+        if not self._found_in(value):
+            return value
         for secret in self._needles:
             if secret in value:
                 value = value.replace(secret, self._masks.get(secret, REDACTED))
@@ -379,7 +398,7 @@ class Redactor:
         return quote_plus(self._replaced(decoded), safe="/:")
 
     def _found_in(self, text: str) -> bool:
-        return any(secret in text for secret in self._needles)
+        return any(secret in text for secret in self._least)
 
     def holds(self, text: str) -> bool:
         """Whether ``text`` holds a known secret value, in any form :meth:`text` finds."""
@@ -432,14 +451,17 @@ class Redactor:
     def _clean(self, raw: bytes | None) -> bool:
         """Whether ``raw``, the text a value was read from, shows it holds no secret whole.
 
-        Only when every secret is plain (letters, digits, ``-_.~``, which no JSON encoder
-        escapes): then a secret in any string of the value is in ``raw`` as it is.
+        A secret in a string of the value shows in ``raw`` as runs of the printable ASCII
+        characters JSON needs not escape (:data:`_PLAIN`), as they are, unless the encoder
+        escaped such a character (``\\u0073``, ``\\/``) or percent-encoded one: when
+        ``raw`` holds no escape of that kind and not the longest run of each secret (and
+        each of its forms), no string holds one.
         """
         return (
             raw is not None
             and self._plain
             and not any(n in raw for n in self._raw_needles)
-            and _ASCII_ESCAPE.search(raw) is None
+            and not _escapes_ascii(raw)
         )
 
     def _json(self, value: Any) -> Any:
@@ -494,6 +516,22 @@ def _base64_cores(secret: bytes) -> set[bytes]:
         if len(core) >= MIN_SECRET:
             cores |= {core, core.translate(bytes.maketrans(b"+/", b"-_"))}
     return cores
+
+
+def _escapes_ascii(raw: bytes) -> bool:
+    """Whether ``raw`` holds an escape of a printable ASCII character: ``\\u0073``,
+    ``\\/`` (JSON) or ``%73`` (URLs). ``bytes.find`` is much quicker than a regular
+    expression here: JSON made with ``ensure_ascii`` holds many ``\\u00e9`` of no matter."""
+    if b"\\/" in raw:
+        return True
+    if b"%" in raw and _PERCENT_ASCII.search(raw):
+        return True
+    at = raw.find(b"\\u00")
+    while at != -1:
+        if raw[at + 4 : at + 5] in (b"2", b"3", b"4", b"5", b"6", b"7"):
+            return True
+        at = raw.find(b"\\u00", at + 4)
+    return False
 
 
 def _credentials(scheme: str, token: str) -> set[str]:

@@ -29,9 +29,11 @@ from pytest_agentctx.traffic.cassettes.store import (
 )
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
-__all__ = ["file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
+__all__ = ["Scrubs", "file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
 
 KeyOf = Callable[[Interaction], RequestKey]
+#: The bytes an interaction's request and response bodies were read from, when known.
+Raws = tuple[bytes | None, bytes | None]
 
 
 def save_recorded(
@@ -45,15 +47,10 @@ def save_recorded(
     key_of: KeyOf,
     run_id: str,
     style: str = "native",
-    rescrub: bool = False,
 ) -> bool:
     """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
     ``path``; returns whether the file was written. ``key_of`` gives an interaction's
-    request key (to find the ones of no known test that a re-recording replaces).
-
-    ``rescrub``: the redactor learned a secret after some of ``recorded`` were scrubbed
-    (an access token a response gave, sent by a later request): they are scrubbed again,
-    with every secret known now."""
+    request key (to find the ones of no known test that a re-recording replaces)."""
 
     if (
         not shared
@@ -75,8 +72,7 @@ def save_recorded(
         else:
             same_run = written_in_run(path, run_id)
             base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
-            again = base + recorded if rescrub else base
-            written = [_scrubbed(i, redactor) for i in again] + ([] if rescrub else recorded)
+            written = [_scrubbed(i, redactor) for i in base] + recorded
         # Marked first: a marker that cannot be written leaves the cassette as it was.
         mark_written(path, run_id)
         write_cassette(path, written, style=style)
@@ -187,16 +183,57 @@ def _nearest_folder(path: Path) -> Path:
     return next((f for f in path.parents if f.is_dir()), path.parent)
 
 
-def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
-    """``interaction`` with its secrets redacted (headers, URL, bodies)."""
+def _scrubbed(
+    interaction: Interaction, redactor: Redactor, raws: Raws = (None, None)
+) -> Interaction:
+    """``interaction`` with its secrets redacted (headers, URL, bodies); ``raws``, the
+    bytes its request and response bodies were read from, spare the look at every part of
+    a body that holds no secret whole (see :meth:`Redactor.body`)."""
     return dataclasses.replace(
         interaction,
         url=redactor.url(interaction.url),
         request_headers=dict(redactor.header_items(interaction.request_headers.items())),
-        request_body=redactor.body(interaction.request_body),
+        request_body=redactor.body(interaction.request_body, raw=raws[0]),
         response_headers=dict(redactor.response_header_items(interaction.response_headers.items())),
-        response_body=redactor.body(interaction.response_body),
+        response_body=redactor.body(interaction.response_body, raw=raws[1]),
     )
+
+
+class Scrubs:
+    """Which secrets each interaction a test recorded was scrubbed of, to scrub it again
+    before it is written when a secret was learned since: an access token a response gave
+    is sent by a later request (``Authorization: Bearer``), a cookie a response set is
+    sent back. It keeps the bytes the bodies were read from, so that a body with no
+    secret whole in them is not looked at again part by part."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        #: slot: (the redactor's generation when its request was scrubbed, the bytes of
+        #: its request body, of its response body)
+        self._scrubbed: dict[int, tuple[int, bytes, bytes | None]] = {}
+
+    def request(self, slot: int, raw: bytes) -> None:
+        """The request of the interaction in ``slot`` was scrubbed, its body read from
+        ``raw``."""
+        self._scrubbed[slot] = (self.redactor.generation, raw, None)
+
+    def response(self, slot: int, raw: bytes) -> None:
+        """Its response was, its body read from ``raw``."""
+        generation, request, _ = self._scrubbed[slot]
+        self._scrubbed[slot] = (generation, request, raw)
+
+    def again(self, recorded: list[Interaction | None]) -> list[Interaction]:
+        """The complete interactions of ``recorded`` (by slot), those scrubbed before the
+        secrets last changed scrubbed again."""
+        out = []
+        for slot, interaction in enumerate(recorded):
+            if interaction is None:
+                continue
+            generation, request, response = self._scrubbed.get(slot, (-1, None, None))
+            if generation != self.redactor.generation:
+                interaction = _scrubbed(interaction, self.redactor, (request or None, response))
+            out.append(interaction)
+        return out
 
 
 def _fresh_load(path: Path) -> list[Interaction]:

@@ -78,7 +78,7 @@ from pytest_agentctx.traffic.cassettes.misses import (
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor, unscrubbable
 from pytest_agentctx.traffic.cassettes.replay import Replays
-from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
+from pytest_agentctx.traffic.cassettes.saving import Scrubs, run_wrote, save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import (
     Interaction,
     load_cassette,
@@ -168,7 +168,7 @@ class Cassette:
         self._open: dict[tuple[bool, int], Any] = {}
         #: Slots of the recordings :meth:`finish_streams` finished (partial unless whole).
         self._cut_short: set[int] = set()
-        self._scrubbed_at = self.redactor.generation
+        self._scrubs = Scrubs(self.redactor)
         # A witness: it sees the requests another tool (a respx route) answers, and logs
         # them for capture without ever saving them (see _witness).
         self._interceptor = Interceptor(self.handle, witness=True)
@@ -325,8 +325,7 @@ class Cassette:
     def _record(self, request: Any, url: str, body_json: Any, raw: bytes) -> Any:
         with self._lock:
             slot = len(self.recorded_interactions)
-            if not slot:  # what the secrets were when the first recording was scrubbed
-                self._scrubbed_at = self.redactor.generation
+            self._scrubs.request(slot, raw)
             self.recorded_interactions.append(None)
             self._log.append((True, slot))
         request_body: Body
@@ -372,6 +371,7 @@ class Cassette:
             )
             with self._lock:
                 self.recorded_interactions[slot] = interaction
+                self._scrubs.response(slot, decoded)
 
         return self._forward(request, store, (True, slot))
 
@@ -577,7 +577,8 @@ class Cassette:
         try:
             return save_recorded(
                 self.path,
-                self.new_interactions,
+                # scrubbed again with the secrets learned since (a token a response gave)
+                self._scrubs.again(self.recorded_interactions),
                 mode=self.mode,
                 shared=self.shared,
                 test_id=self.test_id,
@@ -585,8 +586,6 @@ class Cassette:
                 key_of=self._keys.of_interaction,
                 run_id=run_id,
                 style=self.style,
-                # a secret learned since (a token a response gave): scrubbed from all again
-                rescrub=self.redactor.generation != self._scrubbed_at,
             )
         except OSError as exc:
             raise write_error(
