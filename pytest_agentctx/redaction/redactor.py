@@ -110,8 +110,10 @@ _NOT_SECRET = re.compile(
 #: form a secret made of such characters can take in text it does not show in as it is.
 _PERCENT_ASCII = re.compile(rb"%[2-7][0-9A-Fa-f]")
 _JSON_ESCAPE = re.compile(r"\\u00([2-7][0-9A-Fa-f])")
-#: A run of text between the separators of a form or a query: one encoded value at most.
-_ENCODED_RUN = re.compile(r"[^\s&=;,\"'<>]*%[0-9A-Fa-f]{2}[^\s&=;,\"'<>]*")
+#: A run of text between the separators of a form or a query (one encoded value at most)
+#: that holds a percent-escape. Only tried where a run starts (the look-behind), so a long
+#: run with no escape is read once, not once per character.
+_ENCODED_RUN = re.compile(r"(?<![^\s&=;,\"'<>])[^\s&=;,\"'<>]*%[0-9A-Fa-f]{2}[^\s&=;,\"'<>]*")
 
 
 @functools.lru_cache(maxsize=1024)  # the same few header and variable names, again and again
