@@ -372,3 +372,38 @@ def test_a_header_and_a_variable_secret_by_their_name_are_redacted_by_default(te
     assert interaction["request"]["headers"]["x-my-token"] == "REDACTED"
     # Values of variables named like secrets that are no secret stay as they are.
     assert interaction["request"]["body"]["json"]["words"] == "tokenizers false, limit 100000000"
+
+
+def test_a_request_body_in_an_encoding_that_cannot_be_decoded_fails_and_is_never_written(
+    tester, echo
+):
+    tester.makepyfile(
+        test_legacy="""
+        import os
+
+        import httpx2
+        import pytest
+
+        @pytest.mark.agent
+        def test_upload():
+            with httpx2.Client(trust_env=False) as http:
+                http.post(
+                    os.environ["ECHO_SERVER"] + "/v1/upload",
+                    content=b"\\x1f\\x9d\\x90" + os.environ["GROQ_API_KEY"].encode(),
+                    headers={"content-encoding": "compress"},
+                )
+        """
+    )
+
+    result = tester.runpytest("--agent-record")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*CassetteWriteError: Cassette *test_upload.json: the request POST "
+            "http://127.0.0.1:*/v1/upload was neither sent, matched nor recorded, because its "
+            "body cannot be scrubbed of secrets: content-encoding 'compress': *"
+            "then record again: pytest --agent-record *test_upload*"
+        ]
+    )
+    assert not (tester.path / "cassettes" / "test_legacy" / "test_upload.json").exists()
