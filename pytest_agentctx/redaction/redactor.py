@@ -353,6 +353,12 @@ class Redactor:
         self.generation += 1
 
     @property
+    def env_values(self) -> tuple[str, ...]:
+        """The values of the secret environment variables (named in ``env``, or secrets by
+        their name), as last read."""
+        return tuple(value for value in self._env_values if value)
+
+    @property
     def secret_values(self) -> tuple[str, ...]:
         """The literal secret values scrubbed everywhere."""
         return self._values

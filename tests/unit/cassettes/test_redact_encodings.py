@@ -330,3 +330,16 @@ def test_the_password_of_a_basic_header_is_learned() -> None:
     redactor.learn(_basic("hunter2-hunter2"))
 
     assert redactor.text("password=hunter2-hunter2") == "password=REDACTED"
+
+
+def test_a_variable_secret_by_its_name_is_not_passed_on_to_later_tests_as_learned() -> None:
+    from pytest_agentctx.redaction.active import SessionSecrets
+
+    with _env({"MY_SERVICE_TOKEN": "svc-token-81d4e6"}):
+        secrets = SessionSecrets()
+        redactor = secrets.for_test()
+        redactor.learn([("authorization", "Bearer sk-learned-1234")])
+        secrets.absorb(redactor)
+
+    assert "svc-token-81d4e6" in redactor.secret_values
+    assert secrets.learned == ("Bearer sk-learned-1234", "sk-learned-1234")
