@@ -1,16 +1,24 @@
 """The redactor every file the plugin writes passes: secrets replaced by ``REDACTED``.
 
 :class:`Redactor` knows the secret values (the values of the secret environment variables,
-values given to it, and values it learned from requests) and replaces each wherever it
-shows:
+those named in ``env`` and those whose name says they hold a secret (:func:`secret_name`,
+:func:`secret_like`), values given to it, and values it learned from requests) and
+replaces each wherever it shows:
 
-* in text, as it is or percent-encoded;
-* in header pairs (secret headers whole, other values for the known secret values) and
-  header names; in URLs: credentials, key-like query parameters, and the known values
-  anywhere (path included);
+* in text: as it is, percent-encoded in any way (a form body, ``%2b``, ``%2D``...),
+  ``\\u``-escaped (JSON, NDJSON), or base64-encoded (a ``data:`` URL: the characters only
+  the secret decides are overwritten by as many characters of ``REDACTED``, so the base64
+  text still decodes);
+* in header pairs (secret headers whole: the known ones and those named like a secret,
+  other values for the known secret values) and header names; in URLs: credentials,
+  key-like query parameters, and the known values anywhere (path included);
 * in JSON values: every string, object keys included, at any depth;
 * in bytes (images, audio): the secret's bytes, and its base64 forms, overwritten in
   place by as many bytes of ``REDACTED`` (lengths and offsets of the format stay valid).
+
+:attr:`Redactor.generation` counts the changes of the secrets: what was redacted before a
+secret was learned is redacted again before it is written (see
+:class:`pytest_agentctx.traffic.cassettes.saving.Scrubs`).
 
 Cassettes use it through their own redactor, which adds the bodies and response headers a
 cassette stores (:mod:`pytest_agentctx.traffic.cassettes.redact`); snapshots, reports and
@@ -196,11 +204,12 @@ class Redactor:
     """Replaces secrets with ``REDACTED`` in text, header pairs, URLs, JSON values and
     bytes.
 
-    The secret values are those of the environment variables in ``env`` (read again by
+    The secret values are those of the environment variables in ``env`` and of those
+    whose name says they hold a secret, when their value looks like one (read again by
     :meth:`refresh`, so a key set after the cassette started is still scrubbed), the
-    ``extra_values``, and the values :meth:`learn` saw in requests' secret headers,
-    cookies and key-like query parameters: a server that echoes a key back in its
-    response cannot put it into a cassette.
+    ``extra_values``, and the values :meth:`learn` saw in requests' secret headers (the
+    password of ``Authorization: Basic`` too), cookies and key-like query parameters: a
+    server that echoes a key back in its response cannot put it into a cassette.
     """
 
     headers: frozenset[str] = DEFAULT_SECRET_HEADERS
