@@ -151,34 +151,56 @@ class Redactor(BaseRedactor):
 
     # -- bodies ----------------------------------------------------------------------
 
-    def body(self, body: Body, *, raw: bytes | None = None) -> Body:
+    def body(self, body: Body, *, raw: bytes | None = None, texts: list[str] | None = None) -> Body:
         """A stored body with secret values scrubbed (see the module docstring for where
         they are looked for); raises :class:`~.body.UndecodableBody` for a stream in which
         a secret shows across events in a way it cannot cut.
 
         ``raw``, the decoded bytes the body was stored from when they are at hand, spares
         the look at every part of a body that holds no secret whole (see :meth:`json`).
+        ``texts``, when given, gets the texts a stream reassembles to (for
+        :meth:`body_again`).
         """
         if body is None or not self._values:
             return body
         if "json" in body:
             return {"json": self.json(body["json"], raw=raw)}
         if "sse" in body:
-            return {"sse": self._stream(body["sse"], whole=not self._clean(raw))}
+            return {"sse": self._stream(body["sse"], whole=not self._clean(raw), texts=texts)}
         if "text" in body:
             return {"text": self._lines(body["text"])}
         if "base64" in body:
             return {"base64": self._base64(body["base64"])}
         return body
 
-    def _stream(self, events: list[Any], *, whole: bool = True) -> list[Any]:
+    def body_again(self, body: Body, *, raw: bytes | None, texts: list[str] | None) -> Body:
+        """``body``, scrubbed by :meth:`body` from ``raw`` before a secret was learned,
+        scrubbed again: a stream whose bytes and reassembled ``texts`` (as :meth:`body`
+        gave them) hold no secret is kept as it is, without being taken apart again."""
+        if (
+            body is not None
+            and "sse" in body
+            and texts is not None
+            and not self._straddles
+            and self._clean(raw)
+            and not any(map(self._found_in, texts))
+        ):
+            return body
+        return self.body(body, raw=raw)
+
+    def _stream(
+        self, events: list[Any], *, whole: bool = True, texts: list[str] | None = None
+    ) -> list[Any]:
         """Stored server-sent events scrubbed one by one (unless ``whole`` is false: none
-        holds a secret whole) and as the texts they reassemble."""
+        holds a secret whole) and as the texts they reassemble (added to ``texts``)."""
         scrubbed = events
         if whole:
             scrubbed = [self._json(e) if self._event_holds(e) else e for e in events]
         groups = _stream_pieces(scrubbed)
-        if any(self._found_in("".join(_text(slot) for slot in slots)) for slots in groups):
+        reassembled = ["".join(_text(slot) for slot in slots) for slots in groups]
+        if texts is not None:
+            texts.extend(reassembled)
+        if any(map(self._found_in, reassembled)):
             scrubbed = copy.deepcopy(scrubbed)  # the pieces are cut in place
             for slots in _stream_pieces(scrubbed):
                 self._cut(slots)

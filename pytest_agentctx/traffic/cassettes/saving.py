@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.matcher import RequestKey
 from pytest_agentctx.traffic.cassettes.redact import Redactor
@@ -32,8 +33,6 @@ from pytest_agentctx.traffic.errors import CassetteWriteError
 __all__ = ["Scrubs", "file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
 
 KeyOf = Callable[[Interaction], RequestKey]
-#: The bytes an interaction's request and response bodies were read from, when known.
-Raws = tuple[bytes | None, bytes | None]
 
 
 def save_recorded(
@@ -183,19 +182,15 @@ def _nearest_folder(path: Path) -> Path:
     return next((f for f in path.parents if f.is_dir()), path.parent)
 
 
-def _scrubbed(
-    interaction: Interaction, redactor: Redactor, raws: Raws = (None, None)
-) -> Interaction:
-    """``interaction`` with its secrets redacted (headers, URL, bodies); ``raws``, the
-    bytes its request and response bodies were read from, spare the look at every part of
-    a body that holds no secret whole (see :meth:`Redactor.body`)."""
+def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
+    """``interaction`` with its secrets redacted (headers, URL, bodies)."""
     return dataclasses.replace(
         interaction,
         url=redactor.url(interaction.url),
         request_headers=dict(redactor.header_items(interaction.request_headers.items())),
-        request_body=redactor.body(interaction.request_body, raw=raws[0]),
+        request_body=redactor.body(interaction.request_body),
         response_headers=dict(redactor.response_header_items(interaction.response_headers.items())),
-        response_body=redactor.body(interaction.response_body, raw=raws[1]),
+        response_body=redactor.body(interaction.response_body),
     )
 
 
@@ -203,35 +198,46 @@ class Scrubs:
     """Which secrets each interaction a test recorded was scrubbed of, to scrub it again
     before it is written when a secret was learned since: an access token a response gave
     is sent by a later request (``Authorization: Bearer``), a cookie a response set is
-    sent back. It keeps the bytes the bodies were read from, so that a body with no
-    secret whole in them is not looked at again part by part."""
+    sent back. It keeps the bytes the bodies were read from, and the texts a stream
+    reassembles to, so that a body with no secret in them is not taken apart again."""
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
-        #: slot: (the redactor's generation when its request was scrubbed, the bytes of
-        #: its request body, of its response body)
-        self._scrubbed: dict[int, tuple[int, bytes, bytes | None]] = {}
+        #: slot: the redactor's generation when its request was scrubbed, the bytes of its
+        #: request body, of its response body, and the texts its stream reassembles to
+        self._scrubbed: dict[int, tuple[int, bytes, bytes | None, list[str] | None]] = {}
 
     def request(self, slot: int, raw: bytes) -> None:
         """The request of the interaction in ``slot`` was scrubbed, its body read from
         ``raw``."""
-        self._scrubbed[slot] = (self.redactor.generation, raw, None)
+        self._scrubbed[slot] = (self.redactor.generation, raw, None, None)
 
-    def response(self, slot: int, raw: bytes) -> None:
-        """Its response was, its body read from ``raw``."""
-        generation, request, _ = self._scrubbed[slot]
-        self._scrubbed[slot] = (generation, request, raw)
+    def response(self, slot: int, body: Body, raw: bytes) -> Body:
+        """Its response ``body``, read from ``raw``, scrubbed (:meth:`Redactor.body`)."""
+        # with no secret known yet, the body is not looked at: nor are its texts gathered
+        texts: list[str] | None = [] if self.redactor.secret_values else None
+        scrubbed = self.redactor.body(body, raw=raw, texts=texts)
+        generation, request, _, _ = self._scrubbed[slot]
+        self._scrubbed[slot] = (generation, request, raw, texts)
+        return scrubbed
 
     def again(self, recorded: list[Interaction | None]) -> list[Interaction]:
         """The complete interactions of ``recorded`` (by slot), those scrubbed before the
         secrets last changed scrubbed again."""
-        out = []
+        redactor, out = self.redactor, []
         for slot, interaction in enumerate(recorded):
             if interaction is None:
                 continue
-            generation, request, response = self._scrubbed.get(slot, (-1, None, None))
-            if generation != self.redactor.generation:
-                interaction = _scrubbed(interaction, self.redactor, (request or None, response))
+            generation, request, response, texts = self._scrubbed.get(slot, (-1, b"", None, None))
+            if generation != redactor.generation:  # headers and URL again, bodies below
+                bare = dataclasses.replace(interaction, request_body=None, response_body=None)
+                interaction = dataclasses.replace(
+                    _scrubbed(bare, redactor),
+                    request_body=redactor.body(interaction.request_body, raw=request or None),
+                    response_body=redactor.body_again(
+                        interaction.response_body, raw=response, texts=texts
+                    ),
+                )
             out.append(interaction)
         return out
 

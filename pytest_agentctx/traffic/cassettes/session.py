@@ -352,7 +352,7 @@ class Cassette:
                 if not complete:  # cut short: up to the end of its last whole event
                     decoded = whole_events(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
-                body = self.redactor.body(stored, raw=decoded)
+                body = self._scrubs.response(slot, stored, decoded)
             except UndecodableBody as exc:
                 self._unscrubbable(exc, request, url, sent=False)
                 return
@@ -371,7 +371,6 @@ class Cassette:
             )
             with self._lock:
                 self.recorded_interactions[slot] = interaction
-                self._scrubs.response(slot, decoded)
 
         return self._forward(request, store, (True, slot))
 

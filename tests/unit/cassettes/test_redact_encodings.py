@@ -343,3 +343,53 @@ def test_a_variable_secret_by_its_name_is_not_passed_on_to_later_tests_as_learne
 
     assert "svc-token-81d4e6" in redactor.secret_values
     assert secrets.learned == ("Bearer sk-learned-1234", "sk-learned-1234")
+
+
+# -- a secret learned late ---------------------------------------------------------------
+
+
+def _recorded(scrubs: Any, response: bytes, content_type: str) -> Any:
+    """An interaction recorded through ``scrubs`` (slot 0) whose response is ``response``."""
+    from pytest_agentctx.traffic.cassettes.store import Interaction
+
+    scrubs.request(0, b"")
+    body = scrubs.response(0, encode_body(response, content_type), response)
+    return Interaction("POST", "https://auth.example/token", {}, None, 200, {}, body)
+
+
+@LAWS
+@given(STREAMED, st.booleans())
+def test_a_secret_learned_after_its_stream_was_recorded_is_cut_out_of_it_before_saving(
+    case: tuple[str, str, list[int]], other_secret: bool
+) -> None:
+    from pytest_agentctx.traffic.cassettes.saving import Scrubs
+
+    secret, _, cuts = case
+    pieces = _pieces(f"your token: {secret}, keep it", cuts)
+    raw = b"".join(f"data: {json.dumps(_chat_chunk(p))}\n\n".encode() for p in pieces)
+    # with another secret known while it records (the stream is taken apart then) or none
+    redactor = Redactor(env=(), extra_values=("unrelated-secret-1",) if other_secret else ())
+    scrubs = Scrubs(redactor)
+    recorded = _recorded(scrubs, raw, "text/event-stream")
+
+    redactor.learn([("Authorization", f"Bearer {secret}")])
+    (saved,) = scrubs.again([recorded])
+
+    text = "".join(e["data"]["choices"][0]["delta"]["content"] for e in saved.response_body["sse"])
+    assert secret not in text
+    assert text.endswith(", keep it")
+
+
+def test_a_token_a_response_gave_is_scrubbed_from_it_once_a_later_request_sends_it() -> None:
+    from pytest_agentctx.traffic.cassettes.saving import Scrubs
+
+    redactor = Redactor(env=())
+    scrubs = Scrubs(redactor)
+    grant = json.dumps({"access_token": "oauth-Hd3Yc7Rk2", "expires_in": 3600}).encode()
+    recorded = _recorded(scrubs, grant, "application/json")
+    assert scrubs.again([recorded]) == [recorded]  # nothing learned: kept as it is
+
+    redactor.learn([("Authorization", "Bearer oauth-Hd3Yc7Rk2")])
+    (saved,) = scrubs.again([recorded, None])
+
+    assert saved.response_body == {"json": {"access_token": "REDACTED", "expires_in": 3600}}
