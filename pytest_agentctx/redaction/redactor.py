@@ -215,6 +215,8 @@ class Redactor:
     headers: frozenset[str] = DEFAULT_SECRET_HEADERS
     env: Iterable[str] = DEFAULT_SECRET_ENV
     extra_values: Iterable[str] = ()
+    #: Whether the variables whose name says they hold a secret are secrets too.
+    by_name: bool = True
     _values: tuple[str, ...] = field(init=False, default=())
     #: The values, their percent-encoded forms and their base64 cores (see
     #: :func:`_base64_cores`), as they may appear in text.
@@ -264,7 +266,7 @@ class Redactor:
         """Look for the variables that are secrets by their name, and make the reader of
         every secret variable's value."""
         self._env_count = len(os.environ)
-        self._named_env = _env_names(tuple(self.env))
+        self._named_env = _env_names(tuple(self.env)) if self.by_name else ()
         self._environ, self._read_env = _environment_reader((*self.env, *self._named_env))
 
     def _env_now(self) -> tuple[str, ...]:

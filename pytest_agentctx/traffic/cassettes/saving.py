@@ -206,11 +206,18 @@ class Scrubs:
         #: slot: the redactor's generation when its request was scrubbed, the bytes of its
         #: request body, of its response body, and the texts its stream reassembles to
         self._scrubbed: dict[int, tuple[int, bytes, bytes | None, list[str] | None]] = {}
+        #: The secret values of each generation an interaction was scrubbed in.
+        self._known: dict[int, frozenset[str]] = {}
+        #: A redactor of only the values learned since, by those values.
+        self._deltas: dict[frozenset[str], Redactor] = {}
 
     def request(self, slot: int, raw: bytes) -> None:
         """The request of the interaction in ``slot`` was scrubbed, its body read from
         ``raw``."""
-        self._scrubbed[slot] = (self.redactor.generation, raw, None, None)
+        generation = self.redactor.generation
+        if generation not in self._known:
+            self._known[generation] = frozenset(self.redactor.secret_values)
+        self._scrubbed[slot] = (generation, raw, None, None)
 
     def response(self, slot: int, body: Body, raw: bytes) -> Body:
         """Its response ``body``, read from ``raw``, scrubbed (:meth:`Redactor.body`)."""
@@ -223,13 +230,20 @@ class Scrubs:
 
     def again(self, recorded: list[Interaction | None]) -> list[Interaction]:
         """The complete interactions of ``recorded`` (by slot), those scrubbed before the
-        secrets last changed scrubbed again."""
+        secrets last changed scrubbed again, unless a look at their bytes shows that they
+        hold none of the secrets learned since."""
         redactor, out = self.redactor, []
         for slot, interaction in enumerate(recorded):
             if interaction is None:
                 continue
             generation, request, response, texts = self._scrubbed.get(slot, (-1, b"", None, None))
-            if generation != redactor.generation:  # headers and URL again, bodies below
+            if generation == redactor.generation:
+                out.append(interaction)
+                continue
+            delta = self._delta(generation)
+            if delta is None or not _holds_none(delta, interaction, request, response, texts):
+                # headers and URL again, then the bodies from their bytes
+                bare = dataclasses.replace(interaction, request_body=None, response_body=None)
                 bare = dataclasses.replace(interaction, request_body=None, response_body=None)
                 interaction = dataclasses.replace(
                     _scrubbed(bare, redactor),
@@ -240,6 +254,46 @@ class Scrubs:
                 )
             out.append(interaction)
         return out
+
+    def _delta(self, generation: int) -> Redactor | None:
+        """A redactor of the secrets learned since ``generation`` (``None``: not known)."""
+        known = self._known.get(generation)
+        if known is None:
+            return None
+        new = frozenset(self.redactor.secret_values) - known
+        delta = self._deltas.get(new)
+        if delta is None:
+            delta = self._deltas[new] = Redactor(env=(), extra_values=sorted(new), by_name=False)
+        return delta
+
+
+def _holds_none(
+    delta: Redactor,
+    interaction: Interaction,
+    request: bytes,
+    response: bytes | None,
+    texts: list[str] | None,
+) -> bool:
+    """Whether ``interaction`` surely holds none of the secrets ``delta`` knows: not in its
+    URL and headers, not in the bytes its bodies were read from (as :meth:`Redactor.json`
+    looks at them), nor in the texts its stream reassembles to. A text body (which may be
+    JSON lines, a stream) is never taken as holding none."""
+    if not delta.secret_values:
+        return True
+    for body, raw in (
+        (interaction.request_body, request or None),
+        (interaction.response_body, response),
+    ):
+        if body is None:
+            continue
+        if "text" in body or delta._straddles or not delta._clean(raw):
+            return False
+        if "sse" in body and (texts is None or any(map(delta._found_in, texts))):
+            return False
+    headers = (*interaction.request_headers.items(), *interaction.response_headers.items())
+    return not delta.holds(interaction.url) and not any(
+        delta.holds(name) or delta.holds(value) for name, value in headers
+    )
 
 
 def _fresh_load(path: Path) -> list[Interaction]:

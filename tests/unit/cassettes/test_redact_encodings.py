@@ -388,6 +388,8 @@ def test_a_token_a_response_gave_is_scrubbed_from_it_once_a_later_request_sends_
     grant = json.dumps({"access_token": "oauth-Hd3Yc7Rk2", "expires_in": 3600}).encode()
     recorded = _recorded(scrubs, grant, "application/json")
     assert scrubs.again([recorded]) == [recorded]  # nothing learned: kept as it is
+    redactor.learn([("Authorization", "Bearer sk-unrelated-0042")])
+    assert scrubs.again([recorded])[0] is recorded  # a secret it does not hold: kept too
 
     redactor.learn([("Authorization", "Bearer oauth-Hd3Yc7Rk2")])
     (saved,) = scrubs.again([recorded, None])
