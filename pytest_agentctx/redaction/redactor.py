@@ -234,6 +234,9 @@ class Redactor:
     #: Whether a needle holds a bracket, and so could straddle two events of a stream.
     _straddles: bool = field(init=False, default=False)
     _learned: set[str] = field(init=False, default_factory=set)
+    #: The learned values that only ever came in cookies: a server sets them and the
+    #: client sends them back as they are, so they are not looked for in base64.
+    _cookies: set[str] = field(init=False, default_factory=set, repr=False)
     _env_values: tuple[str, ...] = field(init=False, default=())
     #: The variables that are secrets by their name (:func:`secret_name`), and how many
     #: variables the environment had when they were looked for.
@@ -306,10 +309,13 @@ class Redactor:
                 return
             self._learned_from = signature
         found: set[str] = set()
+        cookies: set[str] = set()
         for name, value in headers:
             lowered = name.lower()
             if lowered in ("cookie", "set-cookie"):
-                found.update(part.partition("=")[2].strip() for part in value.split(";"))
+                cookies.add(value.strip())
+                cookies.update(part.partition("=")[2].strip() for part in value.split(";"))
+                continue
             if lowered in self.headers or (secret_name(lowered) and secret_like(value)):
                 found.add(value.strip())
                 scheme, _, token = value.strip().partition(" ")
@@ -322,8 +328,10 @@ class Redactor:
             if parts.password:
                 found.add(parts.password)
         found = {value for value in found if len(value) >= MIN_SECRET and value != REDACTED}
-        if not found <= self._learned:
-            self._learned |= found
+        cookies = {v for v in cookies if len(v) >= MIN_SECRET and v != REDACTED} - found
+        if not (found | cookies) <= self._learned:
+            self._cookies = (self._cookies | (cookies - self._learned)) - found
+            self._learned |= found | cookies
             self._rebuild()
 
     def is_secret_header(self, name: str, value: str) -> bool:
@@ -344,7 +352,12 @@ class Redactor:
             )
         )
         forms = [_forms(value) for value in self._values]
-        cores = {c.decode(): c.decode() for v in self._values for c in _base64_cores(v.encode())}
+        cores = {
+            c.decode(): c.decode()
+            for v in self._values
+            if v not in self._cookies
+            for c in _base64_cores(v.encode())
+        }
         self._masks = {core: _mask(len(core)) for core in cores}
         self._needles = tuple(
             sorted({*(n for needles, _ in forms for n in needles), *cores}, key=_longest_first)
