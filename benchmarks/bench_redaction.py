@@ -262,7 +262,7 @@ class NoRedaction(Redactor):
     def json(self, value: Any, *, raw: bytes | None = None) -> Any:
         return value
 
-    def body(self, body: Body, *, raw: bytes | None = None) -> Body:
+    def body(self, body: Body, *, raw: bytes | None = None, texts: list[str] | None = None) -> Body:
         return body
 
     def binary(self, raw: bytes) -> bytes:

@@ -74,8 +74,9 @@ class SessionSecrets:
 
     def absorb(self, redactor: Redactor, own: Iterable[str] = ()) -> None:
         """Make what ``redactor`` (a test's) learned from traffic a secret of the session:
-        its secret values other than the test's ``own`` values and the environment's."""
-        known = {*own, *(os.environ.get(name, "") for name in self.env)}
+        its secret values other than the test's ``own`` values and the environment's (the
+        secret variables', those secret by their name included)."""
+        known = {*own, *redactor.env_values, *(os.environ.get(name, "") for name in self.env)}
         new = {value for value in redactor.secret_values if value not in known} - self._learned
         if new:
             self._learned |= new

@@ -1,16 +1,24 @@
 """The redactor every file the plugin writes passes: secrets replaced by ``REDACTED``.
 
 :class:`Redactor` knows the secret values (the values of the secret environment variables,
-values given to it, and values it learned from requests) and replaces each wherever it
-shows:
+those named in ``env`` and those whose name says they hold a secret (:func:`secret_name`,
+:func:`secret_like`), values given to it, and values it learned from requests) and
+replaces each wherever it shows:
 
-* in text, as it is or percent-encoded;
-* in header pairs (secret headers whole, other values for the known secret values) and
-  header names; in URLs: credentials, key-like query parameters, and the known values
-  anywhere (path included);
+* in text: as it is, percent-encoded in any way (a form body, ``%2b``, ``%2D``...),
+  ``\\u``-escaped (JSON, NDJSON), or base64-encoded (a ``data:`` URL: the characters only
+  the secret decides are overwritten by as many characters of ``REDACTED``, so the base64
+  text still decodes);
+* in header pairs (secret headers whole: the known ones and those named like a secret,
+  other values for the known secret values) and header names; in URLs: credentials,
+  key-like query parameters, and the known values anywhere (path included);
 * in JSON values: every string, object keys included, at any depth;
 * in bytes (images, audio): the secret's bytes, and its base64 forms, overwritten in
   place by as many bytes of ``REDACTED`` (lengths and offsets of the format stay valid).
+
+:attr:`Redactor.generation` counts the changes of the secrets: what was redacted before a
+secret was learned is redacted again before it is written (see
+:class:`pytest_agentctx.traffic.cassettes.saving.Scrubs`).
 
 Cassettes use it through their own redactor, which adds the bodies and response headers a
 cassette stores (:mod:`pytest_agentctx.traffic.cassettes.redact`); snapshots, reports and
@@ -28,7 +36,16 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import SplitResult, parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import (
+    SplitResult,
+    parse_qsl,
+    quote,
+    quote_plus,
+    unquote_plus,
+    urlencode,
+    urlsplit,
+    urlunsplit,
+)
 
 __all__ = [
     "DEFAULT_SECRET_ENV",
@@ -37,6 +54,8 @@ __all__ = [
     "REDACTED",
     "Redactor",
     "json_text",
+    "secret_like",
+    "secret_name",
 ]
 
 REDACTED = "REDACTED"
@@ -80,8 +99,62 @@ _KEYLIKE_PARAM = re.compile(
 )
 #: Values shorter than this are never treated as secrets (they would redact plain words).
 MIN_SECRET = 8
-#: Characters no JSON encoder escapes: a secret made of them shows in JSON text as it is.
-_PLAIN = re.compile(r"[A-Za-z0-9._~-]+")
+#: Printable ASCII but ``"`` and ``\\``: what JSON text holds as it is, unless its encoder
+#: escaped it (``\\u0041``, ``\\/``: :func:`_escapes_ascii` tells).
+_PLAIN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+#: A name (of a header, of an environment variable) that says its value is a secret.
+_SECRET_NAME = re.compile(
+    r"token|secret|passw(?:or)?d|api.*key|authorization|cookie|credential|access.?key"
+    r"|private.?key",
+    re.IGNORECASE,
+)
+#: Values that hold no secret whatever their name: numbers and boolean words.
+_NOT_SECRET = re.compile(
+    r"[+-]?[0-9][0-9_.,]*(?:[eE][+-]?[0-9]+)?|true|false|yes|no|on|off|none|null|enabled?"
+    r"|disabled?",
+    re.IGNORECASE,
+)
+#: An escape of a printable ASCII character in JSON (``\u0073``) or a URL (``%73``): the
+#: form a secret made of such characters can take in text it does not show in as it is.
+_PERCENT_ASCII = re.compile(rb"%[2-7][0-9A-Fa-f]")
+_JSON_ESCAPE = re.compile(r"\\u00([2-7][0-9A-Fa-f])")
+#: A run of text between the separators of a form or a query (one encoded value at most)
+#: that holds a percent-escape. Only tried where a run starts (the look-behind), so a long
+#: run with no escape is read once, not once per character.
+_ENCODED_RUN = re.compile(r"(?<![^\s&=;,\"'<>])[^\s&=;,\"'<>]*%[0-9A-Fa-f]{2}[^\s&=;,\"'<>]*")
+
+
+@functools.lru_cache(maxsize=1024)  # the same few header and variable names, again and again
+def secret_name(name: str) -> bool:
+    """Whether ``name`` (a header's, an environment variable's) says it holds a secret:
+    it contains ``token``, ``secret``, ``password``, ``api...key``, ``authorization``,
+    ``cookie``, ``credential``, ``access-key`` or ``private-key`` (any case)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def secret_like(value: str, *, shortest: int = MIN_SECRET) -> bool:
+    """Whether ``value``, held by a variable or header with a :func:`secret_name`, is
+    taken for a secret: ``shortest`` characters or more, not a number, not a boolean word
+    (``true``, ``off``, ``disabled``...), not a file path."""
+    value = value.strip()
+    return (
+        len(value) >= max(shortest, 1)
+        and value != REDACTED
+        and _NOT_SECRET.fullmatch(value) is None
+        and not value.startswith(("/", "~/", "./", "../"))
+        and not (len(value) > 2 and value[1] == ":" and value[2] in "/\\")
+    )
+
+
+def _env_names(explicit: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the environment variables that are secrets by their name (see
+    :func:`secret_name`; ``PYTEST_*`` never), apart from the ``explicit`` ones."""
+    return tuple(
+        name
+        for name in os.environ
+        if secret_name(name) and not name.startswith("PYTEST_") and name not in explicit
+    )
+
 
 #: The compact JSON text of a value, as :meth:`Redactor.json` probes it.
 json_text = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
@@ -131,19 +204,27 @@ class Redactor:
     """Replaces secrets with ``REDACTED`` in text, header pairs, URLs, JSON values and
     bytes.
 
-    The secret values are those of the environment variables in ``env`` (read again by
+    The secret values are those of the environment variables in ``env`` and of those
+    whose name says they hold a secret, when their value looks like one (read again by
     :meth:`refresh`, so a key set after the cassette started is still scrubbed), the
-    ``extra_values``, and the values :meth:`learn` saw in requests' secret headers,
-    cookies and key-like query parameters: a server that echoes a key back in its
-    response cannot put it into a cassette.
+    ``extra_values``, and the values :meth:`learn` saw in requests' secret headers (the
+    password of ``Authorization: Basic`` too), cookies and key-like query parameters: a
+    server that echoes a key back in its response cannot put it into a cassette.
     """
 
     headers: frozenset[str] = DEFAULT_SECRET_HEADERS
     env: Iterable[str] = DEFAULT_SECRET_ENV
     extra_values: Iterable[str] = ()
+    #: Whether the variables whose name says they hold a secret are secrets too.
+    by_name: bool = True
     _values: tuple[str, ...] = field(init=False, default=())
-    #: The values and their percent-encoded forms, as they may appear in text.
+    #: The values, their percent-encoded forms and their base64 cores (see
+    #: :func:`_base64_cores`), as they may appear in text.
     _needles: tuple[str, ...] = field(init=False, default=())
+    #: The needles that hold no other: a text holds a needle only if it holds one of them.
+    _least: tuple[str, ...] = field(init=False, default=())
+    #: What replaces each base64 core: as many characters of ``REDACTED`` (still base64).
+    _masks: dict[str, str] = field(init=False, default_factory=dict, repr=False)
     #: The needles as they appear in JSON text (escaped), for :meth:`json`'s probe.
     _probes: tuple[str, ...] = field(init=False, default=())
     #: The needles as UTF-8, for a look at the raw text a body was read from.
@@ -153,7 +234,16 @@ class Redactor:
     #: Whether a needle holds a bracket, and so could straddle two events of a stream.
     _straddles: bool = field(init=False, default=False)
     _learned: set[str] = field(init=False, default_factory=set)
+    #: The learned values that only ever came in cookies: a server sets them and the
+    #: client sends them back as they are, so they are not looked for in base64.
+    _cookies: set[str] = field(init=False, default_factory=set, repr=False)
     _env_values: tuple[str, ...] = field(init=False, default=())
+    #: The variables that are secrets by their name (:func:`secret_name`), and how many
+    #: variables the environment had when they were looked for.
+    _named_env: tuple[str, ...] = field(init=False, default=(), repr=False)
+    _env_count: int = field(init=False, default=-1, repr=False)
+    #: How many times the secrets changed: what was redacted before may hold a new one.
+    generation: int = field(init=False, default=0)
     #: ``os.environ`` as it was read, the raw values of ``env`` there, and their reader.
     _environ: Any = field(init=False, default=None, repr=False)
     _env_raw: tuple[Any, ...] = field(init=False, default=(), repr=False)
@@ -163,25 +253,44 @@ class Redactor:
     _learned_from: Any = field(init=False, default=None, repr=False)
     #: :meth:`url` of the URLs seen since the secrets last changed.
     _urls: dict[str, str] = field(init=False, default_factory=dict, repr=False)
+    #: :meth:`text` of the short texts (header names and values...) seen since.
+    _texts: dict[str, str] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.headers = frozenset(h.lower() for h in self.headers)
         self.env = tuple(self.env)
         self.extra_values = tuple(self.extra_values)
-        self._env_values = tuple(os.environ.get(name, "") for name in self.env)
-        self._environ, self._read_env = _environment_reader(self.env)
+        self._read_names()
+        self._env_values = self._env_now()
         self._env_raw = self._read_env()
         self._rebuild()
 
+    def _read_names(self) -> None:
+        """Look for the variables that are secrets by their name, and make the reader of
+        every secret variable's value."""
+        self._env_count = len(os.environ)
+        self._named_env = _env_names(tuple(self.env)) if self.by_name else ()
+        self._environ, self._read_env = _environment_reader((*self.env, *self._named_env))
+
+    def _env_now(self) -> tuple[str, ...]:
+        """The values of the secret variables: those named in ``env`` as they are, those
+        secret by their name when :func:`secret_like` (others count as empty)."""
+        named = (os.environ.get(name, "") for name in self._named_env)
+        return (
+            *(os.environ.get(name, "") for name in self.env),
+            *(value if secret_like(value) else "" for value in named),
+        )
+
     def refresh(self) -> None:
-        """Read the secret environment variables again."""
-        if os.environ is not self._environ:  # replaced: read it the plain way from now on
-            self._environ, self._read_env = _environment_reader(self.env)
+        """Read the secret environment variables again (and look for the variables that
+        are secrets by their name again when the environment has more or fewer)."""
+        if os.environ is not self._environ or len(os.environ) != self._env_count:
+            self._read_names()  # replaced, or variables set or removed
         env_raw = self._read_env()
         if env_raw == self._env_raw:
             return
         self._env_raw = env_raw
-        env_values = tuple(os.environ.get(name, "") for name in self.env)
+        env_values = self._env_now()
         if env_values != self._env_values:
             self._env_values = env_values
             self._rebuild()
@@ -200,15 +309,18 @@ class Redactor:
                 return
             self._learned_from = signature
         found: set[str] = set()
+        cookies: set[str] = set()
         for name, value in headers:
             lowered = name.lower()
             if lowered in ("cookie", "set-cookie"):
-                found.update(part.partition("=")[2].strip() for part in value.split(";"))
-            if lowered in self.headers:
+                cookies.add(value.strip())
+                cookies.update(part.partition("=")[2].strip() for part in value.split(";"))
+                continue
+            if lowered in self.headers or (secret_name(lowered) and secret_like(value)):
                 found.add(value.strip())
                 scheme, _, token = value.strip().partition(" ")
                 if token and scheme.isalpha():
-                    found.add(token.strip())
+                    found.update(_credentials(scheme, token.strip()))
         if url:
             parts = urlsplit(url)
             pairs = parse_qsl(parts.query, keep_blank_values=True)
@@ -216,9 +328,18 @@ class Redactor:
             if parts.password:
                 found.add(parts.password)
         found = {value for value in found if len(value) >= MIN_SECRET and value != REDACTED}
-        if not found <= self._learned:
-            self._learned |= found
+        cookies = {v for v in cookies if len(v) >= MIN_SECRET and v != REDACTED} - found
+        if not (found | cookies) <= self._learned:
+            self._cookies = (self._cookies | (cookies - self._learned)) - found
+            self._learned |= found | cookies
             self._rebuild()
+
+    def is_secret_header(self, name: str, value: str) -> bool:
+        """Whether a header's value is replaced whole: its name is one of ``headers``, or
+        says it holds a secret (:func:`secret_name`) and the value is no number or boolean
+        word."""
+        lowered = name.lower()
+        return lowered in self.headers or (secret_name(lowered) and secret_like(value, shortest=1))
 
     def _rebuild(self) -> None:
         values = [*self._env_values, *self.extra_values, *self._learned]
@@ -231,17 +352,35 @@ class Redactor:
             )
         )
         forms = [_forms(value) for value in self._values]
+        cores = {
+            c.decode(): c.decode()
+            for v in self._values
+            if v not in self._cookies
+            for c in _base64_cores(v.encode())
+        }
+        self._masks = {core: _mask(len(core)) for core in cores}
         self._needles = tuple(
-            sorted({n for needles, _ in forms for n in needles}, key=lambda v: (-len(v), v))
+            sorted({*(n for needles, _ in forms for n in needles), *cores}, key=_longest_first)
         )
-        self._probes = tuple({p: None for _, probes in forms for p in probes})
+        self._probes = tuple({**{p: None for _, probes in forms for p in probes}, **cores})
         # To tell whether a text holds a secret, the needles that hold no other suffice
-        # ("Bearer sk-..." holds "sk-..."): they are the ones that must be plain.
+        # ("Bearer sk-..." holds "sk-..."); of each, its longest run of plain characters
+        # shows as it is in the JSON text of a value that holds it (see _clean).
         least = [n for n in self._needles if not any(o != n and o in n for o in self._needles)]
-        self._raw_needles = tuple(n.encode() for n in least)
-        self._plain = all(_PLAIN.fullmatch(n) for n in least)
+        self._least = tuple(least)
+        runs = [max(_PLAIN.findall(n), key=len, default="") for n in least]
+        self._raw_needles = tuple(run.encode() for run in runs)
+        self._plain = all(runs)
         self._straddles = any(c in n for n in self._needles for c in "{}[]")
         self._urls = {}
+        self._texts = {}
+        self.generation += 1
+
+    @property
+    def env_values(self) -> tuple[str, ...]:
+        """The values of the secret environment variables (named in ``env``, or secrets by
+        their name), as last read."""
+        return tuple(value for value in self._env_values if value)
 
     @property
     def secret_values(self) -> tuple[str, ...]:
@@ -251,19 +390,57 @@ class Redactor:
     # -- text, headers, URLs ---------------------------------------------------------
 
     def text(self, value: str) -> str:
-        """``value`` with every known secret value (or its percent-encoded form) replaced."""
-        for secret in self._needles:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+        """``value`` with every known secret value replaced: as it is, percent-encoded
+        (any way: ``%2B``, ``%2b``, ``%2D``...), ``\\u``-escaped, or base64-encoded (a base64
+        form is overwritten by as many characters of ``REDACTED``, so it still decodes)."""
+        if len(value) > 256:  # a long text is seldom seen twice
+            return self._text(value)
+        known = self._texts.get(value)
+        if known is None:
+            if len(self._texts) >= 4096:  # headers repeat: keep the last few only
+                self._texts.clear()
+            known = self._texts[value] = self._text(value)
+        return known
+
+    def _text(self, value: str) -> str:
+        value = self._replaced(value)
+        if "\\u" in value:
+            plain = _JSON_ESCAPE.sub(_unescape, value)
+            if plain != value and self._found_in(plain):
+                value = self._replaced(plain)
+        if "%" in value:
+            value = _ENCODED_RUN.sub(self._encoded_run, value)
         return value
 
+    def _replaced(self, value: str) -> str:
+        if not self._found_in(value):
+            return value
+        for secret in self._needles:
+            if secret in value:
+                value = value.replace(secret, self._masks.get(secret, REDACTED))
+        return value
+
+    def _encoded_run(self, match: re.Match[str]) -> str:
+        """A percent-encoded run of text, encoded again with its secrets replaced when it
+        decodes to text that holds one."""
+        run = match[0]
+        decoded = unquote_plus(run)
+        if not self._found_in(decoded):
+            return run
+        return quote_plus(self._replaced(decoded), safe="/:")
+
     def _found_in(self, text: str) -> bool:
-        return any(secret in text for secret in self._needles)
+        return any(secret in text for secret in self._least)
+
+    def holds(self, text: str) -> bool:
+        """Whether ``text`` holds a known secret value, in any form :meth:`text` finds."""
+        return self.text(text) != text
 
     def header_items(self, items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Header pairs with secret headers and secret values (in names too) redacted."""
+        """Header pairs with secret headers (:meth:`is_secret_header`) and secret values
+        (in names too) redacted."""
         return [
-            (self.text(name), REDACTED if name.lower() in self.headers else self.text(value))
+            (self.text(name), REDACTED if self.is_secret_header(name, value) else self.text(value))
             for name, value in items
         ]
 
@@ -306,10 +483,18 @@ class Redactor:
     def _clean(self, raw: bytes | None) -> bool:
         """Whether ``raw``, the text a value was read from, shows it holds no secret whole.
 
-        Only when every secret is plain (letters, digits, ``-_.~``, which no JSON encoder
-        escapes): then a secret in any string of the value is in ``raw`` as it is.
+        A secret in a string of the value shows in ``raw`` as runs of the printable ASCII
+        characters JSON needs not escape (:data:`_PLAIN`), as they are, unless the encoder
+        escaped such a character (``\\u0073``, ``\\/``) or percent-encoded one: when
+        ``raw`` holds no escape of that kind and not the longest run of each secret (and
+        each of its forms), no string holds one.
         """
-        return raw is not None and self._plain and not any(n in raw for n in self._raw_needles)
+        return (
+            raw is not None
+            and self._plain
+            and not any(n in raw for n in self._raw_needles)
+            and not _escapes_ascii(raw)
+        )
 
     def _json(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -327,8 +512,11 @@ class Redactor:
         return value
 
     def _probed(self, json_text: str) -> bool:
-        """Whether a secret shows in the JSON text of a value."""
-        return any(secret in json_text for secret in self._probes)
+        """Whether a secret shows in the JSON text of a value (escaped or percent-encoded
+        in one of its strings too)."""
+        if any(secret in json_text for secret in self._probes):
+            return True
+        return ("\\u" in json_text or "%" in json_text) and self.holds(json_text)
 
     def binary(self, raw: bytes) -> bytes:
         """``raw`` with each secret's bytes, and its base64 forms, overwritten in place by
@@ -342,10 +530,7 @@ class Redactor:
         return raw
 
     def _byte_needles(self) -> list[bytes]:
-        needles = {needle.encode() for needle in self._needles}
-        for value in self._values:
-            needles |= _base64_cores(value.encode())
-        return sorted(needles, key=lambda n: (-len(n), n))
+        return [needle.encode() for needle in self._needles]
 
     def _base64(self, text: str) -> str:
         raw = base64.b64decode(text)
@@ -363,3 +548,48 @@ def _base64_cores(secret: bytes) -> set[bytes]:
         if len(core) >= MIN_SECRET:
             cores |= {core, core.translate(bytes.maketrans(b"+/", b"-_"))}
     return cores
+
+
+def _escapes_ascii(raw: bytes) -> bool:
+    """Whether ``raw`` holds an escape of a printable ASCII character: ``\\u0073``,
+    ``\\/`` (JSON) or ``%73`` (URLs). ``bytes.find`` is much quicker than a regular
+    expression here: JSON made with ``ensure_ascii`` holds many ``\\u00e9`` of no matter."""
+    if b"\\/" in raw:
+        return True
+    if b"%" in raw and _PERCENT_ASCII.search(raw):
+        return True
+    at = raw.find(b"\\u00")
+    while at != -1:
+        if raw[at + 4 : at + 5] in (b"2", b"3", b"4", b"5", b"6", b"7"):
+            return True
+        at = raw.find(b"\\u00", at + 4)
+    return False
+
+
+def _credentials(scheme: str, token: str) -> set[str]:
+    """The secrets of an ``Authorization`` header's credentials: the token, and for
+    ``Basic`` the decoded ``user:password`` and the password."""
+    found = {token}
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(token, validate=True).decode("utf-8")
+        except ValueError:  # not base64, or not UTF-8 text: the token alone
+            return found
+        found |= {decoded, decoded.partition(":")[2]}
+    return found
+
+
+def _mask(length: int) -> str:
+    """``length`` characters of ``REDACTED`` repeated."""
+    return (REDACTED * (length // len(REDACTED) + 1))[:length]
+
+
+def _longest_first(value: str) -> tuple[int, str]:
+    return -len(value), value
+
+
+def _unescape(match: re.Match[str]) -> str:
+    """The printable ASCII character a ``\\u00XX`` escape stands for (``"`` and ``\\``
+    stay escaped, so JSON text stays JSON)."""
+    char = chr(int(match[1], 16))
+    return match[0] if char in '"\\' else char

@@ -40,6 +40,7 @@ __all__ = [
     "format_sse_event",
     "not_json",
     "parse_sse",
+    "whole_events",
 ]
 
 Body = dict[str, Any] | None
@@ -406,3 +407,14 @@ def _parse_problem(what: str, text: str, why: str) -> str | None:
         shown = text if len(text) <= 80 else text[:77] + "..."
         return f"{what} is not JSON, {why} ({error}): {shown!r}"
     return None
+
+
+def whole_events(data: bytes, content_type: str | None) -> bytes:
+    """A server-sent-event stream cut short, up to the end of its last whole event (other
+    bodies as they are)."""
+    if "event-stream" not in (content_type or "").lower():
+        return data
+    ends = [
+        at + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r") if (at := data.rfind(sep)) >= 0
+    ]
+    return data[: max(ends)] if ends else b""

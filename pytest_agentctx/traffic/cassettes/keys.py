@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pytest_agentctx.traffic.cassettes.body import body_bytes
+from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
     BodyHook,
@@ -69,7 +69,10 @@ class RequestKeys:
         return self._redacted(request)[:3]
 
     def _redacted(self, request: Any) -> tuple[str, Any, bytes, bool]:
-        """:meth:`redacted_request`, and whether the body is known to hold no ``NaN``."""
+        """:meth:`redacted_request`, and whether the body is known to hold no ``NaN``.
+
+        A body with a ``content-encoding`` is decoded first; raises
+        :class:`~.body.UndecodableBody` when it cannot be."""
         self.redactor.refresh()
         url_text = str(request.url)
         headers = request.headers
@@ -78,6 +81,9 @@ class RequestKeys:
         self.redactor.learn(_items(headers), url_text, signature=signature)
         url = self.redactor.url(url_text)
         raw = bytes(request.content or b"")
+        encoding = headers.get("content-encoding")
+        if encoding and raw:  # stored, scrubbed and matched decoded, like a response body
+            raw = decode_content(raw, encoding)
         body_json, finite = read_json(raw)
         if body_json is not NO_JSON:
             body_json = self.redactor.json(body_json, raw=raw)  # strings scrubbed only

@@ -367,7 +367,9 @@ def _clean(
     for interaction in interactions:
         for headers in (interaction.request_headers, interaction.response_headers):
             if any(
-                value != REDACTED for name, value in headers.items() if name in redactor.headers
+                value != REDACTED
+                for name, value in headers.items()
+                if redactor.is_secret_header(name, value)
             ):
                 return False
         for body in (interaction.request_body, interaction.response_body):

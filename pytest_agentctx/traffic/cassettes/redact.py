@@ -18,7 +18,9 @@ bytes) with the bodies a cassette stores:
   Events of shapes not known here are joined by the path of each string in them; a
   secret that still shows in the concatenated data of the events is refused
   (:class:`~.body.UndecodableBody`), never written;
-* text bodies as text, and binary bodies (images, audio) as bytes.
+* text bodies as text (JSON lines, NDJSON, as a stream of their lines, so a secret
+  streamed in pieces over several lines is cut out as in server-sent events), and binary
+  bodies (images, audio) as bytes.
 
 Re-recording an unchanged agent should change nothing: :meth:`Redactor.response_header_items`
 drops the response headers that change on every call (:data:`VOLATILE_RESPONSE_HEADERS`,
@@ -32,6 +34,7 @@ this module.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -52,6 +55,8 @@ __all__ = [
     "NORMALISED_REQUEST_ID",
     "REDACTED",
     "REQUEST_ID_HEADERS",
+    "UNSTORED_REQUEST_HEADERS",
+    "UNSTORED_RESPONSE_HEADERS",
     "VOLATILE_RESPONSE_HEADERS",
     "Redactor",
     "unscrubbable",
@@ -117,6 +122,19 @@ VOLATILE_RESPONSE_HEADERS = frozenset(
 REQUEST_ID_HEADERS = frozenset({"x-request-id", "request-id"})
 NORMALISED_REQUEST_ID = "req_recorded"
 
+#: Request headers a cassette never stores: volatile (SDK versions, retry counters) or
+#: wire-level; ``content-encoding`` too, as a request body is stored decoded, like a
+#: response body.
+UNSTORED_REQUEST_HEADERS = frozenset(
+    {"content-length", "content-encoding", "accept-encoding", "connection", "host", "cookie"}
+    | {"user-agent"}
+)
+#: Response headers a cassette never stores: wire-level (a body is stored decoded) and
+#: cookies.
+UNSTORED_RESPONSE_HEADERS = frozenset(
+    {"content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie"}
+)
+
 
 #: Rate-limit counters (``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-requests-reset``,
 #: ``ratelimit``...): the limits themselves are stable and kept.
@@ -148,34 +166,56 @@ class Redactor(BaseRedactor):
 
     # -- bodies ----------------------------------------------------------------------
 
-    def body(self, body: Body, *, raw: bytes | None = None) -> Body:
+    def body(self, body: Body, *, raw: bytes | None = None, texts: list[str] | None = None) -> Body:
         """A stored body with secret values scrubbed (see the module docstring for where
         they are looked for); raises :class:`~.body.UndecodableBody` for a stream in which
         a secret shows across events in a way it cannot cut.
 
         ``raw``, the decoded bytes the body was stored from when they are at hand, spares
         the look at every part of a body that holds no secret whole (see :meth:`json`).
+        ``texts``, when given, gets the texts a stream reassembles to (for
+        :meth:`body_again`).
         """
         if body is None or not self._values:
             return body
         if "json" in body:
             return {"json": self.json(body["json"], raw=raw)}
         if "sse" in body:
-            return {"sse": self._stream(body["sse"], whole=not self._clean(raw))}
+            return {"sse": self._stream(body["sse"], whole=not self._clean(raw), texts=texts)}
         if "text" in body:
-            return {"text": self.text(body["text"])}
+            return {"text": self._lines(body["text"])}
         if "base64" in body:
             return {"base64": self._base64(body["base64"])}
         return body
 
-    def _stream(self, events: list[Any], *, whole: bool = True) -> list[Any]:
+    def body_again(self, body: Body, *, raw: bytes | None, texts: list[str] | None) -> Body:
+        """``body``, scrubbed by :meth:`body` from ``raw`` before a secret was learned,
+        scrubbed again: a stream whose bytes and reassembled ``texts`` (as :meth:`body`
+        gave them) hold no secret is kept as it is, without being taken apart again."""
+        if (
+            body is not None
+            and "sse" in body
+            and texts is not None
+            and not self._straddles
+            and self._clean(raw)
+            and not any(map(self._found_in, texts))
+        ):
+            return body
+        return self.body(body, raw=raw)
+
+    def _stream(
+        self, events: list[Any], *, whole: bool = True, texts: list[str] | None = None
+    ) -> list[Any]:
         """Stored server-sent events scrubbed one by one (unless ``whole`` is false: none
-        holds a secret whole) and as the texts they reassemble."""
+        holds a secret whole) and as the texts they reassemble (added to ``texts``)."""
         scrubbed = events
         if whole:
             scrubbed = [self._json(e) if self._event_holds(e) else e for e in events]
         groups = _stream_pieces(scrubbed)
-        if any(self._found_in("".join(_text(slot) for slot in slots)) for slots in groups):
+        reassembled = ["".join(_text(slot) for slot in slots) for slots in groups]
+        if texts is not None:
+            texts.extend(reassembled)
+        if any(map(self._found_in, reassembled)):
             scrubbed = copy.deepcopy(scrubbed)  # the pieces are cut in place
             for slots in _stream_pieces(scrubbed):
                 self._cut(slots)
@@ -191,6 +231,26 @@ class Redactor(BaseRedactor):
                 header="content-type",
             )
         return scrubbed
+
+    def _lines(self, text: str) -> str:
+        """A text body scrubbed; one of JSON lines (NDJSON, a stream of JSON chunks) as the
+        stream of its lines, so a secret streamed in pieces over several lines is cut out
+        (the lines that change are written again, compact)."""
+        if "\n" not in text.strip() or not text.lstrip().startswith(("{", "[")):
+            return self.text(text)
+        lines = text.split("\n")
+        try:
+            values = [json.loads(line) if line.strip() else None for line in lines]
+        except ValueError:  # not JSON lines: plain text
+            return self.text(text)
+        events = [{"data": value} for value in values]
+        scrubbed = self._stream(events)
+        return self.text(
+            "\n".join(
+                json_text(after["data"]) if after["data"] != before["data"] else line
+                for line, before, after in zip(lines, events, scrubbed, strict=True)
+            )
+        )
 
     def _event_holds(self, event: Any) -> bool:
         """Whether a secret shows whole in one stored event."""
@@ -225,14 +285,20 @@ class Redactor(BaseRedactor):
 
 
 def unscrubbable(
-    problem: UndecodableBody, *, cassette: object, request: str, command: str
+    problem: UndecodableBody, *, cassette: object, request: str, command: str, sent: bool = False
 ) -> CassetteWriteError:
-    """The error of a recording whose response body cannot be scrubbed of secrets (bytes it
-    cannot decode, a stream it cannot cut): that response is never written."""
+    """The error of a recording whose response body (or, ``sent``, the request's own body)
+    cannot be scrubbed of secrets (bytes it cannot decode, a stream it cannot cut): that
+    interaction is never written (nor, for a request, matched)."""
+    what = (
+        f"the request {request} was neither sent, matched nor recorded"
+        if sent
+        else f"the response to {request} was not recorded"
+    )
     return CassetteWriteError(
-        f"Cassette {cassette}: the response to {request} was not recorded, because its body "
-        f"cannot be scrubbed of secrets: {problem.header} {problem.encoding!r}: "
-        f"{problem.problem}. Fix: {problem.fix}; then record again: {command}"
+        f"Cassette {cassette}: {what}, because its body cannot be scrubbed of secrets: "
+        f"{problem.header} {problem.encoding!r}: {problem.problem}. Fix: {problem.fix}; then "
+        f"record again: {command}"
     )
 
 

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.matcher import RequestKey
 from pytest_agentctx.traffic.cassettes.redact import Redactor
@@ -29,7 +30,7 @@ from pytest_agentctx.traffic.cassettes.store import (
 )
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
-__all__ = ["file_on_the_way", "merged", "save_recorded", "write_error"]
+__all__ = ["Scrubs", "file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
 
 KeyOf = Callable[[Interaction], RequestKey]
 
@@ -49,6 +50,7 @@ def save_recorded(
     """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
     ``path``; returns whether the file was written. ``key_of`` gives an interaction's
     request key (to find the ones of no known test that a re-recording replaces)."""
+
     if (
         not shared
         and not recorded
@@ -192,8 +194,118 @@ def _scrubbed(interaction: Interaction, redactor: Redactor) -> Interaction:
     )
 
 
+class Scrubs:
+    """Which secrets each interaction a test recorded was scrubbed of, to scrub it again
+    before it is written when a secret was learned since: an access token a response gave
+    is sent by a later request (``Authorization: Bearer``), a cookie a response set is
+    sent back. It keeps the bytes the bodies were read from, and the texts a stream
+    reassembles to, so that a body with no secret in them is not taken apart again."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        #: slot: the redactor's generation when its request was scrubbed, the bytes of its
+        #: request body, of its response body, and the texts its stream reassembles to
+        self._scrubbed: dict[int, tuple[int, bytes, bytes | None, list[str] | None]] = {}
+        #: The secret values of each generation an interaction was scrubbed in.
+        self._known: dict[int, frozenset[str]] = {}
+        #: A redactor of only the values learned since, by those values.
+        self._deltas: dict[frozenset[str], Redactor] = {}
+
+    def request(self, slot: int, raw: bytes) -> None:
+        """The request of the interaction in ``slot`` was scrubbed, its body read from
+        ``raw``."""
+        generation = self.redactor.generation
+        if generation not in self._known:
+            self._known[generation] = frozenset(self.redactor.secret_values)
+        self._scrubbed[slot] = (generation, raw, None, None)
+
+    def response(self, slot: int, body: Body, raw: bytes) -> Body:
+        """Its response ``body``, read from ``raw``, scrubbed (:meth:`Redactor.body`)."""
+        # with no secret known yet, the body is not looked at: nor are its texts gathered
+        texts: list[str] | None = [] if self.redactor.secret_values else None
+        scrubbed = self.redactor.body(body, raw=raw, texts=texts)
+        generation, request, _, _ = self._scrubbed[slot]
+        self._scrubbed[slot] = (generation, request, raw, texts)
+        return scrubbed
+
+    def again(self, recorded: list[Interaction | None]) -> list[Interaction]:
+        """The complete interactions of ``recorded`` (by slot), those scrubbed before the
+        secrets last changed scrubbed again, unless a look at their bytes shows that they
+        hold none of the secrets learned since."""
+        redactor, out = self.redactor, []
+        for slot, interaction in enumerate(recorded):
+            if interaction is None:
+                continue
+            generation, request, response, texts = self._scrubbed.get(slot, (-1, b"", None, None))
+            if generation == redactor.generation:
+                out.append(interaction)
+                continue
+            delta = self._delta(generation)
+            if delta is None or not _holds_none(delta, interaction, request, response, texts):
+                # headers and URL again, then the bodies from their bytes
+                bare = dataclasses.replace(interaction, request_body=None, response_body=None)
+                bare = dataclasses.replace(interaction, request_body=None, response_body=None)
+                interaction = dataclasses.replace(
+                    _scrubbed(bare, redactor),
+                    request_body=redactor.body(interaction.request_body, raw=request or None),
+                    response_body=redactor.body_again(
+                        interaction.response_body, raw=response, texts=texts
+                    ),
+                )
+            out.append(interaction)
+        return out
+
+    def _delta(self, generation: int) -> Redactor | None:
+        """A redactor of the secrets learned since ``generation`` (``None``: not known)."""
+        known = self._known.get(generation)
+        if known is None:
+            return None
+        new = frozenset(self.redactor.secret_values) - known
+        delta = self._deltas.get(new)
+        if delta is None:
+            delta = self._deltas[new] = Redactor(env=(), extra_values=sorted(new), by_name=False)
+        return delta
+
+
+def _holds_none(
+    delta: Redactor,
+    interaction: Interaction,
+    request: bytes,
+    response: bytes | None,
+    texts: list[str] | None,
+) -> bool:
+    """Whether ``interaction`` surely holds none of the secrets ``delta`` knows: not in its
+    URL and headers, not in the bytes its bodies were read from (as :meth:`Redactor.json`
+    looks at them), nor in the texts its stream reassembles to. A text body (which may be
+    JSON lines, a stream) is never taken as holding none."""
+    if not delta.secret_values:
+        return True
+    for body, raw in (
+        (interaction.request_body, request or None),
+        (interaction.response_body, response),
+    ):
+        if body is None:
+            continue
+        if "text" in body or delta._straddles or not delta._clean(raw):
+            return False
+        if "sse" in body and (texts is None or any(map(delta._found_in, texts))):
+            return False
+    headers = (*interaction.request_headers.items(), *interaction.response_headers.items())
+    # one look at all of them: a line each, so that no secret spans two
+    return not delta.holds("\n".join([interaction.url, *(f"{n}\n{v}" for n, v in headers)]))
+
+
 def _fresh_load(path: Path) -> list[Interaction]:
     from pytest_agentctx.traffic.cassettes import store
 
     store._cache.pop(path, None)
     return load_cassette(path)
+
+
+def run_wrote(path: Path, run_id: str) -> bool:
+    """Whether the run ``run_id`` wrote the cassette at ``path`` (no when no marker can
+    be read: as if none was written)."""
+    try:
+        return written_in_run(path, run_id)
+    except OSError:
+        return False

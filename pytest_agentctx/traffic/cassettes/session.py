@@ -59,6 +59,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     decode_recorded,
     decompress,
     encode_body,
+    whole_events,
 )
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
@@ -77,15 +78,19 @@ from pytest_agentctx.traffic.cassettes.misses import (
     stale_message,
     unreadable_message,
 )
-from pytest_agentctx.traffic.cassettes.redact import Redactor, unscrubbable
+from pytest_agentctx.traffic.cassettes.redact import (
+    UNSTORED_REQUEST_HEADERS,
+    UNSTORED_RESPONSE_HEADERS,
+    Redactor,
+    unscrubbable,
+)
 from pytest_agentctx.traffic.cassettes.replay import Replays
-from pytest_agentctx.traffic.cassettes.saving import save_recorded, write_error
+from pytest_agentctx.traffic.cassettes.saving import Scrubs, run_wrote, save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import (
     Interaction,
     load_cassette,
     paused_gc,
     sweep_folder,
-    written_in_run,
 )
 from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.errors import (
@@ -112,14 +117,6 @@ __all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "RecordMo
 STREAM_FINISH_SECONDS = 30.0
 #: How much of it, in bytes, at most.
 STREAM_FINISH_BYTES = 64 * 1024 * 1024
-
-#: Request headers not worth keeping: volatile (SDK versions, retry counters) or wire-level.
-_DROP_REQUEST_HEADERS = frozenset(
-    {"content-length", "accept-encoding", "connection", "host", "user-agent", "cookie"}
-)
-_DROP_RESPONSE_HEADERS = frozenset(
-    {"content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie"}
-)
 
 
 class Cassette:
@@ -172,6 +169,7 @@ class Cassette:
         self._open: dict[tuple[bool, int], Any] = {}
         #: Slots of the recordings :meth:`finish_streams` finished (partial unless whole).
         self._cut_short: set[int] = set()
+        self._scrubs = Scrubs(self.redactor)
         # A witness: it sees the requests another tool (a respx route) answers, and logs
         # them for capture without ever saving them (see _witness).
         self._interceptor = Interceptor(self.handle, witness=True)
@@ -199,7 +197,7 @@ class Cassette:
             # no known test (an older cassette, which every test replays).
             mine = {"", self.test_id}
             return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
-        if run_id and _written_in_run(self.path, run_id):
+        if run_id and run_wrote(self.path, run_id):
             # Another test of this run wrote this file (two tests whose cassettes have the
             # same path): keep what it recorded, add what this test needs.
             return RecordMode.NEW
@@ -222,7 +220,24 @@ class Cassette:
         return self.mode is RecordMode.NONE
 
     def handle(self, request: Any) -> Any:
-        """Answer ``request`` from the cassette, record it, or report a miss."""
+        """Answer ``request`` from the cassette, record it, or report a miss; a request
+        whose body cannot be decoded (so neither scrubbed nor matched) fails the test."""
+        try:
+            return self._handle(request)
+        except UndecodableBody as exc:
+            url = self.redactor.url(str(request.url))
+            raise self._unscrubbable(exc, request, url, sent=True) from None
+
+    def _unscrubbable(self, exc: UndecodableBody, request: Any, url: str, sent: bool) -> Any:
+        """Keep (for :meth:`check`) and give the error of an interaction whose body (the
+        request's when ``sent``) cannot be scrubbed of secrets."""
+        where, command = f"{request.method.upper()} {url}", self.record_command()
+        error = unscrubbable(exc, cassette=self.path, request=where, command=command, sent=sent)
+        with self._lock:
+            self.unscrubbable.append(error)
+        return error
+
+    def _handle(self, request: Any) -> Any:
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
             return self._witness(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
@@ -314,6 +329,7 @@ class Cassette:
     def _record(self, request: Any, url: str, body_json: Any, raw: bytes) -> Any:
         with self._lock:
             slot = len(self.recorded_interactions)
+            self._scrubs.request(slot, raw)
             self.recorded_interactions.append(None)
             self._log.append((True, slot))
         request_body: Body
@@ -325,7 +341,7 @@ class Cassette:
             self.redactor.header_items(
                 (name.lower(), value)
                 for name, value in request.headers.items()
-                if name.lower() not in _DROP_REQUEST_HEADERS
+                if name.lower() not in UNSTORED_REQUEST_HEADERS
                 and not name.lower().startswith("x-stainless-")
             )
         )
@@ -338,18 +354,13 @@ class Cassette:
             try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
                 decoded = decode_recorded(raw_body, headers.get("content-encoding"))
                 if not complete:  # cut short: up to the end of its last whole event
-                    decoded = _whole_events(decoded, headers.get("content-type"))
+                    decoded = whole_events(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
-                body = self.redactor.body(stored, raw=decoded)
+                body = self._scrubs.response(slot, stored, decoded)
             except UndecodableBody as exc:
-                where = f"{request.method.upper()} {url}"
-                error = unscrubbable(
-                    exc, cassette=self.path, request=where, command=self.record_command()
-                )
-                with self._lock:
-                    self.unscrubbable.append(error)
+                self._unscrubbable(exc, request, url, sent=False)
                 return
-            kept = [(name, v) for name, v in headers.items() if name not in _DROP_RESPONSE_HEADERS]
+            kept = [(k, v) for k, v in headers.items() if k not in UNSTORED_RESPONSE_HEADERS]
             interaction = Interaction(
                 method=request.method.upper(),
                 url=url,
@@ -571,7 +582,8 @@ class Cassette:
         try:
             return save_recorded(
                 self.path,
-                self.new_interactions,
+                # scrubbed again with the secrets learned since (a token a response gave)
+                self._scrubs.again(self.recorded_interactions),
                 mode=self.mode,
                 shared=self.shared,
                 test_id=self.test_id,
@@ -584,21 +596,3 @@ class Cassette:
             raise write_error(
                 exc, self.path, existed=existed, command=self.record_command()
             ) from None
-
-
-def _written_in_run(path: Path, run_id: str) -> bool:
-    try:
-        return written_in_run(path, run_id)
-    except OSError:  # no marker can be read: as if none was written
-        return False
-
-
-def _whole_events(data: bytes, content_type: str | None) -> bytes:
-    """A server-sent-event stream cut short, up to the end of its last whole event (other
-    bodies as they are)."""
-    if "event-stream" not in (content_type or "").lower():
-        return data
-    ends = [
-        at + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r") if (at := data.rfind(sep)) >= 0
-    ]
-    return data[: max(ends)] if ends else b""

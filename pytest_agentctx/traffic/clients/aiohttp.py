@@ -95,14 +95,14 @@ _DEFAULT_BUFSIZE = 2**16
 
 async def to_httpx_request(req: ClientRequest) -> httpx2.Request:
     """The ``httpx2`` request of aiohttp's ``req``, its body read (a payload aiohttp can
-    send again, as it does to follow a redirect: aiohttp 3.12+ keeps what it read)."""
+    send again, as it does to follow a redirect: aiohttp 3.12+ keeps what it read). A body
+    aiohttp compresses as it sends it (``compress=``) is read plain, without its
+    ``content-encoding``."""
     content = await _body_bytes(req.body)
-    return httpx2.Request(
-        req.method,
-        str(req.url),
-        headers=[(str(name), value) for name, value in req.headers.items()],
-        content=content or None,
-    )
+    headers = [(str(name), value) for name, value in req.headers.items()]
+    if req.compress:  # aiohttp compresses the body as it sends it: the one read is plain
+        headers = [(name, value) for name, value in headers if name.lower() != "content-encoding"]
+    return httpx2.Request(req.method, str(req.url), headers=headers, content=content or None)
 
 
 async def _body_bytes(body: Any) -> bytes:
