@@ -67,6 +67,16 @@ def take_late(test_id: str | None = None) -> list[str]:
     return [str(late.error) for late in scopes.take_late(test_id)]
 
 
+def release_leftovers() -> None:
+    """When the session ends: the threads its tests left running are forgotten and the
+    transport's patches taken off (see
+    :func:`pytest_agentctx.traffic.transport.release_leftovers`), so a session run inside
+    another (pytester) leaves the outer one as it was."""
+    transport = sys.modules.get("pytest_agentctx.traffic.transport")
+    if transport is not None:
+        transport.release_leftovers()
+
+
 class LateRequests:
     """The requests refused because the test whose work (a task, a thread) made them had
     ended: reported on that test while its teardown can still fail (see
@@ -86,6 +96,7 @@ class LateRequests:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.messages.extend(take_late())
+        release_leftovers()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[LATE_OUTPUT] = list(self.messages)

@@ -53,7 +53,12 @@ def file_stem(
 
 def shown_id(raw: str, redact: Callable[[str], str]) -> str:
     """The test id ``raw`` as a report shows it: itself, or, when it holds a secret, with
-    the secret redacted and followed by ``~`` and :func:`digest` of ``raw`` (two ids that
-    differ only in their secret stay two ids)."""
+    the secret redacted and ``~`` and :func:`digest` of ``raw`` at its end (two ids that
+    differ only in their secret stay two ids), inside the brackets of its parameters when
+    it has some: ``test_x[REDACTED~5d2c6a1e]`` stays a well-formed test id, which pytest's
+    JUnit XML parses into a test case name."""
     shown = redact(raw)
-    return raw if shown == raw else f"{shown}{SEPARATOR}{digest(raw)}"
+    if shown == raw:
+        return raw
+    tail = f"{SEPARATOR}{digest(raw)}"
+    return f"{shown[:-1]}{tail}]" if shown.endswith("]") else f"{shown}{tail}"

@@ -46,6 +46,7 @@ __all__ = [
     "Late",
     "Member",
     "enter",
+    "forget_orphans",
     "late_refusal",
     "leave",
     "offered",
@@ -193,6 +194,12 @@ def pending() -> bool:
     """Whether a thread that an ended scope left running is still alive (the transport
     stays patched while one is, to refuse its requests)."""
     return any(thread.is_alive() for thread in list(_orphans))
+
+
+def forget_orphans() -> None:
+    """Forget the threads ended scopes left running: the session that could report their
+    requests ended (a test run inside another keeps none of its threads in the outer)."""
+    _orphans.clear()
 
 
 def _refresh() -> None:

@@ -62,6 +62,7 @@ __all__ = [
     "handlers_before",
     "is_async_request",
     "make_response",
+    "release_leftovers",
 ]
 
 #: A handler answers a request with a response, or returns ``None`` to let it pass.
@@ -525,6 +526,14 @@ def _uninstall() -> None:
         library = _libraries.pop()
         library.module.HTTPTransport.handle_request = library.sync_original
         library.module.AsyncHTTPTransport.handle_async_request = library.async_original
+
+
+def release_leftovers() -> None:
+    """A session ended: forget its leftover threads, unpatch if no interceptor is active."""
+    with _lock:
+        scopes.forget_orphans()
+        if _libraries and not scopes.scopes():
+            _uninstall()
 
 
 class Interceptor:

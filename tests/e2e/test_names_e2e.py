@@ -11,8 +11,10 @@ The outer test serves an OpenAI-compatible chat completions API on 127.0.0.1 tha
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from xml.etree import ElementTree
 
 import openai  # noqa: F401  (imported here so the inner runs do not import it again)
 import pytest
@@ -223,6 +225,11 @@ def test_a_secret_in_a_test_id_is_in_no_file(tester, monkeypatch):
     assert len(ids) == 3
     assert all("REDACTED" in nodeid for nodeid in ids)
     assert "agentctx.cassette" in (tester.path / "junit.xml").read_text()
+    # each shown id is well formed: JUnit XML names its test case with it, brackets closed
+    cases = ElementTree.parse(tester.path / "junit.xml").getroot().iter("testcase")
+    names = sorted(case.get("name", "") for case in cases)
+    assert names == sorted(nodeid.split("::")[-1] for nodeid in ids)
+    assert all(re.fullmatch(r"test_\w+\[REDACTED~[0-9a-f]{8}\]", name) for name in names)
     for path in _files(tester.path):
         data = path.read_bytes()
         assert SECRET.encode() not in data, path

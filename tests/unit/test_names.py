@@ -92,7 +92,15 @@ async def test_an_id_with_a_secret_is_shown_redacted_with_its_digest():
     raw = "tests/test_a.py::test_x[sk-abc12345]"
 
     assert shown_id(raw, _redact("sk-abc12345")) == (
-        f"tests/test_a.py::test_x[REDACTED]~{digest(raw)}"
+        f"tests/test_a.py::test_x[REDACTED~{digest(raw)}]"
+    )
+
+
+async def test_an_id_with_a_secret_outside_parameters_ends_with_its_digest():
+    raw = "tests/test_a.py::TestSk_abc12345::test_x"
+
+    assert shown_id(raw, _redact("Sk_abc12345")) == (
+        f"tests/test_a.py::TestREDACTED::test_x~{digest(raw)}"
     )
 
 
