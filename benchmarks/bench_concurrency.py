@@ -142,6 +142,7 @@ def _new_lookup() -> list[Any]:
     """What it does now (transport._offered without a respx route)."""
     scoped = scopes.offered()
     assert scoped is not None
+    assert not isinstance(scoped, scopes.Ended)
     return [m.handler for m in scoped]
 
 

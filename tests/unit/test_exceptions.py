@@ -101,7 +101,7 @@ async def test_a_public_exception_class_pickles_as_the_package_s_name(name: str)
 def exceptions_shown_as_the_package() -> list[type[BaseException]]:
     """Every exception class of the package's modules that shows the package as its module."""
     root = Path(pytest_agentctx.__file__).parent
-    found = []
+    found: list[type[BaseException]] = []
     for path in sorted(root.rglob("*.py")):
         parts = path.relative_to(root.parent).with_suffix("").parts
         if parts[-1] == "__init__" or "_child_site" in parts:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx2
 import pytest
@@ -42,6 +42,16 @@ def _ask() -> str | BaseException:
             return client.get(UNREACHABLE).text
     except Exception as exc:
         return exc
+
+
+def _asker(go: threading.Event, outcome: list[str | BaseException]) -> Callable[[], None]:
+    """A thread's target: once ``go`` is set, :func:`_ask` and keep its outcome."""
+
+    def run() -> None:
+        go.wait(10)
+        outcome.append(_ask())
+
+    return run
 
 
 async def _ask_async() -> str | BaseException:
@@ -101,7 +111,7 @@ async def test_a_thread_an_ended_scope_left_running_is_refused():
     first, second = _Owner("t.py::test_first", "first"), _Owner("t.py::test_second", "second")
     go = threading.Event()
     outcome: list[str | BaseException] = []
-    thread = threading.Thread(target=lambda: (go.wait(10), outcome.append(_ask())))
+    thread = threading.Thread(target=_asker(go, outcome))
 
     with Interceptor(first.handle):
         thread.start()
@@ -128,7 +138,7 @@ async def test_a_thread_of_an_inner_scope_that_ended_is_answered_by_the_outer():
     outer, inner = _Owner("t.py::test_it", "outer"), _Owner("", "inner")
     go = threading.Event()
     outcome: list[str | BaseException] = []
-    thread = threading.Thread(target=lambda: (go.wait(10), outcome.append(_ask())))
+    thread = threading.Thread(target=_asker(go, outcome))
 
     with Interceptor(outer.handle):
         with Interceptor(inner.handle):
@@ -143,7 +153,7 @@ async def test_the_transport_stays_patched_while_a_left_thread_runs():
     original = httpx2.HTTPTransport.handle_request
     go = threading.Event()
     outcome: list[str | BaseException] = []
-    thread = threading.Thread(target=lambda: (go.wait(10), outcome.append(_ask())))
+    thread = threading.Thread(target=_asker(go, outcome))
 
     with Interceptor(_Owner("t.py::test_first", "first").handle):
         thread.start()
@@ -162,7 +172,7 @@ async def test_a_thread_marked_as_serving_is_never_late():
     first, second = _Owner("t.py::test_first", "first"), _Owner("t.py::test_second", "second")
     go = threading.Event()
     outcome: list[str | BaseException] = []
-    thread = scopes.serving(threading.Thread(target=lambda: (go.wait(10), outcome.append(_ask()))))
+    thread = scopes.serving(threading.Thread(target=_asker(go, outcome)))
 
     with Interceptor(first.handle):
         thread.start()

@@ -188,3 +188,38 @@ def test_no_control_character_survives(text: str) -> None:
 @given(st.text().filter(lambda text: _CONTROL.search(text) is None))
 def test_text_without_control_characters_is_unchanged(text: str) -> None:
     assert visible(text) == text
+
+
+# -- every file read goes through read_untrusted ------------------------------------------
+
+#: The package's direct file reads that are not of untrusted input, each with why: files the
+#: user's own code and templates name, files this run wrote itself, the package's own data.
+_TRUSTED_READS = {
+    "pytest_agentctx/runtime/persistence.py": "a conversation file the test itself saved",
+    "pytest_agentctx/runtime/artifacts.py": "artifacts the agent under test wrote this run",
+    "pytest_agentctx/runtime/prompts.py": "prompt templates of the user's own project",
+    "pytest_agentctx/plugin/scheduling.py": "the file an xdist worker wrote this session",
+    "pytest_agentctx/cli/config.py": "the project's own pytest configuration",
+    "pytest_agentctx/traffic/cassettes/readcache.py": "the package's own modules, hashed",
+    "pytest_agentctx/reports/html.py": "the package's own stylesheet and script",
+}
+_DIRECT_READ = re.compile(r"\.read_text\(|\.read_bytes\(|\bjson\.load\(")
+
+
+def _package_sources() -> Iterator[tuple[str, str]]:
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "pytest_agentctx").rglob("*.py")):
+        yield path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")
+
+
+def test_the_package_reads_untrusted_files_only_through_read_untrusted() -> None:
+    direct = {
+        name
+        for name, source in _package_sources()
+        if name != "pytest_agentctx/_untrusted.py" and _DIRECT_READ.search(source)
+    }
+
+    # A new direct read of a file (a cassette, a report, a snapshot, a cache entry: input a
+    # stranger may have written) must go through read_untrusted, which bounds it; a read of
+    # a file the user or this run made is listed above with its reason.
+    assert direct == set(_TRUSTED_READS)

@@ -375,6 +375,7 @@ def test_a_secret_learned_after_its_stream_was_recorded_is_cut_out_of_it_before_
     redactor.learn([("Authorization", f"Bearer {secret}")])
     (saved,) = scrubs.again([recorded])
 
+    assert saved.response_body is not None
     text = "".join(e["data"]["choices"][0]["delta"]["content"] for e in saved.response_body["sse"])
     assert secret not in text
     assert text.endswith(", keep it")
