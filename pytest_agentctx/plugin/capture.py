@@ -40,10 +40,12 @@ def capture_runs(item: pytest.Item, source: Callable[[], Sequence[Exchange | Int
 def record_traffic(item: pytest.Item) -> Iterator[None]:
     """Capture the live traffic of a test that has a budget but no cassette or fake model
     (an agent talking to a loopback server or a real provider), so the budget is measured."""
+    from pytest_agentctx.traffic import scopes
     from pytest_agentctx.traffic.capture import TrafficRecorder
 
     recorder = TrafficRecorder()
     capture_runs(item, lambda: recorder.exchanges)
+    scopes.hold()  # to the session's end: a late request is refused between tests too
     recorder.start()
     try:
         yield
@@ -62,6 +64,7 @@ def agent_context(
     read from the test's cassette (replayed or recorded), or, with ``fake_llm``, from the
     traffic the fake model answered; timestamps come from the ``agent_clock_*`` clock.
     """
+    from pytest_agentctx.traffic import scopes
     from pytest_agentctx.traffic.capture import TrafficRecorder
 
     item = request.node
@@ -74,6 +77,7 @@ def agent_context(
     recorder = TrafficRecorder()
     capture_runs(item, lambda: recorder.exchanges)
     runs = item.stash[CAPTURED_KEY]
+    scopes.hold()  # to the session's end: a late request is refused between tests too
     recorder.start()
     try:
         yield runs

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_agentctx.traffic import scopes
 from pytest_agentctx.traffic.errors import CassetteError
 
 from . import capture
@@ -127,6 +128,7 @@ def run_cassette(
             from pytest_agentctx.traffic import lazy_tls
 
             keys.enter_context(lazy_tls.installed())
+        scopes.hold()  # to the session's end: a late request is refused between tests too
         cassette.start()
         if guard is not None:
             guard.start()

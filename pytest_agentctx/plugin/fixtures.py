@@ -94,7 +94,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 
     from pytest_agentctx.doubles.clock import SequentialIds
     from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
-    from pytest_agentctx.traffic import lazy_tls
+    from pytest_agentctx.traffic import lazy_tls, scopes
 
     from .cassette_run import fake_llm_guard
 
@@ -109,6 +109,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     # The clients the test builds load their certificates only when a request of theirs
     # goes to the network (lazy_tls): the fake answers the model calls at the transport.
     with guard, lazy_tls.installed():
+        scopes.hold()  # to the session's end: a late request is refused between tests too
         fake.start()
         try:
             yield fake

@@ -10,15 +10,28 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 import pytest
 
-from pytest_agentctx._untrusted import LIMIT_OPTIONS, Limits, limits_from, use_limits
 from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
 from pytest_agentctx.traffic.cassettes.options import normalise_record_args
 
+if TYPE_CHECKING:
+    from pytest_agentctx._untrusted import Limits
+
 #: The limits in force before the session (restored when it ends).
-_OUTER_LIMITS = pytest.StashKey[Limits]()
+_OUTER_LIMITS: pytest.StashKey[Limits] = pytest.StashKey()
+#: The ini options of the limits (the names :data:`pytest_agentctx._untrusted.LIMIT_OPTIONS`
+#: gives them, which a unit test checks).
+LIMIT_INI = (
+    "agent_max_file_bytes",
+    "agent_max_body_bytes",
+    "agent_max_depth",
+    "agent_max_alias_nodes",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -243,18 +256,25 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The limits of the ini file are in force for the session (see
-    :mod:`pytest_agentctx._untrusted`); the markers are registered."""
-    try:
-        limits = limits_from({name: str(config.getini(name)) for name in LIMIT_OPTIONS.values()})
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    config.stash[_OUTER_LIMITS] = use_limits(limits)
+    :mod:`pytest_agentctx._untrusted`, loaded only when the ini sets one or an outer
+    session loaded it: the defaults are in force without it); the markers are registered."""
+    values = {name: str(config.getini(name)) for name in LIMIT_INI}
+    if any(values.values()) or "pytest_agentctx._untrusted" in sys.modules:
+        from pytest_agentctx._untrusted import limits_from, use_limits
+
+        try:
+            limits = limits_from(values)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.stash[_OUTER_LIMITS] = use_limits(limits)
     _markers(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The limits before this session (an outer session's) are in force again."""
     if _OUTER_LIMITS in config.stash:
+        from pytest_agentctx._untrusted import use_limits
+
         use_limits(config.stash[_OUTER_LIMITS])
 
 

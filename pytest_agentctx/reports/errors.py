@@ -4,7 +4,6 @@ repeat markers or options with bad values.
 
 from __future__ import annotations
 
-from pytest_agentctx._untrusted import visible
 from pytest_agentctx.exceptions import UsageError, publish
 
 __all__ = [
@@ -22,6 +21,8 @@ class ReportError(UsageError):
 
     def __init__(self, *args: object) -> None:
         if len(args) == 1 and isinstance(args[0], str):
+            from pytest_agentctx._untrusted import visible
+
             args = (visible(args[0]),)
         super().__init__(*args)
 

@@ -5,7 +5,6 @@ and requests no concurrent run owns.
 
 from __future__ import annotations
 
-from pytest_agentctx._untrusted import visible
 from pytest_agentctx.exceptions import (
     AgentAssertionError,
     AgentCtxError,
@@ -50,6 +49,8 @@ class CassetteError(AgentCtxError):
 
     def __init__(self, *args: object) -> None:
         if len(args) == 1 and isinstance(args[0], str):
+            from pytest_agentctx._untrusted import visible
+
             args = (visible(args[0]),)
         super().__init__(*args)
 

@@ -47,6 +47,7 @@ __all__ = [
     "Member",
     "enter",
     "forget_orphans",
+    "hold",
     "late_refusal",
     "leave",
     "offered",
@@ -191,14 +192,33 @@ def _serves(thread: threading.Thread) -> bool:
 
 
 def pending() -> bool:
-    """Whether a thread that an ended scope left running is still alive (the transport
-    stays patched while one is, to refuse its requests)."""
-    return any(thread.is_alive() for thread in list(_orphans))
+    """Whether the transport stays patched when its last interceptor stops, to refuse the
+    requests of work an ended scope left: while the patches are held (:func:`hold`) or a
+    thread an ended scope left running is still alive."""
+    return _held or any(thread.is_alive() for thread in list(_orphans))
+
+
+#: Whether the transport keeps its patches when its last interceptor stops (:func:`hold`).
+_held = False
+
+
+def hold() -> None:
+    """Keep the transport patched when its last interceptor stops, until
+    :func:`forget_orphans`: a task an ended scope left pending (on a session-wide event
+    loop) then has its requests refused as late while a test that intercepts nothing
+    runs, where unpatched they would be sent. A pytest session holds from its first test
+    that intercepts requests to its end; a request of no scope passes through as it would
+    unpatched."""
+    global _held
+    _held = True
 
 
 def forget_orphans() -> None:
-    """Forget the threads ended scopes left running: the session that could report their
-    requests ended (a test run inside another keeps none of its threads in the outer)."""
+    """Forget the threads ended scopes left running, and stop holding the patches
+    (:func:`hold`): the session that could report their requests ended (a test run inside
+    another keeps none of its threads in the outer)."""
+    global _held
+    _held = False
     _orphans.clear()
 
 

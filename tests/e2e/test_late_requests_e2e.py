@@ -307,3 +307,54 @@ def test_the_second_test_replays_alone_after_a_late_request(tester, server):
     # it replays its own recording, all of it: the late question was never in its cassette
     alone.assert_outcomes(passed=1)
     assert alone.ret == pytest.ExitCode.OK
+
+
+#: The first test leaves a task pending on the session's loop; the next test is a plain one
+#: (no cassette, no fake model): the transports stay patched for the rest of the session,
+#: so the task's request is refused there too, not sent.
+SESSION_LOOP_TASK_THEN_PLAIN = """
+import asyncio
+
+import pytest
+from late_client import ask_async
+
+SIGNAL = []
+OUTCOME = []
+
+
+async def leftover():
+    while not SIGNAL:
+        await asyncio.sleep(0.01)
+    try:
+        OUTCOME.append(await ask_async("late question"))
+    except Exception as exc:
+        OUTCOME.append(exc)
+
+
+@pytest.mark.agent
+@pytest.mark.asyncio(loop_scope="session")
+async def test_first():
+    asyncio.get_running_loop().create_task(leftover())
+    assert await ask_async("first question") == "v1: first question"
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_plain():
+    SIGNAL.append(True)
+    for _ in range(3000):
+        if OUTCOME:
+            break
+        await asyncio.sleep(0.01)
+    assert "did not send" in repr(OUTCOME[0].__cause__ or OUTCOME[0])
+"""
+
+
+def test_a_late_request_made_while_a_plain_test_runs_is_refused(tester, server):
+    tester.makepyfile(test_late=SESSION_LOOP_TASK_THEN_PLAIN)
+
+    result = tester.runpytest_subprocess("--agent-record", timeout=180)
+
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "test_late.py::test_first" in result.stdout.str().split("late requests refused")[1]
+    assert server.hits == ["first question"]

@@ -223,3 +223,10 @@ def test_the_package_reads_untrusted_files_only_through_read_untrusted() -> None
     # stranger may have written) must go through read_untrusted, which bounds it; a read of
     # a file the user or this run made is listed above with its reason.
     assert direct == set(_TRUSTED_READS)
+
+
+def test_the_plugin_reads_the_ini_option_of_every_limit() -> None:
+    from pytest_agentctx._untrusted import LIMIT_OPTIONS
+    from pytest_agentctx.plugin.options import LIMIT_INI
+
+    assert tuple(LIMIT_OPTIONS.values()) == LIMIT_INI
