@@ -54,9 +54,8 @@ async def ask_async(content):
     return reply.choices[0].message.content
 """
 
-#: A test leaves a task pending on the session's event loop; it asks when the next test
-#: sets the signal. The next test then asks its own question.
-SESSION_LOOP_TASK = """
+#: What the session-loop cases share: a task that asks once the signal is given.
+LEFTOVER_TASK = """
 import asyncio
 
 import pytest
@@ -73,7 +72,13 @@ async def leftover():
         OUTCOME.append(await ask_async("late question"))
     except Exception as exc:
         OUTCOME.append(exc)
+"""
 
+#: A test leaves a task pending on the session's event loop; it asks when the next test
+#: sets the signal. The next test then asks its own question.
+SESSION_LOOP_TASK = (
+    LEFTOVER_TASK
+    + """
 
 @pytest.mark.agent
 @pytest.mark.asyncio(loop_scope="session")
@@ -94,6 +99,7 @@ async def test_second():
     assert "did not send" in repr(OUTCOME[0].__cause__ or OUTCOME[0])
     assert await ask_async("second question") == "v1: second question"
 """
+)
 
 #: The same with a thread the first test leaves running.
 THREAD = """
@@ -312,24 +318,9 @@ def test_the_second_test_replays_alone_after_a_late_request(tester, server):
 #: The first test leaves a task pending on the session's loop; the next test is a plain one
 #: (no cassette, no fake model): the transports stay patched for the rest of the session,
 #: so the task's request is refused there too, not sent.
-SESSION_LOOP_TASK_THEN_PLAIN = """
-import asyncio
-
-import pytest
-from late_client import ask_async
-
-SIGNAL = []
-OUTCOME = []
-
-
-async def leftover():
-    while not SIGNAL:
-        await asyncio.sleep(0.01)
-    try:
-        OUTCOME.append(await ask_async("late question"))
-    except Exception as exc:
-        OUTCOME.append(exc)
-
+SESSION_LOOP_TASK_THEN_PLAIN = (
+    LEFTOVER_TASK
+    + """
 
 @pytest.mark.agent
 @pytest.mark.asyncio(loop_scope="session")
@@ -347,6 +338,7 @@ async def test_plain():
         await asyncio.sleep(0.01)
     assert "did not send" in repr(OUTCOME[0].__cause__ or OUTCOME[0])
 """
+)
 
 
 def test_a_late_request_made_while_a_plain_test_runs_is_refused(tester, server):
