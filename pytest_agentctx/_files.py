@@ -121,16 +121,24 @@ def remove_stale_temporaries(
 MAX_SWEPT_FOLDERS = 10_000
 
 
-def remove_stale_temporaries_under(root: Path, *, temp_prefix: str = ".") -> list[Path]:
+def remove_stale_temporaries_under(
+    root: Path, *, temp_prefix: str = ".", done: set[Path] | None = None
+) -> list[Path]:
     """:func:`remove_stale_temporaries` in ``root`` and every folder under it (but hidden
-    ones, and no more than :data:`MAX_SWEPT_FOLDERS`; links to folders are not followed).
-    Returns the paths removed."""
+    ones, and no more than :data:`MAX_SWEPT_FOLDERS`; links to folders are not followed),
+    but those in ``done``, to which each folder swept is added. Returns the paths
+    removed."""
     removed: list[Path] = []
-    for count, (folder, folders, _) in enumerate(os.walk(root)):
+    for count, (top, folders, _) in enumerate(os.walk(root)):
         if count >= MAX_SWEPT_FOLDERS:
             break
         folders[:] = [name for name in folders if not name.startswith(".")]
-        removed.extend(remove_stale_temporaries(Path(folder), temp_prefix=temp_prefix))
+        folder = Path(top)
+        if done is not None:
+            if folder in done:
+                continue
+            done.add(folder)
+        removed.extend(remove_stale_temporaries(folder, temp_prefix=temp_prefix))
     return removed
 
 

@@ -54,9 +54,9 @@ def _clear_killed_writes(settings: CassetteSettings) -> None:
     cassette folder, all of it: the temporary files whose process no longer runs (see
     :func:`~pytest_agentctx._files.remove_stale_temporaries`), even beside cassettes this
     run does not load."""
-    from pytest_agentctx._files import remove_stale_temporaries_under
+    from pytest_agentctx.traffic.cassettes.store import sweep_tree
 
-    remove_stale_temporaries_under(settings.directory)
+    sweep_tree(settings.directory)
 
 
 def run_cassette(

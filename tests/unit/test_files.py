@@ -125,6 +125,19 @@ async def test_a_tree_sweep_clears_every_folder_but_hidden_ones(tmp_path, dead_p
     assert (alive.exists(), untouched.exists()) == (True, True)
 
 
+async def test_a_tree_sweep_skips_the_folders_done_and_notes_those_it_sweeps(tmp_path, dead_pid):
+    deep = tmp_path / "tests"
+    deep.mkdir()
+    kept = _leftover(tmp_path, "a.json", dead_pid)
+    stale = _leftover(deep, "b.json", dead_pid)
+    done = {tmp_path}
+
+    removed = remove_stale_temporaries_under(tmp_path, done=done)
+
+    assert (removed, kept.exists()) == ([stale], True)
+    assert done == {tmp_path, deep}
+
+
 async def test_a_tree_sweep_of_a_missing_folder_removes_nothing(tmp_path):
     assert remove_stale_temporaries_under(tmp_path / "absent") == []
 

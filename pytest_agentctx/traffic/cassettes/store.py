@@ -41,7 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentctx._files import atomic_write_text, pid_running, remove_stale_temporaries
+from pytest_agentctx._files import (
+    atomic_write_text,
+    pid_running,
+    remove_stale_temporaries,
+    remove_stale_temporaries_under,
+)
 from pytest_agentctx._locks import hold, let_go, try_hold
 from pytest_agentctx._untrusted import LimitExceeded, NotAFile, read_untrusted
 from pytest_agentctx.traffic.cassettes.body import (
@@ -69,6 +74,7 @@ __all__ = [
     "run_file",
     "run_marker",
     "sweep_folder",
+    "sweep_tree",
     "write_cassette",
     "written_in_run",
 ]
@@ -562,6 +568,14 @@ def sweep_folder(folder: Path) -> None:
     if folder not in _swept_folders:
         _swept_folders.add(folder)
         remove_stale_temporaries(folder)
+
+
+def sweep_tree(root: Path) -> None:
+    """:func:`sweep_folder` of ``root`` and every folder under it (see
+    :func:`~pytest_agentctx._files.remove_stale_temporaries_under`): the temporary files
+    killed writes left beside cassettes this run does not load go too, and the folders of
+    those it loads are not swept again."""
+    remove_stale_temporaries_under(root, done=_swept_folders)
 
 
 def write_cassette(path: Path, interactions: list[Interaction], *, style: str = "native") -> None:
