@@ -19,7 +19,7 @@ from pytest_agentctx.traffic.cassettes.body import encode_body
 from pytest_agentctx.traffic.codecs import Completion, Usage, gemini
 from pytest_agentctx.traffic.codecs.sse import format_sse
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[4].parent / "shared" / "corpus"
 MIXED = CORPUS / "pydantic-ai__gemini_then_openai_chat_tools.yaml"
 API = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
 VERTEX = (

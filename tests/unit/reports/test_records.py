@@ -1,5 +1,5 @@
 """Unit tests for pytest_agentctx.reports.records: records, the collector, the JSON
-file and the line of totals (the table is tests/unit/test_report_table.py)."""
+file and the line of totals (the table is tests/unit/reports/test_table.py)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from pytest_agentctx.traffic.codecs import openai_responses
 from pytest_agentctx.traffic.codecs.base import Completion, Usage
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[4].parent / "shared" / "corpus"
 _TLS = ssl.create_default_context()
 STREAM_EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 

@@ -17,7 +17,7 @@ from pytest_agentctx._untrusted import LimitExceeded, Limits, use_limits
 from pytest_agentctx.traffic.cassettes import yamlread
 from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 #: The shared corpus of vcrpy cassettes (beside the checkout, as in CI) and this
 #: repository's own.
 CORPUS = sorted((ROOT.parent / "shared" / "corpus").glob("*.yaml")) + sorted(

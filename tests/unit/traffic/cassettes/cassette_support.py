@@ -25,7 +25,7 @@ from support.http_server import ServerThread
 #: One TLS context for every client: building one per client costs ~80 ms.
 TLS = ssl.create_default_context()
 #: Where the corpus of other tools' cassettes lives in CI (beside the checkout).
-CORPUS = Path(__file__).parents[3] / ".." / "shared" / "corpus"
+CORPUS = Path(__file__).parents[4] / ".." / "shared" / "corpus"
 #: How long the server waits for a test's go-ahead before giving up on a streamed part.
 GATE_TIMEOUT = 10.0
 
