@@ -4,7 +4,6 @@ a killed write once the folder is written again."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -21,18 +20,6 @@ from pytest_agentctx._files import (
     remove_stale_temporaries_under,
     unwritable_reason,
 )
-
-
-@pytest.fixture(scope="module")
-def dead_pid() -> int:
-    """The id of a process that has ended."""
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(child.stdout)
 
 
 def _leftover(folder: Path, name: str, pid: int, *, age: float = 0.0) -> Path:

@@ -9,7 +9,7 @@ import os
 import re
 import ssl
 import types
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -53,12 +53,6 @@ WEATHER_TOOL = {
         },
     },
 }
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as started:
-        yield started
 
 
 @pytest.fixture

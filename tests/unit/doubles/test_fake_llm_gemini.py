@@ -7,7 +7,6 @@ format: nothing leaves the process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from google.genai import errors, types
 
 from pytest_agentctx import build_contexts
 from pytest_agentctx.doubles.errors import UnexpectedModelCall
-from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.traffic.codecs import gemini
 
 MODEL = "gemini-2.5-flash"
@@ -30,12 +28,6 @@ WEATHER = types.Tool(
     ]
 )
 CONFIG = types.GenerateContentConfig(system_instruction="Be brief.", tools=[WEATHER])
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as started:
-        yield started
 
 
 @pytest.fixture

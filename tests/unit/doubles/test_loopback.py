@@ -12,7 +12,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -28,12 +28,6 @@ from pytest_agentctx.traffic.codecs.base import DecodedRequest
 MESSAGES: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
 GPT = "gpt-4o-mini"
 CLAUDE = "claude-haiku-4-5"
-
-
-@pytest.fixture
-def provider() -> Iterator[LoopbackProvider]:
-    with LoopbackProvider() as running:
-        yield running
 
 
 @pytest.fixture

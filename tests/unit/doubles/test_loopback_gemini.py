@@ -7,7 +7,6 @@ The SDK talks to the server over HTTP on 127.0.0.1 (``HttpOptions(base_url=...)`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx2
 import pytest
@@ -18,12 +17,6 @@ from pytest_agentctx.doubles.loopback import LoopbackProvider
 from pytest_agentctx.traffic.codecs import gemini
 
 MODEL = "gemini-2.5-flash"
-
-
-@pytest.fixture
-def provider() -> Iterator[LoopbackProvider]:
-    with LoopbackProvider() as running:
-        yield running
 
 
 def client_of(provider: LoopbackProvider, api_version: str = "v1beta") -> genai.Client:

@@ -8,13 +8,10 @@ context is known to the byte.
 from __future__ import annotations
 
 import asyncio
-import ssl
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import anthropic
-import httpx2
 import openai
 import pytest
 
@@ -42,14 +39,11 @@ from pytest_agentctx.runtime.errors import (
 from pytest_agentctx.runtime.loop import AgentRuntime
 from pytest_agentctx.runtime.providers import (
     AnthropicMessagesProvider,
-    OpenAIChatProvider,
-    OpenAIResponsesProvider,
 )
 from pytest_agentctx.runtime.tools import RunContext, Tool, tool
 from pytest_agentctx.runtime.window import ContextWindow
 from pytest_agentctx.traffic.codecs import Codec, openai_chat, openai_responses
 
-_TLS = ssl.create_default_context()
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SYSTEM = "You answer weather questions."
 QUESTION = "Weather in Paris?"
@@ -91,35 +85,6 @@ ALL_MODELS = [*MODELS, pytest.param("openai-responses:gpt-4.1-mini", id="openai-
 def weather_agent(model: str = "openai:gpt-4o-mini", **options: Any) -> Agent:
     options.setdefault("tools", [get_weather, get_time])
     return Agent(name="weather", model=model, system_prompt=SYSTEM, **options)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as started:
-        yield started
-
-
-@pytest.fixture
-async def providers() -> AsyncIterator[dict[str, Any]]:
-    """Both SDK providers, their clients built with an API key (and a shared TLS context)."""
-    async with (
-        openai.AsyncOpenAI(
-            api_key="sk-test", http_client=httpx2.AsyncClient(verify=_TLS)
-        ) as openai_client,
-        anthropic.AsyncAnthropic(
-            api_key="sk-ant-test", http_client=httpx2.AsyncClient(verify=_TLS)
-        ) as anthropic_client,
-    ):
-        yield {
-            "openai": OpenAIChatProvider(client=openai_client),
-            "openai-responses": OpenAIResponsesProvider(client=openai_client),
-            "anthropic": AnthropicMessagesProvider(client=anthropic_client),
-        }
-
-
-@pytest.fixture
-def runtime(providers) -> AgentRuntime:
-    return AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers=providers)
 
 
 def script_weather(fake: FakeLLM) -> None:

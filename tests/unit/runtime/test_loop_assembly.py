@@ -6,7 +6,7 @@ below takes a ``RunContext``, whose annotation must be a real class.
 """
 
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,6 @@ import pytest
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import Message
 from pytest_agentctx.doubles.clock import SequentialIds
-from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.assembly import FromRetrieval, FromState, Text
 from pytest_agentctx.runtime.errors import (
@@ -74,12 +73,6 @@ SOURCES = [
 def support_agent(model: str = "openai:gpt-4o-mini", **options: Any) -> Agent:
     options.setdefault("context", SOURCES)
     return Agent(name="support", model=model, system_prompt=SYSTEM, state_type=Ticket, **options)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as started:
-        yield started
 
 
 @pytest.fixture

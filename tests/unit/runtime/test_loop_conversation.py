@@ -7,15 +7,10 @@ HTTP transport, with a :class:`StepClock` and :class:`SequentialIds`.
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
-import anthropic
-import httpx2
-import openai
 import pytest
 
 from pytest_agentctx import (
@@ -34,13 +29,7 @@ from pytest_agentctx import (
     ToolCall,
     tool,
 )
-from pytest_agentctx.runtime.providers import (
-    AnthropicMessagesProvider,
-    OpenAIChatProvider,
-    OpenAIResponsesProvider,
-)
 
-_TLS = ssl.create_default_context()
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SYSTEM = "You are a support agent."
 NOT_EXECUTED = "Not executed: the run stopped at its iteration limit."
@@ -54,34 +43,6 @@ def lookup_order(order_id: str) -> str:
 
 def support(model: str = "openai:gpt-4o-mini", **options: Any) -> Agent:
     return Agent(name="support", model=model, system_prompt=SYSTEM, tools=[lookup_order], **options)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as started:
-        yield started
-
-
-@pytest.fixture
-async def providers() -> AsyncIterator[dict[str, Any]]:
-    async with (
-        openai.AsyncOpenAI(
-            api_key="sk-test", http_client=httpx2.AsyncClient(verify=_TLS)
-        ) as openai_client,
-        anthropic.AsyncAnthropic(
-            api_key="sk-ant-test", http_client=httpx2.AsyncClient(verify=_TLS)
-        ) as anthropic_client,
-    ):
-        yield {
-            "openai": OpenAIChatProvider(client=openai_client),
-            "openai-responses": OpenAIResponsesProvider(client=openai_client),
-            "anthropic": AnthropicMessagesProvider(client=anthropic_client),
-        }
-
-
-@pytest.fixture
-def runtime(providers) -> AgentRuntime:
-    return AgentRuntime(clock=StepClock(), ids=SequentialIds(), providers=providers)
 
 
 async def failed_run(fake: FakeLLM, runtime: AgentRuntime) -> RunResult:

@@ -11,7 +11,7 @@ import json
 import re
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,12 +58,6 @@ def lookup_order_v2(order_id: str) -> str:
 
 
 SUPPORT = Agent(name="support", model="openai:gpt-4o-mini", tools=[lookup_order])
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as started:
-        yield started
 
 
 @pytest.fixture

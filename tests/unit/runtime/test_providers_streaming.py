@@ -9,13 +9,9 @@ model, stop reasons, timestamps.
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anthropic
-import httpx2
-import openai
 import pytest
 
 from pytest_agentctx import (
@@ -29,13 +25,7 @@ from pytest_agentctx import (
     StepClock,
     tool,
 )
-from pytest_agentctx.runtime.providers import (
-    AnthropicMessagesProvider,
-    OpenAIChatProvider,
-    OpenAIResponsesProvider,
-)
 
-_TLS = ssl.create_default_context()
 MODELS = [
     pytest.param("openai:gpt-4o-mini", id="openai-chat"),
     pytest.param("anthropic:claude-haiku-4-5", id="anthropic"),
@@ -120,23 +110,6 @@ SCRIPTS: dict[str, tuple[Callable[[FakeLLM], Any], Conversation, dict[str, Any]]
         {"max_iterations": 1},
     ),
 }
-
-
-@pytest.fixture
-async def providers() -> AsyncIterator[dict[str, Any]]:
-    async with (
-        openai.AsyncOpenAI(
-            api_key="sk-test", http_client=httpx2.AsyncClient(verify=_TLS)
-        ) as openai_client,
-        anthropic.AsyncAnthropic(
-            api_key="sk-ant-test", http_client=httpx2.AsyncClient(verify=_TLS)
-        ) as anthropic_client,
-    ):
-        yield {
-            "openai": OpenAIChatProvider(client=openai_client),
-            "openai-responses": OpenAIResponsesProvider(client=openai_client),
-            "anthropic": AnthropicMessagesProvider(client=anthropic_client),
-        }
 
 
 async def run_both_ways(

@@ -1,13 +1,18 @@
-"""Fixtures of the cassette unit tests: a loopback HTTP server and an SDK client on it."""
+"""Fixtures of the cassette unit tests: a loopback HTTP server and an SDK client on it, a
+cassette's path, and the cassette files parsed from their text."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx2
 import openai
 import pytest
 from cassette_support import TLS, Loopback
+
+from pytest_agentctx.traffic.cassettes import store
+from pytest_agentctx.traffic.cassettes.store import Interaction
 
 
 @pytest.fixture
@@ -31,3 +36,22 @@ async def openai_client(loopback: Loopback) -> AsyncIterator[openai.AsyncOpenAI]
         http_client=httpx2.AsyncClient(verify=TLS, trust_env=False),
     ) as client:
         yield client
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "cassettes" / "test_agent" / "test_weather.json"
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the cassette files parsed (not served from the cache) from now on."""
+    names: list[str] = []
+    real = store.parse_cassette
+
+    def counting(text: str, path: Path) -> list[Interaction]:
+        names.append(path.name)
+        return real(text, path)
+
+    monkeypatch.setattr(store, "parse_cassette", counting)
+    return names

@@ -234,11 +234,6 @@ def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "cassettes" / "test_agent" / "test_weather.json"
-
-
 async def _miss(cassette: Cassette, system: str) -> str:
     """Send a chat request with ``system`` through ``cassette``, which misses it; the text
     of the SDK's error."""

@@ -41,20 +41,6 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         set_active(active)
 
 
-@pytest.fixture
-def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the cassette files parsed from their text from now on."""
-    names: list[str] = []
-    real = store.parse_cassette
-
-    def counting(text: str, path: Path) -> list[Interaction]:
-        names.append(path.name)
-        return real(text, path)
-
-    monkeypatch.setattr(store, "parse_cassette", counting)
-    return names
-
-
 def _interaction(content: str = "Sunny.", **changes: object) -> Interaction:
     fields: dict[str, object] = {
         "method": "POST",

@@ -15,8 +15,6 @@ import gzip
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,11 +91,6 @@ def _stream_interaction(request: dict[str, Any], *words: str) -> Interaction:
 def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in DEFAULT_SECRET_ENV:
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "cassettes" / "test_agent" / "test_weather.json"
 
 
 @contextlib.contextmanager
@@ -1245,18 +1238,6 @@ async def test_a_replay_under_a_file_says_which_file_is_in_the_way(path):
         CassetteMiss, match=re.escape(f"there is no cassette ({blocking} is a file")
     ):
         cassette.check()
-
-
-@pytest.fixture(scope="module")
-def dead_pid() -> int:
-    """The id of a process that has ended."""
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(child.stdout)
 
 
 async def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(path, dead_pid):

@@ -482,20 +482,6 @@ async def test_load_sees_a_rewritten_cassette(tmp_path):
     assert len(load_cassette(path)) == 2
 
 
-@pytest.fixture
-def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the cassette files parsed (not served from the cache) from now on."""
-    names: list[str] = []
-    real = store.parse_cassette
-
-    def counting(text: str, path: Path) -> list[Interaction]:
-        names.append(path.name)
-        return real(text, path)
-
-    monkeypatch.setattr(store, "parse_cassette", counting)
-    return names
-
-
 def _cassettes(folder: Path, count: int) -> list[Path]:
     paths = [folder / f"c{index}.json" for index in range(count)]
     for path in paths:
@@ -684,18 +670,6 @@ def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     monkeypatch.setattr(store, "_swept_runs", False)
     return folder
-
-
-@pytest.fixture(scope="module")
-def dead_pid() -> int:
-    """The id of a process that has ended."""
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(child.stdout)
 
 
 def _files_under(folder: Path) -> list[str]:
