@@ -107,11 +107,11 @@ def wrong_way_imports() -> list[tuple[str, int, str, str]]:
     return sorted(found)
 
 
-async def test_every_module_belongs_to_a_layer() -> None:
+def test_every_module_belongs_to_a_layer() -> None:
     assert {module_name(path): layer(module_name(path)) for path in modules()}
 
 
-async def test_each_layer_imports_only_the_layers_below_it() -> None:
+def test_each_layer_imports_only_the_layers_below_it() -> None:
     wrong = [
         f"{file}:{line}: {importer} ({layer(importer)}) imports {imported} ({layer(imported)})"
         for file, line, importer, imported in wrong_way_imports()
@@ -124,7 +124,7 @@ async def test_each_layer_imports_only_the_layers_below_it() -> None:
     )
 
 
-async def test_every_allowance_is_still_needed() -> None:
+def test_every_allowance_is_still_needed() -> None:
     found = {(importer, imported) for _, _, importer, imported in wrong_way_imports()}
 
     assert sorted(set(ALLOWANCES) - found) == [], (
@@ -138,7 +138,7 @@ LAYER_PACKAGES = ["assertions", "context", "doubles", "reports", "runtime", "tra
 
 
 @pytest.mark.parametrize("name", LAYER_PACKAGES)
-async def test_a_layer_package_imports_nothing_when_imported(name: str) -> None:
+def test_a_layer_package_imports_nothing_when_imported(name: str) -> None:
     # importing one module of a layer must not import the layer's other modules
     tree = ast.parse((PACKAGE_DIR / name / "__init__.py").read_text(encoding="utf-8"))
     imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]

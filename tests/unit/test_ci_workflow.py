@@ -33,7 +33,7 @@ def _uses(job: dict[str, Any]) -> list[str]:
     return [step["uses"].split("@", 1)[0] for step in job.get("steps", []) if "uses" in step]
 
 
-async def test_the_test_job_runs_make_test_on_every_supported_python() -> None:
+def test_the_test_job_runs_make_test_on_every_supported_python() -> None:
     job = _jobs()["test"]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     classifiers = project["classifiers"]
@@ -43,14 +43,14 @@ async def test_the_test_job_runs_make_test_on_every_supported_python() -> None:
     assert "make test " in _runs(job)
 
 
-async def test_the_docs_job_runs_make_docs() -> None:
+def test_the_docs_job_runs_make_docs() -> None:
     jobs = _jobs()
 
     assert "docs" in jobs, f"{WORKFLOW} has no docs job; its jobs: {sorted(jobs)}"
     assert "make docs" in _runs(jobs["docs"])
 
 
-async def test_the_docs_job_runs_in_the_debian_image_with_the_pip_cache() -> None:
+def test_the_docs_job_runs_in_the_debian_image_with_the_pip_cache() -> None:
     job = _jobs()["docs"]
     caches = [s for s in job["steps"] if s.get("uses", "").startswith("actions/cache@")]
 

@@ -67,7 +67,7 @@ def _only(directory: Path, pattern: str) -> Path:
     return found[0]
 
 
-async def test_wheel_holds_exactly_the_package_and_its_metadata(dist_dir: Path) -> None:
+def test_wheel_holds_exactly_the_package_and_its_metadata(dist_dir: Path) -> None:
     with zipfile.ZipFile(_only(dist_dir, "*.whl")) as wheel:
         names = set(wheel.namelist())
     dist_info = {n for n in names if n.split("/")[0].endswith(".dist-info")}
@@ -77,7 +77,7 @@ async def test_wheel_holds_exactly_the_package_and_its_metadata(dist_dir: Path) 
     assert {n.removeprefix(f"{info_dir}/") for n in dist_info} == DIST_INFO_FILES
 
 
-async def test_wheel_holds_the_package_data(dist_dir: Path) -> None:
+def test_wheel_holds_the_package_data(dist_dir: Path) -> None:
     with zipfile.ZipFile(_only(dist_dir, "*.whl")) as wheel:
         names = set(wheel.namelist())
 
@@ -90,7 +90,7 @@ async def test_wheel_holds_the_package_data(dist_dir: Path) -> None:
     } <= names
 
 
-async def test_sdist_holds_the_package_and_its_documents_only(dist_dir: Path) -> None:
+def test_sdist_holds_the_package_and_its_documents_only(dist_dir: Path) -> None:
     with tarfile.open(_only(dist_dir, "*.tar.gz")) as sdist:
         members = [m.name for m in sdist.getmembers() if m.isfile()]
     top = {name.split("/", 1)[0] for name in members}
@@ -100,7 +100,7 @@ async def test_sdist_holds_the_package_and_its_documents_only(dist_dir: Path) ->
     assert names == _package_files() | SDIST_DOCUMENTS | SDIST_EXTRAS
 
 
-async def test_metadata_names_the_project_urls_and_pythons(dist_dir: Path) -> None:
+def test_metadata_names_the_project_urls_and_pythons(dist_dir: Path) -> None:
     with zipfile.ZipFile(_only(dist_dir, "*.whl")) as wheel:
         metadata_name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
         metadata = Parser().parsestr(wheel.read(metadata_name).decode())
@@ -114,7 +114,7 @@ async def test_metadata_names_the_project_urls_and_pythons(dist_dir: Path) -> No
     assert {c.rsplit(" ", 1)[1] for c in pythons} == {"3.11", "3.12", "3.13", "3.14"}
 
 
-async def test_readme_links_are_absolute() -> None:
+def test_readme_links_are_absolute() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
 
     relative = [t for t in LINK.findall(text) if not t.startswith(("https://", "#"))]
@@ -143,7 +143,7 @@ def _pinned_lowest() -> dict[str, Version]:
     return pins
 
 
-async def test_lowest_constraints_pin_the_declared_lower_bounds() -> None:
+def test_lowest_constraints_pin_the_declared_lower_bounds() -> None:
     assert _pinned_lowest() == _declared_lower_bounds(), (
         "constraints/lowest.txt and the '>=' bounds of pyproject.toml (dependencies and the "
         "'all' extra) differ: change both together, then run make test-lowest"

@@ -50,7 +50,7 @@ def _nav_pages(entries: Any) -> list[str]:
     raise AssertionError(f"mkdocs.yml's nav has an entry {entries!r}: expected a path or a list")
 
 
-async def test_every_page_under_docs_is_in_the_nav() -> None:
+def test_every_page_under_docs_is_in_the_nav() -> None:
     pages = {path.relative_to(DOCS).as_posix() for path in DOCS.rglob("*.md")}
 
     missing = sorted(pages - set(_nav_pages(_config()["nav"])))
@@ -61,7 +61,7 @@ async def test_every_page_under_docs_is_in_the_nav() -> None:
     )
 
 
-async def test_every_page_in_the_nav_exists() -> None:
+def test_every_page_in_the_nav_exists() -> None:
     named = _nav_pages(_config()["nav"])
 
     absent = sorted(page for page in named if not (DOCS / page).is_file())
@@ -69,7 +69,7 @@ async def test_every_page_in_the_nav_exists() -> None:
     assert absent == [], f"mkdocs.yml's nav names pages that docs/ lacks: {absent}"
 
 
-async def test_the_nav_names_each_page_once() -> None:
+def test_the_nav_names_each_page_once() -> None:
     named = _nav_pages(_config()["nav"])
 
     twice = sorted({page for page in named if named.count(page) > 1})
@@ -77,7 +77,7 @@ async def test_the_nav_names_each_page_once() -> None:
     assert twice == [], f"mkdocs.yml's nav names these pages more than once: {twice}"
 
 
-async def test_the_reference_documents_every_public_name() -> None:
+def test_the_reference_documents_every_public_name() -> None:
     text = (DOCS / "reference" / "index.md").read_text(encoding="utf-8")
     documented = {name.removeprefix("pytest_agentctx.") for name in DIRECTIVE.findall(text)}
 

@@ -54,7 +54,7 @@ def run_so_far() -> AgentContext:
     return AgentContext.new("loop forever", at=datetime(2025, 1, 1, tzinfo=UTC))
 
 
-async def test_the_docstring_tree_names_every_error_but_the_base_and_families() -> None:
+def test_the_docstring_tree_names_every_error_but_the_base_and_families() -> None:
     base_names = {"AgentCtxError", *(family.__name__ for family in FAMILIES)}
 
     assert sorted(documented_tree()) == sorted(
@@ -63,7 +63,7 @@ async def test_the_docstring_tree_names_every_error_but_the_base_and_families() 
 
 
 @pytest.mark.parametrize("name", sorted(documented_tree()))
-async def test_each_error_is_defined_in_the_module_with_the_bases_the_tree_gives(
+def test_each_error_is_defined_in_the_module_with_the_bases_the_tree_gives(
     name: str,
 ) -> None:
     exc = getattr(pytest_agentctx, name)
@@ -85,14 +85,14 @@ EXCEPTIONS = sorted(
 
 
 @pytest.mark.parametrize("name", EXCEPTIONS)
-async def test_a_public_exception_shows_the_package_as_its_module(name: str) -> None:
+def test_a_public_exception_shows_the_package_as_its_module(name: str) -> None:
     exc = getattr(pytest_agentctx, name)
 
     assert f"{exc.__module__}.{exc.__qualname__}" == f"pytest_agentctx.{name}"
 
 
 @pytest.mark.parametrize("name", EXCEPTIONS)
-async def test_a_public_exception_class_pickles_as_the_package_s_name(name: str) -> None:
+def test_a_public_exception_class_pickles_as_the_package_s_name(name: str) -> None:
     exc = getattr(pytest_agentctx, name)
 
     assert pickle.loads(pickle.dumps(exc)) is exc
@@ -117,14 +117,14 @@ def exceptions_shown_as_the_package() -> list[type[BaseException]]:
     return found
 
 
-async def test_every_exception_shown_as_the_package_s_is_found_there() -> None:
+def test_every_exception_shown_as_the_package_s_is_found_there() -> None:
     shown = exceptions_shown_as_the_package()
 
     assert shown
     assert [e for e in shown if getattr(pytest_agentctx, e.__name__, None) is not e] == []
 
 
-async def test_a_raised_public_error_pickles_to_an_equal_error() -> None:
+def test_a_raised_public_error_pickles_to_an_equal_error() -> None:
     error = pytest_agentctx.CassetteMiss("Cassette c.json cannot answer POST /v1/chat")
 
     copy = pickle.loads(pickle.dumps(error))
@@ -133,7 +133,7 @@ async def test_a_raised_public_error_pickles_to_an_equal_error() -> None:
 
 
 @pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
-async def test_every_error_but_the_base_and_domain_bases_is_in_exactly_one_family(
+def test_every_error_but_the_base_and_domain_bases_is_in_exactly_one_family(
     exc: type[Exception],
 ) -> None:
     families = [family.__name__ for family in FAMILIES if issubclass(exc, family)]
@@ -157,11 +157,11 @@ def domain_base_raises() -> list[str]:
     return found
 
 
-async def test_no_error_is_made_of_a_domain_base_so_every_raised_error_has_a_family() -> None:
+def test_no_error_is_made_of_a_domain_base_so_every_raised_error_has_a_family() -> None:
     assert domain_base_raises() == []
 
 
-async def test_the_families_and_the_base_are_the_only_errors_of_the_base_module() -> None:
+def test_the_families_and_the_base_are_the_only_errors_of_the_base_module() -> None:
     assert sorted(exceptions.__all__) == [
         "AgentAssertionError",
         "AgentCtxError",
@@ -170,37 +170,37 @@ async def test_the_families_and_the_base_are_the_only_errors_of_the_base_module(
     ]
 
 
-async def test_an_assertion_family_error_is_an_assertion_error() -> None:
+def test_an_assertion_family_error_is_an_assertion_error() -> None:
     assert issubclass(AgentAssertionError, AssertionError)
 
 
 @pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
-async def test_every_error_that_is_an_assertion_error_is_in_the_assertion_family(
+def test_every_error_that_is_an_assertion_error_is_in_the_assertion_family(
     exc: type[Exception],
 ) -> None:
     assert issubclass(exc, AssertionError) == issubclass(exc, AgentAssertionError)
 
 
-async def test_agent_ctx_error_is_a_plain_exception() -> None:
+def test_agent_ctx_error_is_a_plain_exception() -> None:
     assert AgentCtxError.__bases__ == (Exception,)
 
 
 @pytest.mark.parametrize("exc", ERRORS, ids=[exc.__name__ for exc in ERRORS])
-async def test_every_error_has_a_docstring(exc: type[Exception]) -> None:
+def test_every_error_has_a_docstring(exc: type[Exception]) -> None:
     assert (exc.__doc__ or "").strip()
 
 
-async def test_a_subclass_error_is_caught_by_except_agent_ctx_error() -> None:
+def test_a_subclass_error_is_caught_by_except_agent_ctx_error() -> None:
     with pytest.raises(AgentCtxError, match="no scripted reply left"):
         raise UnexpectedModelCall("no scripted reply left")
 
 
-async def test_a_run_error_is_caught_by_its_family() -> None:
+def test_a_run_error_is_caught_by_its_family() -> None:
     with pytest.raises(RunError, match="stopped after 3"):
         raise MaxIterationsExceeded("stopped after 3", context=run_so_far(), max_iterations=3)
 
 
-async def test_max_iterations_exceeded_carries_the_context_and_the_limit() -> None:
+def test_max_iterations_exceeded_carries_the_context_and_the_limit() -> None:
     context = run_so_far()
 
     error = MaxIterationsExceeded("stopped after 3 iterations", context=context, max_iterations=3)
@@ -212,12 +212,12 @@ async def test_max_iterations_exceeded_carries_the_context_and_the_limit() -> No
     )
 
 
-async def test_max_iterations_exceeded_takes_context_and_limit_by_keyword_only() -> None:
+def test_max_iterations_exceeded_takes_context_and_limit_by_keyword_only() -> None:
     with pytest.raises(TypeError, match="positional argument"):
         MaxIterationsExceeded("stopped", run_so_far(), 3)  # type: ignore[call-arg]
 
 
-async def test_mismatch_error_keeps_every_mismatch_and_is_an_assertion_error() -> None:
+def test_mismatch_error_keeps_every_mismatch_and_is_an_assertion_error() -> None:
     error = MismatchError("2 mismatches", mismatches=("first", "second"))  # type: ignore[arg-type]
 
     assert (isinstance(error, AssertionError), error.mismatches, str(error)) == (

@@ -32,14 +32,14 @@ def _leftover(folder: Path, name: str, pid: int, *, age: float = 0.0) -> Path:
     return path
 
 
-async def test_write_replaces_the_file_and_leaves_no_temporary_file(tmp_path):
+def test_write_replaces_the_file_and_leaves_no_temporary_file(tmp_path):
     atomic_write_text(tmp_path / "c.json", "old")
     atomic_write_text(tmp_path / "c.json", "new")
 
     assert [(p.name, p.read_text()) for p in tmp_path.iterdir()] == [("c.json", "new")]
 
 
-async def test_a_temporary_file_of_a_dead_process_goes_when_the_file_is_written(tmp_path, dead_pid):
+def test_a_temporary_file_of_a_dead_process_goes_when_the_file_is_written(tmp_path, dead_pid):
     _leftover(tmp_path, "c.json", dead_pid)
 
     atomic_write_text(tmp_path / "c.json", "new")
@@ -47,7 +47,7 @@ async def test_a_temporary_file_of_a_dead_process_goes_when_the_file_is_written(
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
 
 
-async def test_a_temporary_file_of_a_running_process_is_kept(tmp_path):
+def test_a_temporary_file_of_a_running_process_is_kept(tmp_path):
     mine = _leftover(tmp_path, "c.json", os.getpid())  # as a write in progress in this process
 
     atomic_write_text(tmp_path / "c.json", "new")
@@ -55,7 +55,7 @@ async def test_a_temporary_file_of_a_running_process_is_kept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["c.json", mine.name])
 
 
-async def test_an_old_temporary_file_goes_whatever_its_process_id(tmp_path):
+def test_an_old_temporary_file_goes_whatever_its_process_id(tmp_path):
     _leftover(tmp_path, "c.json", os.getpid(), age=STALE_AFTER_SECONDS + 60)
 
     atomic_write_text(tmp_path / "c.json", "new")
@@ -63,7 +63,7 @@ async def test_an_old_temporary_file_goes_whatever_its_process_id(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
 
 
-async def test_writing_a_file_leaves_the_temporary_files_of_other_files_alone(tmp_path, dead_pid):
+def test_writing_a_file_leaves_the_temporary_files_of_other_files_alone(tmp_path, dead_pid):
     other = _leftover(tmp_path, "other.json", dead_pid)
 
     atomic_write_text(tmp_path / "c.json", "new")
@@ -71,7 +71,7 @@ async def test_writing_a_file_leaves_the_temporary_files_of_other_files_alone(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["c.json", other.name])
 
 
-async def test_a_folder_sweep_removes_only_files_shaped_like_temporaries(tmp_path, dead_pid):
+def test_a_folder_sweep_removes_only_files_shaped_like_temporaries(tmp_path, dead_pid):
     stale = _leftover(tmp_path, "c.json", dead_pid)
     kept = ["c.json", ".c.json.swp", "notes.tmp", f".c.json.{dead_pid}.tmp", ".hidden"]
     for name in kept:
@@ -83,7 +83,7 @@ async def test_a_folder_sweep_removes_only_files_shaped_like_temporaries(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
 
 
-async def test_a_sweep_with_a_prefix_removes_only_temporaries_with_that_prefix(tmp_path, dead_pid):
+def test_a_sweep_with_a_prefix_removes_only_temporaries_with_that_prefix(tmp_path, dead_pid):
     plain = _leftover(tmp_path, "c.json", dead_pid)
     prefixed = tmp_path / f".agentctx-tmp-a.md.{dead_pid}.0123abcd.tmp"
     prefixed.write_text("half")
@@ -93,11 +93,11 @@ async def test_a_sweep_with_a_prefix_removes_only_temporaries_with_that_prefix(t
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.md", plain.name])
 
 
-async def test_a_sweep_of_a_missing_folder_removes_nothing(tmp_path):
+def test_a_sweep_of_a_missing_folder_removes_nothing(tmp_path):
     assert remove_stale_temporaries(tmp_path / "absent") == []
 
 
-async def test_a_tree_sweep_clears_every_folder_but_hidden_ones(tmp_path, dead_pid):
+def test_a_tree_sweep_clears_every_folder_but_hidden_ones(tmp_path, dead_pid):
     deep = tmp_path / "tests" / "test_tone"
     deep.mkdir(parents=True)
     hidden = tmp_path / ".git"
@@ -112,7 +112,7 @@ async def test_a_tree_sweep_clears_every_folder_but_hidden_ones(tmp_path, dead_p
     assert (alive.exists(), untouched.exists()) == (True, True)
 
 
-async def test_a_tree_sweep_skips_the_folders_done_and_notes_those_it_sweeps(tmp_path, dead_pid):
+def test_a_tree_sweep_skips_the_folders_done_and_notes_those_it_sweeps(tmp_path, dead_pid):
     deep = tmp_path / "tests"
     deep.mkdir()
     kept = _leftover(tmp_path, "a.json", dead_pid)
@@ -125,17 +125,15 @@ async def test_a_tree_sweep_skips_the_folders_done_and_notes_those_it_sweeps(tmp
     assert done == {tmp_path, deep}
 
 
-async def test_a_tree_sweep_of_a_missing_folder_removes_nothing(tmp_path):
+def test_a_tree_sweep_of_a_missing_folder_removes_nothing(tmp_path):
     assert remove_stale_temporaries_under(tmp_path / "absent") == []
 
 
-async def test_this_process_runs_and_an_ended_one_does_not(dead_pid):
+def test_this_process_runs_and_an_ended_one_does_not(dead_pid):
     assert (pid_running(os.getpid()), pid_running(dead_pid)) == (True, False)
 
 
-async def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(
-    tmp_path, monkeypatch
-):
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path, monkeypatch):
     atomic_write_text(tmp_path / "c.json", "old")
 
     def full(*args: object) -> None:
@@ -149,7 +147,7 @@ async def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary_file(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
-async def test_mode_gives_the_file_its_permissions_whatever_the_umask(tmp_path):
+def test_mode_gives_the_file_its_permissions_whatever_the_umask(tmp_path):
     old_umask = os.umask(0o077)
     try:
         atomic_write_text(tmp_path / "shared.txt", "text", mode=0o644)
@@ -161,15 +159,13 @@ async def test_mode_gives_the_file_its_permissions_whatever_the_umask(tmp_path):
     assert (tmp_path / "private.txt").stat().st_mode & 0o777 == 0o600
 
 
-async def test_text_is_written_as_utf8_with_its_line_ends_as_they_are(tmp_path):
+def test_text_is_written_as_utf8_with_its_line_ends_as_they_are(tmp_path):
     atomic_write_text(tmp_path / "c.txt", "a\nb\r\n°C\n")
 
     assert (tmp_path / "c.txt").read_bytes() == "a\nb\r\n°C\n".encode()
 
 
-async def test_a_file_already_at_the_temporary_name_is_never_written_nor_removed(
-    tmp_path, monkeypatch
-):
+def test_a_file_already_at_the_temporary_name_is_never_written_nor_removed(tmp_path, monkeypatch):
     class _FixedUuid:
         hex = "0123abcd" + "0" * 24
 
@@ -187,19 +183,19 @@ async def test_a_file_already_at_the_temporary_name_is_never_written_nor_removed
 # -- unwritable_reason ---------------------------------------------------------------
 
 
-async def test_a_path_in_a_writable_folder_is_writable(tmp_path):
+def test_a_path_in_a_writable_folder_is_writable(tmp_path):
     assert unwritable_reason(tmp_path / "report.json") is None
 
 
-async def test_a_path_whose_folders_can_be_created_is_writable(tmp_path):
+def test_a_path_whose_folders_can_be_created_is_writable(tmp_path):
     assert unwritable_reason(tmp_path / "a" / "b" / "report.json") is None
 
 
-async def test_a_folder_is_not_a_file_to_write(tmp_path):
+def test_a_folder_is_not_a_file_to_write(tmp_path):
     assert unwritable_reason(tmp_path) == f"{tmp_path} is a folder; give the path of a file"
 
 
-async def test_a_file_where_a_folder_should_be_is_named(tmp_path):
+def test_a_file_where_a_folder_should_be_is_named(tmp_path):
     (tmp_path / "reports").write_text("not a folder")
 
     reason = unwritable_reason(tmp_path / "reports" / "2025" / "report.json")
@@ -210,7 +206,7 @@ async def test_a_file_where_a_folder_should_be_is_named(tmp_path):
     )
 
 
-async def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch):
+def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch):
     real = os.access
     # chmod does not stop root, who runs some CI containers: the check is what matters.
     monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path and real(p, mode))
@@ -219,7 +215,7 @@ async def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("durable", "flushes"), [(True, 1), (False, 0)])
-async def test_only_a_durable_write_is_flushed_to_disk(tmp_path, monkeypatch, durable, flushes):
+def test_only_a_durable_write_is_flushed_to_disk(tmp_path, monkeypatch, durable, flushes):
     flushed: list[int] = []
     monkeypatch.setattr(os, "fsync", flushed.append)
 

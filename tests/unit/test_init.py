@@ -11,11 +11,11 @@ import pytest_agentctx
 
 
 @pytest.mark.parametrize("name", sorted(pytest_agentctx.__all__))
-async def test_every_public_name_is_importable_from_the_package(name: str) -> None:
+def test_every_public_name_is_importable_from_the_package(name: str) -> None:
     assert getattr(pytest_agentctx, name) is not None
 
 
-async def test_an_unknown_name_is_an_attribute_error() -> None:
+def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         pytest_agentctx.Nope  # type: ignore[attr-defined]  # noqa: B018
 
@@ -38,7 +38,7 @@ async def test_importing_the_package_loads_none_of_its_heavy_modules() -> None:
     )
 
 
-async def test_a_public_name_follows_its_module_when_the_module_is_imported_again(
+def test_a_public_name_follows_its_module_when_the_module_is_imported_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # pytester's in-process runs drop the modules a run imported; the next run imports them
@@ -52,7 +52,7 @@ async def test_a_public_name_follows_its_module_when_the_module_is_imported_agai
     assert (again is first, again is sys.modules[module].FrozenDict) == (False, True)
 
 
-async def test_a_cassettes_name_follows_its_module_when_the_module_is_imported_again(
+def test_a_cassettes_name_follows_its_module_when_the_module_is_imported_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from pytest_agentctx.traffic import cassettes

@@ -293,7 +293,7 @@ def lazy_declarations(package: str) -> tuple[list[tuple[str, str]], list[tuple[s
 
 
 @pytest.mark.parametrize("package", sorted(LAZY_PACKAGES))
-async def test_the_type_checking_imports_are_the_public_table(package: str) -> None:
+def test_the_type_checking_imports_are_the_public_table(package: str) -> None:
     table, imports = lazy_declarations(package)
     twice = sorted({name for name, _ in table if [n for n, _ in table].count(name) > 1})
     not_reexported = sorted(name for name, alias, _ in imports if alias != name)
@@ -310,26 +310,26 @@ async def test_the_type_checking_imports_are_the_public_table(package: str) -> N
 
 
 @pytest.mark.parametrize(("package", "own_names"), sorted(LAZY_PACKAGES.items()))
-async def test_all_is_the_public_table(package: str, own_names: list[str]) -> None:
+def test_all_is_the_public_table(package: str, own_names: list[str]) -> None:
     table, _ = lazy_declarations(package)
 
     assert import_module(package).__all__ == [name for name, _ in table] + own_names
 
 
-async def test_the_public_table_gives_the_defining_modules() -> None:
+def test_the_public_table_gives_the_defining_modules() -> None:
     table, _ = lazy_declarations("pytest_agentctx")
 
     assert dict(table) | {"__version__": "pytest_agentctx"} == PUBLIC_NAMES
 
 
-async def test_dir_lists_every_public_name() -> None:
+def test_dir_lists_every_public_name() -> None:
     listed = dir(pytest_agentctx)
 
     assert sorted(set(pytest_agentctx.__all__) - set(listed)) == []
     assert listed == sorted(listed)
 
 
-async def test_all_lists_exactly_the_public_names() -> None:
+def test_all_lists_exactly_the_public_names() -> None:
     listed = pytest_agentctx.__all__
     added = sorted(set(listed) - set(PUBLIC_NAMES))
     dropped = sorted(set(PUBLIC_NAMES) - set(listed))
@@ -343,7 +343,7 @@ async def test_all_lists_exactly_the_public_names() -> None:
 
 
 @pytest.mark.parametrize(("name", "module"), sorted(PUBLIC_NAMES.items()))
-async def test_a_public_name_is_the_object_its_module_defines(name: str, module: str) -> None:
+def test_a_public_name_is_the_object_its_module_defines(name: str, module: str) -> None:
     value = getattr(pytest_agentctx, name)
 
     assert value is getattr(import_module(module), name)
@@ -353,13 +353,13 @@ async def test_a_public_name_is_the_object_its_module_defines(name: str, module:
         assert value.__module__ == module
 
 
-async def test_the_entry_point_names_the_plugin_module() -> None:
+def test_the_entry_point_names_the_plugin_module() -> None:
     entry_points = tomllib.loads(PYPROJECT.read_text())["project"]["entry-points"]["pytest11"]
 
     assert entry_points == dict([ENTRY_POINT])
 
 
-async def test_pytest_loaded_the_entry_point_module_as_the_plugin(
+def test_pytest_loaded_the_entry_point_module_as_the_plugin(
     pytestconfig: pytest.Config,
 ) -> None:
     name, module = ENTRY_POINT
@@ -379,11 +379,11 @@ def hooks_of(module: object) -> set[str]:
 
 
 @pytest.mark.parametrize(("module", "hook"), PLUGIN_HOOKS)
-async def test_the_plugin_module_has_its_hook(module: str, hook: str) -> None:
+def test_the_plugin_module_has_its_hook(module: str, hook: str) -> None:
     assert callable(getattr(plugin_modules()[module], hook, None))
 
 
-async def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Config) -> None:
+def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Config) -> None:
     found = sorted(
         (name, hook) for name, module in plugin_modules().items() for hook in hooks_of(module)
     )
@@ -396,7 +396,7 @@ async def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Con
 
 
 @pytest.mark.parametrize("fixture", PLUGIN_FIXTURES)
-async def test_the_plugin_module_has_its_fixture(fixture: str) -> None:
+def test_the_plugin_module_has_its_fixture(fixture: str) -> None:
     # pytest finds a plugin's fixtures among the attributes of the modules it registered
     definitions = [getattr(module, fixture, None) for module in plugin_modules().values()]
     found = [d for d in definitions if isinstance(d, FixtureFunctionDefinition)]

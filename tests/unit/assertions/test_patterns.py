@@ -74,13 +74,13 @@ class Opaque:
 # -- dicts, models and objects -----------------------------------------------------------
 
 
-async def test_dict_pattern_matches_on_the_given_keys_only() -> None:
+def test_dict_pattern_matches_on_the_given_keys_only() -> None:
     pattern = {"current_iteration": 2, "iterations": [{"number": 1}, {"number": 2}]}
 
     assert matches(weather_run(), pattern)
 
 
-async def test_dict_pattern_reports_a_missing_key_with_its_path() -> None:
+def test_dict_pattern_reports_a_missing_key_with_its_path() -> None:
     match mismatches({"a": {"b": 1}}, {"a": {"c": 1}}):
         case [Mismatch("a.c", message)]:
             assert message == "missing, expected 1"
@@ -88,11 +88,11 @@ async def test_dict_pattern_reports_a_missing_key_with_its_path() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_dict_pattern_reads_model_properties() -> None:
+def test_dict_pattern_reads_model_properties() -> None:
     assert matches(weather_run(), {"final_output": "It is 18C and sunny in Paris."})
 
 
-async def test_dict_pattern_against_a_string_is_a_mismatch() -> None:
+def test_dict_pattern_against_a_string_is_a_mismatch() -> None:
     match mismatches("text", {"role": "user"}):
         case [Mismatch("(root)", message)]:
             assert message == "expected a mapping or an object with fields, got 'text'"
@@ -100,13 +100,13 @@ async def test_dict_pattern_against_a_string_is_a_mismatch() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_model_instance_pattern_matches_on_the_fields_it_was_given() -> None:
+def test_model_instance_pattern_matches_on_the_fields_it_was_given() -> None:
     message = Message(role="tool", content="18C, sunny", tool_call_id="call_1", name="x")
 
     assert matches(message, Message(role="tool", content="18C, sunny"))
 
 
-async def test_model_instance_pattern_of_another_type_is_a_mismatch() -> None:
+def test_model_instance_pattern_of_another_type_is_a_mismatch() -> None:
     match mismatches(ToolCall(id="c", name="n"), Message(role="user")):
         case [Mismatch("(root)", message)]:
             assert message.startswith("expected Message, got ToolCall(")
@@ -114,30 +114,30 @@ async def test_model_instance_pattern_of_another_type_is_a_mismatch() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_like_matches_the_given_fields_with_patterns() -> None:
+def test_like_matches_the_given_fields_with_patterns() -> None:
     call = ToolCall(id="call_9", name="get_weather", arguments={"city": "Paris", "unit": "c"})
 
     assert matches(call, Like(ToolCall, name=Regex("weather"), arguments={"city": "Paris"}))
 
 
-async def test_like_takes_positional_fields_in_match_args_order() -> None:
+def test_like_takes_positional_fields_in_match_args_order() -> None:
     call = ToolCall(id="call_9", name="get_weather", arguments={"city": "Paris"})
 
     assert matches(call, Like(ToolCall, "get_weather", {"city": "Paris"}))
 
 
-async def test_like_rejects_a_field_the_model_does_not_have() -> None:
+def test_like_rejects_a_field_the_model_does_not_have() -> None:
     with pytest.raises(PatternError, match=r"ToolCall has no field 'nme'\. Its fields are id"):
         Like(ToolCall, nme="x")
 
 
-async def test_like_matches_a_mapping_shaped_like_the_model() -> None:
+def test_like_matches_a_mapping_shaped_like_the_model() -> None:
     dumped = ToolCall(id="c", name="get_weather").model_dump(mode="json")
 
     assert matches(dumped, Like(ToolCall, name="get_weather"))
 
 
-async def test_like_does_not_match_a_mapping_of_another_shape() -> None:
+def test_like_does_not_match_a_mapping_of_another_shape() -> None:
     tool_message = {"role": "tool", "name": "get_weather", "content": "18C"}
 
     assert mismatches(tool_message, Like(ToolCall, name="get_weather")) != []
@@ -146,19 +146,19 @@ async def test_like_does_not_match_a_mapping_of_another_shape() -> None:
 # -- leaves ------------------------------------------------------------------------------
 
 
-async def test_any_matches_every_value() -> None:
+def test_any_matches_every_value() -> None:
     assert matches([None, weather_run(), "x"], [ANY, ANY, ANY])
 
 
-async def test_ellipsis_outside_a_list_matches_any_value() -> None:
+def test_ellipsis_outside_a_list_matches_any_value() -> None:
     assert matches({"content": None}, {"content": ...})
 
 
-async def test_regex_searches_the_string() -> None:
+def test_regex_searches_the_string() -> None:
     assert matches(weather_run(), {"final_output": Regex(r"\d+C and (sunny|clear)")})
 
 
-async def test_regex_mismatch_names_the_pattern() -> None:
+def test_regex_mismatch_names_the_pattern() -> None:
     match mismatches({"content": "cloudy"}, {"content": Regex("sun", re.IGNORECASE)}):
         case [Mismatch("content", message)]:
             assert message == "'cloudy' does not match Regex('sun', flags=re.IGNORECASE)"
@@ -166,24 +166,24 @@ async def test_regex_mismatch_names_the_pattern() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_regex_does_not_match_a_non_string() -> None:
+def test_regex_does_not_match_a_non_string() -> None:
     assert mismatches(42, Regex("42")) == [Mismatch("(root)", "42 does not match Regex('42')")]
 
 
-async def test_invalid_regex_is_a_pattern_error() -> None:
+def test_invalid_regex_is_a_pattern_error() -> None:
     with pytest.raises(PatternError, match=r"Regex\('\('\) is not a valid regular expression"):
         Regex("(")
 
 
-async def test_compiled_regex_is_a_leaf() -> None:
+def test_compiled_regex_is_a_leaf() -> None:
     assert matches({"content": "18C"}, {"content": re.compile(r"^\d+C$")})
 
 
-async def test_function_is_a_predicate() -> None:
+def test_function_is_a_predicate() -> None:
     assert matches({"tokens": 12}, {"tokens": lambda n: 0 < n < 100})
 
 
-async def test_raising_predicate_is_a_mismatch_that_names_the_error() -> None:
+def test_raising_predicate_is_a_mismatch_that_names_the_error() -> None:
     match mismatches({"tokens": None}, {"tokens": Predicate(lambda n: n > 0, "positive")}):
         case [Mismatch("tokens", message)]:
             assert message.startswith("None made Predicate(positive) raise TypeError")
@@ -191,21 +191,21 @@ async def test_raising_predicate_is_a_mismatch_that_names_the_error() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_class_matches_its_instances() -> None:
+def test_class_matches_its_instances() -> None:
     assert matches(weather_run(), {"iterations": [Iteration, Iteration], "created_at": datetime})
 
 
-async def test_dirty_equals_types_are_leaves() -> None:
+def test_dirty_equals_types_are_leaves() -> None:
     pattern = {"iterations": [{"metadata": {"usage": {"input_tokens": IsPositiveInt}}}, ANY]}
 
     assert matches(weather_run(), pattern)
 
 
-async def test_dirty_equals_sees_a_context_list_as_a_list() -> None:
+def test_dirty_equals_sees_a_context_list_as_a_list() -> None:
     assert matches(weather_run(), {"iterations": IsList(length=2)})
 
 
-async def test_failing_dirty_equals_leaf_is_reported_with_its_repr() -> None:
+def test_failing_dirty_equals_leaf_is_reported_with_its_repr() -> None:
     match mismatches({"name": "get_weather"}, {"name": IsStr(regex="send_.*")}):
         case [Mismatch("name", message)]:
             assert message.startswith("'get_weather' != IsStr(")
@@ -216,7 +216,7 @@ async def test_failing_dirty_equals_leaf_is_reported_with_its_repr() -> None:
 # -- lists -------------------------------------------------------------------------------
 
 
-async def test_list_pattern_reports_an_unexpected_item() -> None:
+def test_list_pattern_reports_an_unexpected_item() -> None:
     match mismatches([1, 2, 3], [1, 2]):
         case [Mismatch("[2]", "unexpected item 3")]:
             pass
@@ -224,29 +224,29 @@ async def test_list_pattern_reports_an_unexpected_item() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_list_pattern_reports_missing_items() -> None:
+def test_list_pattern_reports_missing_items() -> None:
     assert paths(mismatches([1], [1, 2, 3])) == ["[1]", "[2]"]
 
 
-async def test_ellipsis_in_a_list_stands_for_any_number_of_items() -> None:
+def test_ellipsis_in_a_list_stands_for_any_number_of_items() -> None:
     pattern = {"iterations": [..., {"tool_calls": [{"name": "get_weather"}]}, ...]}
 
     assert matches(weather_run(), pattern)
 
 
-async def test_list_without_leading_ellipsis_is_anchored_at_the_start() -> None:
+def test_list_without_leading_ellipsis_is_anchored_at_the_start() -> None:
     assert paths(mismatches([1, 2, 3], [2, ...])) == ["[0]"]
 
 
-async def test_list_without_trailing_ellipsis_is_anchored_at_the_end() -> None:
+def test_list_without_trailing_ellipsis_is_anchored_at_the_end() -> None:
     assert matches([1, 2, 3], [..., 3])
 
 
-async def test_runs_between_ellipses_must_appear_in_order() -> None:
+def test_runs_between_ellipses_must_appear_in_order() -> None:
     assert mismatches(["a", "b", "c"], [..., "c", ..., "a", ...]) != []
 
 
-async def test_missing_run_reports_the_closest_item_and_its_mismatches() -> None:
+def test_missing_run_reports_the_closest_item_and_its_mismatches() -> None:
     calls = [{"name": "search", "city": "Rome"}, {"name": "get_weather", "city": "Oslo"}]
 
     found = mismatches(calls, [..., {"name": "get_weather", "city": "Paris"}, ...])
@@ -258,27 +258,27 @@ async def test_missing_run_reports_the_closest_item_and_its_mismatches() -> None
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_unordered_matches_the_items_in_any_order() -> None:
+def test_unordered_matches_the_items_in_any_order() -> None:
     assert matches(["b", "c", "a"], Unordered("a", "b", "c"))
 
 
-async def test_unordered_reports_the_unmatched_pattern_and_the_unexpected_item() -> None:
+def test_unordered_reports_the_unmatched_pattern_and_the_unexpected_item() -> None:
     found = mismatches(["a", "x"], Unordered("a", "b"))
 
     assert [str(m) for m in found][-1] == "[1]: unexpected item 'x'"
     assert found[0].message.startswith("no item matches 'b'")
 
 
-async def test_unordered_with_ellipsis_allows_other_items() -> None:
+def test_unordered_with_ellipsis_allows_other_items() -> None:
     assert matches(["x", "b", "y", "a"], Unordered("a", "b", ...))
 
 
-async def test_unordered_finds_an_assignment_a_greedy_pass_misses() -> None:
+def test_unordered_finds_an_assignment_a_greedy_pass_misses() -> None:
     # "x" takes ANY first; only an augmenting path gives ANY "y" and "x" to the literal.
     assert matches(["x", "y"], Unordered(ANY, "x"))
 
 
-async def test_unordered_matches_a_long_shuffled_list_through_its_index() -> None:
+def test_unordered_matches_a_long_shuffled_list_through_its_index() -> None:
     items = [{"name": f"tool_{i}", "arguments": {"n": i}} for i in range(2000)]
     patterns = [{"name": f"tool_{i}", "arguments": {"n": i}} for i in range(2000)]
     random.Random(4).shuffle(items)
@@ -286,7 +286,7 @@ async def test_unordered_matches_a_long_shuffled_list_through_its_index() -> Non
     assert matches(items, Unordered(*patterns))
 
 
-async def test_unordered_index_still_reports_what_is_missing() -> None:
+def test_unordered_index_still_reports_what_is_missing() -> None:
     items = [{"name": f"tool_{i}"} for i in range(20)]
     patterns = [{"name": f"tool_{i}"} for i in range(19)] + [{"name": "tool_99"}]
 
@@ -297,15 +297,15 @@ async def test_unordered_index_still_reports_what_is_missing() -> None:
     )
 
 
-async def test_contains_needs_an_item_for_each_pattern() -> None:
+def test_contains_needs_an_item_for_each_pattern() -> None:
     assert matches(weather_run().get_all_messages(), Contains({"role": "tool"}, {"role": "user"}))
 
 
-async def test_each_reports_every_failing_item() -> None:
+def test_each_reports_every_failing_item() -> None:
     assert paths(mismatches([1, -2, 3, -4], Each(Predicate(lambda n: n > 0)))) == ["[1]", "[3]"]
 
 
-async def test_each_not_is_a_negative_rule_over_the_items() -> None:
+def test_each_not_is_a_negative_rule_over_the_items() -> None:
     found = mismatches(weather_run().all_tool_calls, Each(~Like(ToolCall, name="get_weather")))
 
     assert [m.message for m in found] == [
@@ -317,17 +317,17 @@ async def test_each_not_is_a_negative_rule_over_the_items() -> None:
 # -- negative rules and composition --------------------------------------------------------
 
 
-async def test_nowhere_reports_each_match_once_with_its_path() -> None:
+def test_nowhere_reports_each_match_once_with_its_path() -> None:
     found = mismatches(weather_run(), Nowhere(Like(ToolCall, name="get_weather")))
 
     assert paths(found) == ["iterations[0].tool_calls[0]"]
 
 
-async def test_nowhere_passes_when_nothing_matches() -> None:
+def test_nowhere_passes_when_nothing_matches() -> None:
     assert matches(weather_run(), Nowhere(Like(ToolCall, name="delete_user")))
 
 
-async def test_nowhere_looks_inside_sub_agent_runs_in_metadata() -> None:
+def test_nowhere_looks_inside_sub_agent_runs_in_metadata() -> None:
     outer = AgentContext.new("Plan", at=at(0)).with_iteration_metadata(
         {"subagents": [weather_run().model_dump(mode="json")]}
     )
@@ -340,7 +340,7 @@ async def test_nowhere_looks_inside_sub_agent_runs_in_metadata() -> None:
     ]
 
 
-async def test_and_reports_every_failing_part() -> None:
+def test_and_reports_every_failing_part() -> None:
     found = mismatches("cloudy", Regex("sun") & Regex("^rain"))
 
     assert [m.message for m in found] == [
@@ -349,48 +349,48 @@ async def test_and_reports_every_failing_part() -> None:
     ]
 
 
-async def test_or_matches_if_any_alternative_does() -> None:
+def test_or_matches_if_any_alternative_does() -> None:
     assert matches("clear", Regex("sun") | "clear")
 
 
-async def test_or_on_a_plain_value_composes_from_the_right() -> None:
+def test_or_on_a_plain_value_composes_from_the_right() -> None:
     assert repr("clear" | Regex("sun")) == "'clear' | Regex('sun')"
 
 
-async def test_or_failure_lists_the_alternatives() -> None:
+def test_or_failure_lists_the_alternatives() -> None:
     assert mismatches("fog", AnyOf("sun", "rain")) == [
         Mismatch("(root)", "'fog' matches none of 'sun' | 'rain'")
     ]
 
 
-async def test_invert_negates_a_pattern() -> None:
+def test_invert_negates_a_pattern() -> None:
     assert matches({"role": "user"}, {"role": ~Regex("assistant")})
 
 
-async def test_double_invert_gives_the_pattern_back() -> None:
+def test_double_invert_gives_the_pattern_back() -> None:
     pattern = Regex("x")
 
     assert ~Not(pattern) is pattern
 
 
-async def test_and_of_ands_is_flattened() -> None:
+def test_and_of_ands_is_flattened() -> None:
     assert len(AllOf(Regex("a") & Regex("b"), Regex("c")).patterns) == 3
 
 
 # -- exact comparison ------------------------------------------------------------------------
 
 
-async def test_exact_rejects_keys_the_pattern_does_not_name() -> None:
+def test_exact_rejects_keys_the_pattern_does_not_name() -> None:
     assert mismatches({"a": 1, "b": 2}, Exact({"a": 1})) == [
         Mismatch("b", "unexpected key, with value 2")
     ]
 
 
-async def test_exact_applies_nested_patterns() -> None:
+def test_exact_applies_nested_patterns() -> None:
     assert matches({"a": "sunny", "b": [1]}, Exact({"a": Regex("sun"), "b": [ANY]}))
 
 
-async def test_exact_like_reports_a_field_the_pattern_does_not_name() -> None:
+def test_exact_like_reports_a_field_the_pattern_does_not_name() -> None:
     call = ToolCall(id="call_1", name="f", arguments={"city": "Paris"})
 
     assert mismatches(call, Exact(Like(ToolCall, name="f", id=ANY))) == [
@@ -398,7 +398,7 @@ async def test_exact_like_reports_a_field_the_pattern_does_not_name() -> None:
     ]
 
 
-async def test_exact_like_needs_every_required_field_named() -> None:
+def test_exact_like_needs_every_required_field_named() -> None:
     match mismatches(ToolCall(id="call_1", name="f"), Exact(Like(ToolCall, name="f"))):
         case [Mismatch("id", message)]:
             assert message == (
@@ -409,7 +409,7 @@ async def test_exact_like_needs_every_required_field_named() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_exact_like_still_requires_the_class() -> None:
+def test_exact_like_still_requires_the_class() -> None:
     message = Message(role="tool", name="f")
 
     match mismatches(message, Exact(Like(ToolCall, name="f"))):
@@ -419,13 +419,13 @@ async def test_exact_like_still_requires_the_class() -> None:
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_exact_dict_compares_a_models_fields_like_a_mapping() -> None:
+def test_exact_dict_compares_a_models_fields_like_a_mapping() -> None:
     message = Message(role="assistant", content="It is sunny.")
 
     assert matches(message, Exact({"role": "assistant", "content": "It is sunny."}))
 
 
-async def test_exact_dict_reports_a_model_field_set_beyond_its_default() -> None:
+def test_exact_dict_reports_a_model_field_set_beyond_its_default() -> None:
     message = Message(role="tool", content="18C", name="get_weather")
 
     assert mismatches(message, Exact({"role": "tool", "content": "18C"})) == [
@@ -442,19 +442,19 @@ async def test_exact_dict_reports_a_model_field_set_beyond_its_default() -> None
     ],
     ids=["defaults-omitted", "defaults-given", "built-by-the-context"],
 )
-async def test_exact_counts_a_field_at_its_default_as_unset_however_it_was_built(
+def test_exact_counts_a_field_at_its_default_as_unset_however_it_was_built(
     message: Message,
 ) -> None:
     assert matches(message, Exact({"role": "user", "content": "Hi"}))
 
 
-async def test_exact_like_on_a_dumped_model_ignores_keys_at_their_default() -> None:
+def test_exact_like_on_a_dumped_model_ignores_keys_at_their_default() -> None:
     dumped = ToolCall(id="call_1", name="f").model_dump(mode="json")
 
     assert matches(dumped, Exact(Like(ToolCall, name="f", id="call_1")))
 
 
-async def test_exact_dict_on_a_dumped_model_counts_every_key() -> None:
+def test_exact_dict_on_a_dumped_model_counts_every_key() -> None:
     dumped = ToolCall(id="call_1", name="f").model_dump(mode="json")
 
     assert mismatches(dumped, Exact({"id": "call_1", "name": "f"})) == [
@@ -462,13 +462,13 @@ async def test_exact_dict_on_a_dumped_model_counts_every_key() -> None:
     ]
 
 
-async def test_exact_model_instance_names_every_field() -> None:
+def test_exact_model_instance_names_every_field() -> None:
     assert mismatches(Message(role="user", content="Hi"), Exact(Message(role="user"))) == [
         Mismatch("content", "'Hi' != None")
     ]
 
 
-async def test_exact_reaches_into_nested_models() -> None:
+def test_exact_reaches_into_nested_models() -> None:
     message = Message(
         role="assistant", tool_calls=[ToolCall(id="c1", name="f", arguments={"x": 1})]
     )
@@ -480,88 +480,88 @@ async def test_exact_reaches_into_nested_models() -> None:
     assert paths(found) == ["tool_calls[0].arguments"]
 
 
-async def test_exact_unordered_compares_its_items_exactly() -> None:
+def test_exact_unordered_compares_its_items_exactly() -> None:
     found = mismatches([{"a": 1, "x": 2}, {"b": 1}], Exact(Unordered({"b": 1}, {"a": 1})))
 
     assert "[0].x: unexpected key, with value 2" in [str(m) for m in found]
 
 
-async def test_exact_contains_allows_other_items_and_compares_its_own_exactly() -> None:
+def test_exact_contains_allows_other_items_and_compares_its_own_exactly() -> None:
     items = [{"a": 1}, {"b": 1, "x": 2}, "other"]
 
     assert matches(items, Exact(Contains({"a": 1})))
     assert paths(mismatches(items, Exact(Contains({"b": 1}))))[-1] == "[1].x"
 
 
-async def test_exact_each_compares_every_item_exactly() -> None:
+def test_exact_each_compares_every_item_exactly() -> None:
     assert paths(mismatches([{"a": 1}, {"a": 1, "b": 2}], Exact(Each({"a": 1})))) == ["[1].b"]
 
 
-async def test_exact_list_gap_stands_for_any_number_of_items() -> None:
+def test_exact_list_gap_stands_for_any_number_of_items() -> None:
     assert matches([1, {"a": 1}, 2, 3], Exact([..., {"a": 1}, ...]))
 
 
-async def test_exact_list_items_around_a_gap_are_compared_exactly() -> None:
+def test_exact_list_items_around_a_gap_are_compared_exactly() -> None:
     assert paths(mismatches([{"a": 1, "b": 2}, 3, 4], Exact([{"a": 1}, ...]))) == ["[0].b"]
 
 
-async def test_exact_and_names_what_either_part_names() -> None:
+def test_exact_and_names_what_either_part_names() -> None:
     call = ToolCall(id="call_1", name="f")
 
     assert matches(call, Exact(Like(ToolCall, name="f") & {"id": Regex("^call_")}))
 
 
-async def test_exact_and_reports_a_key_no_part_names_once() -> None:
+def test_exact_and_reports_a_key_no_part_names_once() -> None:
     found = mismatches({"a": 1, "b": 2, "c": 3}, Exact(AllOf({"a": 1}, {"b": 2})))
 
     assert found == [Mismatch("c", "unexpected key, with value 3")]
 
 
-async def test_exact_and_counts_only_the_alternative_that_matched() -> None:
+def test_exact_and_counts_only_the_alternative_that_matched() -> None:
     pattern = Exact(AllOf({"a": 1}, AnyOf({"b": 1}, {"c": 1})))
 
     assert matches({"a": 1, "b": 1}, pattern)
     assert mismatches({"a": 1, "b": 1, "c": 2}, pattern) != []
 
 
-async def test_exact_or_needs_one_alternative_to_match_exactly() -> None:
+def test_exact_or_needs_one_alternative_to_match_exactly() -> None:
     assert mismatches({"a": 1, "b": 2}, Exact(AnyOf({"a": 1}, {"b": 2}))) == [
         Mismatch("(root)", "{'a': 1, 'b': 2} matches none of {'a': 1} | {'b': 2} exactly")
     ]
 
 
-async def test_exact_not_is_judged_as_without_exact() -> None:
+def test_exact_not_is_judged_as_without_exact() -> None:
     # {"b": 1, "c": 3} matches {"b": 1} (c is not named there), so ~{"b": 1} rejects it.
     found = mismatches({"a": {"b": 1, "c": 3}}, Exact({"a": Not({"b": 1})}))
 
     assert [m.message for m in found] == ["{'b': 1, 'c': 3} matches {'b': 1}, which it must not"]
 
 
-async def test_exact_any_accepts_the_whole_value() -> None:
+def test_exact_any_accepts_the_whole_value() -> None:
     assert matches({"a": {"deep": [1, 2]}, "b": 2}, Exact(ANY))
     assert matches({"a": {"deep": [1, 2]}}, Exact({"a": ANY}))
 
 
-async def test_nested_exact_is_the_same_as_one() -> None:
+def test_nested_exact_is_the_same_as_one() -> None:
     value = {"a": 1, "b": {"c": 2, "d": 3}}
     pattern = {"a": 1, "b": {"c": 2}}
 
     assert mismatches(value, Exact(Exact(pattern))) == mismatches(value, Exact(pattern))
 
 
-async def test_dirty_equals_leaf_inside_exact_judges_its_value_itself() -> None:
+def test_dirty_equals_leaf_inside_exact_judges_its_value_itself() -> None:
     value = {"usage": {"input_tokens": 12, "output_tokens": 3}}
 
     assert matches(value, Exact({"usage": IsPartialDict(input_tokens=IsPositiveInt)}))
 
 
-async def test_exact_dataclass_counts_fields_that_differ_from_their_default() -> None:
+def test_exact_dataclass_counts_fields_that_differ_from_their_default() -> None:
     assert mismatches(Point(1, 2, label="p"), Exact({"x": 1, "y": 2})) == [
         Mismatch("label", "unexpected field, set to 'p' (its default is '')")
     ]
 
 
-async def test_exact_on_an_object_whose_fields_it_cannot_list_fails_and_says_why() -> None:
+def test_exact_on_an_object_whose_fields_it_cannot_list_fails_and_says_why() -> None:
     match mismatches(Opaque(), Exact({"x": 1})):
         case [Mismatch("(root)", message)]:
             assert "Exact cannot list which fields of a Opaque are set. Drop Exact" in message
@@ -569,12 +569,12 @@ async def test_exact_on_an_object_whose_fields_it_cannot_list_fails_and_says_why
             pytest.fail(f"unexpected mismatches: {other}")
 
 
-async def test_a_class_inside_exact_still_matches_its_instances_not_itself() -> None:
+def test_a_class_inside_exact_still_matches_its_instances_not_itself() -> None:
     assert matches("text", Exact(str))
     assert mismatches(str, Exact(str)) != []
 
 
-async def test_differences_lists_every_differing_path_of_two_contexts() -> None:
+def test_differences_lists_every_differing_path_of_two_contexts() -> None:
     found = differences(weather_run("Sunny."), weather_run("Rainy."))
 
     assert [str(m) for m in found] == ["iterations[1].messages[0].content: 'Sunny.' != 'Rainy.'"]
@@ -583,7 +583,7 @@ async def test_differences_lists_every_differing_path_of_two_contexts() -> None:
 # -- the public functions ----------------------------------------------------------------------
 
 
-async def test_every_mismatch_is_collected_not_just_the_first() -> None:
+def test_every_mismatch_is_collected_not_just_the_first() -> None:
     pattern = {
         "current_iteration": 3,
         "iterations": [{"number": 1}, {"messages": [{"content": "Rainy."}]}],
@@ -595,11 +595,11 @@ async def test_every_mismatch_is_collected_not_just_the_first() -> None:
     ]
 
 
-async def test_matches_returns_true() -> None:
+def test_matches_returns_true() -> None:
     assert matches(weather_run(), {"current_iteration": 2}) is True
 
 
-async def test_matches_raises_an_assertion_error_with_the_count_first() -> None:
+def test_matches_raises_an_assertion_error_with_the_count_first() -> None:
     with pytest.raises(MismatchError) as excinfo:
         matches(weather_run(), {"current_iteration": 3, "iterations": [ANY]})
 
@@ -613,20 +613,20 @@ async def test_matches_raises_an_assertion_error_with_the_count_first() -> None:
     ]
 
 
-async def test_mismatches_is_empty_for_a_match() -> None:
+def test_mismatches_is_empty_for_a_match() -> None:
     assert mismatches(weather_run(), {"iterations": [..., {"number": 2}]}) == []
 
 
-async def test_a_pattern_compares_equal_to_the_values_it_matches() -> None:
+def test_a_pattern_compares_equal_to_the_values_it_matches() -> None:
     assert weather_run() == Like(AgentContext, current_iteration=2)
     assert weather_run() != Like(AgentContext, current_iteration=3)
 
 
-async def test_paths_quote_keys_that_are_not_identifiers() -> None:
+def test_paths_quote_keys_that_are_not_identifiers() -> None:
     assert paths(mismatches({"x-y": {0: 1}}, {"x-y": {0: 2}})) == ["['x-y'][0]"]
 
 
-async def test_hook_text_has_the_comparison_then_the_count_then_the_paths() -> None:
+def test_hook_text_has_the_comparison_then_the_count_then_the_paths() -> None:
     lines = assertrepr_compare("==", weather_run("Sunny."), weather_run("Rainy."))
 
     assert lines == [
@@ -636,7 +636,7 @@ async def test_hook_text_has_the_comparison_then_the_count_then_the_paths() -> N
     ]
 
 
-async def test_hook_explains_a_comparison_with_a_pattern_on_either_side() -> None:
+def test_hook_explains_a_comparison_with_a_pattern_on_either_side() -> None:
     match assertrepr_compare("==", Regex("sun"), "fog"):
         case [_, "1 mismatch:", "  (root): 'fog' does not match Regex('sun')"]:
             pass
@@ -648,7 +648,5 @@ async def test_hook_explains_a_comparison_with_a_pattern_on_either_side() -> Non
     ("op", "left", "right"),
     [("==", {"a": 1}, {"a": 2}), ("!=", Regex("a"), "a"), ("==", weather_run(), "text")],
 )
-async def test_hook_leaves_other_comparisons_to_pytest(
-    op: str, left: object, right: object
-) -> None:
+def test_hook_leaves_other_comparisons_to_pytest(op: str, left: object, right: object) -> None:
     assert assertrepr_compare(op, left, right) is None

@@ -381,7 +381,7 @@ def assert_names_existing_paths(value: Any, found: list[Mismatch]) -> None:
 
 @LAWS
 @given(cases())
-async def test_exact_matching_implies_matching(case: tuple[Any, Any]) -> None:
+def test_exact_matching_implies_matching(case: tuple[Any, Any]) -> None:
     value, pattern = case
 
     assert not matched(value, Exact(pattern)) or matched(value, pattern)
@@ -389,7 +389,7 @@ async def test_exact_matching_implies_matching(case: tuple[Any, Any]) -> None:
 
 @LAWS
 @given(pairs())
-async def test_and_matches_iff_both_parts_match(case: tuple[Any, Any, Any]) -> None:
+def test_and_matches_iff_both_parts_match(case: tuple[Any, Any, Any]) -> None:
     value, p, q = case
 
     assert matched(value, AllOf(p, q)) == (matched(value, p) and matched(value, q))
@@ -397,7 +397,7 @@ async def test_and_matches_iff_both_parts_match(case: tuple[Any, Any, Any]) -> N
 
 @LAWS
 @given(pairs())
-async def test_or_matches_iff_either_part_matches(case: tuple[Any, Any, Any]) -> None:
+def test_or_matches_iff_either_part_matches(case: tuple[Any, Any, Any]) -> None:
     value, p, q = case
 
     assert matched(value, AnyOf(p, q)) == (matched(value, p) or matched(value, q))
@@ -405,7 +405,7 @@ async def test_or_matches_iff_either_part_matches(case: tuple[Any, Any, Any]) ->
 
 @LAWS
 @given(cases())
-async def test_not_matches_iff_the_pattern_does_not(case: tuple[Any, Any]) -> None:
+def test_not_matches_iff_the_pattern_does_not(case: tuple[Any, Any]) -> None:
     value, pattern = case
 
     assert matched(value, Not(pattern)) == (not matched(value, pattern))
@@ -413,7 +413,7 @@ async def test_not_matches_iff_the_pattern_does_not(case: tuple[Any, Any]) -> No
 
 @LAWS
 @given(pairs())
-async def test_exact_or_matches_iff_an_alternative_matches_exactly(
+def test_exact_or_matches_iff_an_alternative_matches_exactly(
     case: tuple[Any, Any, Any],
 ) -> None:
     value, p, q = case
@@ -425,7 +425,7 @@ async def test_exact_or_matches_iff_an_alternative_matches_exactly(
 
 @LAWS
 @given(cases())
-async def test_exact_not_matches_iff_the_pattern_does_not(case: tuple[Any, Any]) -> None:
+def test_exact_not_matches_iff_the_pattern_does_not(case: tuple[Any, Any]) -> None:
     value, pattern = case
 
     assert matched(value, Exact(Not(pattern))) == (not matched(value, pattern))
@@ -447,7 +447,7 @@ def split_records(draw: st.DrawFn) -> tuple[Any, dict[Any, Any], dict[Any, Any]]
 
 @LAWS
 @given(split_records())
-async def test_exact_and_of_dicts_is_exact_of_the_merged_dict(
+def test_exact_and_of_dicts_is_exact_of_the_merged_dict(
     case: tuple[Any, dict[Any, Any], dict[Any, Any]],
 ) -> None:
     value, a, b = case
@@ -473,13 +473,13 @@ RECORD_VALUES = st.one_of(st.dictionaries(KEYS, JSON, max_size=4), MODELS)
 
 @LAWS
 @given(RECORD_VALUES)
-async def test_exact_of_the_keys_set_matches(value: Any) -> None:
+def test_exact_of_the_keys_set_matches(value: Any) -> None:
     assert matched(value, Exact(copy.deepcopy(set_keys(value))))
 
 
 @LAWS
 @given(RECORD_VALUES, st.data())
-async def test_exact_of_a_dict_that_leaves_out_a_key_set_does_not_match(
+def test_exact_of_a_dict_that_leaves_out_a_key_set_does_not_match(
     value: Any, data: st.DataObject
 ) -> None:
     # DataObject.draw draws as a DrawFn does; the DrawFn protocol also names __signature__
@@ -491,7 +491,7 @@ async def test_exact_of_a_dict_that_leaves_out_a_key_set_does_not_match(
 
 @PATH_LAWS
 @given(cases())
-async def test_a_failing_match_names_paths_that_exist(case: tuple[Any, Any]) -> None:
+def test_a_failing_match_names_paths_that_exist(case: tuple[Any, Any]) -> None:
     value, pattern = case
     for checked in (pattern, Exact(pattern)):
         collected: list[Mismatch] = []
@@ -506,7 +506,7 @@ async def test_a_failing_match_names_paths_that_exist(case: tuple[Any, Any]) -> 
 
 @LAWS
 @given(VALUES)
-async def test_a_value_matches_itself_and_exact_of_itself(value: Any) -> None:
+def test_a_value_matches_itself_and_exact_of_itself(value: Any) -> None:
     pattern = copy.deepcopy(value)
 
     assert mismatches(value, pattern) == []
@@ -515,5 +515,5 @@ async def test_a_value_matches_itself_and_exact_of_itself(value: Any) -> None:
 
 @LAWS
 @given(MODELS)
-async def test_a_model_matches_exact_of_its_dump(model: BaseModel) -> None:
+def test_a_model_matches_exact_of_its_dump(model: BaseModel) -> None:
     assert mismatches(model, Exact(model.model_dump())) == []

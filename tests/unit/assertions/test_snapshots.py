@@ -59,11 +59,11 @@ def body(data: Any, **options: Any) -> list[str]:
 # -- the format ---------------------------------------------------------------------------
 
 
-async def test_first_line_names_the_format_version() -> None:
+def test_first_line_names_the_format_version() -> None:
     assert lines_of(weather_run())[0] == f"# pytest-agentctx snapshot, format {FORMAT_VERSION}"
 
 
-async def test_every_value_has_its_own_line_led_by_its_path() -> None:
+def test_every_value_has_its_own_line_led_by_its_path() -> None:
     lines = body(weather_run())
 
     assert lines[:8] == [
@@ -78,21 +78,21 @@ async def test_every_value_has_its_own_line_led_by_its_path() -> None:
     ]
 
 
-async def test_nested_models_are_expanded_field_by_field() -> None:
+def test_nested_models_are_expanded_field_by_field() -> None:
     assert "iterations[0].messages[2].tool_calls[0].arguments.city = 'Paris'" in body(weather_run())
 
 
-async def test_fields_at_their_default_are_left_out() -> None:
+def test_fields_at_their_default_are_left_out() -> None:
     lines = body(weather_run())
 
     assert not [line for line in lines if line.endswith(("= None", "= False", "= []", "= {}"))]
 
 
-async def test_iteration_tool_calls_refer_to_the_messages_when_they_are_the_same() -> None:
+def test_iteration_tool_calls_refer_to_the_messages_when_they_are_the_same() -> None:
     assert "iterations[0].tool_calls = [1 item: those of the messages]" in body(weather_run())
 
 
-async def test_iteration_tool_calls_are_expanded_when_they_differ_from_the_messages() -> None:
+def test_iteration_tool_calls_are_expanded_when_they_differ_from_the_messages() -> None:
     ctx = weather_run()
     odd = ctx.iterations[0].model_copy(update={"tool_calls": Seq([ToolCall(id="x", name="y")])})
     ctx = ctx.model_copy(update={"iterations": ctx.iterations.with_last(odd)})
@@ -100,24 +100,24 @@ async def test_iteration_tool_calls_are_expanded_when_they_differ_from_the_messa
     assert "iterations[1].tool_calls[0].name = 'y'" in body(ctx)
 
 
-async def test_iteration_tool_calls_are_expanded_when_the_messages_are_left_out() -> None:
+def test_iteration_tool_calls_are_expanded_when_the_messages_are_left_out() -> None:
     lines = body(weather_run(), omit=["**.messages"])
 
     assert "iterations[0].tool_calls[0].name = 'get_weather'" in lines
 
 
-async def test_multi_line_strings_are_written_as_blocks() -> None:
+def test_multi_line_strings_are_written_as_blocks() -> None:
     lines = body(weather_run(answer="Sunny.\n\nWarm."))
 
     start = lines.index("iterations[1].messages[0].content = |")
     assert lines[start + 1 : start + 4] == ["  | Sunny.", "  |", "  | Warm."]
 
 
-async def test_mapping_keys_are_sorted_and_quoted_when_needed() -> None:
+def test_mapping_keys_are_sorted_and_quoted_when_needed() -> None:
     assert body({"b": 1, "a-b": 2, "a": 3}) == ["a = 3", "['a-b'] = 2", "b = 1"]
 
 
-async def test_a_run_result_is_written_with_its_output_and_context() -> None:
+def test_a_run_result_is_written_with_its_output_and_context() -> None:
     agent = Agent(name="weather", model="openai:gpt-4o-mini")
     result = RunResult(agent=agent, context=weather_run(), output="18C and sunny.")
 
@@ -129,13 +129,13 @@ async def test_a_run_result_is_written_with_its_output_and_context() -> None:
     ]
 
 
-async def test_a_model_in_untyped_metadata_names_its_type() -> None:
+def test_a_model_in_untyped_metadata_names_its_type() -> None:
     ctx = AgentContext.new("Plan", at=T0).with_iteration_metadata({"research": weather_run()})
 
     assert "iterations[0].metadata.research = AgentContext" in body(ctx)
 
 
-async def test_dataclasses_are_written_field_by_field() -> None:
+def test_dataclasses_are_written_field_by_field() -> None:
     @dataclass
     class Usage:
         tokens: int
@@ -148,12 +148,12 @@ async def test_dataclasses_are_written_field_by_field() -> None:
     ]
 
 
-async def test_a_value_without_a_stable_text_form_is_refused() -> None:
+def test_a_value_without_a_stable_text_form_is_refused() -> None:
     with pytest.raises(SnapshotError, match=r"Cannot snapshot handle: a object has no stable"):
         serialize({"handle": object()})
 
 
-async def test_the_fast_path_writes_what_the_general_path_writes() -> None:
+def test_the_fast_path_writes_what_the_general_path_writes() -> None:
     ctx = weather_run(answer="two\nlines")
 
     general = body(ctx, omit=["no_such_field"])
@@ -164,7 +164,7 @@ async def test_the_fast_path_writes_what_the_general_path_writes() -> None:
 # -- normalisation ------------------------------------------------------------------------
 
 
-async def test_timestamps_are_offsets_from_the_run_start() -> None:
+def test_timestamps_are_offsets_from_the_run_start() -> None:
     lines = body(weather_run())
 
     assert "iterations[0].completed_at = <t+2s>" in lines
@@ -172,7 +172,7 @@ async def test_timestamps_are_offsets_from_the_run_start() -> None:
     assert "created_at = <t+0s>" in lines
 
 
-async def test_fractional_offsets_keep_their_digits() -> None:
+def test_fractional_offsets_keep_their_digits() -> None:
     assert body([T0, T0 + timedelta(milliseconds=1500)]) == [
         "[2 items]",
         "[0] = <t+0s>",
@@ -180,18 +180,18 @@ async def test_fractional_offsets_keep_their_digits() -> None:
     ]
 
 
-async def test_instants_before_the_start_are_negative_offsets() -> None:
+def test_instants_before_the_start_are_negative_offsets() -> None:
     earlier = [T0, T0 - timedelta(milliseconds=1500), T0 - timedelta(days=1, seconds=2)]
     assert body(earlier) == ["[3 items]", "[0] = <t+0s>", "[1] = <t-1.5s>", "[2] = <t-86402s>"]
 
 
-async def test_two_runs_started_at_different_times_give_the_same_snapshot() -> None:
+def test_two_runs_started_at_different_times_give_the_same_snapshot() -> None:
     later = weather_run(start=T0 + timedelta(days=30), call_id="call_zz9")
 
     assert serialize(weather_run()) == serialize(later)
 
 
-async def test_generated_ids_are_numbered_in_first_seen_order() -> None:
+def test_generated_ids_are_numbered_in_first_seen_order() -> None:
     lines = body(weather_run(call_id="toolu_01XYZ"))
 
     assert [line for line in lines if "id" in line.split(" = ")[0].rsplit(".", 1)[-1]] == [
@@ -200,26 +200,26 @@ async def test_generated_ids_are_numbered_in_first_seen_order() -> None:
     ]
 
 
-async def test_id_fields_can_be_chosen() -> None:
+def test_id_fields_can_be_chosen() -> None:
     assert body({"run": "r-1", "trace": "t-9"}, ids=["run", "trace"]) == [
         "run = <id:1>",
         "trace = <id:2>",
     ]
 
 
-async def test_normalize_replaces_a_volatile_value() -> None:
+def test_normalize_replaces_a_volatile_value() -> None:
     lines = body(weather_run(), normalize={"**.latency_ms": "<latency>"})
 
     assert "iterations[0].metadata.latency_ms = <latency>" in lines
 
 
-async def test_normalize_hook_receives_the_value() -> None:
+def test_normalize_hook_receives_the_value() -> None:
     lines = body(weather_run(), normalize={"latency_ms": lambda ms: round(ms, -3)})
 
     assert "iterations[0].metadata.latency_ms = 1000" in lines
 
 
-async def test_a_failing_normalize_hook_is_reported_with_its_path() -> None:
+def test_a_failing_normalize_hook_is_reported_with_its_path() -> None:
     with pytest.raises(SnapshotError, match=r"hook for iterations\[0\]\.metadata\.model raised"):
         serialize(weather_run(), SnapshotOptions(normalize={"model": lambda m: m / 2}))
 
@@ -227,7 +227,7 @@ async def test_a_failing_normalize_hook_is_reported_with_its_path() -> None:
 # -- projections ---------------------------------------------------------------------------
 
 
-async def test_last_keeps_the_last_iterations_with_their_own_indexes() -> None:
+def test_last_keeps_the_last_iterations_with_their_own_indexes() -> None:
     lines = body(weather_run(), last=1)
 
     assert "iterations = [2 items, the first 1 left out]" in lines
@@ -235,7 +235,7 @@ async def test_last_keeps_the_last_iterations_with_their_own_indexes() -> None:
     assert "iterations[1].number = 2" in lines
 
 
-async def test_fields_keep_only_the_selected_values() -> None:
+def test_fields_keep_only_the_selected_values() -> None:
     lines = body(weather_run(), fields=["iterations[*].messages[*].content"])
 
     assert lines == [
@@ -246,19 +246,19 @@ async def test_fields_keep_only_the_selected_values() -> None:
     ]
 
 
-async def test_omit_leaves_values_out() -> None:
+def test_omit_leaves_values_out() -> None:
     lines = body(weather_run(), omit=["metadata", "**.tool_calls"])
 
     assert not [line for line in lines if "metadata" in line or "tool_calls" in line]
 
 
-async def test_truncate_cuts_long_strings_and_says_how_much() -> None:
+def test_truncate_cuts_long_strings_and_says_how_much() -> None:
     lines = body(weather_run(), truncate=5)
 
     assert "iterations[0].messages[1].content = 'Weath' … (+12 chars)" in lines
 
 
-async def test_a_projection_is_named_in_the_header() -> None:
+def test_a_projection_is_named_in_the_header() -> None:
     assert lines_of(weather_run(), last=1, truncate=80)[1] == (
         "# projection: last 1 iterations; strings cut at 80 characters"
     )
@@ -273,14 +273,14 @@ async def test_a_projection_is_named_in_the_header() -> None:
         ({"normalize": ["x"]}, r"normalize=\['x'\]\): expected a mapping"),
     ],
 )
-async def test_invalid_options_are_refused_with_what_to_give(
+def test_invalid_options_are_refused_with_what_to_give(
     options: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(SnapshotError, match=message):
         SnapshotOptions(**options)
 
 
-async def test_merged_options_add_hooks_and_replace_projections() -> None:
+def test_merged_options_add_hooks_and_replace_projections() -> None:
     base = SnapshotOptions(normalize={"a": "A"}, last=5, omit=("x",))
 
     merged = base.merged(normalize={"b": "B"}, last=2, omit=["y"])
@@ -291,11 +291,11 @@ async def test_merged_options_add_hooks_and_replace_projections() -> None:
 # -- the syrupy extension ----------------------------------------------------------------------
 
 
-async def test_extension_files_have_their_own_extension() -> None:
+def test_extension_files_have_their_own_extension() -> None:
     assert AgentSnapshotExtension.file_extension == "agentctx"
 
 
-async def test_reading_a_file_in_another_format_taints_the_snapshot(tmp_path: Path) -> None:
+def test_reading_a_file_in_another_format_taints_the_snapshot(tmp_path: Path) -> None:
     old = tmp_path / "test_x.agentctx"
     old.write_text("# pytest-agentctx snapshot, format 0\nAgentContext\n", encoding="utf-8")
 
@@ -305,7 +305,7 @@ async def test_reading_a_file_in_another_format_taints_the_snapshot(tmp_path: Pa
         )
 
 
-async def test_reading_a_missing_file_gives_none(tmp_path: Path) -> None:
+def test_reading_a_missing_file_gives_none(tmp_path: Path) -> None:
     data = AgentSnapshotExtension().read_snapshot_data_from_location(
         snapshot_location=str(tmp_path / "nope.agentctx"), snapshot_name="nope", session_id="s"
     )
@@ -313,7 +313,7 @@ async def test_reading_a_missing_file_gives_none(tmp_path: Path) -> None:
     assert data is None
 
 
-async def test_writing_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+def test_writing_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
     location = tmp_path / "mod" / "test_x.agentctx"
     collection = SnapshotCollection(location=str(location))
     collection.add(Snapshot(name="test_x", data=serialize(weather_run())))
@@ -325,7 +325,7 @@ async def test_writing_replaces_the_file_whole_and_leaves_no_temporary_file(tmp_
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
-async def test_a_written_snapshot_is_readable_by_all_whatever_the_umask(tmp_path: Path) -> None:
+def test_a_written_snapshot_is_readable_by_all_whatever_the_umask(tmp_path: Path) -> None:
     location = tmp_path / "test_x.agentctx"
     collection = SnapshotCollection(location=str(location))
     collection.add(Snapshot(name="test_x", data=serialize(weather_run())))
@@ -339,7 +339,7 @@ async def test_a_written_snapshot_is_readable_by_all_whatever_the_umask(tmp_path
     assert location.stat().st_mode & 0o777 == 0o644
 
 
-async def test_a_failed_write_keeps_the_old_snapshot_and_leaves_no_temporary_file(
+def test_a_failed_write_keeps_the_old_snapshot_and_leaves_no_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     location = tmp_path / "test_x.agentctx"
@@ -361,7 +361,7 @@ async def test_a_failed_write_keeps_the_old_snapshot_and_leaves_no_temporary_fil
     assert location.read_bytes() == old
 
 
-async def test_diff_shows_only_the_changed_lines_and_their_neighbours() -> None:
+def test_diff_shows_only_the_changed_lines_and_their_neighbours() -> None:
     old = serialize(weather_run(answer="Sunny."))
     new = serialize(weather_run(answer="Rainy."))
 
@@ -388,13 +388,13 @@ def plain_diff(new: str, old: str) -> list[str]:
 TEN_LINES = "".join(f"line {i}\n" for i in range(10))
 
 
-async def test_diff_of_a_change_in_the_first_line_has_no_leading_ellipsis() -> None:
+def test_diff_of_a_change_in_the_first_line_has_no_leading_ellipsis() -> None:
     new = TEN_LINES.replace("line 0", "LINE 0")
 
     assert plain_diff(new, TEN_LINES) == ["- line 0", "+ LINE 0", "  line 1", "  ..."]
 
 
-async def test_diff_of_inserted_lines_shows_them_between_their_neighbours() -> None:
+def test_diff_of_inserted_lines_shows_them_between_their_neighbours() -> None:
     new = TEN_LINES.replace("line 5\n", "line 5\nnew a\nnew b\n")
 
     assert plain_diff(new, TEN_LINES) == [
@@ -407,7 +407,7 @@ async def test_diff_of_inserted_lines_shows_them_between_their_neighbours() -> N
     ]
 
 
-async def test_diff_of_two_distant_changes_shows_both() -> None:
+def test_diff_of_two_distant_changes_shows_both() -> None:
     new = TEN_LINES.replace("line 2", "X").replace("line 7", "Y")
 
     assert plain_diff(new, TEN_LINES) == [
@@ -429,12 +429,12 @@ def _exclude_nothing(prop: Any, path: Any) -> bool:
     return False
 
 
-async def test_extension_refuses_syrupy_property_filters() -> None:
+def test_extension_refuses_syrupy_property_filters() -> None:
     with pytest.raises(SnapshotError, match=r"use agent_snapshot\(fields=\[\.\.\.\]\)"):
         AgentSnapshotExtension().serialize({}, exclude=_exclude_nothing)
 
 
-async def test_regex_in_a_test_of_the_serialized_text() -> None:
+def test_regex_in_a_test_of_the_serialized_text() -> None:
     assert matches(
         serialize(weather_run()), Regex(r"created_at = <t\+0s>\nupdated_at = <t\+3s>\n$")
     )
@@ -455,7 +455,7 @@ def _every_field_context() -> AgentContext:
     return ctx.add_tool_results([result], at=T0 + timedelta(seconds=2))
 
 
-async def test_the_fast_path_writes_every_field_the_general_path_writes() -> None:
+def test_the_fast_path_writes_every_field_the_general_path_writes() -> None:
     ctx = _every_field_context()
     fast = serialize(ctx).splitlines()
     general = serialize(ctx, SnapshotOptions(omit=("no.such.path",))).splitlines()
@@ -465,7 +465,7 @@ async def test_the_fast_path_writes_every_field_the_general_path_writes() -> Non
     assert "iterations[0].messages[2].reasoning[0].thinking = 'Paris, then answer.'" in fast
 
 
-async def test_opaque_reasoning_tokens_are_written_as_a_placeholder() -> None:
+def test_opaque_reasoning_tokens_are_written_as_a_placeholder() -> None:
     ctx = _every_field_context()
     reasoning = [line for line in body(ctx) if ".reasoning[0]." in line]
 
@@ -476,7 +476,7 @@ async def test_opaque_reasoning_tokens_are_written_as_a_placeholder() -> None:
     ]
 
 
-async def test_opaque_keys_in_metadata_are_placeholders_on_the_fast_path_too() -> None:
+def test_opaque_keys_in_metadata_are_placeholders_on_the_fast_path_too() -> None:
     metadata = {"a": {"signature": "x1"}, "b": {"signature": "x2"}}
     ctx = AgentContext.new("hi", at=T0).with_iteration_metadata(metadata)
 
@@ -513,7 +513,7 @@ def leaky_run(secret: str = SECRET) -> AgentContext:
     return ctx.add_assistant_message(f"Done with {secret}.", at=T0 + timedelta(seconds=3))
 
 
-async def test_every_secret_of_a_run_is_written_as_redacted() -> None:
+def test_every_secret_of_a_run_is_written_as_redacted() -> None:
     text = serialize(leaky_run(), redactor=_redactor())
 
     assert SECRET not in text
@@ -527,7 +527,7 @@ async def test_every_secret_of_a_run_is_written_as_redacted() -> None:
     assert "iterations[1].messages[0].content = 'Done with REDACTED.'" in text
 
 
-async def test_a_recorded_run_is_written_as_its_replay_from_the_redacted_cassette() -> None:
+def test_a_recorded_run_is_written_as_its_replay_from_the_redacted_cassette() -> None:
     # Recording: the live run holds the secret. Replaying: the cassette holds REDACTED.
     recorded = serialize(leaky_run(), redactor=_redactor())
 
@@ -543,14 +543,14 @@ async def test_a_recorded_run_is_written_as_its_replay_from_the_redacted_cassett
     ],
     ids=["truncate", "normalize-hook", "projection"],
 )
-async def test_a_projected_run_is_written_as_its_redacted_replay(options: SnapshotOptions) -> None:
+def test_a_projected_run_is_written_as_its_redacted_replay(options: SnapshotOptions) -> None:
     recorded = serialize(leaky_run(), options, _redactor())
 
     assert SECRET[:8] not in recorded
     assert recorded == serialize(leaky_run("REDACTED"), options, _redactor())
 
 
-async def test_a_secret_with_a_quote_is_written_as_its_redacted_replay() -> None:
+def test_a_secret_with_a_quote_is_written_as_its_redacted_replay() -> None:
     secret = "it's-a-secret-9f2c"
 
     recorded = serialize(leaky_run(secret), redactor=_redactor(secret))
@@ -559,13 +559,13 @@ async def test_a_secret_with_a_quote_is_written_as_its_redacted_replay() -> None
     assert recorded == serialize(leaky_run("REDACTED"))
 
 
-async def test_a_run_without_secrets_is_written_as_without_a_redactor() -> None:
+def test_a_run_without_secrets_is_written_as_without_a_redactor() -> None:
     ctx = weather_run()
 
     assert serialize(ctx, redactor=_redactor()) == serialize(ctx)
 
 
-async def test_a_run_result_is_written_redacted() -> None:
+def test_a_run_result_is_written_redacted() -> None:
     agent = Agent(name="weather", model="openai:gpt-4o-mini")
     result = RunResult(agent=agent, context=leaky_run(), output=f"Done with {SECRET}.")
 
@@ -575,7 +575,7 @@ async def test_a_run_result_is_written_redacted() -> None:
     assert "output = 'Done with REDACTED.'" in text
 
 
-async def test_the_extension_redacts_with_the_running_tests_redactor() -> None:
+def test_the_extension_redacts_with_the_running_tests_redactor() -> None:
     from pytest_agentctx.redaction.active import set_active
 
     previous = set_active(_redactor())
@@ -602,7 +602,7 @@ def orchestrated_run(start: datetime = T0) -> AgentContext:
     return ctx.add_assistant_message("Pack an umbrella.", at=start + timedelta(seconds=5))
 
 
-async def test_a_sub_agents_run_is_written_like_the_top_level_run() -> None:
+def test_a_sub_agents_run_is_written_like_the_top_level_run() -> None:
     nested = "iterations[0].metadata.subagents.weather.context"
     lines = [line[len(nested) :] for line in body(orchestrated_run()) if line.startswith(nested)]
 
@@ -641,19 +641,19 @@ async def test_a_sub_agents_run_is_written_like_the_top_level_run() -> None:
     ]
 
 
-async def test_a_sub_agents_run_gives_the_same_snapshot_from_another_clock_start() -> None:
+def test_a_sub_agents_run_gives_the_same_snapshot_from_another_clock_start() -> None:
     later = T0 + timedelta(days=30, hours=5)
 
     assert serialize(orchestrated_run(later)) == serialize(orchestrated_run())
 
 
-async def test_a_sub_agents_run_is_written_like_the_top_level_run_under_path_rules() -> None:
+def test_a_sub_agents_run_is_written_like_the_top_level_run_under_path_rules() -> None:
     omitted = body(orchestrated_run(), omit=["**.latency_ms"])
 
     assert "iterations[0].metadata.subagents.weather.context.created_at = <t+1s>" in omitted
 
 
-async def test_a_context_key_that_holds_no_run_is_written_as_a_mapping() -> None:
+def test_a_context_key_that_holds_no_run_is_written_as_a_mapping() -> None:
     ctx = AgentContext.new("Hi", at=T0).with_iteration_metadata(
         {"assembly": {"context": {"iterations": 3, "source": "kb"}}}
     )
@@ -664,7 +664,7 @@ async def test_a_context_key_that_holds_no_run_is_written_as_a_mapping() -> None
     ]
 
 
-async def test_a_snapshot_that_is_a_fifo_is_an_error_without_waiting(tmp_path: Path) -> None:
+def test_a_snapshot_that_is_a_fifo_is_an_error_without_waiting(tmp_path: Path) -> None:
     fifo = tmp_path / "test_x.agentctx"
     os.mkfifo(fifo)
 
@@ -679,7 +679,7 @@ async def test_a_snapshot_that_is_a_fifo_is_an_error_without_waiting(tmp_path: P
     )
 
 
-async def test_a_snapshot_diff_shows_control_characters_as_escapes() -> None:
+def test_a_snapshot_diff_shows_control_characters_as_escapes() -> None:
     stored = f"{HEADER}\nAgentContext\n  content: 'Sunny.\x1b]52;c;cGF3bmVk\x07'\n"
     new = f"{HEADER}\nAgentContext\n  content: 'Sunny.'\n"
 

@@ -68,7 +68,7 @@ def texts(found: list[Mismatch]) -> list[str]:
 # -- modes -------------------------------------------------------------------------------
 
 
-async def test_strict_passes_the_same_calls_in_the_same_order() -> None:
+def test_strict_passes_the_same_calls_in_the_same_order() -> None:
     expected = [
         ("search_flights", {"to": "Rome", "day": "mon"}),
         ("book", {"flight": "AZ1", "seat": "12A"}),
@@ -78,7 +78,7 @@ async def test_strict_passes_the_same_calls_in_the_same_order() -> None:
     assert matches(trip(), Trajectory(expected))
 
 
-async def test_strict_reports_calls_out_of_order_at_their_paths() -> None:
+def test_strict_reports_calls_out_of_order_at_their_paths() -> None:
     found = mismatches(trip(), Trajectory(["search_flights", "send_email", "book"]))
 
     assert texts(found) == [
@@ -87,13 +87,13 @@ async def test_strict_reports_calls_out_of_order_at_their_paths() -> None:
     ]
 
 
-async def test_strict_reports_a_missing_call_by_its_place_in_the_trajectory() -> None:
+def test_strict_reports_a_missing_call_by_its_place_in_the_trajectory() -> None:
     found = mismatches(trip(), Trajectory(["search_flights", "book", "send_email", "pay"]))
 
     assert texts(found) == ["tool_calls[3]: missing call pay(…)"]
 
 
-async def test_strict_reports_an_unexpected_call_at_its_path() -> None:
+def test_strict_reports_an_unexpected_call_at_its_path() -> None:
     found = mismatches(trip(), Trajectory(["search_flights", "book"]))
 
     assert texts(found) == [
@@ -101,13 +101,13 @@ async def test_strict_reports_an_unexpected_call_at_its_path() -> None:
     ]
 
 
-async def test_unordered_passes_the_same_calls_in_any_order() -> None:
+def test_unordered_passes_the_same_calls_in_any_order() -> None:
     expected = ["send_email", "search_flights", "book"]
 
     assert matches(trip(), Trajectory(expected, mode="unordered"))
 
 
-async def test_unordered_reports_the_missing_and_the_unexpected_calls() -> None:
+def test_unordered_reports_the_missing_and_the_unexpected_calls() -> None:
     found = mismatches(trip(), Trajectory(["book", "pay", "search_flights"], mode="unordered"))
 
     assert texts(found) == [
@@ -116,13 +116,13 @@ async def test_unordered_reports_the_missing_and_the_unexpected_calls() -> None:
     ]
 
 
-async def test_subset_allows_fewer_calls_than_expected() -> None:
+def test_subset_allows_fewer_calls_than_expected() -> None:
     expected = ["search_flights", "book", "send_email", "pay"]
 
     assert matches(trip(), Trajectory(expected, mode="subset"))
 
 
-async def test_subset_rejects_a_call_that_is_not_expected() -> None:
+def test_subset_rejects_a_call_that_is_not_expected() -> None:
     found = mismatches(trip(), Trajectory(["search_flights", "book"], mode="subset"))
 
     assert texts(found) == [
@@ -130,11 +130,11 @@ async def test_subset_rejects_a_call_that_is_not_expected() -> None:
     ]
 
 
-async def test_superset_allows_other_calls() -> None:
+def test_superset_allows_other_calls() -> None:
     assert matches(trip(), Trajectory(["book"], mode="superset"))
 
 
-async def test_superset_reports_an_expected_call_that_was_not_made() -> None:
+def test_superset_reports_an_expected_call_that_was_not_made() -> None:
     found = mismatches(trip(), Trajectory([("book", {"flight": "LH3"})], mode="superset"))
 
     assert texts(found) == [
@@ -148,7 +148,7 @@ async def test_superset_reports_an_expected_call_that_was_not_made() -> None:
 # -- arguments ---------------------------------------------------------------------------
 
 
-async def test_exact_arguments_reject_an_extra_argument() -> None:
+def test_exact_arguments_reject_an_extra_argument() -> None:
     found = mismatches(trip(), Trajectory([("search_flights", {"to": "Rome"})], mode="superset"))
 
     assert found[-1] == Mismatch(
@@ -156,19 +156,19 @@ async def test_exact_arguments_reject_an_extra_argument() -> None:
     )
 
 
-async def test_ignored_arguments_compare_names_only() -> None:
+def test_ignored_arguments_compare_names_only() -> None:
     expected = [("search_flights", {}), ("book", {}), ("send_email", {"to": "bob"})]
 
     assert matches(trip(), Trajectory(expected, args="ignore"))
 
 
-async def test_subset_arguments_must_all_be_expected() -> None:
+def test_subset_arguments_must_all_be_expected() -> None:
     expected = [("book", {"flight": "AZ1", "seat": "12A", "meal": "veg"})]
 
     assert matches(trip(), Trajectory(expected, mode="superset", args="subset"))
 
 
-async def test_subset_arguments_report_an_argument_that_is_not_expected() -> None:
+def test_subset_arguments_report_an_argument_that_is_not_expected() -> None:
     expected = [("book", {"flight": "AZ1"})]
 
     found = mismatches(trip(), Trajectory(expected, mode="superset", args="subset"))
@@ -179,13 +179,13 @@ async def test_subset_arguments_report_an_argument_that_is_not_expected() -> Non
     )
 
 
-async def test_superset_arguments_need_the_expected_ones_only() -> None:
+def test_superset_arguments_need_the_expected_ones_only() -> None:
     expected = [("book", {"flight": "AZ1"})]
 
     assert matches(trip(), Trajectory(expected, mode="superset", args="superset"))
 
 
-async def test_override_sets_the_argument_check_of_one_tool() -> None:
+def test_override_sets_the_argument_check_of_one_tool() -> None:
     expected = [("search_flights", {"to": "Rome"}), ("book", {}), ("send_email", ANY)]
 
     assert matches(
@@ -196,7 +196,7 @@ async def test_override_sets_the_argument_check_of_one_tool() -> None:
     )
 
 
-async def test_override_may_be_a_function_of_both_arguments() -> None:
+def test_override_may_be_a_function_of_both_arguments() -> None:
     def same_destination(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
         return actual["to"].lower() == expected["to"].lower()
 
@@ -205,7 +205,7 @@ async def test_override_may_be_a_function_of_both_arguments() -> None:
     assert matches(trip(), Trajectory(expected, overrides={"search_flights": same_destination}))
 
 
-async def test_override_function_that_raises_is_a_mismatch() -> None:
+def test_override_function_that_raises_is_a_mismatch() -> None:
     def broken(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
         raise KeyError("to")
 
@@ -215,7 +215,7 @@ async def test_override_function_that_raises_is_a_mismatch() -> None:
     assert found[0].message.startswith("the argument check for 'search_flights' raised KeyError")
 
 
-async def test_expected_argument_values_may_be_patterns() -> None:
+def test_expected_argument_values_may_be_patterns() -> None:
     expected = [("search_flights", {"to": Regex("^Ro"), "day": ANY}), "book", "send_email"]
 
     assert matches(trip(), Trajectory(expected))
@@ -224,7 +224,7 @@ async def test_expected_argument_values_may_be_patterns() -> None:
 # -- expected calls ------------------------------------------------------------------------
 
 
-async def test_expected_calls_may_be_written_in_every_supported_form() -> None:
+def test_expected_calls_may_be_written_in_every_supported_form() -> None:
     expected = [
         {"name": "search_flights", "arguments": {"to": "Rome", "day": "mon"}},
         ToolCall(id="ignored", name="book", arguments={"flight": "AZ1", "seat": "12A"}),
@@ -234,22 +234,22 @@ async def test_expected_calls_may_be_written_in_every_supported_form() -> None:
     assert matches(trip(), Trajectory(expected))
 
 
-async def test_an_unreadable_expected_call_is_a_pattern_error() -> None:
+def test_an_unreadable_expected_call_is_a_pattern_error() -> None:
     with pytest.raises(PatternError, match=r"cannot read expected call 1, 42, as a tool call"):
         Trajectory(["book", 42])
 
 
-async def test_an_unknown_mode_is_a_pattern_error() -> None:
+def test_an_unknown_mode_is_a_pattern_error() -> None:
     with pytest.raises(PatternError, match=r"the modes are strict, unordered, subset, superset"):
         Trajectory(["book"], mode="loose")  # type: ignore[arg-type]
 
 
-async def test_an_unknown_argument_mode_is_a_pattern_error() -> None:
+def test_an_unknown_argument_mode_is_a_pattern_error() -> None:
     with pytest.raises(PatternError, match=r"overrides\['book'\]='same'"):
         Trajectory(["book"], overrides={"book": "same"})  # type: ignore[dict-item]
 
 
-async def test_a_string_is_not_a_list_of_expected_calls() -> None:
+def test_a_string_is_not_a_list_of_expected_calls() -> None:
     with pytest.raises(PatternError, match=r"takes a list of expected calls, got str"):
         Trajectory("book")
 
@@ -267,17 +267,17 @@ def supervised() -> AgentContext:
     )
 
 
-async def test_nested_runs_are_left_out_by_default() -> None:
+def test_nested_runs_are_left_out_by_default() -> None:
     assert matches(supervised(), Trajectory(["ask_researcher", "book"], args="ignore"))
 
 
-async def test_nested_calls_follow_the_iteration_that_holds_them() -> None:
+def test_nested_calls_follow_the_iteration_that_holds_them() -> None:
     expected = ["ask_researcher", "search_web", "book"]
 
     assert matches(supervised(), Trajectory(expected, args="ignore", nested=True))
 
 
-async def test_nested_call_mismatch_has_the_path_into_the_sub_run() -> None:
+def test_nested_call_mismatch_has_the_path_into_the_sub_run() -> None:
     expected = ["ask_researcher", ("search_web", {"q": "Paris"}), "book"]
 
     found = mismatches(supervised(), Trajectory(expected, nested=True))
@@ -288,21 +288,21 @@ async def test_nested_call_mismatch_has_the_path_into_the_sub_run() -> None:
     ]
 
 
-async def test_a_dict_shaped_like_a_context_is_a_nested_run() -> None:
+def test_a_dict_shaped_like_a_context_is_a_nested_run() -> None:
     dumped = run([("search_web", {"q": "Rome"})]).model_dump(mode="json")
     ctx = run([("ask_researcher", {})], metadata={"research": dumped})
 
     assert matches(ctx, Trajectory(["ask_researcher", "search_web"], args="ignore", nested=True))
 
 
-async def test_an_invalid_context_shaped_dict_is_a_pattern_error() -> None:
+def test_an_invalid_context_shaped_dict_is_a_pattern_error() -> None:
     ctx = run([("ask", {})], metadata={"research": {"iterations": [{}], "current_iteration": 1}})
 
     with pytest.raises(PatternError, match=r"iterations\[0\]\.metadata\.research looks like"):
         tool_calls(ctx, nested=True)
 
 
-async def test_tool_calls_lists_each_call_with_its_path() -> None:
+def test_tool_calls_lists_each_call_with_its_path() -> None:
     located = tool_calls(supervised(), nested=True)
 
     assert [(c.path, c.call.name, c.depth) for c in located] == [
@@ -316,7 +316,7 @@ async def test_tool_calls_lists_each_call_with_its_path() -> None:
     ]
 
 
-async def test_nested_runs_lists_the_sub_runs_with_their_paths() -> None:
+def test_nested_runs_lists_the_sub_runs_with_their_paths() -> None:
     match nested_runs(supervised()):
         case [("iterations[0].metadata.subagents.researcher", AgentContext(current_iteration=2))]:
             pass
@@ -332,19 +332,19 @@ class _Result:
     context: AgentContext
 
 
-async def test_a_run_result_is_checked_through_its_context() -> None:
+def test_a_run_result_is_checked_through_its_context() -> None:
     assert matches(
         _Result(trip()), Trajectory(["search_flights", "book", "send_email"], args="ignore")
     )
 
 
-async def test_a_value_that_is_not_a_run_is_a_mismatch() -> None:
+def test_a_value_that_is_not_a_run_is_a_mismatch() -> None:
     assert texts(mismatches("text", Trajectory([]))) == [
         "(root): expected an AgentContext (or a RunResult), got 'text'"
     ]
 
 
-async def test_a_trajectory_inside_a_larger_pattern() -> None:
+def test_a_trajectory_inside_a_larger_pattern() -> None:
     pattern = Trajectory(["search_flights", "book", "send_email"], args="ignore") & {
         "final_output": "Done."
     }
@@ -352,7 +352,7 @@ async def test_a_trajectory_inside_a_larger_pattern() -> None:
     assert matches(trip(), pattern)
 
 
-async def test_the_hook_explains_a_failed_comparison_with_a_trajectory() -> None:
+def test_the_hook_explains_a_failed_comparison_with_a_trajectory() -> None:
     lines = assertrepr_compare("==", trip(), Trajectory(["pay"], mode="superset"))
 
     assert lines == [

@@ -72,7 +72,7 @@ def shared(status: str, unused: list[int]) -> dict[str, Any]:
     st.integers(min_value=1, max_value=4),
     st.randoms(use_true_random=False),
 )
-async def test_the_merged_bytes_do_not_depend_on_the_order_of_the_inputs(
+def test_the_merged_bytes_do_not_depend_on_the_order_of_the_inputs(
     numbers: list[int], count: int, rng: Any
 ) -> None:
     tests = [entry(f"test_{n:02}.py::test_it", tokens=10 * n + 1) for n in numbers]
@@ -85,7 +85,7 @@ async def test_the_merged_bytes_do_not_depend_on_the_order_of_the_inputs(
     )
 
 
-async def test_the_summary_is_that_of_one_session_running_every_test() -> None:
+def test_the_summary_is_that_of_one_session_running_every_test() -> None:
     tests = [entry("a.py::t", tokens=5), entry("b.py::t", tokens=7, outcome="failed")]
 
     merged = merge_reports(shards(report(tests[1]), report(tests[0])))
@@ -96,18 +96,18 @@ async def test_the_summary_is_that_of_one_session_running_every_test() -> None:
     }
 
 
-async def test_a_test_in_two_shards_with_different_results_is_refused() -> None:
+def test_a_test_in_two_shards_with_different_results_is_refused() -> None:
     with pytest.raises(ReportError, match=r"test a.py::t is in shard-0.json and in shard-1.json"):
         merge_reports(shards(report(entry("a.py::t", tokens=5)), report(entry("a.py::t"))))
 
 
-async def test_a_test_in_two_shards_with_the_same_result_is_kept_once() -> None:
+def test_a_test_in_two_shards_with_the_same_result_is_kept_once() -> None:
     merged = merge_reports(shards(report(entry("a.py::t")), report(entry("a.py::t"))))
 
     assert [test["nodeid"] for test in merged["tests"]] == ["a.py::t"]
 
 
-async def test_reports_of_different_versions_are_refused_naming_each_file(
+def test_reports_of_different_versions_are_refused_naming_each_file(
     tmp_path: Path,
 ) -> None:
     old = report(entry("a.py::t")) | {"version": REPORT_VERSION + 1}
@@ -121,21 +121,21 @@ async def test_reports_of_different_versions_are_refused_naming_each_file(
     assert f"version {REPORT_VERSION + 1}: {tmp_path / 'b.json'}" in str(error.value)
 
 
-async def test_a_file_that_is_not_a_report_is_refused(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_report_is_refused(tmp_path: Path) -> None:
     (tmp_path / "junit.json").write_text('{"tests": []}')
 
     with pytest.raises(ReportError, match=r"junit.json is not a pytest-agentctx report"):
         read_reports(expand_inputs([str(tmp_path / "*.json")]))
 
 
-async def test_the_output_file_is_not_an_input(tmp_path: Path) -> None:
+def test_the_output_file_is_not_an_input(tmp_path: Path) -> None:
     for name in ("a.json", "merged.json"):
         (tmp_path / name).write_text("{}")
 
     assert expand_inputs([str(tmp_path)], output=tmp_path / "merged.json") == [tmp_path / "a.json"]
 
 
-async def test_an_output_named_as_an_input_file_is_refused_and_left_unchanged(
+def test_an_output_named_as_an_input_file_is_refused_and_left_unchanged(
     tmp_path: Path,
 ) -> None:
     for name in ("shard-1.json", "shard-2.json"):
@@ -148,7 +148,7 @@ async def test_an_output_named_as_an_input_file_is_refused_and_left_unchanged(
     assert (tmp_path / "shard-1.json").read_text() == "{}"
 
 
-async def test_a_shared_cassette_is_unused_only_where_no_shard_used_a_recording() -> None:
+def test_a_shared_cassette_is_unused_only_where_no_shard_used_a_recording() -> None:
     first = report(entry("a.py::t", cassette=shared("unused", [1, 2])))
     second = report(entry("b.py::t", cassette=shared("unused", [0, 2])))
 
@@ -158,7 +158,7 @@ async def test_a_shared_cassette_is_unused_only_where_no_shard_used_a_recording(
     assert [test["cassette"]["status"] for test in merged["tests"]] == ["unused", "unused"]
 
 
-async def test_a_shared_cassette_every_recording_of_which_was_used_is_replayed() -> None:
+def test_a_shared_cassette_every_recording_of_which_was_used_is_replayed() -> None:
     first = report(entry("a.py::t", cassette=shared("unused", [1])))
     second = report(entry("b.py::t", cassette=shared("replayed", [])))
 
@@ -179,7 +179,7 @@ def with_context(test: dict[str, Any], text: str) -> dict[str, Any]:
     return test
 
 
-async def test_the_merged_text_is_the_report_the_plugin_would_write(tmp_path: Path) -> None:
+def test_the_merged_text_is_the_report_the_plugin_would_write(tmp_path: Path) -> None:
     first = report(
         with_context(entry("a.py::t", cassette=shared("unused", [1, 2])), '18°C, "sunny"\n'),
         with_context(entry("c.py::t"), "},\n    {\n"),
@@ -202,7 +202,7 @@ async def test_the_merged_text_is_the_report_the_plugin_would_write(tmp_path: Pa
     )
 
 
-async def test_a_report_in_the_plugins_layout_is_split_at_its_tests() -> None:
+def test_a_report_in_the_plugins_layout_is_split_at_its_tests() -> None:
     data = report(with_context(entry("a.py::t"), "x"), entry("b.py::t") | {"runs": []})
 
     split = split_report(dumps_report(data).encode())
@@ -217,7 +217,7 @@ async def test_a_report_in_the_plugins_layout_is_split_at_its_tests() -> None:
     assert [e.whole() for e in entries] == data["tests"]
 
 
-async def test_a_truncated_report_is_refused(tmp_path: Path) -> None:
+def test_a_truncated_report_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "cut.json"
     path.write_text(dumps_report(report(entry("a.py::t")))[:-40])
 
@@ -225,7 +225,7 @@ async def test_a_truncated_report_is_refused(tmp_path: Path) -> None:
         read_reports([path])
 
 
-async def test_a_test_without_what_the_merge_sums_is_refused(tmp_path: Path) -> None:
+def test_a_test_without_what_the_merge_sums_is_refused(tmp_path: Path) -> None:
     broken = report(entry("a.py::t"))
     del broken["tests"][0]["stats"]["duration_s"]
 

@@ -14,19 +14,19 @@ from pytest_agentctx.doubles.clock import Clock, IdFactory, RandomIds, Sequentia
 
 
 @pytest.mark.parametrize("clock", [SystemClock(), StepClock()], ids=["system", "step"])
-async def test_clocks_satisfy_the_clock_protocol(clock: object) -> None:
+def test_clocks_satisfy_the_clock_protocol(clock: object) -> None:
     assert isinstance(clock, Clock)
 
 
 @pytest.mark.parametrize("ids", [SequentialIds(), RandomIds()], ids=["sequential", "random"])
-async def test_id_factories_satisfy_the_id_factory_protocol(ids: object) -> None:
+def test_id_factories_satisfy_the_id_factory_protocol(ids: object) -> None:
     assert isinstance(ids, IdFactory)
 
 
 # -- SystemClock -------------------------------------------------------------------------
 
 
-async def test_system_clock_returns_the_current_time_in_utc() -> None:
+def test_system_clock_returns_the_current_time_in_utc() -> None:
     before = datetime.now(UTC)
     now = SystemClock().now()
     after = datetime.now(UTC)
@@ -34,18 +34,18 @@ async def test_system_clock_returns_the_current_time_in_utc() -> None:
     assert (before <= now <= after, now.utcoffset()) == (True, timedelta(0))
 
 
-async def test_system_clock_repr() -> None:
+def test_system_clock_repr() -> None:
     assert repr(SystemClock()) == "SystemClock()"
 
 
 # -- StepClock ---------------------------------------------------------------------------
 
 
-async def test_step_clock_starts_at_the_default_start() -> None:
+def test_step_clock_starts_at_the_default_start() -> None:
     assert StepClock().now() == DEFAULT_START == datetime(2025, 1, 1, tzinfo=UTC)
 
 
-async def test_step_clock_moves_one_second_per_read_by_default() -> None:
+def test_step_clock_moves_one_second_per_read_by_default() -> None:
     clock = StepClock()
 
     assert [clock.now() for _ in range(3)] == [
@@ -55,20 +55,20 @@ async def test_step_clock_moves_one_second_per_read_by_default() -> None:
     ]
 
 
-async def test_step_clock_uses_the_given_start_and_step() -> None:
+def test_step_clock_uses_the_given_start_and_step() -> None:
     start = datetime(2030, 6, 1, 12, tzinfo=UTC)
     clock = StepClock(start, timedelta(minutes=5))
 
     assert [clock.now(), clock.now()] == [start, start + timedelta(minutes=5)]
 
 
-async def test_step_clock_with_a_zero_step_always_returns_the_start() -> None:
+def test_step_clock_with_a_zero_step_always_returns_the_start() -> None:
     clock = StepClock(step=timedelta(0))
 
     assert {clock.now() for _ in range(3)} == {DEFAULT_START}
 
 
-async def test_step_clock_counts_its_reads() -> None:
+def test_step_clock_counts_its_reads() -> None:
     clock = StepClock()
     clock.now()
     clock.now()
@@ -76,7 +76,7 @@ async def test_step_clock_counts_its_reads() -> None:
     assert clock.reads == 2
 
 
-async def test_step_clock_concurrent_reads_get_distinct_instants() -> None:
+def test_step_clock_concurrent_reads_get_distinct_instants() -> None:
     clock = StepClock()
 
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -85,14 +85,14 @@ async def test_step_clock_concurrent_reads_get_distinct_instants() -> None:
     assert sorted(instants) == [DEFAULT_START + timedelta(seconds=n) for n in range(200)]
 
 
-async def test_step_clock_repr_shows_start_step_and_reads() -> None:
+def test_step_clock_repr_shows_start_step_and_reads() -> None:
     clock = StepClock()
     clock.now()
 
     assert repr(clock) == "StepClock(start=2025-01-01T00:00:00+00:00, step=0:00:01, reads=1)"
 
 
-async def test_step_clock_refuses_a_naive_start() -> None:
+def test_step_clock_refuses_a_naive_start() -> None:
     with pytest.raises(
         ValueError,
         match=re.escape(
@@ -103,7 +103,7 @@ async def test_step_clock_refuses_a_naive_start() -> None:
         StepClock(datetime(2025, 1, 1))
 
 
-async def test_step_clock_refuses_a_negative_step() -> None:
+def test_step_clock_refuses_a_negative_step() -> None:
     with pytest.raises(
         ValueError,
         match=re.escape(
@@ -117,7 +117,7 @@ async def test_step_clock_refuses_a_negative_step() -> None:
 # -- ids ---------------------------------------------------------------------------------
 
 
-async def test_sequential_ids_count_per_prefix_from_one() -> None:
+def test_sequential_ids_count_per_prefix_from_one() -> None:
     ids = SequentialIds()
 
     assert [ids("call"), ids("call"), ids("run"), ids("call")] == [
@@ -128,14 +128,14 @@ async def test_sequential_ids_count_per_prefix_from_one() -> None:
     ]
 
 
-async def test_sequential_ids_of_separate_factories_do_not_share_counters() -> None:
+def test_sequential_ids_of_separate_factories_do_not_share_counters() -> None:
     first = SequentialIds()
     first("call")
 
     assert SequentialIds()("call") == "call_1"
 
 
-async def test_sequential_ids_stay_unique_under_concurrent_use() -> None:
+def test_sequential_ids_stay_unique_under_concurrent_use() -> None:
     ids = SequentialIds()
 
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -144,21 +144,21 @@ async def test_sequential_ids_stay_unique_under_concurrent_use() -> None:
     assert sorted(made) == sorted(f"call_{n}" for n in range(1, 201))
 
 
-async def test_sequential_ids_repr() -> None:
+def test_sequential_ids_repr() -> None:
     assert repr(SequentialIds()) == "SequentialIds()"
 
 
-async def test_random_ids_are_the_prefix_and_24_hex_digits() -> None:
+def test_random_ids_are_the_prefix_and_24_hex_digits() -> None:
     assert re.fullmatch(r"call_[0-9a-f]{24}", RandomIds()("call"))
 
 
-async def test_random_ids_differ_from_call_to_call() -> None:
+def test_random_ids_differ_from_call_to_call() -> None:
     ids = RandomIds()
 
     assert ids("call") != ids("call")
 
 
-async def test_random_ids_repr() -> None:
+def test_random_ids_repr() -> None:
     assert repr(RandomIds()) == "RandomIds()"
 
 
@@ -168,38 +168,38 @@ async def test_random_ids_repr() -> None:
 @pytest.mark.parametrize(
     "text", ["2025-01-01T00:00:00Z", "2025-01-01T00:00:00z", "2025-01-01T00:00:00+00:00"]
 )
-async def test_parse_datetime_reads_utc_instants(text: str) -> None:
+def test_parse_datetime_reads_utc_instants(text: str) -> None:
     parsed = parse_datetime(text)
 
     assert (parsed, parsed.utcoffset()) == (datetime(2025, 1, 1, tzinfo=UTC), timedelta(0))
 
 
-async def test_parse_datetime_keeps_an_explicit_offset() -> None:
+def test_parse_datetime_keeps_an_explicit_offset() -> None:
     parsed = parse_datetime("2025-01-01T02:00:00+02:00")
 
     assert (parsed.utcoffset(), parsed) == (timedelta(hours=2), datetime(2025, 1, 1, tzinfo=UTC))
 
 
-async def test_parse_datetime_takes_a_naive_text_as_utc() -> None:
+def test_parse_datetime_takes_a_naive_text_as_utc() -> None:
     assert parse_datetime("2025-01-01T08:30:00").tzinfo is UTC
 
 
-async def test_parse_datetime_strips_surrounding_whitespace() -> None:
+def test_parse_datetime_strips_surrounding_whitespace() -> None:
     assert parse_datetime("  2025-01-01T00:00:00Z\n") == datetime(2025, 1, 1, tzinfo=UTC)
 
 
-async def test_parse_datetime_takes_a_naive_datetime_as_utc() -> None:
+def test_parse_datetime_takes_a_naive_datetime_as_utc() -> None:
     assert parse_datetime(datetime(2025, 1, 1, 8, 30)) == datetime(2025, 1, 1, 8, 30, tzinfo=UTC)
 
 
-async def test_parse_datetime_returns_an_aware_datetime_as_it_is() -> None:
+def test_parse_datetime_returns_an_aware_datetime_as_it_is() -> None:
     paris = datetime(2025, 1, 1, 9, tzinfo=timezone(timedelta(hours=1)))
 
     assert parse_datetime(paris) is paris
 
 
 @pytest.mark.parametrize("text", ["yesterday", "", "2025-13-01T00:00:00Z"])
-async def test_parse_datetime_rejects_text_that_is_not_iso_8601(text: str) -> None:
+def test_parse_datetime_rejects_text_that_is_not_iso_8601(text: str) -> None:
     with pytest.raises(
         ValueError,
         match=re.escape(
@@ -210,12 +210,12 @@ async def test_parse_datetime_rejects_text_that_is_not_iso_8601(text: str) -> No
         parse_datetime(text)
 
 
-async def test_parse_datetime_error_names_what_was_being_parsed() -> None:
+def test_parse_datetime_error_names_what_was_being_parsed() -> None:
     with pytest.raises(ValueError, match=r"^agent_clock_start: 'soon' is not an ISO 8601"):
         parse_datetime("soon", what="agent_clock_start")
 
 
-async def test_clock_settings_read_the_option_values():
+def test_clock_settings_read_the_option_values():
     from pytest_agentctx.context.clock import ClockSettings
 
     settings = ClockSettings.build(start="2030-06-01T12:00:00Z", step="0.5", ignore=["my_mod"])
@@ -225,7 +225,7 @@ async def test_clock_settings_read_the_option_values():
     )
 
 
-async def test_clock_settings_refuse_a_negative_step():
+def test_clock_settings_refuse_a_negative_step():
     from pytest_agentctx.context.clock import ClockSettings
 
     with pytest.raises(ValueError, match=r"agent_clock_step = '-1' must not be negative"):

@@ -38,15 +38,15 @@ def answered() -> AgentContext:
     return with_tool_results().add_assistant_message("It is 18C in Paris.", at=T0)
 
 
-async def test_of_builds_the_entries_from_every_iteration_of_the_context() -> None:
+def test_of_builds_the_entries_from_every_iteration_of_the_context() -> None:
     assert History.of(answered()).entries == (USER, ASK, RESULT, ANSWER)
 
 
-async def test_system_messages_are_kept_apart_from_the_entries() -> None:
+def test_system_messages_are_kept_apart_from_the_entries() -> None:
     assert History.of(answered()).system_messages == (SYSTEM,)
 
 
-async def test_history_is_a_sequence_of_its_entries() -> None:
+def test_history_is_a_sequence_of_its_entries() -> None:
     history = History([SYSTEM, USER, ANSWER])
 
     assert (isinstance(history, Sequence), len(history), list(history)) == (
@@ -56,18 +56,18 @@ async def test_history_is_a_sequence_of_its_entries() -> None:
     )
 
 
-async def test_indexing_reads_entries_and_skips_system_messages() -> None:
+def test_indexing_reads_entries_and_skips_system_messages() -> None:
     history = History([SYSTEM, USER, ANSWER])
 
     assert (history[0], history[-1]) == (USER, ANSWER)
 
 
-async def test_indexing_past_the_last_entry_raises_index_error() -> None:
+def test_indexing_past_the_last_entry_raises_index_error() -> None:
     with pytest.raises(IndexError):
         History([SYSTEM, USER])[1]
 
 
-async def test_history_matches_a_sequence_pattern() -> None:
+def test_history_matches_a_sequence_pattern() -> None:
     match History.of(answered()):
         case [Message("user"), *_, Message("assistant", "It is 18C in Paris.")]:
             pass
@@ -75,7 +75,7 @@ async def test_history_matches_a_sequence_pattern() -> None:
             pytest.fail("the history should start with the user and end with the answer")
 
 
-async def test_history_of_an_older_context_does_not_see_later_updates() -> None:
+def test_history_of_an_older_context_does_not_see_later_updates() -> None:
     context = started()
     history = History.of(context)
 
@@ -89,7 +89,7 @@ async def test_history_of_an_older_context_does_not_see_later_updates() -> None:
     [([], True), ([SYSTEM], True), ([SYSTEM, USER], False)],
     ids=["nothing", "system only", "user message"],
 )
-async def test_is_empty_when_there_is_no_entry(messages: list[Message], expected: bool) -> None:
+def test_is_empty_when_there_is_no_entry(messages: list[Message], expected: bool) -> None:
     assert History(messages).is_empty is expected
 
 
@@ -98,26 +98,26 @@ async def test_is_empty_when_there_is_no_entry(messages: list[Message], expected
     [(started, True), (with_tool_results, True), (answered, False)],
     ids=["user message last", "tool results last", "answer last"],
 )
-async def test_has_staged_message_when_the_users_side_spoke_last(
+def test_has_staged_message_when_the_users_side_spoke_last(
     build: Callable[[], AgentContext], expected: bool
 ) -> None:
     assert History.of(build()).has_staged_message is expected
 
 
-async def test_empty_history_has_no_staged_message() -> None:
+def test_empty_history_has_no_staged_message() -> None:
     assert History([SYSTEM]).has_staged_message is False
 
 
-async def test_validate_for_llm_call_accepts_a_user_message_last() -> None:
+def test_validate_for_llm_call_accepts_a_user_message_last() -> None:
     History.of(started()).validate_for_llm_call()  # raises nothing
 
 
-async def test_validate_for_llm_call_accepts_tool_results_last() -> None:
+def test_validate_for_llm_call_accepts_tool_results_last() -> None:
     History.of(with_tool_results()).validate_for_llm_call()  # raises nothing
 
 
 @pytest.mark.parametrize("messages", [[], [SYSTEM]], ids=["nothing", "system only"])
-async def test_validate_for_llm_call_on_an_empty_history_raises_empty_history(
+def test_validate_for_llm_call_on_an_empty_history_raises_empty_history(
     messages: list[Message],
 ) -> None:
     with pytest.raises(
@@ -129,7 +129,7 @@ async def test_validate_for_llm_call_on_an_empty_history_raises_empty_history(
         History(messages).validate_for_llm_call()
 
 
-async def test_validate_for_llm_call_with_the_assistant_last_raises_and_names_the_entry() -> None:
+def test_validate_for_llm_call_with_the_assistant_last_raises_and_names_the_entry() -> None:
     with pytest.raises(
         LastEntryNotUserMessage,
         match=re.escape(
@@ -141,17 +141,17 @@ async def test_validate_for_llm_call_with_the_assistant_last_raises_and_names_th
         History.of(answered()).validate_for_llm_call()
 
 
-async def test_last_entry_error_previews_only_the_first_60_characters() -> None:
+def test_last_entry_error_previews_only_the_first_60_characters() -> None:
     long_answer = Message(role="assistant", content="x" * 60 + "TAIL")
 
     with pytest.raises(LastEntryNotUserMessage, match=r"message \('x{60}'\);"):
         History([USER, long_answer]).validate_for_llm_call()
 
 
-async def test_last_entry_error_previews_an_assistant_message_without_content() -> None:
+def test_last_entry_error_previews_an_assistant_message_without_content() -> None:
     with pytest.raises(LastEntryNotUserMessage, match=r"\(#2\) is an assistant message \(''\);"):
         History([USER, ASK]).validate_for_llm_call()
 
 
-async def test_repr_shows_the_number_of_entries_and_whether_one_is_staged() -> None:
+def test_repr_shows_the_number_of_entries_and_whether_one_is_staged() -> None:
     assert repr(History.of(started())) == "History(1 entries, staged=True)"

@@ -102,7 +102,7 @@ ANSWER = Message(role="assistant", content="It is 18C in Paris.")
 # -- new ---------------------------------------------------------------------------------
 
 
-async def test_new_puts_system_and_user_messages_in_iteration_one() -> None:
+def test_new_puts_system_and_user_messages_in_iteration_one() -> None:
     assert started() == AgentContext(
         iterations=[Iteration(number=1, messages=[SYSTEM, USER], started_at=T0)],
         current_iteration=1,
@@ -111,13 +111,13 @@ async def test_new_puts_system_and_user_messages_in_iteration_one() -> None:
     )
 
 
-async def test_new_without_system_prompt_holds_only_the_user_message() -> None:
+def test_new_without_system_prompt_holds_only_the_user_message() -> None:
     context = AgentContext.new("hi", at=T0)
 
     assert context.iterations[0].messages == [Message(role="user", content="hi")]
 
 
-async def test_new_without_at_stamps_the_current_utc_time() -> None:
+def test_new_without_at_stamps_the_current_utc_time() -> None:
     before = datetime.now(UTC)
     context = AgentContext.new("hi")
     after = datetime.now(UTC)
@@ -125,7 +125,7 @@ async def test_new_without_at_stamps_the_current_utc_time() -> None:
     assert before <= context.created_at == context.updated_at <= after
 
 
-async def test_new_rejects_input_that_is_not_a_str() -> None:
+def test_new_rejects_input_that_is_not_a_str() -> None:
     with pytest.raises(
         ContextStateError,
         match=r"takes the user's input as a str, got int: 42\. Pass the text of the first user",
@@ -136,7 +136,7 @@ async def test_new_rejects_input_that_is_not_a_str() -> None:
 # -- add_assistant_message ---------------------------------------------------------------
 
 
-async def test_final_answer_completes_the_current_iteration() -> None:
+def test_final_answer_completes_the_current_iteration() -> None:
     context = started().add_assistant_message("Sunny.", at=at(1))
 
     assert context.iterations == [
@@ -149,13 +149,13 @@ async def test_final_answer_completes_the_current_iteration() -> None:
     ]
 
 
-async def test_final_answer_sets_updated_at_and_keeps_created_at() -> None:
+def test_final_answer_sets_updated_at_and_keeps_created_at() -> None:
     context = started().add_assistant_message("Sunny.", at=at(1))
 
     assert (context.created_at, context.updated_at) == (T0, at(1))
 
 
-async def test_reply_with_tool_calls_leaves_the_iteration_open_and_records_the_calls() -> None:
+def test_reply_with_tool_calls_leaves_the_iteration_open_and_records_the_calls() -> None:
     assert waiting_for_tools().iterations == [
         Iteration(
             number=1,
@@ -167,13 +167,13 @@ async def test_reply_with_tool_calls_leaves_the_iteration_open_and_records_the_c
     ]
 
 
-async def test_add_assistant_message_accepts_any_iterable_of_tool_calls() -> None:
+def test_add_assistant_message_accepts_any_iterable_of_tool_calls() -> None:
     context = started().add_assistant_message(None, iter([WEATHER_CALL]), at=at(1))
 
     assert context.iterations[0].tool_calls == [WEATHER_CALL]
 
 
-async def test_add_assistant_message_after_a_final_answer_is_refused() -> None:
+def test_add_assistant_message_after_a_final_answer_is_refused() -> None:
     with pytest.raises(
         ContextStateError,
         match=r"iteration 2 is already complete .* Call add_user_message\(\) to start a new turn",
@@ -181,7 +181,7 @@ async def test_add_assistant_message_after_a_final_answer_is_refused() -> None:
         answered().add_assistant_message("Again.")
 
 
-async def test_add_assistant_message_while_tool_calls_are_pending_is_refused() -> None:
+def test_add_assistant_message_while_tool_calls_are_pending_is_refused() -> None:
     with pytest.raises(
         ContextStateError,
         match=r"iteration 1 still waits for the results of tool calls call_1\. "
@@ -190,7 +190,7 @@ async def test_add_assistant_message_while_tool_calls_are_pending_is_refused() -
         waiting_for_tools().add_assistant_message("Never mind.")
 
 
-async def test_add_assistant_message_refuses_tool_calls_that_are_not_tool_call_objects() -> None:
+def test_add_assistant_message_refuses_tool_calls_that_are_not_tool_call_objects() -> None:
     with pytest.raises(
         ContextStateError,
         match=r"tool_calls must hold ToolCall objects, got dict: \{'id': 'call_1'\}\. "
@@ -199,7 +199,7 @@ async def test_add_assistant_message_refuses_tool_calls_that_are_not_tool_call_o
         started().add_assistant_message(None, [{"id": "call_1"}])  # type: ignore[list-item]
 
 
-async def test_add_assistant_message_refuses_the_same_tool_call_id_twice_in_one_reply() -> None:
+def test_add_assistant_message_refuses_the_same_tool_call_id_twice_in_one_reply() -> None:
     twin = ToolCall(id="call_1", name="get_time")
 
     with pytest.raises(
@@ -209,7 +209,7 @@ async def test_add_assistant_message_refuses_the_same_tool_call_id_twice_in_one_
         started().add_assistant_message(None, [WEATHER_CALL, twin])
 
 
-async def test_add_assistant_message_refuses_a_tool_call_id_already_used_in_the_iteration() -> None:
+def test_add_assistant_message_refuses_a_tool_call_id_already_used_in_the_iteration() -> None:
     # An iteration whose tool calls were answered inside it (as a captured run may hold).
     context = AgentContext(
         iterations=[
@@ -234,7 +234,7 @@ async def test_add_assistant_message_refuses_a_tool_call_id_already_used_in_the_
 # -- add_tool_results --------------------------------------------------------------------
 
 
-async def test_tool_results_complete_the_iteration_and_open_the_next_one() -> None:
+def test_tool_results_complete_the_iteration_and_open_the_next_one() -> None:
     context = after_tool_results()
 
     assert (context.iterations, context.current_iteration, context.updated_at) == (
@@ -253,7 +253,7 @@ async def test_tool_results_complete_the_iteration_and_open_the_next_one() -> No
     )
 
 
-async def test_tool_results_may_come_in_any_order_and_keep_the_given_order() -> None:
+def test_tool_results_may_come_in_any_order_and_keep_the_given_order() -> None:
     calls = [ToolCall(id="a", name="one"), ToolCall(id="b", name="two")]
     results = [
         ToolResult(tool_call_id="b", name="two", content="2"),
@@ -265,7 +265,7 @@ async def test_tool_results_may_come_in_any_order_and_keep_the_given_order() -> 
     assert [m.tool_call_id for m in context.iterations[0].messages[-2:]] == ["b", "a"]
 
 
-async def test_error_tool_result_becomes_an_error_tool_message() -> None:
+def test_error_tool_result_becomes_an_error_tool_message() -> None:
     failed = ToolResult(tool_call_id="call_1", name="get_weather", content="boom", is_error=True)
 
     context = waiting_for_tools().add_tool_results([failed])
@@ -275,7 +275,7 @@ async def test_error_tool_result_becomes_an_error_tool_message() -> None:
     )
 
 
-async def test_add_tool_results_without_pending_tool_calls_is_refused() -> None:
+def test_add_tool_results_without_pending_tool_calls_is_refused() -> None:
     with pytest.raises(
         ContextStateError,
         match=r"iteration 1 has no pending tool call to answer\. "
@@ -284,7 +284,7 @@ async def test_add_tool_results_without_pending_tool_calls_is_refused() -> None:
         started().add_tool_results([WEATHER_RESULT])
 
 
-async def test_add_tool_results_refuses_objects_that_are_not_tool_results() -> None:
+def test_add_tool_results_refuses_objects_that_are_not_tool_results() -> None:
     with pytest.raises(
         ContextStateError,
         match=re.escape(
@@ -295,7 +295,7 @@ async def test_add_tool_results_refuses_objects_that_are_not_tool_results() -> N
         waiting_for_tools().add_tool_results(["18C"])  # type: ignore[list-item]
 
 
-async def test_add_tool_results_for_unknown_call_ids_is_refused() -> None:
+def test_add_tool_results_for_unknown_call_ids_is_refused() -> None:
     stranger = ToolResult(tool_call_id="call_9", name="get_weather", content="18C")
 
     with pytest.raises(
@@ -309,7 +309,7 @@ async def test_add_tool_results_for_unknown_call_ids_is_refused() -> None:
         waiting_for_tools().add_tool_results([stranger])
 
 
-async def test_add_tool_results_missing_one_of_the_pending_calls_is_refused() -> None:
+def test_add_tool_results_missing_one_of_the_pending_calls_is_refused() -> None:
     calls = [ToolCall(id="a", name="one"), ToolCall(id="b", name="two")]
     context = started().add_assistant_message(None, calls)
 
@@ -323,7 +323,7 @@ async def test_add_tool_results_missing_one_of_the_pending_calls_is_refused() ->
         context.add_tool_results([ToolResult(tool_call_id="a", name="one", content="1")])
 
 
-async def test_add_tool_results_answering_one_call_twice_is_refused() -> None:
+def test_add_tool_results_answering_one_call_twice_is_refused() -> None:
     with pytest.raises(
         ContextStateError,
         match=re.escape("got results for tool call ids ['call_1', 'call_1'], but iteration 1"),
@@ -334,11 +334,11 @@ async def test_add_tool_results_answering_one_call_twice_is_refused() -> None:
 # -- tool results without a name, and as mappings ---------------------------------------
 
 
-async def test_a_tool_result_may_leave_its_name_out() -> None:
+def test_a_tool_result_may_leave_its_name_out() -> None:
     assert ToolResult(tool_call_id="call_1", content="18C").name is None
 
 
-async def test_a_tool_result_without_a_name_takes_the_name_of_its_call() -> None:
+def test_a_tool_result_without_a_name_takes_the_name_of_its_call() -> None:
     result = ToolResult(tool_call_id="call_1", content="18C")
 
     context = waiting_for_tools().add_tool_results([result], at=at(2))
@@ -346,13 +346,13 @@ async def test_a_tool_result_without_a_name_takes_the_name_of_its_call() -> None
     assert context == after_tool_results()
 
 
-async def test_a_tool_result_as_an_id_and_result_mapping_answers_its_call() -> None:
+def test_a_tool_result_as_an_id_and_result_mapping_answers_its_call() -> None:
     context = waiting_for_tools().add_tool_results([{"id": "call_1", "result": "18C"}], at=at(2))
 
     assert context == after_tool_results()
 
 
-async def test_a_result_mapping_may_use_the_field_names_of_tool_result() -> None:
+def test_a_result_mapping_may_use_the_field_names_of_tool_result() -> None:
     result = {"tool_call_id": "call_1", "content": "boom", "name": "get_weather", "is_error": True}
 
     context = waiting_for_tools().add_tool_results([result])
@@ -362,7 +362,7 @@ async def test_a_result_mapping_may_use_the_field_names_of_tool_result() -> None
     )
 
 
-async def test_a_result_that_is_not_text_is_written_as_json_with_sorted_keys() -> None:
+def test_a_result_that_is_not_text_is_written_as_json_with_sorted_keys() -> None:
     result = {"id": "call_1", "result": {"temp": 18, "sky": "clear", "tags": {"b", "a"}}}
 
     context = waiting_for_tools().add_tool_results([result])
@@ -372,7 +372,7 @@ async def test_a_result_that_is_not_text_is_written_as_json_with_sorted_keys() -
     )
 
 
-async def test_a_result_named_after_another_tool_than_its_call_is_refused() -> None:
+def test_a_result_named_after_another_tool_than_its_call_is_refused() -> None:
     wrong = ToolResult(tool_call_id="call_1", name="get_time", content="18C")
 
     with pytest.raises(
@@ -386,7 +386,7 @@ async def test_a_result_named_after_another_tool_than_its_call_is_refused() -> N
         waiting_for_tools().add_tool_results([wrong])
 
 
-async def test_a_result_mapping_for_an_unknown_call_names_the_pending_calls() -> None:
+def test_a_result_mapping_for_an_unknown_call_names_the_pending_calls() -> None:
     calls = [ToolCall(id="a", name="one"), ToolCall(id="b", name="two")]
     context = started().add_assistant_message(None, calls)
 
@@ -435,14 +435,14 @@ async def test_a_result_mapping_for_an_unknown_call_names_the_pending_calls() ->
         ),
     ],
 )
-async def test_a_result_mapping_that_cannot_be_read_is_refused(
+def test_a_result_mapping_that_cannot_be_read_is_refused(
     result: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ContextStateError, match=re.escape(message)):
         waiting_for_tools().add_tool_results([result])
 
 
-async def test_a_named_tool_result_serialises_as_before() -> None:
+def test_a_named_tool_result_serialises_as_before() -> None:
     assert WEATHER_RESULT.model_dump_json() == (
         '{"tool_call_id":"call_1","name":"get_weather","content":"18C","is_error":false}'
     )
@@ -451,7 +451,7 @@ async def test_a_named_tool_result_serialises_as_before() -> None:
 # -- add_user_message --------------------------------------------------------------------
 
 
-async def test_user_message_after_a_final_answer_opens_a_new_iteration() -> None:
+def test_user_message_after_a_final_answer_opens_a_new_iteration() -> None:
     context = answered().add_user_message("And Rome?", at=at(4))
 
     assert (context.iterations[-1], context.current_iteration, len(context.iterations)) == (
@@ -461,7 +461,7 @@ async def test_user_message_after_a_final_answer_opens_a_new_iteration() -> None
     )
 
 
-async def test_user_message_joins_an_open_iteration_without_assistant_message() -> None:
+def test_user_message_joins_an_open_iteration_without_assistant_message() -> None:
     context = started().add_user_message("Also Rome.", at=at(1))
 
     assert (context.iterations[0].messages, context.current_iteration, context.updated_at) == (
@@ -471,7 +471,7 @@ async def test_user_message_joins_an_open_iteration_without_assistant_message() 
     )
 
 
-async def test_user_message_after_tool_results_joins_the_iteration_they_opened() -> None:
+def test_user_message_after_tool_results_joins_the_iteration_they_opened() -> None:
     context = after_tool_results().add_user_message("Use Celsius.")
 
     assert (context.current_iteration, context.iterations[1].messages) == (
@@ -480,7 +480,7 @@ async def test_user_message_after_tool_results_joins_the_iteration_they_opened()
     )
 
 
-async def test_add_user_message_while_tool_calls_are_pending_is_refused() -> None:
+def test_add_user_message_while_tool_calls_are_pending_is_refused() -> None:
     with pytest.raises(
         ContextStateError,
         match=r"iteration 1 still waits for the results of tool calls call_1; providers reject "
@@ -492,7 +492,7 @@ async def test_add_user_message_while_tool_calls_are_pending_is_refused() -> Non
 # -- with_iteration_metadata -------------------------------------------------------------
 
 
-async def test_iteration_metadata_is_merged_into_the_current_iteration() -> None:
+def test_iteration_metadata_is_merged_into_the_current_iteration() -> None:
     context = answered().with_iteration_metadata({"model": "a", "tokens": 1})
 
     updated = context.with_iteration_metadata({"model": "b"})
@@ -500,17 +500,17 @@ async def test_iteration_metadata_is_merged_into_the_current_iteration() -> None
     assert updated.iterations[-1].metadata == {"model": "b", "tokens": 1}
 
 
-async def test_iteration_metadata_leaves_earlier_iterations_alone() -> None:
+def test_iteration_metadata_leaves_earlier_iterations_alone() -> None:
     context = answered().with_iteration_metadata({"model": "a"})
 
     assert context.iterations[0].metadata == {}
 
 
-async def test_iteration_metadata_without_at_keeps_updated_at() -> None:
+def test_iteration_metadata_without_at_keeps_updated_at() -> None:
     assert answered().with_iteration_metadata({"model": "a"}).updated_at == at(3)
 
 
-async def test_iteration_metadata_with_at_sets_updated_at() -> None:
+def test_iteration_metadata_with_at_sets_updated_at() -> None:
     assert answered().with_iteration_metadata({"model": "a"}, at=at(9)).updated_at == at(9)
 
 
@@ -527,7 +527,7 @@ UPDATES: dict[str, tuple[Callable[[], AgentContext], Callable[[AgentContext], Ag
 
 
 @pytest.mark.parametrize("update", UPDATES.values(), ids=UPDATES.keys())
-async def test_every_update_returns_a_new_context_and_leaves_the_old_one_unchanged(
+def test_every_update_returns_a_new_context_and_leaves_the_old_one_unchanged(
     update: tuple[Callable[[], AgentContext], Callable[[AgentContext], AgentContext]],
 ) -> None:
     build, apply = update
@@ -543,22 +543,22 @@ async def test_every_update_returns_a_new_context_and_leaves_the_old_one_unchang
     )
 
 
-async def test_context_fields_cannot_be_assigned() -> None:
+def test_context_fields_cannot_be_assigned() -> None:
     with pytest.raises(ValidationError, match="frozen"):
         started().current_iteration = 2
 
 
-async def test_models_refuse_unknown_fields() -> None:
+def test_models_refuse_unknown_fields() -> None:
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         Message(role="user", content="hi", mood="happy")
 
 
-async def test_message_refuses_an_unknown_role() -> None:
+def test_message_refuses_an_unknown_role() -> None:
     with pytest.raises(ValidationError, match="role"):
         Message(role="robot", content="hi")
 
 
-async def test_iteration_numbers_start_at_one() -> None:
+def test_iteration_numbers_start_at_one() -> None:
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         Iteration(number=0, started_at=T0)
 
@@ -566,7 +566,7 @@ async def test_iteration_numbers_start_at_one() -> None:
 # -- branching: contexts share storage but never each other's updates -------------------
 
 
-async def test_two_replies_to_the_same_context_stay_independent() -> None:
+def test_two_replies_to_the_same_context_stay_independent() -> None:
     base = started()
 
     sunny = base.add_assistant_message("Sunny.")
@@ -575,7 +575,7 @@ async def test_two_replies_to_the_same_context_stay_independent() -> None:
     assert (sunny.final_output, rainy.final_output, base.final_output) == ("Sunny.", "Rainy.", None)
 
 
-async def test_branching_from_an_older_context_after_a_newer_one_was_appended() -> None:
+def test_branching_from_an_older_context_after_a_newer_one_was_appended() -> None:
     older = answered()
     newer = older.add_user_message("And Rome?").add_assistant_message("21C.")
 
@@ -590,7 +590,7 @@ async def test_branching_from_an_older_context_after_a_newer_one_was_appended() 
     ]
 
 
-async def test_growing_a_newer_context_does_not_change_a_branch_of_an_older_one() -> None:
+def test_growing_a_newer_context_does_not_change_a_branch_of_an_older_one() -> None:
     older = answered()
     newer = older.add_user_message("And Rome?")
     branch = older.add_user_message("And Oslo?")
@@ -604,27 +604,27 @@ async def test_growing_a_newer_context_does_not_change_a_branch_of_an_older_one(
 # -- queries -----------------------------------------------------------------------------
 
 
-async def test_extract_tool_calls_returns_the_calls_of_the_last_assistant_message() -> None:
+def test_extract_tool_calls_returns_the_calls_of_the_last_assistant_message() -> None:
     assert waiting_for_tools().extract_tool_calls() == [WEATHER_CALL]
 
 
-async def test_extract_tool_calls_is_empty_before_any_assistant_message() -> None:
+def test_extract_tool_calls_is_empty_before_any_assistant_message() -> None:
     assert started().extract_tool_calls() == []
 
 
-async def test_extract_tool_calls_is_empty_after_a_final_answer() -> None:
+def test_extract_tool_calls_is_empty_after_a_final_answer() -> None:
     assert answered().extract_tool_calls() == []
 
 
-async def test_extract_tool_calls_is_empty_once_the_results_opened_a_new_iteration() -> None:
+def test_extract_tool_calls_is_empty_once_the_results_opened_a_new_iteration() -> None:
     assert after_tool_results().extract_tool_calls() == []
 
 
-async def test_get_all_messages_lists_every_message_of_every_iteration_in_order() -> None:
+def test_get_all_messages_lists_every_message_of_every_iteration_in_order() -> None:
     assert answered().get_all_messages() == [SYSTEM, USER, ASK_WEATHER, WEATHER_MESSAGE, ANSWER]
 
 
-async def test_to_messages_gives_the_provider_neutral_dict_form() -> None:
+def test_to_messages_gives_the_provider_neutral_dict_form() -> None:
     failed = ToolResult(tool_call_id="call_1", name="get_weather", content="boom", is_error=True)
 
     context = waiting_for_tools().add_tool_results([failed])
@@ -647,18 +647,18 @@ async def test_to_messages_gives_the_provider_neutral_dict_form() -> None:
     ]
 
 
-async def test_get_iteration_returns_the_iteration_with_that_number() -> None:
+def test_get_iteration_returns_the_iteration_with_that_number() -> None:
     assert answered().get_iteration(2) == Iteration(
         number=2, messages=[ANSWER], started_at=at(2), completed_at=at(3)
     )
 
 
 @pytest.mark.parametrize("number", [0, -1, 3, 99])
-async def test_get_iteration_of_an_absent_number_is_none(number: int) -> None:
+def test_get_iteration_of_an_absent_number_is_none(number: int) -> None:
     assert answered().get_iteration(number) is None
 
 
-async def test_get_iteration_finds_numbers_that_do_not_match_positions() -> None:
+def test_get_iteration_finds_numbers_that_do_not_match_positions() -> None:
     # A pruned window keeps later iterations only: iteration 5 sits at position 1.
     context = AgentContext(
         iterations=[
@@ -676,13 +676,13 @@ async def test_get_iteration_finds_numbers_that_do_not_match_positions() -> None
     )
 
 
-async def test_get_iteration_messages_returns_a_list_of_that_iterations_messages() -> None:
+def test_get_iteration_messages_returns_a_list_of_that_iterations_messages() -> None:
     messages = answered().get_iteration_messages(1)
 
     assert (type(messages), messages) == (list, [SYSTEM, USER, ASK_WEATHER, WEATHER_MESSAGE])
 
 
-async def test_get_iteration_messages_of_an_absent_number_is_an_empty_list() -> None:
+def test_get_iteration_messages_of_an_absent_number_is_an_empty_list() -> None:
     assert answered().get_iteration_messages(7) == []
 
 
@@ -690,13 +690,13 @@ async def test_get_iteration_messages_of_an_absent_number_is_an_empty_list() -> 
     ("rounds", "max_iterations", "expected"),
     [(0, 1, True), (0, 2, False), (1, 2, True), (1, 3, False), (3, 2, True)],
 )
-async def test_exceeded_max_iterations_when_current_iteration_is_at_or_past_the_limit(
+def test_exceeded_max_iterations_when_current_iteration_is_at_or_past_the_limit(
     rounds: int, max_iterations: int, expected: bool
 ) -> None:
     assert after_tool_rounds(rounds).exceeded_max_iterations(max_iterations) is expected
 
 
-async def test_final_output_is_the_content_of_the_final_answer() -> None:
+def test_final_output_is_the_content_of_the_final_answer() -> None:
     assert answered().final_output == "It is 18C in Paris."
 
 
@@ -705,17 +705,17 @@ async def test_final_output_is_the_content_of_the_final_answer() -> None:
     [started, waiting_for_tools, after_tool_results, lambda: answered().add_user_message("?")],
     ids=["no reply", "tool calls pending", "results given", "new user turn"],
 )
-async def test_final_output_is_none_while_the_run_is_not_answered(
+def test_final_output_is_none_while_the_run_is_not_answered(
     build: Callable[[], AgentContext],
 ) -> None:
     assert build().final_output is None
 
 
-async def test_final_output_of_an_answer_without_content_is_none() -> None:
+def test_final_output_of_an_answer_without_content_is_none() -> None:
     assert started().add_assistant_message(None).final_output is None
 
 
-async def test_final_output_is_none_when_a_complete_iteration_ends_asking_for_tools() -> None:
+def test_final_output_is_none_when_a_complete_iteration_ends_asking_for_tools() -> None:
     # A captured run can stop (max iterations) right after its tool calls were answered.
     asking = Message(role="assistant", content="Let me check.", tool_calls=[WEATHER_CALL])
     context = AgentContext(
@@ -736,20 +736,20 @@ async def test_final_output_is_none_when_a_complete_iteration_ends_asking_for_to
     assert context.final_output is None
 
 
-async def test_all_tool_calls_lists_every_call_of_the_run_in_order() -> None:
+def test_all_tool_calls_lists_every_call_of_the_run_in_order() -> None:
     assert [call.id for call in multi_turn().all_tool_calls] == ["call_1", "call_2", "call_3"]
 
 
 # -- Iteration, ToolCall, ToolResult, Message -------------------------------------------
 
 
-async def test_iteration_tool_calls_default_to_an_empty_sequence_never_none() -> None:
+def test_iteration_tool_calls_default_to_an_empty_sequence_never_none() -> None:
     iteration = Iteration(number=1, started_at=T0)
 
     assert (iteration.tool_calls, iteration.messages, iteration.metadata) == ([], [], {})
 
 
-async def test_iteration_is_complete_once_completed_at_is_set() -> None:
+def test_iteration_is_complete_once_completed_at_is_set() -> None:
     iteration = Iteration(number=1, started_at=T0)
 
     assert (
@@ -761,7 +761,7 @@ async def test_iteration_is_complete_once_completed_at_is_set() -> None:
     )
 
 
-async def test_pending_tool_calls_leave_out_calls_answered_by_a_tool_message() -> None:
+def test_pending_tool_calls_leave_out_calls_answered_by_a_tool_message() -> None:
     other = ToolCall(id="call_2", name="get_time")
     iteration = Iteration(
         number=1,
@@ -777,64 +777,64 @@ async def test_pending_tool_calls_leave_out_calls_answered_by_a_tool_message() -
     assert iteration.pending_tool_calls == [other]
 
 
-async def test_tool_call_arguments_json_is_compact_and_keeps_non_ascii() -> None:
+def test_tool_call_arguments_json_is_compact_and_keeps_non_ascii() -> None:
     call = ToolCall(id="c", name="get_weather", arguments={"city": "Zürich", "days": 2})
 
     assert call.arguments_json == '{"city":"Zürich","days":2}'
 
 
-async def test_tool_call_arguments_json_gives_back_invalid_raw_text() -> None:
+def test_tool_call_arguments_json_gives_back_invalid_raw_text() -> None:
     call = ToolCall(id="c", name="get_weather", arguments={INVALID_ARGUMENTS_KEY: "{city: Paris"})
 
     assert call.arguments_json == "{city: Paris"
 
 
-async def test_tool_call_arguments_json_dumps_the_invalid_key_beside_other_arguments() -> None:
+def test_tool_call_arguments_json_dumps_the_invalid_key_beside_other_arguments() -> None:
     call = ToolCall(id="c", name="f", arguments={INVALID_ARGUMENTS_KEY: "{x", "y": 1})
 
     assert call.arguments_json == '{"__invalid_json_arguments__":"{x","y":1}'
 
 
-async def test_tool_call_arguments_default_to_an_empty_dict() -> None:
+def test_tool_call_arguments_default_to_an_empty_dict() -> None:
     assert ToolCall(id="c", name="f").arguments_json == "{}"
 
 
-async def test_tool_result_to_message_builds_the_tool_message() -> None:
+def test_tool_result_to_message_builds_the_tool_message() -> None:
     assert WEATHER_RESULT.to_message() == WEATHER_MESSAGE
 
 
-async def test_message_to_dict_leaves_out_defaults() -> None:
+def test_message_to_dict_leaves_out_defaults() -> None:
     assert Message(role="user", content="hi").to_dict() == {"role": "user", "content": "hi"}
 
 
 # -- JSON, pickle, deepcopy --------------------------------------------------------------
 
 
-async def test_json_round_trip_is_lossless() -> None:
+def test_json_round_trip_is_lossless() -> None:
     context = multi_turn()
 
     assert AgentContext.model_validate_json(context.model_dump_json()) == context
 
 
-async def test_json_round_trip_restores_seq_containers() -> None:
+def test_json_round_trip_restores_seq_containers() -> None:
     restored = AgentContext.model_validate_json(multi_turn().model_dump_json())
 
     assert (type(restored.iterations), type(restored.iterations[1].tool_calls)) == (Seq, Seq)
 
 
-async def test_json_round_trip_keeps_the_context_updatable() -> None:
+def test_json_round_trip_keeps_the_context_updatable() -> None:
     restored = AgentContext.model_validate_json(multi_turn().model_dump_json())
 
     assert restored.add_user_message("Thanks", at=at(8)).current_iteration == 5
 
 
-async def test_pickle_round_trip_gives_an_equal_context() -> None:
+def test_pickle_round_trip_gives_an_equal_context() -> None:
     context = multi_turn()
 
     assert pickle.loads(pickle.dumps(context)) == context
 
 
-async def test_deepcopy_gives_an_equal_context() -> None:
+def test_deepcopy_gives_an_equal_context() -> None:
     context = multi_turn()
 
     assert copy.deepcopy(context) == context
@@ -843,7 +843,7 @@ async def test_deepcopy_gives_an_equal_context() -> None:
 # -- match / case ------------------------------------------------------------------------
 
 
-async def test_agent_context_matches_a_nested_keyword_class_pattern() -> None:
+def test_agent_context_matches_a_nested_keyword_class_pattern() -> None:
     match answered():
         case AgentContext(
             iterations=[Iteration(number=1, tool_calls=[ToolCall(name="get_weather"), *_]), *_]
@@ -853,7 +853,7 @@ async def test_agent_context_matches_a_nested_keyword_class_pattern() -> None:
             pytest.fail("the run should start with a get_weather call in iteration 1")
 
 
-async def test_agent_context_matches_positional_class_patterns_all_the_way_down() -> None:
+def test_agent_context_matches_positional_class_patterns_all_the_way_down() -> None:
     match answered():
         case AgentContext(
             [
@@ -875,7 +875,7 @@ async def test_agent_context_matches_positional_class_patterns_all_the_way_down(
             pytest.fail("the weather run should match its positional pattern")
 
 
-async def test_a_class_pattern_with_another_tool_name_does_not_match() -> None:
+def test_a_class_pattern_with_another_tool_name_does_not_match() -> None:
     match answered():
         case AgentContext([Iteration(1, tool_calls=[ToolCall("search")]), *_]):
             pytest.fail("the run called get_weather, not search")
@@ -885,7 +885,7 @@ async def test_a_class_pattern_with_another_tool_name_does_not_match() -> None:
             pytest.fail("the run should match a get_weather call in iteration 1")
 
 
-async def test_iteration_matches_positionally_with_its_times_and_metadata() -> None:
+def test_iteration_matches_positionally_with_its_times_and_metadata() -> None:
     iteration = answered().with_iteration_metadata({"model": "m"}).iterations[1]
 
     match iteration:
@@ -895,7 +895,7 @@ async def test_iteration_matches_positionally_with_its_times_and_metadata() -> N
             pytest.fail("iteration 2 should match Iteration(2, [_], [], started, completed, ...)")
 
 
-async def test_tool_call_matches_positionally_by_name_arguments_and_id() -> None:
+def test_tool_call_matches_positionally_by_name_arguments_and_id() -> None:
     match WEATHER_CALL:
         case ToolCall("get_weather", {"city": city}, "call_1"):
             assert city == "Paris"
@@ -903,7 +903,7 @@ async def test_tool_call_matches_positionally_by_name_arguments_and_id() -> None
             pytest.fail("the weather call should match ToolCall('get_weather', {...}, 'call_1')")
 
 
-async def test_tool_result_matches_positionally_by_name_content_id_and_error_flag() -> None:
+def test_tool_result_matches_positionally_by_name_content_id_and_error_flag() -> None:
     failed = ToolResult(tool_call_id="call_1", name="get_weather", content="boom", is_error=True)
 
     match failed:
@@ -913,7 +913,7 @@ async def test_tool_result_matches_positionally_by_name_content_id_and_error_fla
             pytest.fail("the failed result should match ToolResult('get_weather', 'boom', ...)")
 
 
-async def test_message_matches_positionally_by_role_content_and_tool_calls() -> None:
+def test_message_matches_positionally_by_role_content_and_tool_calls() -> None:
     match ASK_WEATHER:
         case Message("assistant", None, [ToolCall("get_weather")]):
             pass
@@ -921,7 +921,7 @@ async def test_message_matches_positionally_by_role_content_and_tool_calls() -> 
             pytest.fail("the assistant message should match Message('assistant', None, [...])")
 
 
-async def test_match_args_name_the_documented_fields() -> None:
+def test_match_args_name_the_documented_fields() -> None:
     assert {
         cls.__name__: cls.__match_args__
         for cls in (AgentContext, Iteration, Message, ToolCall, ToolResult)
@@ -941,7 +941,7 @@ async def test_match_args_name_the_documented_fields() -> None:
     }
 
 
-async def test_json_dump_of_the_weather_run() -> None:
+def test_json_dump_of_the_weather_run() -> None:
     dumped: dict[str, Any] = answered().model_dump(mode="json")
 
     assert dumped == {

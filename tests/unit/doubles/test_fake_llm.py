@@ -224,7 +224,7 @@ async def test_a_scripted_tool_call_id_is_served_as_given(fake, openai_client):
         pytest.param({"name": "get_weather", "arguments": {"city": "Paris"}}, id="mapping"),
     ],
 )
-async def test_reply_reads_every_form_of_tool_call(spec):
+def test_reply_reads_every_form_of_tool_call(spec):
     fake = FakeLLM().reply(tool_calls=[spec])
 
     match fake.remaining:
@@ -412,7 +412,7 @@ async def test_a_streaming_openai_responses_request_gets_responses_events(fake, 
     assert response.output_text == "Sunny in Paris."
 
 
-async def test_stream_events_of_an_error_answer_is_an_error():
+def test_stream_events_of_an_error_answer_is_an_error():
     answer = ScriptedModel().fail(503).answer("/v1/messages", b'{"messages": []}')
 
     assert answer is not None
@@ -420,7 +420,7 @@ async def test_stream_events_of_an_error_answer_is_an_error():
         answer.stream_events()
 
 
-async def test_stream_events_of_a_wire_format_without_a_stream_encoder_is_an_error():
+def test_stream_events_of_a_wire_format_without_a_stream_encoder_is_an_error():
     codec: Any = types.SimpleNamespace(name="custom_format")
     answer = ScriptedAnswer(200, codec, {}, None, completion=Completion(content="hi"))
 
@@ -433,7 +433,7 @@ async def test_stream_events_of_a_wire_format_without_a_stream_encoder_is_an_err
 # -- ScriptedModel.answer (the transport-free core) ----------------------------------
 
 
-async def test_answer_gives_the_next_reply_in_the_wire_format_of_the_path():
+def test_answer_gives_the_next_reply_in_the_wire_format_of_the_path():
     model = ScriptedModel().reply("Sunny.", usage={"input_tokens": 5, "output_tokens": 1})
     body = {"model": OPENAI_MODEL, "messages": QUESTION}
 
@@ -454,13 +454,13 @@ async def test_answer_gives_the_next_reply_in_the_wire_format_of_the_path():
     )
 
 
-async def test_answer_for_another_endpoint_is_none():
+def test_answer_for_another_endpoint_is_none():
     model = ScriptedModel().reply("Sunny.")
 
     assert model.answer("/v1/embeddings", b'{"input": "hi"}') is None
 
 
-async def test_answer_to_an_unreadable_body_is_a_400_without_request():
+def test_answer_to_an_unreadable_body_is_a_400_without_request():
     answer = ScriptedModel().reply("Sunny.").answer("/v1/messages", b"{not json")
 
     match answer:
@@ -471,7 +471,7 @@ async def test_answer_to_an_unreadable_body_is_a_400_without_request():
             pytest.fail(f"unexpected answer: {answer!r}")
 
 
-async def test_answer_beyond_the_script_is_a_400_logged_as_unexpected():
+def test_answer_beyond_the_script_is_a_400_logged_as_unexpected():
     model = ScriptedModel()
     body = {"model": ANTHROPIC_MODEL, "max_tokens": 10, "messages": QUESTION}
 
@@ -486,7 +486,7 @@ async def test_answer_beyond_the_script_is_a_400_logged_as_unexpected():
     assert [call.body for call in model.unexpected] == [body]
 
 
-async def test_answer_to_a_scripted_failure_carries_its_status_and_message():
+def test_answer_to_a_scripted_failure_carries_its_status_and_message():
     model = ScriptedModel().fail(503, "overloaded")
 
     answer = model.answer("/v1/chat/completions", json.dumps({"messages": []}).encode())
@@ -540,7 +540,7 @@ async def test_fail_raises_the_anthropic_status_error_without_retrying(
 
 
 @pytest.mark.parametrize("status", [200, 302, 399, 600])
-async def test_fail_needs_an_http_error_status(status):
+def test_fail_needs_an_http_error_status(status):
     with pytest.raises(
         FakeLLMError, match=rf"fail\(status={status}\) needs an HTTP error status from 400 to 599"
     ):
@@ -683,7 +683,7 @@ async def test_repr_counts_scripted_and_served_replies(fake, openai_client):
         ("GET", "https://api.openai.com/v1/chat/completions"),
     ],
 )
-async def test_handle_lets_other_endpoints_pass(method, url):
+def test_handle_lets_other_endpoints_pass(method, url):
     fake = FakeLLM().reply("Sunny.")
 
     assert fake.handle(httpx2.Request(method, url, json={"messages": []})) is None
@@ -709,7 +709,7 @@ async def test_a_non_llm_request_reaches_the_real_server_while_the_fake_is_activ
         (b'{"model": "gpt-4o-mini"}', r"the JSON has no 'messages' field"),
     ],
 )
-async def test_an_unreadable_model_request_gets_a_400_saying_why(content, reason):
+def test_an_unreadable_model_request_gets_a_400_saying_why(content, reason):
     fake = FakeLLM().reply("Sunny.")
 
     response = fake.handle(
@@ -724,7 +724,7 @@ async def test_an_unreadable_model_request_gets_a_400_saying_why(content, reason
     )
 
 
-async def test_stop_gives_the_transport_back():
+def test_stop_gives_the_transport_back():
     original = httpx2.AsyncHTTPTransport.handle_async_request
 
     with FakeLLM():
@@ -737,7 +737,7 @@ async def test_stop_gives_the_transport_back():
 # -- scripting errors ----------------------------------------------------------------
 
 
-async def test_reply_without_content_or_tool_calls_is_an_error():
+def test_reply_without_content_or_tool_calls_is_an_error():
     with pytest.raises(
         FakeLLMError, match=r"fake_llm\.reply\(\) needs content, tool_calls or both"
     ):
@@ -753,7 +753,7 @@ async def test_reply_without_content_or_tool_calls_is_an_error():
         pytest.param((1, {"city": "Paris"}), id="pair-with-non-str-name"),
     ],
 )
-async def test_reply_with_an_unreadable_tool_call_says_which_forms_work(spec):
+def test_reply_with_an_unreadable_tool_call_says_which_forms_work(spec):
     with pytest.raises(
         FakeLLMError,
         match=r"cannot read .* as a tool call\. Give a ToolCall, a \('name', \{arguments\}\) pair",
@@ -761,7 +761,7 @@ async def test_reply_with_an_unreadable_tool_call_says_which_forms_work(spec):
         FakeLLM().reply(tool_calls=[spec])
 
 
-async def test_reply_returns_the_fake_to_chain_calls():
+def test_reply_returns_the_fake_to_chain_calls():
     fake = FakeLLM()
 
     assert fake.reply("one").reply_tool_call("get_weather", city="Paris").fail(500) is fake
@@ -771,28 +771,28 @@ async def test_reply_returns_the_fake_to_chain_calls():
 
 
 @pytest.mark.parametrize(("text", "tokens"), [("", 1), ("abc", 1), ("abcd", 1), ("abcde", 2)])
-async def test_estimate_tokens_is_one_per_four_characters_and_at_least_one(text, tokens):
+def test_estimate_tokens_is_one_per_four_characters_and_at_least_one(text, tokens):
     assert estimate_tokens(text) == tokens
 
 
 # -- FakeTools -----------------------------------------------------------------------
 
 
-async def test_replace_with_a_result_answers_with_it():
+def test_replace_with_a_result_answers_with_it():
     answer = FakeTools().replace("get_weather", "sunny").override_for("get_weather")
 
     assert answer is not None
     assert answer(city="Paris") == "sunny"
 
 
-async def test_replace_with_none_answers_with_none():
+def test_replace_with_none_answers_with_none():
     answer = FakeTools().replace("notify", None).override_for("notify")
 
     assert answer is not None
     assert answer(message="hi") is None
 
 
-async def test_replace_with_raises_raises_that_exception():
+def test_replace_with_raises_raises_that_exception():
     error = TimeoutError("weather service down")
     answer = FakeTools().replace("get_weather", raises=error).override_for("get_weather")
 
@@ -802,7 +802,7 @@ async def test_replace_with_raises_raises_that_exception():
     assert raised.value is error
 
 
-async def test_replace_with_fn_calls_it_with_the_arguments():
+def test_replace_with_fn_calls_it_with_the_arguments():
     answer = (
         FakeTools()
         .replace("get_weather", fn=lambda city, unit="celsius": f"18 {unit} in {city}")
@@ -813,7 +813,7 @@ async def test_replace_with_fn_calls_it_with_the_arguments():
     assert answer(city="Paris", unit="fahrenheit") == "18 fahrenheit in Paris"
 
 
-async def test_replace_again_replaces_the_previous_replacement():
+def test_replace_again_replaces_the_previous_replacement():
     tools = FakeTools().replace("get_weather", "sunny").replace("get_weather", "rainy")
     answer = tools.override_for("get_weather")
 
@@ -821,11 +821,11 @@ async def test_replace_again_replaces_the_previous_replacement():
     assert answer(city="Paris") == "rainy"
 
 
-async def test_override_for_a_tool_not_replaced_is_none():
+def test_override_for_a_tool_not_replaced_is_none():
     assert FakeTools().replace("get_weather", "sunny").override_for("book_flight") is None
 
 
-async def test_replaced_lists_the_replaced_tool_names():
+def test_replaced_lists_the_replaced_tool_names():
     tools = FakeTools().replace("get_weather", "sunny").replace("book", raises=OSError("down"))
 
     assert tools.replaced == {"get_weather", "book"}
@@ -850,7 +850,7 @@ async def test_replaced_lists_the_replaced_tool_names():
         ),
     ],
 )
-async def test_replace_needs_exactly_one_of_result_raises_fn(kwargs, given):
+def test_replace_needs_exactly_one_of_result_raises_fn(kwargs, given):
     with pytest.raises(
         FakeToolsError,
         match=rf"fake_tools\.replace\('get_weather', \.\.\.\) needs exactly one of result=, "
@@ -860,7 +860,7 @@ async def test_replace_needs_exactly_one_of_result_raises_fn(kwargs, given):
 
 
 @pytest.mark.parametrize("raises", [TimeoutError, "service down"])
-async def test_replace_raises_needs_an_exception_instance(raises):
+def test_replace_raises_needs_an_exception_instance(raises):
     with pytest.raises(
         FakeToolsError,
         match=r"fake_tools\.replace\('get_weather', raises=\.\.\.\) needs an exception instance",
@@ -868,7 +868,7 @@ async def test_replace_raises_needs_an_exception_instance(raises):
         FakeTools().replace("get_weather", raises=raises)
 
 
-async def test_record_adds_ledger_entries_marking_replaced_tools():
+def test_record_adds_ledger_entries_marking_replaced_tools():
     tools = FakeTools().replace("get_weather", "sunny")
 
     tools.record(ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}), 1)
@@ -887,13 +887,13 @@ def _ledger(*names: str) -> FakeTools:
     return tools
 
 
-async def test_calls_to_gives_the_ledger_entries_of_one_tool():
+def test_calls_to_gives_the_ledger_entries_of_one_tool():
     tools = _ledger("get_weather", "get_time", "get_weather")
 
     assert [call.tool_call_id for call in tools.calls_to("get_weather")] == ["call_1", "call_3"]
 
 
-async def test_names_gives_the_tools_called_in_order():
+def test_names_gives_the_tools_called_in_order():
     tools = _ledger("get_weather", "get_time", "get_weather")
 
     assert tools.names() == ["get_weather", "get_time", "get_weather"]
@@ -980,7 +980,7 @@ async def test_a_standalone_fake_answers_an_anthropic_client_built_without_a_key
     assert reply.content[0].text == "Sunny."
 
 
-async def test_stop_takes_the_placeholder_keys_out_of_the_environment(no_provider_keys):
+def test_stop_takes_the_placeholder_keys_out_of_the_environment(no_provider_keys):
     with FakeLLM():
         during = {name: bool(os.environ.get(name)) for name in KEY_NAMES}
 
@@ -990,7 +990,7 @@ async def test_stop_takes_the_placeholder_keys_out_of_the_environment(no_provide
     )
 
 
-async def test_an_empty_key_gets_a_placeholder_and_comes_back_empty(monkeypatch):
+def test_an_empty_key_gets_a_placeholder_and_comes_back_empty(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "")
 
     with FakeLLM():
@@ -999,7 +999,7 @@ async def test_an_empty_key_gets_a_placeholder_and_comes_back_empty(monkeypatch)
     assert (during, os.environ["OPENAI_API_KEY"]) == (PLACEHOLDER_KEYS["OPENAI_API_KEY"], "")
 
 
-async def test_a_key_the_user_set_is_left_as_it_is(monkeypatch):
+def test_a_key_the_user_set_is_left_as_it_is(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-users-own")
 
     with FakeLLM():
@@ -1008,7 +1008,7 @@ async def test_a_key_the_user_set_is_left_as_it_is(monkeypatch):
     assert (during, os.environ["OPENAI_API_KEY"]) == ("sk-users-own", "sk-users-own")
 
 
-async def test_the_placeholders_stay_until_the_last_of_two_fakes_stops(no_provider_keys):
+def test_the_placeholders_stay_until_the_last_of_two_fakes_stops(no_provider_keys):
     first, second = FakeLLM(), FakeLLM()
     first.start()
     second.start()
@@ -1035,7 +1035,7 @@ async def test_the_placeholders_stay_until_the_last_of_two_fakes_stops(no_provid
         pytest.param("https://models.example/v1/list?key=sk-agentctx-fake", {}, id="in-the-url"),
     ],
 )
-async def test_a_request_it_does_not_answer_with_a_placeholder_key_is_refused(url, headers):
+def test_a_request_it_does_not_answer_with_a_placeholder_key_is_refused(url, headers):
     response = FakeLLM().handle(httpx2.Request("GET", url, headers=headers))
 
     assert response is not None
@@ -1047,7 +1047,7 @@ async def test_a_request_it_does_not_answer_with_a_placeholder_key_is_refused(ur
     )
 
 
-async def test_a_request_it_does_not_answer_with_a_real_key_goes_its_way():
+def test_a_request_it_does_not_answer_with_a_real_key_goes_its_way():
     request = httpx2.Request(
         "GET", "https://api.openai.com/v1/models", headers={"authorization": "Bearer sk-real"}
     )
@@ -1055,7 +1055,7 @@ async def test_a_request_it_does_not_answer_with_a_real_key_goes_its_way():
     assert FakeLLM().handle(request) is None
 
 
-async def test_a_placeholder_key_to_a_loopback_server_goes_its_way():
+def test_a_placeholder_key_to_a_loopback_server_goes_its_way():
     request = httpx2.Request(
         "GET", "http://127.0.0.1:8080/v1/models", headers={"x-api-key": "sk-ant-agentctx-fake"}
     )

@@ -60,7 +60,7 @@ def weather_agent(client: genai.Client, question: str = "Weather in Paris?") -> 
         )
 
 
-async def test_the_fake_answers_the_sdks_tool_loop_in_the_gemini_format(fake, client):
+def test_the_fake_answers_the_sdks_tool_loop_in_the_gemini_format(fake, client):
     fake.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
 
     assert weather_agent(client) == "Sunny in Paris."
@@ -72,7 +72,7 @@ async def test_the_fake_answers_the_sdks_tool_loop_in_the_gemini_format(fake, cl
     ]
 
 
-async def test_the_fake_reads_the_model_from_the_url(fake, client):
+def test_the_fake_reads_the_model_from_the_url(fake, client):
     fake.reply("Hello.")
 
     client.models.generate_content(model="gemini-2.0-flash", contents="Hi")
@@ -80,7 +80,7 @@ async def test_the_fake_reads_the_model_from_the_url(fake, client):
     assert fake.requests[0].model == "gemini-2.0-flash"
 
 
-async def test_the_second_request_answers_the_call_of_the_first_reply(fake, client):
+def test_the_second_request_answers_the_call_of_the_first_reply(fake, client):
     fake.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
 
     weather_agent(client)
@@ -103,7 +103,7 @@ async def test_the_second_request_answers_the_call_of_the_first_reply(fake, clie
     ]
 
 
-async def test_function_calls_come_without_an_id_as_the_api_sends_them(fake, client):
+def test_function_calls_come_without_an_id_as_the_api_sends_them(fake, client):
     fake.reply(tool_calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Lyon"})])
 
     response = client.models.generate_content(model=MODEL, contents="Weather?", config=CONFIG)
@@ -114,7 +114,7 @@ async def test_function_calls_come_without_an_id_as_the_api_sends_them(fake, cli
     ]
 
 
-async def test_a_scripted_call_id_is_sent(fake, client):
+def test_a_scripted_call_id_is_sent(fake, client):
     fake.reply(tool_calls=[{"id": "fc_1", "name": "get_weather", "arguments": {"city": "Paris"}}])
 
     response = client.models.generate_content(model=MODEL, contents="Weather?", config=CONFIG)
@@ -131,7 +131,7 @@ async def test_the_async_client_is_answered(fake, client):
     assert fake.calls[0].wire_format == "gemini"
 
 
-async def test_a_streamed_call_is_answered_with_server_sent_events(fake, client):
+def test_a_streamed_call_is_answered_with_server_sent_events(fake, client):
     fake.reply("Sunny in Paris, 21 degrees.")
 
     chunks = list(client.models.generate_content_stream(model=MODEL, contents="Weather?"))
@@ -155,7 +155,7 @@ async def test_an_async_stream_carries_the_function_call_whole(fake, client):
     assert [(call.name, call.args) for call in calls] == [("get_weather", {"city": "Paris"})]
 
 
-async def test_usage_is_counted_from_the_contents_and_the_system_instruction(fake, client):
+def test_usage_is_counted_from_the_contents_and_the_system_instruction(fake, client):
     fake.reply("Hi.").reply("Hi.")
 
     short = client.models.generate_content(model=MODEL, contents="Hi")
@@ -172,7 +172,7 @@ async def test_usage_is_counted_from_the_contents_and_the_system_instruction(fak
     ) + 40
 
 
-async def test_a_scripted_failure_is_a_google_error(fake, client):
+def test_a_scripted_failure_is_a_google_error(fake, client):
     fake.fail(429, "quota exceeded")
 
     with pytest.raises(errors.ClientError) as caught:
@@ -185,7 +185,7 @@ async def test_a_scripted_failure_is_a_google_error(fake, client):
     )
 
 
-async def test_an_unscripted_call_fails_the_sdk_and_verify(fake, client):
+def test_an_unscripted_call_fails_the_sdk_and_verify(fake, client):
     with pytest.raises(errors.ClientError, match="was not scripted"):
         client.models.generate_content(model=MODEL, contents="Weather?")
 
@@ -193,11 +193,11 @@ async def test_an_unscripted_call_fails_the_sdk_and_verify(fake, client):
         fake.verify()
 
 
-async def test_other_gemini_endpoints_are_not_answered(fake):
+def test_other_gemini_endpoints_are_not_answered(fake):
     assert fake.answer(f"/v1beta/models/{MODEL}:countTokens", b"{}") is None
 
 
-async def test_the_exchanges_rebuild_the_context(fake, client):
+def test_the_exchanges_rebuild_the_context(fake, client):
     fake.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
 
     weather_agent(client)

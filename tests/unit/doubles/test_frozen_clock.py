@@ -35,17 +35,17 @@ def _module(name: str, monkeypatch: pytest.MonkeyPatch, source: str) -> types.Mo
 # -- freezing ------------------------------------------------------------------------
 
 
-async def test_datetime_now_is_frozen_in_test_code():
+def test_datetime_now_is_frozen_in_test_code():
     with FrozenClock(START):
         assert datetime.now(UTC) == FROZEN
 
 
-async def test_time_time_is_frozen_in_test_code():
+def test_time_time_is_frozen_in_test_code():
     with FrozenClock(START):
         assert time.time() == FROZEN.timestamp()
 
 
-async def test_a_module_level_copy_of_time_time_is_frozen_in_user_modules():
+def test_a_module_level_copy_of_time_time_is_frozen_in_user_modules():
     with FrozenClock(START):
         assert module_level_time() == FROZEN.timestamp()
 
@@ -57,7 +57,7 @@ async def test_asyncio_sleep_does_not_hang_while_frozen():
         assert clock.now() == FROZEN
 
 
-async def test_stop_gives_the_real_clock_back():
+def test_stop_gives_the_real_clock_back():
     clock = FrozenClock(START).start()
 
     clock.stop()
@@ -66,7 +66,7 @@ async def test_stop_gives_the_real_clock_back():
     assert time.time() > (FROZEN + timedelta(days=365)).timestamp()
 
 
-async def test_leaving_the_with_block_gives_the_real_clock_back_after_an_error():
+def test_leaving_the_with_block_gives_the_real_clock_back_after_an_error():
     with pytest.raises(RuntimeError, match="boom"), FrozenClock(START):
         raise RuntimeError("boom")
 
@@ -76,31 +76,31 @@ async def test_leaving_the_with_block_gives_the_real_clock_back_after_an_error()
 # -- now / tick / move_to ------------------------------------------------------------
 
 
-async def test_now_is_the_start_as_an_aware_utc_datetime():
+def test_now_is_the_start_as_an_aware_utc_datetime():
     with FrozenClock(START) as clock:
         now = clock.now()
 
     assert (now, now.tzinfo) == (FROZEN, UTC)
 
 
-async def test_a_start_in_another_timezone_is_the_same_instant():
+def test_a_start_in_another_timezone_is_the_same_instant():
     start = datetime(2001, 2, 3, 6, 5, 6, tzinfo=timezone(timedelta(hours=2)))
 
     with FrozenClock(start) as clock:
         assert clock.now() == FROZEN
 
 
-async def test_a_naive_start_is_taken_as_utc():
+def test_a_naive_start_is_taken_as_utc():
     with FrozenClock("2001-02-03T04:05:06") as clock:
         assert clock.now() == FROZEN
 
 
-async def test_the_default_start_is_the_package_default():
+def test_the_default_start_is_the_package_default():
     with FrozenClock() as clock:
         assert clock.now() == DEFAULT_START
 
 
-async def test_an_unreadable_start_says_what_is_expected():
+def test_an_unreadable_start_says_what_is_expected():
     with pytest.raises(
         ValueError,
         match=r"^FrozenClock\(start=\.\.\.\): 'yesterday' is not an ISO 8601 date and time",
@@ -117,17 +117,17 @@ async def test_an_unreadable_start_says_what_is_expected():
         (0, FROZEN),
     ],
 )
-async def test_tick_moves_the_clock_forward_and_returns_the_new_time(delta, expected):
+def test_tick_moves_the_clock_forward_and_returns_the_new_time(delta, expected):
     with FrozenClock(START) as clock:
         assert clock.tick(delta) == expected
 
 
-async def test_tick_moves_one_second_by_default():
+def test_tick_moves_one_second_by_default():
     with FrozenClock(START) as clock:
         assert clock.tick() == FROZEN + timedelta(seconds=1)
 
 
-async def test_tick_moves_the_wall_clock_seen_by_user_code():
+def test_tick_moves_the_wall_clock_seen_by_user_code():
     with FrozenClock(START) as clock:
         clock.tick(timedelta(hours=1))
 
@@ -135,7 +135,7 @@ async def test_tick_moves_the_wall_clock_seen_by_user_code():
 
 
 @pytest.mark.parametrize("delta", [-1, timedelta(seconds=-1)])
-async def test_tick_cannot_go_backwards(delta):
+def test_tick_cannot_go_backwards(delta):
     with (
         FrozenClock(START) as clock,
         pytest.raises(ValueError, match=r"cannot go backwards; use move_to\(\)\.$"),
@@ -152,19 +152,19 @@ async def test_tick_cannot_go_backwards(delta):
         datetime(2030, 6, 1, 12, tzinfo=UTC),
     ],
 )
-async def test_move_to_jumps_to_an_instant_and_returns_it(when):
+def test_move_to_jumps_to_an_instant_and_returns_it(when):
     with FrozenClock(START) as clock:
         assert clock.move_to(when) == datetime(2030, 6, 1, 12, tzinfo=UTC)
 
 
-async def test_move_to_can_go_back_in_time_and_user_code_sees_it():
+def test_move_to_can_go_back_in_time_and_user_code_sees_it():
     with FrozenClock(START) as clock:
         clock.move_to("1999-12-31T23:59:59Z")
 
         assert datetime.now(UTC) == datetime(1999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
-async def test_move_to_an_unreadable_time_says_what_is_expected():
+def test_move_to_an_unreadable_time_says_what_is_expected():
     with (
         FrozenClock(START) as clock,
         pytest.raises(
@@ -180,7 +180,7 @@ async def test_move_to_an_unreadable_time_says_what_is_expected():
 @pytest.mark.parametrize(
     ("method", "args"), [("now", ()), ("tick", (1,)), ("move_to", ("2030-01-01T00:00:00Z",))]
 )
-async def test_reading_or_moving_a_clock_that_was_never_started_is_an_error(method, args):
+def test_reading_or_moving_a_clock_that_was_never_started_is_an_error(method, args):
     with pytest.raises(
         RuntimeError,
         match=rf"^FrozenClock\.{method}\(\) needs a started clock; call start\(\) or use `with`\.$",
@@ -188,7 +188,7 @@ async def test_reading_or_moving_a_clock_that_was_never_started_is_an_error(meth
         getattr(FrozenClock(START), method)(*args)
 
 
-async def test_reading_a_stopped_clock_is_an_error():
+def test_reading_a_stopped_clock_is_an_error():
     clock = FrozenClock(START).start()
     clock.stop()
 
@@ -196,7 +196,7 @@ async def test_reading_a_stopped_clock_is_an_error():
         clock.now()
 
 
-async def test_active_reflects_start_and_stop():
+def test_active_reflects_start_and_stop():
     clock = FrozenClock(START)
 
     states = [clock.active]
@@ -208,7 +208,7 @@ async def test_active_reflects_start_and_stop():
     assert states == [False, True, False]
 
 
-async def test_starting_twice_keeps_one_freeze_that_one_stop_ends():
+def test_starting_twice_keeps_one_freeze_that_one_stop_ends():
     clock = FrozenClock(START)
 
     assert clock.start() is clock
@@ -218,13 +218,13 @@ async def test_starting_twice_keeps_one_freeze_that_one_stop_ends():
     assert datetime.now(UTC) > FROZEN + timedelta(days=365)
 
 
-async def test_stop_without_start_changes_nothing():
+def test_stop_without_start_changes_nothing():
     FrozenClock(START).stop()
 
     assert datetime.now(UTC) > FROZEN + timedelta(days=365)
 
 
-async def test_repr_shows_the_frozen_instant_or_stopped():
+def test_repr_shows_the_frozen_instant_or_stopped():
     clock = FrozenClock(START)
     stopped = repr(clock)
 
@@ -234,7 +234,7 @@ async def test_repr_shows_the_frozen_instant_or_stopped():
     assert (stopped, active) == ("FrozenClock(stopped)", "FrozenClock(2001-02-03T04:05:06+00:00)")
 
 
-async def test_a_frozen_clock_is_a_clock_for_the_runtime():
+def test_a_frozen_clock_is_a_clock_for_the_runtime():
     assert isinstance(FrozenClock(START), Clock)
 
 
@@ -242,25 +242,25 @@ async def test_a_frozen_clock_is_a_clock_for_the_runtime():
 
 
 @pytest.mark.parametrize("name", ["openai", "anthropic", "httpx2", "pydantic", "pytest_agentctx"])
-async def test_default_skip_holds_the_sdks_and_libraries(name):
+def test_default_skip_holds_the_sdks_and_libraries(name):
     assert name in DEFAULT_SKIP
 
 
 @pytest.mark.parametrize("name", ["asyncio", "re", "json", "threading", "_thread"])
-async def test_default_skip_holds_the_standard_library(name):
+def test_default_skip_holds_the_standard_library(name):
     assert name in DEFAULT_SKIP
 
 
 @pytest.mark.parametrize("name", ["test", "tests", "datetime", "time"])
-async def test_default_skip_leaves_out_test_packages_datetime_and_time(name):
+def test_default_skip_leaves_out_test_packages_datetime_and_time(name):
     assert name not in DEFAULT_SKIP
 
 
-async def test_default_skip_holds_top_level_names_only():
+def test_default_skip_holds_top_level_names_only():
     assert [name for name in DEFAULT_SKIP if "." in name] == []
 
 
-async def test_modules_of_a_skipped_package_keep_their_real_time_copies(monkeypatch):
+def test_modules_of_a_skipped_package_keep_their_real_time_copies(monkeypatch):
     before = time.time()
     module = _module("openai.agentctx_probe", monkeypatch, "from time import time as clock")
 
@@ -268,7 +268,7 @@ async def test_modules_of_a_skipped_package_keep_their_real_time_copies(monkeypa
         assert module.clock() >= before
 
 
-async def test_a_module_whose_name_only_starts_like_a_skipped_one_is_walked(monkeypatch):
+def test_a_module_whose_name_only_starts_like_a_skipped_one_is_walked(monkeypatch):
     # "re" is skipped; "research_notes" is not the "re" package and must be frozen.
     module = _module("research_notes", monkeypatch, "from time import time as clock")
 
@@ -276,17 +276,17 @@ async def test_a_module_whose_name_only_starts_like_a_skipped_one_is_walked(monk
         assert module.clock() == FROZEN.timestamp()
 
 
-async def test_skip_adds_the_top_level_packages_of_the_names_given():
+def test_skip_adds_the_top_level_packages_of_the_names_given():
     clock = FrozenClock(START, skip=["weather_lib.client", "billing"])
 
     assert clock.skip == DEFAULT_SKIP | {"weather_lib", "billing"}
 
 
-async def test_default_skip_false_skips_only_the_names_given():
+def test_default_skip_false_skips_only_the_names_given():
     assert FrozenClock(START, skip=["weather_lib"], default_skip=False).skip == {"weather_lib"}
 
 
-async def test_a_module_on_the_skip_list_keeps_its_real_time_copies(monkeypatch):
+def test_a_module_on_the_skip_list_keeps_its_real_time_copies(monkeypatch):
     before = time.time()
     module = _module("weather_lib", monkeypatch, "from time import time as clock")
 
@@ -297,7 +297,7 @@ async def test_a_module_on_the_skip_list_keeps_its_real_time_copies(monkeypatch)
 # -- freezegun's ignore --------------------------------------------------------------
 
 
-async def test_calls_made_from_an_ignored_module_see_real_time(monkeypatch):
+def test_calls_made_from_an_ignored_module_see_real_time(monkeypatch):
     before = time.time()
     module = _module(
         "retry_helpers", monkeypatch, "import time\ndef read():\n    return time.time()\n"
@@ -307,7 +307,7 @@ async def test_calls_made_from_an_ignored_module_see_real_time(monkeypatch):
         assert module.read() >= before
 
 
-async def test_ignore_is_empty_by_default_so_no_caller_sees_real_time(monkeypatch):
+def test_ignore_is_empty_by_default_so_no_caller_sees_real_time(monkeypatch):
     module = _module(
         "retry_helpers", monkeypatch, "import time\ndef read():\n    return time.time()\n"
     )
@@ -328,7 +328,7 @@ class Forecast(BaseModel):
 """
 
 
-async def test_a_model_with_datetime_fields_defined_while_frozen_validates(monkeypatch):
+def test_a_model_with_datetime_fields_defined_while_frozen_validates(monkeypatch):
     # Imported while frozen, the module's datetime and date are freezegun's fake classes.
     with FrozenClock(START):
         module = _module("weather_models", monkeypatch, FORECAST)
@@ -337,7 +337,7 @@ async def test_a_model_with_datetime_fields_defined_while_frozen_validates(monke
     assert (forecast.at, forecast.day) == (FROZEN, FROZEN.date())
 
 
-async def test_a_model_defined_while_frozen_round_trips_json_after_the_clock_stops(monkeypatch):
+def test_a_model_defined_while_frozen_round_trips_json_after_the_clock_stops(monkeypatch):
     with FrozenClock(START):
         module = _module("weather_models", monkeypatch, FORECAST)
         forecast = module.Forecast(at=FROZEN, day=FROZEN.date())
@@ -350,7 +350,7 @@ async def test_a_model_defined_while_frozen_round_trips_json_after_the_clock_sto
     )
 
 
-async def test_a_model_defined_while_frozen_has_the_json_schema_of_real_dates(monkeypatch):
+def test_a_model_defined_while_frozen_has_the_json_schema_of_real_dates(monkeypatch):
     unfrozen = _module("weather_models", monkeypatch, FORECAST).Forecast.model_json_schema()
     with FrozenClock(START):
         frozen = _module("weather_models", monkeypatch, FORECAST).Forecast.model_json_schema()

@@ -81,29 +81,29 @@ def streamed_text(chunks: list[Any]) -> str:
 # -- addresses -----------------------------------------------------------------------
 
 
-async def test_the_server_binds_127_0_0_1_on_a_free_port(provider):
+def test_the_server_binds_127_0_0_1_on_a_free_port(provider):
     host, port = provider.address
 
     assert (host, port > 0, port) == ("127.0.0.1", True, provider.port)
 
 
-async def test_base_url_is_the_server_root(provider):
+def test_base_url_is_the_server_root(provider):
     assert provider.base_url == f"http://127.0.0.1:{provider.port}"
 
 
-async def test_openai_base_url_ends_in_v1_and_anthropic_base_url_is_the_root(provider):
+def test_openai_base_url_ends_in_v1_and_anthropic_base_url_is_the_root(provider):
     assert (provider.openai_base_url, provider.anthropic_base_url) == (
         f"http://127.0.0.1:{provider.port}/v1",
         f"http://127.0.0.1:{provider.port}",
     )
 
 
-async def test_the_provider_takes_no_host_to_bind():
+def test_the_provider_takes_no_host_to_bind():
     with pytest.raises(TypeError, match="host"):
         LoopbackProvider(host="0.0.0.0")  # type: ignore[call-arg]
 
 
-async def test_the_address_of_a_stopped_provider_is_an_error_saying_to_start_it():
+def test_the_address_of_a_stopped_provider_is_an_error_saying_to_start_it():
     with pytest.raises(LoopbackError, match=r"not running.*provider\.start\(\)"):
         LoopbackProvider().base_url  # noqa: B018
 
@@ -220,7 +220,7 @@ async def test_openai_stream_without_include_usage_has_no_usage_chunk(provider, 
     assert [chunk.usage for chunk in chunks] == [None] * len(chunks)
 
 
-async def test_a_sync_openai_client_streams_too(provider):
+def test_a_sync_openai_client_streams_too(provider):
     provider.reply("Sunny in Paris.")
 
     with openai.OpenAI(base_url=provider.base_url, api_key="sk-test", max_retries=0) as client:
@@ -321,7 +321,7 @@ async def test_anthropic_raw_stream_has_the_message_events_in_order(provider, an
     ]
 
 
-async def test_a_sync_anthropic_client_streams_too(provider):
+def test_a_sync_anthropic_client_streams_too(provider):
     provider.reply("Sunny in Paris.")
 
     with (
@@ -399,7 +399,7 @@ async def test_exchanges_log_the_raw_http_requests(provider, anthropic_client):
             pytest.fail(f"unexpected exchanges: {exchanges}")
 
 
-async def test_ids_are_the_same_on_every_run_of_a_script(anthropic_client):
+def test_ids_are_the_same_on_every_run_of_a_script(anthropic_client):
     def run() -> list[Any]:
         with (
             LoopbackProvider() as fresh,
@@ -465,7 +465,7 @@ async def test_an_unscripted_call_is_a_400_and_verify_names_it(provider, openai_
         provider.verify()
 
 
-async def test_verify_reports_replies_the_agent_never_asked_for(provider):
+def test_verify_reports_replies_the_agent_never_asked_for(provider):
     provider.reply("never served")
 
     with pytest.raises(UnusedScriptedReplies, match=r"1 of 1 scripted replies were never used"):
@@ -479,7 +479,7 @@ async def test_verify_passes_when_every_reply_was_served(provider, openai_client
     provider.verify()
 
 
-async def test_scripting_mistakes_name_the_loopback_provider(provider):
+def test_scripting_mistakes_name_the_loopback_provider(provider):
     with pytest.raises(Exception, match=r"^loopback\.reply\(\) needs content"):
         provider.reply()
 
@@ -526,7 +526,7 @@ async def test_a_body_that_is_not_json_is_a_400(provider, http):
     assert (response.status_code, provider.remaining[0].content) == (400, "unused")
 
 
-async def test_a_request_with_a_bad_content_length_is_a_400_not_a_server_failure(provider):
+def test_a_request_with_a_bad_content_length_is_a_400_not_a_server_failure(provider):
     with socket.create_connection(provider.address, timeout=5) as connection:
         connection.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n")
         status_line = connection.makefile("rb").readline()
@@ -534,7 +534,7 @@ async def test_a_request_with_a_bad_content_length_is_a_400_not_a_server_failure
     assert (status_line, provider.errors) == (b"HTTP/1.1 400 Bad Request\r\n", [])
 
 
-async def test_a_client_that_resets_its_connection_prints_nothing(capsys):
+def test_a_client_that_resets_its_connection_prints_nothing(capsys):
     with LoopbackProvider() as running:
         connection = socket.create_connection(running.address, timeout=5)
         connection.sendall(b"POST /v1/messages HTTP/1.1\r\n")  # half a request, then a reset
@@ -695,13 +695,13 @@ async def test_events_are_flushed_one_by_one():
 
 
 @pytest.mark.parametrize("delay", [-1, float("nan"), float("inf"), "0.1", True])
-async def test_event_delay_must_be_a_finite_number_of_seconds(delay):
+def test_event_delay_must_be_a_finite_number_of_seconds(delay):
     with pytest.raises(LoopbackError, match=r"event_delay=.*expected a number of seconds"):
         LoopbackProvider(event_delay=delay)
 
 
 @pytest.mark.parametrize("port", [-1, 65536, "8080", 1.5])
-async def test_port_must_be_a_tcp_port(port):
+def test_port_must_be_a_tcp_port(port):
     with pytest.raises(LoopbackError, match=r"port=.*expected a TCP port from 0 to 65535"):
         LoopbackProvider(port=port)
 
@@ -709,14 +709,14 @@ async def test_port_must_be_a_tcp_port(port):
 # -- life cycle ----------------------------------------------------------------------
 
 
-async def test_a_port_in_use_is_an_error_saying_to_leave_port_at_0(provider):
+def test_a_port_in_use_is_an_error_saying_to_leave_port_at_0(provider):
     second = LoopbackProvider(port=provider.port)
 
     with pytest.raises(LoopbackError, match=rf"could not listen on 127\.0\.0\.1:{provider.port}"):
         second.start()
 
 
-async def test_stop_releases_the_port():
+def test_stop_releases_the_port():
     with LoopbackProvider() as provider:
         port = provider.port
 
@@ -724,7 +724,7 @@ async def test_stop_releases_the_port():
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
-async def test_stop_twice_is_harmless():
+def test_stop_twice_is_harmless():
     provider = LoopbackProvider()
     provider.start()
 
@@ -783,7 +783,7 @@ async def test_a_stopped_provider_can_start_again():
     assert completion.choices[0].message.content == "again"
 
 
-async def test_start_twice_keeps_the_same_server(provider):
+def test_start_twice_keeps_the_same_server(provider):
     port = provider.port
 
     provider.start()
@@ -791,7 +791,7 @@ async def test_start_twice_keeps_the_same_server(provider):
     assert provider.port == port
 
 
-async def test_repr_shows_the_url_and_the_script(provider):
+def test_repr_shows_the_url_and_the_script(provider):
     provider.reply("Hi.")
 
     assert (
@@ -800,5 +800,5 @@ async def test_repr_shows_the_url_and_the_script(provider):
     )
 
 
-async def test_repr_of_a_stopped_provider_says_so():
+def test_repr_of_a_stopped_provider_says_so():
     assert repr(LoopbackProvider()) == "LoopbackProvider(stopped, 0 scripted, 0 served)"

@@ -24,7 +24,7 @@ def client_of(provider: LoopbackProvider, api_version: str = "v1beta") -> genai.
     return genai.Client(api_key="test-key", http_options=options)
 
 
-async def test_the_sdk_gets_a_function_call_and_then_text(provider):
+def test_the_sdk_gets_a_function_call_and_then_text(provider):
     provider.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
     client = client_of(provider)
 
@@ -38,7 +38,7 @@ async def test_the_sdk_gets_a_function_call_and_then_text(provider):
     provider.verify()
 
 
-async def test_each_call_is_logged_with_its_gemini_path(provider):
+def test_each_call_is_logged_with_its_gemini_path(provider):
     provider.reply("Hi.").reply("Hi.")
     beta, stable = client_of(provider), client_of(provider, "v1")
 
@@ -72,7 +72,7 @@ async def test_a_stream_is_served_as_events_to_the_async_client(provider):
     )
 
 
-async def test_gzip_responses_reach_the_sdk(provider):
+def test_gzip_responses_reach_the_sdk(provider):
     provider.gzip = True
     provider.reply("Sunny.").reply("Sunny again.")
     client = client_of(provider)
@@ -83,7 +83,7 @@ async def test_gzip_responses_reach_the_sdk(provider):
     assert [exchange.gzipped for exchange in provider.exchanges] == [True, True]
 
 
-async def test_a_scripted_failure_is_a_google_error(provider):
+def test_a_scripted_failure_is_a_google_error(provider):
     provider.fail(503, "overloaded")
     client = client_of(provider)
 
@@ -97,7 +97,7 @@ async def test_a_scripted_failure_is_a_google_error(provider):
     )
 
 
-async def test_a_gemini_endpoint_takes_post_only(provider):
+def test_a_gemini_endpoint_takes_post_only(provider):
     with httpx2.Client(base_url=provider.base_url) as http:
         response = http.get(f"/v1beta/models/{MODEL}:generateContent")
 
@@ -107,7 +107,7 @@ async def test_a_gemini_endpoint_takes_post_only(provider):
     )
 
 
-async def test_an_unknown_path_names_the_gemini_endpoints(provider):
+def test_an_unknown_path_names_the_gemini_endpoints(provider):
     with httpx2.Client(base_url=provider.base_url) as http:
         response = http.post(f"/v1beta/models/{MODEL}:countTokens", json={})
 
@@ -115,7 +115,7 @@ async def test_an_unknown_path_names_the_gemini_endpoints(provider):
     assert ":generateContent" in response.json()["error"]["message"]
 
 
-async def test_the_request_is_served_to_the_codec_as_sent(provider):
+def test_the_request_is_served_to_the_codec_as_sent(provider):
     provider.reply("Hi.")
     client = client_of(provider)
 

@@ -26,24 +26,24 @@ WHERE = "tests/test_x.py::test_y"
     "relative",
     ["tests/integration/test_a.py", "tests/integration/deep/test_b.py", "pkg/tests/integration"],
 )
-async def test_paths_under_tests_integration_are_integration(relative: str) -> None:
+def test_paths_under_tests_integration_are_integration(relative: str) -> None:
     assert in_integration_folder(ROOT / relative, ROOT)
 
 
 @pytest.mark.parametrize(
     "relative", ["tests/test_integration.py", "integration/test_a.py", "tests/unit/test_a.py"]
 )
-async def test_other_paths_are_not(relative: str) -> None:
+def test_other_paths_are_not(relative: str) -> None:
     assert not in_integration_folder(ROOT / relative, ROOT)
 
 
-async def test_the_folders_above_the_rootdir_do_not_count() -> None:
+def test_the_folders_above_the_rootdir_do_not_count() -> None:
     root = Path("/home/me/tests/integration/project")
 
     assert not in_integration_folder(root / "tests" / "test_a.py", root)
 
 
-async def test_a_named_file_or_integration_folder_selects_its_tests() -> None:
+def test_a_named_file_or_integration_folder_selects_its_tests() -> None:
     test = ROOT / "tests" / "integration" / "test_a.py"
     marked = ROOT / "tests" / "test_marked.py"
 
@@ -51,13 +51,13 @@ async def test_a_named_file_or_integration_folder_selects_its_tests() -> None:
     assert named_on_command_line(marked, [marked], ROOT)
 
 
-async def test_a_named_folder_outside_integration_does_not_select_them() -> None:
+def test_a_named_folder_outside_integration_does_not_select_them() -> None:
     test = ROOT / "tests" / "integration" / "test_a.py"
 
     assert not named_on_command_line(test, [ROOT / "tests"], ROOT)
 
 
-async def test_integration_tests_move_last_keeping_each_parts_order() -> None:
+def test_integration_tests_move_last_keeping_each_parts_order() -> None:
     items = ["u1", "i1", "u2", "i2", "u3"]
 
     assert integration_last(items, lambda name: name.startswith("i")) == [
@@ -103,65 +103,65 @@ DEFS = {
 }
 
 
-async def test_a_test_asking_for_a_plugin_fixture_uses_it() -> None:
+def test_a_test_asking_for_a_plugin_fixture_uses_it() -> None:
     assert uses_plugin_fixture(["agent_runtime"], DEFS, PLUGIN_MODULES)
 
 
-async def test_a_fixture_of_any_of_the_plugin_modules_counts() -> None:
+def test_a_fixture_of_any_of_the_plugin_modules_counts() -> None:
     defs = {"frozen_clock": [FakeDef(other_plugin_fixture)]}
 
     assert uses_plugin_fixture(["frozen_clock"], defs, PLUGIN_MODULES)
     assert not uses_plugin_fixture(["frozen_clock"], defs, frozenset({__name__}))
 
 
-async def test_a_plugin_fixture_reached_through_a_user_fixture_counts() -> None:
+def test_a_plugin_fixture_reached_through_a_user_fixture_counts() -> None:
     assert uses_plugin_fixture(["runtime"], DEFS, PLUGIN_MODULES)
 
 
-async def test_private_plugin_fixtures_and_other_fixtures_do_not_count() -> None:
+def test_private_plugin_fixtures_and_other_fixtures_do_not_count() -> None:
     assert not uses_plugin_fixture(["_agentctx_cassette", "tmp_path"], DEFS, PLUGIN_MODULES)
 
 
-async def test_a_user_fixture_named_like_a_plugin_fixture_hides_it() -> None:
+def test_a_user_fixture_named_like_a_plugin_fixture_hides_it() -> None:
     defs = {"frozen_clock": [FakeDef(plugin_fixture), FakeDef(user_fixture)]}
 
     assert not uses_plugin_fixture(["frozen_clock"], defs, PLUGIN_MODULES)
 
 
-async def test_a_user_fixture_asking_for_the_plugin_fixture_it_overrides_uses_it() -> None:
+def test_a_user_fixture_asking_for_the_plugin_fixture_it_overrides_uses_it() -> None:
     defs = {"agent_runtime": [FakeDef(plugin_fixture), FakeDef(user_fixture, ("agent_runtime",))]}
 
     assert uses_plugin_fixture(["agent_runtime"], defs, PLUGIN_MODULES)
 
 
-async def test_without_agent_suites_a_plain_test_is_not_sorted() -> None:
+def test_without_agent_suites_a_plain_test_is_not_sorted() -> None:
     assert not SuiteScope().sorts(["tmp_path", "frozen_clock", "fake_tools"], marked=False)
 
 
 @pytest.mark.parametrize(
     "fixture", ["agent_runtime", "agent_cassette", "agent_context", "fake_llm"]
 )
-async def test_a_test_using_an_agent_fixture_is_sorted(fixture: str) -> None:
+def test_a_test_using_an_agent_fixture_is_sorted(fixture: str) -> None:
     assert SuiteScope().sorts(["tmp_path", fixture], marked=False)
 
 
-async def test_a_test_marked_agent_is_sorted() -> None:
+def test_a_test_marked_agent_is_sorted() -> None:
     assert SuiteScope().sorts([], marked=True)
 
 
 @pytest.mark.parametrize(
     "scope", [SuiteScope(every_test=True), SuiteScope(all_agent_tests=True)], ids=repr
 )
-async def test_agent_suites_or_agent_all_tests_sort_every_test(scope: SuiteScope) -> None:
+def test_agent_suites_or_agent_all_tests_sort_every_test(scope: SuiteScope) -> None:
     assert scope.everything
     assert scope.sorts([], marked=False)
 
 
-async def test_without_them_the_session_does_not_sort_every_test() -> None:
+def test_without_them_the_session_does_not_sort_every_test() -> None:
     assert not SuiteScope().everything
 
 
-async def test_each_repetition_has_its_own_cassette_file() -> None:
+def test_each_repetition_has_its_own_cassette_file() -> None:
     path = Path("cassettes/tests/test_a/test_weather.json")
 
     assert repeat_cassette_path(path, 2) == Path(
@@ -178,7 +178,7 @@ async def test_each_repetition_has_its_own_cassette_file() -> None:
         ((), {"n": 4, "min_pass_rate": 0.5}, RepeatSpec(4, 0.5)),
     ],
 )
-async def test_the_repeat_marker_takes_a_count_and_a_rate(
+def test_the_repeat_marker_takes_a_count_and_a_rate(
     args: tuple[object, ...], kwargs: dict[str, object], expected: RepeatSpec
 ) -> None:
     assert RepeatSpec.from_marker(args, kwargs, where=WHERE) == expected
@@ -196,7 +196,7 @@ async def test_the_repeat_marker_takes_a_count_and_a_rate(
         ((3,), {"rate": 0.5}, r"agent_repeat\(3, rate=0\.5\) is not understood"),
     ],
 )
-async def test_a_bad_repeat_marker_names_the_test(
+def test_a_bad_repeat_marker_names_the_test(
     args: tuple[object, ...], kwargs: dict[str, object], problem: str
 ) -> None:
     with pytest.raises(RepeatError, match=rf"^{WHERE}: (agent_repeat )?{problem}"):
@@ -210,13 +210,13 @@ def tally(*phases: tuple[int, str, str], runs: int = 4, rate: float = 0.5) -> Re
     return counted
 
 
-async def test_a_repetition_passes_when_each_of_its_phases_passed() -> None:
+def test_a_repetition_passes_when_each_of_its_phases_passed() -> None:
     counted = tally((1, "setup", "passed"), (1, "call", "passed"), (1, "teardown", "passed"))
 
     assert counted.outcomes == {1: "passed"}
 
 
-async def test_a_failed_call_or_teardown_fails_the_repetition() -> None:
+def test_a_failed_call_or_teardown_fails_the_repetition() -> None:
     counted = tally(
         (1, "setup", "passed"),
         (1, "call", "failed"),
@@ -228,14 +228,14 @@ async def test_a_failed_call_or_teardown_fails_the_repetition() -> None:
     assert counted.outcomes == {1: "failed", 2: "failed"}
 
 
-async def test_a_skip_in_setup_or_call_skips_the_repetition() -> None:
+def test_a_skip_in_setup_or_call_skips_the_repetition() -> None:
     counted = tally((1, "setup", "skipped"), (1, "teardown", "passed"), (2, "call", "skipped"))
 
     assert counted.outcomes == {1: "skipped", 2: "skipped"}
     assert counted.all_skipped
 
 
-async def test_the_rate_counts_the_repetitions_that_were_not_skipped() -> None:
+def test_the_rate_counts_the_repetitions_that_were_not_skipped() -> None:
     counted = tally(
         (1, "call", "passed"), (2, "call", "failed"), (3, "call", "skipped"), (4, "call", "passed")
     )
@@ -249,20 +249,20 @@ async def test_the_rate_counts_the_repetitions_that_were_not_skipped() -> None:
     assert counted.describe() == ("2 of 3 runs passed (67%), 1 skipped, min_pass_rate 50%: passed")
 
 
-async def test_a_rate_below_the_minimum_is_not_met() -> None:
+def test_a_rate_below_the_minimum_is_not_met() -> None:
     counted = tally((1, "call", "passed"), (2, "call", "failed"), rate=0.75)
 
     assert not counted.met
     assert counted.describe().endswith("min_pass_rate 75%: failed")
 
 
-async def test_a_rate_exactly_at_the_minimum_is_met() -> None:
+def test_a_rate_exactly_at_the_minimum_is_met() -> None:
     counted = tally(*[(i, "call", "passed" if i <= 3 else "failed") for i in range(1, 6)], rate=0.6)
 
     assert counted.met
 
 
-async def test_the_suite_line_counts_each_test_once_by_suite() -> None:
+def test_the_suite_line_counts_each_test_once_by_suite() -> None:
     counts = SuiteCounts()
     for nodeid, integration in [("a", False), ("a", False), ("b", True), ("c", False)]:
         counts.add(nodeid, integration=integration)
@@ -270,7 +270,7 @@ async def test_the_suite_line_counts_each_test_once_by_suite() -> None:
     assert counts.line() == "agentctx suites: 2 unit, 1 integration test ran"
 
 
-async def test_the_suite_line_says_how_to_run_the_deselected_tests() -> None:
+def test_the_suite_line_says_how_to_run_the_deselected_tests() -> None:
     counts = SuiteCounts(deselected_integration=3)
 
     assert counts.line() == (
@@ -279,7 +279,7 @@ async def test_the_suite_line_says_how_to_run_the_deselected_tests() -> None:
     )
 
 
-async def test_the_suite_line_of_agent_tests_only_says_so() -> None:
+def test_the_suite_line_of_agent_tests_only_says_so() -> None:
     counts = SuiteCounts(deselected_integration=1, agent_only=True)
     counts.add("a", integration=False)
     counts.add("b", integration=False)

@@ -26,7 +26,7 @@ def _redactor(*secrets: str) -> Redactor:
 # -- the session's secrets ---------------------------------------------------------------
 
 
-async def test_the_session_redactor_knows_the_secret_environment_variables(
+def test_the_session_redactor_knows_the_secret_environment_variables(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ACME_TOKEN", SECRET)
@@ -36,7 +36,7 @@ async def test_the_session_redactor_knows_the_secret_environment_variables(
     assert secrets.redactor.text(f"token {SECRET}") == "token REDACTED"
 
 
-async def test_a_test_redactor_knows_its_own_values_and_the_sessions() -> None:
+def test_a_test_redactor_knows_its_own_values_and_the_sessions() -> None:
     secrets = SessionSecrets()
     other = "tenant-4f2a9c0d"
 
@@ -46,7 +46,7 @@ async def test_a_test_redactor_knows_its_own_values_and_the_sessions() -> None:
     assert secrets.redactor.text(other) == other
 
 
-async def test_what_a_test_learned_from_traffic_is_redacted_in_later_tests() -> None:
+def test_what_a_test_learned_from_traffic_is_redacted_in_later_tests() -> None:
     secrets = SessionSecrets()
     first = secrets.for_test(["own-value-0001"])
     first.learn([("Authorization", f"Bearer {SECRET}")])
@@ -59,7 +59,7 @@ async def test_what_a_test_learned_from_traffic_is_redacted_in_later_tests() -> 
     assert secrets.redactor.text("own-value-0001") == "own-value-0001"
 
 
-async def test_environment_values_are_not_taken_for_learned_ones(
+def test_environment_values_are_not_taken_for_learned_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ACME_TOKEN", SECRET)
@@ -73,13 +73,13 @@ async def test_environment_values_are_not_taken_for_learned_ones(
 # -- values ------------------------------------------------------------------------------
 
 
-async def test_a_value_without_secrets_is_returned_as_it_is() -> None:
+def test_a_value_without_secrets_is_returned_as_it_is() -> None:
     ctx = AgentContext.new("Weather in Paris?", at=T0).with_iteration_metadata({"a": [1, "b"]})
 
     assert redact(ctx, _redactor()) is ctx
 
 
-async def test_strings_keys_and_nested_containers_are_scrubbed() -> None:
+def test_strings_keys_and_nested_containers_are_scrubbed() -> None:
     value = {SECRET: [f"a {SECRET}", (SECRET, 3)], "set": {SECRET}, "n": None}
 
     assert redact(value, _redactor()) == {
@@ -89,7 +89,7 @@ async def test_strings_keys_and_nested_containers_are_scrubbed() -> None:
     }
 
 
-async def test_the_contexts_own_containers_keep_their_types() -> None:
+def test_the_contexts_own_containers_keep_their_types() -> None:
     ctx = AgentContext.new(f"key {SECRET}", at=T0).with_iteration_metadata({"auth": SECRET})
 
     scrubbed = redact(ctx, _redactor())
@@ -107,14 +107,14 @@ class _Note:
     size: int
 
 
-async def test_a_dataclass_is_copied_with_its_strings_scrubbed() -> None:
+def test_a_dataclass_is_copied_with_its_strings_scrubbed() -> None:
     note = _Note(f"see {SECRET}", 2)
 
     assert redact(note, _redactor()) == _Note("see REDACTED", 2)
     assert note.text == f"see {SECRET}"
 
 
-async def test_without_secret_values_nothing_is_walked() -> None:
+def test_without_secret_values_nothing_is_walked() -> None:
     value = {"a": f"{SECRET}"}
 
     assert redact(value, Redactor(env=())) is value
@@ -123,7 +123,7 @@ async def test_without_secret_values_nothing_is_walked() -> None:
 # -- printed lines -----------------------------------------------------------------------
 
 
-async def test_lines_with_a_secret_are_scrubbed_and_say_so() -> None:
+def test_lines_with_a_secret_are_scrubbed_and_say_so() -> None:
     lines = ["1 mismatch:", f"  content: '{SECRET}' != 'x'"]
 
     assert redact_lines(lines, _redactor()) == [
@@ -133,7 +133,7 @@ async def test_lines_with_a_secret_are_scrubbed_and_say_so() -> None:
     ]
 
 
-async def test_lines_without_a_secret_are_left_as_they_are() -> None:
+def test_lines_without_a_secret_are_left_as_they_are() -> None:
     lines = ["1 mismatch:", "  content: 'a' != 'b'"]
 
     assert redact_lines(lines, _redactor()) == lines
@@ -158,7 +158,7 @@ def _failure_report(message: str, sections: list[tuple[str, str]]) -> pytest.Tes
     )
 
 
-async def test_a_reports_failure_text_and_output_are_scrubbed() -> None:
+def test_a_reports_failure_text_and_output_are_scrubbed() -> None:
     report = _failure_report(f"reply was {SECRET}", [("Captured stdout call", f"{SECRET}\n")])
 
     redact_report(report, _redactor())
@@ -172,7 +172,7 @@ async def test_a_reports_failure_text_and_output_are_scrubbed() -> None:
     assert crash.message == "AssertionError: reply was REDACTED"
 
 
-async def test_a_text_failure_is_scrubbed() -> None:
+def test_a_text_failure_is_scrubbed() -> None:
     report = pytest.TestReport(
         "test_x.py::test_x", ("test_x.py", 1, "test_x"), {}, "failed", f"E {SECRET}", "call"
     )

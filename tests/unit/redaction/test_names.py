@@ -29,17 +29,17 @@ def _redact(secret: str) -> Any:
 # -- file_stem -------------------------------------------------------------------------
 
 
-async def test_a_name_that_loses_nothing_is_kept():
+def test_a_name_that_loses_nothing_is_kept():
     assert file_stem("test_city[Paris-1]", _slug) == "test_city[Paris-1]"
 
 
-async def test_a_name_that_loses_characters_ends_with_the_digest_of_the_raw_name():
+def test_a_name_that_loses_characters_ends_with_the_digest_of_the_raw_name():
     stem = file_stem("test_ask[is it safe?]", _slug)
 
     assert stem == f"test_ask[is_it_safe_]~{digest('test_ask[is it safe?]')}"
 
 
-async def test_a_long_name_is_cut_to_its_length_with_its_digest():
+def test_a_long_name_is_cut_to_its_length_with_its_digest():
     raw = "test_long[" + "a" * 300 + "]"
 
     stem = file_stem(raw, _slug, max_length=120)
@@ -48,7 +48,7 @@ async def test_a_long_name_is_cut_to_its_length_with_its_digest():
     assert stem.endswith(f"~{digest(raw)}")
 
 
-async def test_a_secret_in_a_name_is_redacted_and_the_name_keeps_its_digest():
+def test_a_secret_in_a_name_is_redacted_and_the_name_keeps_its_digest():
     stem = file_stem("test_key[sk-abc12345]", _slug, redact=_redact("sk-abc12345"))
 
     assert stem == f"test_key[REDACTED]~{digest('test_key[sk-abc12345]')}"
@@ -82,13 +82,13 @@ def test_no_stem_holds_a_secret_and_two_secrets_give_two_stems(name, secret):
 # -- shown_id --------------------------------------------------------------------------
 
 
-async def test_an_id_without_a_secret_is_shown_as_it_is():
+def test_an_id_without_a_secret_is_shown_as_it_is():
     assert shown_id("tests/test_a.py::test_x[a:b]", _redact("sk-abc12345")) == (
         "tests/test_a.py::test_x[a:b]"
     )
 
 
-async def test_an_id_with_a_secret_is_shown_redacted_with_its_digest():
+def test_an_id_with_a_secret_is_shown_redacted_with_its_digest():
     raw = "tests/test_a.py::test_x[sk-abc12345]"
 
     assert shown_id(raw, _redact("sk-abc12345")) == (
@@ -96,7 +96,7 @@ async def test_an_id_with_a_secret_is_shown_redacted_with_its_digest():
     )
 
 
-async def test_an_id_with_a_secret_outside_parameters_ends_with_its_digest():
+def test_an_id_with_a_secret_outside_parameters_ends_with_its_digest():
     raw = "tests/test_a.py::TestSk_abc12345::test_x"
 
     assert shown_id(raw, _redact("Sk_abc12345")) == (
@@ -119,7 +119,7 @@ def _location(tmp_path: Any, name: str) -> Any:
     )
 
 
-async def test_a_snapshot_name_with_a_colon_keeps_it_readable_with_a_digest(tmp_path):
+def test_a_snapshot_name_with_a_colon_keeps_it_readable_with_a_digest(tmp_path):
     location = _location(tmp_path, "test_model[openai:gpt-4o-mini]")
 
     name = AgentSnapshotExtension.get_snapshot_name(test_location=location)
@@ -127,7 +127,7 @@ async def test_a_snapshot_name_with_a_colon_keeps_it_readable_with_a_digest(tmp_
     assert name == f"test_model[openai_gpt-4o-mini]~{digest('test_model[openai:gpt-4o-mini]')}"
 
 
-async def test_a_snapshot_name_syrupy_keeps_whole_is_syrupys(tmp_path):
+def test_a_snapshot_name_syrupy_keeps_whole_is_syrupys(tmp_path):
     location = _location(tmp_path, "test_model[openai gpt-4.1]")
 
     assert AgentSnapshotExtension.get_snapshot_name(test_location=location) == (
@@ -135,7 +135,7 @@ async def test_a_snapshot_name_syrupy_keeps_whole_is_syrupys(tmp_path):
     )
 
 
-async def test_a_snapshot_with_a_digest_is_related_to_its_test_only(tmp_path):
+def test_a_snapshot_with_a_digest_is_related_to_its_test_only(tmp_path):
     location = _location(tmp_path, "test_model[openai:gpt-4o-mini]")
     other = _location(tmp_path, "test_model[openai|gpt-4o-mini]")
     name = AgentSnapshotExtension.get_snapshot_name(test_location=location, index=1)

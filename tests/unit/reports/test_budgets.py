@@ -22,17 +22,17 @@ def runs(*figures: RunStats) -> list[tuple[str, RunStats]]:
     return [(f"#{n} agent", stats) for n, stats in enumerate(figures, start=1)]
 
 
-async def test_a_budget_lists_only_the_limits_it_sets_in_order() -> None:
+def test_a_budget_lists_only_the_limits_it_sets_in_order() -> None:
     budget = Budget(max_tokens=100, max_iterations=3)
 
     assert list(budget.limits.items()) == [("max_iterations", 3), ("max_tokens", 100)]
 
 
-async def test_an_empty_budget_is_false() -> None:
+def test_an_empty_budget_is_false() -> None:
     assert not Budget()
 
 
-async def test_markers_lay_the_closest_over_the_farther_and_the_defaults() -> None:
+def test_markers_lay_the_closest_over_the_farther_and_the_defaults() -> None:
     module = ((), {"max_tokens": 10, "max_iterations": 1})
     cls = ((), {"max_tokens": 500})
     function = ((), {"max_iterations": None})
@@ -44,12 +44,12 @@ async def test_markers_lay_the_closest_over_the_farther_and_the_defaults() -> No
     assert budget == Budget(max_tokens=500, max_tool_calls=4)
 
 
-async def test_positional_marker_arguments_are_refused() -> None:
+def test_positional_marker_arguments_are_refused() -> None:
     with pytest.raises(BudgetError, match=r"^tests/test_x.py::test_y: agent_budget\(100,\) has"):
         Budget.from_markers([((100,), {})], where=WHERE)
 
 
-async def test_an_unknown_limit_names_the_test_the_key_and_the_closest_name() -> None:
+def test_an_unknown_limit_names_the_test_the_key_and_the_closest_name() -> None:
     with pytest.raises(
         BudgetError,
         match=r"test_y: agent_budget has no limit 'max_tools' \(did you mean max_tool_calls\?\)",
@@ -67,30 +67,30 @@ async def test_an_unknown_limit_names_the_test_the_key_and_the_closest_name() ->
         ("max_duration_s", float("inf"), r"max_duration_s=inf is not allowed"),
     ],
 )
-async def test_a_bad_value_names_the_test_and_the_key_and_shows_an_example(
+def test_a_bad_value_names_the_test_and_the_key_and_shows_an_example(
     key: str, value: object, problem: str
 ) -> None:
     with pytest.raises(BudgetError, match=rf"^{WHERE}: {problem}.*e\.g\. @pytest\.mark"):
         Budget().updated({key: value}, where=WHERE)
 
 
-async def test_float_limits_take_whole_numbers_too() -> None:
+def test_float_limits_take_whole_numbers_too() -> None:
     assert Budget().updated({"max_cost_usd": 1}, where=WHERE).max_cost_usd == 1
 
 
-async def test_ini_defaults_are_parsed_and_empty_ones_are_unset() -> None:
+def test_ini_defaults_are_parsed_and_empty_ones_are_unset() -> None:
     budget = Budget.from_ini({"max_tokens": " 2000 ", "max_cost_usd": "0.25", "max_iterations": ""})
 
     assert budget == Budget(max_tokens=2000, max_cost_usd=0.25)
 
 
 @pytest.mark.parametrize(("limit", "raw"), [("max_tokens", "1.5"), ("max_cost_usd", "-1")])
-async def test_a_bad_ini_default_names_the_option(limit: str, raw: str) -> None:
+def test_a_bad_ini_default_names_the_option(limit: str, raw: str) -> None:
     with pytest.raises(BudgetError, match=rf"^ini option agent_budget_{limit} = '{raw}'"):
         Budget.from_ini({limit: raw})
 
 
-async def test_each_limit_has_its_ini_option() -> None:
+def test_each_limit_has_its_ini_option() -> None:
     assert [ini_name(limit) for limit in BUDGET_LIMITS] == [
         "agent_budget_max_iterations",
         "agent_budget_max_tool_calls",
@@ -100,7 +100,7 @@ async def test_each_limit_has_its_ini_option() -> None:
     ]
 
 
-async def test_runs_within_the_budget_pass() -> None:
+def test_runs_within_the_budget_pass() -> None:
     check = Budget(max_tokens=100, max_iterations=2).check(
         runs(RunStats(runs=1, iterations=2, input_tokens=60, output_tokens=40))
     )
@@ -112,7 +112,7 @@ async def test_runs_within_the_budget_pass() -> None:
             raise AssertionError(check)
 
 
-async def test_the_test_is_measured_over_all_its_runs_with_each_runs_share() -> None:
+def test_the_test_is_measured_over_all_its_runs_with_each_runs_share() -> None:
     check = Budget(max_tokens=100).check(
         runs(
             RunStats(input_tokens=50, output_tokens=10), RunStats(input_tokens=30, output_tokens=20)
@@ -126,7 +126,7 @@ async def test_the_test_is_measured_over_all_its_runs_with_each_runs_share() -> 
             raise AssertionError(other)
 
 
-async def test_every_limit_is_measured_from_its_figure() -> None:
+def test_every_limit_is_measured_from_its_figure() -> None:
     stats = RunStats(
         runs=1, iterations=4, tool_calls=3, input_tokens=7, cost_usd=0.5, duration_s=9.0
     )
@@ -145,11 +145,11 @@ async def test_every_limit_is_measured_from_its_figure() -> None:
     ]
 
 
-async def test_a_figure_equal_to_its_limit_is_within_it() -> None:
+def test_a_figure_equal_to_its_limit_is_within_it() -> None:
     assert Budget(max_tool_calls=3).check(runs(RunStats(tool_calls=3))).passed
 
 
-async def test_an_unpriced_model_fails_a_cost_budget_naming_the_model() -> None:
+def test_an_unpriced_model_fails_a_cost_budget_naming_the_model() -> None:
     stats = RunStats(runs=1, input_tokens=5, cost_usd=None, models=("house-model",))
 
     check = Budget(max_cost_usd=1.0).check(runs(stats), prices=PriceTable())
@@ -161,7 +161,7 @@ async def test_an_unpriced_model_fails_a_cost_budget_naming_the_model() -> None:
             raise AssertionError(check)
 
 
-async def test_the_dict_has_the_limits_and_each_exceeded_figure() -> None:
+def test_the_dict_has_the_limits_and_each_exceeded_figure() -> None:
     check = Budget(max_tokens=10, max_iterations=5).check(runs(RunStats(input_tokens=12)))
 
     assert check.to_dict() == {
@@ -170,7 +170,7 @@ async def test_the_dict_has_the_limits_and_each_exceeded_figure() -> None:
     }
 
 
-async def test_the_failure_message_leads_with_every_limit_then_details_and_advice() -> None:
+def test_the_failure_message_leads_with_every_limit_then_details_and_advice() -> None:
     check = Budget(max_tokens=10, max_iterations=1).check(
         runs(RunStats(iterations=2, input_tokens=12))
     )
@@ -190,13 +190,13 @@ async def test_the_failure_message_leads_with_every_limit_then_details_and_advic
             raise AssertionError(lines)
 
 
-async def test_the_unpriced_message_says_how_to_add_the_price() -> None:
+def test_the_unpriced_message_says_how_to_add_the_price() -> None:
     check = BudgetCheck(Budget(max_cost_usd=1.0), unpriced=("house",))
 
     assert "Add a line 'house = <input USD per million tokens>" in check.failure_message(WHERE)
 
 
-async def test_merged_repetitions_keep_the_higher_figure_of_each_limit() -> None:
+def test_merged_repetitions_keep_the_higher_figure_of_each_limit() -> None:
     budget = Budget(max_tokens=10, max_iterations=1)
     first = budget.check(runs(RunStats(iterations=3, input_tokens=11)))
     second = budget.check(runs(RunStats(iterations=2, input_tokens=30)))
@@ -209,7 +209,7 @@ async def test_merged_repetitions_keep_the_higher_figure_of_each_limit() -> None
     ]
 
 
-async def test_check_budget_without_limits_does_not_read_the_runs() -> None:
+def test_check_budget_without_limits_does_not_read_the_runs() -> None:
     read: list[bool] = []
 
     def records() -> list[RunRecord]:
@@ -221,20 +221,20 @@ async def test_check_budget_without_limits_does_not_read_the_runs() -> None:
     assert (check, read) == (None, [])
 
 
-async def test_check_budget_leaves_a_test_without_runs_or_marker_unchecked() -> None:
+def test_check_budget_leaves_a_test_without_runs_or_marker_unchecked() -> None:
     check = check_budget((Budget(max_tokens=10), False), list, prices=PriceTable())
 
     assert check is None
 
 
-async def test_check_budget_fails_a_marked_test_without_runs_as_unmeasured() -> None:
+def test_check_budget_fails_a_marked_test_without_runs_as_unmeasured() -> None:
     check = check_budget((Budget(max_tokens=10), True), list, prices=PriceTable())
 
     assert check == BudgetCheck(Budget(max_tokens=10), unmeasured=True)
     assert not check.passed
 
 
-async def test_check_budget_fails_an_agent_test_without_runs_under_ini_defaults() -> None:
+def test_check_budget_fails_an_agent_test_without_runs_under_ini_defaults() -> None:
     check = check_budget((Budget(max_tokens=10), False), list, prices=PriceTable(), agent_test=True)
 
     assert check is not None
@@ -242,7 +242,7 @@ async def test_check_budget_fails_an_agent_test_without_runs_under_ini_defaults(
     assert not check.passed
 
 
-async def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() -> None:
+def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() -> None:
     check = BudgetCheck(Budget(max_iterations=1, max_tokens=10), unmeasured=True)
 
     message = check.failure_message("test_x.py::test_agent")
@@ -252,13 +252,13 @@ async def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() 
     assert "@pytest.mark.agent_budget(max_iterations=None, max_tokens=None)" in message
 
 
-async def test_an_unmeasured_budget_is_recorded_for_the_reports() -> None:
+def test_an_unmeasured_budget_is_recorded_for_the_reports() -> None:
     check = BudgetCheck(Budget(max_iterations=1), unmeasured=True)
 
     assert check.to_dict() == {"limits": {"max_iterations": 1}, "exceeded": [], "unmeasured": True}
 
 
-async def test_a_repetition_without_runs_keeps_the_merged_check_unmeasured() -> None:
+def test_a_repetition_without_runs_keeps_the_merged_check_unmeasured() -> None:
     measured = Budget(max_iterations=5).check(runs(RunStats(iterations=1)))
 
     merged = measured.merged(BudgetCheck(Budget(max_iterations=5), unmeasured=True))

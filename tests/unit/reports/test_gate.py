@@ -56,7 +56,7 @@ BASELINE = _report(_test("t.py::a"), _test("t.py::b"))
 # -- tolerances ------------------------------------------------------------------------
 
 
-async def test_the_default_tolerance_allows_ten_percent_of_tokens_only() -> None:
+def test_the_default_tolerance_allows_ten_percent_of_tokens_only() -> None:
     assert GateTolerance() == GateTolerance(tokens_percent=10.0, iterations=0, trajectory="exact")
 
 
@@ -68,7 +68,7 @@ async def test_the_default_tolerance_allows_ten_percent_of_tokens_only() -> None
         ("ignore", "off", "ignore", GateTolerance(None, None, "ignore")),
     ],
 )
-async def test_tolerances_are_read_from_option_text(
+def test_tolerances_are_read_from_option_text(
     tokens: str, iterations: str, trajectory: str, expected: GateTolerance
 ) -> None:
     assert GateTolerance.parse(tokens=tokens, iterations=iterations, trajectory=trajectory) == (
@@ -86,16 +86,14 @@ async def test_tolerances_are_read_from_option_text(
         ({"trajectory": "fuzzy"}, r"'fuzzy': expected one of exact, unordered, ignore"),
     ],
 )
-async def test_a_tolerance_that_cannot_work_is_refused(
-    options: dict[str, str], message: str
-) -> None:
+def test_a_tolerance_that_cannot_work_is_refused(options: dict[str, str], message: str) -> None:
     text = {"tokens": "10", "iterations": "0", "trajectory": "exact", **options}
 
     with pytest.raises(ReportError, match=message):
         GateTolerance.parse(**text)
 
 
-async def test_a_tolerance_describes_itself() -> None:
+def test_a_tolerance_describes_itself() -> None:
     assert GateTolerance(5, None, "unordered").describe() == (
         "tokens ±5%, iterations ignored, trajectory unordered"
     )
@@ -104,17 +102,17 @@ async def test_a_tolerance_describes_itself() -> None:
 # -- the baseline ----------------------------------------------------------------------
 
 
-async def test_unchanged_tests_do_not_drift() -> None:
+def test_unchanged_tests_do_not_drift() -> None:
     assert compare_reports(BASELINE, BASELINE) == BaselineComparison()
 
 
-async def test_tokens_within_the_tolerance_do_not_drift() -> None:
+def test_tokens_within_the_tolerance_do_not_drift() -> None:
     report = _report(_test("t.py::a", tokens=1100), _test("t.py::b", tokens=900))
 
     assert compare_reports(report, BASELINE).drifts == ()
 
 
-async def test_tokens_beyond_the_tolerance_drift_either_way() -> None:
+def test_tokens_beyond_the_tolerance_drift_either_way() -> None:
     report = _report(_test("t.py::a", tokens=1101), _test("t.py::b", tokens=500))
 
     assert compare_reports(report, BASELINE).drifts == (
@@ -123,7 +121,7 @@ async def test_tokens_beyond_the_tolerance_drift_either_way() -> None:
     )
 
 
-async def test_tokens_where_the_baseline_had_none_drift() -> None:
+def test_tokens_where_the_baseline_had_none_drift() -> None:
     baseline = _report(_test("t.py::a", tokens=0))
 
     assert compare_reports(_report(_test("t.py::a", tokens=5)), baseline).drifts == (
@@ -131,7 +129,7 @@ async def test_tokens_where_the_baseline_had_none_drift() -> None:
     )
 
 
-async def test_iterations_beyond_the_tolerance_drift() -> None:
+def test_iterations_beyond_the_tolerance_drift() -> None:
     report = _report(_test("t.py::a", iterations=4), _test("t.py::b", iterations=3))
 
     assert compare_reports(report, BASELINE, GateTolerance(iterations=1)).drifts == (
@@ -139,7 +137,7 @@ async def test_iterations_beyond_the_tolerance_drift() -> None:
     )
 
 
-async def test_a_changed_trajectory_drifts() -> None:
+def test_a_changed_trajectory_drifts() -> None:
     report = _report(_test("t.py::a", trajectory=("answer", "search")), _test("t.py::b"))
 
     assert compare_reports(report, BASELINE).drifts == (
@@ -147,7 +145,7 @@ async def test_a_changed_trajectory_drifts() -> None:
     )
 
 
-async def test_a_long_trajectory_names_the_first_call_that_differs() -> None:
+def test_a_long_trajectory_names_the_first_call_that_differs() -> None:
     calls = tuple(f"step{n}" for n in range(10))
     baseline = _report(_test("t.py::a", trajectory=calls))
     report = _report(_test("t.py::a", trajectory=(*calls[:4], "other", *calls[4:])))
@@ -157,7 +155,7 @@ async def test_a_long_trajectory_names_the_first_call_that_differs() -> None:
     )
 
 
-async def test_an_unordered_trajectory_ignores_the_order_but_not_the_calls() -> None:
+def test_an_unordered_trajectory_ignores_the_order_but_not_the_calls() -> None:
     report = _report(
         _test("t.py::a", trajectory=("answer", "search")),
         _test("t.py::b", trajectory=("search", "search")),
@@ -168,20 +166,20 @@ async def test_an_unordered_trajectory_ignores_the_order_but_not_the_calls() -> 
     )
 
 
-async def test_ignored_figures_never_drift() -> None:
+def test_ignored_figures_never_drift() -> None:
     report = _report(_test("t.py::a", iterations=9, tokens=9, trajectory=()), _test("t.py::b"))
     tolerance = GateTolerance(tokens_percent=None, iterations=None, trajectory="ignore")
 
     assert compare_reports(report, BASELINE, tolerance).drifts == ()
 
 
-async def test_skipped_tests_are_not_compared() -> None:
+def test_skipped_tests_are_not_compared() -> None:
     report = _report(_test("t.py::a", iterations=0, tokens=0, trajectory=(), outcome="skipped"))
 
     assert compare_reports(report, BASELINE).drifts == ()
 
 
-async def test_agent_tests_missing_from_the_baseline_are_new() -> None:
+def test_agent_tests_missing_from_the_baseline_are_new() -> None:
     report = _report(
         _test("t.py::a"), _test("t.py::b"), _test("t.py::c"), _test("t.py::plain", runs=0)
     )
@@ -189,18 +187,18 @@ async def test_agent_tests_missing_from_the_baseline_are_new() -> None:
     assert compare_reports(report, BASELINE).new == ("t.py::c",)
 
 
-async def test_baseline_tests_that_did_not_run_are_listed() -> None:
+def test_baseline_tests_that_did_not_run_are_listed() -> None:
     assert compare_reports(_report(_test("t.py::b")), BASELINE).not_run == ("t.py::a",)
 
 
 # -- the verdict -----------------------------------------------------------------------
 
 
-async def test_a_clean_report_passes_the_gate() -> None:
+def test_a_clean_report_passes_the_gate() -> None:
     assert evaluate_gate(BASELINE).passed
 
 
-async def test_every_exceeded_budget_is_a_failure() -> None:
+def test_every_exceeded_budget_is_a_failure() -> None:
     budget = {
         "limits": {"max_tokens": 500, "max_cost_usd": 0.001},
         "exceeded": [
@@ -235,7 +233,7 @@ def _cassette(status: str, unused: list[int]) -> dict[str, Any]:
         ("unused", [0], "left 1 recorded interaction(s) unused (#0)"),
     ],
 )
-async def test_stale_and_unused_cassettes_are_failures_with_the_record_command(
+def test_stale_and_unused_cassettes_are_failures_with_the_record_command(
     status: str, unused: list[int], said: str
 ) -> None:
     result = evaluate_gate(_report(_test("t.py::a", cassette=_cassette(status, unused))))
@@ -247,11 +245,11 @@ async def test_stale_and_unused_cassettes_are_failures_with_the_record_command(
 
 
 @pytest.mark.parametrize("status", ["replayed", "recorded", "missing"])
-async def test_other_cassette_statuses_pass(status: str) -> None:
+def test_other_cassette_statuses_pass(status: str) -> None:
     assert evaluate_gate(_report(_test("t.py::a", cassette=_cassette(status, [])))).passed
 
 
-async def test_failures_are_listed_test_by_test_with_drift_after_the_tests_own() -> None:
+def test_failures_are_listed_test_by_test_with_drift_after_the_tests_own() -> None:
     budget = {"exceeded": [{"name": "max_iterations", "measured": 3, "allowed": 2}]}
     report = _report(
         _test("t.py::b", iterations=3, budget=budget),
@@ -268,7 +266,7 @@ async def test_failures_are_listed_test_by_test_with_drift_after_the_tests_own()
     ]
 
 
-async def test_the_verdict_keeps_the_new_tests_and_the_baseline() -> None:
+def test_the_verdict_keeps_the_new_tests_and_the_baseline() -> None:
     report = _report(_test("t.py::a"), _test("t.py::b"), _test("t.py::new"))
 
     result = evaluate_gate(report, baseline=BASELINE, baseline_path="base.json")
@@ -279,11 +277,11 @@ async def test_the_verdict_keeps_the_new_tests_and_the_baseline() -> None:
 # -- the summary block -----------------------------------------------------------------
 
 
-async def test_a_passing_gate_says_so_in_one_line() -> None:
+def test_a_passing_gate_says_so_in_one_line() -> None:
     assert gate_lines(GateResult(), enabled=True) == ["agentctx gate: passed"]
 
 
-async def test_a_failing_gate_lists_every_reason_under_its_verdict() -> None:
+def test_a_failing_gate_lists_every_reason_under_its_verdict() -> None:
     result = GateResult(failures=("t.py::a: x", "t.py::b: y"))
 
     assert gate_lines(result, enabled=True) == [
@@ -293,7 +291,7 @@ async def test_a_failing_gate_lists_every_reason_under_its_verdict() -> None:
     ]
 
 
-async def test_a_gate_that_is_off_says_it_would_fail() -> None:
+def test_a_gate_that_is_off_says_it_would_fail() -> None:
     lines = gate_lines(GateResult(failures=("t.py::a: x",)), enabled=False)
 
     assert lines[0] == (
@@ -301,7 +299,7 @@ async def test_a_gate_that_is_off_says_it_would_fail() -> None:
     )
 
 
-async def test_the_block_names_the_baseline_and_lists_new_and_not_run_tests() -> None:
+def test_the_block_names_the_baseline_and_lists_new_and_not_run_tests() -> None:
     result = GateResult(
         new=tuple(f"t.py::n{i}" for i in range(12)),
         not_run=("t.py::gone",),
@@ -321,7 +319,7 @@ async def test_the_block_names_the_baseline_and_lists_new_and_not_run_tests() ->
     ]
 
 
-async def test_the_baseline_line_follows_the_failures() -> None:
+def test_the_baseline_line_follows_the_failures() -> None:
     result = GateResult(failures=("t.py::a: x",), baseline="b.json", tolerance=GateTolerance())
 
     assert gate_lines(result, enabled=True) == [
@@ -334,7 +332,7 @@ async def test_the_baseline_line_follows_the_failures() -> None:
 # -- nothing measured ------------------------------------------------------------------
 
 
-async def test_an_unmeasured_budget_fails_the_gate() -> None:
+def test_an_unmeasured_budget_fails_the_gate() -> None:
     budget = {"limits": {"max_iterations": 1}, "exceeded": [], "unmeasured": True}
 
     result = evaluate_gate(_report(_test("t.py::a", runs=0, budget=budget)))
@@ -345,7 +343,7 @@ async def test_an_unmeasured_budget_fails_the_gate() -> None:
     )
 
 
-async def test_a_baseline_test_that_now_made_no_measured_run_fails() -> None:
+def test_a_baseline_test_that_now_made_no_measured_run_fails() -> None:
     now = _report(_test("t.py::a", runs=0, iterations=0, tokens=0, trajectory=()))
 
     result = compare_reports(now, _report(_test("t.py::a")))
@@ -354,7 +352,7 @@ async def test_a_baseline_test_that_now_made_no_measured_run_fails() -> None:
     assert line.startswith("t.py::a: made no measured model call (the baseline has 1 run(s))")
 
 
-async def test_a_baseline_entry_without_runs_cannot_be_compared_and_fails() -> None:
+def test_a_baseline_entry_without_runs_cannot_be_compared_and_fails() -> None:
     cassette = {"path": "c.json", "status": "replayed", "unused": []}
     before = _report(_test("t.py::a", runs=0, iterations=0, tokens=0, cassette=cassette))
 
@@ -364,7 +362,7 @@ async def test_a_baseline_entry_without_runs_cannot_be_compared_and_fails() -> N
     assert line.startswith("t.py::a: the baseline has no measured run for this test")
 
 
-async def test_plain_tests_without_runs_in_both_reports_are_not_compared() -> None:
+def test_plain_tests_without_runs_in_both_reports_are_not_compared() -> None:
     plain = _test("t.py::plain", runs=0, iterations=0, tokens=0, trajectory=())
 
     assert compare_reports(_report(plain), _report(plain)).drifts == ()
@@ -373,7 +371,7 @@ async def test_plain_tests_without_runs_in_both_reports_are_not_compared() -> No
 # -- the baseline's figures kept for the HTML page -------------------------------------
 
 
-async def test_a_drifted_test_keeps_the_baselines_figures() -> None:
+def test_a_drifted_test_keeps_the_baselines_figures() -> None:
     from pytest_agentctx.reports.gate import attach_baselines
 
     report = _report(
@@ -391,7 +389,7 @@ async def test_a_drifted_test_keeps_the_baselines_figures() -> None:
     }
 
 
-async def test_a_test_within_the_tolerance_keeps_no_baseline() -> None:
+def test_a_test_within_the_tolerance_keeps_no_baseline() -> None:
     from pytest_agentctx.reports.gate import attach_baselines
 
     report = _report(_test("t.py::a", tokens=1050), _test("t.py::c"))
@@ -428,7 +426,7 @@ def _repeated(nodeid: str, runs: Sequence[tuple[int, int, tuple[str, ...]]]) -> 
 SEARCH = ("search", "answer")
 
 
-async def test_one_extra_iteration_in_one_of_five_runs_passes_a_tolerance_of_one() -> None:
+def test_one_extra_iteration_in_one_of_five_runs_passes_a_tolerance_of_one() -> None:
     # every run takes one iteration more: +1 per run, within the tolerance, though the
     # sums over the five runs differ by 5 (10 -> 15), which the tolerance would refuse
     baseline = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 5))
@@ -439,7 +437,7 @@ async def test_one_extra_iteration_in_one_of_five_runs_passes_a_tolerance_of_one
     assert drifts == ()
 
 
-async def test_repeated_runs_are_compared_by_their_mean_and_their_largest_run() -> None:
+def test_repeated_runs_are_compared_by_their_mean_and_their_largest_run() -> None:
     baseline = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 4))
     report = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 3 + [(2, 300, SEARCH)]))
 
@@ -451,7 +449,7 @@ async def test_repeated_runs_are_compared_by_their_mean_and_their_largest_run() 
     )
 
 
-async def test_repeated_runs_compare_the_trajectory_most_runs_took() -> None:
+def test_repeated_runs_compare_the_trajectory_most_runs_took() -> None:
     other = ("search", "search", "answer")
     baseline = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 3))
     same_mostly = _report(_repeated("t.py::r", [(2, 100, SEARCH)] * 2 + [(2, 100, other)]))
@@ -464,7 +462,7 @@ async def test_repeated_runs_compare_the_trajectory_most_runs_took() -> None:
     )
 
 
-async def test_a_baseline_without_per_run_figures_is_compared_by_its_totals() -> None:
+def test_a_baseline_without_per_run_figures_is_compared_by_its_totals() -> None:
     old = _test("t.py::r", iterations=10, tokens=500, runs=5)
     report = _report(_repeated("t.py::r", [(3, 100, SEARCH)] * 5))
 

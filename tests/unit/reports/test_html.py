@@ -122,7 +122,7 @@ def _parse(page: str) -> _Tree:
     return tree
 
 
-async def test_a_script_in_a_message_is_shown_as_text() -> None:
+def test_a_script_in_a_message_is_shown_as_text() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context(answer=SCRIPT))))
 
     assert ESCAPED_SCRIPT in page
@@ -130,7 +130,7 @@ async def test_a_script_in_a_message_is_shown_as_text() -> None:
     assert _parse(page).scripts == 1  # the page's own script only
 
 
-async def test_every_text_from_the_report_is_escaped() -> None:
+def test_every_text_from_the_report_is_escaped() -> None:
     nodeid = f"tests/test_w.py::test_a[{SCRIPT}]"
     ctx = _context()
     test = _test(
@@ -154,7 +154,7 @@ async def test_every_text_from_the_report_is_escaped() -> None:
     assert page.count("&lt;script&gt;alert(") >= 6
 
 
-async def test_the_same_report_gives_the_same_bytes() -> None:
+def test_the_same_report_gives_the_same_bytes() -> None:
     report = _report(
         _test("tests/test_w.py::test_a", _context()),
         _test("tests/test_w.py::test_b", _context(sub=_context())),
@@ -166,7 +166,7 @@ async def test_the_same_report_gives_the_same_bytes() -> None:
     assert render_html(report) == first
 
 
-async def test_the_page_loads_nothing_from_outside() -> None:
+def test_the_page_loads_nothing_from_outside() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
 
     assert re.search(r"\b(src|href)\s*=\s*[\"']?(https?:|//)", page) is None
@@ -174,7 +174,7 @@ async def test_the_page_loads_nothing_from_outside() -> None:
     assert page.startswith("<!DOCTYPE html>")
 
 
-async def test_the_page_inlines_the_stylesheet_and_script_the_package_ships() -> None:
+def test_the_page_inlines_the_stylesheet_and_script_the_package_ships() -> None:
     assets = resources.files("pytest_agentctx.reports") / "report_assets"
     css = (assets / "report.css").read_text(encoding="utf-8")
     js = (assets / "report.js").read_text(encoding="utf-8")
@@ -185,7 +185,7 @@ async def test_the_page_inlines_the_stylesheet_and_script_the_package_ships() ->
     assert f"<script>\n{js}</script>" in page
 
 
-async def test_each_iteration_is_collapsed_inside_its_run() -> None:
+def test_each_iteration_is_collapsed_inside_its_run() -> None:
     tree = _parse(render_html(_report(_test("tests/test_w.py::test_a", _context()))))
 
     match tree.elements["t0-r0-i1"], tree.elements["t0-r0-i2"]:
@@ -196,7 +196,7 @@ async def test_each_iteration_is_collapsed_inside_its_run() -> None:
             raise AssertionError(f"iterations are not collapsed details in their run: {other}")
 
 
-async def test_an_iteration_shows_its_duration_model_and_tokens() -> None:
+def test_an_iteration_shows_its_duration_model_and_tokens() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
 
     first = re.search(r'id="t0-r0-i1"><summary>(.*?)</summary>', page)
@@ -214,7 +214,7 @@ async def test_an_iteration_shows_its_duration_model_and_tokens() -> None:
     )
 
 
-async def test_a_tool_call_is_shown_with_its_arguments_and_its_result_once() -> None:
+def test_a_tool_call_is_shown_with_its_arguments_and_its_result_once() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
 
     call = re.search(r'<div class="call">(.*?)</div>', page, re.S)
@@ -227,7 +227,7 @@ async def test_a_tool_call_is_shown_with_its_arguments_and_its_result_once() -> 
     assert page.count("18°C, sunny") == 1
 
 
-async def test_a_sub_agent_run_is_nested_inside_the_iteration_that_made_it() -> None:
+def test_a_sub_agent_run_is_nested_inside_the_iteration_that_made_it() -> None:
     tree = _parse(render_html(_report(_test("tests/test_w.py::test_a", _context(sub=_context())))))
 
     match tree.elements["t0-r0-i1-s0-i2"]:
@@ -237,7 +237,7 @@ async def test_a_sub_agent_run_is_nested_inside_the_iteration_that_made_it() -> 
             raise AssertionError(f"sub-agent iteration not nested in its parent: {other}")
 
 
-async def test_a_failed_test_is_open_with_its_budget_and_gate_lines() -> None:
+def test_a_failed_test_is_open_with_its_budget_and_gate_lines() -> None:
     failed = _test(
         "tests/test_w.py::test_b",
         _context(),
@@ -262,7 +262,7 @@ async def test_a_failed_test_is_open_with_its_budget_and_gate_lines() -> None:
     assert "gate: tests/test_w.py::test_b: max_tokens 328 &gt; 200" in page
 
 
-async def test_cassette_status_and_unused_interactions_are_shown() -> None:
+def test_cassette_status_and_unused_interactions_are_shown() -> None:
     test = _test(
         "tests/test_w.py::test_a",
         _context(),
@@ -281,7 +281,7 @@ async def test_cassette_status_and_unused_interactions_are_shown() -> None:
     assert 'data-attention="1" open' in page
 
 
-async def test_an_empty_report_renders_a_page_with_no_test() -> None:
+def test_an_empty_report_renders_a_page_with_no_test() -> None:
     page = render_html(_report())
 
     tree = _parse(page)
@@ -290,13 +290,13 @@ async def test_an_empty_report_renders_a_page_with_no_test() -> None:
     assert [key for key in tree.elements if key.startswith("t")] == []
 
 
-async def test_a_test_without_runs_says_so() -> None:
+def test_a_test_without_runs_says_so() -> None:
     test = _test("tests/test_w.py::test_a", _context(), runs=[])
 
     assert "No agent run was recorded for this test." in render_html(_report(test))
 
 
-async def test_an_unknown_report_format_is_rendered_with_a_warning() -> None:
+def test_an_unknown_report_format_is_rendered_with_a_warning() -> None:
     report = {**_report(_test("tests/test_w.py::test_a", _context())), "version": 99}
 
     page = render_html(report)
@@ -304,7 +304,7 @@ async def test_an_unknown_report_format_is_rendered_with_a_warning() -> None:
     assert "this report says <code>pytest-agentctx-report</code> version <code>99</code>" in page
 
 
-async def test_rendering_time_grows_linearly_with_the_tests() -> None:
+def test_rendering_time_grows_linearly_with_the_tests() -> None:
     one = _test("tests/test_w.py::test_a", _context(sub=_context()))
 
     def seconds(count: int) -> float:
@@ -331,7 +331,7 @@ def _failure(text: str, **fields: Any) -> dict[str, Any]:
     return {**entry, "truncated": False, "cut": 0, **fields}
 
 
-async def test_a_failed_test_shows_its_failure_text_open_and_escaped() -> None:
+def test_a_failed_test_shows_its_failure_text_open_and_escaped() -> None:
     failed = _test(
         "tests/test_w.py::test_b",
         _context(),
@@ -348,7 +348,7 @@ async def test_a_failed_test_shows_its_failure_text_open_and_escaped() -> None:
     assert "in call" in page
 
 
-async def test_a_cut_failure_text_says_how_much_was_cut() -> None:
+def test_a_cut_failure_text_says_how_much_was_cut() -> None:
     failed = _test(
         "tests/test_w.py::test_b",
         _context(),
@@ -359,13 +359,13 @@ async def test_a_cut_failure_text_says_how_much_was_cut() -> None:
     assert "123,456 characters were cut from the middle" in render_html(_report(failed))
 
 
-async def test_a_passed_test_shows_no_failure() -> None:
+def test_a_passed_test_shows_no_failure() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context(), failure=None)))
 
     assert "t0-failure" not in _parse(page).elements
 
 
-async def test_a_drifted_test_shows_the_baseline_run_beside_its_own() -> None:
+def test_a_drifted_test_shows_the_baseline_run_beside_its_own() -> None:
     drifted = _test(
         "tests/test_w.py::test_a",
         _context(),
@@ -400,7 +400,7 @@ async def test_a_drifted_test_shows_the_baseline_run_beside_its_own() -> None:
     assert 'data-attention="1"' in page
 
 
-async def test_a_test_without_a_baseline_entry_shows_no_drift_table() -> None:
+def test_a_test_without_a_baseline_entry_shows_no_drift_table() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
 
     assert '<table class="drift">' not in page

@@ -89,7 +89,7 @@ def _cassette(tmp_path: Path, count: int = 2, **options: Any) -> Cassette:
 # -- records ---------------------------------------------------------------------------
 
 
-async def test_a_record_holds_each_run_with_its_stats_and_context() -> None:
+def test_a_record_holds_each_run_with_its_stats_and_context() -> None:
     match _record():
         case {
             "suite": "unit",
@@ -111,13 +111,13 @@ async def test_a_record_holds_each_run_with_its_stats_and_context() -> None:
             pytest.fail(f"unexpected record: {other}")
 
 
-async def test_a_record_without_contexts_keeps_only_the_figures() -> None:
+def test_a_record_without_contexts_keeps_only_the_figures() -> None:
     record = _record(contexts=False)
 
     assert [sorted(run) for run in record["runs"]] == [["name", "source", "stats"]]
 
 
-async def test_a_record_adds_up_the_stats_of_every_run() -> None:
+def test_a_record_adds_up_the_stats_of_every_run() -> None:
     record = _record(runs=[_run("a"), _run("b")])
 
     assert record["stats"]["runs"] == 2
@@ -125,19 +125,19 @@ async def test_a_record_adds_up_the_stats_of_every_run() -> None:
     assert record["stats"]["cost_usd"] == pytest.approx(2 * (1000 * 2.5 + 500 * 10) / 1e6)
 
 
-async def test_a_record_turns_budget_tuples_into_lists() -> None:
+def test_a_record_turns_budget_tuples_into_lists() -> None:
     record = _record(budget={"limits": {"max_tokens": 10}, "exceeded": ()})
 
     assert record["budget"] == {"limits": {"max_tokens": 10}, "exceeded": []}
 
 
-async def test_a_record_is_plain_json() -> None:
+def test_a_record_is_plain_json() -> None:
     record = _record(cassette={"path": "c.json", "unused": (1,)})
 
     assert json.loads(json.dumps(record)) == record
 
 
-async def test_an_agent_test_has_runs_or_a_cassette() -> None:
+def test_an_agent_test_has_runs_or_a_cassette() -> None:
     assert [
         is_agent_test(_record()),
         is_agent_test(_record(runs=[], cassette={"status": "missing"})),
@@ -148,7 +148,7 @@ async def test_an_agent_test_has_runs_or_a_cassette() -> None:
 # -- cassette entries ------------------------------------------------------------------
 
 
-async def test_a_cassette_that_answered_every_request_was_replayed(tmp_path: Path) -> None:
+def test_a_cassette_that_answered_every_request_was_replayed(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path)
     cassette.played = [0, 1]
 
@@ -165,7 +165,7 @@ async def test_a_cassette_that_answered_every_request_was_replayed(tmp_path: Pat
             pytest.fail(f"unexpected entry: {other}")
 
 
-async def test_a_cassette_with_unused_recordings_is_stale(tmp_path: Path) -> None:
+def test_a_cassette_with_unused_recordings_is_stale(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path)
     cassette.played = [0]
 
@@ -174,7 +174,7 @@ async def test_a_cassette_with_unused_recordings_is_stale(tmp_path: Path) -> Non
     assert (entry["status"], entry["unused"]) == ("stale", [1])
 
 
-async def test_unused_recordings_that_are_allowed_are_reported_unused(tmp_path: Path) -> None:
+def test_unused_recordings_that_are_allowed_are_reported_unused(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path, allow_unused=True)
     cassette.played = [1]
 
@@ -183,7 +183,7 @@ async def test_unused_recordings_that_are_allowed_are_reported_unused(tmp_path: 
     assert (entry["status"], entry["unused"]) == ("unused", [0])
 
 
-async def test_unused_recordings_of_a_failed_test_are_not_judged(tmp_path: Path) -> None:
+def test_unused_recordings_of_a_failed_test_are_not_judged(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path)
 
     entry = cassette_entry(cassette, rootpath=tmp_path, judged=False, saved=False)
@@ -191,7 +191,7 @@ async def test_unused_recordings_of_a_failed_test_are_not_judged(tmp_path: Path)
     assert (entry["status"], entry["unused"]) == ("replayed", [])
 
 
-async def test_a_cassette_that_missed_a_request_is_stale(tmp_path: Path) -> None:
+def test_a_cassette_that_missed_a_request_is_stale(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path)
     cassette.misses.append(Miss(key=None, body=None, reason="no such request"))  # type: ignore[arg-type]
 
@@ -200,7 +200,7 @@ async def test_a_cassette_that_missed_a_request_is_stale(tmp_path: Path) -> None
     assert entry["status"] == "stale"
 
 
-async def test_a_cassette_without_a_file_is_missing(tmp_path: Path) -> None:
+def test_a_cassette_without_a_file_is_missing(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path, count=0)
 
     entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=False)
@@ -208,7 +208,7 @@ async def test_a_cassette_without_a_file_is_missing(tmp_path: Path) -> None:
     assert (entry["status"], entry["interactions"]) == ("missing", 0)
 
 
-async def test_a_cassette_in_record_mode_was_recorded(tmp_path: Path) -> None:
+def test_a_cassette_in_record_mode_was_recorded(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path, mode=RecordMode.REWRITE)
 
     entry = cassette_entry(cassette, rootpath=tmp_path, judged=True, saved=True)
@@ -216,7 +216,7 @@ async def test_a_cassette_in_record_mode_was_recorded(tmp_path: Path) -> None:
     assert (entry["status"], entry["mode"]) == ("recorded", "rewrite")
 
 
-async def test_a_shared_cassette_is_never_unused_on_its_own(tmp_path: Path) -> None:
+def test_a_shared_cassette_is_never_unused_on_its_own(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path, shared=True)
     cassette.played = [0]
 
@@ -225,7 +225,7 @@ async def test_a_shared_cassette_is_never_unused_on_its_own(tmp_path: Path) -> N
     assert (entry["status"], entry["unused"], entry["shared"]) == ("replayed", [1], True)
 
 
-async def test_a_cassette_outside_the_rootdir_keeps_its_absolute_path(tmp_path: Path) -> None:
+def test_a_cassette_outside_the_rootdir_keeps_its_absolute_path(tmp_path: Path) -> None:
     cassette = _cassette(tmp_path)
 
     entry = cassette_entry(cassette, rootpath=tmp_path / "elsewhere", judged=True, saved=False)
@@ -236,7 +236,7 @@ async def test_a_cassette_outside_the_rootdir_keeps_its_absolute_path(tmp_path: 
 # -- JUnit properties ------------------------------------------------------------------
 
 
-async def test_junit_properties_of_an_agent_test() -> None:
+def test_junit_properties_of_an_agent_test() -> None:
     record = _record(cassette={"status": "replayed"})
 
     assert junit_properties(record) == [
@@ -248,7 +248,7 @@ async def test_junit_properties_of_an_agent_test() -> None:
     ]
 
 
-async def test_a_test_without_runs_has_the_figures_of_no_run() -> None:
+def test_a_test_without_runs_has_the_figures_of_no_run() -> None:
     from pytest_agentctx.context.figures import RunStats
     from pytest_agentctx.reports.record import no_runs_stats
 
@@ -256,11 +256,11 @@ async def test_a_test_without_runs_has_the_figures_of_no_run() -> None:
     assert RunStats.total([]).to_dict() == no_runs_stats()
 
 
-async def test_a_plain_test_has_no_junit_properties() -> None:
+def test_a_plain_test_has_no_junit_properties() -> None:
     assert junit_properties(_record(runs=[])) == []
 
 
-async def test_junit_properties_leave_out_an_unknown_cost() -> None:
+def test_junit_properties_leave_out_an_unknown_cost() -> None:
     run = _run()
     context = run.context.with_iteration_metadata(
         {"usage": {"input_tokens": 1, "output_tokens": 1}, "model": "a-model-without-a-price"}
@@ -277,7 +277,7 @@ async def test_junit_properties_leave_out_an_unknown_cost() -> None:
 # -- the collector ---------------------------------------------------------------------
 
 
-async def test_the_report_lists_tests_by_node_id_with_the_worst_outcome() -> None:
+def test_the_report_lists_tests_by_node_id_with_the_worst_outcome() -> None:
     collector = ReportCollector()
     for nodeid, outcome in [("b.py::t", "passed"), ("a.py::t", "passed"), ("b.py::t", "failed")]:
         collector.add(nodeid, outcome)
@@ -291,7 +291,7 @@ async def test_the_report_lists_tests_by_node_id_with_the_worst_outcome() -> Non
     ]
 
 
-async def test_the_summary_counts_outcomes_and_suites_and_adds_up_the_stats() -> None:
+def test_the_summary_counts_outcomes_and_suites_and_adds_up_the_stats() -> None:
     report = _report(
         ("a.py::t", "passed", _record()),
         ("b.py::t", "skipped", _record(runs=[], suite="integration")),
@@ -314,7 +314,7 @@ async def test_the_summary_counts_outcomes_and_suites_and_adds_up_the_stats() ->
             pytest.fail(f"unexpected summary: {other}")
 
 
-async def test_outcomes_other_than_passed_failed_and_skipped_are_ignored() -> None:
+def test_outcomes_other_than_passed_failed_and_skipped_are_ignored() -> None:
     collector = ReportCollector()
     collector.add("a.py::t", "rerun")
     collector.add("a.py::t", "passed", record=_record())
@@ -324,7 +324,7 @@ async def test_outcomes_other_than_passed_failed_and_skipped_are_ignored() -> No
     ]
 
 
-async def test_a_test_without_a_record_gets_an_empty_entry_and_its_suite_from_keywords() -> None:
+def test_a_test_without_a_record_gets_an_empty_entry_and_its_suite_from_keywords() -> None:
     collector = ReportCollector()
     collector.add("tests/integration/test_x.py::t", "failed", keywords=["integration", "t"])
 
@@ -333,7 +333,7 @@ async def test_a_test_without_a_record_gets_an_empty_entry_and_its_suite_from_ke
     assert (test["suite"], test["runs"], test["cassette"]) == ("integration", [], None)
 
 
-async def test_the_report_does_not_show_whether_a_cassette_is_shared() -> None:
+def test_the_report_does_not_show_whether_a_cassette_is_shared() -> None:
     report = _report(("a.py::t", "passed", _record(cassette=_shared([], "replayed"))))
 
     assert "shared" not in report["tests"][0]["cassette"]
@@ -350,7 +350,7 @@ def _shared(unused: list[int], status: str = "replayed") -> dict[str, Any]:
     }
 
 
-async def test_a_shared_cassette_is_unused_where_no_test_used_a_recording() -> None:
+def test_a_shared_cassette_is_unused_where_no_test_used_a_recording() -> None:
     report = _report(
         ("a.py::t", "passed", _record(cassette=_shared([1, 2]))),
         ("b.py::t", "passed", _record(cassette=_shared([0, 2]))),
@@ -362,7 +362,7 @@ async def test_a_shared_cassette_is_unused_where_no_test_used_a_recording() -> N
     ]
 
 
-async def test_a_shared_cassette_whose_recordings_were_all_used_stays_replayed() -> None:
+def test_a_shared_cassette_whose_recordings_were_all_used_stays_replayed() -> None:
     report = _report(
         ("a.py::t", "passed", _record(cassette=_shared([1, 2]))),
         ("b.py::t", "passed", _record(cassette=_shared([0]))),
@@ -374,7 +374,7 @@ async def test_a_shared_cassette_whose_recordings_were_all_used_stays_replayed()
     ]
 
 
-async def test_collecting_in_another_order_builds_the_same_report() -> None:
+def test_collecting_in_another_order_builds_the_same_report() -> None:
     entries = [
         ("a.py::t", "passed", _record(cassette=_shared([1, 2]))),
         ("b.py::t", "passed", _record(runs=[_run("x"), _run("y")], cassette=_shared([2]))),
@@ -387,13 +387,13 @@ async def test_collecting_in_another_order_builds_the_same_report() -> None:
 # -- files -----------------------------------------------------------------------------
 
 
-async def test_the_json_text_has_sorted_keys_and_ends_with_a_newline() -> None:
+def test_the_json_text_has_sorted_keys_and_ends_with_a_newline() -> None:
     text = dumps_report({"b": 1, "a": {"d": 2, "c": 3}})
 
     assert text == '{\n  "a": {\n    "c": 3,\n    "d": 2\n  },\n  "b": 1\n}\n'
 
 
-async def test_a_written_report_loads_back(tmp_path: Path) -> None:
+def test_a_written_report_loads_back(tmp_path: Path) -> None:
     report = _report(("a.py::t", "passed", _record()))
 
     write_report(tmp_path / "out" / "r.json", report)
@@ -401,7 +401,7 @@ async def test_a_written_report_loads_back(tmp_path: Path) -> None:
     assert load_report(tmp_path / "out" / "r.json") == report
 
 
-async def test_loading_a_missing_report_says_how_to_write_one(tmp_path: Path) -> None:
+def test_loading_a_missing_report_says_how_to_write_one(tmp_path: Path) -> None:
     with pytest.raises(
         ReportError, match=r"does not exist\. Write one with: pytest --agent-report"
     ):
@@ -431,7 +431,7 @@ async def test_loading_a_missing_report_says_how_to_write_one(tmp_path: Path) ->
     ],
     ids=["not-json", "other-format", "not-an-object", "version", "no-tests", "no-stats", "bad"],
 )
-async def test_loading_a_file_that_is_not_a_report_says_what_is_wrong(
+def test_loading_a_file_that_is_not_a_report_says_what_is_wrong(
     tmp_path: Path, text: str, message: str
 ) -> None:
     path = tmp_path / "r.json"
@@ -444,7 +444,7 @@ async def test_loading_a_file_that_is_not_a_report_says_what_is_wrong(
 # -- the line of totals ---------------------------------------------------------------
 
 
-async def test_the_summary_line_adds_up_the_agent_tests() -> None:
+def test_the_summary_line_adds_up_the_agent_tests() -> None:
     report = _report(
         ("a.py::t", "passed", _record(cassette={"status": "replayed"})),
         ("b.py::t", "passed", _record(cassette={"status": "stale"})),
@@ -457,25 +457,25 @@ async def test_the_summary_line_adds_up_the_agent_tests() -> None:
     )
 
 
-async def test_there_is_no_summary_line_without_agent_tests() -> None:
+def test_there_is_no_summary_line_without_agent_tests() -> None:
     assert summary_line(_report(("a.py::t", "passed", _record(runs=[])))) is None
 
 
 # -- runs captured but not measured ----------------------------------------------------
 
 
-async def test_an_unmeasured_record_says_so_and_is_an_agent_test() -> None:
+def test_an_unmeasured_record_says_so_and_is_an_agent_test() -> None:
     record = _record(runs=[], measured=False)
 
     assert record["measured"] is False
     assert is_agent_test(record)
 
 
-async def test_a_measured_record_has_no_measured_key() -> None:
+def test_a_measured_record_has_no_measured_key() -> None:
     assert "measured" not in _record()
 
 
-async def test_the_summary_line_counts_the_unmeasured_tests_and_says_how_to_measure() -> None:
+def test_the_summary_line_counts_the_unmeasured_tests_and_says_how_to_measure() -> None:
     report = _report(
         ("a.py::t", "passed", _record()),
         ("a.py::u", "passed", _record(runs=[], measured=False)),
@@ -508,7 +508,7 @@ def _leaky_run() -> RunRecord:
     return RunRecord(f"{SECRET}-bot", "runtime", context)
 
 
-async def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
+def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
     from pytest_agentctx.traffic.cassettes import Redactor
 
     record = build_record(runs=[_leaky_run()], redactor=Redactor(env=(), extra_values=[SECRET]))
@@ -528,7 +528,7 @@ async def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
     assert record["stats"]["trajectory"] == ["lookup_REDACTED"]
 
 
-async def test_a_record_redacted_keeps_its_figures() -> None:
+def test_a_record_redacted_keeps_its_figures() -> None:
     from pytest_agentctx.traffic.cassettes import Redactor
 
     plain = build_record(runs=[_leaky_run()])
@@ -543,7 +543,7 @@ async def test_a_record_redacted_keeps_its_figures() -> None:
 # -- why a test failed -----------------------------------------------------------------
 
 
-async def test_a_failure_entry_keeps_a_short_text_whole() -> None:
+def test_a_failure_entry_keeps_a_short_text_whole() -> None:
     from pytest_agentctx.reports.failures import failure_entry
 
     entry = failure_entry("call", "def test():\n>   assert 1 == 2\nE   assert 1 == 2\n")
@@ -557,7 +557,7 @@ async def test_a_failure_entry_keeps_a_short_text_whole() -> None:
     }
 
 
-async def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> None:
+def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> None:
     from pytest_agentctx.reports.failures import failure_entry
 
     text = "HEAD" + "x" * 5000 + "TAIL"
@@ -572,7 +572,7 @@ async def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> Non
     assert entry["message"] == "MismatchError: 2 mismatches"
 
 
-async def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> None:
+def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> None:
     from pytest_agentctx.reports.failures import failure_entry
     from pytest_agentctx.traffic.cassettes import Redactor
 
@@ -584,7 +584,7 @@ async def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> 
     assert record["failure"]["message"] == "E AssertionError: key REDACTED"
 
 
-async def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
+def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
     from pytest_agentctx.reports.failures import failure_entry
 
     failure = failure_entry("setup", "E   fixture 'db' not found")
@@ -595,7 +595,7 @@ async def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
     assert [test["failure"] for test in report["tests"]] == [failure, None]
 
 
-async def test_the_junit_properties_name_the_failure_in_one_line() -> None:
+def test_the_junit_properties_name_the_failure_in_one_line() -> None:
     from pytest_agentctx.reports.failures import failure_entry
 
     record = _record(failure=failure_entry("call", "...", message="AssertionError: 5 != 6"))
@@ -604,7 +604,7 @@ async def test_the_junit_properties_name_the_failure_in_one_line() -> None:
     assert "agentctx.failure" not in dict(junit_properties(_record()))
 
 
-async def test_a_failure_entry_leaves_out_object_addresses() -> None:
+def test_a_failure_entry_leaves_out_object_addresses() -> None:
     from pytest_agentctx.reports.failures import failure_entry
 
     text = "self = <pytest_agentctx.Cassette object at 0x7f889706ec10>\nE   boom"

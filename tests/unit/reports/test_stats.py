@@ -65,7 +65,7 @@ def run(
 USAGE = {"input_tokens": 1000, "output_tokens": 100}
 
 
-async def test_a_run_counts_its_iterations_tool_calls_and_trajectory() -> None:
+def test_a_run_counts_its_iterations_tool_calls_and_trajectory() -> None:
     stats = run_stats(run(["search", "book"], ["email"]))
 
     match stats:
@@ -75,7 +75,7 @@ async def test_a_run_counts_its_iterations_tool_calls_and_trajectory() -> None:
             raise AssertionError(stats)
 
 
-async def test_tokens_are_summed_from_each_iterations_usage() -> None:
+def test_tokens_are_summed_from_each_iterations_usage() -> None:
     stats = run_stats(run(["search"], usage=USAGE))
 
     match stats:
@@ -85,40 +85,40 @@ async def test_tokens_are_summed_from_each_iterations_usage() -> None:
             raise AssertionError(stats)
 
 
-async def test_a_run_without_usage_has_no_tokens_and_no_cost() -> None:
+def test_a_run_without_usage_has_no_tokens_and_no_cost() -> None:
     stats = run_stats(run(["search"]))
 
     assert (stats.total_tokens, stats.cost_usd) == (0, 0.0)
 
 
-async def test_the_cost_comes_from_the_models_price() -> None:
+def test_the_cost_comes_from_the_models_price() -> None:
     stats = run_stats(run(usage=USAGE, model="gpt-4o-mini"))
 
     # 1000 input tokens at 0.15 and 100 output tokens at 0.60 dollars per million
     assert stats.cost_usd == pytest.approx(0.00021)
 
 
-async def test_a_model_with_usage_but_no_price_has_an_unknown_cost() -> None:
+def test_a_model_with_usage_but_no_price_has_an_unknown_cost() -> None:
     stats = run_stats(run(usage=USAGE, model="house-model"))
 
     assert stats.cost_usd is None
     assert stats.models == ("house-model",)
 
 
-async def test_a_dated_model_name_is_priced_as_its_family() -> None:
+def test_a_dated_model_name_is_priced_as_its_family() -> None:
     table = PriceTable()
 
     assert table.price_of("gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["gpt-4o-mini"]
 
 
-async def test_the_duration_spans_the_first_start_to_the_last_completion() -> None:
+def test_the_duration_spans_the_first_start_to_the_last_completion() -> None:
     stats = run_stats(run(["search"], ["book"], step_s=2.5))
 
     # five events 2.5 s apart after the start
     assert stats.duration_s == pytest.approx(12.5)
 
 
-async def test_sub_agent_runs_add_their_figures_but_not_their_duration() -> None:
+def test_sub_agent_runs_add_their_figures_but_not_their_duration() -> None:
     sub = run(["lookup"], usage={"input_tokens": 10, "output_tokens": 5})
     parent = run(["delegate"], usage=USAGE, extra={"subagents": {"researcher": sub}})
 
@@ -134,19 +134,19 @@ async def test_sub_agent_runs_add_their_figures_but_not_their_duration() -> None
             raise AssertionError((nested, alone))
 
 
-async def test_run_stats_takes_a_run_result_with_a_context() -> None:
+def test_run_stats_takes_a_run_result_with_a_context() -> None:
     class Result:
         context = run(["search"])
 
     assert run_stats(Result()).tool_calls == 1
 
 
-async def test_run_stats_rejects_anything_else_and_says_what_to_pass() -> None:
+def test_run_stats_rejects_anything_else_and_says_what_to_pass() -> None:
     with pytest.raises(AgentCtxError, match=r"got dict\. Pass result\.context"):
         run_stats({"iterations": []})
 
 
-async def test_stats_add_up_and_an_unknown_cost_stays_unknown() -> None:
+def test_stats_add_up_and_an_unknown_cost_stays_unknown() -> None:
     known = RunStats(runs=1, iterations=2, input_tokens=5, cost_usd=0.5, models=("a",))
     unknown = RunStats(runs=1, iterations=1, cost_usd=None, models=("b", "a"))
 
@@ -159,7 +159,7 @@ async def test_stats_add_up_and_an_unknown_cost_stays_unknown() -> None:
             raise AssertionError(total)
 
 
-async def test_to_dict_is_json_ready_with_total_tokens_and_rounded_cost() -> None:
+def test_to_dict_is_json_ready_with_total_tokens_and_rounded_cost() -> None:
     stats = RunStats(runs=1, input_tokens=3, output_tokens=4, cost_usd=1 / 3, duration_s=0.1)
 
     match stats.to_dict():
@@ -169,7 +169,7 @@ async def test_to_dict_is_json_ready_with_total_tokens_and_rounded_cost() -> Non
             raise AssertionError(other)
 
 
-async def test_prices_are_added_or_replaced_by_name() -> None:
+def test_prices_are_added_or_replaced_by_name() -> None:
     table = PriceTable().with_prices({"house": (1.0, 2.0), "gpt-4o": ModelPrice(9.0, 9.0)})
 
     assert (table.price_of("house"), table.price_of("gpt-4o")) == (
@@ -178,7 +178,7 @@ async def test_prices_are_added_or_replaced_by_name() -> None:
     )
 
 
-async def test_ini_price_lines_are_parsed_skipping_blanks_and_comments() -> None:
+def test_ini_price_lines_are_parsed_skipping_blanks_and_comments() -> None:
     table = PriceTable.parse_lines(["# ours", "", "house-model = 0.5 1.5"])
 
     assert table.price_of("house-model") == ModelPrice(0.5, 1.5)
@@ -186,12 +186,12 @@ async def test_ini_price_lines_are_parsed_skipping_blanks_and_comments() -> None
 
 
 @pytest.mark.parametrize("line", ["house-model 0.5 1.5", "house-model = 0.5", "= 1 2", "m = a b"])
-async def test_a_bad_ini_price_line_says_the_expected_form(line: str) -> None:
+def test_a_bad_ini_price_line_says_the_expected_form(line: str) -> None:
     with pytest.raises(AgentCtxError, match=r"expected 'model = <input USD per million"):
         PriceTable.parse_lines([line])
 
 
-async def test_a_run_log_reads_its_sources_when_asked() -> None:
+def test_a_run_log_reads_its_sources_when_asked() -> None:
     log = RunLog()
     finished: list[RunRecord] = []
     log.add_source(lambda: finished)
@@ -204,7 +204,7 @@ async def test_a_run_log_reads_its_sources_when_asked() -> None:
             raise AssertionError(other)
 
 
-async def test_a_run_log_prefers_the_exact_runs_to_the_captured_ones() -> None:
+def test_a_run_log_prefers_the_exact_runs_to_the_captured_ones() -> None:
     log = RunLog()
     log.set_captured(lambda: [RunRecord("conversation 1", "captured", run())])
     log.add_source(lambda: [RunRecord("weather", "runtime", run())])
@@ -212,7 +212,7 @@ async def test_a_run_log_prefers_the_exact_runs_to_the_captured_ones() -> None:
     assert [r.source for r in log.records()] == ["runtime"]
 
 
-async def test_a_run_log_falls_back_to_the_captured_runs_when_the_runtime_made_none() -> None:
+def test_a_run_log_falls_back_to_the_captured_runs_when_the_runtime_made_none() -> None:
     log = RunLog()
     log.add_source(list)
     log.set_captured(lambda: [RunRecord("conversation 1", "captured", run())])
@@ -220,7 +220,7 @@ async def test_a_run_log_falls_back_to_the_captured_runs_when_the_runtime_made_n
     assert [r.source for r in log.records()] == ["captured"]
 
 
-async def test_a_run_log_reads_no_captured_runs_for_its_exact_records() -> None:
+def test_a_run_log_reads_no_captured_runs_for_its_exact_records() -> None:
     read: list[bool] = []
     log = RunLog()
 
@@ -233,7 +233,7 @@ async def test_a_run_log_reads_no_captured_runs_for_its_exact_records() -> None:
     assert (log.exact_records(), read, log.captures, log.measurable) == ([], [], True, True)
 
 
-async def test_a_run_log_keeps_each_repetition_apart() -> None:
+def test_a_run_log_keeps_each_repetition_apart() -> None:
     log = RunLog()
     log.set_captured(lambda: [RunRecord("first", "captured", run())])
     log.new_part()
@@ -243,11 +243,11 @@ async def test_a_run_log_keeps_each_repetition_apart() -> None:
     assert [r.name for r in log.records(last_part=True)] == ["second"]
 
 
-async def test_an_empty_run_log_is_not_measurable() -> None:
+def test_an_empty_run_log_is_not_measurable() -> None:
     assert not RunLog().measurable
 
 
-async def test_a_record_measures_its_context_with_the_given_prices() -> None:
+def test_a_record_measures_its_context_with_the_given_prices() -> None:
     record = RunRecord("r", "captured", run(usage=USAGE, model="house"))
 
     stats = record.stats(PriceTable().with_prices({"house": (1.0, 1.0)}))
@@ -255,7 +255,7 @@ async def test_a_record_measures_its_context_with_the_given_prices() -> None:
     assert stats.cost_usd == pytest.approx(0.0011)
 
 
-async def test_total_is_the_chain_of_additions() -> None:
+def test_total_is_the_chain_of_additions() -> None:
     parts = [
         RunStats(1, 2, 1, 10, 5, 0.1, 0.5, ("a", "b"), ("search",)),
         RunStats(1, 1, 0, 3, 1, 0.2, 0.25, ("b", "c"), ()),

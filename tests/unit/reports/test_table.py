@@ -69,14 +69,14 @@ def _prefix(lines: list[str]) -> str:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-async def test_no_line_is_wider_than_the_terminal(width: int) -> None:
+def test_no_line_is_wider_than_the_terminal(width: int) -> None:
     lines = table_lines(_colliding(), width=width)
 
     assert max(len(line) for line in lines) <= width
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-async def test_every_row_can_be_told_apart(width: int) -> None:
+def test_every_row_can_be_told_apart(width: int) -> None:
     lines = table_lines(_colliding(), width=width)
 
     names = [row[1] for row in _rows(lines)]
@@ -86,13 +86,13 @@ async def test_every_row_can_be_told_apart(width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-async def test_every_row_is_one_line_with_the_outcome_first(width: int) -> None:
+def test_every_row_is_one_line_with_the_outcome_first(width: int) -> None:
     lines = table_lines(_colliding(), width=width)
 
     assert [row[0] for row in _rows(lines)] == ["passed"] * 5 + ["FAILED"]  # test_b
 
 
-async def test_a_wide_terminal_shows_full_node_ids_and_every_column() -> None:
+def test_a_wide_terminal_shows_full_node_ids_and_every_column() -> None:
     report = _report(
         _entry("tests/test_a.py::test_weather_paris", cassette={"status": "replayed"}),
         _entry("tests/test_b.py::test_weather_paris", "failed", cassette={"status": "stale"}),
@@ -105,7 +105,7 @@ async def test_a_wide_terminal_shows_full_node_ids_and_every_column() -> None:
     ]
 
 
-async def test_at_80_columns_names_lose_their_common_folder_before_any_column() -> None:
+def test_at_80_columns_names_lose_their_common_folder_before_any_column() -> None:
     report = _report(
         _entry("tests/agents/test_a.py::test_weather", cassette={"status": "replayed"}),
         _entry("tests/agents/test_b.py::test_weather", "failed", cassette={"status": "stale"}),
@@ -119,7 +119,7 @@ async def test_at_80_columns_names_lose_their_common_folder_before_any_column() 
     ]
 
 
-async def test_figures_are_left_out_tools_first_before_a_name_is_cut() -> None:
+def test_figures_are_left_out_tools_first_before_a_name_is_cut() -> None:
     nodeid = "tests/weather/test_forecast.py::test_week"
     report = _report(_entry(nodeid), _entry("tests/test_b.py::test_weather_paris"))
 
@@ -130,7 +130,7 @@ async def test_figures_are_left_out_tools_first_before_a_name_is_cut() -> None:
     assert lines[-1] == "not shown at 80 columns: tools (COLUMNS=93 shows them)"
 
 
-async def test_the_columns_the_note_names_fit_at_the_width_it_gives() -> None:
+def test_the_columns_the_note_names_fit_at_the_width_it_gives() -> None:
     lines = table_lines(_colliding(), width=80)
     needed = int(re.findall(r"COLUMNS=(\d+)", " ".join(lines))[0])
 
@@ -142,7 +142,7 @@ async def test_the_columns_the_note_names_fit_at_the_width_it_gives() -> None:
     assert len(wide) == 1 + len(COLLIDING)
 
 
-async def test_a_cut_path_keeps_the_file_name_and_the_whole_test_name() -> None:
+def test_a_cut_path_keeps_the_file_name_and_the_whole_test_name() -> None:
     nodeids = [
         "tests/agents/weather/providers/openai/test_forecast_agent.py::TestAgent::test_rome[a]",
         "tests/agents/weather/providers/anthropic/test_forecast_agent.py::TestAgent::test_rome[b]",
@@ -158,20 +158,20 @@ async def test_a_cut_path_keeps_the_file_name_and_the_whole_test_name() -> None:
     assert lines[0].split()[2:] == ["tokens", "cassette"]
 
 
-async def test_a_long_parametrize_id_is_kept_whole_at_80_columns() -> None:
+def test_a_long_parametrize_id_is_kept_whole_at_80_columns() -> None:
     lines = table_lines(_colliding(), width=80)
 
     names = [row[1] for row in _rows(lines)]
     assert sum(name.endswith("::test_week[paris-sunny-2025-01-01-celsius]") for name in names) == 2
 
 
-async def test_a_narrower_terminal_is_taken_as_the_narrowest_table() -> None:
+def test_a_narrower_terminal_is_taken_as_the_narrowest_table() -> None:
     lines = table_lines(_colliding(), width=10)
 
     assert lines == table_lines(_colliding(), width=MIN_WIDTH)
 
 
-async def test_a_narrow_table_keeps_whole_the_names_that_fit() -> None:
+def test_a_narrow_table_keeps_whole_the_names_that_fit() -> None:
     lines = table_lines(_colliding(), width=40)
 
     names = [row[1] for row in _rows(lines)]
@@ -181,7 +181,7 @@ async def test_a_narrow_table_keeps_whole_the_names_that_fit() -> None:
 # -- the rows --------------------------------------------------------------------------
 
 
-async def test_the_table_has_one_row_per_agent_test() -> None:
+def test_the_table_has_one_row_per_agent_test() -> None:
     report = _report(
         _entry("test_a.py::test_weather", cassette={"status": "replayed"}),
         _entry("test_a.py::test_plain", runs=[]),
@@ -193,7 +193,7 @@ async def test_the_table_has_one_row_per_agent_test() -> None:
     ]
 
 
-async def test_the_table_shows_budgets_and_pass_rates_when_a_test_has_them() -> None:
+def test_the_table_shows_budgets_and_pass_rates_when_a_test_has_them() -> None:
     budget = {"limits": {"max_tokens": 100}, "exceeded": [{"name": "max_tokens"}]}
     report = _report(
         _entry("a.py::t", "failed", budget=budget),
@@ -210,7 +210,7 @@ async def test_the_table_shows_budgets_and_pass_rates_when_a_test_has_them() -> 
     ]
 
 
-async def test_the_table_shows_unknown_figures_for_an_unmeasured_test() -> None:
+def test_the_table_shows_unknown_figures_for_an_unmeasured_test() -> None:
     report = _report(_entry("a.py::t", runs=[], measured=False))
 
     [_, row] = table_lines(report, width=80)
@@ -218,7 +218,7 @@ async def test_the_table_shows_unknown_figures_for_an_unmeasured_test() -> None:
     assert row.split() == ["passed", "a.py::t", "?", "?", "?", "?", "-"]
 
 
-async def test_a_long_table_keeps_the_rows_with_problems_in_node_id_order() -> None:
+def test_a_long_table_keeps_the_rows_with_problems_in_node_id_order() -> None:
     tests = [_entry(f"t.py::t{n:02}") for n in range(10)]
     tests[7]["outcome"] = "failed"
 
@@ -233,7 +233,7 @@ async def test_a_long_table_keeps_the_rows_with_problems_in_node_id_order() -> N
     assert lines[4:] == ["... and 7 more agent tests: -v or --agent-report=PATH shows them"]
 
 
-async def test_the_outcome_word_comes_from_the_phases_when_known() -> None:
+def test_the_outcome_word_comes_from_the_phases_when_known() -> None:
     report = _report(_entry("a.py::t", "skipped"), _entry("b.py::t", "failed"))
 
     lines = table_lines(report, outcomes={"a.py::t": "xfail", "b.py::t": "ERROR"})
@@ -256,9 +256,7 @@ async def test_the_outcome_word_comes_from_the_phases_when_known() -> None:
     ],
     ids=["passed", "failed", "setup-error", "teardown-error", "skipped", "rerun-ignored"],
 )
-async def test_a_tests_word_is_that_of_its_worst_phase(
-    phases: list[tuple[str, str]], word: str
-) -> None:
+def test_a_tests_word_is_that_of_its_worst_phase(phases: list[tuple[str, str]], word: str) -> None:
     words = OutcomeWords()
     for when, outcome in phases:
         words.add("a.py::t", when, outcome, xfail=False)
@@ -267,7 +265,7 @@ async def test_a_tests_word_is_that_of_its_worst_phase(
 
 
 @pytest.mark.parametrize(("outcome", "word"), [("skipped", "xfail"), ("passed", "xpass")])
-async def test_a_test_marked_xfail_is_xfail_or_xpass(outcome: str, word: str) -> None:
+def test_a_test_marked_xfail_is_xfail_or_xpass(outcome: str, word: str) -> None:
     words = OutcomeWords()
     words.add("a.py::t", "setup", "passed", xfail=False)
     words.add("a.py::t", "call", outcome, xfail=True)

@@ -51,7 +51,7 @@ def run_context(artifacts: Any) -> RunContext:
 # -- references ---------------------------------------------------------------------------
 
 
-async def test_a_reference_holds_path_sha256_and_size_never_the_content() -> None:
+def test_a_reference_holds_path_sha256_and_size_never_the_content() -> None:
     ref = ArtifactRef.of("notes/a.md", b"hello")
 
     assert (ref.to_dict(), ref.version, str(ref)) == (
@@ -61,14 +61,14 @@ async def test_a_reference_holds_path_sha256_and_size_never_the_content() -> Non
     )
 
 
-async def test_the_local_store_satisfies_the_protocol(store: LocalArtifactStore) -> None:
+def test_the_local_store_satisfies_the_protocol(store: LocalArtifactStore) -> None:
     assert isinstance(store, ArtifactStore)
 
 
 # -- write, read, list, delete ------------------------------------------------------------
 
 
-async def test_write_returns_the_reference_and_read_returns_the_text(
+def test_write_returns_the_reference_and_read_returns_the_text(
     store: LocalArtifactStore,
 ) -> None:
     ref = store.write("notes/findings.md", "héllo\r\nworld")
@@ -80,7 +80,7 @@ async def test_write_returns_the_reference_and_read_returns_the_text(
     )
 
 
-async def test_write_replaces_an_artifact(store: LocalArtifactStore) -> None:
+def test_write_replaces_an_artifact(store: LocalArtifactStore) -> None:
     store.write("a.md", "one")
 
     store.write("a.md", "two")
@@ -88,13 +88,13 @@ async def test_write_replaces_an_artifact(store: LocalArtifactStore) -> None:
     assert store.read("a.md") == "two"
 
 
-async def test_paths_are_normalised(store: LocalArtifactStore) -> None:
+def test_paths_are_normalised(store: LocalArtifactStore) -> None:
     ref = store.write("notes//./a.md", "x")
 
     assert (ref.path, store.read("notes/a.md")) == ("notes/a.md", "x")
 
 
-async def test_list_gives_references_sorted_by_path(store: LocalArtifactStore) -> None:
+def test_list_gives_references_sorted_by_path(store: LocalArtifactStore) -> None:
     store.write("b.md", "b")
     store.write("a/z.md", "z")
     store.write("a/y.md", "y")
@@ -102,7 +102,7 @@ async def test_list_gives_references_sorted_by_path(store: LocalArtifactStore) -
     assert [ref.path for ref in store.list()] == ["a/y.md", "a/z.md", "b.md"]
 
 
-async def test_list_keeps_the_paths_starting_with_the_prefix(store: LocalArtifactStore) -> None:
+def test_list_keeps_the_paths_starting_with_the_prefix(store: LocalArtifactStore) -> None:
     store.write("notes/a.md", "a")
     store.write("notes2.md", "b")
     store.write("report.md", "c")
@@ -113,7 +113,7 @@ async def test_list_keeps_the_paths_starting_with_the_prefix(store: LocalArtifac
     )
 
 
-async def test_delete_removes_the_artifact(store: LocalArtifactStore) -> None:
+def test_delete_removes_the_artifact(store: LocalArtifactStore) -> None:
     store.write("a.md", "x")
 
     store.delete("a.md")
@@ -121,49 +121,47 @@ async def test_delete_removes_the_artifact(store: LocalArtifactStore) -> None:
     assert (store.list(), store.exists("a.md")) == ([], False)
 
 
-async def test_reading_a_missing_artifact_lists_what_exists(store: LocalArtifactStore) -> None:
+def test_reading_a_missing_artifact_lists_what_exists(store: LocalArtifactStore) -> None:
     store.write("a.md", "x")
 
     with pytest.raises(ArtifactNotFound, match=r"No artifact at 'b.md'. The workspace holds: a.md"):
         store.read("b.md")
 
 
-async def test_deleting_a_missing_artifact_is_an_error(store: LocalArtifactStore) -> None:
+def test_deleting_a_missing_artifact_is_an_error(store: LocalArtifactStore) -> None:
     with pytest.raises(ArtifactNotFound, match="holds: nothing yet"):
         store.delete("a.md")
 
 
-async def test_reading_a_folder_is_not_found(store: LocalArtifactStore) -> None:
+def test_reading_a_folder_is_not_found(store: LocalArtifactStore) -> None:
     store.write("notes/a.md", "x")
 
     with pytest.raises(ArtifactNotFound, match="No artifact at 'notes'"):
         store.read("notes")
 
 
-async def test_writing_over_a_folder_is_refused(store: LocalArtifactStore) -> None:
+def test_writing_over_a_folder_is_refused(store: LocalArtifactStore) -> None:
     store.write("notes/a.md", "x")
 
     with pytest.raises(ArtifactError, match="that path is a folder"):
         store.write("notes", "x")
 
 
-async def test_writing_below_a_file_is_refused(store: LocalArtifactStore) -> None:
+def test_writing_below_a_file_is_refused(store: LocalArtifactStore) -> None:
     store.write("notes", "x")
 
     with pytest.raises(ArtifactError, match=r"'notes' is an artifact \(a file\), so it cannot"):
         store.write("notes/deep/a.md", "x")
 
 
-async def test_a_file_that_is_not_utf8_is_refused_by_read(store: LocalArtifactStore) -> None:
+def test_a_file_that_is_not_utf8_is_refused_by_read(store: LocalArtifactStore) -> None:
     (store.root / "image.png").write_bytes(b"\x89PNG")
 
     with pytest.raises(ArtifactError, match=r"'image.png' is not UTF-8 text \(byte 0 of 4\)"):
         store.read("image.png")
 
 
-async def test_refusal_messages_hold_no_absolute_path(
-    store: LocalArtifactStore, tmp_path: Path
-) -> None:
+def test_refusal_messages_hold_no_absolute_path(store: LocalArtifactStore, tmp_path: Path) -> None:
     (store.root / "link.md").symlink_to(tmp_path / "secret.txt")
 
     with pytest.raises(ArtifactPathError) as caught:
@@ -171,12 +169,12 @@ async def test_refusal_messages_hold_no_absolute_path(
     assert str(tmp_path) not in str(caught.value)
 
 
-async def test_content_must_be_text(store: LocalArtifactStore) -> None:
+def test_content_must_be_text(store: LocalArtifactStore) -> None:
     with pytest.raises(ArtifactError, match=r"content is bytes; expected text.*json.dumps"):
         store.write("a.md", b"x")  # type: ignore[arg-type]
 
 
-async def test_a_failed_write_leaves_the_old_artifact_and_no_temporary_file(
+def test_a_failed_write_leaves_the_old_artifact_and_no_temporary_file(
     store: LocalArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.write("a.md", "old")
@@ -192,13 +190,13 @@ async def test_a_failed_write_leaves_the_old_artifact_and_no_temporary_file(
     assert (store.read("a.md"), sorted(p.name for p in store.root.iterdir())) == ("old", ["a.md"])
 
 
-async def test_the_store_creates_its_root(tmp_path: Path) -> None:
+def test_the_store_creates_its_root(tmp_path: Path) -> None:
     LocalArtifactStore(tmp_path / "deep" / "workspace")
 
     assert (tmp_path / "deep" / "workspace").is_dir()
 
 
-async def test_a_root_that_cannot_be_created_is_an_error(tmp_path: Path) -> None:
+def test_a_root_that_cannot_be_created_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
 
     with pytest.raises(ArtifactError, match="Cannot create the artifact workspace"):
@@ -226,7 +224,7 @@ ESCAPES = {
 
 @pytest.mark.parametrize(("path", "problem"), ESCAPES.values(), ids=ESCAPES.keys())
 @pytest.mark.parametrize("operation", ["write", "read", "delete", "exists"])
-async def test_malformed_or_escaping_paths_are_refused_by_every_operation(
+def test_malformed_or_escaping_paths_are_refused_by_every_operation(
     store: LocalArtifactStore, operation: str, path: str, problem: str
 ) -> None:
     call = getattr(store, operation)
@@ -241,14 +239,14 @@ PREFIX_ESCAPES = {name: case for name, case in ESCAPES.items() if name != "empty
 
 
 @pytest.mark.parametrize(("path", "problem"), PREFIX_ESCAPES.values(), ids=PREFIX_ESCAPES.keys())
-async def test_malformed_or_escaping_prefixes_are_refused_by_list(
+def test_malformed_or_escaping_prefixes_are_refused_by_list(
     store: LocalArtifactStore, path: str, problem: str
 ) -> None:
     with pytest.raises(ArtifactPathError, match=re.escape(problem)):
         store.list(path)
 
 
-async def test_a_refused_path_writes_nothing_outside(tmp_path: Path) -> None:
+def test_a_refused_path_writes_nothing_outside(tmp_path: Path) -> None:
     store = LocalArtifactStore(tmp_path / "workspace")
 
     with pytest.raises(ArtifactPathError):
@@ -256,20 +254,20 @@ async def test_a_refused_path_writes_nothing_outside(tmp_path: Path) -> None:
     assert not (tmp_path / "outside.md").exists()
 
 
-async def test_a_path_that_is_not_a_string_is_refused(store: LocalArtifactStore) -> None:
+def test_a_path_that_is_not_a_string_is_refused(store: LocalArtifactStore) -> None:
     with pytest.raises(ArtifactPathError, match=r"is a PosixPath|is a WindowsPath"):
         store.write(Path("a.md"), "x")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("path", [".", "./", "a/"])
-async def test_a_path_naming_a_folder_or_the_workspace_is_refused(
+def test_a_path_naming_a_folder_or_the_workspace_is_refused(
     store: LocalArtifactStore, path: str
 ) -> None:
     with pytest.raises(ArtifactPathError, match=r"names the workspace itself|names a folder"):
         store.write(path, "x")
 
 
-async def test_a_symlinked_file_pointing_outside_is_refused(
+def test_a_symlinked_file_pointing_outside_is_refused(
     store: LocalArtifactStore, tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.txt"
@@ -280,7 +278,7 @@ async def test_a_symlinked_file_pointing_outside_is_refused(
         store.read("link.md")
 
 
-async def test_writing_through_a_symlinked_file_pointing_outside_changes_nothing_outside(
+def test_writing_through_a_symlinked_file_pointing_outside_changes_nothing_outside(
     store: LocalArtifactStore, tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.txt"
@@ -292,7 +290,7 @@ async def test_writing_through_a_symlinked_file_pointing_outside_changes_nothing
     assert secret.read_text() == "top secret"
 
 
-async def test_a_symlinked_folder_pointing_outside_is_refused_and_nothing_is_created(
+def test_a_symlinked_folder_pointing_outside_is_refused_and_nothing_is_created(
     store: LocalArtifactStore, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
@@ -304,14 +302,14 @@ async def test_a_symlinked_folder_pointing_outside_is_refused_and_nothing_is_cre
     assert list(outside.iterdir()) == []
 
 
-async def test_a_symlink_to_the_workspace_itself_is_refused(store: LocalArtifactStore) -> None:
+def test_a_symlink_to_the_workspace_itself_is_refused(store: LocalArtifactStore) -> None:
     (store.root / "self").symlink_to(store.root, target_is_directory=True)
 
     with pytest.raises(ArtifactPathError, match="symbolic link"):
         store.read("self")
 
 
-async def test_a_loop_of_symlinks_is_refused(store: LocalArtifactStore) -> None:
+def test_a_loop_of_symlinks_is_refused(store: LocalArtifactStore) -> None:
     (store.root / "a").symlink_to(store.root / "b")
     (store.root / "b").symlink_to(store.root / "a")
 
@@ -319,16 +317,14 @@ async def test_a_loop_of_symlinks_is_refused(store: LocalArtifactStore) -> None:
         store.read("a")
 
 
-async def test_a_symlink_that_stays_inside_is_followed(store: LocalArtifactStore) -> None:
+def test_a_symlink_that_stays_inside_is_followed(store: LocalArtifactStore) -> None:
     store.write("real.md", "inside")
     (store.root / "alias.md").symlink_to(store.root / "real.md")
 
     assert store.read("alias.md") == "inside"
 
 
-async def test_list_skips_links_that_lead_outside(
-    store: LocalArtifactStore, tmp_path: Path
-) -> None:
+def test_list_skips_links_that_lead_outside(store: LocalArtifactStore, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("x")
     (store.root / "link.md").symlink_to(tmp_path / "secret.txt")
     store.write("a.md", "y")
@@ -339,14 +335,14 @@ async def test_list_skips_links_that_lead_outside(
 @pytest.mark.parametrize(
     ("path", "clean"), [("a//b/./c.md", "a/b/c.md"), ("./a.md", "a.md"), ("a.md", "a.md")]
 )
-async def test_normalize_artifact_path_cleans_harmless_forms(path: str, clean: str) -> None:
+def test_normalize_artifact_path_cleans_harmless_forms(path: str, clean: str) -> None:
     assert normalize_artifact_path(path) == clean
 
 
 # -- changes ------------------------------------------------------------------------------
 
 
-async def test_changes_record_created_modified_and_deleted_sorted_by_path(
+def test_changes_record_created_modified_and_deleted_sorted_by_path(
     tmp_path: Path,
 ) -> None:
     first = LocalArtifactStore(tmp_path / "w")
@@ -372,14 +368,14 @@ async def test_changes_record_created_modified_and_deleted_sorted_by_path(
             pytest.fail(f"unexpected changes: {other!r}")
 
 
-async def test_an_artifact_created_then_deleted_is_no_change(store: LocalArtifactStore) -> None:
+def test_an_artifact_created_then_deleted_is_no_change(store: LocalArtifactStore) -> None:
     store.write("tmp.md", "x")
     store.delete("tmp.md")
 
     assert (store.changes(), bool(store.changes())) == (ArtifactChanges(), False)
 
 
-async def test_an_artifact_written_twice_is_created_once_with_its_last_version(
+def test_an_artifact_written_twice_is_created_once_with_its_last_version(
     store: LocalArtifactStore,
 ) -> None:
     store.write("a.md", "one")
@@ -392,7 +388,7 @@ async def test_an_artifact_written_twice_is_created_once_with_its_last_version(
     }
 
 
-async def test_a_tracked_store_records_only_its_own_changes(store: LocalArtifactStore) -> None:
+def test_a_tracked_store_records_only_its_own_changes(store: LocalArtifactStore) -> None:
     store.write("before.md", "v1")
     researcher = TrackedArtifactStore(store)
     writer = TrackedArtifactStore(store)
@@ -409,7 +405,7 @@ async def test_a_tracked_store_records_only_its_own_changes(store: LocalArtifact
     ) == (["findings.md"], ["before.md"], ["draft.md"], "facts")
 
 
-async def test_a_tracked_store_records_deletions_and_passes_reads_through(
+def test_a_tracked_store_records_deletions_and_passes_reads_through(
     store: LocalArtifactStore,
 ) -> None:
     store.write("old.md", "x")
@@ -424,7 +420,7 @@ async def test_a_tracked_store_records_deletions_and_passes_reads_through(
     )
 
 
-async def test_a_tracked_store_needs_a_store() -> None:
+def test_a_tracked_store_needs_a_store() -> None:
     with pytest.raises(ArtifactError, match=r"needs an ArtifactStore.*got str"):
         TrackedArtifactStore("workspace")  # type: ignore[arg-type]
 
@@ -475,7 +471,7 @@ async def test_the_tools_refuse_escaping_paths(store: LocalArtifactStore) -> Non
         await write_artifact.invoke({"path": "../x.md", "content": "x"}, run_context(store))
 
 
-async def test_the_tool_schemas_hide_the_run_context() -> None:
+def test_the_tool_schemas_hide_the_run_context() -> None:
     assert {t.name: sorted(t.parameters["properties"]) for t in ARTIFACT_TOOLS} == {
         "write_artifact": ["content", "path"],
         "read_artifact": ["path"],

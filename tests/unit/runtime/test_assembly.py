@@ -88,63 +88,63 @@ def store() -> InMemoryVectorStore:
 
 
 @pytest.mark.parametrize("path", ["", "customer..plan", "1st", "customer.plan.", "a-b", 3])
-async def test_from_state_path_must_be_dotted_names(path: Any) -> None:
+def test_from_state_path_must_be_dotted_names(path: Any) -> None:
     with pytest.raises(ContextAssemblyError, match="is not an attribute path"):
         FromState(path)
 
 
-async def test_context_assembly_error_is_an_agent_definition_error() -> None:
+def test_context_assembly_error_is_an_agent_definition_error() -> None:
     assert issubclass(ContextAssemblyError, AgentDefinitionError)
 
 
-async def test_an_empty_label_is_refused() -> None:
+def test_an_empty_label_is_refused() -> None:
     with pytest.raises(ContextAssemblyError, match=r"label=' '; expected a non-empty string"):
         FromState("customer", label=" ")
 
 
-async def test_from_retrieval_with_both_query_and_query_from_is_refused() -> None:
+def test_from_retrieval_with_both_query_and_query_from_is_refused() -> None:
     with pytest.raises(ContextAssemblyError, match="was given both of query= and query_from="):
         FromRetrieval("kb", query="refunds", query_from="question")
 
 
-async def test_from_retrieval_with_neither_query_nor_query_from_is_refused() -> None:
+def test_from_retrieval_with_neither_query_nor_query_from_is_refused() -> None:
     with pytest.raises(ContextAssemblyError, match="was given neither of query= and"):
         FromRetrieval("kb")
 
 
 @pytest.mark.parametrize("top_k", [0, -3, 2.0, True])
-async def test_from_retrieval_top_k_must_be_a_whole_number_of_at_least_one(top_k: Any) -> None:
+def test_from_retrieval_top_k_must_be_a_whole_number_of_at_least_one(top_k: Any) -> None:
     with pytest.raises(ContextAssemblyError, match=rf"top_k={top_k!r}; expected a whole number"):
         FromRetrieval("kb", query="refunds", top_k=top_k)
 
 
 @pytest.mark.parametrize("min_relevance", [-0.1, 1.1, "0.5", False])
-async def test_from_retrieval_min_relevance_must_be_from_zero_to_one(min_relevance: Any) -> None:
+def test_from_retrieval_min_relevance_must_be_from_zero_to_one(min_relevance: Any) -> None:
     with pytest.raises(ContextAssemblyError, match="expected a number from 0 to 1"):
         FromRetrieval("kb", query="refunds", min_relevance=min_relevance)
 
 
-async def test_from_retrieval_query_from_must_be_a_path() -> None:
+def test_from_retrieval_query_from_must_be_a_path() -> None:
     with pytest.raises(ContextAssemblyError, match=r"query_from='ticket question'"):
         FromRetrieval("kb", query_from="ticket question")
 
 
-async def test_from_retrieval_needs_a_collection_name() -> None:
+def test_from_retrieval_needs_a_collection_name() -> None:
     with pytest.raises(ContextAssemblyError, match="expected the non-empty name of a collection"):
         FromRetrieval("", query="refunds")
 
 
-async def test_from_retrieval_literal_query_must_be_text() -> None:
+def test_from_retrieval_literal_query_must_be_text() -> None:
     with pytest.raises(ContextAssemblyError, match="query=3; expected text"):
         FromRetrieval("kb", query=3)  # type: ignore[arg-type]
 
 
-async def test_from_retrieval_filters_must_map_keys_to_values() -> None:
+def test_from_retrieval_filters_must_map_keys_to_values() -> None:
     with pytest.raises(ContextAssemblyError, match="filters=\\['en'\\]; expected a mapping"):
         FromRetrieval("kb", query="x", filters=["en"])  # type: ignore[arg-type]
 
 
-async def test_from_retrieval_filters_are_a_read_only_copy() -> None:
+def test_from_retrieval_filters_are_a_read_only_copy() -> None:
     filters = {"lang": "en"}
     source = FromRetrieval("kb", query="x", filters=filters)
     filters["lang"] = "fr"
@@ -152,7 +152,7 @@ async def test_from_retrieval_filters_are_a_read_only_copy() -> None:
     assert source.filters == {"lang": "en"}
 
 
-async def test_sources_can_be_hashed_even_with_filters() -> None:
+def test_sources_can_be_hashed_even_with_filters() -> None:
     sources = {
         FromRetrieval("kb", query="x", filters={"lang": "en"}),
         FromRetrieval("kb", query="x", filters={"lang": "en"}),
@@ -163,7 +163,7 @@ async def test_sources_can_be_hashed_even_with_filters() -> None:
     assert len(sources) == 3
 
 
-async def test_text_must_be_a_string() -> None:
+def test_text_must_be_a_string() -> None:
     with pytest.raises(ContextAssemblyError, match="expected a string; use FromState"):
         Text(42)  # type: ignore[arg-type]
 
@@ -171,7 +171,7 @@ async def test_text_must_be_a_string() -> None:
 # -- validate_sources ---------------------------------------------------------------------
 
 
-async def test_validate_sources_returns_the_sources_as_a_tuple() -> None:
+def test_validate_sources_returns_the_sources_as_a_tuple() -> None:
     sources: list[FromState | FromRetrieval | Text] = [
         FromState("customer.plan"),
         Text("Be brief."),
@@ -180,7 +180,7 @@ async def test_validate_sources_returns_the_sources_as_a_tuple() -> None:
     assert validate_sources(sources, Ticket) == (FromState("customer.plan"), Text("Be brief."))
 
 
-async def test_a_path_missing_from_the_state_type_names_the_type_and_its_attributes() -> None:
+def test_a_path_missing_from_the_state_type_names_the_type_and_its_attributes() -> None:
     with pytest.raises(
         ContextAssemblyError,
         match=r"FromState\('customer.plann'\): state.customer \(Customer\) has no "
@@ -189,57 +189,57 @@ async def test_a_path_missing_from_the_state_type_names_the_type_and_its_attribu
         validate_sources([FromState("customer.plann")], Ticket)
 
 
-async def test_a_query_from_path_is_checked_against_the_state_type() -> None:
+def test_a_query_from_path_is_checked_against_the_state_type() -> None:
     with pytest.raises(ContextAssemblyError, match=r"query_from='questions'\).*no attribute"):
         validate_sources([FromRetrieval("kb", query_from="questions")], Ticket)
 
 
 @pytest.mark.parametrize("path", ["previous.customer.plan", "legacy.name"])
-async def test_optional_attributes_are_checked_through(path: str) -> None:
+def test_optional_attributes_are_checked_through(path: str) -> None:
     assert validate_sources([FromState(path)], Ticket) == (FromState(path),)
 
 
 @pytest.mark.parametrize("path", ["previous.customer.plann", "legacy.nam"])
-async def test_a_bad_name_below_an_optional_attribute_is_refused(path: str) -> None:
+def test_a_bad_name_below_an_optional_attribute_is_refused(path: str) -> None:
     with pytest.raises(ContextAssemblyError, match="has no attribute"):
         validate_sources([FromState(path)], Ticket)
 
 
-async def test_a_property_is_an_attribute_and_its_return_type_is_checked_through() -> None:
+def test_a_property_is_an_attribute_and_its_return_type_is_checked_through() -> None:
     with pytest.raises(ContextAssemblyError, match=r"state\.owner \(Customer\) has no"):
         validate_sources([FromState("owner.plann")], Ticket)
 
 
-async def test_a_path_through_a_property_is_accepted() -> None:
+def test_a_path_through_a_property_is_accepted() -> None:
     assert validate_sources([FromState("owner.plan")], Ticket) == (FromState("owner.plan"),)
 
 
-async def test_paths_below_a_type_without_annotations_are_not_checked() -> None:
+def test_paths_below_a_type_without_annotations_are_not_checked() -> None:
     assert validate_sources([FromState("notes.anything.at.all")], Ticket) == (
         FromState("notes.anything.at.all"),
     )
 
 
-async def test_pydantic_model_fields_are_checked() -> None:
+def test_pydantic_model_fields_are_checked() -> None:
     with pytest.raises(ContextAssemblyError, match=r"state\.account \(Account\).*owner, tier"):
         validate_sources([FromState("account.plan")], Session)
 
 
-async def test_typed_dict_keys_are_checked() -> None:
+def test_typed_dict_keys_are_checked() -> None:
     with pytest.raises(ContextAssemblyError, match=r"state\.order \(Order\).*number, status"):
         validate_sources([FromState("order.state")], Bag)
 
 
-async def test_without_a_state_type_only_the_syntax_is_checked() -> None:
+def test_without_a_state_type_only_the_syntax_is_checked() -> None:
     assert validate_sources([FromState("anything.goes")]) == (FromState("anything.goes"),)
 
 
-async def test_a_plain_string_source_gets_a_hint_to_wrap_it_in_text() -> None:
+def test_a_plain_string_source_gets_a_hint_to_wrap_it_in_text() -> None:
     with pytest.raises(ContextAssemblyError, match=r"\[1\] is str 'Be brief.'.*Text\('...'\)"):
         validate_sources([FromState("customer"), "Be brief."])  # type: ignore[list-item]
 
 
-async def test_a_single_source_instead_of_a_list_is_refused() -> None:
+def test_a_single_source_instead_of_a_list_is_refused() -> None:
     with pytest.raises(ContextAssemblyError, match="must be a list, got FromState"):
         validate_sources(FromState("customer"))  # type: ignore[arg-type]
 
@@ -414,7 +414,7 @@ async def test_an_unknown_collection_error_of_the_store_propagates() -> None:
         await assemble([FromRetrieval("docs", query="refunds")], state=None, store=store())
 
 
-async def test_an_assembled_context_can_be_built_from_segments() -> None:
+def test_an_assembled_context_can_be_built_from_segments() -> None:
     context = AssembledContext((Segment("text", "Style", "Be brief."),))
 
     assert (context.text, context.metadata()["segments"]) == (

@@ -112,7 +112,7 @@ def booking_run(journal: Journal) -> tuple[AgentRuntime, Agent]:
 # -- definition ----------------------------------------------------------------------------
 
 
-async def test_on_failure_must_be_callable():
+def test_on_failure_must_be_callable():
     with pytest.raises(ToolDefinitionError, match="on_failure='log'"):
 
         @tool(on_failure="log")  # type: ignore[call-overload, untyped-decorator]
@@ -121,7 +121,7 @@ async def test_on_failure_must_be_callable():
             return key
 
 
-async def test_compensate_must_be_callable():
+def test_compensate_must_be_callable():
     with pytest.raises(ToolDefinitionError, match="compensate=1"):
 
         @tool(compensate=1)  # type: ignore[call-overload, untyped-decorator]
@@ -130,7 +130,7 @@ async def test_compensate_must_be_callable():
             return key
 
 
-async def test_a_tool_keeps_its_handler_and_compensation():
+def test_a_tool_keeps_its_handler_and_compensation():
     journal = Journal()
 
     @tool(on_failure=journal.handle, compensate=journal.undo)
@@ -519,7 +519,7 @@ def _raise_deep() -> None:
     raise ValueError("deep")
 
 
-async def test_format_traceback_names_files_by_base_name_and_skips_the_package():
+def test_format_traceback_names_files_by_base_name_and_skips_the_package():
     try:
         _raise_deep()
     except ValueError as exc:
@@ -532,5 +532,5 @@ async def test_format_traceback_names_files_by_base_name_and_skips_the_package()
     assert "in _raise_deep" in text
 
 
-async def test_format_traceback_of_an_exception_never_raised_is_its_last_line():
+def test_format_traceback_of_an_exception_never_raised_is_its_last_line():
     assert format_traceback(KeyError("k")) == "KeyError: 'k'"

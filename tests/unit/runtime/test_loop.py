@@ -121,7 +121,7 @@ def chat_body(message: dict[str, Any]) -> dict[str, Any]:
 # -- Agent ---------------------------------------------------------------------------
 
 
-async def test_agent_wraps_plain_functions_as_tools():
+def test_agent_wraps_plain_functions_as_tools():
     def get_forecast(city: str, days: int = 3) -> str:
         """Forecast for a city."""
         return "sunny"
@@ -143,26 +143,26 @@ async def test_agent_wraps_plain_functions_as_tools():
             pytest.fail(f"tools not wrapped: {agent.tools!r}")
 
 
-async def test_agent_splits_its_model_into_provider_and_model_name():
+def test_agent_splits_its_model_into_provider_and_model_name():
     agent = Agent(name="weather", model="anthropic:claude-haiku-4-5")
 
     assert (agent.provider_name, agent.model_name) == ("anthropic", "claude-haiku-4-5")
 
 
-async def test_agent_get_tool_finds_a_tool_by_name():
+def test_agent_get_tool_finds_a_tool_by_name():
     agent = weather_agent()
 
     assert (agent.get_tool("get_time"), agent.get_tool("book_flight")) == (get_time, None)
 
 
 @pytest.mark.parametrize("name", ["", None, 42])
-async def test_agent_needs_a_name(name):
+def test_agent_needs_a_name(name):
     with pytest.raises(AgentDefinitionError, match=r"give the agent a non-empty name"):
         Agent(name=name, model="openai:gpt-4o-mini")
 
 
 @pytest.mark.parametrize("model", ["gpt-4o-mini", "openai:", ":gpt-4o-mini"])
-async def test_agent_model_must_name_its_provider(model):
+def test_agent_model_must_name_its_provider(model):
     with pytest.raises(
         AgentDefinitionError,
         match=rf"^Agent 'weather': Model {model!r} does not name its provider; expected "
@@ -172,7 +172,7 @@ async def test_agent_model_must_name_its_provider(model):
 
 
 @pytest.mark.parametrize("max_iterations", [0, -1, True, 2.5, "3", None])
-async def test_agent_max_iterations_must_be_a_whole_number_of_at_least_one(max_iterations):
+def test_agent_max_iterations_must_be_a_whole_number_of_at_least_one(max_iterations):
     with pytest.raises(
         AgentDefinitionError,
         match=rf"^Agent 'weather': max_iterations={max_iterations!r}; expected a whole number "
@@ -181,7 +181,7 @@ async def test_agent_max_iterations_must_be_a_whole_number_of_at_least_one(max_i
         Agent(name="weather", model="openai:gpt-4o-mini", max_iterations=max_iterations)
 
 
-async def test_agent_refuses_two_tools_with_one_name():
+def test_agent_refuses_two_tools_with_one_name():
     @tool(name="get_weather")
     def other_weather(city: str) -> str:
         return "rainy"
@@ -732,7 +732,7 @@ async def test_the_runtime_closes_the_provider_when_a_run_fails():
     assert provider.closed == 1
 
 
-async def test_provider_for_creates_the_default_provider_once():
+def test_provider_for_creates_the_default_provider_once():
     runtime = AgentRuntime()
     agent = weather_agent("anthropic:claude-haiku-4-5")
 
@@ -847,7 +847,7 @@ async def test_streaming_through_a_provider_that_cannot_stream_is_a_provider_err
 # -- context window ------------------------------------------------------------------
 
 
-async def test_agent_window_must_be_a_context_window():
+def test_agent_window_must_be_a_context_window():
     with pytest.raises(
         AgentDefinitionError,
         match=r"^Agent 'weather': window=8000; expected a ContextWindow, "
@@ -1094,7 +1094,7 @@ async def test_a_run_stopped_by_a_model_error_is_kept_failed_with_its_context_so
 # -- stores the runtime hands to runs ------------------------------------------------------
 
 
-async def test_a_runtime_has_no_vector_store_or_artifact_store_by_default():
+def test_a_runtime_has_no_vector_store_or_artifact_store_by_default():
     match AgentRuntime():
         case AgentRuntime(vector_store=None, artifacts=None):
             pass

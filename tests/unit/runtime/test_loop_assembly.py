@@ -104,19 +104,19 @@ EXPECTED_TEXT = (
 # -- definition ----------------------------------------------------------------------------
 
 
-async def test_a_state_path_the_state_type_lacks_fails_when_the_agent_is_defined():
+def test_a_state_path_the_state_type_lacks_fails_when_the_agent_is_defined():
     with pytest.raises(
         ContextAssemblyError, match=r"Agent 'support': FromState\('customer.tier'\)"
     ):
         support_agent(context=[FromState("customer.tier")])
 
 
-async def test_a_context_assembly_error_is_an_agent_definition_error():
+def test_a_context_assembly_error_is_an_agent_definition_error():
     with pytest.raises(AgentDefinitionError):
         support_agent(context=["plain text"])
 
 
-async def test_the_agent_keeps_its_sources_as_a_tuple():
+def test_the_agent_keeps_its_sources_as_a_tuple():
     assert support_agent().context == tuple(SOURCES)
 
 

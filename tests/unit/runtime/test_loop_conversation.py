@@ -268,7 +268,7 @@ async def test_input_is_the_first_user_message_derived_from_the_context(fake, ru
     )
 
 
-async def test_a_run_in_progress_is_not_finished():
+def test_a_run_in_progress_is_not_finished():
     context = AgentContext.new("Where is A1?", at=T0)
 
     assert RunResult(agent=support(), context=context, output=None).is_finished is False

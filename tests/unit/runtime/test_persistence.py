@@ -95,7 +95,7 @@ def starts_with_path(path: Path) -> str:
 # -- saving and loading ----------------------------------------------------------------
 
 
-async def test_a_saved_run_loads_back_equal(completed, tmp_path):
+def test_a_saved_run_loads_back_equal(completed, tmp_path):
     path = save_run(tmp_path / "run.json", completed)
 
     assert (path, load_run(path, SUPPORT)) == (tmp_path / "run.json", completed)
@@ -118,7 +118,7 @@ async def test_a_failed_run_loads_back_with_its_status_and_error(fake, provider,
     assert (loaded, loaded.status, loaded.error) == (failed, "failed", str(raised.value))
 
 
-async def test_reasoning_items_and_metadata_survive_the_round_trip(tmp_path):
+def test_reasoning_items_and_metadata_survive_the_round_trip(tmp_path):
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
     context = (
         AgentContext.new("Think.", at=T0)
@@ -136,7 +136,7 @@ async def test_reasoning_items_and_metadata_survive_the_round_trip(tmp_path):
     }
 
 
-async def test_the_file_holds_the_schema_the_agent_and_the_run(completed, tmp_path):
+def test_the_file_holds_the_schema_the_agent_and_the_run(completed, tmp_path):
     match saved_data(completed, tmp_path):
         case {
             "schema": "pytest-agentctx/run",
@@ -153,7 +153,7 @@ async def test_the_file_holds_the_schema_the_agent_and_the_run(completed, tmp_pa
             pytest.fail(f"unexpected file: {data}")
 
 
-async def test_tools_and_the_input_are_not_saved(completed, tmp_path):
+def test_tools_and_the_input_are_not_saved(completed, tmp_path):
     text = save_run(tmp_path / "run.json", completed).read_text()
 
     assert ('"tools"' in text, '"input"' in text, "Status of an order" in text) == (
@@ -163,7 +163,7 @@ async def test_tools_and_the_input_are_not_saved(completed, tmp_path):
     )
 
 
-async def test_saving_is_deterministic_sorted_and_ends_with_a_newline(completed, tmp_path):
+def test_saving_is_deterministic_sorted_and_ends_with_a_newline(completed, tmp_path):
     first = save_run(tmp_path / "a.json", completed).read_bytes()
     second = save_run(tmp_path / "b.json", completed).read_bytes()
 
@@ -174,19 +174,19 @@ async def test_saving_is_deterministic_sorted_and_ends_with_a_newline(completed,
     )
 
 
-async def test_saving_creates_missing_folders(completed, tmp_path):
+def test_saving_creates_missing_folders(completed, tmp_path):
     path = save_run(tmp_path / "runs" / "2025" / "run.json", completed)
 
     assert load_run(path, SUPPORT) == completed
 
 
-async def test_save_run_takes_a_path_as_text(completed, tmp_path):
+def test_save_run_takes_a_path_as_text(completed, tmp_path):
     path = save_run(str(tmp_path / "run.json"), completed)
 
     assert load_run(str(path), SUPPORT) == completed
 
 
-async def test_save_run_refuses_anything_but_a_run_result(tmp_path):
+def test_save_run_refuses_anything_but_a_run_result(tmp_path):
     with pytest.raises(
         PersistenceError,
         match=r"^save_run\(\) saves the RunResult of a run, got str: 'A1 has shipped\.'\.$",
@@ -246,7 +246,7 @@ async def test_a_loaded_failed_run_can_be_continued(fake, provider, tmp_path):
 
 
 @pytest.mark.parametrize("failing", ["replace", "fsync"])
-async def test_a_failed_save_keeps_the_old_file_and_leaves_no_temporary_file(
+def test_a_failed_save_keeps_the_old_file_and_leaves_no_temporary_file(
     completed, tmp_path, monkeypatch, failing
 ):
     path = save_run(tmp_path / "run.json", completed)
@@ -263,7 +263,7 @@ async def test_a_failed_save_keeps_the_old_file_and_leaves_no_temporary_file(
     assert (path.read_bytes(), sorted(p.name for p in tmp_path.iterdir())) == (old, ["run.json"])
 
 
-async def test_a_successful_save_leaves_no_temporary_file(completed, tmp_path):
+def test_a_successful_save_leaves_no_temporary_file(completed, tmp_path):
     save_run(tmp_path / "run.json", completed)
     save_run(tmp_path / "run.json", completed)
 
@@ -273,7 +273,7 @@ async def test_a_successful_save_leaves_no_temporary_file(completed, tmp_path):
 # -- files that cannot be loaded -------------------------------------------------------
 
 
-async def test_a_missing_file_is_named_with_what_to_do(tmp_path):
+def test_a_missing_file_is_named_with_what_to_do(tmp_path):
     path = tmp_path / "nowhere.json"
 
     with pytest.raises(
@@ -284,12 +284,12 @@ async def test_a_missing_file_is_named_with_what_to_do(tmp_path):
         load_run(path, SUPPORT)
 
 
-async def test_a_folder_is_not_a_saved_run(tmp_path):
+def test_a_folder_is_not_a_saved_run(tmp_path):
     with pytest.raises(PersistenceError, match=starts_with_path(tmp_path) + "cannot be read"):
         load_run(tmp_path, SUPPORT)
 
 
-async def test_a_file_that_is_not_utf8_is_named(tmp_path):
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
     path = tmp_path / "run.json"
     path.write_bytes(b"\xff\xfe\x00{")
 
@@ -300,7 +300,7 @@ async def test_a_file_that_is_not_utf8_is_named(tmp_path):
         load_run(path, SUPPORT)
 
 
-async def test_corrupted_json_is_named_with_what_to_do(completed, tmp_path):
+def test_corrupted_json_is_named_with_what_to_do(completed, tmp_path):
     path = save_run(tmp_path / "run.json", completed)
     path.write_text(path.read_text()[:-40], encoding="utf-8")  # cut short
 
@@ -320,7 +320,7 @@ async def test_corrupted_json_is_named_with_what_to_do(completed, tmp_path):
         pytest.param([1, 2], "None", id="a-list"),
     ],
 )
-async def test_a_file_of_another_schema_is_named(tmp_path, data, shown):
+def test_a_file_of_another_schema_is_named(tmp_path, data, shown):
     path = write_json(tmp_path / "run.json", data)
 
     with pytest.raises(
@@ -332,7 +332,7 @@ async def test_a_file_of_another_schema_is_named(tmp_path, data, shown):
 
 
 @pytest.mark.parametrize("version", [2, 0, "1", None])
-async def test_a_file_of_another_version_is_named_with_what_to_do(completed, tmp_path, version):
+def test_a_file_of_another_version_is_named_with_what_to_do(completed, tmp_path, version):
     data = {**saved_data(completed, tmp_path), "version": version}
     path = write_json(tmp_path / "old.json", data)
 
@@ -345,7 +345,7 @@ async def test_a_file_of_another_version_is_named_with_what_to_do(completed, tmp
         load_run(path, SUPPORT)
 
 
-async def test_a_run_of_another_agent_is_refused(completed, tmp_path):
+def test_a_run_of_another_agent_is_refused(completed, tmp_path):
     path = save_run(tmp_path / "run.json", completed)
     billing = Agent(name="billing", model="anthropic:claude-haiku-4-5")
 
@@ -358,14 +358,14 @@ async def test_a_run_of_another_agent_is_refused(completed, tmp_path):
         load_run(path, billing)
 
 
-async def test_a_run_of_another_model_is_refused(completed, tmp_path):
+def test_a_run_of_another_model_is_refused(completed, tmp_path):
     path = save_run(tmp_path / "run.json", completed)
 
     with pytest.raises(PersistenceError, match=r"saved for agent 'support' \(openai:gpt-4o-mini\)"):
         load_run(path, Agent(name="support", model="openai:gpt-4.1"))
 
 
-async def test_check_agent_false_loads_a_run_for_another_agent(completed, tmp_path):
+def test_check_agent_false_loads_a_run_for_another_agent(completed, tmp_path):
     path = save_run(tmp_path / "run.json", completed)
     billing = Agent(name="billing", model="anthropic:claude-haiku-4-5")
 
@@ -404,7 +404,7 @@ async def test_check_agent_false_loads_a_run_for_another_agent(completed, tmp_pa
         ),
     ],
 )
-async def test_a_file_with_a_wrong_field_is_named(completed, tmp_path, change, message):
+def test_a_file_with_a_wrong_field_is_named(completed, tmp_path, change, message):
     path = write_json(tmp_path / "run.json", {**saved_data(completed, tmp_path), **change})
 
     with pytest.raises(PersistenceError, match=starts_with_path(path) + message):
@@ -427,7 +427,7 @@ async def test_a_file_with_a_wrong_field_is_named(completed, tmp_path, change, m
         ),
     ],
 )
-async def test_an_invalid_context_is_named_with_its_first_error(
+def test_an_invalid_context_is_named_with_its_first_error(
     completed, tmp_path, context, first_error
 ):
     data = saved_data(completed, tmp_path)
@@ -450,11 +450,11 @@ async def test_an_invalid_context_is_named_with_its_first_error(
         load_run(path, SUPPORT)
 
 
-async def test_the_schema_constants_name_the_format():
+def test_the_schema_constants_name_the_format():
     assert (SCHEMA, SCHEMA_VERSION) == ("pytest-agentctx/run", 1)
 
 
-async def test_a_hand_built_context_with_a_pending_call_round_trips(tmp_path):
+def test_a_hand_built_context_with_a_pending_call_round_trips(tmp_path):
     context = AgentContext.new("Where is A1?", at=T0).add_assistant_message(
         None, [ToolCall(id="call_1", name="lookup_order", arguments={"order_id": "A1"})], at=T0
     )
@@ -501,7 +501,7 @@ def unsorted_run() -> RunResult:
     return RunResult(agent=SUPPORT, context=context, output=None)
 
 
-async def test_a_loaded_run_keeps_the_order_of_its_metadata_keys(tmp_path):
+def test_a_loaded_run_keeps_the_order_of_its_metadata_keys(tmp_path):
     run = unsorted_run()
 
     loaded = load_run(save_run(tmp_path / "run.json", run), SUPPORT)
@@ -511,7 +511,7 @@ async def test_a_loaded_run_keeps_the_order_of_its_metadata_keys(tmp_path):
     assert list(loaded.context.all_tool_calls[0].arguments) == ["zone", "id"]
 
 
-async def test_a_loaded_run_is_the_same_context_byte_for_byte(tmp_path):
+def test_a_loaded_run_is_the_same_context_byte_for_byte(tmp_path):
     run = unsorted_run()
 
     loaded = load_run(save_run(tmp_path / "run.json", run), SUPPORT)
@@ -521,7 +521,7 @@ async def test_a_loaded_run_is_the_same_context_byte_for_byte(tmp_path):
 
 @ROUND_TRIP
 @given(first=METADATA, second=METADATA, arguments=METADATA)
-async def test_saving_a_loaded_run_writes_the_same_bytes(first, second, arguments):
+def test_saving_a_loaded_run_writes_the_same_bytes(first, second, arguments):
     context = (
         AgentContext.new("Go", at=T0)
         .with_iteration_metadata(first)

@@ -30,19 +30,19 @@ def folder(root: Path, files: dict[str, str]) -> Path:
 # -- rendering ----------------------------------------------------------------------------
 
 
-async def test_variables_are_replaced(tmp_path: Path) -> None:
+def test_variables_are_replaced(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"hello.md": "Hi {{ name }}, {{name}}!\n"}))
 
     assert templates.render("hello", name="Ada") == "Hi Ada, Ada!"
 
 
-async def test_one_trailing_newline_of_a_file_is_dropped(tmp_path: Path) -> None:
+def test_one_trailing_newline_of_a_file_is_dropped(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"a.md": "text\n\n"}), package_defaults=False)
 
     assert templates.render("a") == "text\n"
 
 
-async def test_lists_are_joined_tools_named_and_sets_sorted(tmp_path: Path) -> None:
+def test_lists_are_joined_tools_named_and_sets_sorted(tmp_path: Path) -> None:
     @tool
     def search(query: str) -> str:
         """Search."""
@@ -55,7 +55,7 @@ async def test_lists_are_joined_tools_named_and_sets_sorted(tmp_path: Path) -> N
     )
 
 
-async def test_a_partial_is_rendered_with_the_same_variables(tmp_path: Path) -> None:
+def test_a_partial_is_rendered_with_the_same_variables(tmp_path: Path) -> None:
     templates = PromptTemplates(
         folder(
             tmp_path,
@@ -69,19 +69,19 @@ async def test_a_partial_is_rendered_with_the_same_variables(tmp_path: Path) -> 
     assert templates.render("main", goal="win") == "Goal: win\n-- win"
 
 
-async def test_a_name_with_a_suffix_names_the_file_itself(tmp_path: Path) -> None:
+def test_a_name_with_a_suffix_names_the_file_itself(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"plain.txt": "text {{ x }}"}))
 
     assert templates.render("plain.txt", x=1) == "text 1"
 
 
-async def test_a_rendered_value_is_not_rendered_again(tmp_path: Path) -> None:
+def test_a_rendered_value_is_not_rendered_again(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"t.md": "{{ a }}"}))
 
     assert templates.render("t", a="{{ b }}") == "{{ b }}"
 
 
-async def test_extra_variables_are_ignored(tmp_path: Path) -> None:
+def test_extra_variables_are_ignored(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"t.md": "{{ a }}"}))
 
     assert templates.render("t", a="x", unused="y") == "x"
@@ -90,7 +90,7 @@ async def test_extra_variables_are_ignored(tmp_path: Path) -> None:
 # -- lookup order -------------------------------------------------------------------------
 
 
-async def test_the_first_directory_wins_then_the_next_then_the_package(tmp_path: Path) -> None:
+def test_the_first_directory_wins_then_the_next_then_the_package(tmp_path: Path) -> None:
     first = folder(tmp_path / "first", {"writer.md": "first writer"})
     second = folder(
         tmp_path / "second", {"writer.md": "second", "researcher.md": "second researcher"}
@@ -104,7 +104,7 @@ async def test_the_first_directory_wins_then_the_next_then_the_package(tmp_path:
     ) == ("first writer", "second researcher", f"{PACKAGE_TEMPLATES}/orchestrator.md")
 
 
-async def test_overriding_a_partial_changes_every_template_that_includes_it(
+def test_overriding_a_partial_changes_every_template_that_includes_it(
     tmp_path: Path,
 ) -> None:
     templates = PromptTemplates(folder(tmp_path, {"partials/tools.md": "TOOLS: {{ tools }}"}))
@@ -114,7 +114,7 @@ async def test_overriding_a_partial_changes_every_template_that_includes_it(
     assert "TOOLS: search, write_artifact" in rendered.splitlines()
 
 
-async def test_without_package_defaults_the_package_templates_are_not_found(
+def test_without_package_defaults_the_package_templates_are_not_found(
     tmp_path: Path,
 ) -> None:
     templates = PromptTemplates(tmp_path, package_defaults=False)
@@ -123,7 +123,7 @@ async def test_without_package_defaults_the_package_templates_are_not_found(
         templates.render("writer", **DEFAULT_VARIABLES)
 
 
-async def test_names_lists_every_template_once(tmp_path: Path) -> None:
+def test_names_lists_every_template_once(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"writer.md": "x", "mine/extra.md": "y"}))
 
     assert templates.names() == [
@@ -140,7 +140,7 @@ async def test_names_lists_every_template_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["orchestrator", "researcher", "writer"])
-async def test_each_default_template_renders_with_the_documented_variables(name: str) -> None:
+def test_each_default_template_renders_with_the_documented_variables(name: str) -> None:
     rendered = PromptTemplates().render(name, **DEFAULT_VARIABLES)
 
     assert (
@@ -152,18 +152,18 @@ async def test_each_default_template_renders_with_the_documented_variables(name:
 
 
 @pytest.mark.parametrize("name", ["orchestrator", "researcher", "writer"])
-async def test_each_default_template_uses_the_four_documented_variables(name: str) -> None:
+def test_each_default_template_uses_the_four_documented_variables(name: str) -> None:
     assert PromptTemplates().variables(name) == ["agent_type", "goal", "tools", "workspace"]
 
 
-async def test_source_is_the_unrendered_text() -> None:
+def test_source_is_the_unrendered_text() -> None:
     assert PromptTemplates().source("partials/tools").startswith("## Tools\n\nYou can call")
 
 
 # -- errors -------------------------------------------------------------------------------
 
 
-async def test_a_missing_variable_names_the_template_line_and_variable(tmp_path: Path) -> None:
+def test_a_missing_variable_names_the_template_line_and_variable(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"t.md": "one\n{{ goal }} {{ who }}"}))
 
     with pytest.raises(
@@ -176,7 +176,7 @@ async def test_a_missing_variable_names_the_template_line_and_variable(tmp_path:
         templates.render("t", goal="x")
 
 
-async def test_a_missing_variable_in_a_partial_names_the_partial_and_its_includer(
+def test_a_missing_variable_in_a_partial_names_the_partial_and_its_includer(
     tmp_path: Path,
 ) -> None:
     templates = PromptTemplates(folder(tmp_path, {"main.md": "{{> part }}", "part.md": "{{ x }}"}))
@@ -188,7 +188,7 @@ async def test_a_missing_variable_in_a_partial_names_the_partial_and_its_include
         templates.render("main")
 
 
-async def test_a_missing_template_names_the_directories_searched(tmp_path: Path) -> None:
+def test_a_missing_template_names_the_directories_searched(tmp_path: Path) -> None:
     templates = PromptTemplates(tmp_path)
 
     with pytest.raises(
@@ -200,7 +200,7 @@ async def test_a_missing_template_names_the_directories_searched(tmp_path: Path)
         templates.render("nope")
 
 
-async def test_a_missing_partial_names_it_and_the_template_including_it(tmp_path: Path) -> None:
+def test_a_missing_partial_names_it_and_the_template_including_it(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"main.md": "{{> partials/nope }}"}))
 
     with pytest.raises(
@@ -210,7 +210,7 @@ async def test_a_missing_partial_names_it_and_the_template_including_it(tmp_path
         templates.render("main")
 
 
-async def test_a_partial_including_itself_is_a_cycle(tmp_path: Path) -> None:
+def test_a_partial_including_itself_is_a_cycle(tmp_path: Path) -> None:
     templates = PromptTemplates(
         folder(tmp_path, {"a.md": "{{> b }}", "b.md": "{{> c }}", "c.md": "{{> b }}"})
     )
@@ -219,14 +219,14 @@ async def test_a_partial_including_itself_is_a_cycle(tmp_path: Path) -> None:
         templates.render("a")
 
 
-async def test_the_variables_of_a_cycle_are_refused_too(tmp_path: Path) -> None:
+def test_the_variables_of_a_cycle_are_refused_too(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"a.md": "{{> a }}"}))
 
     with pytest.raises(PromptTemplateError, match=re.escape("(cycle: a -> a)")):
         templates.variables("a")
 
 
-async def test_nesting_is_limited(tmp_path: Path) -> None:
+def test_nesting_is_limited(tmp_path: Path) -> None:
     files = {f"p{i}.md": f"{{{{> p{i + 1} }}}}" for i in range(40)}
     templates = PromptTemplates(folder(tmp_path, files))
 
@@ -235,9 +235,7 @@ async def test_nesting_is_limited(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("tag", ["{{ two words }}", "{{ }}", "{{# comment }}", "{{ a.b }}"])
-async def test_a_tag_that_is_neither_variable_nor_partial_is_an_error(
-    tmp_path: Path, tag: str
-) -> None:
+def test_a_tag_that_is_neither_variable_nor_partial_is_an_error(tmp_path: Path, tag: str) -> None:
     templates = PromptTemplates(folder(tmp_path, {"t.md": f"x\n{tag}"}))
 
     with pytest.raises(
@@ -247,25 +245,25 @@ async def test_a_tag_that_is_neither_variable_nor_partial_is_an_error(
 
 
 @pytest.mark.parametrize("name", ["", "../secret", "/etc/passwd", "a//b", "a\\b", "a/./b"])
-async def test_template_names_must_be_relative_paths(tmp_path: Path, name: str) -> None:
+def test_template_names_must_be_relative_paths(tmp_path: Path, name: str) -> None:
     with pytest.raises(PromptTemplateError, match="is not valid"):
         PromptTemplates(tmp_path).render(name)
 
 
-async def test_a_partial_name_that_escapes_is_refused(tmp_path: Path) -> None:
+def test_a_partial_name_that_escapes_is_refused(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"t.md": "{{> ../x }}"}))
 
     with pytest.raises(PromptTemplateError, match=re.escape("(in {{> }} of template 't')")):
         templates.render("t")
 
 
-async def test_a_variable_that_is_none_is_refused(tmp_path: Path) -> None:
+def test_a_variable_that_is_none_is_refused(tmp_path: Path) -> None:
     templates = PromptTemplates(folder(tmp_path, {"t.md": "{{ goal }}"}))
 
     with pytest.raises(PromptTemplateError, match="variable 'goal' is None"):
         templates.render("t", goal=None)
 
 
-async def test_a_missing_directory_is_refused_when_the_templates_are_made(tmp_path: Path) -> None:
+def test_a_missing_directory_is_refused_when_the_templates_are_made(tmp_path: Path) -> None:
     with pytest.raises(PromptTemplateError, match="does not exist or is not a folder"):
         PromptTemplates(tmp_path / "nope")

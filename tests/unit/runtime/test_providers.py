@@ -178,12 +178,12 @@ def _without_module(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
         ("openai:ft:gpt-4o-mini:acme::abc123", ("openai", "ft:gpt-4o-mini:acme::abc123")),
     ],
 )
-async def test_split_model_splits_at_the_first_colon(model, parts):
+def test_split_model_splits_at_the_first_colon(model, parts):
     assert split_model(model) == parts
 
 
 @pytest.mark.parametrize("model", ["gpt-4o-mini", ":gpt-4o-mini", "openai:", ":", ""])
-async def test_split_model_without_provider_or_model_says_what_is_expected(model):
+def test_split_model_without_provider_or_model_says_what_is_expected(model):
     with pytest.raises(
         ProviderError,
         match=rf"^Model {model!r} does not name its provider; expected 'PROVIDER:MODEL', for "
@@ -203,14 +203,14 @@ async def test_split_model_without_provider_or_model_says_what_is_expected(model
         ("anthropic", AnthropicMessagesProvider, anthropic_messages),
     ],
 )
-async def test_default_provider_pairs_each_prefix_with_its_codec(prefix, kind, codec):
+def test_default_provider_pairs_each_prefix_with_its_codec(prefix, kind, codec):
     provider = default_provider(prefix)
 
     assert type(provider) is kind
     assert provider.codec is codec
 
 
-async def test_default_provider_for_an_unknown_prefix_says_how_to_add_one():
+def test_default_provider_for_an_unknown_prefix_says_how_to_add_one():
     with pytest.raises(
         ProviderError,
         match=r"^No provider for models 'mistral:\.\.\.'; the built-in ones are "
@@ -223,7 +223,7 @@ async def test_default_provider_for_an_unknown_prefix_says_how_to_add_one():
 @pytest.mark.parametrize(
     "kind", [OpenAIChatProvider, OpenAIResponsesProvider, AnthropicMessagesProvider]
 )
-async def test_built_in_providers_satisfy_the_provider_protocol(kind):
+def test_built_in_providers_satisfy_the_provider_protocol(kind):
     assert isinstance(kind(), Provider)
 
 
@@ -276,13 +276,13 @@ async def test_openai_provider_rejects_json_that_is_not_an_object():
         await provider.send({"model": "gpt-4o-mini", "messages": []})
 
 
-async def test_openai_provider_keeps_an_injected_client():
+def test_openai_provider_keeps_an_injected_client():
     client = _openai(Recorder(CHAT_RESPONSE))
 
     assert OpenAIChatProvider(client=client).client is client
 
 
-async def test_openai_provider_builds_one_default_client_from_the_environment(monkeypatch):
+def test_openai_provider_builds_one_default_client_from_the_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     provider = OpenAIChatProvider()
 
@@ -293,7 +293,7 @@ async def test_openai_provider_builds_one_default_client_from_the_environment(mo
     assert provider.client is client
 
 
-async def test_openai_provider_without_the_sdk_says_what_to_install(monkeypatch):
+def test_openai_provider_without_the_sdk_says_what_to_install(monkeypatch):
     provider = OpenAIChatProvider()
     _without_module(monkeypatch, "openai")
 
@@ -352,7 +352,7 @@ async def test_anthropic_provider_lets_the_sdk_status_error_through():
         await provider.send({"model": "claude-haiku-4-5", "max_tokens": 10, "messages": []})
 
 
-async def test_anthropic_provider_builds_one_default_client_from_the_environment(monkeypatch):
+def test_anthropic_provider_builds_one_default_client_from_the_environment(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
     provider = AnthropicMessagesProvider()
 
@@ -363,7 +363,7 @@ async def test_anthropic_provider_builds_one_default_client_from_the_environment
     assert provider.client is client
 
 
-async def test_anthropic_provider_without_the_sdk_says_what_to_install(monkeypatch):
+def test_anthropic_provider_without_the_sdk_says_what_to_install(monkeypatch):
     provider = AnthropicMessagesProvider()
     _without_module(monkeypatch, "anthropic")
 
@@ -405,7 +405,7 @@ async def test_openai_responses_provider_posts_the_codec_body_to_responses():
     assert json.loads(request.content) == body
 
 
-async def test_openai_responses_provider_builds_one_default_client_from_the_environment(
+def test_openai_responses_provider_builds_one_default_client_from_the_environment(
     monkeypatch,
 ):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
@@ -417,7 +417,7 @@ async def test_openai_responses_provider_builds_one_default_client_from_the_envi
     assert provider.client is client
 
 
-async def test_openai_responses_provider_without_the_sdk_names_its_own_model_prefix(
+def test_openai_responses_provider_without_the_sdk_names_its_own_model_prefix(
     monkeypatch,
 ):
     provider = OpenAIResponsesProvider()

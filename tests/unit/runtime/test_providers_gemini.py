@@ -176,7 +176,7 @@ async def test_the_model_goes_in_the_url_and_the_rest_in_the_body(fake):
     assert declaration["name"] == "get_weather"
 
 
-async def test_the_default_provider_of_google_models_is_gemini():
+def test_the_default_provider_of_google_models_is_gemini():
     assert isinstance(default_provider("google"), GeminiProvider)
 
 

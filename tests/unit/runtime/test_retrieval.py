@@ -39,7 +39,7 @@ async def ranked(store: InMemoryVectorStore, query: str, **options: Any) -> list
 # -- documents and results ----------------------------------------------------------------
 
 
-async def test_document_metadata_is_a_read_only_copy() -> None:
+def test_document_metadata_is_a_read_only_copy() -> None:
     metadata = {"lang": "en"}
     document = Document("a", "text", metadata)
     metadata["lang"] = "fr"
@@ -49,52 +49,52 @@ async def test_document_metadata_is_a_read_only_copy() -> None:
     assert document.metadata == {"lang": "en"}
 
 
-async def test_document_without_an_id_is_refused_with_an_example() -> None:
+def test_document_without_an_id_is_refused_with_an_example() -> None:
     with pytest.raises(VectorStoreError, match=r"Document\(id=''\).*'faq-1'"):
         Document("", "text")
 
 
-async def test_document_with_non_text_is_refused() -> None:
+def test_document_with_non_text_is_refused() -> None:
     with pytest.raises(VectorStoreError, match="text is int 3; expected a string"):
         Document("a", 3)  # type: ignore[arg-type]
 
 
-async def test_document_with_non_mapping_metadata_is_refused() -> None:
+def test_document_with_non_mapping_metadata_is_refused() -> None:
     with pytest.raises(VectorStoreError, match="metadata is list; expected a mapping"):
         Document("a", "text", ["en"])  # type: ignore[arg-type]
 
 
-async def test_documents_and_results_can_be_hashed() -> None:
+def test_documents_and_results_can_be_hashed() -> None:
     document = Document("a", "text", {"lang": "en"})
 
     assert len({document, Document("a", "text", {"lang": "en"}), SearchResult(document, 1.0)}) == 2
 
 
-async def test_a_single_document_can_be_added_without_a_list() -> None:
+def test_a_single_document_can_be_added_without_a_list() -> None:
     # add() takes one Document as well, which its annotation (an iterable) leaves out
     store = InMemoryVectorStore().add("kb", Document("a", "text"))  # type: ignore[arg-type]
 
     assert [d.id for d in store.documents("kb")] == ["a"]
 
 
-async def test_search_result_source_id_is_the_document_id() -> None:
+def test_search_result_source_id_is_the_document_id() -> None:
     assert SearchResult(Document("faq-1", "text"), 0.5).source_id == "faq-1"
 
 
 @pytest.mark.parametrize("score", [-0.1, 1.5, True])
-async def test_search_result_score_outside_zero_to_one_is_refused(score: float) -> None:
+def test_search_result_score_outside_zero_to_one_is_refused(score: float) -> None:
     with pytest.raises(VectorStoreError, match=r"expected a number from 0 to 1.*normalise"):
         SearchResult(Document("a", "text"), score)
 
 
-async def test_in_memory_store_satisfies_the_vector_search_protocol() -> None:
+def test_in_memory_store_satisfies_the_vector_search_protocol() -> None:
     assert isinstance(InMemoryVectorStore(), VectorSearch)
 
 
 # -- scores -------------------------------------------------------------------------------
 
 
-async def test_tokens_are_casefolded_words_of_any_script() -> None:
+def test_tokens_are_casefolded_words_of_any_script() -> None:
     assert tokenize("Réunion, STRASSE und straße: 42_b!") == [
         "réunion",
         "strasse",
@@ -230,12 +230,12 @@ async def test_filters_that_are_not_a_mapping_are_refused() -> None:
         await seeded().search("kb", "days", top_k=1, filters=["lang"])  # type: ignore[arg-type]
 
 
-async def test_adding_an_id_twice_to_a_collection_is_refused() -> None:
+def test_adding_an_id_twice_to_a_collection_is_refused() -> None:
     with pytest.raises(VectorStoreError, match=r"already holds a document 'refunds'.*remove"):
         seeded().add("kb", [Document("refunds", "again")])
 
 
-async def test_a_batch_with_a_duplicate_id_adds_nothing() -> None:
+def test_a_batch_with_a_duplicate_id_adds_nothing() -> None:
     store = InMemoryVectorStore()
 
     with pytest.raises(VectorStoreError, match="already holds a document 'a'"):
@@ -243,7 +243,7 @@ async def test_a_batch_with_a_duplicate_id_adds_nothing() -> None:
     assert store.documents("kb") == []
 
 
-async def test_adding_something_else_than_documents_is_refused_with_an_example() -> None:
+def test_adding_something_else_than_documents_is_refused_with_an_example() -> None:
     with pytest.raises(VectorStoreError, match=r"got str 'text'; expected Document objects"):
         InMemoryVectorStore().add("kb", ["text"])  # type: ignore[list-item]
 
@@ -251,7 +251,7 @@ async def test_adding_something_else_than_documents_is_refused_with_an_example()
 # -- managing documents -------------------------------------------------------------------
 
 
-async def test_remove_then_add_replaces_a_document() -> None:
+def test_remove_then_add_replaces_a_document() -> None:
     store = seeded()
 
     store.remove("kb", "refunds")
@@ -262,12 +262,12 @@ async def test_remove_then_add_replaces_a_document() -> None:
     ]
 
 
-async def test_removing_an_unknown_document_lists_the_ids() -> None:
+def test_removing_an_unknown_document_lists_the_ids() -> None:
     with pytest.raises(VectorStoreError, match="its ids: refunds, remboursements, shipping"):
         seeded().remove("kb", "nope")
 
 
-async def test_collections_can_be_seeded_at_construction_and_are_listed_sorted() -> None:
+def test_collections_can_be_seeded_at_construction_and_are_listed_sorted() -> None:
     store = InMemoryVectorStore({"z": [Document("1", "x")], "a": [Document("2", "y")]})
 
     assert (store.collections, repr(store)) == (["a", "z"], "InMemoryVectorStore({a: 1, z: 1})")

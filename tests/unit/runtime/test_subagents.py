@@ -126,7 +126,7 @@ def report(result: Any, position: int = -1, iteration: int = 0) -> dict[str, Any
 # -- definition ----------------------------------------------------------------------------
 
 
-async def test_a_sub_agent_is_a_tool_named_by_its_id_taking_a_task():
+def test_a_sub_agent_is_a_tool_named_by_its_id_taking_a_task():
     sub = SubAgent(researcher, id="research_team", description="Finds facts.")
 
     match sub.spec:
@@ -141,31 +141,31 @@ async def test_a_sub_agent_is_a_tool_named_by_its_id_taking_a_task():
     assert sub.id == "research_team"
 
 
-async def test_as_tool_makes_a_sub_agent_named_after_the_agent():
+def test_as_tool_makes_a_sub_agent_named_after_the_agent():
     sub = researcher.as_tool()
 
     assert (type(sub), sub.id, sub.agent) == (SubAgent, "researcher", researcher)
 
 
-async def test_a_sub_agent_that_delegates_itself_is_refused_at_definition():
+def test_a_sub_agent_that_delegates_itself_is_refused_at_definition():
     lead = orchestrator()
 
     with pytest.raises(AgentDefinitionError, match="sub-agents do not call each other"):
         SubAgent(lead, id="lead")
 
 
-async def test_a_sub_agent_needs_an_agent():
+def test_a_sub_agent_needs_an_agent():
     with pytest.raises(AgentDefinitionError, match="SubAgent\\(\\) takes an Agent, got str"):
         SubAgent("researcher")  # type: ignore[arg-type]
 
 
-async def test_the_summary_instructions_follow_the_sub_agents_system_prompt():
+def test_the_summary_instructions_follow_the_sub_agents_system_prompt():
     prepared = SubAgent(researcher).prepared_agent()
 
     assert prepared.system_prompt == f"You research.\n\n{SUMMARY_INSTRUCTIONS}"
 
 
-async def test_summary_instructions_none_keeps_the_agent_as_it_is():
+def test_summary_instructions_none_keeps_the_agent_as_it_is():
     assert SubAgent(researcher, summary_instructions=None).prepared_agent() is researcher
 
 
@@ -183,11 +183,11 @@ async def test_summary_instructions_none_keeps_the_agent_as_it_is():
         ('{"summary": "done", "extra": 1}', SubAgentSummary(summary="done")),
     ],
 )
-async def test_parse_summary_reads_a_json_summary(text, expected):
+def test_parse_summary_reads_a_json_summary(text, expected):
     assert parse_summary(text) == expected
 
 
-async def test_parse_summary_reads_a_blocked_answer_that_gives_a_reason_but_no_summary():
+def test_parse_summary_reads_a_blocked_answer_that_gives_a_reason_but_no_summary():
     parsed = parse_summary('{"blocked": true, "reason": "no access"}')
 
     assert parsed == SubAgentSummary(summary=None, blocked=True, reason="no access")
@@ -207,7 +207,7 @@ async def test_parse_summary_reads_a_blocked_answer_that_gives_a_reason_but_no_s
         "{bad json",
     ],
 )
-async def test_parse_summary_gives_none_for_a_malformed_summary(text):
+def test_parse_summary_gives_none_for_a_malformed_summary(text):
     assert parse_summary(text) is None
 
 

@@ -86,7 +86,7 @@ def run_context(**changes: Any) -> RunContext:
 # -- definition and schema ---------------------------------------------------------------
 
 
-async def test_tool_decorator_turns_a_function_into_a_tool_named_after_it() -> None:
+def test_tool_decorator_turns_a_function_into_a_tool_named_after_it() -> None:
     assert (isinstance(get_weather, Tool), get_weather.name, repr(get_weather)) == (
         True,
         "get_weather",
@@ -94,7 +94,7 @@ async def test_tool_decorator_turns_a_function_into_a_tool_named_after_it() -> N
     )
 
 
-async def test_schema_comes_from_the_signature_and_the_docstring_args() -> None:
+def test_schema_comes_from_the_signature_and_the_docstring_args() -> None:
     assert get_weather.parameters == {
         "type": "object",
         "properties": {
@@ -110,11 +110,11 @@ async def test_schema_comes_from_the_signature_and_the_docstring_args() -> None:
     }
 
 
-async def test_description_is_the_docstring_without_its_sections() -> None:
+def test_description_is_the_docstring_without_its_sections() -> None:
     assert get_weather.description == "Current weather for a city."
 
 
-async def test_description_keeps_every_summary_paragraph() -> None:
+def test_description_keeps_every_summary_paragraph() -> None:
     @tool
     def search(query: str) -> str:
         """Search the web.
@@ -129,7 +129,7 @@ async def test_description_keeps_every_summary_paragraph() -> None:
     assert search.description == "Search the web.\n\nResults come from a fake index."
 
 
-async def test_docstring_argument_with_a_type_in_parentheses_gets_its_description() -> None:
+def test_docstring_argument_with_a_type_in_parentheses_gets_its_description() -> None:
     @tool
     def search(query: str, limit: int = 3) -> str:
         """Search.
@@ -146,7 +146,7 @@ async def test_docstring_argument_with_a_type_in_parentheses_gets_its_descriptio
     }
 
 
-async def test_tool_without_docstring_has_an_empty_description_and_bare_properties() -> None:
+def test_tool_without_docstring_has_an_empty_description_and_bare_properties() -> None:
     @tool
     def add(a: int, b: int) -> int:
         return a + b
@@ -157,7 +157,7 @@ async def test_tool_without_docstring_has_an_empty_description_and_bare_properti
     )
 
 
-async def test_tool_without_parameters_has_an_empty_object_schema() -> None:
+def test_tool_without_parameters_has_an_empty_object_schema() -> None:
     @tool
     def ping() -> str:
         """Ping."""
@@ -166,7 +166,7 @@ async def test_tool_without_parameters_has_an_empty_object_schema() -> None:
     assert ping.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-async def test_spec_holds_the_name_description_and_schema() -> None:
+def test_spec_holds_the_name_description_and_schema() -> None:
     assert get_time.spec == ToolSpec(
         name="get_time",
         description="The time in a timezone.",
@@ -179,7 +179,7 @@ async def test_spec_holds_the_name_description_and_schema() -> None:
     )
 
 
-async def test_optional_parameter_with_none_default_is_nullable_and_not_required() -> None:
+def test_optional_parameter_with_none_default_is_nullable_and_not_required() -> None:
     @tool
     def forecast(city: str, days: int | None = None) -> str:
         return city
@@ -190,7 +190,7 @@ async def test_optional_parameter_with_none_default_is_nullable_and_not_required
     )
 
 
-async def test_typing_optional_parameter_gives_the_same_schema_as_a_union_with_none() -> None:
+def test_typing_optional_parameter_gives_the_same_schema_as_a_union_with_none() -> None:
     @tool
     def forecast(city: str, days: Optional[int] = None) -> str:  # noqa: UP045 - tested form
         return city
@@ -201,7 +201,7 @@ async def test_typing_optional_parameter_gives_the_same_schema_as_a_union_with_n
     }
 
 
-async def test_annotated_field_constraints_and_description_reach_the_schema() -> None:
+def test_annotated_field_constraints_and_description_reach_the_schema() -> None:
     @tool
     def forecast(days: Annotated[int, Field(ge=1, le=7, description="How many days.")]) -> str:
         return str(days)
@@ -214,7 +214,7 @@ async def test_annotated_field_constraints_and_description_reach_the_schema() ->
     }
 
 
-async def test_annotated_constraints_are_enforced_on_validation() -> None:
+def test_annotated_constraints_are_enforced_on_validation() -> None:
     @tool
     def forecast(days: Annotated[int, Field(ge=1, le=7)]) -> str:
         return str(days)
@@ -223,7 +223,7 @@ async def test_annotated_constraints_are_enforced_on_validation() -> None:
         forecast.validate_arguments({"days": 8})
 
 
-async def test_pydantic_model_parameter_is_described_in_defs_and_validated_into_the_model() -> None:
+def test_pydantic_model_parameter_is_described_in_defs_and_validated_into_the_model() -> None:
     @tool
     def deliver(to: Address) -> str:
         return to.street
@@ -238,7 +238,7 @@ async def test_pydantic_model_parameter_is_described_in_defs_and_validated_into_
 
 
 @pytest.mark.parametrize("name", ["schema", "json", "copy", "model_dump", "_limit"])
-async def test_parameter_names_that_clash_with_pydantic_models_still_work(name: str) -> None:
+def test_parameter_names_that_clash_with_pydantic_models_still_work(name: str) -> None:
     namespace: dict[str, Any] = {}
     exec(f"def lookup({name}: str) -> str:\n    return {name}", namespace)
 
@@ -250,14 +250,14 @@ async def test_parameter_names_that_clash_with_pydantic_models_still_work(name: 
     )
 
 
-async def test_run_context_parameter_is_left_out_of_the_schema() -> None:
+def test_run_context_parameter_is_left_out_of_the_schema() -> None:
     assert (convert.context_param, convert.parameters["properties"]) == (
         "ctx",
         {"amount": {"type": "number"}},
     )
 
 
-async def test_tool_name_and_description_can_be_given_to_the_decorator() -> None:
+def test_tool_name_and_description_can_be_given_to_the_decorator() -> None:
     @tool(name="weather-now", description="Weather, now.")
     def fetch(city: str) -> str:
         """Ignored docstring."""
@@ -266,7 +266,7 @@ async def test_tool_name_and_description_can_be_given_to_the_decorator() -> None
     assert (fetch.name, fetch.description) == ("weather-now", "Weather, now.")
 
 
-async def test_an_empty_description_given_to_the_decorator_replaces_the_docstring() -> None:
+def test_an_empty_description_given_to_the_decorator_replaces_the_docstring() -> None:
     @tool(description="")
     def fetch(city: str) -> str:
         """Ignored docstring."""
@@ -275,7 +275,7 @@ async def test_an_empty_description_given_to_the_decorator_replaces_the_docstrin
     assert fetch.description == ""
 
 
-async def test_a_name_of_64_allowed_characters_is_accepted() -> None:
+def test_a_name_of_64_allowed_characters_is_accepted() -> None:
     name = "a-b_C9" + "x" * 58
 
     assert Tool(get_weather.fn, name=name).name == name
@@ -286,7 +286,7 @@ async def test_a_name_of_64_allowed_characters_is_accepted() -> None:
     ["get weather", "get.weather", "météo", "x" * 65, "get_weather\n"],
     ids=["space", "dot", "non-ascii", "65 characters", "trailing newline"],
 )
-async def test_tool_names_providers_refuse_are_rejected(name: str) -> None:
+def test_tool_names_providers_refuse_are_rejected(name: str) -> None:
     with pytest.raises(
         ToolDefinitionError,
         match=re.escape(
@@ -297,17 +297,17 @@ async def test_tool_names_providers_refuse_are_rejected(name: str) -> None:
         tool(name=name)(get_weather.fn)
 
 
-async def test_a_lambda_is_rejected_for_its_name() -> None:
+def test_a_lambda_is_rejected_for_its_name() -> None:
     with pytest.raises(ToolDefinitionError, match=r"Tool name '<lambda>' is not allowed"):
         tool(lambda city: city)
 
 
-async def test_something_that_is_not_callable_is_rejected() -> None:
+def test_something_that_is_not_callable_is_rejected() -> None:
     with pytest.raises(ToolDefinitionError, match=r"@tool needs a function, got int: 3\."):
         tool(3)  # type: ignore[call-overload]
 
 
-async def test_var_positional_parameter_is_rejected() -> None:
+def test_var_positional_parameter_is_rejected() -> None:
     def search(*queries: str) -> str:
         return ""
 
@@ -319,7 +319,7 @@ async def test_var_positional_parameter_is_rejected() -> None:
         tool(search)
 
 
-async def test_var_keyword_parameter_is_rejected() -> None:
+def test_var_keyword_parameter_is_rejected() -> None:
     def search(query: str, **options: str) -> str:
         return query
 
@@ -327,7 +327,7 @@ async def test_var_keyword_parameter_is_rejected() -> None:
         tool(search)
 
 
-async def test_parameter_without_annotation_is_rejected() -> None:
+def test_parameter_without_annotation_is_rejected() -> None:
     def search(query, limit: int = 3) -> str:
         return str(query)
 
@@ -339,7 +339,7 @@ async def test_parameter_without_annotation_is_rejected() -> None:
         tool(search)
 
 
-async def test_annotation_that_cannot_be_resolved_is_rejected() -> None:
+def test_annotation_that_cannot_be_resolved_is_rejected() -> None:
     def search(query: "Undefined") -> str:  # type: ignore[name-defined]  # noqa: F821
         return str(query)
 
@@ -351,7 +351,7 @@ async def test_annotation_that_cannot_be_resolved_is_rejected() -> None:
         tool(search)
 
 
-async def test_two_run_context_parameters_are_rejected() -> None:
+def test_two_run_context_parameters_are_rejected() -> None:
     def both(first: RunContext, second: RunContext) -> str:
         return ""
 
@@ -365,34 +365,34 @@ async def test_two_run_context_parameters_are_rejected() -> None:
 # -- validation --------------------------------------------------------------------------
 
 
-async def test_validate_arguments_fills_in_defaults() -> None:
+def test_validate_arguments_fills_in_defaults() -> None:
     assert get_weather.validate_arguments({"city": "Paris"}) == {
         "city": "Paris",
         "unit": "celsius",
     }
 
 
-async def test_validate_arguments_rejects_a_wrong_type_with_a_pydantic_error() -> None:
+def test_validate_arguments_rejects_a_wrong_type_with_a_pydantic_error() -> None:
     with pytest.raises(ValidationError, match=r"city\n  Input should be a valid string"):
         get_weather.validate_arguments({"city": 42})
 
 
-async def test_validate_arguments_rejects_a_missing_required_argument() -> None:
+def test_validate_arguments_rejects_a_missing_required_argument() -> None:
     with pytest.raises(ValidationError, match=r"city\n  Field required"):
         get_weather.validate_arguments({"unit": "kelvin"})
 
 
-async def test_validate_arguments_forbids_extra_arguments() -> None:
+def test_validate_arguments_forbids_extra_arguments() -> None:
     with pytest.raises(ValidationError, match=r"country\n  Extra inputs are not permitted"):
         get_weather.validate_arguments({"city": "Paris", "country": "FR"})
 
 
-async def test_validation_errors_are_value_errors() -> None:
+def test_validation_errors_are_value_errors() -> None:
     with pytest.raises(ValueError, match="Field required"):
         get_weather.validate_arguments({})
 
 
-async def test_validate_arguments_rejects_arguments_the_model_sent_as_invalid_json() -> None:
+def test_validate_arguments_rejects_arguments_the_model_sent_as_invalid_json() -> None:
     with pytest.raises(
         ValueError,
         match=re.escape(
@@ -469,22 +469,22 @@ async def test_call_validated_awaits_an_awaitable_returned_by_a_sync_callable() 
     assert await deferred.call_validated({}, run_context()) == "done"
 
 
-async def test_calling_the_tool_calls_the_function_directly() -> None:
+def test_calling_the_tool_calls_the_function_directly() -> None:
     assert get_weather("Oslo", unit="kelvin") == "18 degrees kelvin in Oslo"
 
 
 # -- render_tool_output ------------------------------------------------------------------
 
 
-async def test_render_tool_output_returns_a_str_unchanged() -> None:
+def test_render_tool_output_returns_a_str_unchanged() -> None:
     assert render_tool_output("18 degrees") == "18 degrees"
 
 
-async def test_render_tool_output_dumps_a_pydantic_model_as_json() -> None:
+def test_render_tool_output_dumps_a_pydantic_model_as_json() -> None:
     assert render_tool_output(Address(street="Main", number=2)) == '{"street":"Main","number":2}'
 
 
-async def test_render_tool_output_dumps_a_dict_with_sorted_keys_at_every_level() -> None:
+def test_render_tool_output_dumps_a_dict_with_sorted_keys_at_every_level() -> None:
     value = {"b": {"z": 1, "a": 2}, "a": [3, {"y": 1, "x": 2}]}
 
     assert render_tool_output(value) == '{"a": [3, {"x": 2, "y": 1}], "b": {"a": 2, "z": 1}}'
@@ -495,7 +495,7 @@ async def test_render_tool_output_dumps_a_dict_with_sorted_keys_at_every_level()
     [b"\x89PNG\r\n\x1a\n", {"image": b"\xff\xfe"}, [b"\x80"]],
     ids=["bytes", "in-a-dict", "in-a-list"],
 )
-async def test_render_tool_output_refuses_bytes_that_are_not_text_naming_the_source(
+def test_render_tool_output_refuses_bytes_that_are_not_text_naming_the_source(
     value: Any,
 ) -> None:
     with pytest.raises(ToolDefinitionError) as caught:
@@ -505,11 +505,11 @@ async def test_render_tool_output_refuses_bytes_that_are_not_text_naming_the_sou
     assert "base64.b64encode(data).decode('ascii')" in str(caught.value)
 
 
-async def test_render_tool_output_gives_utf8_bytes_as_text() -> None:
+def test_render_tool_output_gives_utf8_bytes_as_text() -> None:
     assert render_tool_output(b"18 degrees") == '"18 degrees"'
 
 
-async def test_render_tool_output_keeps_non_ascii_text() -> None:
+def test_render_tool_output_keeps_non_ascii_text() -> None:
     assert render_tool_output({"city": "Zürich"}) == '{"city": "Zürich"}'
 
 
@@ -526,9 +526,9 @@ async def test_render_tool_output_keeps_non_ascii_text() -> None:
     ],
     ids=["none", "int", "bool", "list", "datetime", "dataclass", "nested model"],
 )
-async def test_render_tool_output_dumps_other_json_values(value: Any, expected: str) -> None:
+def test_render_tool_output_dumps_other_json_values(value: Any, expected: str) -> None:
     assert render_tool_output(value) == expected
 
 
-async def test_render_tool_output_falls_back_to_the_repr_of_unknown_objects() -> None:
+def test_render_tool_output_falls_back_to_the_repr_of_unknown_objects() -> None:
     assert render_tool_output({"where": Point(1, 2)}) == '{"where": "Point(1, 2)"}'

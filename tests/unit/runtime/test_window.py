@@ -99,7 +99,7 @@ def units_of(messages: Sequence[Message], **options: Any) -> list[Unit]:
 # -- validation ----------------------------------------------------------------------
 
 
-async def test_a_window_needs_a_limit():
+def test_a_window_needs_a_limit():
     with pytest.raises(
         ContextWindowError,
         match=r"^ContextWindow\(\) needs a limit: give max_tokens=\.\.\., max_messages=\.\.\. "
@@ -110,7 +110,7 @@ async def test_a_window_needs_a_limit():
 
 @pytest.mark.parametrize("name", ["max_tokens", "max_messages"])
 @pytest.mark.parametrize("value", [0, -5, True, 2.5, "100"])
-async def test_limits_must_be_whole_numbers_of_at_least_one(name, value):
+def test_limits_must_be_whole_numbers_of_at_least_one(name, value):
     with pytest.raises(
         ContextWindowError,
         match=rf"^ContextWindow\({name}={value!r}\): expected a whole number of at least 1\.$",
@@ -119,7 +119,7 @@ async def test_limits_must_be_whole_numbers_of_at_least_one(name, value):
 
 
 @pytest.mark.parametrize("value", [0, -1, False, "2"])
-async def test_min_recent_turns_must_be_at_least_one(value):
+def test_min_recent_turns_must_be_at_least_one(value):
     with pytest.raises(
         ContextWindowError,
         match=rf"^ContextWindow\(min_recent_turns={value!r}\): expected at least 1; the "
@@ -128,7 +128,7 @@ async def test_min_recent_turns_must_be_at_least_one(value):
         ContextWindow(max_messages=10, min_recent_turns=value)
 
 
-async def test_an_unknown_strategy_is_refused_with_the_known_ones():
+def test_an_unknown_strategy_is_refused_with_the_known_ones():
     with pytest.raises(
         ContextWindowError,
         match=r"^ContextWindow\(strategy='newest_first'\): expected one of oldest_first, "
@@ -137,7 +137,7 @@ async def test_an_unknown_strategy_is_refused_with_the_known_ones():
         ContextWindow(max_messages=10, strategy="newest_first")  # type: ignore[arg-type]
 
 
-async def test_a_counter_must_be_callable():
+def test_a_counter_must_be_callable():
     with pytest.raises(
         ContextWindowError,
         match=r"^ContextWindow\(counter=42\): expected a function \(message\) -> tokens, such "
@@ -147,7 +147,7 @@ async def test_a_counter_must_be_callable():
 
 
 @pytest.mark.parametrize("value", [-1, 2.5, True, None])
-async def test_a_counter_that_returns_no_token_count_is_an_error_naming_it(value):
+def test_a_counter_that_returns_no_token_count_is_an_error_naming_it(value):
     def broken(message: Message) -> Any:
         return value
 
@@ -162,7 +162,7 @@ async def test_a_counter_that_returns_no_token_count_is_an_error_naming_it(value
 # -- within limits ---------------------------------------------------------------------
 
 
-async def test_a_conversation_within_the_limits_is_sent_whole():
+def test_a_conversation_within_the_limits_is_sent_whole():
     pruned = ContextWindow(max_messages=12, max_tokens=120, counter=ten).prune(CONVERSATION)
 
     assert pruned == Pruned(
@@ -175,7 +175,7 @@ async def test_a_conversation_within_the_limits_is_sent_whole():
     )
 
 
-async def test_metadata_records_the_strategy_what_was_dropped_and_the_sizes():
+def test_metadata_records_the_strategy_what_was_dropped_and_the_sizes():
     pruned = ContextWindow(max_messages=7, counter=ten).prune(CONVERSATION)
 
     assert pruned.metadata() == {
@@ -189,21 +189,21 @@ async def test_metadata_records_the_strategy_what_was_dropped_and_the_sizes():
     }
 
 
-async def test_pruning_an_empty_list_sends_nothing():
+def test_pruning_an_empty_list_sends_nothing():
     assert ContextWindow(max_messages=1).prune([]) == Pruned([], [], 0, 0, True, "oldest_first")
 
 
 # -- the strategies --------------------------------------------------------------------
 
 
-async def test_oldest_first_drops_the_oldest_units_until_the_rest_fits():
+def test_oldest_first_drops_the_oldest_units_until_the_rest_fits():
     pruned = ContextWindow(max_messages=7, counter=ten).prune(CONVERSATION)
 
     # dropping 1 to 5 fits; the answer a2 (6) goes too, or the request would open with it
     assert (pruned.dropped, pruned.messages) == ([1, 2, 3, 4, 5, 6], kept([0, 7, 8, 9, 10, 11]))
 
 
-async def test_a_pruned_request_never_opens_with_the_assistant():
+def test_a_pruned_request_never_opens_with_the_assistant():
     messages = [system(), user("q1"), assistant("a1"), user("q2"), assistant("a2"), user("q3")]
 
     pruned = ContextWindow(max_messages=5, counter=ten).prune(messages)
@@ -211,7 +211,7 @@ async def test_a_pruned_request_never_opens_with_the_assistant():
     assert [m.role for m in pruned.messages] == ["system", "user", "assistant", "user"]
 
 
-async def test_oldest_first_stops_at_the_token_limit():
+def test_oldest_first_stops_at_the_token_limit():
     pruned = ContextWindow(max_tokens=75, counter=ten).prune(CONVERSATION)
 
     assert (pruned.dropped, pruned.tokens_after, pruned.within_limits) == (
@@ -221,7 +221,7 @@ async def test_oldest_first_stops_at_the_token_limit():
     )
 
 
-async def test_both_limits_must_hold():
+def test_both_limits_must_hold():
     # max_tokens alone drops two messages, max_messages alone three; then the call c2 and
     # its result and the answer a2 go too, so that the request opens with the user (q3)
     window = ContextWindow(max_tokens=100, max_messages=9, counter=ten)
@@ -229,14 +229,14 @@ async def test_both_limits_must_hold():
     assert window.prune(CONVERSATION).dropped == [1, 2, 3, 4, 5, 6]
 
 
-async def test_middle_out_keeps_the_first_turn_and_drops_from_the_middle_outwards():
+def test_middle_out_keeps_the_first_turn_and_drops_from_the_middle_outwards():
     # droppable units 3 4 6 7 8 9 10 after the first turn: from the middle (7) outwards
     pruned = ContextWindow(max_messages=7, counter=ten, strategy="middle_out").prune(CONVERSATION)
 
     assert (pruned.dropped, pruned.messages) == ([4, 5, 6, 7, 8], kept([0, 1, 2, 3, 9, 10, 11]))
 
 
-async def test_middle_out_drops_the_first_turn_last_newest_first():
+def test_middle_out_drops_the_first_turn_last_newest_first():
     pruned = ContextWindow(max_messages=3, counter=ten, strategy="middle_out").prune(CONVERSATION)
 
     assert (pruned.dropped, pruned.messages) == (
@@ -245,14 +245,14 @@ async def test_middle_out_drops_the_first_turn_last_newest_first():
     )
 
 
-async def test_recent_turns_drops_whole_turns_oldest_first():
+def test_recent_turns_drops_whole_turns_oldest_first():
     # turn 1 (2 messages) is not enough, turn 2 (4 messages) goes with it
     pruned = ContextWindow(max_messages=7, counter=ten, strategy="recent_turns").prune(CONVERSATION)
 
     assert (pruned.dropped, pruned.messages) == ([1, 2, 3, 4, 5, 6], kept([0, 7, 8, 9, 10, 11]))
 
 
-async def test_a_strategy_function_drops_the_units_it_returns():
+def test_a_strategy_function_drops_the_units_it_returns():
     def drop_answers(units: Sequence[Unit], window: ContextWindow) -> list[int]:
         return [unit.id for unit in units if unit.kind == "assistant" and unit.turn < 5]
 
@@ -265,7 +265,7 @@ async def test_a_strategy_function_drops_the_units_it_returns():
     )
 
 
-async def test_a_strategy_function_gets_every_unit_in_order():
+def test_a_strategy_function_gets_every_unit_in_order():
     recorder = Recorder()
 
     ContextWindow(max_messages=7, counter=ten, strategy=recorder).prune(CONVERSATION)
@@ -293,7 +293,7 @@ async def test_a_strategy_function_gets_every_unit_in_order():
         pytest.param([99], "unknown id", id="unknown"),
     ],
 )
-async def test_a_strategy_function_that_breaks_an_invariant_is_refused(refused, why):
+def test_a_strategy_function_that_breaks_an_invariant_is_refused(refused, why):
     window = ContextWindow(max_messages=7, counter=ten, strategy=Recorder([1, *refused]))
 
     with pytest.raises(
@@ -305,7 +305,7 @@ async def test_a_strategy_function_that_breaks_an_invariant_is_refused(refused, 
         window.prune(CONVERSATION)
 
 
-async def test_a_lambda_strategy_is_named_after_it():
+def test_a_lambda_strategy_is_named_after_it():
     window = ContextWindow(max_messages=7, counter=ten, strategy=lambda units, window: [1])
 
     assert window.prune(CONVERSATION).strategy == "<lambda>"
@@ -314,32 +314,32 @@ async def test_a_lambda_strategy_is_named_after_it():
 # -- what is never dropped -------------------------------------------------------------
 
 
-async def test_the_system_message_is_pinned():
+def test_the_system_message_is_pinned():
     pruned = ContextWindow(max_messages=1, counter=ten).prune(CONVERSATION)
 
     assert (pruned.messages, pruned.within_limits) == (kept([0, 11]), False)
 
 
-async def test_without_keep_system_the_system_message_is_dropped_like_any_other():
+def test_without_keep_system_the_system_message_is_dropped_like_any_other():
     pruned = ContextWindow(max_messages=11, counter=ten, keep_system=False).prune(CONVERSATION)
 
     assert (pruned.dropped, pruned.within_limits) == ([0], True)
 
 
-async def test_the_newest_user_message_is_kept_whatever_the_limit():
+def test_the_newest_user_message_is_kept_whatever_the_limit():
     pruned = ContextWindow(max_messages=1, counter=ten, keep_system=False).prune(CONVERSATION)
 
     assert (pruned.messages, pruned.within_limits) == (kept([11]), True)
 
 
 @pytest.mark.parametrize("strategy", ["oldest_first", "middle_out", "recent_turns"])
-async def test_min_recent_turns_keeps_the_last_turns_whole(strategy):
+def test_min_recent_turns_keeps_the_last_turns_whole(strategy):
     window = ContextWindow(max_messages=1, counter=ten, min_recent_turns=3, strategy=strategy)
 
     assert window.prune(CONVERSATION).messages == kept([0, 7, 8, 9, 10, 11])
 
 
-async def test_within_limits_is_false_when_the_protected_part_alone_is_too_big():
+def test_within_limits_is_false_when_the_protected_part_alone_is_too_big():
     window = ContextWindow(max_tokens=35, counter=ten, min_recent_turns=2)
 
     assert window.prune(CONVERSATION) == Pruned(
@@ -355,7 +355,7 @@ async def test_within_limits_is_false_when_the_protected_part_alone_is_too_big()
 # -- units -----------------------------------------------------------------------------
 
 
-async def test_parallel_tool_calls_and_their_results_are_one_unit():
+def test_parallel_tool_calls_and_their_results_are_one_unit():
     messages = [user("q1"), calls("a", "b"), result("a"), result("b"), assistant("x"), user("q2")]
 
     assert units_of(messages) == [
@@ -366,13 +366,13 @@ async def test_parallel_tool_calls_and_their_results_are_one_unit():
     ]
 
 
-async def test_a_result_joins_its_call_even_when_not_next_to_it():
+def test_a_result_joins_its_call_even_when_not_next_to_it():
     messages = [user("q1"), calls("a"), calls("b"), result("b"), result("a"), user("q2")]
 
     assert [unit.indices for unit in units_of(messages)] == [(0,), (1, 4), (2, 3), (5,)]
 
 
-async def test_a_call_and_its_non_adjacent_result_are_dropped_together():
+def test_a_call_and_its_non_adjacent_result_are_dropped_together():
     messages = [user("q1"), calls("a"), calls("b"), result("b"), result("a"), user("q2")]
 
     pruned = ContextWindow(max_messages=3, counter=ten).prune(messages)
@@ -382,7 +382,7 @@ async def test_a_call_and_its_non_adjacent_result_are_dropped_together():
     assert (pruned.dropped, pruned.messages) == ([0, 1, 2, 3, 4], kept([5], messages))
 
 
-async def test_a_unit_whose_result_comes_after_a_protected_user_message_is_protected():
+def test_a_unit_whose_result_comes_after_a_protected_user_message_is_protected():
     messages = [user("q1"), calls("a"), user("q2"), result("a")]
 
     pruned = ContextWindow(max_messages=1, counter=ten).prune(messages)
@@ -391,19 +391,19 @@ async def test_a_unit_whose_result_comes_after_a_protected_user_message_is_prote
     assert units_of(messages)[1] == Unit(1, (1, 3), 2, 20, False, "tool_exchange")
 
 
-async def test_a_result_without_its_call_is_a_unit_of_its_own():
+def test_a_result_without_its_call_is_a_unit_of_its_own():
     messages = [user("q1"), result("gone"), assistant("x"), user("q2")]
 
     assert units_of(messages)[1] == Unit(1, (1,), 1, 10, False, "other")
 
 
-async def test_a_result_answers_the_latest_call_with_its_id():
+def test_a_result_answers_the_latest_call_with_its_id():
     messages = [user("q1"), calls("a"), result("a"), user("q2"), calls("a"), result("a")]
 
     assert [unit.indices for unit in units_of(messages)] == [(0,), (1, 2), (3,), (4, 5)]
 
 
-async def test_messages_before_the_first_user_message_are_in_turn_zero():
+def test_messages_before_the_first_user_message_are_in_turn_zero():
     messages = [assistant("Hello!"), user("q1")]
 
     assert units_of(messages) == [
@@ -415,7 +415,7 @@ async def test_messages_before_the_first_user_message_are_in_turn_zero():
 # -- counting --------------------------------------------------------------------------
 
 
-async def test_estimate_tokens_counts_a_quarter_token_per_character_plus_overhead():
+def test_estimate_tokens_counts_a_quarter_token_per_character_plus_overhead():
     assert [
         estimate_tokens(user("")),
         estimate_tokens(user("abcd")),
@@ -425,13 +425,13 @@ async def test_estimate_tokens_counts_a_quarter_token_per_character_plus_overhea
     ] == [4, 5, 6, 9]
 
 
-async def test_the_default_counter_is_the_estimate():
+def test_the_default_counter_is_the_estimate():
     pruned = ContextWindow(max_tokens=1_000).prune([user("abcde"), calls("c")])
 
     assert pruned.tokens_before == 15
 
 
-async def test_each_message_is_counted_once_across_prunes():
+def test_each_message_is_counted_once_across_prunes():
     counted: list[str | None] = []
 
     def counting(message: Message) -> int:
@@ -446,7 +446,7 @@ async def test_each_message_is_counted_once_across_prunes():
     assert counted == [m.content for m in CONVERSATION] + ["q6"]
 
 
-async def test_a_window_reused_for_another_conversation_prunes_it_on_its_own():
+def test_a_window_reused_for_another_conversation_prunes_it_on_its_own():
     window = ContextWindow(max_messages=7, counter=ten)
     window.prune([*CONVERSATION, user("q6")])
 
@@ -455,7 +455,7 @@ async def test_a_window_reused_for_another_conversation_prunes_it_on_its_own():
     )
 
 
-async def test_a_window_serving_many_conversations_prunes_each_on_its_own():
+def test_a_window_serving_many_conversations_prunes_each_on_its_own():
     window = ContextWindow(max_messages=7, counter=ten)
     talks = [[system(f"Be brief, {n}."), *CONVERSATION[1:]] for n in range(20)]
     for talk in talks:  # more conversations than the window keeps layouts for
@@ -468,7 +468,7 @@ async def test_a_window_serving_many_conversations_prunes_each_on_its_own():
     ]
 
 
-async def test_a_window_keeps_the_grouping_of_its_last_sixteen_conversations():
+def test_a_window_keeps_the_grouping_of_its_last_sixteen_conversations():
     # (white-box: what makes the prune before the next call cheap)
     window = ContextWindow(max_messages=7, counter=ten)
     talks = [[system(f"Be brief, {n}."), *CONVERSATION[1:]] for n in range(20)]
@@ -486,7 +486,7 @@ async def test_a_window_keeps_the_grouping_of_its_last_sixteen_conversations():
     )
 
 
-async def test_a_grown_conversation_prunes_as_a_new_window_would():
+def test_a_grown_conversation_prunes_as_a_new_window_would():
     window = ContextWindow(max_messages=7, counter=ten, strategy="recent_turns")
     window.prune(CONVERSATION[:6])
     grown = [*CONVERSATION, assistant("a5"), user("q6"), calls("c6"), result("c6")]
@@ -496,7 +496,7 @@ async def test_a_grown_conversation_prunes_as_a_new_window_would():
     ).prune(grown)
 
 
-async def test_windows_compare_by_their_settings_not_their_caches():
+def test_windows_compare_by_their_settings_not_their_caches():
     used = ContextWindow(max_messages=7)
     used.prune(CONVERSATION)
 
@@ -516,14 +516,14 @@ def tiny_encoding() -> tiktoken.Encoding:
     )
 
 
-async def test_tiktoken_counter_counts_the_encodings_tokens_plus_overhead(tiny_encoding):
+def test_tiktoken_counter_counts_the_encodings_tokens_plus_overhead(tiny_encoding):
     counter = TiktokenCounter(tiny_encoding)
 
     # "abab" is two tokens; "lookup" six and {"key":"c"} eleven, byte by byte
     assert (counter(user("abab")), counter(calls("c"))) == (4 + 2, 4 + 0 + 6 + 11)
 
 
-async def test_tiktoken_counter_encodes_each_text_once(tiny_encoding, monkeypatch):
+def test_tiktoken_counter_encodes_each_text_once(tiny_encoding, monkeypatch):
     encoded: list[str] = []
     encode = tiny_encoding.encode
 
@@ -539,7 +539,7 @@ async def test_tiktoken_counter_encodes_each_text_once(tiny_encoding, monkeypatc
     assert encoded == ["abab"]
 
 
-async def test_tiktoken_counter_treats_special_token_text_as_plain_text():
+def test_tiktoken_counter_treats_special_token_text_as_plain_text():
     ranks = {bytes([byte]): byte for byte in range(256)}
     encoding = tiktoken.Encoding(
         name="special",
@@ -551,7 +551,7 @@ async def test_tiktoken_counter_treats_special_token_text_as_plain_text():
     assert TiktokenCounter(encoding)(user("<|endoftext|>")) == 4 + len("<|endoftext|>")
 
 
-async def test_a_window_counts_with_tiktoken(tiny_encoding):
+def test_a_window_counts_with_tiktoken(tiny_encoding):
     window = ContextWindow(max_tokens=14, counter=TiktokenCounter(tiny_encoding))
 
     pruned = window.prune([user("abab"), assistant("ab"), user("abababab")])
@@ -560,7 +560,7 @@ async def test_a_window_counts_with_tiktoken(tiny_encoding):
     assert (pruned.tokens_before, pruned.dropped, pruned.tokens_after) == (19, [0, 1], 8)
 
 
-async def test_tiktoken_counter_without_tiktoken_says_how_to_install_it(monkeypatch):
+def test_tiktoken_counter_without_tiktoken_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "tiktoken", None)
 
     with pytest.raises(

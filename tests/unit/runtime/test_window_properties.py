@@ -161,7 +161,7 @@ def kept_indices(messages: list[Message], pruned: Pruned) -> list[int]:
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_dropped_and_kept_partition_the_input_in_its_order(messages, window):
+def test_dropped_and_kept_partition_the_input_in_its_order(messages, window):
     pruned = window.prune(messages)
 
     kept = kept_indices(messages, pruned)
@@ -173,7 +173,7 @@ async def test_dropped_and_kept_partition_the_input_in_its_order(messages, windo
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_a_tool_call_is_never_separated_from_any_of_its_results(messages, window):
+def test_a_tool_call_is_never_separated_from_any_of_its_results(messages, window):
     dropped = set(window.prune(messages).dropped)
 
     split = [
@@ -186,7 +186,7 @@ async def test_a_tool_call_is_never_separated_from_any_of_its_results(messages, 
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_no_tool_result_is_kept_whose_call_was_dropped(messages, window):
+def test_no_tool_result_is_kept_whose_call_was_dropped(messages, window):
     pruned = window.prune(messages)
     sent_calls = {call.id for m in pruned.messages for call in m.tool_calls}
     dropped = set(pruned.dropped)
@@ -202,7 +202,7 @@ async def test_no_tool_result_is_kept_whose_call_was_dropped(messages, window):
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_the_newest_user_message_is_never_dropped(messages, window):
+def test_the_newest_user_message_is_never_dropped(messages, window):
     newest = Reference.of(messages, window).newest_user
 
     assert newest is None or newest not in window.prune(messages).dropped
@@ -210,7 +210,7 @@ async def test_the_newest_user_message_is_never_dropped(messages, window):
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_nothing_in_the_last_min_recent_turns_turns_is_dropped(messages, window):
+def test_nothing_in_the_last_min_recent_turns_turns_is_dropped(messages, window):
     start = Reference.of(messages, window).protected_from
 
     assert [i for i in window.prune(messages).dropped if i >= start] == []
@@ -218,7 +218,7 @@ async def test_nothing_in_the_last_min_recent_turns_turns_is_dropped(messages, w
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_a_pinned_system_message_is_never_dropped(messages, window):
+def test_a_pinned_system_message_is_never_dropped(messages, window):
     dropped = window.prune(messages).dropped
 
     systems = [i for i in dropped if messages[i].role == "system"]
@@ -227,7 +227,7 @@ async def test_a_pinned_system_message_is_never_dropped(messages, window):
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_nothing_protected_is_dropped(messages, window):
+def test_nothing_protected_is_dropped(messages, window):
     protected = Reference.of(messages, window).protected
 
     assert protected.intersection(window.prune(messages).dropped) == set()
@@ -235,7 +235,7 @@ async def test_nothing_protected_is_dropped(messages, window):
 
 @SETTINGS
 @given(conversations(), windows(BUILT_IN))
-async def test_the_result_is_within_limits_whenever_the_protected_part_fits(messages, window):
+def test_the_result_is_within_limits_whenever_the_protected_part_fits(messages, window):
     reference = Reference.of(messages, window)
     pruned = window.prune(messages)
 
@@ -244,7 +244,7 @@ async def test_the_result_is_within_limits_whenever_the_protected_part_fits(mess
 
 @SETTINGS
 @given(conversations(), windows())
-async def test_tokens_and_within_limits_describe_what_is_sent(messages, window):
+def test_tokens_and_within_limits_describe_what_is_sent(messages, window):
     pruned = window.prune(messages)
     reference = Reference.of(messages, window)
     sent = set(kept_indices(messages, pruned))
@@ -258,7 +258,7 @@ async def test_tokens_and_within_limits_describe_what_is_sent(messages, window):
 
 @SETTINGS
 @given(conversations(), windows(("oldest_first",)))
-async def test_oldest_first_drops_only_as_many_of_the_oldest_units_as_needed(messages, window):
+def test_oldest_first_drops_only_as_many_of_the_oldest_units_as_needed(messages, window):
     reference = Reference.of(messages, window)
     dropped = set(window.prune(messages).dropped)
     droppable = [
@@ -288,7 +288,7 @@ async def test_oldest_first_drops_only_as_many_of_the_oldest_units_as_needed(mes
 
 @SETTINGS
 @given(conversations(), windows(), st.data())
-async def test_a_window_that_pruned_before_prunes_like_a_new_one(messages, window, data):
+def test_a_window_that_pruned_before_prunes_like_a_new_one(messages, window, data):
     """The window's caches (counts per message, the layout of the last list) never change
     a result: a conversation that grew, shrank or changed prunes as it would fresh."""
     for _ in range(3):
@@ -307,7 +307,7 @@ async def test_a_window_that_pruned_before_prunes_like_a_new_one(messages, windo
 
 @SETTINGS
 @given(st.lists(conversations(), min_size=2, max_size=4), windows(), st.data())
-async def test_pruning_other_conversations_in_between_changes_nothing(talks, window, data):
+def test_pruning_other_conversations_in_between_changes_nothing(talks, window, data):
     """One window (one agent) serving several conversations in turns, each growing."""
     fresh = ContextWindow(
         max_tokens=window.max_tokens,

@@ -59,7 +59,7 @@ def _passing(request: object) -> None:
 # -- nothing built until used ----------------------------------------------------------------
 
 
-async def test_a_client_built_while_installed_loads_no_certificates(loads, no_cert_env):
+def test_a_client_built_while_installed_loads_no_certificates(loads, no_cert_env):
     with lazy_tls.installed():
         httpx2.Client()
         httpx2.AsyncClient()
@@ -68,13 +68,13 @@ async def test_a_client_built_while_installed_loads_no_certificates(loads, no_ce
     assert loads == []
 
 
-async def test_a_client_built_outside_loads_its_certificates(loads, no_cert_env):
+def test_a_client_built_outside_loads_its_certificates(loads, no_cert_env):
     httpx2.Client()
 
     assert len(loads) == 1
 
 
-async def test_clients_of_one_configuration_share_one_lazy_context(no_cert_env):
+def test_clients_of_one_configuration_share_one_lazy_context(no_cert_env):
     with lazy_tls.installed():
         first = httpx2.Client()._transport._pool._ssl_context  # type: ignore[attr-defined]
         second = httpx2.AsyncClient()._transport._pool._ssl_context  # type: ignore[attr-defined]
@@ -85,7 +85,7 @@ async def test_clients_of_one_configuration_share_one_lazy_context(no_cert_env):
     assert unverified is not first
 
 
-async def test_httpx_clients_get_a_lazy_context_too(loads, no_cert_env):
+def test_httpx_clients_get_a_lazy_context_too(loads, no_cert_env):
     with lazy_tls.installed():
         context = httpx.Client()._transport._pool._ssl_context  # type: ignore[attr-defined]
 
@@ -93,7 +93,7 @@ async def test_httpx_clients_get_a_lazy_context_too(loads, no_cert_env):
     assert loads == []
 
 
-async def test_the_patch_is_gone_when_no_longer_installed(no_cert_env):
+def test_the_patch_is_gone_when_no_longer_installed(no_cert_env):
     with lazy_tls.installed(), lazy_tls.installed():
         pass
 
@@ -104,7 +104,7 @@ async def test_the_patch_is_gone_when_no_longer_installed(no_cert_env):
 # -- the user's own settings are built at once, as before ----------------------------------
 
 
-async def test_a_context_the_user_passes_is_used_as_it_is():
+def test_a_context_the_user_passes_is_used_as_it_is():
     own = ssl.create_default_context()
 
     with lazy_tls.installed():
@@ -113,7 +113,7 @@ async def test_a_context_the_user_passes_is_used_as_it_is():
     assert client._transport._pool._ssl_context is own  # type: ignore[attr-defined]
 
 
-async def test_a_ca_bundle_path_is_loaded_at_once_with_its_warning(loads, certificates):
+def test_a_ca_bundle_path_is_loaded_at_once_with_its_warning(loads, certificates):
     with lazy_tls.installed(), pytest.warns(DeprecationWarning, match="verify=<str>"):
         client = httpx2.Client(verify=str(certificates.ca))
 
@@ -121,7 +121,7 @@ async def test_a_ca_bundle_path_is_loaded_at_once_with_its_warning(loads, certif
     assert len(loads) == 1
 
 
-async def test_a_client_certificate_is_loaded_at_once(certificates, no_cert_env):
+def test_a_client_certificate_is_loaded_at_once(certificates, no_cert_env):
     cert = (str(certificates.server_cert), str(certificates.server_key))
 
     with lazy_tls.installed(), pytest.warns(DeprecationWarning, match="cert="):
@@ -134,7 +134,7 @@ async def test_a_client_certificate_is_loaded_at_once(certificates, no_cert_env)
 # -- built on first real use, with the arguments and environment it was made with -----------
 
 
-async def test_the_built_context_is_the_one_the_library_builds(no_cert_env):
+def test_the_built_context_is_the_one_the_library_builds(no_cert_env):
     with lazy_tls.installed():
         lazy = httpx2.Client()._transport._pool._ssl_context  # type: ignore[attr-defined]
     eager = httpx2.create_ssl_context()
@@ -146,7 +146,7 @@ async def test_the_built_context_is_the_one_the_library_builds(no_cert_env):
     assert built.cert_store_stats() == eager.cert_store_stats()
 
 
-async def test_an_unverified_lazy_context_stays_unverified(no_cert_env):
+def test_an_unverified_lazy_context_stays_unverified(no_cert_env):
     with lazy_tls.installed():
         lazy = httpx2.Client(verify=False)._transport._pool._ssl_context  # type: ignore[attr-defined]
 
@@ -154,7 +154,7 @@ async def test_an_unverified_lazy_context_stays_unverified(no_cert_env):
     assert lazy.check_hostname is False
 
 
-async def test_a_request_to_the_network_gets_the_real_context(server, certificates, monkeypatch):
+def test_a_request_to_the_network_gets_the_real_context(server, certificates, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
     with Interceptor(_passing), lazy_tls.installed(), httpx2.Client() as client:
         response = client.get(server.url)
@@ -174,14 +174,14 @@ async def test_an_async_request_to_the_network_gets_the_real_context(
     assert response.status_code == 200
 
 
-async def test_a_request_to_an_untrusted_server_is_refused(server, no_cert_env):
+def test_a_request_to_an_untrusted_server_is_refused(server, no_cert_env):
     with Interceptor(_passing), lazy_tls.installed():
         client = httpx2.Client()
         with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             client.get(server.url)
 
 
-async def test_trust_env_false_ignores_ssl_cert_file(server, certificates, monkeypatch):
+def test_trust_env_false_ignores_ssl_cert_file(server, certificates, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
     with Interceptor(_passing), lazy_tls.installed():
         client = httpx2.Client(trust_env=False)
@@ -189,7 +189,7 @@ async def test_trust_env_false_ignores_ssl_cert_file(server, certificates, monke
             client.get(server.url)
 
 
-async def test_the_environment_of_construction_is_the_one_used(server, certificates, monkeypatch):
+def test_the_environment_of_construction_is_the_one_used(server, certificates, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
     with Interceptor(_passing), lazy_tls.installed(), httpx2.Client() as client:
         monkeypatch.delenv("SSL_CERT_FILE")
@@ -198,7 +198,7 @@ async def test_the_environment_of_construction_is_the_one_used(server, certifica
     assert response.status_code == 200
 
 
-async def test_ssl_cert_dir_is_kept_for_first_use(server, certificates, monkeypatch, tmp_path):
+def test_ssl_cert_dir_is_kept_for_first_use(server, certificates, monkeypatch, tmp_path):
     folder = tmp_path / "certs"
     folder.mkdir()
     # OpenSSL looks certificates up by subject hash in a directory: link the CA there.
@@ -211,7 +211,7 @@ async def test_ssl_cert_dir_is_kept_for_first_use(server, certificates, monkeypa
     assert response.status_code == 200
 
 
-async def test_a_client_used_after_the_test_builds_its_context_when_used(
+def test_a_client_used_after_the_test_builds_its_context_when_used(
     server, certificates, monkeypatch
 ):
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
@@ -224,7 +224,7 @@ async def test_a_client_used_after_the_test_builds_its_context_when_used(
     assert response.status_code == 200
 
 
-async def test_a_request_another_handler_answers_builds_nothing(loads, no_cert_env):
+def test_a_request_another_handler_answers_builds_nothing(loads, no_cert_env):
     def answer(request: object) -> httpx2.Response:
         return httpx2.Response(200, json={})
 

@@ -123,7 +123,7 @@ async def test_a_thread_an_ended_scope_left_running_is_refused():
     assert (first.seen, second.seen) == ([], [])
 
 
-async def test_a_pool_worker_started_in_an_ended_scope_serves_the_next():
+def test_a_pool_worker_started_in_an_ended_scope_serves_the_next():
     first, second = _Owner("t.py::test_first", "first"), _Owner("t.py::test_second", "second")
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         with Interceptor(first.handle):

@@ -91,7 +91,7 @@ async def test_handler_answers_an_async_client_with_the_default_transport():
     assert seen == [f"POST {UNREACHABLE}"]
 
 
-async def test_handler_answers_a_sync_client_with_the_default_transport():
+def test_handler_answers_a_sync_client_with_the_default_transport():
     with Interceptor(_answer("intercepted")), httpx2.Client() as client:
         response = client.get(UNREACHABLE)
 
@@ -128,7 +128,7 @@ async def test_handler_sees_the_body_of_a_streamed_async_request():
     assert bodies == [b'{"model": "gpt-4o-mini"}']
 
 
-async def test_awaitable_handler_on_a_sync_client_is_a_type_error():
+def test_awaitable_handler_on_a_sync_client_is_a_type_error():
     async def handler(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200)
 
@@ -212,7 +212,7 @@ async def test_stopping_the_newest_interceptor_gives_requests_back_to_the_older_
 # -- installation --------------------------------------------------------------------
 
 
-async def test_start_patches_both_transports():
+def test_start_patches_both_transports():
     sync_original = httpx2.HTTPTransport.handle_request
     async_original = httpx2.AsyncHTTPTransport.handle_async_request
 
@@ -226,7 +226,7 @@ async def test_start_patches_both_transports():
     assert patched[1] is not async_original
 
 
-async def test_stop_restores_the_original_transport_methods():
+def test_stop_restores_the_original_transport_methods():
     sync_original = httpx2.HTTPTransport.handle_request
     async_original = httpx2.AsyncHTTPTransport.handle_async_request
 
@@ -237,7 +237,7 @@ async def test_stop_restores_the_original_transport_methods():
     assert httpx2.AsyncHTTPTransport.handle_async_request is async_original
 
 
-async def test_transports_stay_patched_until_the_last_interceptor_stops():
+def test_transports_stay_patched_until_the_last_interceptor_stops():
     sync_original = httpx2.HTTPTransport.handle_request
     first = Interceptor(_pass)
     second = Interceptor(_pass)
@@ -252,7 +252,7 @@ async def test_transports_stay_patched_until_the_last_interceptor_stops():
     assert httpx2.HTTPTransport.handle_request is sync_original
 
 
-async def test_stop_restores_the_transport_even_when_the_block_raises():
+def test_stop_restores_the_transport_even_when_the_block_raises():
     async_original = httpx2.AsyncHTTPTransport.handle_async_request
 
     with pytest.raises(RuntimeError, match="boom"), Interceptor(_pass):
@@ -261,7 +261,7 @@ async def test_stop_restores_the_transport_even_when_the_block_raises():
     assert httpx2.AsyncHTTPTransport.handle_async_request is async_original
 
 
-async def test_active_reflects_start_and_stop():
+def test_active_reflects_start_and_stop():
     interceptor = Interceptor(_pass)
 
     states = [interceptor.active]
@@ -291,7 +291,7 @@ async def test_starting_twice_registers_the_handler_once(loopback_url):
     assert asked == ["/v1/embeddings"]
 
 
-async def test_one_stop_undoes_a_double_start():
+def test_one_stop_undoes_a_double_start():
     sync_original = httpx2.HTTPTransport.handle_request
     interceptor = Interceptor(_pass)
     interceptor.start()
@@ -302,7 +302,7 @@ async def test_one_stop_undoes_a_double_start():
     assert httpx2.HTTPTransport.handle_request is sync_original
 
 
-async def test_stop_without_start_changes_nothing():
+def test_stop_without_start_changes_nothing():
     sync_original = httpx2.HTTPTransport.handle_request
 
     Interceptor(_pass).stop()
@@ -324,7 +324,7 @@ async def test_handler_also_answers_httpx_clients_with_an_httpx_response():
     assert (type(response), response.text) == (httpx.Response, "intercepted")
 
 
-async def test_stop_restores_the_httpx_transport_methods_too():
+def test_stop_restores_the_httpx_transport_methods_too():
     sync_original = httpx.HTTPTransport.handle_request
     async_original = httpx.AsyncHTTPTransport.handle_async_request
 
@@ -352,7 +352,7 @@ async def test_is_async_request_is_true_in_a_handler_for_an_async_client():
     assert seen == [True]
 
 
-async def test_is_async_request_is_false_in_a_handler_for_a_sync_client():
+def test_is_async_request_is_false_in_a_handler_for_a_sync_client():
     seen: list[bool] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -365,7 +365,7 @@ async def test_is_async_request_is_false_in_a_handler_for_a_sync_client():
     assert seen == [False]
 
 
-async def test_is_async_request_is_false_outside_a_handler():
+def test_is_async_request_is_false_outside_a_handler():
     assert is_async_request() is False
 
 
@@ -401,7 +401,7 @@ async def test_forward_sync_sends_the_request_to_the_real_transport(loopback_url
     assert (statuses, response.text) == ([200], "from the server")
 
 
-async def test_forward_sync_outside_a_handler_is_an_error():
+def test_forward_sync_outside_a_handler_is_an_error():
     with pytest.raises(
         RuntimeError, match=r"^forward_sync\(\) is only available inside an interceptor handler$"
     ):
@@ -446,7 +446,7 @@ async def test_forward_async_for_a_sync_client_says_to_use_forward_sync():
 # -- make_response -------------------------------------------------------------------
 
 
-async def test_make_response_outside_a_handler_builds_an_httpx2_response():
+def test_make_response_outside_a_handler_builds_an_httpx2_response():
     response = make_response(201, content=b"created", headers={"x-request-id": "req_1"})
 
     assert (type(response), response.status_code, response.content) == (
@@ -457,11 +457,11 @@ async def test_make_response_outside_a_handler_builds_an_httpx2_response():
     assert response.headers["x-request-id"] == "req_1"
 
 
-async def test_make_response_without_content_has_an_empty_body():
+def test_make_response_without_content_has_an_empty_body():
     assert make_response(204).content == b""
 
 
-async def test_make_response_with_chunks_keeps_each_chunk():
+def test_make_response_with_chunks_keeps_each_chunk():
     response = make_response(
         200,
         headers=[("content-type", "text/event-stream")],
@@ -521,14 +521,14 @@ async def test_tee_response_reports_a_body_the_client_stopped_reading(loopback_u
     assert copies == [(b"from the server", False)]
 
 
-async def test_tee_response_outside_a_handler_is_an_error():
+def test_tee_response_outside_a_handler_is_an_error():
     with pytest.raises(
         RuntimeError, match=r"^tee_response\(\) is only available inside an interceptor handler$"
     ):
         tee_response(httpx2.Response(200), lambda body, complete: None)
 
 
-async def test_handlers_before_lists_the_older_active_handlers_newest_first():
+def test_handlers_before_lists_the_older_active_handlers_newest_first():
     first, second, third = _answer("first"), _answer("second"), _answer("third")
     with Interceptor(first), Interceptor(second), Interceptor(third):
         older = handlers_before(third)
@@ -536,7 +536,7 @@ async def test_handlers_before_lists_the_older_active_handlers_newest_first():
     assert older == [second, first]
 
 
-async def test_handlers_before_an_inactive_handler_is_empty():
+def test_handlers_before_an_inactive_handler_is_empty():
     with Interceptor(_answer("active")):
         older = handlers_before(_answer("never started"))
 
@@ -567,7 +567,7 @@ async def test_a_respx_route_answers_an_httpx2_async_request_before_the_handlers
     assert (response.json(), route.call_count, offered) == ({"sky": "sunny"}, 1, [])
 
 
-async def test_a_respx_route_answers_an_httpx2_sync_request_before_the_handlers():
+def test_a_respx_route_answers_an_httpx2_sync_request_before_the_handlers():
     offered: list[str] = []
 
     with (
@@ -772,7 +772,7 @@ async def test_answered_by_another_tool_is_false_for_a_request_the_handlers_answ
     assert seen == [False]
 
 
-async def test_answered_by_another_tool_is_false_outside_a_handler():
+def test_answered_by_another_tool_is_false_outside_a_handler():
     assert answered_by_another_tool() is False
 
 
@@ -798,7 +798,7 @@ async def _sent_by_the_library_async(request: httpx2.Request) -> httpx2.Response
     return _sent_by_the_library(request)
 
 
-async def test_a_request_of_another_library_is_answered_by_the_active_handler():
+def test_a_request_of_another_library_is_answered_by_the_active_handler():
     request = httpx2.Request("GET", "http://weather.test/paris")
 
     with Interceptor(_answer("from the handler")):
@@ -816,7 +816,7 @@ async def test_a_request_of_another_library_no_handler_answers_goes_through_its_
     assert (response.status_code, response.text) == (203, "sent /paris")
 
 
-async def test_a_handler_forwards_a_request_of_another_library_through_its_send():
+def test_a_handler_forwards_a_request_of_another_library_through_its_send():
     def forwarding(request: httpx2.Request) -> httpx2.Response:
         return forward_sync(request)
 

@@ -145,7 +145,7 @@ def _weather_run(agent: Agent) -> list[Exchange]:
 
 
 @pytest.mark.parametrize("wire_format", WIRE_FORMATS)
-async def test_a_tool_loop_is_one_iteration_per_model_call(wire_format):
+def test_a_tool_loop_is_one_iteration_per_model_call(wire_format):
     runs = build_contexts(_weather_run(Agent(wire_format)))
 
     match runs.context:
@@ -170,7 +170,7 @@ async def test_a_tool_loop_is_one_iteration_per_model_call(wire_format):
             raise AssertionError(other)
 
 
-async def test_history_already_seen_is_not_repeated():
+def test_history_already_seen_is_not_repeated():
     agent = Agent().user("Weather in Paris, then Rome?")
     exchanges = [agent.call(None, _call("c1", city="Paris"))]
     agent.results(("c1", "Sunny"))
@@ -188,7 +188,7 @@ async def test_history_already_seen_is_not_repeated():
     assert len(context.get_all_messages()) == 7
 
 
-async def test_tool_results_are_joined_by_call_id_with_the_tools_name():
+def test_tool_results_are_joined_by_call_id_with_the_tools_name():
     agent = Agent().user("Paris and Rome?")
     exchanges = [agent.call(None, _call("c1", city="Paris"), _call("c2", "get_time", tz="CET"))]
     agent.results(("c2", "12:00"), ("c1", "Sunny"))
@@ -203,7 +203,7 @@ async def test_tool_results_are_joined_by_call_id_with_the_tools_name():
     assert first.pending_tool_calls == []
 
 
-async def test_metadata_has_the_runtimes_keys():
+def test_metadata_has_the_runtimes_keys():
     runs = build_contexts(_weather_run(Agent("anthropic_messages")))
 
     assert runs.context.iterations[0].metadata == {
@@ -214,7 +214,7 @@ async def test_metadata_has_the_runtimes_keys():
     }
 
 
-async def test_timestamps_come_from_the_step_clock_in_exchange_order():
+def test_timestamps_come_from_the_step_clock_in_exchange_order():
     runs = build_contexts(
         _weather_run(Agent()), clock_start="2030-06-01T12:00:00Z", clock_step=timedelta(seconds=5)
     )
@@ -236,7 +236,7 @@ async def test_timestamps_come_from_the_step_clock_in_exchange_order():
 _S = timedelta(seconds=1)
 
 
-async def test_a_reply_with_tool_calls_left_unanswered_stays_open():
+def test_a_reply_with_tool_calls_left_unanswered_stays_open():
     agent = Agent().user("Weather?")
 
     context = build_contexts([agent.call(None, _call("c1", city="Paris"))]).context
@@ -245,7 +245,7 @@ async def test_a_reply_with_tool_calls_left_unanswered_stays_open():
     assert [call.id for call in context.iterations[-1].pending_tool_calls] == ["c1"]
 
 
-async def test_a_new_user_message_opens_a_new_iteration():
+def test_a_new_user_message_opens_a_new_iteration():
     agent = Agent().user("Hi")
     exchanges = [agent.call("Hello.")]
     agent.user("Weather?")
@@ -259,7 +259,7 @@ async def test_a_new_user_message_opens_a_new_iteration():
     ]
 
 
-async def test_responses_chained_by_previous_response_id_are_one_conversation():
+def test_responses_chained_by_previous_response_id_are_one_conversation():
     codec = get_codec("openai_responses")
     url = URLS["openai_responses"]
     first = Completion(tool_calls=(_call("c1", city="Oslo"),), response_id="resp_1")
@@ -298,7 +298,7 @@ async def test_responses_chained_by_previous_response_id_are_one_conversation():
 # -- several conversations -------------------------------------------------------------
 
 
-async def test_interleaved_agents_with_their_own_prompts_are_separate_contexts():
+def test_interleaved_agents_with_their_own_prompts_are_separate_contexts():
     weather = Agent(system="You are a weather bot.").user("Paris?")
     travel = Agent(system="You plan trips.").user("A trip to Rome?")
     exchanges = [weather.call(None, _call("w1", city="Paris"))]
@@ -315,7 +315,7 @@ async def test_interleaved_agents_with_their_own_prompts_are_separate_contexts()
     assert [len(ctx.iterations) for ctx in runs] == [2, 2]
 
 
-async def test_the_same_agent_run_twice_is_two_conversations():
+def test_the_same_agent_run_twice_is_two_conversations():
     exchanges = _weather_run(Agent()) + _weather_run(Agent())
 
     runs = build_contexts(exchanges)
@@ -324,13 +324,13 @@ async def test_the_same_agent_run_twice_is_two_conversations():
     assert runs[1].iterations[0].started_at > runs[0].updated_at
 
 
-async def test_the_same_question_answered_twice_is_two_conversations():
+def test_the_same_question_answered_twice_is_two_conversations():
     exchanges = [Agent().user("Hi").call("Hello."), Agent().user("Hi").call("Hey.")]
 
     assert [ctx.final_output for ctx in build_contexts(exchanges)] == ["Hello.", "Hey."]
 
 
-async def test_a_request_continues_the_conversation_whose_tool_calls_it_answers():
+def test_a_request_continues_the_conversation_whose_tool_calls_it_answers():
     first, second = Agent().user("Weather?"), Agent().user("Weather?")
     exchanges = [first.call(None, _call("a1", city="Paris"))]
     exchanges.append(second.call(None, _call("b1", city="Rome")))
@@ -346,7 +346,7 @@ async def test_a_request_continues_the_conversation_whose_tool_calls_it_answers(
     assert [m.tool_call_id for m in child.iterations[0].messages if m.role == "tool"] == ["b1"]
 
 
-async def test_a_follow_up_continues_the_conversation_with_the_same_tools():
+def test_a_follow_up_continues_the_conversation_with_the_same_tools():
     time = ToolSpec("get_time", "The time.", {"type": "object"})
     weather, clock = Agent().user("Hi"), Agent(tools=[time]).user("Hi")
     exchanges = [weather.call("Hello from weather."), clock.call("Hello from clock.")]
@@ -361,7 +361,7 @@ async def test_a_follow_up_continues_the_conversation_with_the_same_tools():
     ]
 
 
-async def test_a_conversation_started_during_a_tool_call_is_its_sub_agent():
+def test_a_conversation_started_during_a_tool_call_is_its_sub_agent():
     boss = Agent(system="You delegate.").user("Research Paris.")
     helper = Agent(system="You research.").user("Paris")
     exchanges = [boss.call(None, _call("b1", "research", topic="Paris"))]
@@ -383,7 +383,7 @@ async def test_a_conversation_started_during_a_tool_call_is_its_sub_agent():
     assert run_stats(runs.context).iterations == 3
 
 
-async def test_parallel_sub_agents_are_linked_to_the_call_their_input_quotes():
+def test_parallel_sub_agents_are_linked_to_the_call_their_input_quotes():
     boss = Agent(system="You delegate.").user("Research two cities.")
     rome = Agent(system="You research.").user("Tell me about Rome")
     paris = Agent(system="You research.").user("Tell me about Paris")
@@ -401,7 +401,7 @@ async def test_parallel_sub_agents_are_linked_to_the_call_their_input_quotes():
     }
 
 
-async def test_a_sub_agent_of_a_sub_agent_is_nested_twice():
+def test_a_sub_agent_of_a_sub_agent_is_nested_twice():
     top = Agent(system="Top.").user("Go.")
     middle = Agent(system="Middle.").user("Go on.")
     bottom = Agent(system="Bottom.").user("Finish.")
@@ -417,7 +417,7 @@ async def test_a_sub_agent_of_a_sub_agent_is_nested_twice():
     ]
 
 
-async def test_a_forced_tool_call_that_ends_the_reply_starts_no_sub_agent():
+def test_a_forced_tool_call_that_ends_the_reply_starts_no_sub_agent():
     extract = Agent(system="Extract.").user("Paris, 21C")
     exchange = extract.call(None, _call("x1", "record", city="Paris"))
     body = _json(exchange.response)
@@ -427,7 +427,7 @@ async def test_a_forced_tool_call_that_ends_the_reply_starts_no_sub_agent():
     assert len(build_contexts(exchanges)) == 2
 
 
-async def test_context_raises_when_there_are_several_conversations_and_lists_them():
+def test_context_raises_when_there_are_several_conversations_and_lists_them():
     runs = build_contexts([Agent().user("One").call("1"), Agent().user("Two").call("2")])
 
     with pytest.raises(NotOneConversation) as raised:
@@ -439,7 +439,7 @@ async def test_context_raises_when_there_are_several_conversations_and_lists_the
     ]
 
 
-async def test_context_raises_when_there_is_no_model_call():
+def test_context_raises_when_there_is_no_model_call():
     runs = build_contexts([Exchange("GET", "https://api.openai.com/v1/models", 200)])
 
     with pytest.raises(NotOneConversation, match=r"no model call.*GET /v1/models"):
@@ -450,7 +450,7 @@ async def test_context_raises_when_there_is_no_model_call():
 
 
 @pytest.mark.parametrize("wire_format", WIRE_FORMATS)
-async def test_a_streamed_conversation_gives_the_same_context(wire_format):
+def test_a_streamed_conversation_gives_the_same_context(wire_format):
     plain = build_contexts(_weather_run(Agent(wire_format))).context
     streamed_exchanges = _weather_run(Agent(wire_format, stream=True))
 
@@ -460,7 +460,7 @@ async def test_a_streamed_conversation_gives_the_same_context(wire_format):
     assert streamed.model_dump(mode="json") == plain.model_dump(mode="json")
 
 
-async def test_a_stream_stored_as_text_is_decoded_too():
+def test_a_stream_stored_as_text_is_decoded_too():
     exchanges = _weather_run(Agent(stream=True))
     as_text = [
         Exchange(e.method, e.url, e.status, e.request, {"text": _sse_text(e)}) for e in exchanges
@@ -509,7 +509,7 @@ def _cache_marked(exchange: Exchange) -> Exchange:
 
 
 @pytest.mark.parametrize("wire_format", ["anthropic_messages", "openai_chat"])
-async def test_a_cache_marker_moved_to_the_newest_message_keeps_one_conversation(wire_format):
+def test_a_cache_marker_moved_to_the_newest_message_keeps_one_conversation(wire_format):
     agent = Agent(wire_format).user("Weather in Paris, then Rome?")
     exchanges = [agent.call(None, _call("c1", city="Paris"))]
     agent.results(("c1", "Sunny"))
@@ -530,7 +530,7 @@ async def test_a_cache_marker_moved_to_the_newest_message_keeps_one_conversation
     assert context.final_output == "Sunny, then rainy."
 
 
-async def test_a_cache_marker_on_a_tool_result_block_keeps_one_conversation():
+def test_a_cache_marker_on_a_tool_result_block_keeps_one_conversation():
     agent = Agent("anthropic_messages").user("Weather in Paris?")
     first = agent.call(None, _call("c1", city="Paris"))
     agent.results(("c1", "Sunny"))
@@ -548,7 +548,7 @@ async def test_a_cache_marker_on_a_tool_result_block_keeps_one_conversation():
 
 
 @pytest.mark.parametrize(("question", "conversations"), [("Paris?", 1), ("Lyon?", 2)])
-async def test_only_the_cache_marker_is_left_out_of_the_comparison(question, conversations):
+def test_only_the_cache_marker_is_left_out_of_the_comparison(question, conversations):
     agent = Agent("anthropic_messages").user("Paris?")
     first = _cache_marked(agent.call("Sunny."))
     other = Agent("anthropic_messages").user(question)
@@ -560,7 +560,7 @@ async def test_only_the_cache_marker_is_left_out_of_the_comparison(question, con
     assert len(runs.contexts) == conversations
 
 
-async def test_parallel_calls_answered_one_by_one_add_no_assistant_message():
+def test_parallel_calls_answered_one_by_one_add_no_assistant_message():
     agent = Agent("openai_responses").user("Weather in Paris and Rome?")
     first = agent.call(None, _call("c1", city="Paris"), _call("c2", city="Rome"))
     agent.results(("c1", "Sunny"), ("c2", "Rainy"))
@@ -581,7 +581,7 @@ async def test_parallel_calls_answered_one_by_one_add_no_assistant_message():
     assert context.iterations[1].messages[0].content == "Sunny, then rainy."
 
 
-async def test_text_blocks_of_a_user_turn_stay_apart_in_the_context():
+def test_text_blocks_of_a_user_turn_stay_apart_in_the_context():
     exchange = Agent("anthropic_messages").user("Reserve Dune.").call("Reserved both.")
     assert exchange.request is not None
     body = copy.deepcopy(exchange.request["json"])
@@ -610,7 +610,7 @@ def _responses_body(response_id: str, status: str, completion: Completion | None
     return {"json": body}
 
 
-async def test_a_background_response_is_answered_by_the_retrieval_that_finds_it_done():
+def test_a_background_response_is_answered_by_the_retrieval_that_finds_it_done():
     agent = Agent("openai_responses").user("Weather in Paris?")
     asked = agent.call("ignored")
     assert asked.request is not None
@@ -632,7 +632,7 @@ async def test_a_background_response_is_answered_by_the_retrieval_that_finds_it_
     assert runs.non_llm_reasons == ["a poll of background response resp_bg (in_progress)"]
 
 
-async def test_a_retrieval_of_a_response_nobody_waits_for_is_not_a_model_call():
+def test_a_retrieval_of_a_response_nobody_waits_for_is_not_a_model_call():
     retrieval = Exchange(
         "GET",
         "https://api.openai.com/v1/responses/resp_1",
@@ -647,7 +647,7 @@ async def test_a_retrieval_of_a_response_nobody_waits_for_is_not_a_model_call():
     assert runs.context.final_output == "Sunny in Paris."
 
 
-async def test_a_request_that_sends_back_a_compacted_history_continues_the_conversation():
+def test_a_request_that_sends_back_a_compacted_history_continues_the_conversation():
     agent = Agent("openai_responses").user("What is 2+2?")
     first = agent.call("4.")
     agent.user("And 3+3?")
@@ -694,7 +694,7 @@ async def test_a_request_that_sends_back_a_compacted_history_continues_the_conve
         ("https://gateway.example/anthropic/v1/messages?beta=true", "anthropic_messages"),
     ],
 )
-async def test_a_model_endpoint_under_any_prefix_is_a_model_call(url, wire_format):
+def test_a_model_endpoint_under_any_prefix_is_a_model_call(url, wire_format):
     exchanges = [
         Exchange(e.method, url, e.status, e.request, e.response)
         for e in _weather_run(Agent(wire_format))
@@ -729,7 +729,7 @@ async def test_a_model_endpoint_under_any_prefix_is_a_model_call(url, wire_forma
         ("POST", "https://api.anthropic.com/v1/messages/batches"),
     ],
 )
-async def test_the_endpoints_beside_a_model_endpoint_are_not_model_calls(method, url):
+def test_the_endpoints_beside_a_model_endpoint_are_not_model_calls(method, url):
     exchange = Exchange(method, url, 200, {"json": {"model": "m", "input": "Hi"}})
 
     runs = build_contexts([exchange])
@@ -741,7 +741,7 @@ async def test_the_endpoints_beside_a_model_endpoint_are_not_model_calls(method,
 # -- exchanges that are not model calls ------------------------------------------------
 
 
-async def test_non_llm_exchanges_are_listed_apart_with_their_reason():
+def test_non_llm_exchanges_are_listed_apart_with_their_reason():
     embeddings = Exchange(
         "POST", "https://api.openai.com/v1/embeddings", 200, {"json": {"input": "x"}}
     )
@@ -756,7 +756,7 @@ async def test_non_llm_exchanges_are_listed_apart_with_their_reason():
     assert len(runs.context.iterations) == 2
 
 
-async def test_a_model_endpoint_whose_request_does_not_decode_is_non_llm():
+def test_a_model_endpoint_whose_request_does_not_decode_is_non_llm():
     broken = Exchange("POST", URLS["anthropic_messages"], 200, {"json": {"model": "m"}})
 
     runs = build_contexts([broken])
@@ -768,7 +768,7 @@ async def test_a_model_endpoint_whose_request_does_not_decode_is_non_llm():
 # -- errors ----------------------------------------------------------------------------
 
 
-async def test_a_failed_call_retried_is_one_iteration_with_its_errors():
+def test_a_failed_call_retried_is_one_iteration_with_its_errors():
     agent = Agent().user("Hi")
     exchanges = [agent.call(status=429, error="slow down"), agent.call("Hello.")]
 
@@ -786,7 +786,7 @@ async def test_a_failed_call_retried_is_one_iteration_with_its_errors():
             raise AssertionError(other)
 
 
-async def test_a_last_call_that_failed_leaves_the_iteration_open_with_its_error():
+def test_a_last_call_that_failed_leaves_the_iteration_open_with_its_error():
     agent = Agent().user("Weather?")
     exchanges = [agent.call(None, _call("c1", city="Paris"))]
     agent.results(("c1", "Sunny"))
@@ -809,7 +809,7 @@ async def test_a_last_call_that_failed_leaves_the_iteration_open_with_its_error(
             raise AssertionError(other)
 
 
-async def test_a_success_status_whose_body_does_not_decode_is_an_error():
+def test_a_success_status_whose_body_does_not_decode_is_an_error():
     request = Agent().user("Hi").call("x").request
     garbled = Exchange("POST", URLS["openai_chat"], 200, request, {"text": "<html>oops</html>"})
 
@@ -822,7 +822,7 @@ async def test_a_success_status_whose_body_does_not_decode_is_an_error():
 # -- sources: live logs, cassettes, live traffic ---------------------------------------
 
 
-async def test_contexts_follow_a_growing_log():
+def test_contexts_follow_a_growing_log():
     log: list[Exchange] = []
     runs = CapturedRuns(lambda: log)
     exchanges = _weather_run(Agent())
@@ -835,7 +835,7 @@ async def test_contexts_follow_a_growing_log():
     assert (during.final_output, runs.context.final_output) == (None, "Sunny in Paris.")
 
 
-async def test_contexts_from_cassette_reads_a_cassette_file(tmp_path: Path):
+def test_contexts_from_cassette_reads_a_cassette_file(tmp_path: Path):
     interactions = [
         Interaction(e.method, e.url, {}, e.request, e.status, {}, e.response)
         for e in _weather_run(Agent("anthropic_messages", stream=True))
@@ -846,7 +846,7 @@ async def test_contexts_from_cassette_reads_a_cassette_file(tmp_path: Path):
     assert contexts_from_cassette(path).context.final_output == "Sunny in Paris."
 
 
-async def test_contexts_from_cassette_says_when_the_file_is_missing(tmp_path: Path):
+def test_contexts_from_cassette_says_when_the_file_is_missing(tmp_path: Path):
     with pytest.raises(CaptureError, match=r"there is no such file.*--agent-record"):
         contexts_from_cassette(tmp_path / "nope.json")
 
@@ -967,7 +967,7 @@ def _counted(exchange: Exchange) -> Exchange:
     return Exchange(exchange.method, exchange.url, 200, {"json": body}, exchange.response)
 
 
-async def test_a_long_conversation_compares_each_request_item_at_most_once():
+def test_a_long_conversation_compares_each_request_item_at_most_once():
     agent = Agent().user("Look 79 steps up.")
     exchanges = []
     for step in range(79):
@@ -983,7 +983,7 @@ async def test_a_long_conversation_compares_each_request_item_at_most_once():
     assert CountedItem.compared <= sum(len(_json(e.request)["messages"]) for e in counted)
 
 
-async def test_many_conversations_are_not_compared_with_each_other():
+def test_many_conversations_are_not_compared_with_each_other():
     counted = [_counted(Agent().user(f"Question {n}").call(f"Answer {n}")) for n in range(200)]
     CountedItem.compared = 0
 

@@ -70,7 +70,7 @@ def weather_run(url: str, *, stream: bool = False) -> list[Exchange]:
 
 
 @pytest.mark.parametrize("url", [API, VERTEX], ids=["gemini-api", "vertex-ai"])
-async def test_a_gemini_tool_loop_is_one_iteration_per_model_call(url):
+def test_a_gemini_tool_loop_is_one_iteration_per_model_call(url):
     runs = build_contexts(weather_run(url))
 
     context = runs.context
@@ -89,13 +89,13 @@ async def test_a_gemini_tool_loop_is_one_iteration_per_model_call(url):
     assert context.final_output == "Sunny in Paris."
 
 
-async def test_a_streamed_run_rebuilds_the_same_context():
+def test_a_streamed_run_rebuilds_the_same_context():
     assert build_contexts(weather_run(API, stream=True)).context == (
         build_contexts(weather_run(API)).context
     )
 
 
-async def test_other_gemini_endpoints_are_not_model_calls():
+def test_other_gemini_endpoints_are_not_model_calls():
     count = Exchange(
         "POST",
         f"{API}:countTokens",
@@ -111,7 +111,7 @@ async def test_other_gemini_endpoints_are_not_model_calls():
 
 
 @pytest.mark.skipif(not MIXED.is_file(), reason=f"the cassette corpus is not at {CORPUS}")
-async def test_the_recorded_gemini_conversation_is_rebuilt_beside_the_openai_one():
+def test_the_recorded_gemini_conversation_is_rebuilt_beside_the_openai_one():
     runs = contexts_from_cassette(MIXED)
 
     assert runs.non_llm == []

@@ -42,22 +42,22 @@ ANTHROPIC_STREAM = (
 # -- decompress ----------------------------------------------------------------------
 
 
-async def test_decompress_undoes_gzip():
+def test_decompress_undoes_gzip():
     assert decompress(gzip.compress(b'{"a": 1}'), "gzip") == (b'{"a": 1}', True)
 
 
-async def test_decompress_keeps_a_gzip_stream_cut_short_before_its_trailer():
+def test_decompress_keeps_a_gzip_stream_cut_short_before_its_trailer():
     packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
     raw = packer.compress(b"data: [DONE]\n\n") + packer.flush(zlib.Z_SYNC_FLUSH)
 
     assert decompress(raw, "gzip") == (b"data: [DONE]\n\n", True)
 
 
-async def test_decompress_undoes_zlib_wrapped_deflate():
+def test_decompress_undoes_zlib_wrapped_deflate():
     assert decompress(zlib.compress(b"hello"), "deflate") == (b"hello", True)
 
 
-async def test_decompress_undoes_raw_deflate():
+def test_decompress_undoes_raw_deflate():
     packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
     raw = packer.compress(b"hello") + packer.flush()
 
@@ -65,50 +65,50 @@ async def test_decompress_undoes_raw_deflate():
 
 
 @pytest.mark.parametrize("encoding", [None, "", "identity", " Identity "])
-async def test_decompress_leaves_unencoded_bytes_alone(encoding):
+def test_decompress_leaves_unencoded_bytes_alone(encoding):
     assert decompress(b"plain", encoding) == (b"plain", True)
 
 
-async def test_decompress_reports_bytes_that_are_not_what_the_header_says():
+def test_decompress_reports_bytes_that_are_not_what_the_header_says():
     assert decompress(b"not gzip at all", "gzip") == (b"not gzip at all", False)
 
 
-async def test_decompress_reports_an_encoding_it_does_not_know():
+def test_decompress_reports_an_encoding_it_does_not_know():
     assert decompress(b"\x0b\x02\x80", "br") == (b"\x0b\x02\x80", False)
 
 
 # -- encode_body ---------------------------------------------------------------------
 
 
-async def test_empty_body_is_stored_as_none():
+def test_empty_body_is_stored_as_none():
     assert encode_body(b"", "application/json") is None
 
 
-async def test_json_body_is_stored_as_its_value():
+def test_json_body_is_stored_as_its_value():
     assert encode_body(b'{"model": "gpt-4o-mini"}', "application/json; charset=utf-8") == {
         "json": {"model": "gpt-4o-mini"}
     }
 
 
-async def test_json_body_without_a_content_type_is_recognised():
+def test_json_body_without_a_content_type_is_recognised():
     assert encode_body(b'[1, {"a": true}]') == {"json": [1, {"a": True}]}
 
 
-async def test_invalid_json_with_a_json_content_type_is_stored_as_text():
+def test_invalid_json_with_a_json_content_type_is_stored_as_text():
     assert encode_body(b'{"cut": ', "application/json") == {"text": '{"cut": '}
 
 
-async def test_plain_text_is_stored_as_text():
+def test_plain_text_is_stored_as_text():
     assert encode_body("héllo".encode(), "text/plain") == {"text": "héllo"}
 
 
-async def test_bytes_that_are_not_utf8_are_stored_as_base64():
+def test_bytes_that_are_not_utf8_are_stored_as_base64():
     raw = b"\x89PNG\r\n\x1a\n\xff\xfe"
 
     assert encode_body(raw, "image/png") == {"base64": base64.b64encode(raw).decode()}
 
 
-async def test_event_stream_is_stored_as_one_entry_per_event():
+def test_event_stream_is_stored_as_one_entry_per_event():
     body = encode_body(OPENAI_STREAM.encode(), "text/event-stream; charset=utf-8")
 
     match body:
@@ -124,7 +124,7 @@ async def test_event_stream_is_stored_as_one_entry_per_event():
             raise AssertionError(body)
 
 
-async def test_event_stream_without_a_content_type_is_recognised():
+def test_event_stream_without_a_content_type_is_recognised():
     assert encode_body(ANTHROPIC_STREAM.encode(), None) == {
         "sse": [
             {"event": "message_start", "data": {"type": "message_start"}},
@@ -134,7 +134,7 @@ async def test_event_stream_without_a_content_type_is_recognised():
     }
 
 
-async def test_event_stream_with_crlf_line_ends_and_no_content_type_is_recognised():
+def test_event_stream_with_crlf_line_ends_and_no_content_type_is_recognised():
     raw = b'data: {"a":1}\r\n\r\ndata: [DONE]\r\n\r\n'
 
     assert encode_body(raw, None) == {"sse": [{"data": {"a": 1}}, {"data": "[DONE]"}]}
@@ -143,42 +143,42 @@ async def test_event_stream_with_crlf_line_ends_and_no_content_type_is_recognise
 # -- parse_sse / format_sse_event ----------------------------------------------------
 
 
-async def test_parse_sse_joins_multi_line_data_with_newlines():
+def test_parse_sse_joins_multi_line_data_with_newlines():
     assert parse_sse("data: first\ndata: second\n\n") == [{"data": "first\nsecond"}]
 
 
-async def test_parse_sse_keeps_id_and_retry_fields():
+def test_parse_sse_keeps_id_and_retry_fields():
     assert parse_sse("id: 7\nretry: 1000\ndata: x\n\n") == [
         {"id": "7", "retry": "1000", "data": "x"}
     ]
 
 
-async def test_parse_sse_keeps_a_comment_only_event():
+def test_parse_sse_keeps_a_comment_only_event():
     assert parse_sse(": keep-alive\n\ndata: x\n\n") == [{"comment": "keep-alive"}, {"data": "x"}]
 
 
-async def test_parse_sse_reads_a_last_event_without_its_blank_line():
+def test_parse_sse_reads_a_last_event_without_its_blank_line():
     assert parse_sse("data: a\n\ndata: b") == [{"data": "a"}, {"data": "b"}]
 
 
-async def test_format_sse_event_writes_fields_then_data_and_a_blank_line():
+def test_format_sse_event_writes_fields_then_data_and_a_blank_line():
     event = {"event": "message_stop", "data": {"type": "message_stop"}}
 
     assert format_sse_event(event) == b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 
 
-async def test_format_sse_event_splits_multi_line_text_into_data_lines():
+def test_format_sse_event_splits_multi_line_text_into_data_lines():
     assert format_sse_event({"data": "first\nsecond"}) == b"data: first\ndata: second\n\n"
 
 
-async def test_format_sse_event_writes_a_comment():
+def test_format_sse_event_writes_a_comment():
     assert format_sse_event({"comment": "keep-alive"}) == b": keep-alive\n\n"
 
 
 # -- body_chunks / body_bytes --------------------------------------------------------
 
 
-async def test_stream_is_served_one_chunk_per_event():
+def test_stream_is_served_one_chunk_per_event():
     chunks = body_chunks(encode_body(ANTHROPIC_STREAM.encode(), "text/event-stream"))
 
     assert chunks == [
@@ -188,33 +188,33 @@ async def test_stream_is_served_one_chunk_per_event():
     ]
 
 
-async def test_served_stream_parses_back_to_the_same_events():
+def test_served_stream_parses_back_to_the_same_events():
     stored = encode_body(OPENAI_STREAM.encode(), "text/event-stream")
 
     assert encode_body(body_bytes(stored), "text/event-stream") == stored
 
 
-async def test_json_body_is_served_as_the_same_json_value():
+def test_json_body_is_served_as_the_same_json_value():
     stored = encode_body(b'{\n    "a": [1, 2.5, "\\u00e9"]\n}', "application/json")
 
     assert json.loads(body_bytes(stored)) == {"a": [1, 2.5, "é"]}
 
 
-async def test_text_body_is_served_as_utf8():
+def test_text_body_is_served_as_utf8():
     assert body_chunks({"text": "héllo"}) == ["héllo".encode()]
 
 
-async def test_base64_body_is_served_as_the_original_bytes():
+def test_base64_body_is_served_as_the_original_bytes():
     raw = bytes(range(256))
 
     assert body_bytes(encode_body(raw, "application/octet-stream")) == raw
 
 
-async def test_empty_body_is_served_as_no_chunks():
+def test_empty_body_is_served_as_no_chunks():
     assert (body_chunks(None), body_bytes(None)) == ([], b"")
 
 
-async def test_a_body_of_an_unknown_kind_is_a_clear_error():
+def test_a_body_of_an_unknown_kind_is_a_clear_error():
     with pytest.raises(ValueError, match=r"keys \['xml'\]; expected one of json, sse, text"):
         body_chunks({"xml": "<a/>"})
 
@@ -281,7 +281,7 @@ def _encoded(encoding: str, data: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
-async def test_a_body_that_decodes_past_the_limit_is_refused(encoding):
+def test_a_body_that_decodes_past_the_limit_is_refused(encoding):
     raw = _encoded(encoding, _ZEROS)
 
     with pytest.raises(BodyTooLarge) as caught:
@@ -294,7 +294,7 @@ async def test_a_body_that_decodes_past_the_limit_is_refused(encoding):
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "zstd"])
-async def test_a_body_of_many_members_counts_them_all_against_the_limit(encoding):
+def test_a_body_of_many_members_counts_them_all_against_the_limit(encoding):
     raw = _encoded(encoding, _ZEROS) * 4
 
     with pytest.raises(BodyTooLarge):
@@ -303,7 +303,7 @@ async def test_a_body_of_many_members_counts_them_all_against_the_limit(encoding
     assert decode_content(raw, encoding, limit=4 * len(_ZEROS)) == _ZEROS * 4
 
 
-async def test_decompress_never_keeps_a_body_past_the_limit_as_its_raw_bytes():
+def test_decompress_never_keeps_a_body_past_the_limit_as_its_raw_bytes():
     previous = use_limits(Limits(body_bytes=10))
     try:
         with pytest.raises(BodyTooLarge):  # not (raw, False): a client would inflate it
@@ -312,7 +312,7 @@ async def test_decompress_never_keeps_a_body_past_the_limit_as_its_raw_bytes():
         use_limits(previous)
 
 
-async def test_the_size_limit_in_force_is_the_default():
+def test_the_size_limit_in_force_is_the_default():
     previous = use_limits(Limits(body_bytes=1000))
     try:
         with pytest.raises(BodyTooLarge, match="more than 1000 bytes"):
@@ -321,7 +321,7 @@ async def test_the_size_limit_in_force_is_the_default():
         use_limits(previous)
 
 
-async def test_running_out_of_memory_while_decoding_is_not_swallowed(monkeypatch):
+def test_running_out_of_memory_while_decoding_is_not_swallowed(monkeypatch):
     def exhausted(raw: bytes, limit: int) -> bytes:
         raise MemoryError
 
@@ -331,7 +331,7 @@ async def test_running_out_of_memory_while_decoding_is_not_swallowed(monkeypatch
         decompress(b"\x1f\x8b...", "gzip")
 
 
-async def test_a_recorded_body_past_the_limit_cannot_be_scrubbed_and_says_how_to_raise_it():
+def test_a_recorded_body_past_the_limit_cannot_be_scrubbed_and_says_how_to_raise_it():
     previous = use_limits(Limits(body_bytes=10))
     try:
         with pytest.raises(UndecodableBody) as caught:

@@ -94,13 +94,13 @@ VALUES = st.recursive(
 
 @LAWS
 @given(VALUES, VALUES)
-async def test_two_bodies_get_one_key_text_exactly_when_json_gives_them_one(a: Any, b: Any) -> None:
+def test_two_bodies_get_one_key_text_exactly_when_json_gives_them_one(a: Any, b: Any) -> None:
     assert (canonical_json(a) == canonical_json(b)) == (json_text(a) == json_text(b))
 
 
 @LAWS
 @given(VALUES)
-async def test_a_body_and_its_keys_in_another_order_get_one_key_text(value: Any) -> None:
+def test_a_body_and_its_keys_in_another_order_get_one_key_text(value: Any) -> None:
     reordered = json.loads(json.dumps(value, sort_keys=True))
 
     assert canonical_json(value) == canonical_json(reordered)
@@ -108,7 +108,7 @@ async def test_a_body_and_its_keys_in_another_order_get_one_key_text(value: Any)
 
 @LAWS
 @given(VALUES, st.booleans())
-async def test_read_json_reads_what_json_reads(value: Any, ascii_only: bool) -> None:
+def test_read_json_reads_what_json_reads(value: Any, ascii_only: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only)
 
     read, finite = read_json(text.encode("utf-8", "surrogatepass"))
@@ -120,9 +120,7 @@ async def test_read_json_reads_what_json_reads(value: Any, ascii_only: bool) -> 
 
 @LAWS
 @given(VALUES, VALUES)
-async def test_bodies_read_from_text_match_exactly_when_json_says_they_are_equal(
-    a: Any, b: Any
-) -> None:
+def test_bodies_read_from_text_match_exactly_when_json_says_they_are_equal(a: Any, b: Any) -> None:
     """The whole way a live request takes: its text read, then keyed with what
     :func:`read_json` says of it."""
     keys = []
@@ -136,14 +134,14 @@ async def test_bodies_read_from_text_match_exactly_when_json_says_they_are_equal
 # -- the places where orjson would differ ------------------------------------------------
 
 
-async def test_an_integer_past_64_bits_is_read_as_an_integer() -> None:
+def test_an_integer_past_64_bits_is_read_as_an_integer() -> None:
     value, _ = read_json(b'{"seed": 123456789012345678901234567890}')
 
     assert value == {"seed": 123456789012345678901234567890}
     assert isinstance(value["seed"], int)
 
 
-async def test_nan_and_null_do_not_match() -> None:
+def test_nan_and_null_do_not_match() -> None:
     nan, nan_finite = read_json(b'{"x": NaN}')
     null, null_finite = read_json(b'{"x": null}')
 
@@ -153,28 +151,28 @@ async def test_nan_and_null_do_not_match() -> None:
     )
 
 
-async def test_nan_of_a_stored_body_does_not_match_null() -> None:
+def test_nan_of_a_stored_body_does_not_match_null() -> None:
     """A stored body read by json (finite not known) that holds NaN."""
     assert canonical_json({"x": math.nan}) != canonical_json({"x": None})
 
 
-async def test_an_integer_and_an_equal_float_do_not_match() -> None:
+def test_an_integer_and_an_equal_float_do_not_match() -> None:
     assert canonical_json({"temperature": 1}) != canonical_json({"temperature": 1.0})
     assert canonical_json({"stream": True}) != canonical_json({"stream": 1})
 
 
-async def test_a_lone_surrogate_is_read_as_json_reads_it() -> None:
+def test_a_lone_surrogate_is_read_as_json_reads_it() -> None:
     value, _ = read_json(b'{"text": "\\ud800"}')
 
     assert value == {"text": "\ud800"}
 
 
-async def test_a_text_that_is_not_json_is_no_json() -> None:
+def test_a_text_that_is_not_json_is_no_json() -> None:
     assert read_json(b"not json") == (NO_JSON, False)
     assert read_json(b"") == (NO_JSON, False)
 
 
-async def test_a_body_hook_result_with_keys_that_are_not_strings_is_keyed_as_json_keys_it() -> None:
+def test_a_body_hook_result_with_keys_that_are_not_strings_is_keyed_as_json_keys_it() -> None:
     def hook(body: Any) -> Any:
         return {2: 1e-7, 1: body["a"]}
 

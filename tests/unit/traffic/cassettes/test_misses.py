@@ -91,7 +91,7 @@ def _message(
 # -- what is shown ---------------------------------------------------------------------
 
 
-async def test_a_word_changed_deep_in_a_long_prompt_is_in_the_default_message() -> None:
+def test_a_word_changed_deep_in_a_long_prompt_is_in_the_default_message() -> None:
     lines = _message([_body(_prompt("lazy"))], _body(_prompt("busy")))
 
     assert lines[2] == (
@@ -105,7 +105,7 @@ async def test_a_word_changed_deep_in_a_long_prompt_is_in_the_default_message() 
     assert lines[3].index("lazy") == lines[4].index("busy")
 
 
-async def test_the_default_message_is_a_handful_of_lines() -> None:
+def test_the_default_message_is_a_handful_of_lines() -> None:
     lines = _message([_body(_prompt("lazy"))], _body(_prompt("busy")))
 
     assert lines == [
@@ -120,7 +120,7 @@ async def test_the_default_message_is_a_handful_of_lines() -> None:
     ]
 
 
-async def test_a_message_that_shows_everything_does_not_point_to_vv() -> None:
+def test_a_message_that_shows_everything_does_not_point_to_vv() -> None:
     lines = _message([_body("Be brief.")], _body("Be short."))
 
     assert lines[1:] == [
@@ -130,7 +130,7 @@ async def test_a_message_that_shows_everything_does_not_point_to_vv() -> None:
     ]
 
 
-async def test_many_differing_fields_are_named_and_the_first_few_shown() -> None:
+def test_many_differing_fields_are_named_and_the_first_few_shown() -> None:
     recorded = {f"f{i}": i for i in range(8)}
     now = {f"f{i}": i + 1 for i in range(8)}
 
@@ -152,7 +152,7 @@ async def test_many_differing_fields_are_named_and_the_first_few_shown() -> None
 # -- one closest recording -------------------------------------------------------------
 
 
-async def test_the_closest_recording_is_the_one_with_the_fewest_differing_fields() -> None:
+def test_the_closest_recording_is_the_one_with_the_fewest_differing_fields() -> None:
     two_fields = _body(_prompt("lazy"), "Rome?")
     one_field = _body(_prompt("lazy"), "Paris?")
 
@@ -163,7 +163,7 @@ async def test_the_closest_recording_is_the_one_with_the_fewest_differing_fields
     ]
 
 
-async def test_of_recordings_as_close_the_one_not_used_yet_is_the_closest() -> None:
+def test_of_recordings_as_close_the_one_not_used_yet_is_the_closest() -> None:
     first, second = _body("A", "Rome?"), _body("A", "Oslo?")
 
     lines = _message([first, second], _body("B", "Bern?"), played=[0])
@@ -174,14 +174,14 @@ async def test_of_recordings_as_close_the_one_not_used_yet_is_the_closest() -> N
     ]
 
 
-async def test_of_recordings_as_close_and_unused_the_first_is_the_closest() -> None:
+def test_of_recordings_as_close_and_unused_the_first_is_the_closest() -> None:
     lines = _message([_body("A", "Rome?"), _body("A", "Oslo?")], _body("A", "Bern?"))
 
     assert lines[1].startswith("Closest recorded request: interaction #0,")
     assert sum("Closest" in line for line in lines) == 1
 
 
-async def test_a_closest_recording_used_already_says_so() -> None:
+def test_a_closest_recording_used_already_says_so() -> None:
     lines = _message([_body("A"), _body("B", "Oslo?")], _body("A"), played=[0])
 
     assert lines[1:3] == [
@@ -193,7 +193,7 @@ async def test_a_closest_recording_used_already_says_so() -> None:
 # -- -vv -------------------------------------------------------------------------------
 
 
-async def test_vv_adds_the_full_diff_of_the_bodies() -> None:
+def test_vv_adds_the_full_diff_of_the_bodies() -> None:
     recorded, now = _prompt("lazy"), _prompt("busy")
 
     lines = _message([_body(recorded)], _body(now), verbosity=2)
@@ -208,7 +208,7 @@ async def test_vv_adds_the_full_diff_of_the_bodies() -> None:
     assert not any(line.startswith("(pytest -vv") for line in lines)
 
 
-async def test_vv_shows_every_differing_field() -> None:
+def test_vv_shows_every_differing_field() -> None:
     recorded = {f"f{i}": i for i in range(8)}
     now = {f"f{i}": i + 1 for i in range(8)}
 
@@ -219,7 +219,7 @@ async def test_vv_shows_every_differing_field() -> None:
     ]
 
 
-async def test_one_v_is_the_default_message() -> None:
+def test_one_v_is_the_default_message() -> None:
     recorded, now = _body(_prompt("lazy")), _body(_prompt("busy"))
 
     assert _message([recorded], now, verbosity=1) == _message([recorded], now)

@@ -93,16 +93,16 @@ def listener() -> Iterator[socket.socket]:
 @pytest.mark.parametrize(
     "host", ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "localhost", "LOCALHOST"]
 )
-async def test_loopback_hosts_are_recognised(host):
+def test_loopback_hosts_are_recognised(host):
     assert is_loopback(host)
 
 
 @pytest.mark.parametrize("host", [UNROUTED, "192.0.2.1", "::ffff:10.0.0.1", "example.com", ""])
-async def test_other_hosts_are_not_loopback(host):
+def test_other_hosts_are_not_loopback(host):
     assert not is_loopback(host)
 
 
-async def test_connection_to_loopback_goes_through(listener):
+def test_connection_to_loopback_goes_through(listener):
     with NetworkGuard(), socket.create_connection(listener.getsockname(), timeout=5) as client:
         accepted, _ = listener.accept()
         accepted.close()
@@ -110,7 +110,7 @@ async def test_connection_to_loopback_goes_through(listener):
         assert client.getpeername() == listener.getsockname()
 
 
-async def test_unix_socket_connection_goes_through(tmp_path: Path):
+def test_unix_socket_connection_goes_through(tmp_path: Path):
     path = str(tmp_path / "s.sock")
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(path)
@@ -124,28 +124,28 @@ async def test_unix_socket_connection_goes_through(tmp_path: Path):
 # -- what is refused -----------------------------------------------------------------
 
 
-async def test_connection_to_another_address_is_refused_before_connecting(no_real_connect):
+def test_connection_to_another_address_is_refused_before_connecting(no_real_connect):
     with NetworkGuard(), socket.socket() as sock, pytest.raises(NetworkBlocked):
         sock.connect((UNROUTED, 443))
 
     assert no_real_connect == []
 
 
-async def test_connect_ex_to_another_address_is_refused(no_real_connect):
+def test_connect_ex_to_another_address_is_refused(no_real_connect):
     with NetworkGuard(), socket.socket() as sock, pytest.raises(NetworkBlocked):
         sock.connect_ex((UNROUTED, 443))
 
     assert no_real_connect == []
 
 
-async def test_refusal_is_a_connection_error_and_a_cassette_error(no_real_connect):
+def test_refusal_is_a_connection_error_and_a_cassette_error(no_real_connect):
     with NetworkGuard(), socket.socket() as sock, pytest.raises(ConnectionError) as caught:
         sock.connect((UNROUTED, 443))
 
     assert isinstance(caught.value, CassetteError)
 
 
-async def test_refusal_says_where_why_and_what_to_do(no_real_connect):
+def test_refusal_says_where_why_and_what_to_do(no_real_connect):
     with (
         NetworkGuard(reason="replaying c.json"),
         socket.socket() as sock,
@@ -160,7 +160,7 @@ async def test_refusal_says_where_why_and_what_to_do(no_real_connect):
     )
 
 
-async def test_guard_remembers_refused_connections_and_verify_raises_for_them(no_real_connect):
+def test_guard_remembers_refused_connections_and_verify_raises_for_them(no_real_connect):
     guard = NetworkGuard()
     with guard, socket.socket() as sock:
         with pytest.raises(NetworkBlocked):
@@ -175,7 +175,7 @@ async def test_guard_remembers_refused_connections_and_verify_raises_for_them(no
         guard.verify()
 
 
-async def test_verify_passes_when_nothing_was_refused():
+def test_verify_passes_when_nothing_was_refused():
     NetworkGuard().verify()
 
 
@@ -192,7 +192,7 @@ def _requests_get(url: str) -> None:
         session.get(url, timeout=5)
 
 
-async def test_requests_connection_is_refused_with_the_guard_error_as_its_cause(
+def test_requests_connection_is_refused_with_the_guard_error_as_its_cause(
     no_real_connect,
 ):
     with NetworkGuard(), pytest.raises(requests.ConnectionError) as caught:
@@ -210,25 +210,25 @@ async def test_requests_connection_is_refused_with_the_guard_error_as_its_cause(
 # -- allow-lists ---------------------------------------------------------------------
 
 
-async def test_allowed_address_is_allowed():
+def test_allowed_address_is_allowed():
     assert NetworkGuard([UNROUTED]).allows(UNROUTED)
 
 
-async def test_host_name_allows_the_address_it_resolved_to(fake_dns):
+def test_host_name_allows_the_address_it_resolved_to(fake_dns):
     with NetworkGuard(["api.example.test"]) as guard:
         socket.getaddrinfo("api.example.test", 443)
 
         assert guard.allows(RESOLVED)
 
 
-async def test_host_name_pattern_allows_the_address_it_resolved_to(fake_dns):
+def test_host_name_pattern_allows_the_address_it_resolved_to(fake_dns):
     with NetworkGuard(["*.example.test"]) as guard:
         socket.getaddrinfo("api.example.test", 443)
 
         assert guard.allows(RESOLVED)
 
 
-async def test_a_name_that_is_not_allowed_is_refused_before_any_dns_lookup(fake_dns):
+def test_a_name_that_is_not_allowed_is_refused_before_any_dns_lookup(fake_dns):
     with (
         NetworkGuard(["other.example.test"]) as guard,
         pytest.raises(NetworkBlocked, match=r"api\.example\.test"),
@@ -238,7 +238,7 @@ async def test_a_name_that_is_not_allowed_is_refused_before_any_dns_lookup(fake_
     assert guard.blocked == ["api.example.test:443"]
 
 
-async def test_address_not_resolved_from_an_allowed_name_is_refused(fake_dns):
+def test_address_not_resolved_from_an_allowed_name_is_refused(fake_dns):
     with NetworkGuard(["api.example.test"]) as guard:
         assert not guard.allows(UNROUTED)
 
@@ -246,7 +246,7 @@ async def test_address_not_resolved_from_an_allowed_name_is_refused(fake_dns):
 # -- lifecycle -----------------------------------------------------------------------
 
 
-async def test_stop_restores_the_socket_functions():
+def test_stop_restores_the_socket_functions():
     connect, getaddrinfo = socket.socket.connect, socket.getaddrinfo
 
     with NetworkGuard():
@@ -255,7 +255,7 @@ async def test_stop_restores_the_socket_functions():
     assert (socket.socket.connect, socket.getaddrinfo) == (connect, getaddrinfo)
 
 
-async def test_nested_guard_keeps_the_outer_one_active(no_real_connect):
+def test_nested_guard_keeps_the_outer_one_active(no_real_connect):
     with NetworkGuard():
         with NetworkGuard([UNROUTED]):
             pass
@@ -263,7 +263,7 @@ async def test_nested_guard_keeps_the_outer_one_active(no_real_connect):
             sock.connect((UNROUTED, 443))
 
 
-async def test_every_active_guard_must_allow_a_connection(no_real_connect):
+def test_every_active_guard_must_allow_a_connection(no_real_connect):
     with (
         NetworkGuard([UNROUTED]),
         NetworkGuard(),
@@ -273,7 +273,7 @@ async def test_every_active_guard_must_allow_a_connection(no_real_connect):
         sock.connect((UNROUTED, 443))
 
 
-async def test_stop_restores_the_lookups_and_the_datagram_functions():
+def test_stop_restores_the_lookups_and_the_datagram_functions():
     before = (socket.gethostbyname, socket.gethostbyaddr, socket.getnameinfo)
     sends = (socket.socket.sendto, socket.socket.sendmsg, socket.socket.send, socket.socket.sendall)
 
@@ -325,7 +325,7 @@ def lookups(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, object]]:
         (socket.gethostbyaddr, "example.invalid", "example.invalid"),
     ],
 )
-async def test_a_lookup_that_would_ask_dns_is_refused_before_it_is_sent(
+def test_a_lookup_that_would_ask_dns_is_refused_before_it_is_sent(
     lookups, lookup, argument, target
 ):
     with NetworkGuard() as guard, pytest.raises(NetworkBlocked):
@@ -334,7 +334,7 @@ async def test_a_lookup_that_would_ask_dns_is_refused_before_it_is_sent(
     assert (lookups, guard.blocked) == ([], [target])
 
 
-async def test_a_reverse_lookup_by_getnameinfo_is_refused_before_it_is_sent(lookups):
+def test_a_reverse_lookup_by_getnameinfo_is_refused_before_it_is_sent(lookups):
     with NetworkGuard() as guard, pytest.raises(NetworkBlocked):
         socket.getnameinfo((OUTSIDE, 80), 0)
 
@@ -348,7 +348,7 @@ async def test_asyncio_getnameinfo_is_refused(lookups):
     assert lookups == []
 
 
-async def test_getfqdn_swallows_the_refusal_but_the_guard_remembers_it(lookups):
+def test_getfqdn_swallows_the_refusal_but_the_guard_remembers_it(lookups):
     with NetworkGuard() as guard:
         assert socket.getfqdn("example.invalid") == "example.invalid"
 
@@ -356,7 +356,7 @@ async def test_getfqdn_swallows_the_refusal_but_the_guard_remembers_it(lookups):
         guard.verify()
 
 
-async def test_a_refused_lookup_says_what_why_and_what_to_do(lookups):
+def test_a_refused_lookup_says_what_why_and_what_to_do(lookups):
     with (
         NetworkGuard(reason="replaying c.json"),
         pytest.raises(NetworkBlocked) as caught,
@@ -370,7 +370,7 @@ async def test_a_refused_lookup_says_what_why_and_what_to_do(lookups):
     )
 
 
-async def test_lookups_that_stay_on_this_machine_go_through(lookups):
+def test_lookups_that_stay_on_this_machine_go_through(lookups):
     own_name = socket.gethostname()
     with NetworkGuard() as guard:
         socket.gethostbyname("localhost")
@@ -393,7 +393,7 @@ async def test_lookups_that_stay_on_this_machine_go_through(lookups):
     ]
 
 
-async def test_an_allowed_name_may_be_looked_up_and_allows_its_address(lookups):
+def test_an_allowed_name_may_be_looked_up_and_allows_its_address(lookups):
     with NetworkGuard(["*.example.test"]) as guard:
         assert socket.gethostbyname("api.example.test") == RESOLVED
 
@@ -403,7 +403,7 @@ async def test_an_allowed_name_may_be_looked_up_and_allows_its_address(lookups):
     assert guard.blocked == []
 
 
-async def test_an_allowed_address_may_be_looked_up_in_reverse(lookups):
+def test_an_allowed_address_may_be_looked_up_in_reverse(lookups):
     with NetworkGuard([OUTSIDE]) as guard:
         socket.gethostbyaddr(OUTSIDE)
         socket.getnameinfo((OUTSIDE, 80), 0)
@@ -447,7 +447,7 @@ def udp() -> Iterator[socket.socket]:
     ],
     ids=["sendto", "sendto-flags", "sendmsg"],
 )
-async def test_a_datagram_to_another_address_is_refused_before_it_is_sent(no_real_send, udp, send):
+def test_a_datagram_to_another_address_is_refused_before_it_is_sent(no_real_send, udp, send):
     with NetworkGuard() as guard, pytest.raises(NetworkBlocked):
         send(udp, (OUTSIDE, 8125))
 
@@ -479,7 +479,7 @@ def no_real_peer_send(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     ],
     ids=["send", "sendall", "sendmsg"],
 )
-async def test_a_datagram_socket_connected_before_the_guard_cannot_send_to_its_peer(
+def test_a_datagram_socket_connected_before_the_guard_cannot_send_to_its_peer(
     no_real_peer_send, udp, send
 ):
     udp.connect((OUTSIDE, 8125))  # a UDP connect sends nothing
@@ -490,7 +490,7 @@ async def test_a_datagram_socket_connected_before_the_guard_cannot_send_to_its_p
     assert (no_real_peer_send, guard.blocked) == ([], [f"{OUTSIDE}:8125"])
 
 
-async def test_a_datagram_socket_connected_to_loopback_sends(no_real_peer_send, udp):
+def test_a_datagram_socket_connected_to_loopback_sends(no_real_peer_send, udp):
     udp.connect(("127.0.0.1", 8125))
 
     with NetworkGuard() as guard:
@@ -499,7 +499,7 @@ async def test_a_datagram_socket_connected_to_loopback_sends(no_real_peer_send, 
     assert (no_real_peer_send, guard.blocked) == ([b"agent.calls:1|c"], [])
 
 
-async def test_a_refusal_is_reported_before_it_is_raised(no_real_send, udp):
+def test_a_refusal_is_reported_before_it_is_raised(no_real_send, udp):
     reported: list[tuple[str, str]] = []
     guard = NetworkGuard()
     guard.report = lambda target, action: reported.append((target, action))
@@ -510,14 +510,14 @@ async def test_a_refusal_is_reported_before_it_is_raised(no_real_send, udp):
     assert reported == [(f"{OUTSIDE}:53", network.DATAGRAM)]
 
 
-async def test_a_datagram_to_a_host_name_is_refused_before_the_name_is_resolved(no_real_send, udp):
+def test_a_datagram_to_a_host_name_is_refused_before_the_name_is_resolved(no_real_send, udp):
     with NetworkGuard(), pytest.raises(NetworkBlocked, match=r"example\.invalid:514"):
         udp.sendto(b"<14>agent ran", ("example.invalid", 514))
 
     assert no_real_send == []
 
 
-async def test_a_refused_datagram_says_so(no_real_send, udp):
+def test_a_refused_datagram_says_so(no_real_send, udp):
     with NetworkGuard(reason="replaying c.json"), pytest.raises(NetworkBlocked) as caught:
         udp.sendto(b"x", (OUTSIDE, 53))
 
@@ -527,14 +527,14 @@ async def test_a_refused_datagram_says_so(no_real_send, udp):
     )
 
 
-async def test_connecting_a_udp_socket_elsewhere_is_refused(no_real_connect, udp):
+def test_connecting_a_udp_socket_elsewhere_is_refused(no_real_connect, udp):
     with NetworkGuard(), pytest.raises(NetworkBlocked):
         udp.connect((OUTSIDE, 8125))
 
     assert no_real_connect == []
 
 
-async def test_a_datagram_to_loopback_goes_through(udp):
+def test_a_datagram_to_loopback_goes_through(udp):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as receiver:
         receiver.bind(("127.0.0.1", 0))
         with NetworkGuard() as guard:
@@ -711,7 +711,7 @@ async def test_a_child_that_cannot_install_the_guard_says_so():
     )
 
 
-async def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monkeypatch):
+def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/their/path")
     monkeypatch.delenv(_child_guard.GUARD_VAR, raising=False)
     monkeypatch.delenv("HTTP_PROXY", raising=False)
@@ -734,7 +734,7 @@ async def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monk
     assert (dict(os.environ), subprocess.Popen.__init__) == (before, popen)
 
 
-async def test_a_guard_for_this_process_only_leaves_children_alone(monkeypatch):
+def test_a_guard_for_this_process_only_leaves_children_alone(monkeypatch):
     monkeypatch.delenv(_child_guard.GUARD_VAR, raising=False)
     before = dict(os.environ)
 
@@ -751,7 +751,7 @@ def _refused(address: tuple[str, int]) -> None:
         socket.create_connection(address, timeout=1)
 
 
-async def test_refusals_expected_in_the_block_do_not_fail_the_test_afterwards(no_real_connect):
+def test_refusals_expected_in_the_block_do_not_fail_the_test_afterwards(no_real_connect):
     with NetworkGuard() as guard:
         with expect_network_blocked("203.0.113.7") as refused:
             _refused(("203.0.113.7", 443))
@@ -760,7 +760,7 @@ async def test_refusals_expected_in_the_block_do_not_fail_the_test_afterwards(no
     assert refused == ["203.0.113.7:443"]
 
 
-async def test_a_refusal_after_the_block_still_fails_the_test(no_real_connect):
+def test_a_refusal_after_the_block_still_fails_the_test(no_real_connect):
     with NetworkGuard() as guard:
         with expect_network_blocked():
             _refused(("203.0.113.7", 443))
@@ -770,7 +770,7 @@ async def test_a_refusal_after_the_block_still_fails_the_test(no_real_connect):
             guard.verify()
 
 
-async def test_a_block_where_nothing_was_refused_fails():
+def test_a_block_where_nothing_was_refused_fails():
     with (
         NetworkGuard(),
         pytest.raises(AssertionError, match="nothing was blocked in the block"),
@@ -779,7 +779,7 @@ async def test_a_block_where_nothing_was_refused_fails():
         pass
 
 
-async def test_a_block_whose_refusals_do_not_name_the_target_fails(no_real_connect):
+def test_a_block_whose_refusals_do_not_name_the_target_fails(no_real_connect):
     with (
         NetworkGuard(),
         pytest.raises(AssertionError, match=r"none of 'api\.weather\.example'"),
@@ -788,7 +788,7 @@ async def test_a_block_whose_refusals_do_not_name_the_target_fails(no_real_conne
         _refused(("203.0.113.7", 443))
 
 
-async def test_a_block_without_a_guard_blocks_the_network_itself(no_real_connect):
+def test_a_block_without_a_guard_blocks_the_network_itself(no_real_connect):
     with expect_network_blocked("203.0.113.7") as refused:
         _refused(("203.0.113.7", 443))
 

@@ -70,7 +70,7 @@ def _entries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-async def test_a_yaml_cassette_read_again_is_read_from_its_entry(tmp_path, folder, parsed):
+def test_a_yaml_cassette_read_again_is_read_from_its_entry(tmp_path, folder, parsed):
     path = _write(tmp_path / "c.yaml", _interaction())
     first = _fresh_read(path)
 
@@ -79,7 +79,7 @@ async def test_a_yaml_cassette_read_again_is_read_from_its_entry(tmp_path, folde
     assert (again, parsed) == (first, ["c.yaml"])
 
 
-async def test_an_entry_gives_the_interactions_their_origin_in_the_cassette(tmp_path, folder):
+def test_an_entry_gives_the_interactions_their_origin_in_the_cassette(tmp_path, folder):
     path = _write(tmp_path / "c.yaml", _interaction())
     _fresh_read(path)
 
@@ -87,7 +87,7 @@ async def test_an_entry_gives_the_interactions_their_origin_in_the_cassette(tmp_
 
 
 @pytest.mark.parametrize("style", ["vcr", "native"])
-async def test_both_yaml_formats_are_cached(tmp_path, folder, style):
+def test_both_yaml_formats_are_cached(tmp_path, folder, style):
     path = _write(tmp_path / "c.yaml", _interaction(), style=style)
 
     _fresh_read(path)
@@ -95,7 +95,7 @@ async def test_both_yaml_formats_are_cached(tmp_path, folder, style):
     assert len(_entries(folder)) == 1
 
 
-async def test_a_cassette_changed_since_is_read_from_its_yaml(tmp_path, folder, parsed):
+def test_a_cassette_changed_since_is_read_from_its_yaml(tmp_path, folder, parsed):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     _fresh_read(path)
     _write(path, _interaction("Rainy."))
@@ -108,7 +108,7 @@ async def test_a_cassette_changed_since_is_read_from_its_yaml(tmp_path, folder, 
     )
 
 
-async def test_a_cassette_has_one_entry_whatever_its_versions(tmp_path, folder):
+def test_a_cassette_has_one_entry_whatever_its_versions(tmp_path, folder):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     _fresh_read(path)
     _write(path, _interaction("Rainy."))
@@ -117,7 +117,7 @@ async def test_a_cassette_has_one_entry_whatever_its_versions(tmp_path, folder):
     assert _entries(folder) == [readcache.entry_path(folder, path).name]
 
 
-async def test_a_json_cassette_is_not_cached(tmp_path, folder):
+def test_a_json_cassette_is_not_cached(tmp_path, folder):
     path = tmp_path / "c.json"
     path.write_text(dump_cassette([_interaction()], path), encoding="utf-8")
 
@@ -126,7 +126,7 @@ async def test_a_json_cassette_is_not_cached(tmp_path, folder):
     assert not folder.exists()
 
 
-async def test_without_a_cache_folder_nothing_is_written(tmp_path, folder):
+def test_without_a_cache_folder_nothing_is_written(tmp_path, folder):
     readcache.use_folder(None)
     path = _write(tmp_path / "c.yaml", _interaction())
 
@@ -135,7 +135,7 @@ async def test_without_a_cache_folder_nothing_is_written(tmp_path, folder):
     assert not folder.exists()
 
 
-async def test_a_cassette_outside_the_rootdir_is_not_cached(tmp_path, folder):
+def test_a_cassette_outside_the_rootdir_is_not_cached(tmp_path, folder):
     readcache.use_folder(lambda: folder.mkdir(parents=True) or folder, tmp_path / "project")
     path = _write(tmp_path / "c.yaml", _interaction())
 
@@ -144,7 +144,7 @@ async def test_a_cassette_outside_the_rootdir_is_not_cached(tmp_path, folder):
     assert not folder.exists()
 
 
-async def test_the_least_recently_used_entries_go_beyond_the_limit(tmp_path, folder, monkeypatch):
+def test_the_least_recently_used_entries_go_beyond_the_limit(tmp_path, folder, monkeypatch):
     monkeypatch.setattr(readcache, "MAX_ENTRIES", 2)
     a, b, c = (_write(tmp_path / f"{name}.yaml", _interaction()) for name in "abc")
     for when, path in enumerate((a, b), start=1):
@@ -157,7 +157,7 @@ async def test_the_least_recently_used_entries_go_beyond_the_limit(tmp_path, fol
     assert _entries(folder) == sorted(readcache.entry_path(folder, p).name for p in (a, c))
 
 
-async def test_outside_a_session_nothing_is_written(tmp_path, folder):
+def test_outside_a_session_nothing_is_written(tmp_path, folder):
     set_active(None)
     path = _write(tmp_path / "c.yaml", _interaction())
 
@@ -189,7 +189,7 @@ def _valid_but_not_a_cassette(data: bytes) -> bytes:
         pytest.param(_valid_but_not_a_cassette, id="not a cassette"),
     ],
 )
-async def test_a_damaged_entry_is_ignored_and_replaced(tmp_path, folder, parsed, damage):
+def test_a_damaged_entry_is_ignored_and_replaced(tmp_path, folder, parsed, damage):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     expected = _fresh_read(path)
     entry = readcache.entry_path(folder, path)
@@ -204,7 +204,7 @@ async def test_a_damaged_entry_is_ignored_and_replaced(tmp_path, folder, parsed,
     )
 
 
-async def test_a_cassette_holding_a_secret_value_is_not_cached(tmp_path, folder, monkeypatch):
+def test_a_cassette_holding_a_secret_value_is_not_cached(tmp_path, folder, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-secret-value-0123456789")
     path = _write(tmp_path / "c.yaml", _interaction("key sk-proj-secret-value-0123456789"))
 
@@ -213,7 +213,7 @@ async def test_a_cassette_holding_a_secret_value_is_not_cached(tmp_path, folder,
     assert _entries(folder) == []
 
 
-async def test_a_secret_header_not_redacted_keeps_the_cassette_out(tmp_path, folder):
+def test_a_secret_header_not_redacted_keeps_the_cassette_out(tmp_path, folder):
     headers = {"content-type": "application/json", "authorization": "Bearer abc"}
     path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
 
@@ -222,7 +222,7 @@ async def test_a_secret_header_not_redacted_keeps_the_cassette_out(tmp_path, fol
     assert _entries(folder) == []
 
 
-async def test_a_key_in_a_url_keeps_the_cassette_out(tmp_path, folder):
+def test_a_key_in_a_url_keeps_the_cassette_out(tmp_path, folder):
     url = "https://generativelanguage.googleapis.com/v1/models?key=AIzaSyA-0123456789"
     path = _write(tmp_path / "c.yaml", _interaction(url=url))
 
@@ -231,7 +231,7 @@ async def test_a_key_in_a_url_keeps_the_cassette_out(tmp_path, folder):
     assert _entries(folder) == []
 
 
-async def test_a_secret_in_a_binary_body_keeps_the_cassette_out(tmp_path, folder, monkeypatch):
+def test_a_secret_in_a_binary_body_keeps_the_cassette_out(tmp_path, folder, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-secret-value-0123456789")
     raw = b"\x89PNG\x00" + base64.b64encode(b"sk-proj-secret-value-0123456789")
     body = {"base64": base64.b64encode(raw).decode("ascii")}
@@ -251,7 +251,7 @@ async def test_a_secret_in_a_binary_body_keeps_the_cassette_out(tmp_path, folder
         pytest.param(".nan", id="nan"),
     ],
 )
-async def test_a_value_json_would_change_keeps_the_cassette_out(tmp_path, folder, value):
+def test_a_value_json_would_change_keeps_the_cassette_out(tmp_path, folder, value):
     path = tmp_path / "c.yaml"
     text = dump_cassette([_interaction()], path, style="native")
     path.write_text(text.replace("content: Sunny.", f"content: {value}"), encoding="utf-8")
@@ -270,7 +270,7 @@ async def test_a_value_json_would_change_keeps_the_cassette_out(tmp_path, folder
         pytest.param("caf\u00e9 \u2603 \U0001f600", id="text past ascii"),
     ],
 )
-async def test_a_value_orjson_cannot_write_or_read_as_json_does_is_cached_exactly(
+def test_a_value_orjson_cannot_write_or_read_as_json_does_is_cached_exactly(
     tmp_path, folder, value
 ):
     path = _write(tmp_path / "c.yaml", _interaction(response_body={"json": {"n": value}}))
@@ -283,7 +283,7 @@ async def test_a_value_orjson_cannot_write_or_read_as_json_does_is_cached_exactl
     assert type(cached[0].response_body["json"]["n"]) is type(value)
 
 
-async def test_a_folder_that_cannot_be_made_leaves_the_read_as_without_a_cache(tmp_path, folder):
+def test_a_folder_that_cannot_be_made_leaves_the_read_as_without_a_cache(tmp_path, folder):
     def refused() -> Path:
         raise PermissionError(13, "Permission denied", str(folder))
 
@@ -293,7 +293,7 @@ async def test_a_folder_that_cannot_be_made_leaves_the_read_as_without_a_cache(t
     assert _fresh_read(path) == store.parse_cassette(path.read_text(), path)
 
 
-async def test_an_entry_that_cannot_be_written_leaves_no_temporary_file(tmp_path, folder):
+def test_an_entry_that_cannot_be_written_leaves_no_temporary_file(tmp_path, folder):
     path = _write(tmp_path / "c.yaml", _interaction())
     readcache.entry_path(folder, path).mkdir(parents=True)  # a folder where the entry goes
 
@@ -334,7 +334,7 @@ _BODIES = st.one_of(
     test_id=st.sampled_from(["", "tests/test_a.py::test_b[x-1]"]),
     partial=st.booleans(),
 )
-async def test_a_cassette_read_from_its_entry_is_the_cassette_read_from_its_yaml(
+def test_a_cassette_read_from_its_entry_is_the_cassette_read_from_its_yaml(
     tmp_path, folder, style, request_body, response_body, status, header, test_id, partial
 ):
     path = _write(
@@ -370,7 +370,7 @@ def _forged(data: bytes) -> bytes:
     return json.dumps(header).encode() + b"\n" + forged
 
 
-async def test_an_entry_edited_with_its_digests_recomputed_is_not_believed(tmp_path, folder):
+def test_an_entry_edited_with_its_digests_recomputed_is_not_believed(tmp_path, folder):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     expected = _fresh_read(path)
     entry = readcache.entry_path(folder, path)
@@ -380,7 +380,7 @@ async def test_an_entry_edited_with_its_digests_recomputed_is_not_believed(tmp_p
     assert _fresh_read(path) == expected
 
 
-async def test_an_entry_made_under_another_key_is_not_believed(tmp_path, folder, monkeypatch):
+def test_an_entry_made_under_another_key_is_not_believed(tmp_path, folder, monkeypatch):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     _fresh_read(path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-machine"))
@@ -388,7 +388,7 @@ async def test_an_entry_made_under_another_key_is_not_believed(tmp_path, folder,
     assert readcache.read_entry(path, path.read_bytes()) is None
 
 
-async def test_machines_that_share_a_key_share_their_entries(tmp_path, folder, monkeypatch):
+def test_machines_that_share_a_key_share_their_entries(tmp_path, folder, monkeypatch):
     monkeypatch.setenv(readcache.KEY_ENV, "a CI secret, not in any cache")
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     expected = _fresh_read(path)
@@ -397,7 +397,7 @@ async def test_machines_that_share_a_key_share_their_entries(tmp_path, folder, m
     assert readcache.read_entry(path, path.read_bytes()) == expected
 
 
-async def test_the_machine_s_key_is_made_once_readable_by_its_owner_only(tmp_path, folder):
+def test_the_machine_s_key_is_made_once_readable_by_its_owner_only(tmp_path, folder):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     _fresh_read(path)
     key = tmp_path / "config" / "pytest-agentctx" / "read-cache.key"
@@ -406,7 +406,7 @@ async def test_the_machine_s_key_is_made_once_readable_by_its_owner_only(tmp_pat
     assert [p.name for p in key.parent.iterdir()] == ["read-cache.key"]
 
 
-async def test_an_entry_that_is_a_fifo_is_ignored_and_replaced(tmp_path, folder, parsed):
+def test_an_entry_that_is_a_fifo_is_ignored_and_replaced(tmp_path, folder, parsed):
     path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
     expected = _fresh_read(path)
     entry = readcache.entry_path(folder, path)
@@ -417,7 +417,7 @@ async def test_an_entry_that_is_a_fifo_is_ignored_and_replaced(tmp_path, folder,
     assert entry.is_file()
 
 
-async def test_a_value_only_the_reading_test_calls_secret_keeps_the_cassette_out(tmp_path, folder):
+def test_a_value_only_the_reading_test_calls_secret_keeps_the_cassette_out(tmp_path, folder):
     from pytest_agentctx.redaction.redactor import Redactor
 
     secret = "tenant-secret-5f1e2d3c4b"

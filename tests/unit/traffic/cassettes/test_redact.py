@@ -50,21 +50,21 @@ def canary_key(monkeypatch: pytest.MonkeyPatch, no_provider_keys: None) -> str:
         }
     ),
 )
-async def test_every_secret_header_is_redacted(name, no_provider_keys):
+def test_every_secret_header_is_redacted(name, no_provider_keys):
     assert Redactor().header_items([(name, "some-value-123")]) == [(name, REDACTED)]
 
 
-async def test_secret_header_names_are_matched_in_any_case(no_provider_keys):
+def test_secret_header_names_are_matched_in_any_case(no_provider_keys):
     assert Redactor().header_items([("X-Api-Key", "k-123456789")]) == [("X-Api-Key", REDACTED)]
 
 
-async def test_ordinary_headers_are_kept(no_provider_keys):
+def test_ordinary_headers_are_kept(no_provider_keys):
     pairs = [("content-type", "application/json"), ("x-request-id", "req_1")]
 
     assert Redactor().header_items(pairs) == pairs
 
 
-async def test_user_secret_headers_are_redacted(no_provider_keys):
+def test_user_secret_headers_are_redacted(no_provider_keys):
     redactor = Redactor(headers=frozenset({"X-Tenant-Token"}))
 
     assert redactor.header_items([("x-tenant-token", "t")]) == [("x-tenant-token", REDACTED)]
@@ -73,21 +73,21 @@ async def test_user_secret_headers_are_redacted(no_provider_keys):
 # -- environment values --------------------------------------------------------------
 
 
-async def test_env_value_is_redacted_inside_an_ordinary_header(canary_key):
+def test_env_value_is_redacted_inside_an_ordinary_header(canary_key):
     pairs = [("x-echo", f"you sent {CANARY}")]
 
     assert Redactor().header_items(pairs) == [("x-echo", f"you sent {REDACTED}")]
 
 
-async def test_env_value_is_redacted_in_a_query_value(canary_key):
+def test_env_value_is_redacted_in_a_query_value(canary_key):
     assert Redactor().url(f"{URL}?q={CANARY}") == f"{URL}?q={REDACTED}"
 
 
-async def test_env_value_is_redacted_in_a_url_path(canary_key):
+def test_env_value_is_redacted_in_a_url_path(canary_key):
     assert Redactor().url(f"https://h.test/keys/{CANARY}") == f"https://h.test/keys/{REDACTED}"
 
 
-async def test_env_value_is_redacted_in_every_string_of_a_json_body(canary_key):
+def test_env_value_is_redacted_in_every_string_of_a_json_body(canary_key):
     body = {"json": {"a": [CANARY, {"b": f"x{CANARY}y"}], "n": 1, CANARY[:4]: None}}
 
     assert Redactor().body(body) == {
@@ -95,7 +95,7 @@ async def test_env_value_is_redacted_in_every_string_of_a_json_body(canary_key):
     }
 
 
-async def test_env_value_is_redacted_in_stream_events(canary_key):
+def test_env_value_is_redacted_in_stream_events(canary_key):
     body = {"sse": [{"event": "e", "data": {"echo": CANARY}}, {"data": CANARY}]}
 
     assert Redactor().body(body) == {
@@ -103,17 +103,17 @@ async def test_env_value_is_redacted_in_stream_events(canary_key):
     }
 
 
-async def test_env_value_is_redacted_in_a_text_body(canary_key):
+def test_env_value_is_redacted_in_a_text_body(canary_key):
     assert Redactor().body({"text": f"key={CANARY}"}) == {"text": f"key={REDACTED}"}
 
 
-async def test_user_env_variable_is_redacted(no_provider_keys, monkeypatch):
+def test_user_env_variable_is_redacted(no_provider_keys, monkeypatch):
     monkeypatch.setenv("MY_VENDOR_TOKEN", CANARY)
 
     assert Redactor(env=("MY_VENDOR_TOKEN",)).text(CANARY) == REDACTED
 
 
-async def test_env_value_set_after_the_redactor_was_made_is_redacted_after_refresh(
+def test_env_value_set_after_the_redactor_was_made_is_redacted_after_refresh(
     no_provider_keys, monkeypatch
 ):
     redactor = Redactor()
@@ -124,7 +124,7 @@ async def test_env_value_set_after_the_redactor_was_made_is_redacted_after_refre
     assert redactor.text(CANARY) == REDACTED
 
 
-async def test_env_value_changed_after_a_refresh_is_redacted_after_the_next(
+def test_env_value_changed_after_a_refresh_is_redacted_after_the_next(
     no_provider_keys, monkeypatch
 ):
     redactor = Redactor()
@@ -137,7 +137,7 @@ async def test_env_value_changed_after_a_refresh_is_redacted_after_the_next(
     assert redactor.text(f"sk-first-value-0001 {CANARY}") == f"sk-first-value-0001 {REDACTED}"
 
 
-async def test_env_value_is_redacted_after_refresh_when_os_environ_was_replaced(
+def test_env_value_is_redacted_after_refresh_when_os_environ_was_replaced(
     no_provider_keys, monkeypatch
 ):
     import os
@@ -150,7 +150,7 @@ async def test_env_value_is_redacted_after_refresh_when_os_environ_was_replaced(
     assert redactor.text(CANARY) == REDACTED
 
 
-async def test_url_seen_before_a_secret_was_learned_is_redacted_after(no_provider_keys):
+def test_url_seen_before_a_secret_was_learned_is_redacted_after(no_provider_keys):
     redactor = Redactor()
     url = f"https://example.com/v1/{CANARY}/items"
     assert redactor.url(url) == url
@@ -160,7 +160,7 @@ async def test_url_seen_before_a_secret_was_learned_is_redacted_after(no_provide
     assert redactor.url(url) == f"https://example.com/v1/{REDACTED}/items"
 
 
-async def test_a_request_with_the_signature_of_the_one_before_is_not_read_again(
+def test_a_request_with_the_signature_of_the_one_before_is_not_read_again(
     no_provider_keys,
 ):
     redactor = Redactor()
@@ -171,7 +171,7 @@ async def test_a_request_with_the_signature_of_the_one_before_is_not_read_again(
     assert redactor.secret_values == ()
 
 
-async def test_a_request_with_another_signature_is_read(no_provider_keys):
+def test_a_request_with_another_signature_is_read(no_provider_keys):
     redactor = Redactor()
     redactor.learn([], signature=("first",))
 
@@ -180,13 +180,13 @@ async def test_a_request_with_another_signature_is_read(no_provider_keys):
     assert CANARY in redactor.secret_values
 
 
-async def test_short_env_values_are_not_treated_as_secrets(no_provider_keys, monkeypatch):
+def test_short_env_values_are_not_treated_as_secrets(no_provider_keys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test")
 
     assert Redactor().text("a test message") == "a test message"
 
 
-async def test_longest_secret_is_replaced_whole(no_provider_keys):
+def test_longest_secret_is_replaced_whole(no_provider_keys):
     redactor = Redactor(extra_values=("abcdefgh", "abcdefgh-longer"))
 
     assert redactor.text("abcdefgh-longer") == REDACTED
@@ -200,23 +200,23 @@ async def test_longest_secret_is_replaced_whole(no_provider_keys):
     ["key", "api_key", "api-key", "apikey", "apiKey", "x-api-key", "token", "access_token",
      "client_secret", "sig", "X-Amz-Signature", "password"],
 )  # fmt: skip
-async def test_key_like_query_parameters_are_redacted(name, no_provider_keys):
+def test_key_like_query_parameters_are_redacted(name, no_provider_keys):
     assert Redactor().url(f"{URL}?{name}=abc&q=1") == f"{URL}?{name}={REDACTED}&q=1"
 
 
 @pytest.mark.parametrize("name", ["q", "page", "model", "monkey_business", "pageToken"])
-async def test_ordinary_query_parameters_are_kept(name, no_provider_keys):
+def test_ordinary_query_parameters_are_kept(name, no_provider_keys):
     assert Redactor().url(f"{URL}?{name}=abc") == f"{URL}?{name}=abc"
 
 
-async def test_credentials_in_a_url_are_redacted(no_provider_keys):
+def test_credentials_in_a_url_are_redacted(no_provider_keys):
     assert Redactor().url("https://user:pw@h.test:8443/x") == f"https://{REDACTED}@h.test:8443/x"
 
 
 # -- values learned from requests ----------------------------------------------------
 
 
-async def test_bearer_token_of_a_request_is_redacted_wherever_it_appears(no_provider_keys):
+def test_bearer_token_of_a_request_is_redacted_wherever_it_appears(no_provider_keys):
     redactor = Redactor()
 
     redactor.learn([("Authorization", f"Bearer {CANARY}")])
@@ -224,7 +224,7 @@ async def test_bearer_token_of_a_request_is_redacted_wherever_it_appears(no_prov
     assert redactor.text(f"echo: {CANARY}") == f"echo: {REDACTED}"
 
 
-async def test_secret_header_value_of_a_request_is_redacted_wherever_it_appears(
+def test_secret_header_value_of_a_request_is_redacted_wherever_it_appears(
     no_provider_keys,
 ):
     redactor = Redactor()
@@ -234,7 +234,7 @@ async def test_secret_header_value_of_a_request_is_redacted_wherever_it_appears(
     assert redactor.body({"json": {"echo": CANARY}}) == {"json": {"echo": REDACTED}}
 
 
-async def test_cookie_values_of_a_request_are_redacted_wherever_they_appear(no_provider_keys):
+def test_cookie_values_of_a_request_are_redacted_wherever_they_appear(no_provider_keys):
     redactor = Redactor()
 
     redactor.learn([("cookie", f"session={CANARY}; theme=dark")])
@@ -242,7 +242,7 @@ async def test_cookie_values_of_a_request_are_redacted_wherever_they_appear(no_p
     assert redactor.header_items([("x-echo", CANARY)]) == [("x-echo", REDACTED)]
 
 
-async def test_key_like_query_value_of_a_request_is_redacted_wherever_it_appears(
+def test_key_like_query_value_of_a_request_is_redacted_wherever_it_appears(
     no_provider_keys,
 ):
     redactor = Redactor()
@@ -252,7 +252,7 @@ async def test_key_like_query_value_of_a_request_is_redacted_wherever_it_appears
     assert redactor.body({"text": CANARY}) == {"text": REDACTED}
 
 
-async def test_values_of_ordinary_headers_are_not_learned(no_provider_keys):
+def test_values_of_ordinary_headers_are_not_learned(no_provider_keys):
     redactor = Redactor()
 
     redactor.learn([("content-type", "application/json")], f"{URL}?model=gpt-4o-mini")
@@ -263,13 +263,13 @@ async def test_values_of_ordinary_headers_are_not_learned(no_provider_keys):
 # -- JSON keys, URLs, header names ---------------------------------------------------
 
 
-async def test_env_value_is_redacted_in_a_json_key_at_any_depth(canary_key):
+def test_env_value_is_redacted_in_a_json_key_at_any_depth(canary_key):
     body = {"json": {"a": [{"b": {f"user-{CANARY}": 1}}]}}
 
     assert Redactor().body(body) == {"json": {"a": [{"b": {f"user-{REDACTED}": 1}}]}}
 
 
-async def test_two_json_keys_that_redact_alike_are_both_kept(no_provider_keys):
+def test_two_json_keys_that_redact_alike_are_both_kept(no_provider_keys):
     redactor = Redactor(extra_values=("sk-first-secret", "sk-other-secret"))
 
     redacted = redactor.json({"sk-first-secret": 1, "sk-other-secret": 2})
@@ -278,20 +278,20 @@ async def test_two_json_keys_that_redact_alike_are_both_kept(no_provider_keys):
     assert not any("secret" in key for key in redacted)
 
 
-async def test_json_without_a_secret_comes_back_as_it_was(canary_key):
+def test_json_without_a_secret_comes_back_as_it_was(canary_key):
     value = {"messages": [{"content": "hello"}]}
 
     assert Redactor().json(value) is value
 
 
-async def test_a_value_read_from_json_text_without_a_secret_comes_back_as_it_was(canary_key):
+def test_a_value_read_from_json_text_without_a_secret_comes_back_as_it_was(canary_key):
     raw = b'{"messages": [{"content": "hello"}]}'
     value = json.loads(raw)
 
     assert Redactor().json(value, raw=raw) is value
 
 
-async def test_a_secret_that_json_text_escapes_is_still_found_with_the_text_at_hand(
+def test_a_secret_that_json_text_escapes_is_still_found_with_the_text_at_hand(
     no_provider_keys,
 ):
     raw = b'{"echo": "tok\\/en\\/with\\/slashes"}'  # as an encoder that escapes "/" writes it
@@ -300,7 +300,7 @@ async def test_a_secret_that_json_text_escapes_is_still_found_with_the_text_at_h
     assert redactor.json(json.loads(raw), raw=raw) == {"echo": REDACTED}
 
 
-async def test_a_split_secret_is_cut_with_the_stream_bytes_at_hand(canary_key):
+def test_a_split_secret_is_cut_with_the_stream_bytes_at_hand(canary_key):
     body = _chat_stream(*SPLIT)
 
     redacted = Redactor().body(body, raw=body_bytes(body))
@@ -308,7 +308,7 @@ async def test_a_split_secret_is_cut_with_the_stream_bytes_at_hand(canary_key):
     assert "5f1e" not in _stored_text(redacted)
 
 
-async def test_percent_encoded_env_value_is_redacted_in_a_url_path(no_provider_keys):
+def test_percent_encoded_env_value_is_redacted_in_a_url_path(no_provider_keys):
     redactor = Redactor(extra_values=("tok/en+with=marks",))
 
     redacted = redactor.url("https://h.test/v1/keys/tok%2Fen%2Bwith%3Dmarks/usage")
@@ -316,13 +316,13 @@ async def test_percent_encoded_env_value_is_redacted_in_a_url_path(no_provider_k
     assert redacted == f"https://h.test/v1/keys/{REDACTED}/usage"
 
 
-async def test_env_value_in_a_url_path_is_redacted_before_a_further_segment(canary_key):
+def test_env_value_in_a_url_path_is_redacted_before_a_further_segment(canary_key):
     redacted = Redactor().url(f"https://h.test/v1/keys/{CANARY}/usage?page=2")
 
     assert redacted == f"https://h.test/v1/keys/{REDACTED}/usage?page=2"
 
 
-async def test_env_value_is_redacted_in_a_header_name(canary_key):
+def test_env_value_is_redacted_in_a_header_name(canary_key):
     assert Redactor().header_items([(f"x-{CANARY}", "1")]) == [(f"x-{REDACTED}", "1")]
 
 
@@ -337,7 +337,7 @@ async def test_env_value_is_redacted_in_a_header_name(canary_key):
      "anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-requests-reset",
      "ratelimit"],
 )  # fmt: skip
-async def test_volatile_response_headers_are_dropped(name, no_provider_keys):
+def test_volatile_response_headers_are_dropped(name, no_provider_keys):
     assert Redactor().response_header_items([(name, "1"), ("content-type", "a/b")]) == [
         ("content-type", "a/b")
     ]
@@ -349,20 +349,18 @@ async def test_volatile_response_headers_are_dropped(name, no_provider_keys):
      "x-ratelimit-limit-requests", "anthropic-ratelimit-tokens-limit", "openai-version",
      "anthropic-workspace-id", "link"],
 )  # fmt: skip
-async def test_response_headers_the_sdks_read_or_that_stay_the_same_are_kept(
-    name, no_provider_keys
-):
+def test_response_headers_the_sdks_read_or_that_stay_the_same_are_kept(name, no_provider_keys):
     assert Redactor().response_header_items([(name, "7")]) == [(name, "7")]
 
 
 @pytest.mark.parametrize("name", ["x-request-id", "request-id", "X-Request-Id"])
-async def test_request_id_headers_get_a_fixed_value(name, no_provider_keys):
+def test_request_id_headers_get_a_fixed_value(name, no_provider_keys):
     redacted = Redactor().response_header_items([(name, "req_0a1b2c3d4e")])
 
     assert redacted == [(name, NORMALISED_REQUEST_ID)]
 
 
-async def test_response_headers_are_still_scrubbed_of_secrets(canary_key):
+def test_response_headers_are_still_scrubbed_of_secrets(canary_key):
     pairs = [("set-cookie", "s=1"), ("x-echo", CANARY)]
 
     assert Redactor().response_header_items(pairs) == [
@@ -459,7 +457,7 @@ def _stored_text(body: Any) -> str:
 SPLIT = ("Your key is canary-5f1e", "-secr", "et-val", "ue, keep it.")
 
 
-async def test_secret_split_across_openai_chat_deltas_is_cut_out_of_every_piece(canary_key):
+def test_secret_split_across_openai_chat_deltas_is_cut_out_of_every_piece(canary_key):
     redacted = Redactor().body(_chat_stream(*SPLIT))
 
     assert openai_chat.decode_stream(body_bytes(redacted)).content == (
@@ -469,7 +467,7 @@ async def test_secret_split_across_openai_chat_deltas_is_cut_out_of_every_piece(
     assert "-secr" not in _stored_text(redacted)
 
 
-async def test_the_first_piece_of_a_split_secret_takes_redacted_and_the_rest_lose_theirs(
+def test_the_first_piece_of_a_split_secret_takes_redacted_and_the_rest_lose_theirs(
     canary_key,
 ):
     redacted = Redactor().body(_chat_stream(*SPLIT))
@@ -479,7 +477,7 @@ async def test_the_first_piece_of_a_split_secret_takes_redacted_and_the_rest_los
     assert pieces == [f"Your key is {REDACTED}", "", "", ", keep it."]
 
 
-async def test_secret_split_across_openai_tool_call_argument_deltas_is_cut(canary_key):
+def test_secret_split_across_openai_tool_call_argument_deltas_is_cut(canary_key):
     arguments = ['{"key": "canary', "-5f1e-secret", '-value"}']
 
     redacted = Redactor().body(_chat_stream("ok", arguments=arguments))
@@ -488,7 +486,7 @@ async def test_secret_split_across_openai_tool_call_argument_deltas_is_cut(canar
     assert call.arguments == {"key": REDACTED}
 
 
-async def test_secret_split_across_anthropic_text_deltas_is_cut(canary_key):
+def test_secret_split_across_anthropic_text_deltas_is_cut(canary_key):
     redacted = Redactor().body(_anthropic_stream(*SPLIT))
 
     assert anthropic_messages.decode_stream(body_bytes(redacted)).content == (
@@ -496,7 +494,7 @@ async def test_secret_split_across_anthropic_text_deltas_is_cut(canary_key):
     )
 
 
-async def test_secret_split_across_anthropic_input_json_deltas_is_cut(canary_key):
+def test_secret_split_across_anthropic_input_json_deltas_is_cut(canary_key):
     pieces = ['{"key": "canary-5f1e-se', 'cret-value"}']
 
     redacted = Redactor().body(_anthropic_stream(*pieces, kind="tool"))
@@ -505,7 +503,7 @@ async def test_secret_split_across_anthropic_input_json_deltas_is_cut(canary_key
     assert call.arguments == {"key": REDACTED}
 
 
-async def test_secret_split_across_responses_text_deltas_is_cut(canary_key):
+def test_secret_split_across_responses_text_deltas_is_cut(canary_key):
     redacted = Redactor().body(_responses_stream(*SPLIT))
 
     assert redacted is not None
@@ -514,13 +512,13 @@ async def test_secret_split_across_responses_text_deltas_is_cut(canary_key):
     )
 
 
-async def test_secret_split_across_responses_argument_deltas_is_cut(canary_key):
+def test_secret_split_across_responses_argument_deltas_is_cut(canary_key):
     redacted = Redactor().body(_responses_stream("canary-5f1e", "-secret-value", kind="x.y"))
 
     assert "5f1e" not in _stored_text(redacted)
 
 
-async def test_deltas_of_different_choices_are_not_joined(canary_key):
+def test_deltas_of_different_choices_are_not_joined(canary_key):
     first = _chat_chunk({"content": "canary-5f1e"})
     second = (None, {**first[1], "choices": [{"index": 1, "delta": {"content": "-secret-value"}}]})
     body = _sse(first, second)
@@ -528,7 +526,7 @@ async def test_deltas_of_different_choices_are_not_joined(canary_key):
     assert Redactor().body(body) == body
 
 
-async def test_secret_split_across_gemini_parts_is_cut(canary_key):
+def test_secret_split_across_gemini_parts_is_cut(canary_key):
     def chunk(text: str) -> tuple[None, dict[str, Any]]:
         return None, {"candidates": [{"index": 0, "content": {"parts": [{"text": text}]}}]}
 
@@ -537,7 +535,7 @@ async def test_secret_split_across_gemini_parts_is_cut(canary_key):
     assert "5f1e" not in _stored_text(redacted)
 
 
-async def test_secret_split_across_events_of_an_unknown_shape_is_cut(canary_key):
+def test_secret_split_across_events_of_an_unknown_shape_is_cut(canary_key):
     events = [("token", {"token": {"text": piece}}) for piece in SPLIT]
 
     redacted = Redactor().body(_sse(*events))
@@ -548,14 +546,14 @@ async def test_secret_split_across_events_of_an_unknown_shape_is_cut(canary_key)
     )
 
 
-async def test_secret_split_across_plain_text_events_is_cut(canary_key):
+def test_secret_split_across_plain_text_events_is_cut(canary_key):
     redacted = Redactor().body(_sse(*((None, piece) for piece in SPLIT)))
 
     assert redacted is not None
     assert "".join(e["data"] for e in redacted["sse"]) == f"Your key is {REDACTED}, keep it."
 
 
-async def test_secret_that_only_shows_across_event_boundaries_is_refused(no_provider_keys):
+def test_secret_that_only_shows_across_event_boundaries_is_refused(no_provider_keys):
     redactor = Redactor(extra_values=('end"}{"start',))
     body = _sse(("a", {"x": "the end"}), ("b", {"start": 1}))
 
@@ -563,7 +561,7 @@ async def test_secret_that_only_shows_across_event_boundaries_is_refused(no_prov
         redactor.body(body)
 
 
-async def test_stream_without_a_secret_is_kept_as_it_was(canary_key):
+def test_stream_without_a_secret_is_kept_as_it_was(canary_key):
     body = _chat_stream("Sunny", " in", " Paris.")
 
     assert Redactor().body(body) == body
@@ -572,7 +570,7 @@ async def test_stream_without_a_secret_is_kept_as_it_was(canary_key):
 # -- binary bodies -------------------------------------------------------------------
 
 
-async def test_secret_bytes_in_a_binary_body_are_overwritten_in_place(canary_key):
+def test_secret_bytes_in_a_binary_body_are_overwritten_in_place(canary_key):
     raw = b"\x89PNG\x00\xff" + CANARY.encode() + b"\x00\xfe"
 
     redacted = Redactor().body({"base64": base64.b64encode(raw).decode()})
@@ -584,7 +582,7 @@ async def test_secret_bytes_in_a_binary_body_are_overwritten_in_place(canary_key
 
 
 @pytest.mark.parametrize("offset", [0, 1, 2])
-async def test_base64_of_a_secret_in_a_binary_body_is_overwritten(canary_key, offset):
+def test_base64_of_a_secret_in_a_binary_body_is_overwritten(canary_key, offset):
     encoded = base64.b64encode(b"x" * offset + CANARY.encode())
     raw = b"\xff\x00" + encoded + b"\x00\xff"
 
@@ -596,7 +594,7 @@ async def test_base64_of_a_secret_in_a_binary_body_is_overwritten(canary_key, of
     assert CANARY.encode() not in base64.b64decode(scrubbed[2:-2])
 
 
-async def test_binary_body_without_a_secret_is_kept_as_it_was(canary_key):
+def test_binary_body_without_a_secret_is_kept_as_it_was(canary_key):
     body = {"base64": base64.b64encode(b"\x89PNG\x00\xff").decode()}
 
     assert Redactor().body(body) == body

@@ -51,21 +51,21 @@ def path(tmp_path: Path) -> Path:
 # -- decoding --------------------------------------------------------------------------
 
 
-async def test_zstd_body_is_decoded():
+def test_zstd_body_is_decoded():
     assert decode_content(zstandard.ZstdCompressor().compress(PAYLOAD), "zstd") == PAYLOAD
 
 
-async def test_brotli_body_is_decoded():
+def test_brotli_body_is_decoded():
     assert decode_content(brotli.compress(PAYLOAD), "br") == PAYLOAD
 
 
-async def test_stacked_encodings_are_undone_last_first():
+def test_stacked_encodings_are_undone_last_first():
     raw = brotli.compress(gzip.compress(PAYLOAD))
 
     assert decode_content(raw, "gzip, br") == PAYLOAD
 
 
-async def test_an_unknown_encoding_is_refused_with_its_name_and_the_fix():
+def test_an_unknown_encoding_is_refused_with_its_name_and_the_fix():
     with pytest.raises(UndecodableBody) as caught:
         decode_content(b"\x1f\x9d\x90", "compress")
 
@@ -73,19 +73,19 @@ async def test_an_unknown_encoding_is_refused_with_its_name_and_the_fix():
     assert "Accept-Encoding: gzip" in str(caught.value)
 
 
-async def test_zstd_without_a_decoder_installed_names_the_package_to_install(monkeypatch):
+def test_zstd_without_a_decoder_installed_names_the_package_to_install(monkeypatch):
     monkeypatch.setattr(body_module, "_optional", lambda *names: None)
 
     with pytest.raises(UndecodableBody, match=r"zstandard package.*compression"):
         decode_content(zstandard.ZstdCompressor().compress(PAYLOAD), "zstd")
 
 
-async def test_bytes_that_are_not_what_the_encoding_says_are_refused():
+def test_bytes_that_are_not_what_the_encoding_says_are_refused():
     with pytest.raises(UndecodableBody, match="not valid br data"):
         decode_content(b"\x1b\x00\xf8brotli-ish bytes", "br")
 
 
-async def test_decompress_still_reports_what_it_cannot_decode():
+def test_decompress_still_reports_what_it_cannot_decode():
     assert decompress(b"\x1f\x9d\x90", "compress") == (b"\x1f\x9d\x90", False)
 
 

@@ -193,7 +193,7 @@ def _redactor(secret: str) -> Redactor:
 
 @LAWS
 @given(split_streams())
-async def test_no_stored_event_holds_a_secret_split_across_deltas(case: Case) -> None:
+def test_no_stored_event_holds_a_secret_split_across_deltas(case: Case) -> None:
     _, secret, _, body, raw = case
 
     redacted = _redactor(secret).body(body, raw=raw)
@@ -205,7 +205,7 @@ async def test_no_stored_event_holds_a_secret_split_across_deltas(case: Case) ->
 
 @LAWS
 @given(split_streams())
-async def test_the_text_a_redacted_stream_reassembles_to_holds_no_secret(case: Case) -> None:
+def test_the_text_a_redacted_stream_reassembles_to_holds_no_secret(case: Case) -> None:
     wire, secret, _, body, raw = case
 
     redacted = _redactor(secret).body(body, raw=raw)
@@ -216,7 +216,7 @@ async def test_the_text_a_redacted_stream_reassembles_to_holds_no_secret(case: C
 
 @LAWS
 @given(split_streams())
-async def test_a_redacted_stream_still_decodes_without_the_secret(case: Case) -> None:
+def test_a_redacted_stream_still_decodes_without_the_secret(case: Case) -> None:
     wire, secret, _, body, raw = case
 
     completion = wire.codec.decode_stream(body_bytes(_redactor(secret).body(body, raw=raw)))
@@ -231,7 +231,7 @@ async def test_a_redacted_stream_still_decodes_without_the_secret(case: Case) ->
 
 @LAWS
 @given(split_streams())
-async def test_redacting_a_stream_twice_changes_nothing_more(case: Case) -> None:
+def test_redacting_a_stream_twice_changes_nothing_more(case: Case) -> None:
     _, secret, _, body, raw = case
     redactor = _redactor(secret)
 
@@ -268,7 +268,7 @@ def json_with_secret(draw: st.DrawFn) -> tuple[str, Any]:
 
 @LAWS
 @given(json_with_secret())
-async def test_a_secret_in_any_json_key_or_value_is_gone(case: tuple[str, Any]) -> None:
+def test_a_secret_in_any_json_key_or_value_is_gone(case: tuple[str, Any]) -> None:
     secret, value = case
 
     redacted = _redactor(secret).body({"json": value})
@@ -279,7 +279,7 @@ async def test_a_secret_in_any_json_key_or_value_is_gone(case: tuple[str, Any]) 
 
 @LAWS
 @given(json_with_secret())
-async def test_redacting_a_json_body_twice_changes_nothing_more(case: tuple[str, Any]) -> None:
+def test_redacting_a_json_body_twice_changes_nothing_more(case: tuple[str, Any]) -> None:
     secret, value = case
     redactor = _redactor(secret)
 

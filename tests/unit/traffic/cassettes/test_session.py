@@ -353,13 +353,13 @@ async def test_unused_recordings_make_the_cassette_stale(path):
     ]
 
 
-async def test_unused_recordings_are_allowed_when_the_test_says_so(path):
+def test_unused_recordings_are_allowed_when_the_test_says_so(path):
     cassette = _replaying(path, _interaction(_request("Hi")), allow_unused=True)
 
     cassette.check()
 
 
-async def test_unused_recordings_of_a_shared_cassette_are_not_stale(path):
+def test_unused_recordings_of_a_shared_cassette_are_not_stale(path):
     cassette = _replaying(path, _interaction(_request("Hi")), shared=True)
 
     cassette.check()
@@ -610,17 +610,17 @@ async def test_new_mode_replays_what_matches_and_records_the_rest(path, loopback
     assert len(load_cassette(path)) == 2
 
 
-async def test_missing_mode_records_a_test_without_a_cassette(path):
+def test_missing_mode_records_a_test_without_a_cassette(path):
     assert Cassette(path, mode=RecordMode.MISSING).mode is RecordMode.REWRITE
 
 
-async def test_missing_mode_replays_a_test_with_a_cassette(path):
+def test_missing_mode_replays_a_test_with_a_cassette(path):
     write_cassette(path, [_interaction(_request("Hi"))])
 
     assert Cassette(path, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
 
 
-async def test_missing_mode_adds_to_a_cassette_of_the_same_path_written_in_the_same_run(path):
+def test_missing_mode_adds_to_a_cassette_of_the_same_path_written_in_the_same_run(path):
     first = Cassette(path, mode=RecordMode.MISSING, run_id="run-1")
     first.recorded_interactions.append(_interaction(_request("Hi")))
     first.save("run-1")
@@ -628,7 +628,7 @@ async def test_missing_mode_adds_to_a_cassette_of_the_same_path_written_in_the_s
     assert Cassette(path, mode=RecordMode.MISSING, run_id="run-1").mode is RecordMode.NEW
 
 
-async def test_rewrite_replaces_the_old_cassette(path):
+def test_rewrite_replaces_the_old_cassette(path):
     write_cassette(path, [_interaction(_request("Old"))])
     cassette = Cassette(path, mode=RecordMode.REWRITE)
     cassette.recorded_interactions.append(_interaction(_request("New")))
@@ -638,13 +638,13 @@ async def test_rewrite_replaces_the_old_cassette(path):
     assert [i.request_body for i in load_cassette(path)] == [{"json": _request("New")}]
 
 
-async def test_save_without_recordings_writes_no_file(path):
+def test_save_without_recordings_writes_no_file(path):
     assert not Cassette(path, mode=RecordMode.REWRITE).save("run-1")
 
     assert not path.exists()
 
 
-async def test_rewrite_of_a_test_that_no_longer_sends_anything_empties_its_cassette(path):
+def test_rewrite_of_a_test_that_no_longer_sends_anything_empties_its_cassette(path):
     write_cassette(path, [_interaction(_request("Old"))])
 
     assert Cassette(path, mode=RecordMode.REWRITE).save("run-1")
@@ -652,7 +652,7 @@ async def test_rewrite_of_a_test_that_no_longer_sends_anything_empties_its_casse
     assert load_cassette(path) == []
 
 
-async def test_replay_mode_never_saves(path):
+def test_replay_mode_never_saves(path):
     write_cassette(path, [_interaction(_request("Old"))])
     before = path.read_bytes()
 
@@ -661,7 +661,7 @@ async def test_replay_mode_never_saves(path):
     assert path.read_bytes() == before
 
 
-async def test_incomplete_recordings_are_not_saved(path):
+def test_incomplete_recordings_are_not_saved(path):
     cassette = Cassette(path, mode=RecordMode.REWRITE)
     cassette.recorded_interactions.append(None)
 
@@ -848,7 +848,7 @@ async def test_recording_into_a_tests_own_cassette_names_no_test(path, loopback:
     assert _contents(path) == [("", "Weather?")]
 
 
-async def test_tests_recording_into_a_shared_cassette_keep_each_others_interactions(path):
+def test_tests_recording_into_a_shared_cassette_keep_each_others_interactions(path):
     for test in (ONE, TWO):
         cassette = _shared(path, test, mode=RecordMode.REWRITE)
         cassette.recorded_interactions.append(_by(test, "Weather?"))
@@ -857,7 +857,7 @@ async def test_tests_recording_into_a_shared_cassette_keep_each_others_interacti
     assert _contents(path) == [(ONE, "Weather?"), (TWO, "Weather?")]
 
 
-async def test_re_recording_a_test_of_a_shared_cassette_replaces_only_its_interactions(path):
+def test_re_recording_a_test_of_a_shared_cassette_replaces_only_its_interactions(path):
     write_cassette(
         path,
         [_by(ONE, "one?"), _by(TWO, "two?", "old"), _by(TWO, "two again?"), _by(THREE, "three?")],
@@ -870,7 +870,7 @@ async def test_re_recording_a_test_of_a_shared_cassette_replaces_only_its_intera
     assert _contents(path) == [(ONE, "one?"), (TWO, "two now?"), (THREE, "three?")]
 
 
-async def test_saving_a_shared_cassette_keeps_what_another_process_wrote_since_it_started(path):
+def test_saving_a_shared_cassette_keeps_what_another_process_wrote_since_it_started(path):
     write_cassette(path, [_by(ONE, "one?")])
     cassette = _shared(path, ONE, mode=RecordMode.REWRITE)
     other = _shared(path, TWO, mode=RecordMode.REWRITE)
@@ -883,7 +883,7 @@ async def test_saving_a_shared_cassette_keeps_what_another_process_wrote_since_i
     assert _contents(path) == [(ONE, "one now?"), (TWO, "two?")]
 
 
-async def test_re_recording_drops_the_matching_interactions_of_no_known_test(path):
+def test_re_recording_drops_the_matching_interactions_of_no_known_test(path):
     write_cassette(path, [_by("", "one?", "old"), _by("", "two?"), _by("", "one?", "older")])
     cassette = _shared(path, ONE, mode=RecordMode.REWRITE)
     cassette.recorded_interactions.append(_by(ONE, "one?", "new"))
@@ -893,7 +893,7 @@ async def test_re_recording_drops_the_matching_interactions_of_no_known_test(pat
     assert _contents(path) == [(ONE, "one?"), ("", "two?"), ("", "one?")]
 
 
-async def test_a_re_recorded_test_that_sends_nothing_leaves_the_shared_cassette(path):
+def test_a_re_recorded_test_that_sends_nothing_leaves_the_shared_cassette(path):
     write_cassette(path, [_by(ONE, "one?"), _by(TWO, "two?")])
 
     assert _shared(path, ONE, mode=RecordMode.REWRITE).save("run-1")
@@ -901,7 +901,7 @@ async def test_a_re_recorded_test_that_sends_nothing_leaves_the_shared_cassette(
     assert _contents(path) == [(TWO, "two?")]
 
 
-async def test_a_re_recorded_test_with_nothing_in_the_shared_cassette_writes_nothing(path):
+def test_a_re_recorded_test_with_nothing_in_the_shared_cassette_writes_nothing(path):
     write_cassette(path, [_by(ONE, "one?")])
     before = path.read_bytes()
 
@@ -910,7 +910,7 @@ async def test_a_re_recorded_test_with_nothing_in_the_shared_cassette_writes_not
     assert path.read_bytes() == before
 
 
-async def test_new_mode_adds_after_the_tests_own_interactions_in_a_shared_cassette(path):
+def test_new_mode_adds_after_the_tests_own_interactions_in_a_shared_cassette(path):
     write_cassette(path, [_by(ONE, "one?"), _by(TWO, "two?")])
     cassette = _shared(path, ONE, mode=RecordMode.NEW)
     cassette.recorded_interactions.append(_by(ONE, "one more?"))
@@ -934,19 +934,19 @@ async def test_new_mode_records_what_only_another_test_recorded(path, loopback: 
     assert (answer, len(loopback.seen)) == ("live", 1)
 
 
-async def test_missing_mode_records_a_test_with_nothing_of_its_own_in_a_shared_cassette(path):
+def test_missing_mode_records_a_test_with_nothing_of_its_own_in_a_shared_cassette(path):
     write_cassette(path, [_by(ONE, "one?")])
 
     assert _shared(path, TWO, mode=RecordMode.MISSING).mode is RecordMode.REWRITE
 
 
-async def test_missing_mode_replays_a_test_with_its_own_interactions_in_a_shared_cassette(path):
+def test_missing_mode_replays_a_test_with_its_own_interactions_in_a_shared_cassette(path):
     write_cassette(path, [_by(ONE, "one?")])
 
     assert _shared(path, ONE, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
 
 
-async def test_missing_mode_replays_a_shared_cassette_without_test_ids(path):
+def test_missing_mode_replays_a_shared_cassette_without_test_ids(path):
     write_cassette(path, [_by("", "one?")])
 
     assert _shared(path, TWO, mode=RecordMode.MISSING, run_id="run-2").mode is RecordMode.NONE
@@ -1176,7 +1176,7 @@ def _failing_rename(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
     monkeypatch.setattr(os, "replace", fail)
 
 
-async def test_a_full_disk_keeps_the_old_cassette_and_says_what_to_do(path, monkeypatch):
+def test_a_full_disk_keeps_the_old_cassette_and_says_what_to_do(path, monkeypatch):
     write_cassette(path, [_interaction(_request("Old"))])
     before = path.read_bytes()
     _failing_rename(monkeypatch, errno.ENOSPC)
@@ -1193,7 +1193,7 @@ async def test_a_full_disk_keeps_the_old_cassette_and_says_what_to_do(path, monk
     assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
-async def test_a_read_only_folder_says_to_make_it_writable(path, monkeypatch):
+def test_a_read_only_folder_says_to_make_it_writable(path, monkeypatch):
     _failing_rename(monkeypatch, errno.EROFS)
 
     with pytest.raises(CassetteWriteError) as raised:
@@ -1208,7 +1208,7 @@ async def test_a_read_only_folder_says_to_make_it_writable(path, monkeypatch):
     assert not path.exists()
 
 
-async def test_a_file_where_the_cassette_folder_should_be_is_named(path):
+def test_a_file_where_the_cassette_folder_should_be_is_named(path):
     blocking = path.parents[1]  # cassettes/, with test_agent/test_weather.json under it
     blocking.write_text("not a folder")
 
@@ -1240,7 +1240,7 @@ async def test_a_replay_under_a_file_says_which_file_is_in_the_way(path):
         cassette.check()
 
 
-async def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(path, dead_pid):
+def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(path, dead_pid):
     write_cassette(path, [_interaction(_request("Hi"))])
     left = path.with_name(f".{path.name}.{dead_pid}.0123abcd.tmp")
     left.write_text('{"cassette": ')

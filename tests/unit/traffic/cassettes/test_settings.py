@@ -68,11 +68,11 @@ def _path(settings: CassetteSettings, **overrides: Any) -> Path:
     [("none", RecordMode.NONE), ("rewrite", RecordMode.REWRITE), (" Missing ", RecordMode.MISSING),
      ("NEW", RecordMode.NEW)],
 )  # fmt: skip
-async def test_parse_mode_reads_every_mode(text, mode):
+def test_parse_mode_reads_every_mode(text, mode):
     assert parse_mode(text, where="--agent-record") is mode
 
 
-async def test_unknown_mode_names_where_it_came_from_and_the_choices():
+def test_unknown_mode_names_where_it_came_from_and_the_choices():
     with pytest.raises(CassetteError) as caught:
         parse_mode("all", where="--agent-record")
 
@@ -85,7 +85,7 @@ async def test_unknown_mode_names_where_it_came_from_and_the_choices():
 # -- CassetteSettings ----------------------------------------------------------------
 
 
-async def test_default_settings_replay_json_cassettes_under_the_rootdir():
+def test_default_settings_replay_json_cassettes_under_the_rootdir():
     match _settings():
         case CassetteSettings(
             directory=Path(parts=("/", "project", "cassettes")),
@@ -99,44 +99,44 @@ async def test_default_settings_replay_json_cassettes_under_the_rootdir():
             raise AssertionError(other)
 
 
-async def test_absolute_cassette_dir_is_kept():
+def test_absolute_cassette_dir_is_kept():
     assert _settings(directory="/elsewhere/tapes").directory == Path("/elsewhere/tapes")
 
 
-async def test_command_line_mode_wins_over_the_ini():
+def test_command_line_mode_wins_over_the_ini():
     settings = _settings(cli_mode="missing", ini_mode="new")
 
     assert (settings.mode, settings.mode_from_command_line) == (RecordMode.MISSING, True)
 
 
-async def test_ini_mode_applies_without_the_command_line():
+def test_ini_mode_applies_without_the_command_line():
     assert _settings(ini_mode="new").mode is RecordMode.NEW
 
 
-async def test_unknown_ini_mode_is_an_error_naming_the_ini_key():
+def test_unknown_ini_mode_is_an_error_naming_the_ini_key():
     with pytest.raises(CassetteError, match=r"^agent_record_mode: record mode 'sometimes'"):
         _settings(ini_mode="sometimes")
 
 
-async def test_a_setting_that_cannot_work_is_a_usage_error_of_the_cassettes():
+def test_a_setting_that_cannot_work_is_a_usage_error_of_the_cassettes():
     with pytest.raises(UsageError) as caught:
         _settings(ini_mode="sometimes")
 
     assert type(caught.value) is CassetteConfigError
 
 
-async def test_yaml_format_gives_yaml_cassettes():
+def test_yaml_format_gives_yaml_cassettes():
     assert _settings(cassette_format=" YAML ").extension == ".yaml"
 
 
-async def test_unknown_format_is_an_error():
+def test_unknown_format_is_an_error():
     with pytest.raises(
         CassetteError, match=r"agent_cassette_format = 'toml'; expected json, yaml or vcr"
     ):
         _settings(cassette_format="toml")
 
 
-async def test_empty_cassette_dir_is_an_error():
+def test_empty_cassette_dir_is_an_error():
     with pytest.raises(CassetteError, match=r"^agent_cassette_dir = ''; expected a folder"):
         _settings(directory="")
 
@@ -145,14 +145,14 @@ async def test_empty_cassette_dir_is_an_error():
     ("host", "problem"),
     [("https://api.test/v1", "is a URL or has a path"), ("api.test:443", "has a port")],
 )  # fmt: skip
-async def test_ini_allowed_hosts_that_can_never_match_are_errors(host, problem):
+def test_ini_allowed_hosts_that_can_never_match_are_errors(host, problem):
     with pytest.raises(
         CassetteError, match=rf"^agent_allowed_hosts: '{re.escape(host)}' {problem}"
     ):
         _settings(allowed_hosts=[host])
 
 
-async def test_ini_secret_env_line_with_a_value_is_an_error_that_does_not_show_it():
+def test_ini_secret_env_line_with_a_value_is_an_error_that_does_not_show_it():
     with pytest.raises(CassetteError) as caught:
         _settings(secret_env=["MY_TOKEN=tok-0123456789"])
 
@@ -162,18 +162,18 @@ async def test_ini_secret_env_line_with_a_value_is_an_error_that_does_not_show_i
     assert "tok-0123456789" not in str(caught.value)
 
 
-async def test_ini_secret_env_names_are_kept():
+def test_ini_secret_env_names_are_kept():
     assert _settings(secret_env=["MY_TOKEN", "OTHER"]).secret_env == ("MY_TOKEN", "OTHER")
 
 
-async def test_ini_ignore_fields_add_to_the_defaults():
+def test_ini_ignore_fields_add_to_the_defaults():
     assert _settings(ignore_fields=["seed"]).ignore_fields == (*DEFAULT_IGNORED_FIELDS, "seed")
 
 
 # -- TestOptions ---------------------------------------------------------------------
 
 
-async def test_marker_options_are_read():
+def test_marker_options_are_read():
     options = TestOptions.resolve(
         _settings(allowed_hosts=["ini.test"]),
         {"cassette": "shared", "allow_unused": True, "allowed_hosts": ["api.test"],
@@ -194,7 +194,7 @@ async def test_marker_options_are_read():
             raise AssertionError(other)
 
 
-async def test_misspelt_marker_option_is_refused_with_the_close_match_and_the_options():
+def test_misspelt_marker_option_is_refused_with_the_close_match_and_the_options():
     with pytest.raises(CassetteError) as caught:
         TestOptions.resolve(_settings(), {"cassete": "shared"}, where="t.py::test")
 
@@ -205,7 +205,7 @@ async def test_misspelt_marker_option_is_refused_with_the_close_match_and_the_op
     )
 
 
-async def test_unknown_marker_option_without_a_close_match_lists_the_options():
+def test_unknown_marker_option_without_a_close_match_lists_the_options():
     with pytest.raises(CassetteError) as caught:
         TestOptions.resolve(_settings(), {"note": 1}, where="t.py::test")
 
@@ -213,7 +213,7 @@ async def test_unknown_marker_option_without_a_close_match_lists_the_options():
     assert "has no option 'note'; its options are cassette, allow_unused," in str(caught.value)
 
 
-async def test_marker_options_merge_with_the_closest_marker_winning():
+def test_marker_options_merge_with_the_closest_marker_winning():
     # as item.iter_markers gives them: the test's own marker first, then its class's, ...
     markers: list[tuple[tuple[object, ...], dict[str, object]]] = [
         ((), {"cassette": "mine"}),
@@ -226,7 +226,7 @@ async def test_marker_options_merge_with_the_closest_marker_winning():
     }
 
 
-async def test_marker_positional_arguments_are_refused():
+def test_marker_positional_arguments_are_refused():
     with pytest.raises(CassetteError) as caught:
         marker_options([(("shared",), {})], where="t.py::test")
 
@@ -238,7 +238,7 @@ async def test_marker_positional_arguments_are_refused():
     )
 
 
-async def test_marker_options_of_none_are_unset():
+def test_marker_options_of_none_are_unset():
     options = TestOptions.resolve(
         _settings(allow_unused=True, allowed_hosts=["ini.test"]),
         dict.fromkeys(("cassette", "allow_unused", "record_mode", "allowed_hosts",
@@ -252,7 +252,7 @@ async def test_marker_options_of_none_are_unset():
 
 
 @pytest.mark.parametrize(("value", "kind"), [("no", "a str"), (0, "an int"), (1, "an int")])
-async def test_marker_allow_unused_must_be_a_bool(value, kind):
+def test_marker_allow_unused_must_be_a_bool(value, kind):
     with pytest.raises(CassetteError) as caught:
         TestOptions.resolve(_settings(), {"allow_unused": value}, where="t.py::test")
 
@@ -262,39 +262,39 @@ async def test_marker_allow_unused_must_be_a_bool(value, kind):
     )
 
 
-async def test_marker_record_mode_must_be_a_string():
+def test_marker_record_mode_must_be_a_string():
     with pytest.raises(CassetteError, match=r"record_mode=1\) is an int; expected one of none,"):
         TestOptions.resolve(_settings(), {"record_mode": 1}, where="t")
 
 
-async def test_marker_record_mode_is_checked_also_when_the_command_line_wins():
+def test_marker_record_mode_is_checked_also_when_the_command_line_wins():
     with pytest.raises(CassetteError, match=r"^t: record mode 'sometimes' does not exist"):
         TestOptions.resolve(_settings(cli_mode="rewrite"), {"record_mode": "sometimes"}, where="t")
 
 
-async def test_ini_allow_unused_applies_without_a_marker():
+def test_ini_allow_unused_applies_without_a_marker():
     assert TestOptions.resolve(_settings(allow_unused=True), {}, where="t").allow_unused
 
 
-async def test_marker_record_mode_applies_without_the_command_line():
+def test_marker_record_mode_applies_without_the_command_line():
     options = TestOptions.resolve(_settings(), {"record_mode": "new"}, where="t")
 
     assert options.mode is RecordMode.NEW
 
 
-async def test_command_line_mode_wins_over_the_marker():
+def test_command_line_mode_wins_over_the_marker():
     options = TestOptions.resolve(_settings(cli_mode="rewrite"), {"record_mode": "new"}, where="t")
 
     assert options.mode is RecordMode.REWRITE
 
 
-async def test_marker_with_an_unknown_record_mode_names_the_test():
+def test_marker_with_an_unknown_record_mode_names_the_test():
     with pytest.raises(CassetteError, match=r"^t\.py::test: record mode 'x'"):
         TestOptions.resolve(_settings(), {"record_mode": "x"}, where="t.py::test")
 
 
 @pytest.mark.parametrize("value", ["", "  ", 3, ["a"]])
-async def test_marker_cassette_must_be_a_name(value):
+def test_marker_cassette_must_be_a_name(value):
     with pytest.raises(
         CassetteError,
         match=r"^t: @pytest.mark.agent\(cassette=.*; expected a file name .*or a path, e\.g\. "
@@ -304,7 +304,7 @@ async def test_marker_cassette_must_be_a_name(value):
 
 
 @pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
-async def test_marker_lists_must_not_be_a_string(name):
+def test_marker_lists_must_not_be_a_string(name):
     with pytest.raises(CassetteError) as caught:
         TestOptions.resolve(_settings(), {name: "api.test"}, where="t.py::test")
 
@@ -320,7 +320,7 @@ async def test_marker_lists_must_not_be_a_string(name):
      (["api.test", " "], "holds an empty string")],
 )  # fmt: skip
 @pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
-async def test_marker_lists_must_be_lists_of_non_empty_strings(name, value, problem):
+def test_marker_lists_must_be_lists_of_non_empty_strings(name, value, problem):
     with pytest.raises(CassetteError, match=rf"\({name}=.*\) {problem}; expected a list or tuple"):
         TestOptions.resolve(_settings(), {name: value}, where="t")
 
@@ -330,12 +330,12 @@ async def test_marker_lists_must_be_lists_of_non_empty_strings(name, value, prob
     [("https://api.test/v1", "is a URL or has a path"), ("api.test:443", "has a port"),
      ("a.test b.test", "has spaces")],
 )  # fmt: skip
-async def test_marker_allowed_hosts_that_can_never_match_are_refused(host, problem):
+def test_marker_allowed_hosts_that_can_never_match_are_refused(host, problem):
     with pytest.raises(CassetteError, match=rf"holds '{re.escape(host)}', which {problem}"):
         TestOptions.resolve(_settings(), {"allowed_hosts": [host]}, where="t")
 
 
-async def test_marker_allowed_hosts_take_names_wildcards_and_addresses():
+def test_marker_allowed_hosts_take_names_wildcards_and_addresses():
     hosts = ["api.test", "*.internal.test", "192.0.2.1", "2001:db8::1"]
 
     assert TestOptions.resolve(_settings(), {"allowed_hosts": hosts}, where="t").allowed_hosts == (
@@ -346,36 +346,36 @@ async def test_marker_allowed_hosts_take_names_wildcards_and_addresses():
 # -- cassette_path -------------------------------------------------------------------
 
 
-async def test_cassette_path_mirrors_the_test_module():
+def test_cassette_path_mirrors_the_test_module():
     assert _path(_settings()) == ROOT / "cassettes/tests/agents/test_weather/test_paris.json"
 
 
-async def test_cassette_path_names_the_class():
+def test_cassette_path_names_the_class():
     path = _path(_settings(), class_name="TestWeather")
 
     assert path.name == "TestWeather.test_paris.json"
 
 
-async def test_cassette_path_keeps_parameters_and_replaces_unsafe_characters():
+def test_cassette_path_keeps_parameters_and_replaces_unsafe_characters():
     path = _path(_settings(), test_name="test_city[Paris/France-1 2]")
 
     assert path.name == f"test_city[Paris_France-1_2]~{digest('test_city[Paris/France-1 2]')}.json"
 
 
-async def test_cassette_path_of_a_name_that_loses_nothing_is_the_name():
+def test_cassette_path_of_a_name_that_loses_nothing_is_the_name():
     path = _path(_settings(), test_name="test_city[Paris_France-1.5,x=y+z]")
 
     assert path.name == "test_city[Paris_France-1.5,x=y+z].json"
 
 
-async def test_cassette_paths_of_names_differing_in_punctuation_differ():
+def test_cassette_paths_of_names_differing_in_punctuation_differ():
     first = _path(_settings(), test_name="test_ask[is it safe?]")
     second = _path(_settings(), test_name="test_ask[is it safe!]")
 
     assert first != second
 
 
-async def test_cassette_path_holds_no_secret_the_redactor_knows():
+def test_cassette_path_holds_no_secret_the_redactor_knows():
     redactor = Redactor(env=(), extra_values=("tenant-7f3a9c",))
 
     path = _path(_settings(), test_name="test_key[tenant-7f3a9c]", redact=redactor.text)
@@ -383,35 +383,35 @@ async def test_cassette_path_holds_no_secret_the_redactor_knows():
     assert path.name == f"test_key[REDACTED]~{digest('test_key[tenant-7f3a9c]')}.json"
 
 
-async def test_cassette_path_has_the_yaml_extension_in_yaml_format():
+def test_cassette_path_has_the_yaml_extension_in_yaml_format():
     assert _path(_settings(cassette_format="yaml")).suffix == ".yaml"
 
 
-async def test_cassette_path_of_a_module_outside_the_rootdir_uses_its_name():
+def test_cassette_path_of_a_module_outside_the_rootdir_uses_its_name():
     path = _path(_settings(), module_path=Path("/elsewhere/test_x.py"))
 
     assert path == ROOT / "cassettes/test_x/test_paris.json"
 
 
-async def test_shared_cassette_is_relative_to_the_cassette_dir():
+def test_shared_cassette_is_relative_to_the_cassette_dir():
     assert _path(_settings(), override="shared/weather") == ROOT / "cassettes/shared/weather.json"
 
 
-async def test_shared_cassette_keeps_its_own_extension():
+def test_shared_cassette_keeps_its_own_extension():
     assert _path(_settings(), override="legacy.yaml") == ROOT / "cassettes/legacy.yaml"
 
 
-async def test_shared_cassette_may_be_an_absolute_path():
+def test_shared_cassette_may_be_an_absolute_path():
     assert _path(_settings(), override="/tapes/one.json") == Path("/tapes/one.json")
 
 
-async def test_config_directory_keeps_cassettes_in_that_folder_by_module():
+def test_config_directory_keeps_cassettes_in_that_folder_by_module():
     path = _path(_settings(), directory=Path("/project/examples/shop/cassettes"))
 
     assert path == Path("/project/examples/shop/cassettes/test_weather/test_paris.json")
 
 
-async def test_relative_config_directory_is_relative_to_the_rootdir():
+def test_relative_config_directory_is_relative_to_the_rootdir():
     path = _path(_settings(), directory=Path("examples/shop/cassettes"))
 
     assert path == ROOT / "examples/shop/cassettes/test_weather/test_paris.json"
@@ -420,13 +420,13 @@ async def test_relative_config_directory_is_relative_to_the_rootdir():
 # -- cassette_config ---------------------------------------------------------------------
 
 
-async def test_cassette_config_reads_the_directory_as_a_path():
+def test_cassette_config_reads_the_directory_as_a_path():
     assert cassette_config({"directory": "tapes"}, where="t.py::test") == {
         "directory": Path("tapes")
     }
 
 
-async def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
+def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
     with pytest.raises(CassetteError) as caught:
         cassette_config({"match_ignored": ["a"]}, where="t.py::test")
 
@@ -438,7 +438,7 @@ async def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_on
     )
 
 
-async def test_cassette_config_gives_its_lists_as_tuples_and_drops_none():
+def test_cassette_config_gives_its_lists_as_tuples_and_drops_none():
     def hook(body):
         return body
 
@@ -456,7 +456,7 @@ async def test_cassette_config_gives_its_lists_as_tuples_and_drops_none():
     }
 
 
-async def test_cassette_config_redact_values_as_a_string_is_refused_without_showing_it():
+def test_cassette_config_redact_values_as_a_string_is_refused_without_showing_it():
     with pytest.raises(CassetteError) as caught:
         cassette_config({"redact_values": "sk-live-0123456789"}, where="t.py::test")
 
@@ -468,7 +468,7 @@ async def test_cassette_config_redact_values_as_a_string_is_refused_without_show
     )
 
 
-async def test_cassette_config_redact_values_too_short_to_be_redacted_are_refused():
+def test_cassette_config_redact_values_too_short_to_be_redacted_are_refused():
     with pytest.raises(CassetteError) as caught:
         cassette_config({"redact_values": ["tenant-7f3a9c", "acme1"]}, where="t")
 
@@ -479,7 +479,7 @@ async def test_cassette_config_redact_values_too_short_to_be_redacted_are_refuse
 
 
 @pytest.mark.parametrize("value", [[b"secret-0123456"], ["secret-0123456", None], [""]])
-async def test_cassette_config_redact_values_must_be_strings(value):
+def test_cassette_config_redact_values_must_be_strings(value):
     with pytest.raises(CassetteError) as caught:
         cassette_config({"redact_values": value}, where="t")
 
@@ -488,7 +488,7 @@ async def test_cassette_config_redact_values_must_be_strings(value):
 
 
 @pytest.mark.parametrize("name", ["allowed_hosts", "match_ignore"])
-async def test_cassette_config_lists_must_not_be_a_string(name):
+def test_cassette_config_lists_must_not_be_a_string(name):
     with pytest.raises(CassetteError) as caught:
         cassette_config({name: "api.test"}, where="t.py::test")
 
@@ -499,7 +499,7 @@ async def test_cassette_config_lists_must_not_be_a_string(name):
     assert f"e.g. {{'{name}': [" in str(caught.value)
 
 
-async def test_cassette_config_allowed_hosts_that_can_never_match_are_refused():
+def test_cassette_config_allowed_hosts_that_can_never_match_are_refused():
     with pytest.raises(CassetteError, match=r"holds 'http://api\.test', which is a URL"):
         cassette_config({"allowed_hosts": ["http://api.test"]}, where="t")
 
@@ -507,7 +507,7 @@ async def test_cassette_config_allowed_hosts_that_can_never_match_are_refused():
 @pytest.mark.parametrize(
     ("hook", "kind"), [("normalise", "a str"), (3, "an int"), (["a"], "a list")]
 )
-async def test_cassette_config_body_hook_must_be_callable(hook, kind):
+def test_cassette_config_body_hook_must_be_callable(hook, kind):
     with pytest.raises(CassetteError) as caught:
         cassette_config({"body_hook": hook}, where="t.py::test")
 
@@ -519,13 +519,13 @@ async def test_cassette_config_body_hook_must_be_callable(hook, kind):
     )
 
 
-async def test_cassette_config_must_be_a_dict():
+def test_cassette_config_must_be_a_dict():
     with pytest.raises(CassetteError, match=r"returned list \[\].*expected a dict"):
         cassette_config([], where="t.py::test")
 
 
 @pytest.mark.parametrize("directory", ["", 3])
-async def test_cassette_config_directory_must_be_a_folder_path(directory):
+def test_cassette_config_directory_must_be_a_folder_path(directory):
     with pytest.raises(CassetteError, match=r"^t.py::test: .*directory=.*expected a folder path"):
         cassette_config({"directory": directory}, where="t.py::test")
 
@@ -540,7 +540,7 @@ async def test_cassette_config_directory_must_be_a_folder_path(directory):
         (["agent_context", "fake_llm"], True, True, False),
     ],
 )
-async def test_is_agent_test_by_fixture_marker_or_ini_but_never_with_fake_llm(
+def test_is_agent_test_by_fixture_marker_or_ini_but_never_with_fake_llm(
     fixtures: list[str], marked: bool, all_tests: bool, expected: bool
 ) -> None:
     settings = _settings(all_tests=all_tests)
@@ -557,7 +557,7 @@ async def test_is_agent_test_by_fixture_marker_or_ini_but_never_with_fake_llm(
         (["tests/x.py", "--agent-record"], ["tests/x.py", "--agent-record"]),
     ],
 )
-async def test_normalise_record_args_reads_a_following_path_as_a_test(
+def test_normalise_record_args_reads_a_following_path_as_a_test(
     args: list[str], expected: list[str]
 ) -> None:
     normalise_record_args(args)
@@ -565,7 +565,7 @@ async def test_normalise_record_args_reads_a_following_path_as_a_test(
     assert args == expected
 
 
-async def test_build_cassette_guards_the_network_only_while_replaying(tmp_path: Path) -> None:
+def test_build_cassette_guards_the_network_only_while_replaying(tmp_path: Path) -> None:
     settings = _settings()
     path = tmp_path / "test_x.json"
     replaying = TestOptions.resolve(settings, {}, where="test_x")

@@ -203,7 +203,7 @@ def _corpus(name: str) -> Path:
 # -- native format -------------------------------------------------------------------
 
 
-async def test_native_json_cassette_loads(tmp_path):
+def test_native_json_cassette_loads(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps(NATIVE))
 
     match load_cassette(path):
@@ -222,7 +222,7 @@ async def test_native_json_cassette_loads(tmp_path):
             raise AssertionError(other)
 
 
-async def test_native_yaml_cassette_loads(tmp_path):
+def test_native_yaml_cassette_loads(tmp_path):
     path = _write(tmp_path / "c.yaml", yaml.safe_dump(NATIVE))
 
     match load_cassette(path):
@@ -232,24 +232,24 @@ async def test_native_yaml_cassette_loads(tmp_path):
             raise AssertionError(other)
 
 
-async def test_loaded_interaction_names_where_it_came_from(tmp_path):
+def test_loaded_interaction_names_where_it_came_from(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps(NATIVE))
 
     assert load_cassette(path)[0].origin == f"{path}#0"
 
 
-async def test_missing_cassette_loads_as_no_interactions(tmp_path):
+def test_missing_cassette_loads_as_no_interactions(tmp_path):
     assert load_cassette(tmp_path / "absent.json") == []
 
 
-async def test_empty_yaml_file_loads_as_no_interactions(tmp_path):
+def test_empty_yaml_file_loads_as_no_interactions(tmp_path):
     assert load_cassette(_write(tmp_path / "c.yaml", "")) == []
 
 
 # -- vcrpy format --------------------------------------------------------------------
 
 
-async def test_vcrpy_cassette_loads_with_lower_case_headers_and_parsed_bodies(tmp_path):
+def test_vcrpy_cassette_loads_with_lower_case_headers_and_parsed_bodies(tmp_path):
     path = _write(tmp_path / "c.yaml", VCR)
 
     match load_cassette(path):
@@ -269,14 +269,14 @@ async def test_vcrpy_cassette_loads_with_lower_case_headers_and_parsed_bodies(tm
             raise AssertionError(other)
 
 
-async def test_vcrpy_cassette_drops_the_wire_length_of_bodies_it_stores_decoded(tmp_path):
+def test_vcrpy_cassette_drops_the_wire_length_of_bodies_it_stores_decoded(tmp_path):
     interaction = load_cassette(_write(tmp_path / "c.yaml", VCR))[0]
 
     assert "content-length" not in interaction.request_headers
     assert "content-length" not in interaction.response_headers
 
 
-async def test_pydantic_ai_parsed_body_loads_as_json(tmp_path):
+def test_pydantic_ai_parsed_body_loads_as_json(tmp_path):
     path = _write(tmp_path / "c.yaml", PYDANTIC_AI)
 
     match load_cassette(path):
@@ -293,7 +293,7 @@ async def test_pydantic_ai_parsed_body_loads_as_json(tmp_path):
             raise AssertionError(other)
 
 
-async def test_gzip_binary_body_is_stored_decoded_without_its_encoding(tmp_path):
+def test_gzip_binary_body_is_stored_decoded_without_its_encoding(tmp_path):
     raw = gzip.compress(b'{"id": "chatcmpl-1"}')
     path = _write(tmp_path / "c.yaml", _vcr_with_binary_body(raw, "gzip"))
 
@@ -304,7 +304,7 @@ async def test_gzip_binary_body_is_stored_decoded_without_its_encoding(tmp_path)
             raise AssertionError(other)
 
 
-async def test_body_that_cannot_be_decoded_keeps_its_bytes_and_its_encoding(tmp_path):
+def test_body_that_cannot_be_decoded_keeps_its_bytes_and_its_encoding(tmp_path):
     raw = b"\x1b\x00\xf8brotli-ish bytes"
     path = _write(tmp_path / "c.yaml", _vcr_with_binary_body(raw, "br"))
 
@@ -314,7 +314,7 @@ async def test_body_that_cannot_be_decoded_keeps_its_bytes_and_its_encoding(tmp_
     assert body_chunks(interaction.response_body) == [raw]
 
 
-async def test_pretty_printed_json_bodies_load_as_json(tmp_path):
+def test_pretty_printed_json_bodies_load_as_json(tmp_path):
     path = _write(tmp_path / "c.yaml", PRETTY_PRINTED)
 
     match load_cassette(path):
@@ -334,7 +334,7 @@ async def test_pretty_printed_json_bodies_load_as_json(tmp_path):
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES)
-async def test_every_corpus_cassette_loads_with_servable_bodies(name):
+def test_every_corpus_cassette_loads_with_servable_bodies(name):
     interactions = load_cassette(_corpus(name))
 
     assert interactions
@@ -343,7 +343,7 @@ async def test_every_corpus_cassette_loads_with_servable_bodies(name):
         body_chunks(interaction.response_body)
 
 
-async def test_corpus_pydantic_ai_parsed_body_loads():
+def test_corpus_pydantic_ai_parsed_body_loads():
     match load_cassette(_corpus("pydantic-ai__anthropic_error_400.yaml")):
         case [
             Interaction(
@@ -357,7 +357,7 @@ async def test_corpus_pydantic_ai_parsed_body_loads():
             raise AssertionError(other)
 
 
-async def test_corpus_gzip_binary_body_loads_decoded():
+def test_corpus_gzip_binary_body_loads_decoded():
     match load_cassette(_corpus("openllmetry__anthropic_tools_history_gzip.yaml")):
         case [Interaction(response_body={"json": {"type": "message"}}, response_headers=h)]:
             assert "content-encoding" not in h
@@ -365,7 +365,7 @@ async def test_corpus_gzip_binary_body_loads_decoded():
             raise AssertionError(other)
 
 
-async def test_corpus_gzip_event_stream_loads_as_events():
+def test_corpus_gzip_event_stream_loads_as_events():
     interaction = load_cassette(_corpus("llm-anthropic__anthropic_tools_stream_gzip.yaml"))[0]
 
     match interaction.response_body:
@@ -375,7 +375,7 @@ async def test_corpus_gzip_event_stream_loads_as_events():
             raise AssertionError(other)
 
 
-async def test_corpus_otel_pretty_printed_bodies_load_as_json():
+def test_corpus_otel_pretty_printed_bodies_load_as_json():
     match load_cassette(_corpus("otel-contrib__openai_chat_error_404.yaml")):
         case [
             Interaction(
@@ -392,7 +392,7 @@ async def test_corpus_otel_pretty_printed_bodies_load_as_json():
 # -- writing -------------------------------------------------------------------------
 
 
-async def test_written_cassette_loads_back_the_same_interactions(tmp_path):
+def test_written_cassette_loads_back_the_same_interactions(tmp_path):
     path = tmp_path / "deep" / "folder" / "c.json"
 
     write_cassette(path, [_interaction("one"), _interaction("two")])
@@ -403,7 +403,7 @@ async def test_written_cassette_loads_back_the_same_interactions(tmp_path):
     ]
 
 
-async def test_written_yaml_cassette_loads_back_the_same_interactions(tmp_path):
+def test_written_yaml_cassette_loads_back_the_same_interactions(tmp_path):
     path = tmp_path / "c.yaml"
 
     write_cassette(path, [_interaction("ümlaut")])
@@ -411,7 +411,7 @@ async def test_written_yaml_cassette_loads_back_the_same_interactions(tmp_path):
     assert load_cassette(path)[0].to_dict() == _interaction("ümlaut").to_dict()
 
 
-async def test_the_test_that_recorded_an_interaction_is_written_and_read_back(tmp_path):
+def test_the_test_that_recorded_an_interaction_is_written_and_read_back(tmp_path):
     path = tmp_path / "shared.json"
     recorded = replace(_interaction(), test_id="tests/test_a.py::test_one")
 
@@ -423,7 +423,7 @@ async def test_the_test_that_recorded_an_interaction_is_written_and_read_back(tm
     assert [i.test_id for i in load_cassette(path)] == ["tests/test_a.py::test_one"]
 
 
-async def test_an_interaction_of_no_known_test_is_written_without_a_test_id(tmp_path):
+def test_an_interaction_of_no_known_test_is_written_without_a_test_id(tmp_path):
     path = tmp_path / "c.json"
 
     write_cassette(path, [_interaction()])
@@ -431,20 +431,20 @@ async def test_an_interaction_of_no_known_test_is_written_without_a_test_id(tmp_
     assert sorted(json.loads(path.read_text())["interactions"][0]) == ["request", "response"]
 
 
-async def test_a_cassette_written_before_test_ids_loads_with_no_test_id(tmp_path):
+def test_a_cassette_written_before_test_ids_loads_with_no_test_id(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps(NATIVE))
 
     assert [i.test_id for i in load_cassette(path)] == [""]
 
 
-async def test_write_leaves_no_temporary_file(tmp_path):
+def test_write_leaves_no_temporary_file(tmp_path):
     write_cassette(tmp_path / "c.json", [_interaction()])
     write_cassette(tmp_path / "c.json", [_interaction("again")])
 
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
 
 
-async def test_failing_write_keeps_the_old_file_and_no_temporary_file(tmp_path, monkeypatch):
+def test_failing_write_keeps_the_old_file_and_no_temporary_file(tmp_path, monkeypatch):
     path = tmp_path / "c.json"
     write_cassette(path, [_interaction("old")])
     before = path.read_bytes()
@@ -460,7 +460,7 @@ async def test_failing_write_keeps_the_old_file_and_no_temporary_file(tmp_path, 
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
 
 
-async def test_write_that_cannot_serialise_keeps_the_old_file(tmp_path):
+def test_write_that_cannot_serialise_keeps_the_old_file(tmp_path):
     path = tmp_path / "c.json"
     write_cassette(path, [_interaction("old")])
     broken = _interaction()
@@ -472,7 +472,7 @@ async def test_write_that_cannot_serialise_keeps_the_old_file(tmp_path):
     assert load_cassette(path)[0].request_body == _interaction("old").request_body
 
 
-async def test_load_sees_a_rewritten_cassette(tmp_path):
+def test_load_sees_a_rewritten_cassette(tmp_path):
     path = tmp_path / "c.json"
     write_cassette(path, [_interaction("first")])
     load_cassette(path)
@@ -489,7 +489,7 @@ def _cassettes(folder: Path, count: int) -> list[Path]:
     return paths
 
 
-async def test_a_cassette_loaded_again_is_parsed_once(tmp_path, parsed):
+def test_a_cassette_loaded_again_is_parsed_once(tmp_path, parsed):
     path = _cassettes(tmp_path, 1)[0]
 
     loads = [load_cassette(path), load_cassette(path)]
@@ -497,7 +497,7 @@ async def test_a_cassette_loaded_again_is_parsed_once(tmp_path, parsed):
     assert (parsed, loads[0] == loads[1]) == (["c0.json"], True)
 
 
-async def test_the_cache_forgets_the_least_recently_used_cassette(tmp_path, parsed):
+def test_the_cache_forgets_the_least_recently_used_cassette(tmp_path, parsed):
     first, *others = _cassettes(tmp_path, store.CACHE_SIZE + 1)
     for path in [first, *others]:
         load_cassette(path)
@@ -507,7 +507,7 @@ async def test_the_cache_forgets_the_least_recently_used_cassette(tmp_path, pars
     assert parsed.count("c0.json") == 2
 
 
-async def test_a_cassette_used_again_stays_in_the_cache(tmp_path, parsed):
+def test_a_cassette_used_again_stays_in_the_cache(tmp_path, parsed):
     first, *others = _cassettes(tmp_path, store.CACHE_SIZE + 1)
     for path in [first, *others[:-1], first, others[-1]]:
         load_cassette(path)
@@ -517,7 +517,7 @@ async def test_a_cassette_used_again_stays_in_the_cache(tmp_path, parsed):
     assert parsed.count("c0.json") == 1
 
 
-async def test_dump_sorts_keys_and_ends_with_a_newline(tmp_path):
+def test_dump_sorts_keys_and_ends_with_a_newline(tmp_path):
     text = dump_cassette([_interaction()], tmp_path / "c.json")
 
     assert text.endswith("}\n")
@@ -525,7 +525,7 @@ async def test_dump_sorts_keys_and_ends_with_a_newline(tmp_path):
     assert text == dump_cassette([_interaction()], tmp_path / "c.json")
 
 
-async def test_lock_lives_outside_the_cassette_folder(tmp_path):
+def test_lock_lives_outside_the_cassette_folder(tmp_path):
     with locked(tmp_path / "c.json") as lock_file:
         assert tmp_path not in lock_file.parents
 
@@ -535,42 +535,42 @@ async def test_lock_lives_outside_the_cassette_folder(tmp_path):
 # -- errors --------------------------------------------------------------------------
 
 
-async def test_invalid_json_names_the_file_and_what_to_do(tmp_path):
+def test_invalid_json_names_the_file_and_what_to_do(tmp_path):
     path = _write(tmp_path / "c.json", '{"cassette": ')
 
     with pytest.raises(CassetteFormatError, match=r"c\.json: not valid JSON .*re-record"):
         load_cassette(path)
 
 
-async def test_invalid_yaml_names_the_file(tmp_path):
+def test_invalid_yaml_names_the_file(tmp_path):
     path = _write(tmp_path / "c.yaml", "interactions: [\n  - {")
 
     with pytest.raises(CassetteFormatError, match=r"c\.yaml: not valid YAML"):
         load_cassette(path)
 
 
-async def test_a_yaml_value_out_of_range_names_the_file(tmp_path):
+def test_a_yaml_value_out_of_range_names_the_file(tmp_path):
     path = _write(tmp_path / "c.yaml", "interactions: []\nrecorded: 2025-13-45\n")
 
     with pytest.raises(CassetteFormatError, match=r"c\.yaml: not valid YAML \(month must be"):
         load_cassette(path)
 
 
-async def test_unknown_format_version_says_how_to_fix_it(tmp_path):
+def test_unknown_format_version_says_how_to_fix_it(tmp_path):
     path = _write(tmp_path / "c.json", json.dumps({**NATIVE, "version": 2}))
 
     with pytest.raises(CassetteFormatError, match=r"format version 2; .*reads version 1"):
         load_cassette(path)
 
 
-async def test_document_that_is_not_a_cassette_is_refused(tmp_path):
+def test_document_that_is_not_a_cassette_is_refused(tmp_path):
     path = _write(tmp_path / "c.yaml", "- just\n- a list\n")
 
     with pytest.raises(CassetteFormatError, match=r"expected a mapping with an 'interactions'"):
         load_cassette(path)
 
 
-async def test_native_interaction_without_a_url_is_refused(tmp_path):
+def test_native_interaction_without_a_url_is_refused(tmp_path):
     broken = json.loads(json.dumps(NATIVE))
     del broken["interactions"][0]["request"]["url"]
     path = _write(tmp_path / "c.json", json.dumps(broken))
@@ -579,7 +579,7 @@ async def test_native_interaction_without_a_url_is_refused(tmp_path):
         load_cassette(path)
 
 
-async def test_native_body_of_an_unknown_kind_is_refused_on_load(tmp_path):
+def test_native_body_of_an_unknown_kind_is_refused_on_load(tmp_path):
     broken = json.loads(json.dumps(NATIVE))
     broken["interactions"][0]["response"]["body"] = {"xml": "<a/>"}
     path = _write(tmp_path / "c.json", json.dumps(broken))
@@ -588,7 +588,7 @@ async def test_native_body_of_an_unknown_kind_is_refused_on_load(tmp_path):
         load_cassette(path)
 
 
-async def test_native_test_id_that_is_not_a_node_id_is_refused_on_load(tmp_path):
+def test_native_test_id_that_is_not_a_node_id_is_refused_on_load(tmp_path):
     broken = json.loads(json.dumps(NATIVE))
     broken["interactions"][0]["test_id"] = 7
     path = _write(tmp_path / "c.json", json.dumps(broken))
@@ -597,7 +597,7 @@ async def test_native_test_id_that_is_not_a_node_id_is_refused_on_load(tmp_path)
         load_cassette(path)
 
 
-async def test_vcrpy_interaction_without_a_status_is_refused(tmp_path):
+def test_vcrpy_interaction_without_a_status_is_refused(tmp_path):
     path = _write(
         tmp_path / "c.yaml",
         VCR.replace("    status:\n      code: 201\n      message: Created\n", ""),
@@ -607,7 +607,7 @@ async def test_vcrpy_interaction_without_a_status_is_refused(tmp_path):
         load_cassette(path)
 
 
-async def test_compressed_cassette_file_says_to_unpack_it(tmp_path):
+def test_compressed_cassette_file_says_to_unpack_it(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_bytes(gzip.compress(VCR.encode()))
 
@@ -615,13 +615,13 @@ async def test_compressed_cassette_file_says_to_unpack_it(tmp_path):
         load_cassette(path)
 
 
-async def test_a_cassette_under_a_file_loads_as_no_interactions(tmp_path):
+def test_a_cassette_under_a_file_loads_as_no_interactions(tmp_path):
     (tmp_path / "cassettes").write_text("not a folder")
 
     assert load_cassette(tmp_path / "cassettes" / "c.json") == []
 
 
-async def test_a_cassette_that_cannot_be_read_says_so_and_what_to_do(tmp_path, monkeypatch):
+def test_a_cassette_that_cannot_be_read_says_so_and_what_to_do(tmp_path, monkeypatch):
     path = _write(tmp_path / "c.json", json.dumps(NATIVE))
 
     def denied(where: Path, *args: object, **kwargs: object) -> bytes:
@@ -640,7 +640,7 @@ async def test_a_cassette_that_cannot_be_read_says_so_and_what_to_do(tmp_path, m
 # -- partial recordings --------------------------------------------------------------
 
 
-async def test_a_partial_recording_is_written_and_read_back_as_partial(tmp_path):
+def test_a_partial_recording_is_written_and_read_back_as_partial(tmp_path):
     path = tmp_path / "c.json"
 
     write_cassette(path, [replace(_interaction("cut"), partial=True), _interaction("whole")])
@@ -650,7 +650,7 @@ async def test_a_partial_recording_is_written_and_read_back_as_partial(tmp_path)
     assert [i.partial for i in load_cassette(path)] == [True, False]
 
 
-async def test_a_partial_flag_that_is_not_true_or_false_is_refused_on_load(tmp_path):
+def test_a_partial_flag_that_is_not_true_or_false_is_refused_on_load(tmp_path):
     broken = json.loads(json.dumps(NATIVE))
     broken["interactions"][0]["partial"] = "yes"
     path = _write(tmp_path / "c.json", json.dumps(broken))
@@ -676,7 +676,7 @@ def _files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
-async def test_writing_a_cassette_removes_what_a_killed_write_of_it_left(tmp_path, dead_pid):
+def test_writing_a_cassette_removes_what_a_killed_write_of_it_left(tmp_path, dead_pid):
     path = tmp_path / "c.json"
     write_cassette(path, [_interaction("old")])
     (tmp_path / f".c.json.{dead_pid}.0123abcd.tmp").write_text('{"cassette": "pytest-agen')
@@ -686,7 +686,7 @@ async def test_writing_a_cassette_removes_what_a_killed_write_of_it_left(tmp_pat
     assert [p.name for p in tmp_path.iterdir()] == ["c.json"]
 
 
-async def test_a_lock_file_is_removed_when_the_lock_is_released(tmp_path, temp_dir):
+def test_a_lock_file_is_removed_when_the_lock_is_released(tmp_path, temp_dir):
     with locked(tmp_path / "c.json") as lock_file:
         held = lock_file.exists()
 
@@ -694,7 +694,7 @@ async def test_a_lock_file_is_removed_when_the_lock_is_released(tmp_path, temp_d
 
 
 @with_flock
-async def test_a_held_lock_excludes_every_other_opener(tmp_path, temp_dir):
+def test_a_held_lock_excludes_every_other_opener(tmp_path, temp_dir):
     with locked(tmp_path / "c.json") as lock_file:
         other = os.open(lock_file, os.O_RDWR)
         try:
@@ -705,7 +705,7 @@ async def test_a_held_lock_excludes_every_other_opener(tmp_path, temp_dir):
 
 
 @with_flock
-async def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
+def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
     tmp_path, temp_dir, monkeypatch
 ):
     """The race of removing lock files: a waiter that gets the lock of a file the holder
@@ -741,9 +741,7 @@ async def test_a_process_that_waited_on_a_removed_lock_file_locks_the_new_one(
             os.close(descriptor)
 
 
-async def test_without_fcntl_a_held_lock_fails_another_attempt_at_once(
-    tmp_path, temp_dir, monkeypatch
-):
+def test_without_fcntl_a_held_lock_fails_another_attempt_at_once(tmp_path, temp_dir, monkeypatch):
     """Where there is no fcntl (Windows), the locks are filelock's."""
     monkeypatch.setattr(_locks, "fcntl", None)
 
@@ -776,7 +774,7 @@ with store.locked(Path({str(tmp_path / "c.json")!r})):
     assert (child.returncode, child.stdout, child.stderr) == (0, "locked\n", "")
 
 
-async def test_a_run_marker_says_which_run_wrote_a_cassette(tmp_path, temp_dir):
+def test_a_run_marker_says_which_run_wrote_a_cassette(tmp_path, temp_dir):
     store.mark_written(tmp_path / "c.json", "run-1")
 
     assert store.written_in_run(tmp_path / "c.json", "run-1")
@@ -784,7 +782,7 @@ async def test_a_run_marker_says_which_run_wrote_a_cassette(tmp_path, temp_dir):
     assert not store.written_in_run(tmp_path / "other.json", "run-1")
 
 
-async def test_the_end_of_a_run_removes_its_markers(tmp_path, temp_dir):
+def test_the_end_of_a_run_removes_its_markers(tmp_path, temp_dir):
     store.mark_written(tmp_path / "c.json", "run-1")
 
     store.end_runs("run-1")
@@ -802,7 +800,7 @@ def _killed_run(temp_dir: Path, run_id: str, pid: int, cassette: Path) -> Path:
     return folder
 
 
-async def test_the_next_run_removes_the_markers_of_a_killed_run(tmp_path, temp_dir, dead_pid):
+def test_the_next_run_removes_the_markers_of_a_killed_run(tmp_path, temp_dir, dead_pid):
     killed = _killed_run(temp_dir, "killed", dead_pid, tmp_path / "c.json")
 
     store.mark_written(tmp_path / "c.json", "next")
@@ -811,7 +809,7 @@ async def test_the_next_run_removes_the_markers_of_a_killed_run(tmp_path, temp_d
     assert store.written_in_run(tmp_path / "c.json", "next")
 
 
-async def test_the_markers_of_a_run_still_running_are_kept(tmp_path, temp_dir):
+def test_the_markers_of_a_run_still_running_are_kept(tmp_path, temp_dir):
     running = _killed_run(temp_dir, "running", os.getpid(), tmp_path / "c.json")
 
     store.end_runs("another")
@@ -820,7 +818,7 @@ async def test_the_markers_of_a_run_still_running_are_kept(tmp_path, temp_dir):
     assert running.exists()
 
 
-async def test_the_markers_of_a_day_old_run_go_whatever_its_process_ids(tmp_path, temp_dir):
+def test_the_markers_of_a_day_old_run_go_whatever_its_process_ids(tmp_path, temp_dir):
     old = _killed_run(temp_dir, "old", os.getpid(), tmp_path / "c.json")
     then = time.time() - store.RUN_MARKERS_KEPT_SECONDS - 60
     os.utime(old, (then, then))
@@ -830,7 +828,7 @@ async def test_the_markers_of_a_day_old_run_go_whatever_its_process_ids(tmp_path
     assert not old.exists()
 
 
-async def test_a_lock_file_a_killed_holder_left_is_removed_when_a_run_ends(tmp_path, temp_dir):
+def test_a_lock_file_a_killed_holder_left_is_removed_when_a_run_ends(tmp_path, temp_dir):
     store._lock_path(tmp_path / "c.json").touch()
 
     store.end_runs("run-1")
@@ -838,7 +836,7 @@ async def test_a_lock_file_a_killed_holder_left_is_removed_when_a_run_ends(tmp_p
     assert _files_under(temp_dir) == []
 
 
-async def test_a_lock_file_someone_holds_is_kept_when_a_run_ends(tmp_path, temp_dir):
+def test_a_lock_file_someone_holds_is_kept_when_a_run_ends(tmp_path, temp_dir):
     with locked(tmp_path / "c.json") as lock_file:
         store.end_runs("run-1")
 

@@ -39,7 +39,7 @@ def _round_trip(interaction: Interaction) -> Interaction:
     return back
 
 
-async def test_a_vcr_cassette_has_vcrpy_s_layout():
+def test_a_vcr_cassette_has_vcrpy_s_layout():
     data = yaml.safe_load(dump_cassette([_interaction()], Path("c.yaml"), style="vcr"))
 
     assert data == {
@@ -62,7 +62,7 @@ async def test_a_vcr_cassette_has_vcrpy_s_layout():
     }
 
 
-async def test_a_stream_reads_back_as_the_same_events():
+def test_a_stream_reads_back_as_the_same_events():
     events = [{"data": {"choices": [{"delta": {"content": "Hi"}}]}}, {"data": "[DONE]"}]
     stream = _interaction(
         response_headers={"content-type": "text/event-stream"}, response_body={"sse": events}
@@ -71,7 +71,7 @@ async def test_a_stream_reads_back_as_the_same_events():
     assert _round_trip(stream).response_body == {"sse": events}
 
 
-async def test_a_binary_body_is_yaml_binary_and_reads_back_as_the_same_bytes():
+def test_a_binary_body_is_yaml_binary_and_reads_back_as_the_same_bytes():
     raw = bytes(range(256))
     image = _interaction(
         response_headers={"content-type": "image/png"},
@@ -84,7 +84,7 @@ async def test_a_binary_body_is_yaml_binary_and_reads_back_as_the_same_bytes():
     assert _round_trip(image).response_body == image.response_body
 
 
-async def test_the_test_that_recorded_it_and_a_partial_stream_are_kept():
+def test_the_test_that_recorded_it_and_a_partial_stream_are_kept():
     shared = _interaction(test_id="tests/test_a.py::test_paris", partial=True)
 
     back = _round_trip(shared)
@@ -92,7 +92,7 @@ async def test_the_test_that_recorded_it_and_a_partial_stream_are_kept():
     assert (back.test_id, back.partial) == ("tests/test_a.py::test_paris", True)
 
 
-async def test_an_empty_request_body_is_null_as_vcrpy_writes_it():
+def test_an_empty_request_body_is_null_as_vcrpy_writes_it():
     get = _interaction(method="GET", request_body=None, request_headers={})
 
     data = yaml.safe_load(dump_cassette([get], Path("c.yaml"), style="vcr"))
@@ -100,7 +100,7 @@ async def test_an_empty_request_body_is_null_as_vcrpy_writes_it():
     assert data["interactions"][0]["request"]["body"] is None
 
 
-async def test_a_vcr_cassette_written_to_disk_loads_as_written(tmp_path):
+def test_a_vcr_cassette_written_to_disk_loads_as_written(tmp_path):
     path = tmp_path / "c.yaml"
     interactions = [_interaction(), _interaction(status=429, response_body=None)]
 
@@ -125,7 +125,7 @@ _json = st.recursive(
     status=st.integers(min_value=100, max_value=599),
     header=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
 )
-async def test_any_json_exchange_reads_back_as_it_was_written(request, response, status, header):
+def test_any_json_exchange_reads_back_as_it_was_written(request, response, status, header):
     interaction = _interaction(
         request_body={"json": request} if request else None,
         response_body={"json": response} if response else None,

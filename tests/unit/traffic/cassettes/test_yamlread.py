@@ -93,7 +93,7 @@ _DUMP_OPTIONS = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(value=_VALUES, options=_DUMP_OPTIONS)
-async def test_a_dumped_value_loads_as_the_safe_loader_loads_it(value, options):
+def test_a_dumped_value_loads_as_the_safe_loader_loads_it(value, options):
     text = yaml.safe_dump(value, **options)
 
     assert _agrees(text), text
@@ -135,7 +135,7 @@ _DOCUMENTS = st.one_of(
 
 @settings(max_examples=500, deadline=None)
 @given(text=_DOCUMENTS)
-async def test_a_written_document_loads_or_fails_as_with_the_safe_loader(text):
+def test_a_written_document_loads_or_fails_as_with_the_safe_loader(text):
     assert _agrees(text), text
 
 
@@ -185,18 +185,18 @@ async def test_a_written_document_loads_or_fails_as_with_the_safe_loader(text):
         pytest.param("a: !<tag:yaml.org,2002:str> 5\n", id="verbatim tag"),
     ],
 )
-async def test_an_edge_case_loads_or_fails_as_with_the_safe_loader(text):
+def test_an_edge_case_loads_or_fails_as_with_the_safe_loader(text):
     assert _agrees(text)
 
 
-async def test_an_alias_is_the_same_object_as_its_anchor():
+def test_an_alias_is_the_same_object_as_its_anchor():
     loaded = yamlread.load("a: &shared [1, 2]\nb: *shared\n")
 
     assert loaded["a"] is loaded["b"]
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[path.name for path in CORPUS])
-async def test_a_corpus_cassette_loads_as_with_the_safe_loader(path):
+def test_a_corpus_cassette_loads_as_with_the_safe_loader(path):
     assert _agrees(path.read_text(encoding="utf-8"))
 
 
@@ -227,7 +227,7 @@ def _cassette(style: str, path: Path) -> str:
 
 
 @pytest.mark.parametrize("style", ["native", "vcr"])
-async def test_a_cassette_this_package_writes_is_read_without_the_safe_loader(style, monkeypatch):
+def test_a_cassette_this_package_writes_is_read_without_the_safe_loader(style, monkeypatch):
     text = _cassette(style, Path("c.yaml"))
     expected = yamlread.safe_load(text)
 
@@ -239,7 +239,7 @@ async def test_a_cassette_this_package_writes_is_read_without_the_safe_loader(st
     assert _same(yamlread.load(text), expected)
 
 
-async def test_without_libyaml_the_pure_python_safe_loader_reads(monkeypatch):
+def test_without_libyaml_the_pure_python_safe_loader_reads(monkeypatch):
     text = _cassette("vcr", Path("c.yaml"))
     expected = yamlread.safe_load(text)
     monkeypatch.delattr(yaml, "CSafeLoader")
@@ -247,7 +247,7 @@ async def test_without_libyaml_the_pure_python_safe_loader_reads(monkeypatch):
     assert _same(yamlread.load(text), expected)
 
 
-async def test_a_resolver_added_to_the_safe_loader_is_honoured(monkeypatch):
+def test_a_resolver_added_to_the_safe_loader_is_honoured(monkeypatch):
     import re
 
     resolvers = {
@@ -261,7 +261,7 @@ async def test_a_resolver_added_to_the_safe_loader_is_honoured(monkeypatch):
     assert yamlread.load("a: nothing\n") == {"a": None}
 
 
-async def test_a_constructor_put_in_pyyaml_s_own_table_is_honoured(monkeypatch):
+def test_a_constructor_put_in_pyyaml_s_own_table_is_honoured(monkeypatch):
     from yaml.constructor import SafeConstructor
 
     monkeypatch.setitem(
@@ -282,7 +282,7 @@ def _laughs(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def test_a_billion_laughs_document_is_refused_before_it_is_built():
+def test_a_billion_laughs_document_is_refused_before_it_is_built():
     with pytest.raises(LimitExceeded) as caught:
         yamlread.load(_laughs(10), "c.yaml")
 
@@ -290,7 +290,7 @@ async def test_a_billion_laughs_document_is_refused_before_it_is_built():
     assert "past the limit agent_max_alias_nodes = 100000." in str(caught.value)
 
 
-async def test_aliases_count_every_value_they_repeat_against_the_limit():
+def test_aliases_count_every_value_they_repeat_against_the_limit():
     previous = use_limits(Limits(alias_nodes=100))
     try:
         assert yamlread.load(_laughs(2), "c.yaml")["a1"][0] == ["lol"] * 9  # 81 + 9 values
@@ -308,7 +308,7 @@ async def test_aliases_count_every_value_they_repeat_against_the_limit():
         pytest.param("a: &x " + "[" * 6 + "]" * 6 + "\nb: *x\n", id="given way (an anchor)"),
     ],
 )
-async def test_nesting_past_the_depth_limit_is_refused(text):
+def test_nesting_past_the_depth_limit_is_refused(text):
     previous = use_limits(Limits(depth=6))
     try:
         with pytest.raises(LimitExceeded, match=r"c\.yaml: lists or mappings nested 7 deep"):
@@ -319,7 +319,7 @@ async def test_nesting_past_the_depth_limit_is_refused(text):
         use_limits(previous)
 
 
-async def test_without_libyaml_the_limits_hold_too(monkeypatch):
+def test_without_libyaml_the_limits_hold_too(monkeypatch):
     monkeypatch.delattr(yaml, "CSafeLoader")
 
     with pytest.raises(LimitExceeded, match="agent_max_alias_nodes"):

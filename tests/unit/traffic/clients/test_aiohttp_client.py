@@ -103,11 +103,11 @@ async def test_the_module_named_aiohttp_imports_the_real_aiohttp() -> None:
     assert imported is not aiohttp_client
 
 
-async def test_its_patchers_are_registered() -> None:
+def test_its_patchers_are_registered() -> None:
     assert (aiohttp_client.install, aiohttp_client.uninstall) in PATCHERS
 
 
-async def test_without_an_interceptor_aiohttp_is_untouched() -> None:
+def test_without_an_interceptor_aiohttp_is_untouched() -> None:
     from aiohttp.client_reqrep import ClientRequest
     from aiohttp.connector import BaseConnector
 
@@ -117,7 +117,7 @@ async def test_without_an_interceptor_aiohttp_is_untouched() -> None:
     )
 
 
-async def test_an_interceptor_patches_aiohttp_while_it_is_active() -> None:
+def test_an_interceptor_patches_aiohttp_while_it_is_active() -> None:
     from aiohttp.client_reqrep import ClientRequest
 
     with Interceptor(_answer()):
@@ -358,7 +358,7 @@ async def test_a_request_aioresponses_passes_through_reaches_the_handlers() -> N
     assert text == "from the cassette"
 
 
-async def test_either_stopping_first_leaves_aiohttp_as_it_was() -> None:
+def test_either_stopping_first_leaves_aiohttp_as_it_was() -> None:
     from aiohttp.client import ClientSession
     from aiohttp.client_reqrep import ClientRequest
 

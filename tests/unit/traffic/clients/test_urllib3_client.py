@@ -29,25 +29,25 @@ def _pool(url: str) -> HTTPConnectionPool:
 # -- requests, urllib3's to httpx2's -----------------------------------------------------
 
 
-async def test_a_request_target_becomes_a_whole_url_of_the_pool():
+def test_a_request_target_becomes_a_whole_url_of_the_pool():
     request = client.request_of(_pool("http://127.0.0.1:8080"), "GET", "/w?city=Oslo", None, None)
 
     assert str(request.url) == "http://127.0.0.1:8080/w?city=Oslo"
 
 
-async def test_a_default_port_is_left_out_of_the_url():
+def test_a_default_port_is_left_out_of_the_url():
     request = client.request_of(_pool("https://api.example.com"), "GET", "/v1", None, None)
 
     assert str(request.url) == "https://api.example.com/v1"
 
 
-async def test_an_ipv6_host_gets_its_brackets_back():
+def test_an_ipv6_host_gets_its_brackets_back():
     request = client.request_of(_pool("http://[::1]:8080"), "GET", "/", None, None)
 
     assert str(request.url) == "http://[::1]:8080/"
 
 
-async def test_a_whole_url_sent_through_a_proxy_is_kept():
+def test_a_whole_url_sent_through_a_proxy_is_kept():
     pool = _pool("http://proxy.internal:3128")
 
     request = client.request_of(pool, "GET", "http://api.example.com/v1", None, None)
@@ -55,7 +55,7 @@ async def test_a_whole_url_sent_through_a_proxy_is_kept():
     assert str(request.url) == "http://api.example.com/v1"
 
 
-async def test_the_request_keeps_its_method_headers_and_body():
+def test_the_request_keeps_its_method_headers_and_body():
     headers = {"Authorization": "Bearer k", "Content-Type": "application/json"}
 
     request = client.request_of(_pool(UNREACHABLE), "POST", "/v1", headers, b'{"a":1}')
@@ -65,7 +65,7 @@ async def test_the_request_keeps_its_method_headers_and_body():
     assert request.content == b'{"a":1}'
 
 
-async def test_a_request_of_requests_is_named_so_for_miss_messages():
+def test_a_request_of_requests_is_named_so_for_miss_messages():
     headers = {"User-Agent": "python-requests/2.34.2"}
 
     request = client.request_of(_pool(UNREACHABLE), "GET", "/", headers, None)
@@ -73,35 +73,35 @@ async def test_a_request_of_requests_is_named_so_for_miss_messages():
     assert request.extensions[CLIENT_EXTENSION] == "requests"
 
 
-async def test_a_request_of_urllib3_itself_is_named_urllib3():
+def test_a_request_of_urllib3_itself_is_named_urllib3():
     request = client.request_of(_pool(UNREACHABLE), "GET", "/", None, None)
 
     assert request.extensions[CLIENT_EXTENSION] == "urllib3"
 
 
-async def test_a_text_body_is_sent_as_utf8():
+def test_a_text_body_is_sent_as_utf8():
     assert client._body_bytes("é") == "é".encode()
 
 
-async def test_a_file_body_is_read_from_where_it_stands():
+def test_a_file_body_is_read_from_where_it_stands():
     body = io.BytesIO(b"skip-rest")
     body.seek(5)
 
     assert client._body_bytes(body) == b"rest"
 
 
-async def test_an_iterable_body_is_joined():
+def test_an_iterable_body_is_joined():
     assert client._body_bytes(iter([b"a", "b", bytearray(b"c")])) == b"abc"
 
 
-async def test_no_body_stays_none():
+def test_no_body_stays_none():
     assert client._body_bytes(None) is None
 
 
 # -- responses, httpx2's to urllib3's -----------------------------------------------------
 
 
-async def test_status_reason_and_headers_round_trip():
+def test_status_reason_and_headers_round_trip():
     response = httpx2.Response(
         404,
         headers=[("X-Trace", "a"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")],
@@ -117,7 +117,7 @@ async def test_status_reason_and_headers_round_trip():
     assert converted.data == b"gone"
 
 
-async def test_a_stream_without_a_length_is_read_chunk_by_chunk():
+def test_a_stream_without_a_length_is_read_chunk_by_chunk():
     response = make_response(200, chunks=[b"data: 1\n\n", b"data: 2\n\n"])
 
     converted = client.to_urllib3(response, method="GET", url="/", preload_content=False)
@@ -126,7 +126,7 @@ async def test_a_stream_without_a_length_is_read_chunk_by_chunk():
     assert list(converted.stream(None)) == [b"data: 1\n\n", b"data: 2\n\n"]
 
 
-async def test_a_live_response_keeps_its_framing():
+def test_a_live_response_keeps_its_framing():
     response = httpx2.Response(200, headers={"content-length": "2"}, content=b"ok")
 
     converted = client.to_urllib3(response, method="GET", url="/", live=True)
@@ -135,7 +135,7 @@ async def test_a_live_response_keeps_its_framing():
     assert converted.data == b"ok"
 
 
-async def test_a_gzip_body_is_decoded_by_urllib3_as_from_a_server():
+def test_a_gzip_body_is_decoded_by_urllib3_as_from_a_server():
     packed = gzip.compress(b'{"a": 1}')
     response = httpx2.Response(
         200,
@@ -149,7 +149,7 @@ async def test_a_gzip_body_is_decoded_by_urllib3_as_from_a_server():
     assert converted.headers["content-encoding"] == "gzip"
 
 
-async def test_a_head_response_has_no_body_to_read():
+def test_a_head_response_has_no_body_to_read():
     response = httpx2.Response(200, headers={"content-length": "120"})
 
     converted = client.to_urllib3(response, method="HEAD", url="/")
@@ -157,7 +157,7 @@ async def test_a_head_response_has_no_body_to_read():
     assert converted.data == b""
 
 
-async def test_reading_to_the_end_closes_the_httpx2_stream():
+def test_reading_to_the_end_closes_the_httpx2_stream():
     closed: list[bool] = []
 
     class Stream(httpx2.SyncByteStream):
@@ -175,13 +175,13 @@ async def test_reading_to_the_end_closes_the_httpx2_stream():
     assert closed == [True]
 
 
-async def test_requests_reads_the_cookies_of_a_converted_response():
+def test_requests_reads_the_cookies_of_a_converted_response():
     with Interceptor(
         lambda request: httpx2.Response(
             200, headers={"set-cookie": "session=abc; Path=/"}, content=b"{}"
         )
     ):
-        reply = requests.get(UNREACHABLE + "/login", timeout=2)  # noqa: ASYNC210  (answered)
+        reply = requests.get(UNREACHABLE + "/login", timeout=2)
 
     assert reply.cookies.get("session") == "abc"
 
@@ -189,7 +189,7 @@ async def test_requests_reads_the_cookies_of_a_converted_response():
 # -- the patch ------------------------------------------------------------------------------
 
 
-async def test_urllib3_is_patched_only_while_an_interceptor_is_active():
+def test_urllib3_is_patched_only_while_an_interceptor_is_active():
     original = HTTPConnectionPool._make_request
 
     with Interceptor(lambda request: None):
@@ -199,17 +199,17 @@ async def test_urllib3_is_patched_only_while_an_interceptor_is_active():
     assert HTTPConnectionPool._make_request is original
 
 
-async def test_urllib3_has_its_patcher():
+def test_urllib3_has_its_patcher():
     names = [(install.__name__, uninstall.__name__) for install, uninstall in PATCHERS]
 
     assert ("_install_urllib3", "_uninstall_urllib3") in names
 
 
-async def test_the_module_named_urllib3_imports_the_real_urllib3():
+def test_the_module_named_urllib3_imports_the_real_urllib3():
     assert vars(client)["HTTPResponse"] is urllib3.response.HTTPResponse
 
 
-async def test_a_handler_answers_urllib3_directly():
+def test_a_handler_answers_urllib3_directly():
     seen: list[str] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -223,7 +223,7 @@ async def test_a_handler_answers_urllib3_directly():
     assert seen == ["GET http://127.0.0.1:9/weather?city=Oslo"]
 
 
-async def test_each_retry_on_a_status_is_a_request_of_its_own():
+def test_each_retry_on_a_status_is_a_request_of_its_own():
     statuses = iter([503, 200])
 
     def handler(request: httpx2.Request) -> httpx2.Response:

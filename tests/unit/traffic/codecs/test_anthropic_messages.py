@@ -129,7 +129,7 @@ def _encode(messages: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
 # -- encode_request ------------------------------------------------------------------
 
 
-async def test_encode_request_puts_the_system_prompt_at_the_top_level():
+def test_encode_request_puts_the_system_prompt_at_the_top_level():
     body = _encode([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
 
     assert body == {
@@ -140,7 +140,7 @@ async def test_encode_request_puts_the_system_prompt_at_the_top_level():
     }
 
 
-async def test_encode_request_joins_several_system_messages_with_a_blank_line():
+def test_encode_request_joins_several_system_messages_with_a_blank_line():
     body = _encode(
         [
             {"role": "system", "content": "Be brief."},
@@ -152,7 +152,7 @@ async def test_encode_request_joins_several_system_messages_with_a_blank_line():
     assert body["system"] == "Be brief.\n\nAnswer in French."
 
 
-async def test_encode_request_without_system_messages_has_no_system_field():
+def test_encode_request_without_system_messages_has_no_system_field():
     assert "system" not in _encode([{"role": "user", "content": "Hi"}])
 
 
@@ -247,11 +247,11 @@ async def test_encode_request_without_system_messages_has_no_system_field():
         ),
     ],
 )
-async def test_encode_request_writes_each_role_as_a_turn_of_content_blocks(message, turn):
+def test_encode_request_writes_each_role_as_a_turn_of_content_blocks(message, turn):
     assert _encode([message])["messages"] == [turn]
 
 
-async def test_encode_request_merges_consecutive_tool_results_into_one_user_turn():
+def test_encode_request_merges_consecutive_tool_results_into_one_user_turn():
     body = _encode(
         [
             {"role": "user", "content": "Weather in Paris and Lyon?"},
@@ -275,7 +275,7 @@ async def test_encode_request_merges_consecutive_tool_results_into_one_user_turn
     ]
 
 
-async def test_encode_request_merges_consecutive_user_messages_into_one_turn():
+def test_encode_request_merges_consecutive_user_messages_into_one_turn():
     body = _encode([{"role": "user", "content": "Hi."}, {"role": "user", "content": "Weather?"}])
 
     assert body["messages"] == [
@@ -286,7 +286,7 @@ async def test_encode_request_merges_consecutive_user_messages_into_one_turn():
     ]
 
 
-async def test_encode_request_merges_a_user_message_after_tool_results_into_their_turn():
+def test_encode_request_merges_a_user_message_after_tool_results_into_their_turn():
     body = _encode(
         [
             {
@@ -310,7 +310,7 @@ async def test_encode_request_merges_a_user_message_after_tool_results_into_thei
     ]
 
 
-async def test_encode_request_sends_tool_specs_with_an_input_schema():
+def test_encode_request_sends_tool_specs_with_an_input_schema():
     body = _encode([{"role": "user", "content": "Hi"}], tools=[WEATHER_SPEC])
 
     assert body["tools"] == [
@@ -322,17 +322,17 @@ async def test_encode_request_sends_tool_specs_with_an_input_schema():
     ]
 
 
-async def test_encode_request_sends_the_default_max_tokens_when_none_is_set():
+def test_encode_request_sends_the_default_max_tokens_when_none_is_set():
     assert _encode([{"role": "user", "content": "Hi"}])["max_tokens"] == 1024
 
 
-async def test_encode_request_sends_max_tokens_and_temperature():
+def test_encode_request_sends_max_tokens_and_temperature():
     body = _encode([{"role": "user", "content": "Hi"}], max_tokens=256, temperature=0.0)
 
     assert (body["max_tokens"], body["temperature"]) == (256, 0.0)
 
 
-async def test_encode_request_leaves_out_unset_tools_and_temperature():
+def test_encode_request_leaves_out_unset_tools_and_temperature():
     assert sorted(_encode([{"role": "user", "content": "Hi"}])) == [
         "max_tokens",
         "messages",
@@ -343,7 +343,7 @@ async def test_encode_request_leaves_out_unset_tools_and_temperature():
 # -- decode_request ------------------------------------------------------------------
 
 
-async def test_decode_request_reads_a_real_recorded_request():
+def test_decode_request_reads_a_real_recorded_request():
     # crewAI, second request: string user content, three tool_use blocks, three
     # tool_result blocks in one user turn, a top-level system prompt.
     body = {
@@ -450,7 +450,7 @@ async def test_decode_request_reads_a_real_recorded_request():
     )
 
 
-async def test_decode_request_reads_each_system_text_block_as_a_system_message():
+def test_decode_request_reads_each_system_text_block_as_a_system_message():
     decoded = anthropic_messages.decode_request(
         {
             "model": "claude-haiku-4-5",
@@ -474,7 +474,7 @@ async def test_decode_request_reads_each_system_text_block_as_a_system_message()
     ]
 
 
-async def test_decode_request_keeps_the_text_blocks_of_a_user_turn_apart():
+def test_decode_request_keeps_the_text_blocks_of_a_user_turn_apart():
     decoded = anthropic_messages.decode_request(
         {
             "model": "claude-haiku-4-5",
@@ -496,7 +496,7 @@ async def test_decode_request_keeps_the_text_blocks_of_a_user_turn_apart():
     ]
 
 
-async def test_a_user_turn_of_several_text_blocks_survives_decode_then_encode():
+def test_a_user_turn_of_several_text_blocks_survives_decode_then_encode():
     turn = {
         "role": "user",
         "content": [
@@ -512,7 +512,7 @@ async def test_a_user_turn_of_several_text_blocks_survives_decode_then_encode():
     assert encoded["messages"] == [turn]
 
 
-async def test_decode_request_reads_tool_result_content_given_as_blocks():
+def test_decode_request_reads_tool_result_content_given_as_blocks():
     decoded = anthropic_messages.decode_request(
         {
             "model": "claude-haiku-4-5",
@@ -539,7 +539,7 @@ async def test_decode_request_reads_tool_result_content_given_as_blocks():
 # -- decode_response -----------------------------------------------------------------
 
 
-async def test_decode_response_reads_a_real_tool_use_reply():
+def test_decode_response_reads_a_real_tool_use_reply():
     assert anthropic_messages.decode_response(TOOL_USE_RESPONSE) == Completion(
         content=None,
         tool_calls=(
@@ -552,7 +552,7 @@ async def test_decode_response_reads_a_real_tool_use_reply():
     )
 
 
-async def test_decode_response_reads_a_real_text_reply():
+def test_decode_response_reads_a_real_text_reply():
     assert anthropic_messages.decode_response(TEXT_RESPONSE) == Completion(
         content="The weather in Tokyo is currently sunny and 72°F (approximately 22°C).",
         tool_calls=(),
@@ -563,7 +563,7 @@ async def test_decode_response_reads_a_real_text_reply():
     )
 
 
-async def test_decode_response_reads_text_and_parallel_tool_calls_in_order():
+def test_decode_response_reads_text_and_parallel_tool_calls_in_order():
     completion = anthropic_messages.decode_response(PARALLEL_RESPONSE)
 
     match completion:
@@ -589,7 +589,7 @@ async def test_decode_response_reads_text_and_parallel_tool_calls_in_order():
             pytest.fail(f"unexpected completion: {completion!r}")
 
 
-async def test_decode_response_counts_cache_read_and_cache_creation_tokens_as_input():
+def test_decode_response_counts_cache_read_and_cache_creation_tokens_as_input():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["usage"].update(
         input_tokens=12, cache_read_input_tokens=2048, cache_creation_input_tokens=300
@@ -600,14 +600,14 @@ async def test_decode_response_counts_cache_read_and_cache_creation_tokens_as_in
     )
 
 
-async def test_decode_response_reads_null_cache_token_counts_as_zero():
+def test_decode_response_reads_null_cache_token_counts_as_zero():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["usage"].update(cache_read_input_tokens=None, cache_creation_input_tokens=None)
 
     assert anthropic_messages.decode_response(body).usage == Usage(701, 22)
 
 
-async def test_decode_response_skips_thinking_blocks():
+def test_decode_response_skips_thinking_blocks():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["content"].insert(
         0, {"type": "thinking", "thinking": "The user wants Tokyo.", "signature": "EqQB..."}
@@ -616,14 +616,14 @@ async def test_decode_response_skips_thinking_blocks():
     assert anthropic_messages.decode_response(body).content == TEXT_RESPONSE["content"][0]["text"]
 
 
-async def test_decode_response_joins_several_text_blocks():
+def test_decode_response_joins_several_text_blocks():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["content"] = [{"type": "text", "text": "Sunny "}, {"type": "text", "text": "today."}]
 
     assert anthropic_messages.decode_response(body).content == "Sunny today."
 
 
-async def test_decode_response_with_no_content_blocks_has_no_content():
+def test_decode_response_with_no_content_blocks_has_no_content():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["content"] = []
 
@@ -633,7 +633,7 @@ async def test_decode_response_with_no_content_blocks_has_no_content():
 # -- encode_response -----------------------------------------------------------------
 
 
-async def test_encode_response_of_a_text_reply_is_accepted_by_the_anthropic_sdk():
+def test_encode_response_of_a_text_reply_is_accepted_by_the_anthropic_sdk():
     body = anthropic_messages.encode_response(
         Completion(content="Sunny.", model="claude-haiku-4-5", usage=Usage(12, 3)),
         response_id="msg_1",
@@ -650,7 +650,7 @@ async def test_encode_response_of_a_text_reply_is_accepted_by_the_anthropic_sdk(
     assert (parsed.usage.input_tokens, parsed.usage.output_tokens) == (12, 3)
 
 
-async def test_encode_response_of_text_and_tool_calls_is_accepted_by_the_anthropic_sdk():
+def test_encode_response_of_text_and_tool_calls_is_accepted_by_the_anthropic_sdk():
     body = anthropic_messages.encode_response(
         Completion(
             content="Looking it up.",
@@ -673,7 +673,7 @@ async def test_encode_response_of_text_and_tool_calls_is_accepted_by_the_anthrop
     ]
 
 
-async def test_encode_response_fills_unknown_model_and_zero_usage():
+def test_encode_response_fills_unknown_model_and_zero_usage():
     body = anthropic_messages.encode_response(Completion(content="hi"), response_id="msg_1")
 
     assert body == {
@@ -693,7 +693,7 @@ async def test_encode_response_fills_unknown_model_and_zero_usage():
 THINKING = {"type": "thinking", "thinking": "The user wants Paris.", "signature": "sig-1"}
 
 
-async def test_decode_response_keeps_thinking_blocks_as_reasoning():
+def test_decode_response_keeps_thinking_blocks_as_reasoning():
     body = {
         "id": "msg_1",
         "type": "message",
@@ -709,7 +709,7 @@ async def test_decode_response_keeps_thinking_blocks_as_reasoning():
     assert (completion.content, completion.reasoning) == ("Sunny.", (THINKING,))
 
 
-async def test_encode_request_sends_thinking_back_before_the_reply():
+def test_encode_request_sends_thinking_back_before_the_reply():
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Weather?"},
         {
@@ -730,7 +730,7 @@ async def test_encode_request_sends_thinking_back_before_the_reply():
             pytest.fail(f"thinking was not sent back first: {other}")
 
 
-async def test_decode_stream_joins_thinking_and_signature_deltas():
+def test_decode_stream_joins_thinking_and_signature_deltas():
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}},
         {
@@ -783,14 +783,14 @@ SEARCHED: list[dict[str, Any]] = [
 ]
 
 
-async def test_decode_response_keeps_texts_that_a_server_tool_stands_between_apart():
+def test_decode_response_keeps_texts_that_a_server_tool_stands_between_apart():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["content"] = SEARCHED
 
     assert anthropic_messages.decode_response(body).content == "Let me search.\n\nParis is sunny."
 
 
-async def test_decode_request_reads_an_assistant_turn_around_a_server_tool_the_same_way():
+def test_decode_request_reads_an_assistant_turn_around_a_server_tool_the_same_way():
     decoded = anthropic_messages.decode_request(
         {"model": "m", "messages": [{"role": "assistant", "content": SEARCHED}]}
     )
@@ -800,7 +800,7 @@ async def test_decode_request_reads_an_assistant_turn_around_a_server_tool_the_s
     ]
 
 
-async def test_decode_stream_keeps_texts_that_a_server_tool_stands_between_apart():
+def test_decode_stream_keeps_texts_that_a_server_tool_stands_between_apart():
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "model": "m", "usage": {}}}
     ]
@@ -817,7 +817,7 @@ async def test_decode_stream_keeps_texts_that_a_server_tool_stands_between_apart
     assert anthropic_messages.decode_stream(raw).content == "Let me search.\n\nParis is sunny."
 
 
-async def test_decode_response_keeps_the_server_tools_the_model_ran():
+def test_decode_response_keeps_the_server_tools_the_model_ran():
     body = copy.deepcopy(TEXT_RESPONSE)
     body["content"] = SEARCHED
 

@@ -24,15 +24,15 @@ from pytest_agentctx.traffic.errors import CodecError
 # -- Usage ---------------------------------------------------------------------------
 
 
-async def test_usage_total_tokens_is_input_plus_output():
+def test_usage_total_tokens_is_input_plus_output():
     assert Usage(input_tokens=92, output_tokens=17).total_tokens == 109
 
 
-async def test_usage_defaults_to_zero_tokens():
+def test_usage_defaults_to_zero_tokens():
     assert Usage() == Usage(input_tokens=0, output_tokens=0)
 
 
-async def test_usage_to_dict_has_input_output_and_total():
+def test_usage_to_dict_has_input_output_and_total():
     assert Usage(input_tokens=92, output_tokens=17).to_dict() == {
         "input_tokens": 92,
         "output_tokens": 17,
@@ -43,7 +43,7 @@ async def test_usage_to_dict_has_input_output_and_total():
 # -- Completion ----------------------------------------------------------------------
 
 
-async def test_completion_metadata_holds_model_stop_reason_and_usage():
+def test_completion_metadata_holds_model_stop_reason_and_usage():
     completion = Completion(
         content="YES",
         model="gpt-4o-mini-2024-07-18",
@@ -59,20 +59,20 @@ async def test_completion_metadata_holds_model_stop_reason_and_usage():
     }
 
 
-async def test_completion_metadata_lists_the_server_tools_the_provider_ran():
+def test_completion_metadata_lists_the_server_tools_the_provider_ran():
     search = {"id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris weather"}}
     completion = Completion(content="Sunny.", stop_reason="end_turn", server_tools=(search,))
 
     assert completion.metadata()["server_tools"] == [search]
 
 
-async def test_completion_metadata_leaves_usage_out_when_unknown():
+def test_completion_metadata_leaves_usage_out_when_unknown():
     completion = Completion(content="YES", model="gpt-4o-mini", stop_reason="stop")
 
     assert completion.metadata() == {"model": "gpt-4o-mini", "stop_reason": "stop"}
 
 
-async def test_completion_defaults_to_an_empty_reply():
+def test_completion_defaults_to_an_empty_reply():
     assert Completion() == Completion(
         content=None,
         tool_calls=(),
@@ -86,7 +86,7 @@ async def test_completion_defaults_to_an_empty_reply():
 # -- DecodedRequest ------------------------------------------------------------------
 
 
-async def test_decoded_request_defaults_to_no_tools_and_no_stream():
+def test_decoded_request_defaults_to_no_tools_and_no_stream():
     request = DecodedRequest(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
 
     match request:
@@ -107,11 +107,11 @@ async def test_decoded_request_defaults_to_no_tools_and_no_stream():
         ("openai_responses", openai_responses),
     ],
 )
-async def test_get_codec_returns_the_codec_module_of_that_name(name, module):
+def test_get_codec_returns_the_codec_module_of_that_name(name, module):
     assert get_codec(name) is module
 
 
-async def test_get_codec_unknown_name_lists_the_codecs():
+def test_get_codec_unknown_name_lists_the_codecs():
     with pytest.raises(
         CodecError,
         match=r"No codec called 'mistral'; the codecs are "
@@ -121,7 +121,7 @@ async def test_get_codec_unknown_name_lists_the_codecs():
 
 
 @pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "openai_responses"])
-async def test_every_codec_provides_its_name_and_the_four_functions(name):
+def test_every_codec_provides_its_name_and_the_four_functions(name):
     codec = get_codec(name)
 
     assert codec.name == name
@@ -171,7 +171,7 @@ async def test_every_codec_provides_its_name_and_the_four_functions(name):
         ),
     ],
 )
-async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected):
+def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected):
     codec = codec_for_path(path)
 
     assert codec is not None
@@ -206,7 +206,7 @@ async def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, ex
         "",
     ],
 )
-async def test_codec_for_path_is_none_for_other_endpoints(path):
+def test_codec_for_path_is_none_for_other_endpoints(path):
     assert codec_for_path(path) is None
 
 
@@ -224,7 +224,7 @@ async def test_codec_for_path_is_none_for_other_endpoints(path):
         (None, {}),
     ],
 )
-async def test_parse_arguments_reads_json_objects_and_mappings(raw, expected):
+def test_parse_arguments_reads_json_objects_and_mappings(raw, expected):
     assert parse_arguments(raw) == expected
 
 
@@ -240,11 +240,11 @@ async def test_parse_arguments_reads_json_objects_and_mappings(raw, expected):
         (42, "42"),
     ],
 )
-async def test_parse_arguments_keeps_anything_but_an_object_as_invalid_raw_text(raw, kept):
+def test_parse_arguments_keeps_anything_but_an_object_as_invalid_raw_text(raw, kept):
     assert parse_arguments(raw) == {INVALID_ARGUMENTS_KEY: kept}
 
 
-async def test_parse_arguments_copies_a_mapping():
+def test_parse_arguments_copies_a_mapping():
     original: dict[str, Any] = {"city": "Paris"}
 
     parsed = parse_arguments(original)
@@ -256,22 +256,22 @@ async def test_parse_arguments_copies_a_mapping():
 # -- require -------------------------------------------------------------------------
 
 
-async def test_require_returns_the_field_when_it_has_the_expected_type():
+def test_require_returns_the_field_when_it_has_the_expected_type():
     body = {"choices": [{"index": 0}], "model": "gpt-4o-mini"}
 
     assert require(body, "choices", list, "here") == [{"index": 0}]
 
 
-async def test_require_accepts_any_of_several_types():
+def test_require_accepts_any_of_several_types():
     assert require({"content": "text"}, "content", (str, list), "here") == "text"
 
 
-async def test_require_rejects_a_body_that_is_not_an_object():
+def test_require_rejects_a_body_that_is_not_an_object():
     with pytest.raises(CodecError, match=r"^decode: expected a JSON object, got list\.$"):
         require([1, 2], "choices", list, "decode")  # type: ignore[arg-type]
 
 
-async def test_require_names_the_missing_field_and_the_fields_present():
+def test_require_names_the_missing_field_and_the_fields_present():
     body = {"error": {"message": "Incorrect API key provided"}, "type": "error"}
 
     with pytest.raises(
@@ -282,11 +282,11 @@ async def test_require_names_the_missing_field_and_the_fields_present():
         require(body, "choices", list, "decode")
 
 
-async def test_require_names_the_wrong_type_and_the_expected_one():
+def test_require_names_the_wrong_type_and_the_expected_one():
     with pytest.raises(CodecError, match=r"^decode: field 'choices' is a dict, expected list\.$"):
         require({"choices": {}}, "choices", list, "decode")
 
 
-async def test_require_names_an_abstract_expected_type():
+def test_require_names_an_abstract_expected_type():
     with pytest.raises(CodecError, match=r"field 'message' is a str, expected Mapping\.$"):
         require({"message": "hello"}, "message", Mapping, "decode")

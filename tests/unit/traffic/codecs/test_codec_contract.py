@@ -414,7 +414,7 @@ def read_back(wire: Wire, completion: Completion, response_id: str) -> Completio
 
 
 @pytest.mark.parametrize("wire", EVERY_WIRE)
-async def test_encode_request_refuses_an_unknown_role(wire):
+def test_encode_request_refuses_an_unknown_role(wire):
     with pytest.raises(
         CodecError,
         match=rf"^{wire.name}\.encode_request: message role '{wire.foreign_role}' is not one of "
@@ -426,7 +426,7 @@ async def test_encode_request_refuses_an_unknown_role(wire):
 
 
 @pytest.mark.parametrize("wire", EVERY_WIRE)
-async def test_decode_request_reads_back_what_encode_request_wrote(wire):
+def test_decode_request_reads_back_what_encode_request_wrote(wire):
     body = wire.codec.encode_request(
         model=wire.model,
         messages=wire.conversation,
@@ -451,12 +451,12 @@ async def test_decode_request_reads_back_what_encode_request_wrote(wire):
 @pytest.mark.parametrize(
     "wire", [pytest.param(wire, id=wire.name) for wire in WIRES if wire.stream_request]
 )
-async def test_decode_request_reads_the_stream_flag(wire):
+def test_decode_request_reads_the_stream_flag(wire):
     assert wire.codec.decode_request(wire.stream_request).stream is True
 
 
 @pytest.mark.parametrize(("name", "body", "message"), MALFORMED_REQUESTS)
-async def test_decode_request_of_a_malformed_body_is_a_codec_error_saying_what_is_wrong(
+def test_decode_request_of_a_malformed_body_is_a_codec_error_saying_what_is_wrong(
     name, body, message
 ):
     with pytest.raises(CodecError, match=message):
@@ -467,7 +467,7 @@ async def test_decode_request_of_a_malformed_body_is_a_codec_error_saying_what_i
 
 
 @pytest.mark.parametrize(("wire", "name"), ROUND_TRIPS)
-async def test_decode_response_reads_back_what_encode_response_wrote(wire, name):
+def test_decode_response_reads_back_what_encode_response_wrote(wire, name):
     completion = completions(wire)[name]
 
     body = wire.codec.encode_response(completion, response_id="resp_7")
@@ -476,7 +476,7 @@ async def test_decode_response_reads_back_what_encode_response_wrote(wire, name)
 
 
 @pytest.mark.parametrize("wire", EVERY_WIRE)
-async def test_decode_response_without_usage_has_no_usage(wire):
+def test_decode_response_without_usage_has_no_usage(wire):
     body = wire.codec.encode_response(Completion(content="YES"), response_id="resp_1")
     del body[wire.usage_field]
 
@@ -486,7 +486,7 @@ async def test_decode_response_without_usage_has_no_usage(wire):
 @pytest.mark.parametrize(
     "wire", [pytest.param(wire, id=wire.name) for wire in WIRES if wire.invalid_arguments]
 )
-async def test_decode_response_keeps_invalid_json_arguments_under_the_invalid_key(wire):
+def test_decode_response_keeps_invalid_json_arguments_under_the_invalid_key(wire):
     body, raw = wire.invalid_arguments
 
     (call,) = wire.codec.decode_response(body).tool_calls
@@ -497,7 +497,7 @@ async def test_decode_response_keeps_invalid_json_arguments_under_the_invalid_ke
 @pytest.mark.parametrize(
     "wire", [pytest.param(wire, id=wire.name) for wire in WIRES if wire.stop_reason]
 )
-async def test_encode_response_keeps_an_explicit_stop_reason(wire):
+def test_encode_response_keeps_an_explicit_stop_reason(wire):
     reason, where = wire.stop_reason
     completion = Completion(content="Sunny and", stop_reason=reason)
 
@@ -507,7 +507,7 @@ async def test_encode_response_keeps_an_explicit_stop_reason(wire):
 
 
 @pytest.mark.parametrize(("name", "body", "message"), MALFORMED_RESPONSES)
-async def test_decode_response_of_a_malformed_body_is_a_codec_error_saying_what_is_wrong(
+def test_decode_response_of_a_malformed_body_is_a_codec_error_saying_what_is_wrong(
     name, body, message
 ):
     with pytest.raises(CodecError, match=message):
@@ -518,7 +518,7 @@ async def test_decode_response_of_a_malformed_body_is_a_codec_error_saying_what_
 
 
 @pytest.mark.parametrize(("wire", "name"), ROUND_TRIPS)
-async def test_decode_stream_reads_what_encode_stream_wrote_as_the_whole_reply(wire, name):
+def test_decode_stream_reads_what_encode_stream_wrote_as_the_whole_reply(wire, name):
     completion = completions(wire)[name]
 
     events = wire.encode_stream(completion, "resp_5")
@@ -530,7 +530,7 @@ async def test_decode_stream_reads_what_encode_stream_wrote_as_the_whole_reply(w
 
 
 @pytest.mark.parametrize("stream", list(RECORDED_STREAMS))
-async def test_decode_stream_of_a_recorded_stream_gives_the_whole_completion(stream):
+def test_decode_stream_of_a_recorded_stream_gives_the_whole_completion(stream):
     name, raw, completion = RECORDED_STREAMS[stream]
 
     assert BY_NAME[name].codec.decode_stream(parse_sse(raw())) == completion
@@ -559,7 +559,7 @@ RAW_STREAMS: dict[str, Callable[[], tuple[bytes, Completion]]] = {
 
 @pytest.mark.parametrize("as_type", [bytes, str, list], ids=["bytes", "str", "events"])
 @pytest.mark.parametrize("name", list(RAW_STREAMS))
-async def test_decode_stream_takes_the_raw_body_or_its_events(name, as_type):
+def test_decode_stream_takes_the_raw_body_or_its_events(name, as_type):
     raw, reply = RAW_STREAMS[name]()
     forms: dict[type, bytes | str | list[SSEEvent]] = {
         bytes: raw,
@@ -571,8 +571,6 @@ async def test_decode_stream_takes_the_raw_body_or_its_events(name, as_type):
 
 
 @pytest.mark.parametrize(("name", "events", "message"), MALFORMED_STREAMS)
-async def test_decode_stream_of_a_malformed_stream_is_a_codec_error_saying_where(
-    name, events, message
-):
+def test_decode_stream_of_a_malformed_stream_is_a_codec_error_saying_where(name, events, message):
     with pytest.raises(CodecError, match=message):
         BY_NAME[name].codec.decode_stream(events)

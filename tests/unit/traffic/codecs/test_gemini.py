@@ -159,7 +159,7 @@ def conversation() -> list[dict[str, Any]]:
         "/v1beta/tunedModels/my-model:generateContent",
     ],
 )
-async def test_generate_content_paths_are_gemini_calls(path):
+def test_generate_content_paths_are_gemini_calls(path):
     assert codec_for_path(path) is gemini
 
 
@@ -172,11 +172,11 @@ async def test_generate_content_paths_are_gemini_calls(path):
         "/v1beta/models",
     ],
 )
-async def test_other_gemini_endpoints_are_no_model_calls(path):
+def test_other_gemini_endpoints_are_no_model_calls(path):
     assert codec_for_path(path) is None
 
 
-async def test_get_codec_knows_gemini():
+def test_get_codec_knows_gemini():
     assert get_codec("gemini") is gemini
 
 
@@ -192,7 +192,7 @@ async def test_get_codec_knows_gemini():
         ),
     ],
 )
-async def test_the_path_names_the_model_and_whether_it_streams(path, model, stream):
+def test_the_path_names_the_model_and_whether_it_streams(path, model, stream):
     request = gemini.request_for_path(path, gemini.decode_request({"contents": []}))
 
     assert (request.model, request.stream) == (model, stream)
@@ -201,7 +201,7 @@ async def test_the_path_names_the_model_and_whether_it_streams(path, model, stre
 # -- requests --------------------------------------------------------------------------
 
 
-async def test_encode_request_puts_the_system_prompt_in_system_instruction():
+def test_encode_request_puts_the_system_prompt_in_system_instruction():
     body = gemini.encode_request(model=MODEL, messages=conversation()[:2])
 
     assert body == {
@@ -211,7 +211,7 @@ async def test_encode_request_puts_the_system_prompt_in_system_instruction():
     }
 
 
-async def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
+def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
     body = gemini.encode_request(model=MODEL, messages=conversation())
 
     assert body["contents"][1:] == [
@@ -232,7 +232,7 @@ async def test_encode_request_answers_parallel_calls_in_one_user_turn_without_sy
     ]
 
 
-async def test_encode_request_sends_ids_the_model_gave():
+def test_encode_request_sends_ids_the_model_gave():
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Weather?"},
         {
@@ -253,7 +253,7 @@ async def test_encode_request_sends_ids_the_model_gave():
     }
 
 
-async def test_encode_request_sends_an_error_result_under_error():
+def test_encode_request_sends_an_error_result_under_error():
     messages = [*conversation()[:4], {**conversation()[4], "is_error": True}]
 
     body = gemini.encode_request(model=MODEL, messages=messages)
@@ -261,7 +261,7 @@ async def test_encode_request_sends_an_error_result_under_error():
     assert body["contents"][2]["parts"][1]["functionResponse"]["response"] == {"error": "Rainy"}
 
 
-async def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
+def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
     body = gemini.encode_request(
         model=MODEL,
         messages=conversation()[1:2],
@@ -284,14 +284,14 @@ async def test_encode_request_declares_tools_with_their_json_schema_and_generati
     assert body["generationConfig"] == {"temperature": 0, "maxOutputTokens": 256}
 
 
-async def test_encode_request_refuses_a_tool_result_it_cannot_name():
+def test_encode_request_refuses_a_tool_result_it_cannot_name():
     messages = [{"role": "tool", "content": "Sunny", "tool_call_id": "unknown"}]
 
     with pytest.raises(CodecError, match=r"has no name.*give the tool message its name"):
         gemini.encode_request(model=MODEL, messages=messages)
 
 
-async def test_decode_request_reads_snake_case_fields_and_a_tools_object():
+def test_decode_request_reads_snake_case_fields_and_a_tools_object():
     decoded = gemini.decode_request(CORPUS_REQUEST)
 
     assert decoded.messages == [{"role": "user", "content": "What is the capital of France?"}]
@@ -299,7 +299,7 @@ async def test_decode_request_reads_snake_case_fields_and_a_tools_object():
     assert decoded.tools[0]["parameters"]["required"] == ["country"]
 
 
-async def test_decode_request_joins_a_function_response_to_the_call_it_answers():
+def test_decode_request_joins_a_function_response_to_the_call_it_answers():
     decoded = gemini.decode_request(CORPUS_FOLLOW_UP)
 
     call_id = gemini.decode_response(CORPUS_RESPONSE).tool_calls[0].id
@@ -315,7 +315,7 @@ async def test_decode_request_joins_a_function_response_to_the_call_it_answers()
     ]
 
 
-async def test_decode_request_joins_two_responses_of_one_tool_in_order():
+def test_decode_request_joins_two_responses_of_one_tool_in_order():
     body = gemini.encode_request(model=MODEL, messages=conversation())
 
     messages = gemini.decode_request(body).messages
@@ -336,7 +336,7 @@ async def test_decode_request_joins_two_responses_of_one_tool_in_order():
         ({"return_value": 42}, '{"return_value": 42}', False),
     ],
 )
-async def test_decode_request_reads_a_function_response_as_the_tool_messages_text(
+def test_decode_request_reads_a_function_response_as_the_tool_messages_text(
     response, content, is_error
 ):
     body = {
@@ -350,7 +350,7 @@ async def test_decode_request_reads_a_function_response_as_the_tool_messages_tex
     assert (message["content"], message.get("is_error", False)) == (content, is_error)
 
 
-async def test_decode_request_keeps_ids_the_client_sent():
+def test_decode_request_keeps_ids_the_client_sent():
     body = {
         "contents": [
             {
@@ -374,7 +374,7 @@ async def test_decode_request_keeps_ids_the_client_sent():
 # -- responses -------------------------------------------------------------------------
 
 
-async def test_decode_response_reads_a_recorded_function_call():
+def test_decode_response_reads_a_recorded_function_call():
     completion = gemini.decode_response(CORPUS_RESPONSE)
 
     assert completion == Completion(
@@ -392,7 +392,7 @@ async def test_decode_response_reads_a_recorded_function_call():
     )
 
 
-async def test_decode_response_counts_thinking_tokens_as_output_and_keeps_the_signature():
+def test_decode_response_counts_thinking_tokens_as_output_and_keeps_the_signature():
     completion = gemini.decode_response(SIGNED_TEXT_RESPONSE)
 
     assert completion.content == "I'm sorry."
@@ -408,7 +408,7 @@ async def test_decode_response_counts_thinking_tokens_as_output_and_keeps_the_si
     )
 
 
-async def test_thought_summaries_are_reasoning_not_text():
+def test_thought_summaries_are_reasoning_not_text():
     body = {
         "candidates": [
             {
@@ -431,7 +431,7 @@ async def test_thought_summaries_are_reasoning_not_text():
     )
 
 
-async def test_signatures_and_thoughts_go_back_on_the_parts_that_carried_them():
+def test_signatures_and_thoughts_go_back_on_the_parts_that_carried_them():
     parts = [
         {"text": "Thinking about it.", "thought": True, "thoughtSignature": "c2ln"},
         {"text": "Let me check."},
@@ -454,7 +454,7 @@ async def test_signatures_and_thoughts_go_back_on_the_parts_that_carried_them():
     assert body["contents"] == [{"role": "model", "parts": parts}]
 
 
-async def test_a_blocked_prompt_is_an_empty_reply_stopped_for_its_reason():
+def test_a_blocked_prompt_is_an_empty_reply_stopped_for_its_reason():
     body = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 9}}
 
     completion = gemini.decode_response(body)
@@ -466,7 +466,7 @@ async def test_a_blocked_prompt_is_an_empty_reply_stopped_for_its_reason():
     )
 
 
-async def test_encode_response_leaves_synthetic_ids_out():
+def test_encode_response_leaves_synthetic_ids_out():
     completion = Completion(
         content="Checking.", tool_calls=(PARIS,), model=MODEL, usage=Usage(20, 9)
     )
@@ -496,7 +496,7 @@ async def test_encode_response_leaves_synthetic_ids_out():
 # -- streaming ---------------------------------------------------------------------------
 
 
-async def test_encode_stream_sends_calls_whole_and_the_finish_reason_last():
+def test_encode_stream_sends_calls_whole_and_the_finish_reason_last():
     completion = Completion(
         content="Checking.", tool_calls=(PARIS,), model=MODEL, usage=Usage(20, 9)
     )
@@ -523,7 +523,7 @@ def sdk_client(handler: Any) -> genai.Client:
     return genai.Client(api_key="test-key", http_options=options)
 
 
-async def test_the_sdk_reads_encode_response_as_the_reply():
+def test_the_sdk_reads_encode_response_as_the_reply():
     completion = Completion(
         content="Checking.", tool_calls=(PARIS,), model=MODEL, usage=Usage(20, 9)
     )
@@ -540,7 +540,7 @@ async def test_the_sdk_reads_encode_response_as_the_reply():
     assert response.usage_metadata.total_token_count == 29
 
 
-async def test_the_sdk_joins_encode_stream_into_the_same_reply():
+def test_the_sdk_joins_encode_stream_into_the_same_reply():
     completion = Completion(content="Sunny in Paris.", tool_calls=(PARIS,), model=MODEL)
     stream = format_sse(gemini.encode_stream(completion, response_id="resp_1"))
     client = sdk_client(
@@ -558,7 +558,7 @@ async def test_the_sdk_joins_encode_stream_into_the_same_reply():
     assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
 
 
-async def test_what_the_sdk_sends_decodes_to_the_conversation():
+def test_what_the_sdk_sends_decodes_to_the_conversation():
     sent: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:

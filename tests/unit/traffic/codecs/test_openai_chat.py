@@ -264,13 +264,13 @@ def _response_with_message(message: dict[str, Any], **extra: Any) -> dict[str, A
         ),
     ],
 )
-async def test_encode_request_writes_each_role_in_the_chat_completions_shape(message, wire):
+def test_encode_request_writes_each_role_in_the_chat_completions_shape(message, wire):
     body = openai_chat.encode_request(model="gpt-4o-mini", messages=[message])
 
     assert body == {"model": "gpt-4o-mini", "messages": [wire]}
 
 
-async def test_encode_request_sends_tool_specs_as_functions():
+def test_encode_request_sends_tool_specs_as_functions():
     body = openai_chat.encode_request(
         model="gpt-4o-mini",
         messages=[{"role": "user", "content": "Weather in Paris?"}],
@@ -289,7 +289,7 @@ async def test_encode_request_sends_tool_specs_as_functions():
     ]
 
 
-async def test_encode_request_sends_max_tokens_as_max_completion_tokens_and_temperature():
+def test_encode_request_sends_max_tokens_as_max_completion_tokens_and_temperature():
     body = openai_chat.encode_request(
         model="gpt-4o-mini",
         messages=[{"role": "user", "content": "hi"}],
@@ -305,7 +305,7 @@ async def test_encode_request_sends_max_tokens_as_max_completion_tokens_and_temp
     }
 
 
-async def test_encode_request_leaves_out_unset_tools_max_tokens_and_temperature():
+def test_encode_request_leaves_out_unset_tools_max_tokens_and_temperature():
     body = openai_chat.encode_request(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
     )
@@ -316,7 +316,7 @@ async def test_encode_request_leaves_out_unset_tools_max_tokens_and_temperature(
 # -- decode_request ------------------------------------------------------------------
 
 
-async def test_decode_request_reads_a_real_recorded_request():
+def test_decode_request_reads_a_real_recorded_request():
     # simonw/llm, third request: history with a tool call and its result, no "content"
     # on the assistant message, arguments as the SDK re-serialised them.
     body = {
@@ -393,7 +393,7 @@ async def test_decode_request_reads_a_real_recorded_request():
     )
 
 
-async def test_decode_request_reads_developer_messages_as_system():
+def test_decode_request_reads_developer_messages_as_system():
     decoded = openai_chat.decode_request(
         {"model": "o3-mini", "messages": [{"role": "developer", "content": "Be brief."}]}
     )
@@ -401,7 +401,7 @@ async def test_decode_request_reads_developer_messages_as_system():
     assert decoded.messages == [{"role": "system", "content": "Be brief."}]
 
 
-async def test_decode_request_keeps_the_text_parts_of_a_content_array_apart():
+def test_decode_request_keeps_the_text_parts_of_a_content_array_apart():
     decoded = openai_chat.decode_request(
         {
             "model": "gpt-4o",
@@ -424,7 +424,7 @@ async def test_decode_request_keeps_the_text_parts_of_a_content_array_apart():
     ]
 
 
-async def test_decode_request_reads_a_content_array_of_one_text_part_as_its_text():
+def test_decode_request_reads_a_content_array_of_one_text_part_as_its_text():
     decoded = openai_chat.decode_request(
         {
             "model": "gpt-4o",
@@ -435,7 +435,7 @@ async def test_decode_request_reads_a_content_array_of_one_text_part_as_its_text
     assert decoded.messages == [{"role": "user", "content": "Hi"}]
 
 
-async def test_decode_request_keeps_invalid_json_arguments_as_raw_text():
+def test_decode_request_keeps_invalid_json_arguments_as_raw_text():
     decoded = openai_chat.decode_request(
         {
             "model": "gpt-4o-mini",
@@ -467,7 +467,7 @@ async def test_decode_request_keeps_invalid_json_arguments_as_raw_text():
 # -- decode_response -----------------------------------------------------------------
 
 
-async def test_decode_response_reads_a_real_tool_call_reply():
+def test_decode_response_reads_a_real_tool_call_reply():
     assert openai_chat.decode_response(TOOL_CALL_RESPONSE) == Completion(
         content=None,
         tool_calls=(
@@ -484,7 +484,7 @@ async def test_decode_response_reads_a_real_tool_call_reply():
     )
 
 
-async def test_decode_response_reads_a_real_text_reply():
+def test_decode_response_reads_a_real_text_reply():
     assert openai_chat.decode_response(TEXT_RESPONSE) == Completion(
         content="YES",
         tool_calls=(),
@@ -495,7 +495,7 @@ async def test_decode_response_reads_a_real_text_reply():
     )
 
 
-async def test_decode_response_keeps_parallel_tool_calls_in_order():
+def test_decode_response_keeps_parallel_tool_calls_in_order():
     completion = openai_chat.decode_response(PARALLEL_RESPONSE)
 
     match completion.tool_calls:
@@ -515,7 +515,7 @@ async def test_decode_response_keeps_parallel_tool_calls_in_order():
             pytest.fail(f"unexpected tool calls: {completion.tool_calls}")
 
 
-async def test_decode_response_joins_a_content_array_into_text():
+def test_decode_response_joins_a_content_array_into_text():
     body = _response_with_message(
         {
             "role": "assistant",
@@ -526,7 +526,7 @@ async def test_decode_response_joins_a_content_array_into_text():
     assert openai_chat.decode_response(body).content == "Sunny today."
 
 
-async def test_decode_response_reads_null_token_counts_as_zero():
+def test_decode_response_reads_null_token_counts_as_zero():
     body = _response_with_message(
         TEXT_RESPONSE["choices"][0]["message"],
         usage={"prompt_tokens": None, "completion_tokens": 5, "total_tokens": 5},
@@ -538,7 +538,7 @@ async def test_decode_response_reads_null_token_counts_as_zero():
 # -- encode_response -----------------------------------------------------------------
 
 
-async def test_encode_response_of_a_text_reply_is_accepted_by_the_openai_sdk():
+def test_encode_response_of_a_text_reply_is_accepted_by_the_openai_sdk():
     body = openai_chat.encode_response(
         Completion(content="Sunny.", model="gpt-4o-mini", usage=Usage(12, 3)),
         response_id="chatcmpl_1",
@@ -561,7 +561,7 @@ async def test_encode_response_of_a_text_reply_is_accepted_by_the_openai_sdk():
     ) == (12, 3, 15)
 
 
-async def test_encode_response_of_tool_calls_is_accepted_by_the_openai_sdk():
+def test_encode_response_of_tool_calls_is_accepted_by_the_openai_sdk():
     body = openai_chat.encode_response(
         Completion(
             tool_calls=(
@@ -586,7 +586,7 @@ async def test_encode_response_of_tool_calls_is_accepted_by_the_openai_sdk():
     ]
 
 
-async def test_encode_response_fills_unknown_model_and_zero_usage():
+def test_encode_response_fills_unknown_model_and_zero_usage():
     body = openai_chat.encode_response(Completion(content="hi"), response_id="chatcmpl_1")
 
     assert body == {
@@ -606,7 +606,7 @@ async def test_encode_response_fills_unknown_model_and_zero_usage():
     }
 
 
-async def test_decode_response_of_a_reply_stopped_by_a_content_filter_has_no_content():
+def test_decode_response_of_a_reply_stopped_by_a_content_filter_has_no_content():
     # Azure OpenAI, recorded by OpenLLMetry: the filtered choice has no message at all.
     body = {
         "id": "chatcmpl-9HpyGSWv1hoKdGaUaiFhfxzTEVlZo",
@@ -632,7 +632,7 @@ async def test_decode_response_of_a_reply_stopped_by_a_content_filter_has_no_con
     )
 
 
-async def test_decode_response_keeps_the_tools_a_compound_model_ran_as_server_tools():
+def test_decode_response_keeps_the_tools_a_compound_model_ran_as_server_tools():
     # Groq's compound models list the tools they ran in the message's executed_tools.
     body = _response_with_message(
         {

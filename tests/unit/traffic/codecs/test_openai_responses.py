@@ -107,7 +107,7 @@ def stream_bytes(name: str, index: int) -> bytes:
 # -- encode_request / decode_request -------------------------------------------------
 
 
-async def test_encode_request_turns_the_conversation_into_input_items():
+def test_encode_request_turns_the_conversation_into_input_items():
     body = openai_responses.encode_request(
         model="gpt-4.1", messages=CONVERSATION, tools=[WEATHER], max_tokens=300, temperature=0.2
     )
@@ -157,7 +157,7 @@ async def test_encode_request_turns_the_conversation_into_input_items():
     }
 
 
-async def test_a_reasoning_models_request_survives_decode_then_encode():
+def test_a_reasoning_models_request_survives_decode_then_encode():
     # the 4th request of a reasoning model's tool loop: three reasoning items, each
     # followed by its function call and output
     recorded = request_body("llm__openai_responses_reasoning_tools_4_gzip.yaml", 3)
@@ -175,7 +175,7 @@ async def test_a_reasoning_models_request_survives_decode_then_encode():
     assert normalised(encoded["input"]) == normalised(recorded["input"])
 
 
-async def test_decode_request_joins_reasoning_and_calls_into_one_assistant_message():
+def test_decode_request_joins_reasoning_and_calls_into_one_assistant_message():
     decoded = openai_responses.decode_request(
         request_body("llm__openai_responses_reasoning_tools_4_gzip.yaml", 1)
     )
@@ -206,7 +206,7 @@ async def test_decode_request_joins_reasoning_and_calls_into_one_assistant_messa
             pytest.fail(f"unexpected messages: {messages}")
 
 
-async def test_decode_request_of_a_pydantic_ai_tool_round_trip():
+def test_decode_request_of_a_pydantic_ai_tool_round_trip():
     decoded = openai_responses.decode_request(
         request_body("pydantic-ai__openai_responses_tool_call.yaml", 1)
     )
@@ -236,7 +236,7 @@ async def test_decode_request_of_a_pydantic_ai_tool_round_trip():
     )
 
 
-async def test_system_messages_are_joined_into_the_instructions():
+def test_system_messages_are_joined_into_the_instructions():
     body = openai_responses.encode_request(
         model="gpt-4.1",
         messages=[
@@ -252,7 +252,7 @@ async def test_system_messages_are_joined_into_the_instructions():
     )
 
 
-async def test_a_tool_call_with_invalid_json_arguments_is_sent_as_the_model_wrote_it():
+def test_a_tool_call_with_invalid_json_arguments_is_sent_as_the_model_wrote_it():
     call = {"id": "call_1", "name": "f", "arguments": {INVALID_ARGUMENTS_KEY: '{"a": '}}
 
     body = openai_responses.encode_request(
@@ -264,7 +264,7 @@ async def test_a_tool_call_with_invalid_json_arguments_is_sent_as_the_model_wrot
     ]
 
 
-async def test_decode_request_reads_a_string_input_as_one_user_message():
+def test_decode_request_reads_a_string_input_as_one_user_message():
     decoded = openai_responses.decode_request(
         {"model": "gpt-4.1", "input": "Hello", "instructions": "Be brief.", "stream": True}
     )
@@ -275,7 +275,7 @@ async def test_decode_request_reads_a_string_input_as_one_user_message():
     )
 
 
-async def test_decode_request_reads_developer_messages_and_content_parts():
+def test_decode_request_reads_developer_messages_and_content_parts():
     decoded = openai_responses.decode_request(
         {
             "input": [
@@ -303,7 +303,7 @@ async def test_decode_request_reads_developer_messages_and_content_parts():
 # -- decode_response -------------------------------------------------------------------
 
 
-async def test_decode_response_of_a_recorded_tool_call():
+def test_decode_response_of_a_recorded_tool_call():
     completion = openai_responses.decode_response(
         response_body("llm__openai_responses_tool_use_gzip.yaml", 0)
     )
@@ -324,7 +324,7 @@ async def test_decode_response_of_a_recorded_tool_call():
     )
 
 
-async def test_decode_response_of_a_recorded_answer():
+def test_decode_response_of_a_recorded_answer():
     completion = openai_responses.decode_response(
         response_body("llm__openai_responses_tool_use_gzip.yaml", 1)
     )
@@ -336,7 +336,7 @@ async def test_decode_response_of_a_recorded_answer():
     )
 
 
-async def test_decode_response_reads_the_call_id_not_the_item_id():
+def test_decode_response_reads_the_call_id_not_the_item_id():
     completion = openai_responses.decode_response(
         response_body("pydantic-ai__openai_responses_tool_call.yaml", 0)
     )
@@ -350,7 +350,7 @@ async def test_decode_response_reads_the_call_id_not_the_item_id():
     )
 
 
-async def test_decode_response_keeps_reasoning_items_verbatim():
+def test_decode_response_keeps_reasoning_items_verbatim():
     body = response_body("llm__openai_responses_reasoning_tools_4_gzip.yaml", 0)
 
     completion = openai_responses.decode_response(body)
@@ -359,7 +359,7 @@ async def test_decode_response_keeps_reasoning_items_verbatim():
     assert body["output"][0]["type"] == "reasoning"
 
 
-async def test_decode_response_reads_parallel_function_calls_in_order():
+def test_decode_response_reads_parallel_function_calls_in_order():
     completion = openai_responses.decode_response(
         response_body("llm__openai_responses_reasoning_tools_4_gzip.yaml", 3)
     )
@@ -373,7 +373,7 @@ async def test_decode_response_reads_parallel_function_calls_in_order():
     ]
 
 
-async def test_decode_response_of_an_incomplete_response():
+def test_decode_response_of_an_incomplete_response():
     completion = openai_responses.decode_response(
         {
             "id": "resp_1",
@@ -396,7 +396,7 @@ async def test_decode_response_of_an_incomplete_response():
     )
 
 
-async def test_decode_response_reads_a_refusal_as_the_text():
+def test_decode_response_reads_a_refusal_as_the_text():
     completion = openai_responses.decode_response(
         {
             "status": "completed",
@@ -417,7 +417,7 @@ async def test_decode_response_reads_a_refusal_as_the_text():
 
 
 @pytest.mark.parametrize("name", list(COMPLETIONS))
-async def test_the_sdk_validates_what_encode_response_writes(name):
+def test_the_sdk_validates_what_encode_response_writes(name):
     completion = COMPLETIONS[name]
 
     response = Response.model_validate(
@@ -431,7 +431,7 @@ async def test_the_sdk_validates_what_encode_response_writes(name):
     )
 
 
-async def test_encode_response_of_a_recorded_reply_validates_in_the_sdk():
+def test_encode_response_of_a_recorded_reply_validates_in_the_sdk():
     recorded = openai_responses.decode_response(
         response_body("llm__openai_responses_reasoning_tools_4_gzip.yaml", 3)
     )
@@ -447,7 +447,7 @@ async def test_encode_response_of_a_recorded_reply_validates_in_the_sdk():
 
 
 @pytest.mark.parametrize("name", list(COMPLETIONS))
-async def test_every_streamed_event_validates_in_the_sdk(name):
+def test_every_streamed_event_validates_in_the_sdk(name):
     events = openai_responses.encode_stream(COMPLETIONS[name], response_id="resp_1")
 
     invalid = []
@@ -459,7 +459,7 @@ async def test_every_streamed_event_validates_in_the_sdk(name):
     assert invalid == []
 
 
-async def test_encode_stream_names_every_event_and_numbers_them_in_order():
+def test_encode_stream_names_every_event_and_numbers_them_in_order():
     events = openai_responses.encode_stream(COMPLETIONS["text-and-tool-call"], response_id="resp_1")
 
     data = [event.json() for event in events]
@@ -469,7 +469,7 @@ async def test_encode_stream_names_every_event_and_numbers_them_in_order():
     ) == (True, list(range(len(events))))
 
 
-async def test_encode_stream_of_text_and_a_tool_call():
+def test_encode_stream_of_text_and_a_tool_call():
     events = openai_responses.encode_stream(COMPLETIONS["text-and-tool-call"], response_id="resp_1")
 
     assert [(event.event, event.json().get("delta")) for event in events if event.event] == [
@@ -558,12 +558,12 @@ async def test_encode_stream_of_text_and_a_tool_call():
         ),
     ],
 )
-async def test_decode_stream_of_a_recorded_stream(name, index, expected):
+def test_decode_stream_of_a_recorded_stream(name, index, expected):
     assert openai_responses.decode_stream(stream_bytes(name, index)) == expected
 
 
 @pytest.mark.parametrize("index", [0, 1])
-async def test_a_recorded_stream_cut_before_it_completed_is_rebuilt_from_its_items(index):
+def test_a_recorded_stream_cut_before_it_completed_is_rebuilt_from_its_items(index):
     events = parse_sse(stream_bytes("llm__openai_responses_tool_use_stream.yaml", index))
     whole = openai_responses.decode_stream(events)
 
@@ -577,7 +577,7 @@ async def test_a_recorded_stream_cut_before_it_completed_is_rebuilt_from_its_ite
     )
 
 
-async def test_an_incomplete_response_event_is_decoded_as_incomplete():
+def test_an_incomplete_response_event_is_decoded_as_incomplete():
     body = openai_responses.encode_response(COMPLETIONS["text"], response_id="resp_1")
     event = {"type": "response.incomplete", "response": {**body, "status": "incomplete"}}
 
@@ -662,7 +662,7 @@ async def test_the_fake_serves_a_stream_that_decodes_to_its_plain_reply(client):
     )
 
 
-async def test_decode_response_keeps_a_web_search_call_as_a_server_tool():
+def test_decode_response_keeps_a_web_search_call_as_a_server_tool():
     body = {
         "id": "resp_1",
         "status": "completed",

@@ -18,35 +18,35 @@ STREAMS = Path(__file__).parent / "streams"
 # -- format_sse ----------------------------------------------------------------------
 
 
-async def test_format_sse_writes_a_data_only_event_and_a_blank_line():
+def test_format_sse_writes_a_data_only_event_and_a_blank_line():
     assert format_sse([SSEEvent(None, '{"a":1}')]) == b'data: {"a":1}\n\n'
 
 
-async def test_format_sse_writes_the_event_name_before_the_data():
+def test_format_sse_writes_the_event_name_before_the_data():
     assert format_sse([SSEEvent("message_stop", '{"type":"message_stop"}')]) == (
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
 
 
-async def test_format_sse_writes_each_line_of_the_data_as_a_data_field():
+def test_format_sse_writes_each_line_of_the_data_as_a_data_field():
     assert format_sse([SSEEvent(None, "one\ntwo")]) == b"data: one\ndata: two\n\n"
 
 
-async def test_format_sse_writes_events_one_after_the_other():
+def test_format_sse_writes_events_one_after_the_other():
     events = [SSEEvent(None, "1"), SSEEvent(None, DONE)]
 
     assert format_sse(events) == b"data: 1\n\ndata: [DONE]\n\n"
 
 
-async def test_format_sse_encodes_text_as_utf8():
+def test_format_sse_encodes_text_as_utf8():
     assert format_sse([SSEEvent(None, "21 °C")]) == "data: 21 °C\n\n".encode()
 
 
-async def test_format_sse_of_no_events_is_empty():
+def test_format_sse_of_no_events_is_empty():
     assert format_sse([]) == b""
 
 
-async def test_format_sse_rejects_an_event_name_with_a_line_break():
+def test_format_sse_rejects_an_event_name_with_a_line_break():
     with pytest.raises(CodecError, match=r"event name 'a\\nb' holds a line break"):
         format_sse([SSEEvent("a\nb", "{}")])
 
@@ -54,22 +54,22 @@ async def test_format_sse_rejects_an_event_name_with_a_line_break():
 # -- parse_sse -----------------------------------------------------------------------
 
 
-async def test_parse_sse_reads_data_only_events():
+def test_parse_sse_reads_data_only_events():
     assert parse_sse(b'data: {"a":1}\n\ndata: [DONE]\n\n') == [
         SSEEvent(None, '{"a":1}'),
         SSEEvent(None, "[DONE]"),
     ]
 
 
-async def test_parse_sse_reads_the_event_name():
+def test_parse_sse_reads_the_event_name():
     assert parse_sse("event: ping\ndata: {}\n\n") == [SSEEvent("ping", "{}")]
 
 
-async def test_parse_sse_joins_several_data_lines_with_a_newline():
+def test_parse_sse_joins_several_data_lines_with_a_newline():
     assert parse_sse("data: one\ndata: two\n\n") == [SSEEvent(None, "one\ntwo")]
 
 
-async def test_parse_sse_reads_crlf_and_cr_line_endings():
+def test_parse_sse_reads_crlf_and_cr_line_endings():
     assert parse_sse(b"data: a\r\n\r\ndata: b\r\rdata: c\n\n") == [
         SSEEvent(None, "a"),
         SSEEvent(None, "b"),
@@ -77,7 +77,7 @@ async def test_parse_sse_reads_crlf_and_cr_line_endings():
     ]
 
 
-async def test_parse_sse_skips_comments_and_the_id_and_retry_fields():
+def test_parse_sse_skips_comments_and_the_id_and_retry_fields():
     body = ": keep-alive\nid: 7\nretry: 100\ndata: x\n\n: another comment\n\n"
 
     assert parse_sse(body) == [SSEEvent(None, "x")]
@@ -88,27 +88,27 @@ async def test_parse_sse_skips_comments_and_the_id_and_retry_fields():
     [("data:x", "x"), ("data: x", "x"), ("data:  x", " x"), ("data", "")],
     ids=["no-space", "one-space", "two-spaces", "no-colon"],
 )
-async def test_parse_sse_drops_exactly_one_space_after_the_colon(line, data):
+def test_parse_sse_drops_exactly_one_space_after_the_colon(line, data):
     assert parse_sse(f"{line}\n\n") == [SSEEvent(None, data)]
 
 
-async def test_parse_sse_keeps_an_event_that_has_a_name_and_no_data():
+def test_parse_sse_keeps_an_event_that_has_a_name_and_no_data():
     assert parse_sse("event: ping\n\n") == [SSEEvent("ping", "")]
 
 
-async def test_parse_sse_ignores_blank_lines_between_events():
+def test_parse_sse_ignores_blank_lines_between_events():
     assert parse_sse("\n\n\ndata: x\n\n\n\n") == [SSEEvent(None, "x")]
 
 
-async def test_parse_sse_keeps_a_last_event_without_its_blank_line():
+def test_parse_sse_keeps_a_last_event_without_its_blank_line():
     assert parse_sse("data: 1\n\ndata: 2") == [SSEEvent(None, "1"), SSEEvent(None, "2")]
 
 
-async def test_parse_sse_skips_a_byte_order_mark():
+def test_parse_sse_skips_a_byte_order_mark():
     assert parse_sse("\ufeffdata: x\n\n".encode()) == [SSEEvent(None, "x")]
 
 
-async def test_parse_sse_of_bytes_that_are_not_utf8_is_a_codec_error_with_a_hint():
+def test_parse_sse_of_bytes_that_are_not_utf8_is_a_codec_error_with_a_hint():
     with pytest.raises(CodecError, match=r"not UTF-8 .* Was it compressed\?"):
         parse_sse(b"\x1f\x8b\x08\x00\xff")
 
@@ -123,11 +123,11 @@ async def test_parse_sse_of_bytes_that_are_not_utf8_is_a_codec_error_with_a_hint
     ],
     ids=["openai", "anthropic", "multi-line", "unicode"],
 )
-async def test_parse_sse_reads_back_what_format_sse_writes(events):
+def test_parse_sse_reads_back_what_format_sse_writes(events):
     assert parse_sse(format_sse(events)) == events
 
 
-async def test_parse_sse_reads_a_recorded_openai_stream():
+def test_parse_sse_reads_a_recorded_openai_stream():
     events = parse_sse((STREAMS / "openai_tool_call_chunks.sse").read_bytes())
 
     match events:
@@ -138,7 +138,7 @@ async def test_parse_sse_reads_a_recorded_openai_stream():
     assert len(events) == 8
 
 
-async def test_parse_sse_reads_the_event_names_of_a_recorded_anthropic_stream():
+def test_parse_sse_reads_the_event_names_of_a_recorded_anthropic_stream():
     events = parse_sse((STREAMS / "anthropic_two_tool_uses_without_input.sse").read_bytes())
 
     assert [event.event for event in events] == [
@@ -155,7 +155,7 @@ async def test_parse_sse_reads_the_event_names_of_a_recorded_anthropic_stream():
     ]
 
 
-async def test_parse_sse_keeps_the_padding_anthropic_puts_after_the_json():
+def test_parse_sse_keeps_the_padding_anthropic_puts_after_the_json():
     events = parse_sse((STREAMS / "anthropic_text_and_tool_use.sse").read_bytes())
 
     assert events[-1] == SSEEvent("message_stop", '{"type":"message_stop"      }')
@@ -165,7 +165,7 @@ async def test_parse_sse_keeps_the_padding_anthropic_puts_after_the_json():
 # -- SSEEvent ------------------------------------------------------------------------
 
 
-async def test_sse_event_json_parses_the_data():
+def test_sse_event_json_parses_the_data():
     assert SSEEvent(None, '{"choices":[]}').json() == {"choices": []}
 
 
@@ -186,7 +186,7 @@ async def test_sse_event_json_parses_the_data():
     ],
     ids=["sentence", "json", "unicode", "whitespace", "empty"],
 )
-async def test_split_text_cuts_words_and_punctuation_with_the_space_before_them(text, pieces):
+def test_split_text_cuts_words_and_punctuation_with_the_space_before_them(text, pieces):
     assert split_text(text) == pieces
 
 
@@ -194,5 +194,5 @@ async def test_split_text_cuts_words_and_punctuation_with_the_space_before_them(
     "text",
     ["Hello, world!", "  leading and trailing  ", "Größe: 3 + 4 = 7 ☀\n", "\t", "{}", "a" * 500],
 )
-async def test_split_text_pieces_join_back_to_the_text(text):
+def test_split_text_pieces_join_back_to_the_text(text):
     assert "".join(split_text(text)) == text

@@ -85,7 +85,7 @@ PING = ("ping", {"type": "ping"})
 # -- encode_stream: the event sequence -----------------------------------------------
 
 
-async def test_encode_stream_of_a_text_reply_is_the_event_sequence_anthropic_sends():
+def test_encode_stream_of_a_text_reply_is_the_event_sequence_anthropic_sends():
     completion = Completion(content="Sunny.", model=MODEL, usage=Usage(12, 3))
 
     assert encode(completion) == [
@@ -114,7 +114,7 @@ async def test_encode_stream_of_a_text_reply_is_the_event_sequence_anthropic_sen
     ]
 
 
-async def test_encode_stream_of_a_tool_use_streams_its_input_after_an_empty_fragment():
+def test_encode_stream_of_a_tool_use_streams_its_input_after_an_empty_fragment():
     events = encode(Completion(tool_calls=(PARIS,), model=MODEL))
 
     assert events[1:11] == [
@@ -143,7 +143,7 @@ async def test_encode_stream_of_a_tool_use_streams_its_input_after_an_empty_frag
     ]
 
 
-async def test_encode_stream_of_a_tool_use_without_input_sends_only_the_empty_fragment():
+def test_encode_stream_of_a_tool_use_without_input_sends_only_the_empty_fragment():
     events = encode(Completion(tool_calls=(NOW,), model=MODEL))
 
     assert [data for name, data in events if name == "content_block_delta"] == [
@@ -155,7 +155,7 @@ async def test_encode_stream_of_a_tool_use_without_input_sends_only_the_empty_fr
     ]
 
 
-async def test_encode_stream_numbers_the_text_block_then_one_block_per_tool_use():
+def test_encode_stream_numbers_the_text_block_then_one_block_per_tool_use():
     events = encode(COMPLETIONS["text-and-tool-uses"])
 
     assert [
@@ -165,19 +165,19 @@ async def test_encode_stream_numbers_the_text_block_then_one_block_per_tool_use(
     ] == [(0, "text"), (1, "tool_use"), (2, "tool_use"), (3, "tool_use")]
 
 
-async def test_encode_stream_sends_one_ping_after_the_first_block_starts():
+def test_encode_stream_sends_one_ping_after_the_first_block_starts():
     names = [name for name, _ in encode(COMPLETIONS["text-and-tool-uses"])]
 
     assert (names.count("ping"), names[1:3]) == (1, ["content_block_start", "ping"])
 
 
-async def test_encode_stream_of_an_empty_reply_sends_the_ping_after_message_start():
+def test_encode_stream_of_an_empty_reply_sends_the_ping_after_message_start():
     names = [name for name, _ in encode(Completion(content="", model=MODEL))]
 
     assert names == ["message_start", "ping", "message_delta", "message_stop"]
 
 
-async def test_encode_stream_reports_the_full_usage_and_the_stop_reason_in_message_delta():
+def test_encode_stream_reports_the_full_usage_and_the_stop_reason_in_message_delta():
     match encode(COMPLETIONS["text-and-tool-uses"]):
         case [*_, ("message_delta", {"delta": stop, "usage": usage}), ("message_stop", _)]:
             assert (stop, usage) == (
@@ -188,20 +188,20 @@ async def test_encode_stream_reports_the_full_usage_and_the_stop_reason_in_messa
             pytest.fail(f"no message_delta before message_stop: {events}")
 
 
-async def test_encode_stream_keeps_an_explicit_stop_reason():
+def test_encode_stream_keeps_an_explicit_stop_reason():
     events = encode(Completion(content="Sunny and", stop_reason="max_tokens"))
 
     assert events[-2][1]["delta"]["stop_reason"] == "max_tokens"
 
 
-async def test_encode_stream_fills_an_unknown_model_and_zero_usage():
+def test_encode_stream_fills_an_unknown_model_and_zero_usage():
     events = encode(Completion(content="Hi"))
 
     assert events[0][1]["message"]["model"] == "unknown"
     assert events[-2][1]["usage"] == {"input_tokens": 0, "output_tokens": 0}
 
 
-async def test_encode_stream_names_every_event_after_the_type_of_its_data():
+def test_encode_stream_names_every_event_after_the_type_of_its_data():
     events = encode(COMPLETIONS["text-and-tool-uses"])
 
     assert [name for name, data in events if name != data["type"]] == []
@@ -240,7 +240,7 @@ def _reencoded(events: list[SSEEvent]) -> list[SSEEvent]:
 
 
 @pytest.mark.parametrize("name", RECORDED)
-async def test_encode_stream_has_the_block_structure_of_a_recorded_stream(name):
+def test_encode_stream_has_the_block_structure_of_a_recorded_stream(name):
     events = recorded(name)
 
     assert _shape(_reencoded(events), pings=False) == _shape(events, pings=False)
@@ -249,14 +249,14 @@ async def test_encode_stream_has_the_block_structure_of_a_recorded_stream(name):
 @pytest.mark.parametrize(
     "name", ["anthropic_text_and_two_tool_uses.sse", "anthropic_two_tool_uses_without_input.sse"]
 )
-async def test_encode_stream_puts_the_ping_where_recent_streams_have_it(name):
+def test_encode_stream_puts_the_ping_where_recent_streams_have_it(name):
     events = recorded(name)
 
     assert _shape(_reencoded(events), pings=True) == _shape(events, pings=True)
 
 
 @pytest.mark.parametrize("name", RECORDED)
-async def test_encode_stream_writes_only_fields_that_anthropic_writes(name):
+def test_encode_stream_writes_only_fields_that_anthropic_writes(name):
     events = recorded(name)
     real: dict[str | None, set[str]] = {}
     for event in events:
@@ -278,7 +278,7 @@ def _event(kind: str, **fields: Any) -> SSEEvent:
     return SSEEvent(kind, json.dumps({"type": kind, **fields}))
 
 
-async def test_decode_stream_skips_thinking_blocks():
+def test_decode_stream_skips_thinking_blocks():
     events = [
         _event("message_start", message={"id": "msg_1", "model": MODEL, "usage": {}}),
         _event("content_block_start", index=0, content_block={"type": "thinking", "thinking": ""}),
@@ -295,7 +295,7 @@ async def test_decode_stream_skips_thinking_blocks():
             pytest.fail(f"unexpected completion: {other}")
 
 
-async def test_decode_stream_keeps_message_start_input_tokens_that_message_delta_omits():
+def test_decode_stream_keeps_message_start_input_tokens_that_message_delta_omits():
     events = [
         _event(
             "message_start", message={"id": "m", "usage": {"input_tokens": 40, "output_tokens": 1}}
@@ -306,7 +306,7 @@ async def test_decode_stream_keeps_message_start_input_tokens_that_message_delta
     assert anthropic_messages.decode_stream(events).usage == Usage(40, 9)
 
 
-async def test_decode_stream_counts_cached_input_tokens_as_input():
+def test_decode_stream_counts_cached_input_tokens_as_input():
     events = [
         _event(
             "message_start",

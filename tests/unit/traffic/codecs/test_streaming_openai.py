@@ -71,7 +71,7 @@ def recorded(name: str) -> list[SSEEvent]:
 # -- encode_stream: the chunk sequence -----------------------------------------------
 
 
-async def test_encode_stream_of_a_text_reply_sends_the_role_then_the_text_in_pieces():
+def test_encode_stream_of_a_text_reply_sends_the_role_then_the_text_in_pieces():
     assert encode(Completion(content="Sunny, 21 °C.", model="gpt-4o-mini")) == [
         chunk({"role": "assistant", "content": "", "refusal": None}),
         chunk({"content": "Sunny"}),
@@ -85,7 +85,7 @@ async def test_encode_stream_of_a_text_reply_sends_the_role_then_the_text_in_pie
     ]
 
 
-async def test_encode_stream_of_a_tool_call_announces_it_with_the_role_then_streams_arguments():
+def test_encode_stream_of_a_tool_call_announces_it_with_the_role_then_streams_arguments():
     assert encode(COMPLETIONS["tool-call"]) == [
         chunk(
             {
@@ -112,7 +112,7 @@ async def test_encode_stream_of_a_tool_call_announces_it_with_the_role_then_stre
     ]
 
 
-async def test_encode_stream_announces_each_further_tool_call_in_its_own_chunk():
+def test_encode_stream_announces_each_further_tool_call_in_its_own_chunk():
     chunks = encode(Completion(tool_calls=(PARIS, NOW), model="gpt-4o-mini"))
 
     assert chunks[-4:] == [
@@ -134,7 +134,7 @@ async def test_encode_stream_announces_each_further_tool_call_in_its_own_chunk()
     ]
 
 
-async def test_encode_stream_of_text_and_a_tool_call_sends_the_text_first():
+def test_encode_stream_of_text_and_a_tool_call_sends_the_text_first():
     chunks = encode(Completion(content="On it.", tool_calls=(NOW,), model="gpt-4o-mini"))
 
     assert chunks == [
@@ -160,7 +160,7 @@ async def test_encode_stream_of_text_and_a_tool_call_sends_the_text_first():
     ]
 
 
-async def test_encode_stream_with_include_usage_adds_a_usage_chunk_and_null_usage_elsewhere():
+def test_encode_stream_with_include_usage_adds_a_usage_chunk_and_null_usage_elsewhere():
     chunks = encode(
         Completion(content="Hi", model="gpt-4o-mini", usage=Usage(12, 3)), include_usage=True
     )
@@ -181,19 +181,19 @@ async def test_encode_stream_with_include_usage_adds_a_usage_chunk_and_null_usag
     ]
 
 
-async def test_encode_stream_without_include_usage_has_no_usage_field():
+def test_encode_stream_without_include_usage_has_no_usage_field():
     chunks = encode(Completion(content="Hi", usage=Usage(12, 3)))
 
     assert [c for c in chunks if c != DONE and "usage" in c] == []
 
 
-async def test_encode_stream_with_include_usage_and_no_usage_reports_zero_tokens():
+def test_encode_stream_with_include_usage_and_no_usage_reports_zero_tokens():
     chunks = encode(Completion(content="Hi"), include_usage=True)
 
     assert chunks[-2]["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
-async def test_encode_stream_keeps_an_explicit_finish_reason():
+def test_encode_stream_keeps_an_explicit_finish_reason():
     chunks = encode(Completion(content="Sunny and", stop_reason="length"))
 
     assert chunks[-2]["choices"] == [
@@ -201,13 +201,13 @@ async def test_encode_stream_keeps_an_explicit_finish_reason():
     ]
 
 
-async def test_encode_stream_fills_an_unknown_model():
+def test_encode_stream_fills_an_unknown_model():
     chunks = encode(Completion(content="Hi"))
 
     assert {c["model"] for c in chunks if c != DONE} == {"unknown"}
 
 
-async def test_encode_stream_writes_compact_json_and_unicode_as_is():
+def test_encode_stream_writes_compact_json_and_unicode_as_is():
     events = openai_chat.encode_stream(Completion(content="°"), response_id="c", created=0)
 
     assert events[1] == SSEEvent(
@@ -217,7 +217,7 @@ async def test_encode_stream_writes_compact_json_and_unicode_as_is():
     )
 
 
-async def test_encode_stream_events_are_data_only():
+def test_encode_stream_events_are_data_only():
     events = openai_chat.encode_stream(COMPLETIONS["text-and-tool-calls"], response_id="c")
 
     assert {event.event for event in events} == {None}
@@ -249,7 +249,7 @@ def _essentials(events: list[SSEEvent]) -> list[Any]:
         "openai_text_with_usage.sse",
     ],
 )
-async def test_encode_stream_reproduces_a_recorded_stream_chunk_for_chunk(name):
+def test_encode_stream_reproduces_a_recorded_stream_chunk_for_chunk(name):
     events = recorded(name)
     first = events[0].json()
     completion = openai_chat.decode_stream(events)
@@ -267,13 +267,13 @@ async def test_encode_stream_reproduces_a_recorded_stream_chunk_for_chunk(name):
 # -- decode_stream -------------------------------------------------------------------
 
 
-async def test_decode_stream_stops_at_done():
+def test_decode_stream_stops_at_done():
     events = [*recorded("openai_text_with_usage.sse"), SSEEvent(None, "not json")]
 
     assert openai_chat.decode_stream(events).content == "The capital of the UK is London."
 
 
-async def test_decode_stream_concatenates_tool_name_fragments_as_the_sdk_does():
+def test_decode_stream_concatenates_tool_name_fragments_as_the_sdk_does():
     events = [
         SSEEvent(
             None,
@@ -315,7 +315,7 @@ PLUS_MINUS = (
 )
 
 
-async def test_decode_stream_keeps_calls_without_an_index_apart_by_their_id():
+def test_decode_stream_keeps_calls_without_an_index_apart_by_their_id():
     # Mistral streams each call whole, with an id and no index.
     events = _tool_chunks(
         {"id": "Xp1", "function": {"name": "plus", "arguments": '{"a": 2, "b": 3}'}},
@@ -325,7 +325,7 @@ async def test_decode_stream_keeps_calls_without_an_index_apart_by_their_id():
     assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
 
 
-async def test_decode_stream_joins_fragments_without_an_index_or_id_to_the_last_call():
+def test_decode_stream_joins_fragments_without_an_index_or_id_to_the_last_call():
     events = _tool_chunks(
         {"id": "Xp1", "function": {"name": "plus", "arguments": '{"a": 2,'}},
         {"function": {"arguments": ' "b": 3}'}},
@@ -336,7 +336,7 @@ async def test_decode_stream_joins_fragments_without_an_index_or_id_to_the_last_
     assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
 
 
-async def test_decode_stream_keeps_calls_apart_when_a_server_numbers_them_all_zero():
+def test_decode_stream_keeps_calls_apart_when_a_server_numbers_them_all_zero():
     events = _tool_chunks(
         {"index": 0, "id": "Xp1", "function": {"name": "plus", "arguments": ""}},
         {"index": 0, "function": {"arguments": '{"a": 2, "b": 3}'}},
@@ -347,7 +347,7 @@ async def test_decode_stream_keeps_calls_apart_when_a_server_numbers_them_all_ze
     assert openai_chat.decode_stream(events).tool_calls == PLUS_MINUS
 
 
-async def test_decode_stream_starts_a_new_call_at_a_new_index_without_an_id():
+def test_decode_stream_starts_a_new_call_at_a_new_index_without_an_id():
     events = _tool_chunks(
         {"index": 0, "id": "Xp1", "function": {"name": "plus", "arguments": '{"a": 2, "b": 3}'}},
         {"index": 1, "function": {"name": "minus", "arguments": '{"a": 9, "b": 4}'}},
