@@ -23,18 +23,8 @@ def add(a: int, b: int) -> int:
 CALC = Agent(name="calc", model="openai:gpt-4o-mini", tools=[add])
 '''
 
-#: Prints each test's budget entry (the interface the reports read) as a JSON line.
-CONFTEST = """
-import json
-import pytest
-from pytest_agentctx.plugin.keys import BUDGET_KEY
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item, nextitem):
-    entry = item.stash.get(BUDGET_KEY, None)
-    print("\\nBUDGET", item.name, json.dumps(entry, sort_keys=True))
-    return (yield)
-"""
+#: The option that writes the JSON report, where each test's budget entry is.
+REPORT = "--agent-report=report.json"
 
 #: Two model calls: a tool call, then the answer; 100 + 20 and 150 + 30 tokens.
 RUN = """
@@ -63,18 +53,13 @@ async def {name}(agent_runtime, fake_llm):
 @pytest.fixture
 def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     agent_pytester.makepyfile(calc_mod=AGENT_MODULE + RUN)
-    agent_pytester.makeconftest(CONFTEST)
     return agent_pytester
 
 
-def _entries(result: pytest.RunResult) -> dict[str, object]:
-    """The budget entry of each test, from the conftest's lines (``-s``)."""
-    found: dict[str, object] = {}
-    for line in result.outlines:
-        if line.startswith("BUDGET "):
-            _, name, data = line.split(" ", 2)
-            found[name] = json.loads(data)
-    return found
+def _entries(project: pytest.Pytester) -> dict[str, object]:
+    """The budget entry of each test (by its name), from the JSON report (``REPORT``)."""
+    report = json.loads((project.path / "report.json").read_text())
+    return {test["nodeid"].rsplit("::", 1)[-1]: test["budget"] for test in report["tests"]}
 
 
 def test_a_test_within_its_budget_passes_and_records_its_limits(
@@ -91,10 +76,10 @@ def test_a_test_within_its_budget_passes_and_records_its_limits(
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(passed=1)
-    assert _entries(result) == {
+    assert _entries(project) == {
         "test_ok": {
             "limits": {"max_iterations": 2, "max_tool_calls": 1, "max_tokens": 1000},
             "exceeded": [],
@@ -116,7 +101,7 @@ def test_a_test_over_budget_fails_with_the_measured_and_allowed_figures(
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -127,7 +112,7 @@ def test_a_test_over_budget_fails_with_the_measured_and_allowed_figures(
             "  max_tokens: measured *, allowed 100 (runs: #1 calc *)",
         ]
     )
-    match _entries(result)["test_over"]:
+    match _entries(project)["test_over"]:
         case {
             "limits": {"max_iterations": 1, "max_tokens": 100, "max_tool_calls": 5},
             "exceeded": [
@@ -180,10 +165,10 @@ def test_the_closest_marker_wins_for_each_limit(project: pytest.Pytester) -> Non
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(passed=1)
-    assert _entries(result)["test_inherits"] == {
+    assert _entries(project)["test_inherits"] == {
         "limits": {"max_tokens": 10_000},
         "exceeded": [],
     }
@@ -219,11 +204,11 @@ def test_ini_defaults_apply_to_agent_tests_and_markers_override_them(
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*agent budget exceeded: max_tokens * > 100 (*test_default)"])
-    entries = _entries(result)
+    entries = _entries(project)
     assert entries["test_raised"] == {
         "limits": {"max_iterations": 5, "max_tokens": 1000},
         "exceeded": [],
@@ -255,8 +240,9 @@ def test_the_cost_uses_prices_from_the_ini(project: pytest.Pytester) -> None:
 
 def test_the_price_fixture_extends_the_table_in_code(project: pytest.Pytester) -> None:
     project.makeconftest(
-        CONFTEST
-        + """
+        """
+import pytest
+
 @pytest.fixture(scope="session")
 def agent_prices(agent_prices):
     return agent_prices.with_prices({"house-model": (1000.0, 1000.0)})
@@ -275,10 +261,10 @@ def agent_prices(agent_prices):
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(passed=1)
-    assert _entries(result)["test_cheap_enough"] == {
+    assert _entries(project)["test_cheap_enough"] == {
         "limits": {"max_cost_usd": 0.05},
         "exceeded": [],
     }
@@ -313,8 +299,9 @@ def test_an_agent_prices_fixture_that_gives_no_price_table_fails_the_test_that_m
     project: pytest.Pytester,
 ) -> None:
     project.makeconftest(
-        CONFTEST
-        + """
+        """
+import pytest
+
 @pytest.fixture(scope="session")
 def agent_prices():
     return {"house-model": (1.0, 1.0)}

@@ -7,20 +7,8 @@ import json
 
 import pytest
 
-#: Prints each test's repeat entry (the interface the reports read) as a JSON line.
-CONFTEST = """
-import json
-import pytest
-from pytest_agentctx.plugin.keys import REPEAT_KEY
-
-@pytest.hookimpl(wrapper=True, trylast=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if report.when == "teardown":
-        entry = item.stash.get(REPEAT_KEY, None)
-        print("\\nREPEAT", item.name, json.dumps(entry, sort_keys=True))
-    return report
-"""
+#: The option that writes the JSON report, where each test's repeat entry is.
+REPORT = "--agent-report=report.json"
 
 #: ``run_number(name)``: 1, 2, 3... on each call, counted in a file (each run is new).
 FLAKY = """
@@ -36,18 +24,21 @@ def run_number(name):
 
 @pytest.fixture
 def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
-    agent_pytester.makeconftest(CONFTEST)
     agent_pytester.makepyfile(flaky=FLAKY)
     return agent_pytester
 
 
-def _entries(result: pytest.RunResult) -> dict[str, object]:
-    found: dict[str, object] = {}
-    for line in result.outlines:
-        if line.startswith("REPEAT "):
-            _, name, data = line.split(" ", 2)
-            found[name] = json.loads(data)
-    return found
+def _entries(project: pytest.Pytester) -> dict[str, object]:
+    """The repeat entry of each repeated test (by its name) from the JSON report (``REPORT``),
+    without the figures of each run (``per_run``, which the baseline comparison reads)."""
+    report = json.loads((project.path / "report.json").read_text())
+    return {
+        test["nodeid"].rsplit("::", 1)[-1]: {
+            key: value for key, value in test["repeat"].items() if key != "per_run"
+        }
+        for test in report["tests"]
+        if test["repeat"] is not None
+    }
 
 
 def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytester) -> None:
@@ -62,7 +53,7 @@ def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytes
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
@@ -71,7 +62,7 @@ def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytes
             "min_pass_rate 60%: passed"
         ]
     )
-    assert _entries(result)["test_mostly"] == {
+    assert _entries(project)["test_mostly"] == {
         "runs": 5,
         "passed": 3,
         "pass_rate": 0.6,
@@ -94,7 +85,7 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
         """
     )
 
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -108,7 +99,7 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
             "run 4: passed",
         ]
     )
-    assert _entries(result)["test_flaky"] == {
+    assert _entries(project)["test_flaky"] == {
         "runs": 4,
         "passed": 2,
         "pass_rate": 0.5,
