@@ -12,9 +12,7 @@ sends it through the library's own code, and converts the response it gets back 
 library's response. The cassettes and the fake model therefore see one kind of request,
 whatever client made it.
 
-A library that is not installed has no patcher. The interceptor imports this package when
-the first interceptor starts (never when the transport is imported), and the libraries
-with it.
+A library that is not installed has no patcher.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ patching of the client libraries it starts and stops.
 While at least one interceptor is active, every client of
 :mod:`pytest_agentctx.traffic.clients` is patched (``httpx2``, ``httpx``, ``urllib3``,
 ``aiohttp``): each request goes through :func:`~.dispatch.dispatch_sync` or
-:func:`~.dispatch.dispatch_async`. This module imports the clients' registry when the first
-interceptor starts, so a library is imported then, not when the transport is.
+:func:`~.dispatch.dispatch_async`.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ _installed = False
 
 def _install() -> None:
     global _installed
+    # imported here: the clients import the libraries they patch (aiohttp, urllib3)
     from pytest_agentctx.traffic.clients import PATCHERS
 
     _installed = True

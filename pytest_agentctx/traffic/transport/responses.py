@@ -1,6 +1,6 @@
 """The responses a handler gives: :func:`make_response` builds one in the library of the
 request being handled, :func:`tee_response` passes a live one through while keeping a copy
-of its body.
+of its body, and :func:`as_httpx2` gives a client that converts ``httpx2`` responses one.
 
 Their bodies are byte streams of that library (``httpx2``'s, or ``httpx``'s): the classes,
 :class:`_Chunks` and :class:`_Tee` mixed into the library's stream classes, are built once
