@@ -139,7 +139,7 @@ def _old_lookup(handlers: list[Any], witnesses: list[Any]) -> list[Any]:
 
 
 def _new_lookup() -> list[Any]:
-    """What it does now (transport._offered without a respx route)."""
+    """What it does now (transport.dispatch._offered without a respx route)."""
     scoped = scopes.offered()
     assert scoped is not None
     assert not isinstance(scoped, scopes.Ended)

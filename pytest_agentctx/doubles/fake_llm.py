@@ -17,15 +17,13 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import httpx2
-
 from pytest_agentctx.doubles.clock import IdFactory
 from pytest_agentctx.doubles.scripted_model import ScriptedAnswer, ScriptedModel, google_error
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.network import is_loopback
 from pytest_agentctx.traffic.codecs.sse import format_sse
-from pytest_agentctx.traffic.transport import Interceptor, make_response
+from pytest_agentctx.traffic.transport import Interceptor, WireRequest, make_response
 
 __all__ = ["PLACEHOLDER_KEYS", "FakeLLM", "placeholder_keys"]
 
@@ -90,7 +88,7 @@ def placeholder_keys() -> Iterator[None]:
         _PLACEHOLDERS.release()
 
 
-def _placeholder_in(request: httpx2.Request) -> str | None:
+def _placeholder_in(request: WireRequest) -> str | None:
     """The name of the placeholder key a request carries (in a header or its URL), if any."""
     places = [str(request.url), *request.headers.values()]
     for name, value in PLACEHOLDER_KEYS.items():
@@ -124,7 +122,7 @@ class FakeLLM(ScriptedModel):
 
     # -- serving ---------------------------------------------------------------------
 
-    def handle(self, request: httpx2.Request) -> Any:
+    def handle(self, request: WireRequest) -> Any:
         """Answer a model call; return ``None`` for requests to other endpoints."""
         answer = (
             self.answer(request.url.path, request.content) if request.method == "POST" else None
@@ -150,7 +148,7 @@ class FakeLLM(ScriptedModel):
             headers={"content-type": "application/json"},
         )
 
-    def _refuse_placeholder(self, request: httpx2.Request) -> Any:
+    def _refuse_placeholder(self, request: WireRequest) -> Any:
         """A request the fake does not answer goes its way, unless it carries a placeholder
         key to a host that is not loopback: a provider would only reject it, and a recorder
         would keep the rejection."""
@@ -166,7 +164,7 @@ class FakeLLM(ScriptedModel):
             "record it in a cassette without the fake.",
         )
 
-    def _log(self, request: httpx2.Request, answer: ScriptedAnswer) -> None:
+    def _log(self, request: WireRequest, answer: ScriptedAnswer) -> None:
         """Keep the exchange (cheap: the bodies are the objects already at hand)."""
         if answer.request is not None:
             sent: Body = {"json": answer.body}

@@ -41,7 +41,7 @@ _depth = 0
 #: (transport module, its original ``create_ssl_context``) of each patched library.
 _patched: list[tuple[ModuleType, Callable[..., ssl.SSLContext]]] = []
 #: One lazy context per distinct configuration, while installed.
-_shared: dict[tuple[Any, ...], LazySSLContext] = {}
+_shared: dict[tuple[object, ...], LazySSLContext] = {}
 
 
 class LazySSLContext:
@@ -88,7 +88,7 @@ class LazySSLContext:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.resolve(), name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         setattr(self.resolve(), name, value)
 
     def __repr__(self) -> str:
@@ -118,8 +118,12 @@ def _set_env(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
-def _lazy_factory(original: Callable[..., ssl.SSLContext]) -> Callable[..., Any]:
-    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+def _lazy_factory(
+    original: Callable[..., ssl.SSLContext],
+) -> Callable[..., ssl.SSLContext | LazySSLContext]:
+    def create_ssl_context(
+        verify: object = True, cert: object = None, trust_env: bool = True
+    ) -> ssl.SSLContext | LazySSLContext:
         if cert or not isinstance(verify, bool):  # the user's own settings: as before
             return original(verify=verify, cert=cert, trust_env=trust_env)
         env = {name: os.environ.get(name) for name in _ENV}
@@ -170,7 +174,7 @@ def installed() -> Iterator[None]:
                 _uninstall()
 
 
-def materialize(transport: Any) -> None:
+def materialize(transport: object) -> None:
     """Give ``transport``'s connection pool its real context, before a request of it goes
     to the network: the pool's connections then use exactly the context the library would
     have built. A transport with no lazy context is left alone."""

@@ -1,14 +1,19 @@
-"""The routes of ``respx``, the other tool that answers requests in a test: which active
-router has a route for a request at the layer below the transports (see
-:mod:`pytest_agentctx.traffic.transport`, which asks before offering a request to the
-handlers). Without respx imported, or no router active, it costs one dictionary look-up.
+"""Which active ``respx`` router has a route for a request, at the layer below the
+transports: respx is the other tool that answers requests in a test, and the httpx client
+(:mod:`pytest_agentctx.traffic.clients.httpx`) asks before offering a request to the
+handlers. Without respx imported, or no router active, it costs one dictionary look-up.
+
+respx is not a dependency: its objects are read through ``getattr``, typed ``object``.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.transport.wire import WireRequest
 
 __all__ = ["RespxRoute", "respx_route"]
 
@@ -17,9 +22,9 @@ __all__ = ["RespxRoute", "respx_route"]
 class RespxRoute:
     """The respx route a request matched, with its router and the request respx matched."""
 
-    router: Any
-    route: Any
-    request: Any  # the httpx.Request respx sees
+    router: object
+    route: object
+    request: object  # the httpx.Request respx sees
 
     @property
     def passes_through(self) -> bool:
@@ -33,7 +38,7 @@ class RespxRoute:
             record(self.request, response=None, route=self.route)
 
 
-def respx_route(request: Any, core: str) -> RespxRoute | None:
+def respx_route(request: WireRequest, core: str) -> RespxRoute | None:
     """The route of an active respx router that matches ``request`` at the layer below
     the transports that send through ``core`` (``httpcore2``), where respx would answer
     it; ``None`` when there is none.
@@ -52,7 +57,7 @@ def respx_route(request: Any, core: str) -> RespxRoute | None:
     if not registry:
         return None
     prefix = core + "."
-    probe: Any = None
+    probe: object | None = None
     for mocker in tuple(registry.values()):
         routers = getattr(mocker, "routers", None)
         if not routers:
@@ -68,7 +73,7 @@ def respx_route(request: Any, core: str) -> RespxRoute | None:
     return None
 
 
-def _as_httpx_request(request: Any) -> Any:
+def _as_httpx_request(request: WireRequest) -> object:
     """``request`` as the ``httpx.Request`` respx matches (respx builds one from the
     ``httpcore(2)`` request the same way: method, URL, raw headers, body)."""
     httpx = sys.modules.get("httpx")
@@ -84,11 +89,12 @@ def _as_httpx_request(request: Any) -> Any:
     return probe
 
 
-def _first_match(router: Any, request: Any) -> Any:
+def _first_match(router: object, request: object) -> object | None:
     """The first route of ``router`` whose pattern matches ``request`` (respx stops at it
     too), or ``None``. Patterns only: no side effect runs and no call is recorded here;
     respx does both when it answers the request itself."""
-    for route in tuple(getattr(router, "routes", ())):
+    routes: tuple[object, ...] = tuple(getattr(router, "routes", ()))
+    for route in routes:
         pattern = getattr(route, "pattern", None)
         if not pattern or pattern.match(request):
             return route

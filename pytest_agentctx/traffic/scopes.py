@@ -37,9 +37,12 @@ import contextvars
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_agentctx.traffic.errors import UnscopedRequest
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.transport.wire import Handler, WireRequest
 
 __all__ = [
     "Ended",
@@ -63,7 +66,10 @@ class Member(Protocol):
     """What the scopes keep of an interceptor (hashed by identity)."""
 
     @property
-    def handler(self) -> Any: ...
+    def handler(self) -> Handler: ...
+
+    @property
+    def witness(self) -> bool: ...
 
     @property
     def refused(self) -> list[UnscopedRequest]: ...
@@ -264,7 +270,7 @@ def scopes() -> list[tuple[Member, ...]]:
     return [c for c in chains if not any(c != o and o[: len(c)] == c for o in chains)]
 
 
-def refusal(request: Any) -> UnscopedRequest:
+def refusal(request: WireRequest) -> UnscopedRequest:
     """The error refusing ``request``, made in a context that no active interceptor belongs
     to while several concurrent scopes are active: which should answer it cannot be told,
     and it must not reach the network. Every active interceptor keeps it (``refused``), so
@@ -291,7 +297,7 @@ def refusal(request: Any) -> UnscopedRequest:
     return error
 
 
-def late_refusal(request: Any, ended: Ended) -> UnscopedRequest:
+def late_refusal(request: WireRequest, ended: Ended) -> UnscopedRequest:
     """The error refusing ``request``, made by work (a task, a thread) of the scope of
     ``ended.owner`` after that scope ended: it must not reach the network, nor be recorded
     into (or answered from) the scope running now. It is kept for :func:`take_late`."""

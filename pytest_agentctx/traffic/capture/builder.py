@@ -38,6 +38,7 @@ from pytest_agentctx.traffic.capture.items import (
 )
 from pytest_agentctx.traffic.capture.replies import (
     UNREADABLE,
+    CallError,
     decode_reply,
     error_of,
     in_background,
@@ -104,17 +105,17 @@ class _Builder:
             if not (self._retrieval(exchange) or self._compaction(exchange)):
                 self._skip(exchange, "not a model endpoint")
             return
-        body = exchange.request_json()
+        body: object = exchange.request_json()
         items_key, system_keys = _ITEMS[codec.name]
         items = body.get(items_key) if isinstance(body, Mapping) else None
         if isinstance(items, str):
             items = [{"role": "user", "content": items}]
-        if not isinstance(items, list):
+        if not isinstance(items, list) or not isinstance(body, Mapping):
             self._skip(exchange, f"the request has no {items_key!r} list")
             return
         system = tuple(without_annotations(body.get(key)) for key in system_keys)
         candidates, offset = self._find(codec.name, body, items, system)
-        sliced: Mapping[str, Any] = body
+        sliced: Mapping[str, object] = body
         if candidates:
             trimmed = {k: v for k, v in body.items() if k not in system_keys}
             trimmed[items_key] = items[offset:]
@@ -151,9 +152,9 @@ class _Builder:
     def _find(
         self,
         wire_format: str,
-        body: Mapping[str, Any],
-        items: list[Any],
-        system: tuple[Any, ...],
+        body: Mapping[str, object],
+        items: list[object],
+        system: tuple[object, ...],
     ) -> tuple[list[Conversation], int]:
         previous = body.get("previous_response_id")
         if isinstance(previous, str) and previous in self.by_response:
@@ -285,7 +286,7 @@ class _Builder:
         at = self._reply_time(conversation)
         iteration = conversation.iterations[-1]
         completion: Completion | None = None
-        error: dict[str, Any] | None = None
+        error: CallError | None = None
         if exchange.status >= 400:
             error = error_of(exchange)
         else:
@@ -294,7 +295,8 @@ class _Builder:
             except UNREADABLE as exc:
                 error = {"status": exchange.status, "message": str(exc)}
         if completion is None:
-            errors = list(iteration.metadata.get("errors", ()))
+            previous = iteration.metadata.get("errors")
+            errors = list(previous) if isinstance(previous, list) else []
             errors.append(error)
             iteration.metadata["errors"] = errors
             conversation.last_ok = False
@@ -374,7 +376,7 @@ class _Builder:
         return True
 
     def _after_compaction(
-        self, wire_format: str, items: list[Any]
+        self, wire_format: str, items: list[object]
     ) -> tuple[list[Conversation], int]:
         """The conversation whose compacted history ``items`` sends back, and the position
         of the items after the compaction item (the new ones)."""
@@ -430,7 +432,7 @@ def _choose(
     )
 
 
-def _compaction_key(item: Any) -> str | None:
+def _compaction_key(item: object) -> str | None:
     """The id of an OpenAI Responses ``compaction`` item, else ``None``."""
     if isinstance(item, Mapping) and item.get("type") == "compaction":
         key = item.get("id") or item.get("encrypted_content")
@@ -455,7 +457,7 @@ def _unlinked(conversation: Conversation) -> list[str]:
     return [call_id for call_id in conversation.pending if call_id not in linked]
 
 
-def _message(raw: Mapping[str, Any]) -> Message:
+def _message(raw: Mapping[str, Any]) -> Message:  # a message a codec decoded
     role = raw.get("role")
     if role not in ("system", "user", "assistant", "tool"):
         role = "user"

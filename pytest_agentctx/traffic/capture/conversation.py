@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 
@@ -25,7 +24,7 @@ class IterationState:
     messages: list[Message] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
     completed_at: datetime | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
     replied: bool = False
     #: Sub-agent conversations started by this iteration's tool calls: (call id, child).
     children: list[tuple[str, Conversation]] = field(default_factory=list)
@@ -41,8 +40,8 @@ class Conversation:
     iterations: list[IterationState] = field(default_factory=list)
     #: The items of the last request (the prefix the next request must have), its system
     #: fields, and the hash of its last item (the index key, with the count).
-    last_items: list[Any] = field(default_factory=list)
-    last_system: tuple[Any, ...] = ()
+    last_items: list[object] = field(default_factory=list)
+    last_system: tuple[object, ...] = ()
     last_key: tuple[int, int] = (0, 0)
     last_ok: bool = False
     last_response_id: str | None = None
@@ -63,7 +62,7 @@ class Conversation:
         for item in self.iterations:
             metadata = dict(item.metadata)
             if item.children:
-                subagents: dict[str, Any] = {}
+                subagents: dict[str, dict[str, object]] = {}
                 for call_id, child in item.children:
                     key = call_id
                     counter = 2

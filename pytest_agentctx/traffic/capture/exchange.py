@@ -24,6 +24,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     encode_body,
 )
 from pytest_agentctx.traffic.cassettes.store import Interaction
+from pytest_agentctx.traffic.transport import WireRequest, WireResponse
 
 __all__ = ["Exchange", "TrafficRecorder"]
 
@@ -61,11 +62,13 @@ class Exchange:
         return urlsplit(self.url).path
 
     def request_json(self) -> Any:
-        """The request body as JSON, or ``None`` when it is not JSON."""
+        """The request body as JSON (as :func:`json.loads` gives it), or ``None`` when it
+        is not JSON."""
         return _json_of(self.request)
 
     def response_json(self) -> Any:
-        """The response body as JSON, or ``None`` when it is not JSON."""
+        """The response body as JSON (as :func:`json.loads` gives it), or ``None`` when it
+        is not JSON."""
         return _json_of(self.response)
 
     def describe(self) -> str:
@@ -120,7 +123,7 @@ class TrafficRecorder:
         """Stop recording (what was recorded stays)."""
         self.interceptor.stop()
 
-    def handle(self, request: Any) -> Any:
+    def handle(self, request: WireRequest) -> WireResponse | Awaitable[WireResponse]:
         """Answer ``request`` as the other handlers (or the network) do, keeping a copy."""
         with self._lock:
             slot = len(self._slots)
@@ -135,7 +138,7 @@ class TrafficRecorder:
         # The handlers started before this one answer as if the recorder were not there.
         handlers = transport.handlers_before(self.handle)
 
-        def keep(response: Any) -> Any:
+        def keep(response: WireResponse) -> WireResponse:
             def store(data: bytes, complete: bool) -> None:
                 encoding = response.headers.get("content-encoding")
                 try:
@@ -153,7 +156,7 @@ class TrafficRecorder:
 
         if transport.is_async_request():
 
-            async def answer_async() -> Any:
+            async def answer_async() -> WireResponse:
                 for handler in handlers:
                     response = handler(request)
                     if isinstance(response, Awaitable):
@@ -164,7 +167,12 @@ class TrafficRecorder:
 
             return answer_async()
         for handler in handlers:
-            response = handler(request)
-            if response is not None:
-                return keep(response)
+            answer = handler(request)
+            if isinstance(answer, Awaitable):
+                raise TypeError(
+                    f"The interceptor handler {handler!r} returned an awaitable for a request "
+                    "made by a sync client; give sync clients a handler that returns a response."
+                )
+            if answer is not None:
+                return keep(answer)
         return keep(transport.forward_sync(request))

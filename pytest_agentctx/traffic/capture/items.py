@@ -9,13 +9,12 @@ one-block content list to carry it): :func:`without_annotations` drops them, and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 __all__ = ["item_hash", "same_items", "tools_hash", "without_annotations"]
 
 
-def item_hash(item: Any) -> int:
+def item_hash(item: object) -> int:
     """The hash of a request item, annotations aside (the key of the builder's index)."""
     return hash(repr(without_annotations(item)))
 
@@ -28,7 +27,7 @@ _ANNOTATIONS = frozenset({"cache_control"})
 _TEXT_BLOCKS = frozenset({"text", "input_text"})
 
 
-def without_annotations(value: Any) -> Any:
+def without_annotations(value: object) -> object:
     """``value`` without per-turn annotations, for comparing requests.
 
     ``cache_control`` keys are dropped at any depth, and a content list of one text block
@@ -37,7 +36,7 @@ def without_annotations(value: Any) -> Any:
     """
     if isinstance(value, Mapping):
         changed = False
-        result: dict[str, Any] = {}
+        result: dict[object, object] = {}
         for key, item in value.items():
             if key in _ANNOTATIONS:
                 changed = True
@@ -55,7 +54,7 @@ def without_annotations(value: Any) -> Any:
     return value
 
 
-def _single_text(content: Any) -> Any:
+def _single_text(content: object) -> object:
     if isinstance(content, list) and len(content) == 1:
         block = content[0]
         if (
@@ -68,7 +67,7 @@ def _single_text(content: Any) -> Any:
     return content
 
 
-def same_items(previous: list[Any], items: list[Any], length: int) -> bool:
+def same_items(previous: Sequence[object], items: Sequence[object], length: int) -> bool:
     """Whether ``previous`` is ``items[:length]``, annotations aside (see
     :func:`without_annotations`). The items are compared in C first, stopping at the first
     difference; only the items that differ are compared again without annotations."""
@@ -80,7 +79,7 @@ def same_items(previous: list[Any], items: list[Any], length: int) -> bool:
     )
 
 
-def tools_hash(tools: Any) -> int:
+def tools_hash(tools: object) -> int:
     """The hash of a request's tools, annotations aside."""
     text = repr(tools)
     if any(key in text for key in _ANNOTATIONS):

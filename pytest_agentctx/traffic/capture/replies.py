@@ -9,7 +9,7 @@ a retrieval finds it so (:func:`in_background`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.codecs import Completion
@@ -17,25 +17,34 @@ from pytest_agentctx.traffic.codecs.base import Codec
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = ["UNREADABLE", "decode_reply", "error_of", "in_background"]
+__all__ = ["UNREADABLE", "CallError", "decode_reply", "error_of", "in_background"]
 
 #: What reading a body of an unexpected shape raises: the codecs check the fields they need
 #: (CodecError), but an item of the wrong type deeper down surfaces as Python's own errors.
 UNREADABLE = (CodecError, AttributeError, TypeError, KeyError, ValueError)
 
 
-def _events(stored: Sequence[Mapping[str, Any]]) -> list[SSEEvent]:
+class CallError(TypedDict):
+    """A failed model call, as an iteration's ``metadata["errors"]`` keeps it: the status
+    and the error's message (from its JSON body, else the start of its text)."""
+
+    status: int
+    message: object
+
+
+def _events(stored: Sequence[Mapping[str, object]]) -> list[SSEEvent]:
     events = []
     for event in stored:
         if "data" not in event:
             continue
         data = event["data"]
         text = data if isinstance(data, str) else _dumps(data)
-        events.append(SSEEvent(event.get("event"), text))
+        name = event.get("event")
+        events.append(SSEEvent(name if isinstance(name, str) else None, text))
     return events
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -66,9 +75,10 @@ def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
     )
 
 
-def error_of(exchange: Exchange) -> dict[str, Any]:
-    data = exchange.response_json()
-    message: Any = None
+def error_of(exchange: Exchange) -> CallError:
+    """The status and message of the failed model call ``exchange``."""
+    data: object = exchange.response_json()
+    message: object = None
     if isinstance(data, Mapping):
         error = data.get("error")
         if isinstance(error, Mapping):

@@ -92,7 +92,6 @@ from pytest_agentctx.traffic.cassettes.store import (
     paused_gc,
     sweep_folder,
 )
-from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.errors import (
     CassetteError,
     CassetteFormatError,
@@ -110,6 +109,7 @@ from pytest_agentctx.traffic.transport import (
     make_response,
     tee_response,
 )
+from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION
 
 __all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "RecordMode"]
 

@@ -1,17 +1,18 @@
-"""Interception of HTTP client libraries other than ``httpx2``/``httpx``.
+"""The client libraries whose requests the interceptors see, and :data:`PATCHERS`, the
+``(install, uninstall)`` pair of each, in the order they are installed.
 
 Each module here patches one library while an interceptor is active
-(:class:`~pytest_agentctx.traffic.transport.Interceptor`): it converts the library's
-request to an ``httpx2`` request, hands it to
-:func:`~pytest_agentctx.traffic.transport.dispatch_sync` or
-:func:`~pytest_agentctx.traffic.transport.dispatch_async` with a function that sends it
-through the library's own code, and converts the ``httpx2`` response it gets back into the
+(:class:`~pytest_agentctx.traffic.transport.Interceptor`): ``httpx`` (``httpx2`` and
+``httpx``), ``urllib3`` (and so ``requests``), ``aiohttp``. It hands each request, as a
+:class:`~pytest_agentctx.traffic.transport.wire.WireRequest` (an ``httpx2`` request for
+the libraries other than httpx), to
+:func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_sync` or
+:func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_async` with a function that
+sends it through the library's own code, and converts the response it gets back into the
 library's response. The cassettes and the fake model therefore see one kind of request,
 whatever client made it.
 
-:data:`PATCHERS` lists the ``(install, uninstall)`` pairs, in the order they are installed;
-a library that is not installed has none. A library is imported when its patch is first
-installed (when the first interceptor starts), not when this package is.
+A library that is not installed has no patcher.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 
-__all__ = ["CLIENT_EXTENSION", "PATCHERS"]
+from pytest_agentctx.traffic.clients import httpx as _httpx
 
-#: The request extension naming the client library a request came through (``"requests"``),
-#: which a cassette's miss message shows.
-CLIENT_EXTENSION = "agentctx_client"
+__all__ = ["PATCHERS"]
 
-#: ``(install, uninstall)`` of each client library patched along with httpx2 and httpx.
-PATCHERS: list[tuple[Callable[[], None], Callable[[], None]]] = []
+#: ``(install, uninstall)`` of each client library, in the order they are installed.
+PATCHERS: list[tuple[Callable[[], None], Callable[[], None]]] = [(_httpx.install, _httpx.uninstall)]
 
 
 def _urllib3_version() -> int:
@@ -57,8 +56,6 @@ def _uninstall_urllib3() -> None:
 if _urllib3_version() >= 2:
     PATCHERS.append((_install_urllib3, _uninstall_urllib3))
 
-# This package is imported when the first interceptor starts (never by importing
-# pytest_agentctx); aiohttp is imported then, when it is installed.
 if importlib.util.find_spec("aiohttp") is not None:
     from pytest_agentctx.traffic.clients import aiohttp as _aiohttp
 

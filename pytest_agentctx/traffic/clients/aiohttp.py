@@ -14,7 +14,7 @@ that step, below ``_request``:
   (:class:`_Deferred`) that keeps what a real connection would have been given;
 - ``ClientRequest.send`` given that placeholder converts the request to an ``httpx2``
   request (its body read) and hands it to
-  :func:`~pytest_agentctx.traffic.transport.dispatch_async`. A handler's ``httpx2``
+  :func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_async`. A handler's ``httpx2``
   response comes back as a ``ClientResponse`` (of the session's response class) that is
   already started. When a handler forwards the request (a cassette that records) or none
   answers it, the placeholder connects for real and the request goes out through
@@ -56,18 +56,21 @@ import asyncio
 import functools
 import http
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
 import httpx2
-from aiohttp import ClientRequest, ClientResponse, hdrs, streams
-from aiohttp.connector import BaseConnector
+from aiohttp import ClientRequest, ClientResponse, ClientTimeout, hdrs, streams
+from aiohttp.connector import BaseConnector, Connection
+from aiohttp.tracing import Trace
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from pytest_agentctx.traffic import transport
+from pytest_agentctx.traffic.transport.dispatch import dispatch_async
+from pytest_agentctx.traffic.transport.responses import as_httpx2
+from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse
 
 __all__ = [
     "from_client_response",
@@ -79,7 +82,7 @@ __all__ = [
 
 #: aiohttp 3.14 made ``stream_writer`` a required argument of ``ClientResponse``; a response
 #: whose request was sent has written all it will, so a writer of size 0 stands in for it.
-_SENT: dict[str, Any] = (
+_SENT: dict[str, object] = (
     {"stream_writer": SimpleNamespace(output_size=0)}
     if "stream_writer" in inspect.signature(ClientResponse.__init__).parameters
     else {}
@@ -105,7 +108,7 @@ async def to_httpx_request(req: ClientRequest) -> httpx2.Request:
     return httpx2.Request(req.method, str(req.url), headers=headers, content=content or None)
 
 
-async def _body_bytes(body: Any) -> bytes:
+async def _body_bytes(body: object) -> bytes:
     if isinstance(body, bytes | bytearray | memoryview):
         return bytes(body)
     as_bytes = getattr(body, "as_bytes", None)
@@ -198,12 +201,12 @@ class _Answered(ClientResponse):
     """A response this module made from an ``httpx2`` response: already started, and
     closing it closes that response's stream (which records a teed one)."""
 
-    _agentctx_stream: Any = None
+    _agentctx_stream: httpx2.Response | None = None
 
-    async def start(self, connection: Any) -> ClientResponse:
+    async def start(self, connection: Connection) -> ClientResponse:
         return self
 
-    def release(self) -> Any:
+    def release(self) -> Any:  # aiohttp's own: None, or a no-op awaitable before 3.11
         self._agentctx_close()
         return super().release()
 
@@ -255,7 +258,7 @@ def to_client_response(
         traces=getattr(req, "_traces", []),
         loop=loop,
         session=getattr(req, "_session", None),  # type: ignore[arg-type]
-        **_SENT,
+        **_SENT,  # type: ignore[arg-type]  # a stand-in writer
     )
     raw = [(bytes(name), bytes(value)) for name, value in response.headers.raw]
     headers = CIMultiDict(
@@ -278,7 +281,7 @@ def to_client_response(
         _body_chunks(response, decompress), read_bufsize or _DEFAULT_BUFSIZE, loop
     )
     resp.content.on_eof(resp._response_eof)
-    resp._agentctx_stream = response  # type: ignore[attr-defined]
+    resp._agentctx_stream = response  # type: ignore[attr-defined]  # an _Answered
     return resp
 
 
@@ -319,7 +322,7 @@ class _Params:
     def __init__(self) -> None:
         self.params: dict[str, Any] = {}
 
-    def set_response_params(self, **params: Any) -> None:
+    def set_response_params(self, **params: Any) -> None:  # aiohttp's, passed on as they are
         self.params = params
 
 
@@ -330,9 +333,9 @@ class _Deferred:
 
     connector: BaseConnector
     req: ClientRequest
-    traces: Any
-    timeout: Any
-    connection: Any = None
+    traces: list[Trace]
+    timeout: ClientTimeout
+    connection: Connection | None = None
 
     def __post_init__(self) -> None:
         self.protocol = _Params()
@@ -347,10 +350,14 @@ class _Deferred:
             self.connection.release()
 
 
+_Connect = Callable[..., Awaitable[Connection]]
+_Send = Callable[[ClientRequest, Connection], Awaitable[ClientResponse]]
+
+
 @dataclass(frozen=True)
 class _Originals:
-    connect: Callable[..., Any]
-    send: Callable[..., Any]
+    connect: _Connect
+    send: _Send
 
 
 _originals: list[_Originals] = []
@@ -359,39 +366,37 @@ _originals: list[_Originals] = []
 async def _connect(
     self: BaseConnector,
     req: ClientRequest,
-    traces: Any,
-    timeout: Any,  # noqa: ASYNC109 (BaseConnector.connect's own signature)
-) -> Any:
-    original = _originals[0].connect if _originals else BaseConnector.connect
+    traces: list[Trace],
+    timeout: ClientTimeout,  # noqa: ASYNC109 (BaseConnector.connect's own signature)
+) -> Connection | _Deferred:
+    original: _Connect = _originals[0].connect if _originals else BaseConnector.connect
     if hdrs.UPGRADE in req.headers:  # a WebSocket handshake: aiohttp's own, untouched
         return await original(self, req, traces=traces, timeout=timeout)
     return _Deferred(self, req, traces, timeout)
 
 
-async def _send(self: ClientRequest, conn: Any) -> ClientResponse:
-    original = _originals[0].send if _originals else ClientRequest.send
-    if type(conn) is not _Deferred:
-        response: ClientResponse = await original(self, conn)
-        return response
+async def _send(self: ClientRequest, conn: Connection | _Deferred) -> ClientResponse:
+    original: _Send = _originals[0].send if _originals else ClientRequest.send
+    if not isinstance(conn, _Deferred):
+        return await original(self, conn)
     params = conn.protocol.params
     request = await to_httpx_request(self)
-    answer = await transport.dispatch_async(
-        request, functools.partial(_send_for_real, self, conn, original)
-    )
+    answer = await dispatch_async(request, functools.partial(_send_for_real, self, conn, original))
+    bufsize = params.get("read_bufsize")
     return to_client_response(
-        answer,
+        as_httpx2(answer),
         self,
         decompress=bool(params.get("auto_decompress", True)),
-        read_bufsize=params.get("read_bufsize"),
+        read_bufsize=bufsize if isinstance(bufsize, int) else None,
     )
 
 
 async def _send_for_real(
-    req: ClientRequest, deferred: _Deferred, send: Callable[..., Any], request: httpx2.Request
-) -> httpx2.Response:
+    req: ClientRequest, deferred: _Deferred, send: _Send, request: WireRequest
+) -> WireResponse:
     """Send ``req`` as ``ClientSession._request`` would have: connect, set the response
     parameters (raw bodies: the ``httpx2`` response decodes them), send, start."""
-    connect = _originals[0].connect if _originals else BaseConnector.connect
+    connect: _Connect = _originals[0].connect if _originals else BaseConnector.connect
     try:
         conn = await connect(
             deferred.connector, req, traces=deferred.traces, timeout=deferred.timeout
@@ -403,7 +408,7 @@ async def _send_for_real(
     assert protocol is not None  # a connection just made has one
     protocol.set_response_params(**{**deferred.protocol.params, "auto_decompress": False})
     try:
-        resp: ClientResponse = await send(req, conn)
+        resp = await send(req, conn)
         try:
             await resp.start(conn)
         except BaseException:
@@ -420,7 +425,7 @@ def install() -> None:
     if _originals:
         return
     _originals.append(_Originals(BaseConnector.connect, ClientRequest.send))
-    BaseConnector.connect = _connect  # type: ignore[method-assign]
+    BaseConnector.connect = _connect  # type: ignore[method-assign,assignment]
     ClientRequest.send = _send  # type: ignore[method-assign]
 
 
@@ -429,5 +434,5 @@ def uninstall() -> None:
     if not _originals:
         return
     originals = _originals.pop()
-    BaseConnector.connect = originals.connect  # type: ignore[method-assign]
-    ClientRequest.send = originals.send  # type: ignore[method-assign]
+    BaseConnector.connect = originals.connect  # type: ignore[method-assign,assignment]
+    ClientRequest.send = originals.send  # type: ignore[method-assign,assignment]

@@ -19,11 +19,12 @@ The other candidates do worse:
   ``http.client`` that takes.
 
 The request, its body read (a file or an iterable body is read once, from where it stands,
-as urllib3 would send it), is handed to :func:`~pytest_agentctx.traffic.transport.dispatch_sync`
-as an ``httpx2`` request, so the cassettes and the fake model handle it as any other. Going
-on to the network (:func:`_send`) calls urllib3's own ``_make_request`` with the body read
-and takes the response unread and undecoded: its raw bytes stream into an ``httpx2``
-response, one HTTP chunk at a time, where the cassette tees them.
+as urllib3 would send it), is handed to
+:func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_sync` as an ``httpx2`` request,
+so the cassettes and the fake model handle it as any other. Going on to the network
+(:func:`_send`) calls urllib3's own ``_make_request`` with the body read and takes the
+response unread and undecoded: its raw bytes stream into an ``httpx2`` response, one HTTP
+chunk at a time, where the cassette tees them.
 
 The ``httpx2`` response a handler gives (:func:`to_urllib3`) becomes what
 ``conn.getresponse()`` makes: a :class:`urllib3.response.HTTPResponse` over a real
@@ -53,15 +54,21 @@ from __future__ import annotations
 
 import http.client
 import io
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterable, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import httpx2
+from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool
-from urllib3.response import HTTPResponse
+from urllib3.response import BaseHTTPResponse, HTTPResponse
+from urllib3.util.retry import Retry
 
-from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
-from pytest_agentctx.traffic.transport import dispatch_sync
+from pytest_agentctx.traffic.transport.dispatch import dispatch_sync
+from pytest_agentctx.traffic.transport.responses import as_httpx2
+from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, WireRequest, WireResponse
+
+if TYPE_CHECKING:
+    from urllib3._base_connection import BaseHTTPConnection
 
 __all__ = ["install", "request_of", "to_urllib3", "uninstall"]
 
@@ -82,8 +89,11 @@ _POSITIONAL = (
     "enforce_content_length",
 )
 
+#: ``HTTPConnectionPool._make_request``: (pool, conn, method, url, body=, headers=, ...).
+_MakeRequest = Callable[..., BaseHTTPResponse]
+
 #: The ``_make_request`` this module replaced, while installed.
-_original: Any = None
+_original: _MakeRequest | None = None
 
 
 def install() -> None:
@@ -104,28 +114,28 @@ def uninstall() -> None:
 
 def _make_request(
     pool: HTTPConnectionPool,
-    conn: Any,
+    conn: BaseHTTPConnection,
     method: str,
     url: str,
-    body: Any = None,
+    body: object = None,
     headers: Mapping[str, str] | None = None,
-    *rest: Any,
-    **options: Any,
-) -> Any:
+    *rest: object,
+    **options: Any,  # urllib3's own keyword arguments, passed on as they are
+) -> HTTPResponse:
     """``HTTPConnectionPool._make_request`` while an interceptor is active."""
     options.update(zip(_POSITIONAL, rest, strict=False))
     content = _body_bytes(body)
     request = request_of(pool, method, url, headers, content)
     # (a call that looked the patch up just before uninstall() finds urllib3's own there)
-    original = _original or vars(HTTPConnectionPool)["_make_request"]
+    original: _MakeRequest = _original or vars(HTTPConnectionPool)["_make_request"]
     live = False
 
-    def send(_: httpx2.Request) -> httpx2.Response:
+    def send(_: WireRequest) -> WireResponse:
         nonlocal live
         live = True
         return _send(original, pool, conn, method, url, content, headers, options)
 
-    response = dispatch_sync(request, send)
+    response = as_httpx2(dispatch_sync(request, send))
     return to_urllib3(
         response,
         method=method,
@@ -140,7 +150,7 @@ def _make_request(
     )
 
 
-def _body_bytes(body: Any) -> bytes | None:
+def _body_bytes(body: object) -> bytes | None:
     """The request body as urllib3 would send it, in one piece (``None``: no body)."""
     if body is None:
         return None
@@ -148,19 +158,22 @@ def _body_bytes(body: Any) -> bytes | None:
         return body
     if isinstance(body, str):
         return body.encode("utf-8")
-    if hasattr(body, "read"):
-        parts: Iterable[Any] = iter(lambda: body.read(_READ_SIZE), b"" if _binary(body) else "")
+    read = getattr(body, "read", None)
+    parts: Iterable[object]
+    if read is not None:
+        parts = iter(lambda: read(_READ_SIZE), b"" if _binary(body) else "")
     else:
         try:
-            return bytes(memoryview(body))
+            return bytes(memoryview(body))  # type: ignore[arg-type]  # TypeError if not a buffer
         except TypeError:
-            parts = body
+            parts = body  # type: ignore[assignment]  # an iterable of chunks, as urllib3 takes
     return b"".join(
-        part.encode("utf-8") if isinstance(part, str) else bytes(part) for part in parts
+        part.encode("utf-8") if isinstance(part, str) else bytes(part)  # type: ignore[call-overload]
+        for part in parts
     )
 
 
-def _binary(file: Any) -> bool:
+def _binary(file: object) -> bool:
     return not isinstance(file, io.TextIOBase) and "b" in getattr(file, "mode", "b")
 
 
@@ -190,9 +203,9 @@ def request_of(
 
 
 def _send(
-    original: Any,
+    original: _MakeRequest,
     pool: HTTPConnectionPool,
-    conn: Any,
+    conn: BaseHTTPConnection,
     method: str,
     url: str,
     content: bytes | None,
@@ -204,7 +217,7 @@ def _send(
     sent = {**options, "preload_content": False, "decode_content": False}
     real = original(pool, conn, method, url, body=content, headers=headers, **sent)
     # The response given to the caller releases the connection, once: not this one.
-    real._connection = None
+    real._connection = None  # type: ignore[attr-defined]  # urllib3's own HTTPResponse
     version = b"HTTP/1.0" if getattr(real, "version", None) == 10 else b"HTTP/1.1"
     return httpx2.Response(
         real.status,
@@ -223,7 +236,7 @@ class _LiveStream(httpx2.SyncByteStream):
     It is iterated once: a later iteration goes on where the last one stopped (the cassette
     reads the rest of a response the client never closed)."""
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: BaseHTTPResponse) -> None:
         self._response = response
         self._chunks: Iterator[bytes] | None = None
 
@@ -258,8 +271,8 @@ def to_urllib3(
     url: str,
     live: bool = False,
     pool: HTTPConnectionPool | None = None,
-    connection: Any = None,
-    retries: Any = None,
+    connection: HTTPConnection | None = None,
+    retries: Retry | None = None,
     preload_content: bool = True,
     decode_content: bool = True,
     enforce_content_length: bool = True,
@@ -318,7 +331,7 @@ class _Socket:
     def __init__(self, file: io.BufferedReader) -> None:
         self._file = file
 
-    def makefile(self, *_: Any, **__: Any) -> io.BufferedReader:
+    def makefile(self, *_: object, **__: object) -> io.BufferedReader:
         return self._file
 
 
@@ -364,7 +377,9 @@ class _WireBody(io.RawIOBase):
     chunks (``chunked``) or as they are. Closing it closes the stream (a recording is
     stored then)."""
 
-    def __init__(self, stream: Any, *, chunked: bool) -> None:
+    def __init__(self, stream: Iterable[bytes] | AsyncIterable[bytes], *, chunked: bool) -> None:
+        if not isinstance(stream, Iterable):
+            raise TypeError(f"urllib3 cannot read the async stream {stream!r}")
         self._stream = stream
         self._chunks = iter(stream)
         self._chunked = chunked
@@ -375,7 +390,7 @@ class _WireBody(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         while self._at >= len(self._pending):
             if self._ended:
                 return 0
@@ -395,6 +410,8 @@ class _WireBody(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             try:
-                self._stream.close()
+                close = getattr(self._stream, "close", None)
+                if close is not None:
+                    close()
             finally:
                 super().close()

@@ -35,7 +35,7 @@ from pytest_agentctx.doubles.scripted_model import (
 )
 from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat
 from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
-from pytest_agentctx.traffic.transport import Interceptor
+from pytest_agentctx.traffic.transport import Interceptor, WireRequest
 
 OPENAI_MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-haiku-4-5"
@@ -1064,9 +1064,9 @@ def test_a_placeholder_key_to_a_loopback_server_goes_its_way():
 
 
 async def test_a_placeholder_key_never_reaches_what_lies_behind_the_fake(no_provider_keys):
-    reached: list[httpx2.Request] = []
+    reached: list[WireRequest] = []
 
-    def behind(request: httpx2.Request) -> Any:
+    def behind(request: WireRequest) -> Any:
         reached.append(request)
         return httpx2.Response(200, json={"object": "list", "data": []})
 

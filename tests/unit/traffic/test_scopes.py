@@ -18,7 +18,7 @@ import pytest
 
 from pytest_agentctx.traffic import scopes
 from pytest_agentctx.traffic.errors import UnscopedRequest
-from pytest_agentctx.traffic.transport import Interceptor
+from pytest_agentctx.traffic.transport import Interceptor, WireRequest, WireResponse
 
 UNREACHABLE = "http://127.0.0.1:9/v1/chat/completions"
 
@@ -31,7 +31,7 @@ class _Owner:
         self.answer = answer
         self.seen: list[str] = []
 
-    def handle(self, request: httpx2.Request) -> httpx2.Response:
+    def handle(self, request: WireRequest) -> WireResponse:
         self.seen.append(str(request.url))
         return httpx2.Response(200, text=self.answer)
 

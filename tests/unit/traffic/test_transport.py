@@ -24,6 +24,8 @@ from pytest_agentctx.traffic.errors import UnscopedRequest
 from pytest_agentctx.traffic.transport import (
     Handler,
     Interceptor,
+    WireRequest,
+    WireResponse,
     answered_by_another_tool,
     dispatch_async,
     dispatch_sync,
@@ -34,6 +36,7 @@ from pytest_agentctx.traffic.transport import (
     make_response,
     tee_response,
 )
+from pytest_agentctx.traffic.transport.responses import as_httpx2
 
 UNREACHABLE = "http://127.0.0.1:9/v1/chat/completions"
 # One TLS context for the clients: building one per client costs ~80 ms. The transport is
@@ -42,13 +45,13 @@ _TLS = ssl.create_default_context()
 
 
 def _answer(text: str):
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         return httpx2.Response(200, text=text)
 
     return handler
 
 
-def _pass(request: httpx2.Request) -> None:
+def _pass(request: WireRequest) -> None:
     return None
 
 
@@ -79,7 +82,7 @@ async def loopback_url() -> AsyncIterator[str]:
 async def test_handler_answers_an_async_client_with_the_default_transport():
     seen: list[str] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(f"{request.method} {request.url}")
         return httpx2.Response(200, json={"answered": True})
 
@@ -99,7 +102,7 @@ def test_handler_answers_a_sync_client_with_the_default_transport():
 
 
 async def test_async_handler_answers_an_async_client():
-    async def handler(request: httpx2.Request) -> httpx2.Response:
+    async def handler(request: WireRequest) -> WireResponse:
         await asyncio.sleep(0)
         return httpx2.Response(201, text="async answer")
 
@@ -113,7 +116,7 @@ async def test_async_handler_answers_an_async_client():
 async def test_handler_sees_the_body_of_a_streamed_async_request():
     bodies: list[bytes] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         bodies.append(request.content)
         return httpx2.Response(200)
 
@@ -128,8 +131,8 @@ async def test_handler_sees_the_body_of_a_streamed_async_request():
     assert bodies == [b'{"model": "gpt-4o-mini"}']
 
 
-def test_awaitable_handler_on_a_sync_client_is_a_type_error():
-    async def handler(request: httpx2.Request) -> httpx2.Response:
+async def test_awaitable_handler_on_a_sync_client_is_a_type_error():
+    async def handler(request: WireRequest) -> WireResponse:
         return httpx2.Response(200)
 
     with (
@@ -159,9 +162,9 @@ async def test_request_no_handler_answers_reaches_the_real_sync_transport(loopba
 
 
 async def test_mock_transport_clients_are_not_intercepted():
-    offered: list[httpx2.Request] = []
+    offered: list[WireRequest] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         offered.append(request)
         return httpx2.Response(200, text="intercepted")
 
@@ -187,7 +190,7 @@ async def test_newest_handler_is_asked_first():
 async def test_handler_returning_none_lets_an_older_handler_answer():
     asked: list[str] = []
 
-    def newest(request: httpx2.Request) -> None:
+    def newest(request: WireRequest) -> None:
         asked.append("newest")
 
     with Interceptor(_answer("older")), Interceptor(newest):
@@ -276,7 +279,7 @@ def test_active_reflects_start_and_stop():
 async def test_starting_twice_registers_the_handler_once(loopback_url):
     asked: list[str] = []
 
-    def handler(request: httpx2.Request) -> None:
+    def handler(request: WireRequest) -> None:
         asked.append(request.url.path)
 
     interceptor = Interceptor(handler)
@@ -314,7 +317,7 @@ def test_stop_without_start_changes_nothing():
 
 
 async def test_handler_also_answers_httpx_clients_with_an_httpx_response():
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: WireRequest) -> WireResponse:
         return make_response(200, content=b"intercepted")
 
     with Interceptor(handler):
@@ -341,7 +344,7 @@ def test_stop_restores_the_httpx_transport_methods_too():
 async def test_is_async_request_is_true_in_a_handler_for_an_async_client():
     seen: list[bool] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(is_async_request())
         return httpx2.Response(200)
 
@@ -355,7 +358,7 @@ async def test_is_async_request_is_true_in_a_handler_for_an_async_client():
 def test_is_async_request_is_false_in_a_handler_for_a_sync_client():
     seen: list[bool] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(is_async_request())
         return httpx2.Response(200)
 
@@ -375,7 +378,7 @@ def test_is_async_request_is_false_outside_a_handler():
 async def test_forward_async_sends_the_request_to_the_real_transport(loopback_url):
     statuses: list[int] = []
 
-    async def handler(request: httpx2.Request) -> httpx2.Response:
+    async def handler(request: WireRequest) -> WireResponse:
         response = await forward_async(request)
         statuses.append(response.status_code)
         return response
@@ -390,7 +393,7 @@ async def test_forward_async_sends_the_request_to_the_real_transport(loopback_ur
 async def test_forward_sync_sends_the_request_to_the_real_transport(loopback_url):
     statuses: list[int] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         response = forward_sync(request)
         statuses.append(response.status_code)
         return response
@@ -416,7 +419,7 @@ async def test_forward_async_outside_a_handler_is_an_error():
 
 
 async def test_forward_sync_for_an_async_client_says_to_use_forward_async():
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         return forward_sync(request)
 
     with Interceptor(handler):
@@ -429,7 +432,7 @@ async def test_forward_sync_for_an_async_client_says_to_use_forward_async():
 
 
 async def test_forward_async_for_a_sync_client_says_to_use_forward_sync():
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         return asyncio.run(forward_async(request))
 
     with (
@@ -446,8 +449,8 @@ async def test_forward_async_for_a_sync_client_says_to_use_forward_sync():
 # -- make_response -------------------------------------------------------------------
 
 
-def test_make_response_outside_a_handler_builds_an_httpx2_response():
-    response = make_response(201, content=b"created", headers={"x-request-id": "req_1"})
+async def test_make_response_outside_a_handler_builds_an_httpx2_response():
+    response = as_httpx2(make_response(201, content=b"created", headers={"x-request-id": "req_1"}))
 
     assert (type(response), response.status_code, response.content) == (
         httpx2.Response,
@@ -457,22 +460,24 @@ def test_make_response_outside_a_handler_builds_an_httpx2_response():
     assert response.headers["x-request-id"] == "req_1"
 
 
-def test_make_response_without_content_has_an_empty_body():
-    assert make_response(204).content == b""
+async def test_make_response_without_content_has_an_empty_body():
+    assert as_httpx2(make_response(204)).content == b""
 
 
-def test_make_response_with_chunks_keeps_each_chunk():
-    response = make_response(
-        200,
-        headers=[("content-type", "text/event-stream")],
-        chunks=[b"data: {}\n\n", b"data: [DONE]\n\n"],
+async def test_make_response_with_chunks_keeps_each_chunk():
+    response = as_httpx2(
+        make_response(
+            200,
+            headers=[("content-type", "text/event-stream")],
+            chunks=[b"data: {}\n\n", b"data: [DONE]\n\n"],
+        )
     )
 
     assert list(response.iter_raw()) == [b"data: {}\n\n", b"data: [DONE]\n\n"]
 
 
 async def test_a_chunked_response_reaches_an_async_client_chunk_by_chunk():
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         return make_response(200, chunks=[b"one ", b"two ", b"three"])
 
     with Interceptor(handler):
@@ -491,7 +496,7 @@ async def test_a_chunked_response_reaches_an_async_client_chunk_by_chunk():
 async def test_tee_response_passes_the_live_body_through_and_keeps_a_copy(loopback_url):
     copies: list[tuple[bytes, bool]] = []
 
-    async def handler(request: httpx2.Request) -> httpx2.Response:
+    async def handler(request: WireRequest) -> WireResponse:
         live = await forward_async(request)
         return tee_response(live, lambda body, complete: copies.append((body, complete)))
 
@@ -506,7 +511,7 @@ async def test_tee_response_passes_the_live_body_through_and_keeps_a_copy(loopba
 async def test_tee_response_reports_a_body_the_client_stopped_reading(loopback_url):
     copies: list[tuple[bytes, bool]] = []
 
-    async def handler(request: httpx2.Request) -> httpx2.Response:
+    async def handler(request: WireRequest) -> WireResponse:
         live = await forward_async(request)
         return tee_response(live, lambda body, complete: copies.append((body, complete)))
 
@@ -549,7 +554,7 @@ WEATHER = "https://weather.example/v1/now?city=Paris"
 
 
 def _recording(offered: list[str], text: str = "intercepted"):
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         offered.append(f"{request.method} {request.url}")
         return make_response(200, content=text.encode())
 
@@ -667,7 +672,7 @@ async def _pass_through_calls(url: str) -> int:
 async def test_a_pass_through_route_forwarded_by_a_handler_counts_what_respx_counts(
     loopback_url,
 ):
-    async def forward(request: httpx2.Request) -> httpx2.Response:
+    async def forward(request: WireRequest) -> WireResponse:
         return await forward_async(request)
 
     without = await _pass_through_calls(loopback_url)
@@ -720,8 +725,8 @@ async def test_a_witness_is_offered_a_request_respx_answers_and_sees_its_respons
     seen: list[tuple[bool, str]] = []
     older_offered: list[str] = []
 
-    async def witness(request: httpx2.Request) -> httpx2.Response:
-        response = await forward_async(request)
+    async def witness(request: WireRequest) -> WireResponse:
+        response = as_httpx2(await forward_async(request))
         await response.aread()
         seen.append((answered_by_another_tool(), response.text))
         return response
@@ -742,7 +747,7 @@ async def test_handlers_before_lists_only_witnesses_for_a_request_respx_answers(
     older: list[object] = []
     plain, older_witness = _answer("plain"), _pass
 
-    def newest(request: httpx2.Request) -> None:
+    def newest(request: WireRequest) -> None:
         older.extend(handlers_before(newest))
 
     with (
@@ -761,7 +766,7 @@ async def test_handlers_before_lists_only_witnesses_for_a_request_respx_answers(
 async def test_answered_by_another_tool_is_false_for_a_request_the_handlers_answer():
     seen: list[bool] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(answered_by_another_tool())
         return httpx2.Response(200)
 
@@ -790,11 +795,11 @@ async def test_the_transport_does_not_import_respx_when_the_test_did_not(monkeyp
 # -- other client libraries: dispatch_sync / dispatch_async -----------------------------
 
 
-def _sent_by_the_library(request: httpx2.Request) -> httpx2.Response:
+def _sent_by_the_library(request: WireRequest) -> WireResponse:
     return httpx2.Response(203, text=f"sent {request.url.path}")
 
 
-async def _sent_by_the_library_async(request: httpx2.Request) -> httpx2.Response:
+async def _sent_by_the_library_async(request: WireRequest) -> WireResponse:
     return _sent_by_the_library(request)
 
 
@@ -802,7 +807,7 @@ def test_a_request_of_another_library_is_answered_by_the_active_handler():
     request = httpx2.Request("GET", "http://weather.test/paris")
 
     with Interceptor(_answer("from the handler")):
-        response = dispatch_sync(request, _sent_by_the_library)
+        response = as_httpx2(dispatch_sync(request, _sent_by_the_library))
 
     assert (response.status_code, response.text) == (200, "from the handler")
 
@@ -811,18 +816,18 @@ async def test_a_request_of_another_library_no_handler_answers_goes_through_its_
     request = httpx2.Request("GET", "http://weather.test/paris")
 
     with Interceptor(lambda request: None):
-        response = await dispatch_async(request, _sent_by_the_library_async)
+        response = as_httpx2(await dispatch_async(request, _sent_by_the_library_async))
 
     assert (response.status_code, response.text) == (203, "sent /paris")
 
 
-def test_a_handler_forwards_a_request_of_another_library_through_its_send():
-    def forwarding(request: httpx2.Request) -> httpx2.Response:
+async def test_a_handler_forwards_a_request_of_another_library_through_its_send():
+    def forwarding(request: WireRequest) -> WireResponse:
         return forward_sync(request)
 
     with Interceptor(forwarding):
-        response = dispatch_sync(
-            httpx2.Request("GET", "http://weather.test/rome"), _sent_by_the_library
+        response = as_httpx2(
+            dispatch_sync(httpx2.Request("GET", "http://weather.test/rome"), _sent_by_the_library)
         )
 
     assert (response.status_code, response.text) == (203, "sent /rome")
@@ -876,11 +881,11 @@ async def test_an_interceptor_stopped_in_another_context_answers_no_more(loopbac
 async def test_a_thread_without_context_gets_the_one_chain_of_interceptors():
     seen: list[str] = []
 
-    def outer(request: httpx2.Request) -> httpx2.Response:
+    def outer(request: WireRequest) -> WireResponse:
         seen.append("outer")
         return httpx2.Response(200, text="from outer")
 
-    def inner(request: httpx2.Request) -> None:
+    def inner(request: WireRequest) -> None:
         seen.append("inner")
 
     async def run() -> str:
@@ -945,7 +950,7 @@ async def test_nested_scopes_offer_the_innermost_first_and_no_sibling():
     both_started = asyncio.Barrier(2)
 
     def handler(name: str, answers: bool):
-        def handle(request: httpx2.Request) -> httpx2.Response | None:
+        def handle(request: WireRequest) -> httpx2.Response | None:
             seen.append(name)
             return httpx2.Response(200, text=f"from {name}") if answers else None
 
@@ -968,11 +973,11 @@ async def test_handlers_before_follow_the_scope_of_the_request():
     both_started = asyncio.Barrier(2)
     befores: dict[str, list[Handler]] = {}
 
-    def outer(request: httpx2.Request) -> None:
+    def outer(request: WireRequest) -> None:
         return None
 
     def recorder(name: str):
-        def handle(request: httpx2.Request) -> httpx2.Response:
+        def handle(request: WireRequest) -> WireResponse:
             befores[name] = handlers_before(handle)
             return httpx2.Response(200)
 
@@ -997,7 +1002,7 @@ async def test_requests_of_another_library_follow_the_scope_too():
         with Interceptor(_answer(f"from {city}")):
             await both_started.wait()
             request = httpx2.Request("GET", "http://weather.test/now")
-            response = await dispatch_async(request, _sent_by_the_library_async)
+            response = as_httpx2(await dispatch_async(request, _sent_by_the_library_async))
             await both_started.wait()  # both active until both were answered
             return response.text
 

@@ -28,6 +28,8 @@ import pytest_agentctx.traffic.clients.aiohttp as aiohttp_client
 from pytest_agentctx.traffic.clients import PATCHERS
 from pytest_agentctx.traffic.transport import (
     Interceptor,
+    WireRequest,
+    WireResponse,
     forward_async,
     make_response,
     tee_response,
@@ -37,9 +39,9 @@ UNREACHABLE = "http://127.0.0.1:9"
 
 
 def _answer(status: int = 200, **options) -> Any:
-    seen: list[httpx2.Request] = []
+    seen: list[WireRequest] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(request)
         return httpx2.Response(status, **options)
 
@@ -83,7 +85,7 @@ async def server() -> AsyncIterator[str]:
 
 
 def _recorder(log: list[tuple[int, bytes, bool]]):
-    async def handler(request: httpx2.Request) -> httpx2.Response:
+    async def handler(request: WireRequest) -> WireResponse:
         response = await forward_async(request)
         return tee_response(
             response, lambda body, done: log.append((response.status_code, body, done))
@@ -165,7 +167,7 @@ async def test_a_handlers_answer_is_a_started_client_response() -> None:
     assert (got, body) == ((404, "Not Found", "7"), {"missing": True})
 
 
-def _streamed(chunks: list[bytes]) -> httpx2.Response:
+def _streamed(chunks: list[bytes]) -> WireResponse:
     """A response delivered in ``chunks``, as a cassette replays a stream."""
     return make_response(200, headers={"content-type": "text/event-stream"}, chunks=chunks)
 
@@ -219,7 +221,7 @@ async def test_a_set_cookie_of_an_answer_reaches_the_cookie_jar() -> None:
 async def test_a_redirect_is_followed_by_aiohttp_one_request_at_a_time() -> None:
     seen: list[str] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(request.url.path)
         if request.url.path == "/old":
             return httpx2.Response(301, headers={"location": "/new"})

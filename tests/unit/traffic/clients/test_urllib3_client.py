@@ -15,9 +15,16 @@ import requests
 import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 
-from pytest_agentctx.traffic.clients import CLIENT_EXTENSION, PATCHERS
+from pytest_agentctx.traffic.clients import PATCHERS
 from pytest_agentctx.traffic.clients import urllib3 as client
-from pytest_agentctx.traffic.transport import Interceptor, make_response
+from pytest_agentctx.traffic.transport import (
+    CLIENT_EXTENSION,
+    Interceptor,
+    WireRequest,
+    WireResponse,
+    make_response,
+)
+from pytest_agentctx.traffic.transport.responses import as_httpx2
 
 UNREACHABLE = "http://127.0.0.1:9"
 
@@ -120,7 +127,7 @@ def test_status_reason_and_headers_round_trip():
 def test_a_stream_without_a_length_is_read_chunk_by_chunk():
     response = make_response(200, chunks=[b"data: 1\n\n", b"data: 2\n\n"])
 
-    converted = client.to_urllib3(response, method="GET", url="/", preload_content=False)
+    converted = client.to_urllib3(as_httpx2(response), method="GET", url="/", preload_content=False)
 
     assert converted.headers["transfer-encoding"] == "chunked"
     assert list(converted.stream(None)) == [b"data: 1\n\n", b"data: 2\n\n"]
@@ -212,7 +219,7 @@ def test_the_module_named_urllib3_imports_the_real_urllib3():
 def test_a_handler_answers_urllib3_directly():
     seen: list[str] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         seen.append(f"{request.method} {request.url}")
         return httpx2.Response(200, json={"temp": 21})
 
@@ -226,7 +233,7 @@ def test_a_handler_answers_urllib3_directly():
 def test_each_retry_on_a_status_is_a_request_of_its_own():
     statuses = iter([503, 200])
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: WireRequest) -> WireResponse:
         return httpx2.Response(next(statuses), content=b"")
 
     retries = urllib3.Retry(total=2, status_forcelist=[503], backoff_factor=0)

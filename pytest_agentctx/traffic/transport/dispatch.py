@@ -1,0 +1,247 @@
+"""The dispatch of a request to the handlers: which handlers it is offered, in which order,
+and how a handler sends it on to the network.
+
+A client (:mod:`pytest_agentctx.traffic.clients`) hands each request, converted to a
+:class:`~.wire.WireRequest`, to :func:`dispatch_sync` or :func:`dispatch_async` with a
+function that sends it through the client's own code. The request is offered to the
+active handlers of the context that makes it, newest first (:mod:`pytest_agentctx.traffic.scopes`
+says which); the first that returns a response answers it, and a request no handler answers
+is sent. A handler may send it on itself (:func:`forward_sync` / :func:`forward_async`),
+and ask for those offered it after itself (:func:`handlers_before`).
+
+Other tools in the same test come first: a request that an active ``respx`` router has a
+route for, below the transport (:mod:`pytest_agentctx.traffic.respx_routes`), is offered
+only to the witnesses (handlers that keep a copy of what the test saw), which pass it on
+(:func:`answered_by_another_tool` tells them why); then it is sent, and respx answers it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+import httpx2
+
+from pytest_agentctx.traffic import scopes
+from pytest_agentctx.traffic.respx_routes import RespxRoute
+from pytest_agentctx.traffic.transport.wire import Handler, WireRequest, WireResponse
+
+__all__ = [
+    "AsyncSend",
+    "Handling",
+    "SyncSend",
+    "answered_by_another_tool",
+    "current_handling",
+    "dispatch_async",
+    "dispatch_sync",
+    "forward_async",
+    "forward_sync",
+    "handlers_before",
+    "is_async_request",
+]
+
+#: How a client sends a request to the network through its own code.
+SyncSend = Callable[[WireRequest], WireResponse]
+AsyncSend = Callable[[WireRequest], Awaitable[WireResponse]]
+
+
+@dataclass
+class Handling:
+    """The request being handled: the library whose objects its handlers take and give,
+    and how it goes on to the network (one of the two sends, by the kind of client)."""
+
+    library: ModuleType
+    sync_send: SyncSend | None = None
+    async_send: AsyncSend | None = None
+    #: The respx route that matched it (see :func:`.respx_routes.respx_route`), if any.
+    route: RespxRoute | None = None
+    #: Whether a handler sent it on to the network.
+    forwarded: bool = False
+    #: The interceptors of the context that made it, newest first (see :func:`_offered`).
+    scoped: tuple[scopes.Member, ...] = ()
+
+    @property
+    def is_async(self) -> bool:
+        return self.async_send is not None
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether another tool (a respx route) answers it below the transport."""
+        return self.route is not None and not self.route.passes_through
+
+
+_current: contextvars.ContextVar[Handling | None] = contextvars.ContextVar(
+    "agentctx_transport", default=None
+)
+
+
+def current_handling() -> Handling | None:
+    """The request being handled in this context, ``None`` outside a handler."""
+    return _current.get()
+
+
+def _require_current(what: str) -> Handling:
+    current = _current.get()
+    if current is None:
+        raise RuntimeError(f"{what} is only available inside an interceptor handler")
+    return current
+
+
+def is_async_request() -> bool:
+    """Whether the request being handled comes from an async client."""
+    current = _current.get()
+    return bool(current and current.is_async)
+
+
+def answered_by_another_tool() -> bool:
+    """Whether another tool in the test (a ``respx`` route) answers the request being
+    handled, below the transport. Only witnesses are offered such a request; they pass it
+    on with :func:`forward_sync` / :func:`forward_async` and never store it as their own."""
+    current = _current.get()
+    return bool(current and current.elsewhere)
+
+
+def forward_sync(request: WireRequest) -> WireResponse:
+    """Send the request being handled to the real network (sync clients)."""
+    current = _require_current("forward_sync()")
+    send = current.sync_send
+    if send is None:
+        raise RuntimeError("forward_sync() called for an async client; use forward_async()")
+    current.forwarded = True
+    return send(request)
+
+
+async def forward_async(request: WireRequest) -> WireResponse:
+    """Send the request being handled to the real network (async clients)."""
+    current = _require_current("forward_async()")
+    send = current.async_send
+    if send is None:
+        raise RuntimeError("forward_async() called for a sync client; use forward_sync()")
+    current.forwarded = True
+    return await send(request)
+
+
+def handlers_before(handler: Handler) -> list[Handler]:
+    """The handlers offered a request after ``handler``, newest first: those started
+    before it in its scope that are still active (see
+    :class:`~pytest_agentctx.traffic.transport.Interceptor`); empty when ``handler`` is not
+    offered requests here. Inside a handler, those the request being handled is offered
+    after it; for a request another tool answers (:func:`answered_by_another_tool`), only
+    the witnesses among them, as only they are offered it.
+
+    A handler that answers a request as if it were not there (a recorder) asks them in
+    this order, then forwards what none of them answers.
+    """
+    current = _current.get()
+    if current is not None:
+        scoped = current.scoped
+    else:
+        offered = scopes.offered()
+        scoped = offered if isinstance(offered, tuple) else ()
+    for position, member in enumerate(scoped):
+        if member.handler == handler:
+            older = scoped[position + 1 :]
+            if answered_by_another_tool():
+                return [m.handler for m in older if m.witness]
+            return [m.handler for m in older]
+    return []
+
+
+def _offered(current: Handling, request: WireRequest) -> list[Handler]:
+    """The handlers to offer ``request``, newest first: those of the context that made
+    it, only the witnesses among them when another tool answers it. Raises
+    :class:`~pytest_agentctx.traffic.errors.UnscopedRequest` when no scope owns it (see
+    :func:`.scopes.refusal`), or when it is late: made by work of a scope that ended (see
+    :func:`.scopes.late_refusal`)."""
+    offered = scopes.offered()
+    if offered is None:
+        raise scopes.refusal(request)
+    if isinstance(offered, scopes.Ended):
+        raise scopes.late_refusal(request, offered)
+    current.scoped = offered
+    if current.elsewhere:
+        return [m.handler for m in offered if m.witness]
+    return [m.handler for m in offered]
+
+
+def _answered(current: Handling, response: WireResponse | None) -> WireResponse | None:
+    """``response`` as a handler gave it; a pass-through respx route it matched counts a
+    call when the request did not go on to respx."""
+    route = current.route
+    if (
+        response is not None
+        and route is not None
+        and route.passes_through
+        and not current.forwarded
+    ):
+        route.note_pass_through()
+    return response
+
+
+def _dispatch_sync(request: WireRequest, handlers: list[Handler]) -> WireResponse | None:
+    for handler in handlers:
+        response = handler(request)
+        if inspect.isawaitable(response):
+            close = getattr(response, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(
+                f"The interceptor handler {handler!r} returned an awaitable for a request "
+                "made by a sync client; give sync clients a handler that returns a response."
+            )
+        if response is not None:
+            return response
+    return None
+
+
+async def _dispatch_async(request: WireRequest, handlers: list[Handler]) -> WireResponse | None:
+    for handler in handlers:
+        response = handler(request)
+        if inspect.isawaitable(response):
+            response = await response
+        if response is not None:
+            return response
+    return None
+
+
+def dispatch_sync(
+    request: WireRequest,
+    send: SyncSend,
+    *,
+    library: ModuleType = httpx2,
+    route: RespxRoute | None = None,
+) -> WireResponse:
+    """Handle a request of a sync client, its body read: the active handlers are offered
+    it, as an object of ``library`` (``httpx2``, or ``httpx`` for its own requests), and
+    answer it with responses of that library. ``send`` sends it to the network through the
+    client's own code (for a client other than httpx, converting the request back, and its
+    response to an ``httpx2`` one, streamed); it is used when a handler forwards the request
+    (:func:`forward_sync`) or none answers it. ``route`` is the respx route it matched."""
+    current = Handling(library, sync_send=send, route=route)
+    token = _current.set(current)
+    try:
+        response = _answered(current, _dispatch_sync(request, _offered(current, request)))
+    finally:
+        _current.reset(token)
+    return response if response is not None else send(request)
+
+
+async def dispatch_async(
+    request: WireRequest,
+    send: AsyncSend,
+    *,
+    library: ModuleType = httpx2,
+    route: RespxRoute | None = None,
+) -> WireResponse:
+    """:func:`dispatch_sync` for a request of an async client."""
+    current = Handling(library, async_send=send, route=route)
+    token = _current.set(current)
+    try:
+        handlers = _offered(current, request)
+        response = _answered(current, await _dispatch_async(request, handlers))
+    finally:
+        _current.reset(token)
+    return response if response is not None else await send(request)

@@ -1,0 +1,93 @@
+"""The wire request and response every handler sees, as :class:`typing.Protocol` s, and the
+type of a handler.
+
+Every client library's request reaches the handlers as an ``httpx2`` request (``httpx``'s
+own for ``httpx``): the clients of :mod:`pytest_agentctx.traffic.clients` convert theirs.
+:class:`WireRequest` and :class:`WireResponse` name what the handlers, the transport and
+capture use of them, which both libraries' objects have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from typing import Protocol, overload
+
+__all__ = [
+    "CLIENT_EXTENSION",
+    "Handler",
+    "WireHeaders",
+    "WireRequest",
+    "WireResponse",
+    "WireURL",
+]
+
+#: The request extension naming the client library a request came through (``"requests"``),
+#: which a cassette's miss message shows.
+CLIENT_EXTENSION = "agentctx_client"
+
+
+class WireURL(Protocol):
+    """The URL of a request (``httpx2.URL``); ``str()`` gives it whole."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def host(self) -> str: ...
+
+
+class WireHeaders(Protocol):
+    """The headers of a request or a response (``httpx2.Headers``), names case-insensitive."""
+
+    @property
+    def raw(self) -> list[tuple[bytes, bytes]]: ...
+
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+
+    @overload
+    def get(self, key: str, default: str, /) -> str: ...
+
+    def items(self) -> Iterable[tuple[str, str]]: ...
+
+    def values(self) -> Iterable[str]: ...
+
+
+class WireRequest(Protocol):
+    """A request offered to the handlers, its body read (``httpx2.Request``)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def url(self) -> WireURL: ...
+
+    @property
+    def headers(self) -> WireHeaders: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    @property
+    def extensions(self) -> Mapping[str, object]: ...
+
+
+class WireResponse(Protocol):
+    """A response a handler gives (``httpx2.Response``): its body in ``stream``."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> WireHeaders: ...
+
+    @property
+    def stream(self) -> Iterable[bytes] | AsyncIterable[bytes]: ...
+
+    @property
+    def extensions(self) -> Mapping[str, object]: ...
+
+
+#: A handler answers a request with a response, or returns ``None`` to let it pass; one
+#: offered requests of async clients may return an awaitable of either.
+Handler = Callable[[WireRequest], "WireResponse | Awaitable[WireResponse | None] | None"]
