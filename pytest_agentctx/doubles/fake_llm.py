@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx2
 
-from pytest_agentctx.doubles.clock import IdFactory
+from pytest_agentctx.doubles.ids import IdFactory
 from pytest_agentctx.doubles.scripted_model import ScriptedAnswer, ScriptedModel, google_error
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.cassettes.body import Body

@@ -36,8 +36,8 @@ from socketserver import TCPServer
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from pytest_agentctx.doubles.clock import IdFactory
 from pytest_agentctx.doubles.errors import LoopbackError
+from pytest_agentctx.doubles.ids import IdFactory
 from pytest_agentctx.doubles.scripted_model import ScriptedModel, google_error
 from pytest_agentctx.traffic.codecs import gemini
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.doubles.clock import IdFactory, SequentialIds
 from pytest_agentctx.doubles.errors import FakeLLMError, UnexpectedModelCall, UnusedScriptedReplies
+from pytest_agentctx.doubles.ids import IdFactory, SequentialIds
 from pytest_agentctx.traffic.codecs import openai_chat
 from pytest_agentctx.traffic.codecs.base import (
     Codec,

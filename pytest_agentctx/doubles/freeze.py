@@ -1,4 +1,5 @@
-"""A frozen wall clock for user code, on freezegun, that starts fast and keeps asyncio alive.
+"""The process's wall clock frozen for user code: :class:`FrozenClock`, on freezegun, which
+starts fast and keeps asyncio alive, and its :data:`DEFAULT_SKIP` list.
 
 Tools and agents sometimes read the wall clock themselves (``datetime.now()``,
 ``time.time()``). :class:`FrozenClock` freezes it with freezegun, with two changes to
@@ -123,7 +124,7 @@ class FrozenClock:
     """The wall clock frozen at ``start`` until :meth:`tick` or :meth:`move_to` moves it.
 
     Use it as a context manager or with :meth:`start`/:meth:`stop`. It also satisfies the
-    :class:`~pytest_agentctx.doubles.clock.Clock` protocol, so a runtime can share it.
+    :class:`~pytest_agentctx.context.clock.Clock` protocol, so a runtime can share it.
     """
 
     def __init__(
