@@ -30,6 +30,7 @@ __all__ = [
     "NeutralTool",
     "Usage",
     "codec_for_path",
+    "as_int",
     "concat_text",
     "each",
     "fields",
@@ -301,13 +302,17 @@ def member(data: object, key: str) -> object:
     raise TypeError(f"{type(data).__name__!r} object is not subscriptable")
 
 
-def token_count(value: object) -> int:
-    """A token count of a usage object, read as ``int(value or 0)``."""
-    if not value:
-        return 0
+def as_int(value: object) -> int:
+    """``int(value)`` of a JSON number or string, with the ``TypeError`` it raises for
+    anything else."""
     if isinstance(value, (int, float, str, bytes)):
         return int(value)
     raise TypeError(f"int() argument must be a string or a number, not {type(value).__name__!r}")
+
+
+def token_count(value: object) -> int:
+    """A token count of a usage object, read as ``int(value or 0)``."""
+    return as_int(value) if value else 0
 
 
 def join_texts(texts: Iterable[object], separator: str = "") -> str:
