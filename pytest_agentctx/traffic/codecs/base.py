@@ -34,6 +34,7 @@ __all__ = [
     "concat_text",
     "each",
     "fields",
+    "first",
     "join_texts",
     "member",
     "require_int",
@@ -335,3 +336,14 @@ def concat_text(left: object, right: object) -> str:
     if not isinstance(right, str):
         raise TypeError(f'can only concatenate str (not "{type(right).__name__}") to str')
     return left + right
+
+
+def first(value: object) -> object:
+    """``value[0]`` of a JSON value, with the errors indexing it raises (a ``KeyError`` for
+    an object, a ``TypeError`` for a number)."""
+    if isinstance(value, (list, tuple, str)):
+        item: object = value[0]
+        return item
+    if isinstance(value, Mapping):
+        raise KeyError(0)
+    raise TypeError(f"{type(value).__name__!r} object is not subscriptable")
