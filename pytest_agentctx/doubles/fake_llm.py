@@ -224,7 +224,7 @@ class FakeLLM(ScriptedModel):
         return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
 
 
-def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, Any]:
+def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, object]:
     if wire_format == "gemini":
         return google_error(status, message)
     return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}

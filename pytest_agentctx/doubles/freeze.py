@@ -37,7 +37,7 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Protocol
 
 # Imported here, before any freeze: pydantic's schema generator keys its table of known types
 # by the classes ``datetime.datetime`` and ``datetime.date`` are when it is first imported, and
@@ -116,6 +116,24 @@ DEFAULT_SKIP: frozenset[str] = (
 )
 
 
+class _TimeFactory(Protocol):
+    """What freezegun's ``start()`` returns: the frozen time, moved by ``tick``/``move_to``."""
+
+    def __call__(self) -> datetime: ...
+
+    def tick(self, delta: timedelta, /) -> datetime: ...
+
+    def move_to(self, target: datetime, /) -> None: ...
+
+
+class _Freezer(Protocol):
+    """What freezegun's ``freeze_time(...)`` returns."""
+
+    def start(self) -> _TimeFactory: ...
+
+    def stop(self) -> None: ...
+
+
 def _top_level(name: str) -> str:
     return name.partition(".")[0]
 
@@ -141,8 +159,8 @@ class FrozenClock:
         self.skip: frozenset[str] = (DEFAULT_SKIP | extra) if default_skip else extra
         #: freezegun's ``ignore``: calls made from these modules see real time.
         self.ignore: tuple[str, ...] = tuple(ignore)
-        self._freezer: Any = None
-        self._factory: Any = None
+        self._freezer: _Freezer | None = None
+        self._factory: _TimeFactory | None = None
 
     @property
     def active(self) -> bool:
@@ -158,9 +176,10 @@ class FrozenClock:
         # freezegun works in naive UTC; give it the instant without its offset.
         naive_utc = self.initial.astimezone(UTC).replace(tzinfo=None)
         _pydantic_reads_fake_dates()
-        self._freezer = freeze_time(naive_utc, real_asyncio=True, ignore=list(self.ignore))
+        freezer: _Freezer = freeze_time(naive_utc, real_asyncio=True, ignore=list(self.ignore))
+        self._freezer = freezer
         with _skipping(self.skip):
-            self._factory = self._freezer.start()
+            self._factory = freezer.start()
         return self
 
     def stop(self) -> None:
@@ -170,7 +189,7 @@ class FrozenClock:
         self._freezer = None
         self._factory = None
 
-    def _require_active(self, what: str) -> Any:
+    def _require_active(self, what: str) -> _TimeFactory:
         if self._factory is None:
             raise RuntimeError(
                 f"FrozenClock.{what}() needs a started clock; call start() or use `with`."
@@ -231,7 +250,7 @@ def _pydantic_reads_fake_dates() -> None:
 
         def schema(
             cls: type,
-            source: Any,
+            source: object,
             handler: GetCoreSchemaHandler,
             *,
             build: Callable[[], CoreSchema] = build,
@@ -246,7 +265,7 @@ class _skipping:
 
     def __init__(self, skip: frozenset[str]) -> None:
         self.skip = skip
-        self._original: Callable[[ModuleType], list[tuple[str, Any]]] | None = None
+        self._original: Callable[[ModuleType], list[tuple[str, object]]] | None = None
 
     def __enter__(self) -> None:
         import freezegun.api as api
@@ -256,10 +275,10 @@ class _skipping:
             return
         skip = self.skip
 
-        def walk(module: ModuleType) -> list[tuple[str, Any]]:
+        def walk(module: ModuleType) -> list[tuple[str, object]]:
             if _top_level(getattr(module, "__name__", "") or "") in skip:
                 return []
-            result: list[tuple[str, Any]] = original(module)
+            result: list[tuple[str, object]] = original(module)
             return result
 
         self._original = original

@@ -108,11 +108,11 @@ class Completion:
     stop_reason: str | None = None
     response_id: str | None = None
     #: Provider reasoning items returned with the reply, verbatim (see Message.reasoning).
-    reasoning: tuple[dict[str, object], ...] = ()
+    reasoning: tuple[Mapping[str, object], ...] = ()
     #: Tools the provider ran itself while making the reply (web search, code execution),
     #: in order, each ``{"id": ..., "name": ..., "input": {...}}`` (``id`` when the provider
     #: gives one). No tool result of the client answers them: they are no tool calls.
-    server_tools: tuple[dict[str, object], ...] = ()
+    server_tools: tuple[Mapping[str, object], ...] = ()
 
     def metadata(self) -> dict[str, object]:
         """What the runtime records in the iteration's metadata for this call."""
