@@ -228,7 +228,7 @@ def parse_arguments(raw: object) -> dict[str, object]:
         except json.JSONDecodeError:
             return {INVALID_ARGUMENTS_KEY: raw}
         if isinstance(value, dict):
-            return {str(key): item for key, item in value.items()}
+            return value
     return {INVALID_ARGUMENTS_KEY: raw if isinstance(raw, str) else json.dumps(raw)}
 
 
