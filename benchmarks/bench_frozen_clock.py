@@ -11,7 +11,7 @@ Three scenarios, each in a fresh subprocess (so the cold start is really cold) w
 same modules imported (pytest, openai, anthropic and their clients' resources,
 pytest_agentctx, freezegun):
 
-* ``FrozenClock``: ``pytest_agentctx.doubles.frozen_clock.FrozenClock("2025-01-01")`` with its
+* ``FrozenClock``: ``pytest_agentctx.doubles.freeze.FrozenClock("2025-01-01")`` with its
   defaults (real asyncio time; the standard library and known libraries are left out of the walk).
 * ``freeze_time(real_asyncio=True)``: ``freezegun.freeze_time("2025-01-01",
   real_asyncio=True)``, the setting that keeps ``asyncio.sleep`` and the SDKs' retries alive.
@@ -95,7 +95,7 @@ def _load_realistic_modules() -> None:
     import openai
     import pytest  # noqa: F401  (every test session has it)
 
-    import pytest_agentctx.doubles.frozen_clock  # noqa: F401
+    import pytest_agentctx.doubles.freeze  # noqa: F401
 
     # The clients load their resource modules lazily; touch them. No request is made.
     oa = openai.AsyncOpenAI(api_key="benchmark-no-network", base_url="http://127.0.0.1:9")
@@ -107,7 +107,7 @@ def _load_realistic_modules() -> None:
 def _factory(scenario: str) -> Callable[[], _Freezer]:
     from freezegun import freeze_time
 
-    from pytest_agentctx.doubles.frozen_clock import FrozenClock
+    from pytest_agentctx.doubles.freeze import FrozenClock
 
     factories: dict[str, Callable[[], _Freezer]] = {
         "agentctx": lambda: FrozenClock(FREEZE_AT),

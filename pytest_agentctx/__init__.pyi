@@ -32,7 +32,9 @@ from .assertions.trajectory import nested_runs as nested_runs
 from .assertions.trajectory import tool_calls as tool_calls
 from .context._seq import FrozenDict as FrozenDict
 from .context._seq import Seq as Seq
+from .context.clock import Clock as Clock
 from .context.clock import StepClock as StepClock
+from .context.clock import SystemClock as SystemClock
 from .context.errors import ContextStateError as ContextStateError
 from .context.errors import EmptyHistory as EmptyHistory
 from .context.errors import HistoryError as HistoryError
@@ -49,11 +51,6 @@ from .context.model import ToolCall as ToolCall
 from .context.model import ToolResult as ToolResult
 from .context.nested import LocatedCall as LocatedCall
 from .context.tools import ToolSpec as ToolSpec
-from .doubles.clock import Clock as Clock
-from .doubles.clock import IdFactory as IdFactory
-from .doubles.clock import RandomIds as RandomIds
-from .doubles.clock import SequentialIds as SequentialIds
-from .doubles.clock import SystemClock as SystemClock
 from .doubles.errors import FakeLLMError as FakeLLMError
 from .doubles.errors import FakeToolsError as FakeToolsError
 from .doubles.errors import LoopbackError as LoopbackError
@@ -62,7 +59,10 @@ from .doubles.errors import UnusedScriptedReplies as UnusedScriptedReplies
 from .doubles.fake_llm import FakeLLM as FakeLLM
 from .doubles.fake_tools import FakeToolCall as FakeToolCall
 from .doubles.fake_tools import FakeTools as FakeTools
-from .doubles.frozen_clock import FrozenClock as FrozenClock
+from .doubles.freeze import FrozenClock as FrozenClock
+from .doubles.ids import IdFactory as IdFactory
+from .doubles.ids import RandomIds as RandomIds
+from .doubles.ids import SequentialIds as SequentialIds
 from .doubles.loopback import LoopbackProvider as LoopbackProvider
 from .doubles.scripted_model import FakeModelCall as FakeModelCall
 from .exceptions import AgentAssertionError as AgentAssertionError

@@ -1,13 +1,14 @@
-"""The timestamps of a context's iterations: a deterministic step clock and the instant it
-starts at.
+"""The clocks that stamp a context's iterations: the :class:`Clock` protocol, the
+deterministic :class:`StepClock`, the :class:`SystemClock`, the instant they start at
+(:data:`DEFAULT_START`, :func:`parse_datetime`) and the plugin's clock options
+(:class:`ClockSettings`).
 
-:class:`StepClock` starts at a given instant and moves a fixed step forward on every read,
-so two runs of the same agent, or two captures of the same traffic, give the same
-timestamps. :func:`parse_datetime` reads such a start (``clock_start``, the
-``agent_clock_start`` option) from ISO 8601 text, and :class:`ClockSettings` the plugin's
-clock options (read by every pytest session at start-up). The runtime takes a clock as injected
-(:mod:`pytest_agentctx.doubles.clock` has the protocol and the other clocks and ids);
-captures of traffic build their own step clock. Imports nothing of the package.
+The runtime never reads the wall clock directly: it asks the :class:`Clock` it was given.
+Under test that is a :class:`StepClock`, which starts at a given instant and moves a fixed
+step forward on every read, so two runs of the same agent, or two captures of the same
+traffic, give the same timestamps. The ids the runtime is given are in
+:mod:`pytest_agentctx.doubles.ids`; freezing the wall clock that user code reads
+(``datetime.now()``) is :mod:`pytest_agentctx.doubles.freeze`.
 """
 
 from __future__ import annotations
@@ -15,15 +16,39 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import pytest
 
-__all__ = ["DEFAULT_START", "ClockSettings", "StepClock", "parse_datetime"]
+__all__ = [
+    "DEFAULT_START",
+    "Clock",
+    "ClockSettings",
+    "StepClock",
+    "SystemClock",
+    "parse_datetime",
+]
 
 #: The instant a deterministic clock starts at unless told otherwise.
 DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Anything with a ``now()`` that returns an aware :class:`datetime`."""
+
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The wall clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
 
 
 class StepClock:

@@ -1,5 +1,3 @@
-"""Test doubles: the fake model and fake tools, the loopback provider, the injected clock and
-ids, the frozen wall clock, and their errors.
-
-This package's ``__init__`` stays empty: importing one module of it imports no other.
-"""
+"""Test doubles: the fake model and fake tools (``fake_llm``, ``fake_tools``,
+``scripted_model``), the loopback provider (``loopback``), the injected ids (``ids``), the
+frozen wall clock (``freeze``), and their errors (``errors``)."""

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pytest_agentctx.doubles.clock import IdFactory
+from pytest_agentctx.doubles.ids import IdFactory
 from pytest_agentctx.doubles.scripted_model import ScriptedAnswer, ScriptedModel, google_error
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.cassettes.body import Body
@@ -222,7 +222,7 @@ class FakeLLM(ScriptedModel):
         return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
 
 
-def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, Any]:
+def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, object]:
     if wire_format == "gemini":
         return google_error(status, message)
     return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}

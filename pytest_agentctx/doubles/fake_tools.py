@@ -28,12 +28,16 @@ class FakeToolCall:
 
 @dataclass
 class _Replacement:
-    result: Any = None
+    result: object = None
     raises: BaseException | None = None
-    fn: Callable[..., Any] | None = None
+    fn: Callable[..., object] | None = None
 
 
-_MISSING: Any = object()
+class _Missing:
+    """The type of :data:`_MISSING`: no ``result=`` given (``None`` is a result)."""
+
+
+_MISSING = _Missing()
 
 
 @dataclass
@@ -52,10 +56,10 @@ class FakeTools:
     def replace(
         self,
         name: str,
-        result: Any = _MISSING,
+        result: object = _MISSING,
         *,
         raises: BaseException | None = None,
-        fn: Callable[..., Any] | None = None,
+        fn: Callable[..., object] | None = None,
     ) -> FakeTools:
         """Answer calls to tool ``name`` with ``result``, by raising ``raises``, or with ``fn``.
 
@@ -94,13 +98,13 @@ class FakeTools:
         """The ledger entries of one tool."""
         return [call for call in self.calls if call.name == name]
 
-    def override_for(self, name: str) -> Callable[..., Any] | None:
+    def override_for(self, name: str) -> Callable[..., object] | None:
         """The function that answers tool ``name`` instead of the real one, if replaced."""
         replacement = self._replacements.get(name)
         if replacement is None:
             return None
 
-        def answer(**arguments: Any) -> Any:
+        def answer(**arguments: object) -> object:
             if replacement.raises is not None:
                 raise replacement.raises
             if replacement.fn is not None:

@@ -33,11 +33,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
-from typing import Any, Self
+from typing import Self
 from urllib.parse import urlsplit
 
-from pytest_agentctx.doubles.clock import IdFactory
 from pytest_agentctx.doubles.errors import LoopbackError
+from pytest_agentctx.doubles.ids import IdFactory
 from pytest_agentctx.doubles.scripted_model import ScriptedModel, google_error
 from pytest_agentctx.traffic.codecs import gemini
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
@@ -47,6 +47,9 @@ __all__ = ["LoopbackExchange", "LoopbackProvider"]
 
 #: The only address the server ever binds.
 HOST = "127.0.0.1"
+
+#: What socketserver hands a server per request (a TCP server: the connection's socket).
+_Request = socket.socket | tuple[bytes, socket.socket]
 
 # The model endpoints. ``/chat/completions`` and ``/responses`` serve an OpenAI client
 # whose base URL has no ``/v1``, so one base URL (``provider.base_url``) works for both SDKs.
@@ -310,17 +313,19 @@ class _Server(ThreadingHTTPServer):
         self.server_name = HOST
         self.server_port = self.server_address[1]
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
+    def process_request(self, request: _Request, client_address: object) -> None:
+        if isinstance(request, socket.socket):  # a TCP server's requests are its connections
+            with self._connections_lock:
+                self._connections.add(request)
         super().process_request(request, client_address)
 
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
+    def shutdown_request(self, request: _Request) -> None:
+        if isinstance(request, socket.socket):
+            with self._connections_lock:
+                self._connections.discard(request)
         super().shutdown_request(request)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: _Request, client_address: object) -> None:
         # A client that goes away (closes or resets its keep-alive connection, stops
         # reading a stream) is what clients do: no traceback on the test's stderr for it.
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -342,7 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 60  # an idle keep-alive connection is closed after a minute
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Silence the per-request log on stderr."""
 
     def do_GET(self) -> None:
@@ -463,7 +468,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(
         self,
         status: int,
-        data: Any,
+        data: object,
         provider: LoopbackProvider,
         gzipped: bool,
         anthropic: bool,
@@ -527,7 +532,7 @@ def _wire_of(path: str) -> str | None:
     return None
 
 
-def _error(wire: str, status: int, message: str) -> dict[str, Any]:
+def _error(wire: str, status: int, message: str) -> dict[str, object]:
     """An error body in the format of the API called."""
     if wire == "anthropic":
         return _anthropic_error(status, message)
@@ -536,12 +541,12 @@ def _error(wire: str, status: int, message: str) -> dict[str, Any]:
     return _openai_error(status, message)
 
 
-def _openai_error(status: int, message: str) -> dict[str, Any]:
+def _openai_error(status: int, message: str) -> dict[str, object]:
     kind = "server_error" if status >= 500 else "invalid_request_error"
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
-def _anthropic_error(status: int, message: str) -> dict[str, Any]:
+def _anthropic_error(status: int, message: str) -> dict[str, object]:
     kind = _ANTHROPIC_ERROR_TYPES.get(
         status, "api_error" if status >= 500 else "invalid_request_error"
     )

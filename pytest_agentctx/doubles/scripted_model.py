@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.doubles.clock import IdFactory, SequentialIds
 from pytest_agentctx.doubles.errors import FakeLLMError, UnexpectedModelCall, UnusedScriptedReplies
+from pytest_agentctx.doubles.ids import IdFactory, SequentialIds
 from pytest_agentctx.traffic.codecs import openai_chat
 from pytest_agentctx.traffic.codecs.base import (
     Codec,
@@ -59,7 +59,7 @@ def estimate_tokens(text: str) -> int:
 @dataclass(frozen=True)
 class _ScriptedCall:
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, object]
     id: str | None = None
 
 
@@ -108,10 +108,10 @@ class ScriptedAnswer:
 
     status: int
     codec: Codec
-    body: Any
+    body: object
     request: DecodedRequest | None
     completion: Completion | None = None
-    response: dict[str, Any] | None = None
+    response: dict[str, object] | None = None
     error: str | None = None
 
     def stream_events(self) -> list[SSEEvent]:
@@ -199,7 +199,7 @@ class ScriptedModel:
         self._script.append(ScriptedReply(content, calls, usage, model))
         return self
 
-    def reply_tool_call(self, name: str, /, **arguments: Any) -> Self:
+    def reply_tool_call(self, name: str, /, **arguments: object) -> Self:
         """Script a reply that calls one tool: ``reply_tool_call("get_weather", city="Paris")``."""
         return self.reply(tool_calls=[(name, arguments)])
 
@@ -300,7 +300,11 @@ class ScriptedModel:
             return ScriptedAnswer(200, codec, body, decoded, completion, response)
 
     def _completion(
-        self, codec: Codec, reply: ScriptedReply, decoded: DecodedRequest, body: Mapping[str, Any]
+        self,
+        codec: Codec,
+        reply: ScriptedReply,
+        decoded: DecodedRequest,
+        body: Mapping[str, object],
     ) -> Completion:
         call_prefix, response_prefix = _ID_PREFIX.get(codec.name, ("call", "resp"))
         # A format whose calls come without ids (Gemini) gets its codec's synthetic ones,
@@ -334,15 +338,15 @@ class ScriptedModel:
         )
 
 
-def _prompt_text(body: Mapping[str, Any], decoded: DecodedRequest) -> str:
+def _prompt_text(body: Mapping[str, object], decoded: DecodedRequest) -> str:
     """What the input-token estimate counts: the messages, and a separate system prompt
     (Anthropic's ``system``, the Responses API's ``instructions``, whose messages are its
     ``input``)."""
-    parts: list[Any] = [body.get("messages") or decoded.messages]
+    parts: list[object] = [body.get("messages") or decoded.messages]
     for key in ("system", "instructions"):
         if body.get(key):
             parts.append(body[key])
-    messages = parts[0] if len(parts) == 1 else parts
+    messages: object = parts[0] if len(parts) == 1 else parts
     return json.dumps(messages, sort_keys=True)
 
 
@@ -369,7 +373,7 @@ _GOOGLE_STATUS = {
 }
 
 
-def google_error(status: int, message: str) -> dict[str, Any]:
+def google_error(status: int, message: str) -> dict[str, object]:
     """An error body as Google's APIs send it (what the ``google-genai`` SDK reads)."""
     kind = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
     return {"error": {"code": status, "message": message, "status": kind}}

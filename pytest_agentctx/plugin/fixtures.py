@@ -26,7 +26,7 @@ from .keys import CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.fake_llm import FakeLLM
     from pytest_agentctx.doubles.fake_tools import FakeTools
-    from pytest_agentctx.doubles.frozen_clock import FrozenClock
+    from pytest_agentctx.doubles.freeze import FrozenClock
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
     from pytest_agentctx.runtime.loop import AgentRuntime
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
@@ -57,7 +57,7 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     """
     from pytest_agentctx.context.clock import StepClock
     from pytest_agentctx.context.figures import RunRecord
-    from pytest_agentctx.doubles.clock import SequentialIds
+    from pytest_agentctx.doubles.ids import SequentialIds
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.runtime.loop import AgentRuntime
 
@@ -92,8 +92,8 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """
     import os
 
-    from pytest_agentctx.doubles.clock import SequentialIds
     from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
+    from pytest_agentctx.doubles.ids import SequentialIds
     from pytest_agentctx.traffic import lazy_tls, scopes
 
     from .cassette_run import fake_llm_guard
@@ -125,7 +125,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture
 def frozen_clock(request: pytest.FixtureRequest) -> Iterator[FrozenClock]:
     """The wall clock frozen (freezegun, ``real_asyncio=True``) at ``agent_clock_start``."""
-    from pytest_agentctx.doubles.frozen_clock import FrozenClock
+    from pytest_agentctx.doubles.freeze import FrozenClock
 
     settings = request.config.stash[CLOCK_KEY]
     clock = FrozenClock(settings.start, ignore=settings.ignore)

@@ -8,7 +8,7 @@ The loop: send ``ctx.to_messages()`` to the model, add its reply, run the tool c
 asked for (with a :class:`~pytest_agentctx.runtime.tools.RunContext` holding agent, actor,
 tenant, state and the caller's dependencies, none of which is stored on the context), add
 the results, and stop on a final answer. Time and ids come from the injected
-:class:`~pytest_agentctx.doubles.clock.Clock` and id factory. Runs can be continued with a
+:class:`~pytest_agentctx.context.clock.Clock` and id factory. Runs can be continued with a
 new user message (:meth:`AgentRuntime.continue_conversation`), and model calls can be
 streamed.
 
@@ -32,8 +32,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_agentctx.context.clock import Clock, SystemClock
 from pytest_agentctx.context.model import AgentContext, Message
-from pytest_agentctx.doubles.clock import Clock, IdFactory, RandomIds, SystemClock
+from pytest_agentctx.doubles.ids import IdFactory, RandomIds
 from pytest_agentctx.exceptions import AgentCtxError
 from pytest_agentctx.runtime.agent import Agent, RunResult, ToolOverrides
 from pytest_agentctx.runtime.artifacts import ARTIFACTS_DEP, ArtifactStore

@@ -24,8 +24,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from pytest_agentctx.context._seq import Seq
+from pytest_agentctx.context.clock import Clock
 from pytest_agentctx.context.model import AgentContext, ToolCall, ToolResult
-from pytest_agentctx.doubles.clock import Clock, IdFactory
+from pytest_agentctx.doubles.ids import IdFactory
 from pytest_agentctx.runtime.agent import Agent, RunResult, ToolOverrides
 from pytest_agentctx.runtime.artifacts import ARTIFACTS_DEP, ArtifactStore, TrackedArtifactStore
 from pytest_agentctx.runtime.errors import MaxIterationsExceeded, StepFailed

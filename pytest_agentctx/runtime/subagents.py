@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from pytest_agentctx.context._seq import Seq
-from pytest_agentctx.context.clock import StepClock
+from pytest_agentctx.context.clock import Clock, StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration
-from pytest_agentctx.doubles.clock import Clock, IdFactory
+from pytest_agentctx.doubles.ids import IdFactory
 from pytest_agentctx.runtime.errors import AgentDefinitionError
 from pytest_agentctx.runtime.tools import Tool
 

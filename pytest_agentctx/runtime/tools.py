@@ -37,7 +37,8 @@ from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.runtime.errors import ToolDefinitionError
 
 if TYPE_CHECKING:
-    from pytest_agentctx.doubles.clock import Clock, IdFactory
+    from pytest_agentctx.context.clock import Clock
+    from pytest_agentctx.doubles.ids import IdFactory
     from pytest_agentctx.runtime.failures import Compensation, FailureHandler
 
 __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]

@@ -68,7 +68,7 @@ def test_frozen_clock_and_fake_llm_standalone_in_a_fresh_interpreter(sdk: str) -
 import sys
 
 from pytest_agentctx import FakeLLM
-from pytest_agentctx.doubles.frozen_clock import FrozenClock
+from pytest_agentctx.doubles.freeze import FrozenClock
 
 assert "{sdk}" not in sys.modules, "the case needs an SDK not imported yet"
 with FrozenClock(), FakeLLM() as fake_llm:

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.codecs.base import (
     Completion,
     DecodedRequest,
+    NeutralCall,
+    NeutralMessage,
+    NeutralTool,
     Usage,
+    concat_text,
+    each,
+    fields,
+    join_texts,
+    member,
     parse_arguments,
     require,
+    require_int,
+    require_list,
+    require_object,
+    text_or_none,
+    token_count,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse, split_text
 from pytest_agentctx.traffic.errors import CodecError
@@ -37,7 +50,14 @@ _THINKING = frozenset({"thinking", "redacted_thinking"})
 DEFAULT_MAX_TOKENS = 1024
 
 
-def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+class _Turn(TypedDict):
+    """A turn of a Messages request: its role and its content blocks."""
+
+    role: str
+    content: list[dict[str, object]]
+
+
+def _append(turns: list[_Turn], role: str, blocks: list[dict[str, object]]) -> None:
     """Add content blocks, merging into the previous turn of the same role."""
     if turns and turns[-1]["role"] == role:
         turns[-1]["content"].extend(blocks)
@@ -48,18 +68,18 @@ def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]
 def encode_request(
     *,
     model: str,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     tools: Sequence[ToolSpec] = (),
     max_tokens: int | None = None,
     temperature: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The JSON body of a Messages request.
 
     System messages become the top-level ``system``; tool results become ``tool_result``
     blocks of a user turn; consecutive turns of one role are merged, as the API requires.
     """
-    system: list[str] = []
-    turns: list[dict[str, Any]] = []
+    system: list[object] = []
+    turns: list[_Turn] = []
     for message in messages:
         role = message.get("role")
         content = message.get("content")
@@ -70,25 +90,25 @@ def encode_request(
         elif role == "assistant":
             # thinking blocks go back first, as the API returned them: a model that thinks
             # and calls tools needs them on the next call
-            blocks: list[dict[str, Any]] = [
-                dict(item)
-                for item in message.get("reasoning") or []
-                if item.get("type") in _THINKING
+            blocks: list[dict[str, object]] = [
+                dict(fields(item))
+                for item in each(message.get("reasoning"))
+                if fields(item).get("type") in _THINKING
             ]
             if content:
                 blocks.append({"type": "text", "text": content})
-            for call in message.get("tool_calls") or []:
+            for call in each(message.get("tool_calls")):
                 blocks.append(
                     {
                         "type": "tool_use",
-                        "id": call["id"],
-                        "name": call["name"],
-                        "input": call.get("arguments") or {},
+                        "id": member(call, "id"),
+                        "name": member(call, "name"),
+                        "input": fields(call).get("arguments") or {},
                     }
                 )
             _append(turns, "assistant", blocks)
         elif role == "tool":
-            block: dict[str, Any] = {
+            block: dict[str, object] = {
                 "type": "tool_result",
                 "tool_use_id": message.get("tool_call_id"),
                 "content": content or "",
@@ -101,13 +121,13 @@ def encode_request(
                 f"anthropic_messages.encode_request: message role {role!r} is not one of "
                 "system, user, assistant, tool."
             )
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "model": model,
         "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
         "messages": turns,
     }
     if system:
-        body["system"] = "\n\n".join(system)
+        body["system"] = join_texts(system, "\n\n")
     if tools:
         body["tools"] = [
             {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
@@ -133,10 +153,10 @@ class _ReplyText:
     """
 
     def __init__(self) -> None:
-        self.pieces: list[str] = []
+        self.pieces: list[object] = []
         self.apart = False
 
-    def text(self, piece: str) -> None:
+    def text(self, piece: object) -> None:
         if self.pieces and self.apart:
             self.pieces.append(PARAGRAPH)
         self.pieces.append(piece)
@@ -147,19 +167,19 @@ class _ReplyText:
 
     def joined(self) -> str | None:
         """The text, or ``None`` when the turn has no text block."""
-        return "".join(self.pieces) if self.pieces else None
+        return join_texts(self.pieces) if self.pieces else None
 
 
-def _server_tool(block: Mapping[str, Any], raw_input: Any) -> dict[str, Any]:
+def _server_tool(block: Mapping[str, object], raw_input: object) -> dict[str, object]:
     """A ``server_tool_use`` block (web search, code execution) as a server tool entry."""
     return {"id": block.get("id"), "name": block.get("name"), "input": parse_arguments(raw_input)}
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
+        return join_texts(
             block.get("text", "")
             for block in content
             if isinstance(block, Mapping) and block.get("type") == "text"
@@ -167,7 +187,7 @@ def _text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _system_messages(system: Any) -> list[dict[str, Any]]:
+def _system_messages(system: object) -> list[NeutralMessage]:
     """The ``system`` field as system messages: one per text block (or the string)."""
     if isinstance(system, list):
         return [
@@ -178,7 +198,7 @@ def _system_messages(system: Any) -> list[dict[str, Any]]:
     return [{"role": "system", "content": _text_of(system)}] if system else []
 
 
-def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
+def decode_request(body: Mapping[str, object]) -> DecodedRequest:
     """A Messages request body in neutral form (tool results become ``tool`` messages).
 
     The text blocks of a user turn (and of ``system``) stay apart: each one is a message
@@ -187,7 +207,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     turn's text blocks are one message whose content joins them, as in
     :func:`decode_response` (a reply that cites sources splits a sentence into blocks).
     """
-    raw_turns = require(body, "messages", list, "anthropic_messages.decode_request")
+    raw_turns = require_list(body, "messages", "anthropic_messages.decode_request")
     messages = _system_messages(body.get("system"))
     for index, turn in enumerate(raw_turns):
         if not isinstance(turn, Mapping):
@@ -200,10 +220,10 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
         if isinstance(content, str):
             messages.append({"role": role, "content": content})
             continue
-        texts: list[str] = []
+        texts: list[object] = []
         reply = _ReplyText()
-        calls: list[dict[str, Any]] = []
-        for block in content or []:
+        calls: list[NeutralCall] = []
+        for block in each(content):
             if not isinstance(block, Mapping):
                 raise CodecError(
                     f"anthropic_messages.decode_request: messages[{index}].content holds a "
@@ -224,7 +244,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
                     }
                 )
             elif kind == "tool_result":
-                message: dict[str, Any] = {
+                message: NeutralMessage = {
                     "role": "tool",
                     "content": _text_of(block.get("content")),
                     "tool_call_id": block.get("tool_use_id"),
@@ -233,47 +253,53 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
                     message["is_error"] = True
                 messages.append(message)
         if role == "assistant":
-            assistant: dict[str, Any] = {"role": "assistant", "content": reply.joined() or None}
+            assistant: NeutralMessage = {"role": "assistant", "content": reply.joined() or None}
             if calls:
                 assistant["tool_calls"] = calls
             messages.append(assistant)
         else:
             messages.extend({"role": role, "content": text} for text in texts)
-    tools = [
+    tools: list[NeutralTool] = [
         {
             "name": t.get("name"),
             "description": t.get("description", ""),
             "parameters": t.get("input_schema", {}),
         }
-        for t in body.get("tools") or []
+        for t in each(body.get("tools"))
         if isinstance(t, Mapping)
     ]
     return DecodedRequest(
-        model=body.get("model"), messages=messages, tools=tools, stream=bool(body.get("stream"))
+        model=text_or_none(body.get("model")),
+        messages=messages,
+        tools=tools,
+        stream=bool(body.get("stream")),
     )
 
 
-def _decode_usage(usage_data: Any) -> Usage | None:
+def _decode_usage(usage_data: object) -> Usage | None:
     """Usage of a message; cached input tokens count as input tokens."""
     if not isinstance(usage_data, Mapping):
         return None
     return Usage(
-        input_tokens=int(usage_data.get("input_tokens") or 0)
-        + int(usage_data.get("cache_read_input_tokens") or 0)
-        + int(usage_data.get("cache_creation_input_tokens") or 0),
-        output_tokens=int(usage_data.get("output_tokens") or 0),
+        input_tokens=token_count(usage_data.get("input_tokens"))
+        + token_count(usage_data.get("cache_read_input_tokens"))
+        + token_count(usage_data.get("cache_creation_input_tokens")),
+        output_tokens=token_count(usage_data.get("output_tokens")),
     )
 
 
-def decode_response(body: Mapping[str, Any]) -> Completion:
+def decode_response(body: Mapping[str, object]) -> Completion:
     """A Messages response body as a :class:`Completion`."""
-    blocks = require(body, "content", list, "anthropic_messages.decode_response")
+    blocks = require_list(body, "content", "anthropic_messages.decode_response")
     texts = _ReplyText()
     calls: list[ToolCall] = []
-    reasoning: list[dict[str, Any]] = []
-    server_tools: list[dict[str, Any]] = []
+    reasoning: list[dict[str, object]] = []
+    server_tools: list[dict[str, object]] = []
     for block in blocks:
-        kind = block.get("type") if isinstance(block, Mapping) else None
+        if not isinstance(block, Mapping):
+            texts.other()
+            continue
+        kind = block.get("type")
         if kind == "text":
             texts.text(block.get("text", ""))
             continue
@@ -284,19 +310,21 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
             server_tools.append(_server_tool(block, block.get("input")))
         elif kind == "tool_use":
             calls.append(
-                ToolCall(
-                    id=block.get("id") or "",
-                    name=block.get("name", ""),
-                    arguments=parse_arguments(block.get("input")),
+                ToolCall.model_validate(
+                    {
+                        "id": block.get("id") or "",
+                        "name": block.get("name", ""),
+                        "arguments": parse_arguments(block.get("input")),
+                    }
                 )
             )
     return Completion(
         content=texts.joined(),
         tool_calls=tuple(calls),
-        model=body.get("model"),
+        model=text_or_none(body.get("model")),
         usage=_decode_usage(body.get("usage")),
-        stop_reason=body.get("stop_reason"),
-        response_id=body.get("id"),
+        stop_reason=text_or_none(body.get("stop_reason")),
+        response_id=text_or_none(body.get("id")),
         reasoning=tuple(reasoning),
         server_tools=tuple(server_tools),
     )
@@ -304,9 +332,9 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
 
 def encode_response(
     completion: Completion, *, response_id: str, created: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A Messages response body for ``completion`` (what the fake model serves)."""
-    content: list[dict[str, Any]] = []
+    content: list[dict[str, object]] = []
     if completion.content:
         content.append({"type": "text", "text": completion.content})
     for call in completion.tool_calls:
@@ -333,7 +361,7 @@ def encode_response(
 _PING = '{"type": "ping"}'
 
 
-def _event(kind: str, **fields: Any) -> SSEEvent:
+def _event(kind: str, **fields: object) -> SSEEvent:
     data = {"type": kind, **fields}
     return SSEEvent(kind, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
@@ -350,7 +378,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
     accepted for symmetry with the other codecs; Messages streams carry no timestamp.
     """
     usage = completion.usage or Usage()
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    blocks: list[tuple[dict[str, object], list[dict[str, object]]]] = []
     if completion.content:
         blocks.append(
             (
@@ -420,17 +448,17 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     """
     if isinstance(events, (bytes, str)):
         events = parse_sse(events)
-    message: Mapping[str, Any] = {}
-    usage_data: dict[str, Any] = {}
-    stop_reason: str | None = None
-    blocks: dict[int, dict[str, Any]] = {}
-    parts: dict[int, list[str]] = {}
+    message: Mapping[str, object] = {}
+    usage_data: dict[str, object] = {}
+    stop_reason: object = None
+    blocks: dict[int, dict[str, object]] = {}
+    parts: dict[int, list[object]] = {}
     for position, item in enumerate(events):
         if item.event == "ping" or not item.data:
             continue
         where = f"anthropic_messages.decode_stream event #{position} ({item.event})"
         try:
-            data = json.loads(item.data)
+            data: object = json.loads(item.data)
         except json.JSONDecodeError as exc:
             raise CodecError(
                 f"{where}: the data is not JSON ({exc}): {item.data[:80]!r}. Is this a "
@@ -438,17 +466,19 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
             ) from None
         kind = require(data, "type", str, where)
         if kind == "error":
-            raise CodecError(f"{where}: the stream reports an error: {data.get('error')!r}.")
+            raise CodecError(
+                f"{where}: the stream reports an error: {fields(data).get('error')!r}."
+            )
         if kind == "message_start":
-            message = require(data, "message", Mapping, where)
-            usage_data.update(message.get("usage") or {})
+            message = require_object(data, "message", where)
+            usage_data.update(fields(message.get("usage") or {}))
         elif kind == "content_block_start":
-            index = require(data, "index", int, where)
-            blocks[index] = dict(require(data, "content_block", Mapping, where))
+            index = require_int(data, "index", where)
+            blocks[index] = dict(require_object(data, "content_block", where))
             parts[index] = []
         elif kind == "content_block_delta":
-            index = require(data, "index", int, where)
-            delta = require(data, "delta", Mapping, where)
+            index = require_int(data, "index", where)
+            delta = require_object(data, "delta", where)
             if index not in parts:
                 raise CodecError(
                     f"{where}: a delta for content block {index}, which never started. "
@@ -456,9 +486,13 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
                 )
             _add_delta(blocks[index], parts[index], delta)
         elif kind == "message_delta":
-            stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
-            usage_data.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
-    finished = [_finished(block, "".join(parts[index])) for index, block in sorted(blocks.items())]
+            data = fields(data)
+            stop_reason = fields(data.get("delta") or {}).get("stop_reason") or stop_reason
+            usage = fields(data.get("usage") or {})
+            usage_data.update({k: v for k, v in usage.items() if v is not None})
+    finished = [
+        _finished(block, join_texts(parts[index])) for index, block in sorted(blocks.items())
+    ]
     return decode_response(
         {
             "content": finished,
@@ -470,7 +504,7 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     )
 
 
-def _add_delta(block: dict[str, Any], parts: list[str], delta: Mapping[str, Any]) -> None:
+def _add_delta(block: dict[str, object], parts: list[object], delta: Mapping[str, object]) -> None:
     """One ``content_block_delta`` of ``block``: text, thinking and tool input pieces go to
     ``parts``; a signature is added to the block."""
     kind = delta.get("type")
@@ -479,18 +513,18 @@ def _add_delta(block: dict[str, Any], parts: list[str], delta: Mapping[str, Any]
     elif kind == "thinking_delta":
         parts.append(delta.get("thinking", ""))
     elif kind == "signature_delta":
-        block["signature"] = (block.get("signature") or "") + delta.get("signature", "")
+        block["signature"] = concat_text(block.get("signature") or "", delta.get("signature", ""))
     elif kind == "input_json_delta":
         parts.append(delta.get("partial_json", ""))
 
 
-def _finished(block: Mapping[str, Any], joined: str) -> dict[str, Any]:
+def _finished(block: Mapping[str, object], joined: str) -> dict[str, object]:
     """A streamed content block with its deltas ``joined`` in, as a reply holds it."""
     kind = block.get("type")
     if kind == "text":
-        return {**block, "text": block.get("text", "") + joined}
+        return {**block, "text": concat_text(block.get("text", ""), joined)}
     if kind == "thinking":
-        return {**block, "thinking": block.get("thinking", "") + joined}
+        return {**block, "thinking": concat_text(block.get("thinking", ""), joined)}
     if kind in ("tool_use", "server_tool_use"):
         return {**block, "input": parse_arguments(joined or block.get("input"))}
     return dict(block)

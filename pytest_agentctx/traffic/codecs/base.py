@@ -1,13 +1,21 @@
-"""Types shared by the codecs, and the lookup of a codec by name or URL path."""
+"""Types shared by the codecs (:class:`Completion`, :class:`Usage`, :class:`DecodedRequest`,
+the :class:`Codec` protocol), the lookup of a codec by name or URL path, and the helpers that
+read provider JSON.
+
+Provider JSON is untrusted (recorded, or from any server): the codecs read it as
+``Mapping[str, object]`` and narrow each value they use. :func:`fields` and :func:`each`
+read a nested object or array the way ``value.get(...)`` and ``for item in value or []``
+do, failing on the same shapes with the same errors.
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
@@ -17,11 +25,57 @@ __all__ = [
     "Codec",
     "Completion",
     "DecodedRequest",
+    "NeutralCall",
+    "NeutralMessage",
+    "NeutralTool",
     "Usage",
     "codec_for_path",
+    "as_int",
+    "concat_text",
+    "each",
+    "fields",
+    "first",
+    "join_texts",
+    "member",
+    "require_int",
+    "require_list",
+    "require_object",
+    "text_or_none",
+    "token_count",
     "get_codec",
     "parse_arguments",
+    "require",
 ]
+
+
+class NeutralCall(TypedDict):
+    """A tool call of a decoded request's assistant message."""
+
+    id: object
+    name: object
+    arguments: dict[str, object]
+
+
+class NeutralMessage(TypedDict, total=False):
+    """A message of a decoded request, in provider-neutral form (the keys of
+    :meth:`~pytest_agentctx.context.model.Message.to_dict`). Values read from the request
+    JSON are passed on as they are: the context's models validate them."""
+
+    role: object
+    content: object
+    tool_calls: list[NeutralCall]
+    tool_call_id: object
+    name: object
+    is_error: bool
+    reasoning: list[dict[str, object]]
+
+
+class NeutralTool(TypedDict):
+    """A tool declared in a decoded request."""
+
+    name: object
+    description: object
+    parameters: object
 
 
 @dataclass(frozen=True)
@@ -54,15 +108,15 @@ class Completion:
     stop_reason: str | None = None
     response_id: str | None = None
     #: Provider reasoning items returned with the reply, verbatim (see Message.reasoning).
-    reasoning: tuple[dict[str, Any], ...] = ()
+    reasoning: tuple[Mapping[str, object], ...] = ()
     #: Tools the provider ran itself while making the reply (web search, code execution),
     #: in order, each ``{"id": ..., "name": ..., "input": {...}}`` (``id`` when the provider
     #: gives one). No tool result of the client answers them: they are no tool calls.
-    server_tools: tuple[dict[str, Any], ...] = ()
+    server_tools: tuple[Mapping[str, object], ...] = ()
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """What the runtime records in the iteration's metadata for this call."""
-        data: dict[str, Any] = {"model": self.model, "stop_reason": self.stop_reason}
+        data: dict[str, object] = {"model": self.model, "stop_reason": self.stop_reason}
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
         if self.server_tools:
@@ -75,8 +129,8 @@ class DecodedRequest:
     """A request body read back into provider-neutral form."""
 
     model: str | None
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[NeutralMessage]
+    tools: list[NeutralTool] = field(default_factory=list)
     stream: bool = False
 
 
@@ -89,19 +143,19 @@ class Codec(Protocol):
         self,
         *,
         model: str,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         tools: Sequence[ToolSpec] = (),
         max_tokens: int | None = None,
         temperature: float | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, object]: ...
 
-    def decode_request(self, body: Mapping[str, Any]) -> DecodedRequest: ...
+    def decode_request(self, body: Mapping[str, object]) -> DecodedRequest: ...
 
-    def decode_response(self, body: Mapping[str, Any]) -> Completion: ...
+    def decode_response(self, body: Mapping[str, object]) -> Completion: ...
 
     def encode_response(
         self, completion: Completion, *, response_id: str, created: int = 0
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, object]: ...
 
 
 _CODECS = {
@@ -162,7 +216,7 @@ def codec_for_path(path: str) -> Codec | None:
     return None
 
 
-def parse_arguments(raw: Any) -> dict[str, Any]:
+def parse_arguments(raw: object) -> dict[str, object]:
     """Tool-call arguments as a dict; invalid JSON is kept under ``INVALID_ARGUMENTS_KEY``."""
     if isinstance(raw, Mapping):
         return dict(raw)
@@ -178,7 +232,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     return {INVALID_ARGUMENTS_KEY: raw if isinstance(raw, str) else json.dumps(raw)}
 
 
-def require(body: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def require(body: object, key: str, kind: type | tuple[type, ...], where: str) -> object:
     """``body[key]`` if it has the expected type, else a :class:`CodecError`."""
     if not isinstance(body, Mapping):
         raise CodecError(f"{where}: expected a JSON object, got {type(body).__name__}.")
@@ -187,10 +241,109 @@ def require(body: Mapping[str, Any], key: str, kind: type | tuple[type, ...], wh
             f"{where}: the JSON has no {key!r} field (it has {sorted(body)}). Is this "
             "really a response of this wire format?"
         )
-    value = body[key]
+    value: object = body[key]
     if not isinstance(value, kind):
         raise CodecError(
             f"{where}: field {key!r} is a {type(value).__name__}, expected "
             f"{getattr(kind, '__name__', kind)}."
         )
     return value
+
+
+def require_list(body: object, key: str, where: str) -> list[object]:
+    """``body[key]``, a JSON array, else a :class:`CodecError` (see :func:`require`)."""
+    value = require(body, key, list, where)
+    assert isinstance(value, list)
+    return value
+
+
+def require_object(body: object, key: str, where: str) -> Mapping[str, object]:
+    """``body[key]``, a JSON object, else a :class:`CodecError` (see :func:`require`)."""
+    value = require(body, key, Mapping, where)
+    assert isinstance(value, Mapping)
+    return value
+
+
+def require_int(body: object, key: str, where: str) -> int:
+    """``body[key]``, an integer, else a :class:`CodecError` (see :func:`require`)."""
+    value = require(body, key, int, where)
+    assert isinstance(value, int)
+    return value
+
+
+def fields(value: object) -> Mapping[str, object]:
+    """``value``, a JSON object, to read with ``.get``; anything else raises the
+    ``AttributeError`` that ``value.get(...)`` raises."""
+    if isinstance(value, Mapping):
+        return value
+    raise AttributeError(f"{type(value).__name__!r} object has no attribute 'get'")
+
+
+def each(value: object) -> Iterable[object]:
+    """The items of ``value or []``: a JSON array (or any iterable), nothing for a missing or
+    empty value; anything else raises the ``TypeError`` that iterating it raises."""
+    if not value:
+        return ()
+    if isinstance(value, Iterable):
+        return value
+    raise TypeError(f"{type(value).__name__!r} object is not iterable")
+
+
+def text_or_none(value: object) -> str | None:
+    """``value`` if it is a string, else ``None``."""
+    return value if isinstance(value, str) else None
+
+
+def member(data: object, key: str) -> object:
+    """``data[key]`` of a JSON object: a ``KeyError`` when it is missing, a ``TypeError``
+    when ``data`` is no object, as indexing raises."""
+    if isinstance(data, Mapping):
+        value: object = data[key]
+        return value
+    raise TypeError(f"{type(data).__name__!r} object is not subscriptable")
+
+
+def as_int(value: object) -> int:
+    """``int(value)`` of a JSON number or string, with the ``TypeError`` it raises for
+    anything else."""
+    if isinstance(value, (int, float, str, bytes)):
+        return int(value)
+    raise TypeError(f"int() argument must be a string or a number, not {type(value).__name__!r}")
+
+
+def token_count(value: object) -> int:
+    """A token count of a usage object, read as ``int(value or 0)``."""
+    return as_int(value) if value else 0
+
+
+def join_texts(texts: Iterable[object], separator: str = "") -> str:
+    """``separator.join(texts)``, with the ``TypeError`` it raises for an item that is no
+    string."""
+    joined: list[str] = []
+    for number, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"sequence item {number}: expected str instance, {type(text).__name__} found"
+            )
+        joined.append(text)
+    return separator.join(joined)
+
+
+def concat_text(left: object, right: object) -> str:
+    """``left + right`` of two strings, with the ``TypeError`` it raises for anything else."""
+    if not isinstance(left, str):
+        raise TypeError(f"unsupported operand type(s) for +: {type(left).__name__!r} and str")
+    if not isinstance(right, str):
+        raise TypeError(f'can only concatenate str (not "{type(right).__name__}") to str')
+    return left + right
+
+
+def first(value: object) -> object:
+    """``value[0]`` of a JSON value, with the errors indexing it raises (a ``KeyError`` for
+    an object, a ``TypeError`` for a number)."""
+    if isinstance(value, (list, tuple, str)):
+        item: object = value[0]
+        return item
+    if isinstance(value, Mapping):
+        raise KeyError(0)
+    raise TypeError(f"{type(value).__name__!r} object is not subscriptable")

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.codecs.base import (
     Completion,
     DecodedRequest,
+    NeutralCall,
+    NeutralMessage,
+    NeutralTool,
     Usage,
+    concat_text,
+    each,
+    fields,
+    join_texts,
+    member,
     parse_arguments,
-    require,
+    require_list,
+    require_object,
+    text_or_none,
+    token_count,
 )
 from pytest_agentctx.traffic.codecs.sse import DONE, SSEEvent, event_chunk, parse_sse, split_text
 from pytest_agentctx.traffic.errors import CodecError
@@ -31,20 +41,20 @@ __all__ = [
 name = "openai_chat"
 
 
-def _encode_message(message: Mapping[str, Any]) -> dict[str, Any]:
+def _encode_message(message: Mapping[str, object]) -> dict[str, object]:
     role = message.get("role")
     if role in ("system", "user"):
         return {"role": role, "content": message.get("content") or ""}
     if role == "assistant":
-        data: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        calls = message.get("tool_calls") or []
+        data: dict[str, object] = {"role": "assistant", "content": message.get("content")}
+        calls = list(each(message.get("tool_calls")))
         if calls:
             data["tool_calls"] = [
                 {
-                    "id": call["id"],
+                    "id": member(call, "id"),
                     "type": "function",
                     "function": {
-                        "name": call["name"],
+                        "name": member(call, "name"),
                         "arguments": ToolCall.model_validate(call).arguments_json,
                     },
                 }
@@ -66,13 +76,13 @@ def _encode_message(message: Mapping[str, Any]) -> dict[str, Any]:
 def encode_request(
     *,
     model: str,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     tools: Sequence[ToolSpec] = (),
     max_tokens: int | None = None,
     temperature: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The JSON body of a chat completions request."""
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "model": model,
         "messages": [_encode_message(m) for m in messages],
     }
@@ -95,21 +105,16 @@ def encode_request(
     return body
 
 
-def _content_text(content: Any) -> str | None:
+def _content_text(content: object) -> str | None:
     """Message content as text: a string, or the text parts of a content array."""
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [
-            part.get("text", "")
-            for part in content
-            if isinstance(part, Mapping) and part.get("type") in ("text", "input_text")
-        ]
-        return "".join(texts)
+        return join_texts(_separate_texts(content))
     return str(content)
 
 
-def _separate_texts(content: Any) -> list[str]:
+def _separate_texts(content: object) -> list[object]:
     """The text parts of a content array, each on its own."""
     if not isinstance(content, list):
         return []
@@ -120,14 +125,14 @@ def _separate_texts(content: Any) -> list[str]:
     ]
 
 
-def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
+def decode_request(body: Mapping[str, object]) -> DecodedRequest:
     """A chat completions request body in neutral form.
 
     The text parts of a user or system message's content array stay apart: each is a
     message of its own, in order (as if the client had sent one message per part).
     """
-    raw_messages = require(body, "messages", list, "openai_chat.decode_request")
-    messages: list[dict[str, Any]] = []
+    raw_messages = require_list(body, "messages", "openai_chat.decode_request")
+    messages: list[NeutralMessage] = []
     for index, raw in enumerate(raw_messages):
         if not isinstance(raw, Mapping):
             raise CodecError(
@@ -141,58 +146,66 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
         if len(parts) > 1:
             messages.extend({"role": role, "content": text} for text in parts)
             continue
-        message: dict[str, Any] = {"role": role, "content": _content_text(raw.get("content"))}
+        message: NeutralMessage = {"role": role, "content": _content_text(raw.get("content"))}
         if role == "assistant" and raw.get("tool_calls"):
-            message["tool_calls"] = [
-                {
-                    "id": call.get("id", ""),
-                    "name": call.get("function", {}).get("name", ""),
-                    "arguments": parse_arguments(call.get("function", {}).get("arguments")),
-                }
-                for call in raw["tool_calls"]
-            ]
+            message["tool_calls"] = [_request_call(call) for call in each(raw["tool_calls"])]
         if role == "tool":
             message["tool_call_id"] = raw.get("tool_call_id")
         messages.append(message)
-    tools = [
+    tools: list[NeutralTool] = [
         {
-            "name": t.get("function", {}).get("name"),
-            "description": t.get("function", {}).get("description", ""),
-            "parameters": t.get("function", {}).get("parameters", {}),
+            "name": fields(t.get("function", {})).get("name"),
+            "description": fields(t.get("function", {})).get("description", ""),
+            "parameters": fields(t.get("function", {})).get("parameters", {}),
         }
-        for t in body.get("tools") or []
+        for t in each(body.get("tools"))
         if isinstance(t, Mapping)
     ]
     return DecodedRequest(
-        model=body.get("model"), messages=messages, tools=tools, stream=bool(body.get("stream"))
+        model=text_or_none(body.get("model")),
+        messages=messages,
+        tools=tools,
+        stream=bool(body.get("stream")),
     )
 
 
-def _decode_tool_call(call: Any, where: str) -> ToolCall:
-    function = require(call, "function", Mapping, where)
-    return ToolCall(
-        id=call.get("id") or "",
-        name=function.get("name") or "",
-        arguments=parse_arguments(function.get("arguments")),
+def _request_call(call: object) -> NeutralCall:
+    """A tool call of an assistant message in a request."""
+    function = fields(fields(call).get("function", {}))
+    return {
+        "id": fields(call).get("id", ""),
+        "name": function.get("name", ""),
+        "arguments": parse_arguments(function.get("arguments")),
+    }
+
+
+def _decode_tool_call(call: object, where: str) -> ToolCall:
+    function = require_object(call, "function", where)
+    return ToolCall.model_validate(
+        {
+            "id": fields(call).get("id") or "",
+            "name": function.get("name") or "",
+            "arguments": parse_arguments(function.get("arguments")),
+        }
     )
 
 
-def _decode_usage(usage_data: Any) -> Usage | None:
+def _decode_usage(usage_data: object) -> Usage | None:
     if not isinstance(usage_data, Mapping):
         return None
     return Usage(
-        input_tokens=int(usage_data.get("prompt_tokens") or 0),
-        output_tokens=int(usage_data.get("completion_tokens") or 0),
+        input_tokens=token_count(usage_data.get("prompt_tokens")),
+        output_tokens=token_count(usage_data.get("completion_tokens")),
     )
 
 
-def decode_response(body: Mapping[str, Any]) -> Completion:
+def decode_response(body: Mapping[str, object]) -> Completion:
     """A chat completions response body as a :class:`Completion`.
 
     The tools a provider ran itself and lists in the message's ``executed_tools`` (Groq's
     compound models: web search, code execution) are its server tools.
     """
-    choices = require(body, "choices", list, "openai_chat.decode_response")
+    choices = require_list(body, "choices", "openai_chat.decode_response")
     if not choices:
         raise CodecError(
             "openai_chat.decode_response: 'choices' is empty; the response holds no reply."
@@ -201,23 +214,23 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
     if isinstance(choice, Mapping) and choice.get("finish_reason") == "content_filter":
         # A choice that ended before any message: Azure OpenAI's content filter stops it
         # with finish_reason "content_filter" and no message at all.
-        message: Mapping[str, Any] = choice.get("message") or {}
+        message = fields(choice.get("message") or {})
     else:
-        message = require(choice, "message", Mapping, "openai_chat.decode_response choices[0]")
+        message = require_object(choice, "message", "openai_chat.decode_response choices[0]")
     calls = tuple(
         _decode_tool_call(call, f"openai_chat.decode_response choices[0].message.tool_calls[{i}]")
-        for i, call in enumerate(message.get("tool_calls") or [])
+        for i, call in enumerate(each(message.get("tool_calls")))
     )
     return Completion(
         content=_content_text(message.get("content")),
         tool_calls=calls,
-        model=body.get("model"),
+        model=text_or_none(body.get("model")),
         usage=_decode_usage(body.get("usage")),
-        stop_reason=choice.get("finish_reason"),
-        response_id=body.get("id"),
+        stop_reason=text_or_none(fields(choice).get("finish_reason")),
+        response_id=text_or_none(body.get("id")),
         server_tools=tuple(
             {"name": tool.get("type"), "input": parse_arguments(tool.get("arguments"))}
-            for tool in message.get("executed_tools") or ()
+            for tool in each(message.get("executed_tools"))
             if isinstance(tool, Mapping)
         ),
     )
@@ -225,9 +238,9 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
 
 def encode_response(
     completion: Completion, *, response_id: str, created: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A chat completions response body for ``completion`` (what the fake model serves)."""
-    message: dict[str, Any] = {
+    message: dict[str, object] = {
         "role": "assistant",
         "content": completion.content,
         "refusal": None,
@@ -267,7 +280,7 @@ def encode_response(
 # -- streaming (``stream: true``) ------------------------------------------------------
 
 
-def _json(data: Any) -> str:
+def _json(data: object) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -287,8 +300,8 @@ def encode_stream(
     model = completion.model or "unknown"
     calls = completion.tool_calls
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> SSEEvent:
-        data: dict[str, Any] = {
+    def chunk(delta: dict[str, object], finish_reason: str | None = None) -> SSEEvent:
+        data: dict[str, object] = {
             "id": response_id,
             "object": "chat.completion.chunk",
             "created": created,
@@ -301,7 +314,7 @@ def encode_stream(
             data["usage"] = None
         return SSEEvent(None, _json(data))
 
-    def announce(index: int, call: ToolCall) -> dict[str, Any]:
+    def announce(index: int, call: ToolCall) -> dict[str, object]:
         return {
             "index": index,
             "id": call.id,
@@ -309,7 +322,7 @@ def encode_stream(
             "function": {"name": call.name, "arguments": ""},
         }
 
-    first: dict[str, Any] = {
+    first: dict[str, object] = {
         "role": "assistant",
         "content": None if completion.content is None else "",
     }
@@ -359,11 +372,11 @@ class _StreamedCalls:
     """
 
     def __init__(self) -> None:
-        self._slots: list[dict[str, Any]] = []
-        self._by_index: dict[int, dict[str, Any]] = {}
-        self._by_id: dict[str, dict[str, Any]] = {}
+        self._slots: list[_Slot] = []
+        self._by_index: dict[int, _Slot] = {}
+        self._by_id: dict[object, _Slot] = {}
 
-    def add(self, delta: Mapping[str, Any]) -> None:
+    def add(self, delta: Mapping[str, object]) -> None:
         call_id = delta.get("id") or ""
         index = delta.get("index")
         index = index if isinstance(index, int) else None
@@ -372,26 +385,39 @@ class _StreamedCalls:
             slot = self._by_index.get(index)
         elif slot is None and not call_id and self._slots:
             slot = self._slots[-1]
-        if slot is None or (call_id and slot["id"] and slot["id"] != call_id):
-            slot = {"id": "", "name": "", "args": []}
+        if slot is None or (call_id and slot.id and slot.id != call_id):
+            slot = _Slot()
             self._slots.append(slot)
         if index is not None:
             self._by_index[index] = slot
         if call_id:
-            slot["id"] = call_id
+            slot.id = call_id
             self._by_id[call_id] = slot
-        function = delta.get("function") or {}
-        slot["name"] += function.get("name") or ""
-        slot["args"].append(function.get("arguments") or "")
+        function = fields(delta.get("function") or {})
+        slot.name = concat_text(slot.name, function.get("name") or "")
+        slot.args.append(function.get("arguments") or "")
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The calls in the order they started (OpenAI's index order)."""
         return tuple(
-            ToolCall(
-                id=slot["id"], name=slot["name"], arguments=parse_arguments("".join(slot["args"]))
+            ToolCall.model_validate(
+                {
+                    "id": slot.id,
+                    "name": slot.name,
+                    "arguments": parse_arguments(join_texts(slot.args)),
+                }
             )
             for slot in self._slots
         )
+
+
+class _Slot:
+    """One streamed tool call being joined: its id, its name, its argument fragments."""
+
+    def __init__(self) -> None:
+        self.id: object = ""
+        self.name = ""
+        self.args: list[object] = []
 
 
 def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
@@ -415,21 +441,21 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
             break
         where = f"openai_chat.decode_stream event #{position}"
         chunk = event_chunk(item.data, where, "chat completions stream")
-        response_id = chunk.get("id") or response_id
-        model = chunk.get("model") or model
+        response_id = text_or_none(chunk.get("id")) or response_id
+        model = text_or_none(chunk.get("model")) or model
         usage = _decode_usage(chunk.get("usage")) or usage
-        for choice in require(chunk, "choices", list, where):
+        for choice in require_list(chunk, "choices", where):
             if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
+            delta = fields(choice.get("delta") or {})
             content = delta.get("content")
             if isinstance(content, str):
                 texts = texts if texts is not None else []
                 texts.append(content)
-            for call in delta.get("tool_calls") or []:
+            for call in each(delta.get("tool_calls")):
                 if isinstance(call, Mapping):
                     calls.add(call)
-            stop_reason = choice.get("finish_reason") or stop_reason
+            stop_reason = text_or_none(choice.get("finish_reason")) or stop_reason
     return Completion(
         content=None if texts is None else "".join(texts),
         tool_calls=calls.tool_calls(),

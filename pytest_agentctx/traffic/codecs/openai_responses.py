@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Protocol, TypedDict
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.codecs.base import (
     Completion,
     DecodedRequest,
+    NeutralMessage,
+    NeutralTool,
     Usage,
+    as_int,
+    concat_text,
+    each,
+    fields,
+    join_texts,
+    member,
     parse_arguments,
-    require,
+    require_list,
+    require_object,
+    text_or_none,
+    token_count,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse, split_text
 from pytest_agentctx.traffic.errors import CodecError
@@ -37,11 +48,11 @@ __all__ = [
 name = "openai_responses"
 
 
-def _text_parts(content: Any) -> str | None:
+def _text_parts(content: object) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
+        return join_texts(
             part.get("text") or part.get("refusal") or ""  # a refusal part holds "refusal"
             for part in content
             if isinstance(part, Mapping)
@@ -53,14 +64,14 @@ def _text_parts(content: Any) -> str | None:
 def encode_request(
     *,
     model: str,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     tools: Sequence[ToolSpec] = (),
     max_tokens: int | None = None,
     temperature: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The JSON body of a Responses request."""
-    instructions: list[str] = []
-    items: list[dict[str, Any]] = []
+    instructions: list[object] = []
+    items: list[dict[str, object]] = []
     for message in messages:
         role = message.get("role")
         content = message.get("content")
@@ -69,7 +80,7 @@ def encode_request(
         elif role == "user":
             items.append({"role": "user", "content": content or ""})
         elif role == "assistant":
-            items.extend(dict(item) for item in message.get("reasoning") or [])
+            items.extend(dict(fields(item)) for item in each(message.get("reasoning")))
             if content:
                 items.append(
                     {
@@ -78,12 +89,12 @@ def encode_request(
                         "content": [{"type": "output_text", "text": content}],
                     }
                 )
-            for call in message.get("tool_calls") or []:
+            for call in each(message.get("tool_calls")):
                 items.append(
                     {
                         "type": "function_call",
-                        "call_id": call["id"],
-                        "name": call["name"],
+                        "call_id": member(call, "id"),
+                        "name": member(call, "name"),
                         "arguments": ToolCall.model_validate(call).arguments_json,
                     }
                 )
@@ -100,9 +111,9 @@ def encode_request(
                 f"openai_responses.encode_request: message role {role!r} is not one of "
                 "system, user, assistant, tool."
             )
-    body: dict[str, Any] = {"model": model, "input": items}
+    body: dict[str, object] = {"model": model, "input": items}
     if instructions:
-        body["instructions"] = "\n\n".join(instructions)
+        body["instructions"] = join_texts(instructions, "\n\n")
     if tools:
         body["tools"] = [
             {
@@ -120,7 +131,7 @@ def encode_request(
     return body
 
 
-def _separate_texts(content: Any) -> list[str]:
+def _separate_texts(content: object) -> list[object]:
     """The text parts of a content array, each on its own."""
     if not isinstance(content, list):
         return []
@@ -131,7 +142,7 @@ def _separate_texts(content: Any) -> list[str]:
     ]
 
 
-def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
+def decode_request(body: Mapping[str, object]) -> DecodedRequest:
     """A Responses request body in neutral form (reasoning items join the assistant).
 
     The text parts of a user, system or developer message stay apart: each is a message of
@@ -143,20 +154,21 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
             "openai_responses.decode_request: the body has no 'input' field (it has "
             f"{sorted(body)}). Is this a Responses request?"
         )
-    messages: list[dict[str, Any]] = []
+    messages: list[NeutralMessage] = []
     if body.get("instructions"):
         messages.append({"role": "system", "content": _text_parts(body["instructions"])})
     items = [{"role": "user", "content": raw_input}] if isinstance(raw_input, str) else raw_input
-    assistant: dict[str, Any] | None = None
+    assistant: NeutralMessage | None = None
 
-    def current_assistant() -> dict[str, Any]:
+    def current_assistant() -> NeutralMessage:
         nonlocal assistant
         if assistant is None:
             assistant = {"role": "assistant", "content": None}
             messages.append(assistant)
         return assistant
 
-    for item in items:
+    for raw in each(items):
+        item = fields(raw)
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
@@ -165,7 +177,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
             if role == "assistant":
                 target = current_assistant()
                 text = _text_parts(item.get("content"))
-                target["content"] = (target["content"] or "") + (text or "")
+                target["content"] = concat_text(target.get("content") or "", text or "")
                 continue
             assistant = None
             parts = _separate_texts(item.get("content"))
@@ -193,26 +205,29 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
                     "tool_call_id": item.get("call_id"),
                 }
             )
-    tools = [
+    tools: list[NeutralTool] = [
         {
             "name": t.get("name"),
             "description": t.get("description", ""),
             "parameters": t.get("parameters", {}),
         }
-        for t in body.get("tools") or []
+        for t in each(body.get("tools"))
         if isinstance(t, Mapping) and t.get("type") == "function"
     ]
     return DecodedRequest(
-        model=body.get("model"), messages=messages, tools=tools, stream=bool(body.get("stream"))
+        model=text_or_none(body.get("model")),
+        messages=messages,
+        tools=tools,
+        stream=bool(body.get("stream")),
     )
 
 
-def _decode_usage(data: Any) -> Usage | None:
+def _decode_usage(data: object) -> Usage | None:
     if not isinstance(data, Mapping):
         return None
     return Usage(
-        input_tokens=int(data.get("input_tokens") or 0),
-        output_tokens=int(data.get("output_tokens") or 0),
+        input_tokens=token_count(data.get("input_tokens")),
+        output_tokens=token_count(data.get("output_tokens")),
     )
 
 
@@ -227,83 +242,127 @@ _SERVER_CALLS = {
 }
 
 
-def _server_tool(item: Mapping[str, Any]) -> dict[str, Any]:
-    name, fields = _SERVER_CALLS[item["type"]]
-    asked: dict[str, Any] = {}
-    for key in fields:
+def _server_tool(item: Mapping[str, object], kind: str) -> dict[str, object]:
+    name, asked_fields = _SERVER_CALLS[kind]
+    asked: dict[str, object] = {}
+    for key in asked_fields:
         if key in item:
             value = item[key]
             asked.update(value if key == "action" and isinstance(value, Mapping) else {key: value})
     return {"id": item.get("id"), "name": name, "input": asked}
 
 
-def decode_response(body: Mapping[str, Any]) -> Completion:
+def decode_response(body: Mapping[str, object]) -> Completion:
     """A Responses response body as a :class:`Completion` (the calls of the tools OpenAI
     runs itself, such as ``web_search_call``, as its server tools)."""
-    output = require(body, "output", list, "openai_responses.decode_response")
+    output = require_list(body, "output", "openai_responses.decode_response")
     texts: list[str] = []
     calls: list[ToolCall] = []
-    reasoning: list[dict[str, Any]] = []
-    server_tools: list[dict[str, Any]] = []
+    reasoning: list[dict[str, object]] = []
+    server_tools: list[dict[str, object]] = []
     for item in output:
-        kind = item.get("type") if isinstance(item, Mapping) else None
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
         if kind in _SERVER_CALLS:
-            server_tools.append(_server_tool(item))
+            server_tools.append(_server_tool(item, str(kind)))
         elif kind == "message":
             texts.append(_text_parts(item.get("content")) or "")
         elif kind == "function_call":
             calls.append(
-                ToolCall(
-                    id=item.get("call_id") or item.get("id") or "",
-                    name=item.get("name", ""),
-                    arguments=parse_arguments(item.get("arguments")),
+                ToolCall.model_validate(
+                    {
+                        "id": item.get("call_id") or item.get("id") or "",
+                        "name": item.get("name", ""),
+                        "arguments": parse_arguments(item.get("arguments")),
+                    }
                 )
             )
         elif kind == "reasoning":
             reasoning.append(dict(item))
-    status = body.get("status")
+    status = text_or_none(body.get("status"))
     return Completion(
         content="".join(texts) if texts else None,
         tool_calls=tuple(calls),
-        model=body.get("model"),
+        model=text_or_none(body.get("model")),
         usage=_decode_usage(body.get("usage")),
         stop_reason=("tool_calls" if calls else status) if status == "completed" else status,
-        response_id=body.get("id"),
+        response_id=text_or_none(body.get("id")),
         reasoning=tuple(reasoning),
         server_tools=tuple(server_tools),
     )
 
 
-def _output_items(completion: Completion, response_id: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = [dict(item) for item in completion.reasoning]
+class _TextPart(TypedDict):
+    """An ``output_text`` content part of a message output item."""
+
+    type: str
+    text: str
+    annotations: list[object]
+
+
+class _MessageItem(TypedDict):
+    """The ``message`` output item of a reply's text."""
+
+    type: str
+    id: str
+    status: str
+    role: str
+    content: list[_TextPart]
+
+
+class _CallItem(TypedDict):
+    """A ``function_call`` output item: one tool call of a reply."""
+
+    type: str
+    id: str
+    call_id: str
+    name: str
+    arguments: str
+    status: str
+
+
+def _message_item(completion: Completion, suffix: str) -> _MessageItem | None:
+    if completion.content is None:
+        return None
+    text: _TextPart = {"type": "output_text", "text": completion.content, "annotations": []}
+    return {
+        "type": "message",
+        "id": f"msg_{suffix}",
+        "status": "completed",
+        "role": "assistant",
+        "content": [text],
+    }
+
+
+def _call_items(completion: Completion, suffix: str) -> list[_CallItem]:
+    return [
+        {
+            "type": "function_call",
+            "id": f"fc_{suffix}_{index}",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments_json,
+            "status": "completed",
+        }
+        for index, call in enumerate(completion.tool_calls)
+    ]
+
+
+def _output_items(completion: Completion, response_id: str) -> list[dict[str, object]]:
+    """The reply's output items: its reasoning items, its message, its tool calls."""
     suffix = response_id.removeprefix("resp_")
-    if completion.content is not None:
-        items.append(
-            {
-                "type": "message",
-                "id": f"msg_{suffix}",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": completion.content, "annotations": []}],
-            }
-        )
-    for index, call in enumerate(completion.tool_calls):
-        items.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{suffix}_{index}",
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": call.arguments_json,
-                "status": "completed",
-            }
-        )
+    items: list[dict[str, object]] = [dict(item) for item in completion.reasoning]
+    message = _message_item(completion, suffix)
+    if message is not None:
+        items.append(dict(message))
+    items.extend(dict(call) for call in _call_items(completion, suffix))
     return items
 
 
 def _response(
     completion: Completion, response_id: str, created: int, status: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     usage = completion.usage or Usage()
     return {
         "id": response_id,
@@ -328,7 +387,7 @@ def _response(
 
 def encode_response(
     completion: Completion, *, response_id: str, created: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A Responses body for ``completion`` (what the fake model serves)."""
     return _response(completion, response_id, created, "completed")
 
@@ -339,78 +398,101 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
     events: list[SSEEvent] = []
     sequence = 0
 
-    def emit(kind: str, **fields: Any) -> None:
+    def emit(kind: str, **fields: object) -> None:
         nonlocal sequence
         data = {"type": kind, "sequence_number": sequence, **fields}
         events.append(SSEEvent(kind, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
         sequence += 1
 
+    suffix = response_id.removeprefix("resp_")
     emit("response.created", response=_response(completion, response_id, created, "in_progress"))
-    for index, item in enumerate(_output_items(completion, response_id)):
-        kind = item["type"]
-        if kind == "message":
-            text = item["content"][0]["text"]
-            emit(
-                "response.output_item.added",
-                output_index=index,
-                item={**item, "status": "in_progress", "content": []},
-            )
-            part = {"type": "output_text", "text": "", "annotations": []}
-            emit(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part=part,
-            )
-            for piece in split_text(text):
-                emit(
-                    "response.output_text.delta",
-                    item_id=item["id"],
-                    output_index=index,
-                    content_index=0,
-                    delta=piece,
-                    logprobs=[],
-                )
-            emit(
-                "response.output_text.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                text=text,
-                logprobs=[],
-            )
-            emit(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part={**part, "text": text},
-            )
-        elif kind == "function_call":
-            emit(
-                "response.output_item.added",
-                output_index=index,
-                item={**item, "arguments": "", "status": "in_progress"},
-            )
-            for piece in split_text(item["arguments"]):
-                emit(
-                    "response.function_call_arguments.delta",
-                    item_id=item["id"],
-                    output_index=index,
-                    delta=piece,
-                )
-            emit(
-                "response.function_call_arguments.done",
-                item_id=item["id"],
-                output_index=index,
-                arguments=item["arguments"],
-            )
-        else:
-            emit("response.output_item.added", output_index=index, item=item)
+    index = 0
+    for reasoning in completion.reasoning:
+        item = dict(reasoning)
+        emit("response.output_item.added", output_index=index, item=item)
         emit("response.output_item.done", output_index=index, item=item)
+        index += 1
+    message = _message_item(completion, suffix)
+    if message is not None:
+        _emit_message(emit, index, message)
+        index += 1
+    for call in _call_items(completion, suffix):
+        _emit_call(emit, index, call)
+        index += 1
     emit("response.completed", response=_response(completion, response_id, created, "completed"))
     return events
+
+
+class _Emit(Protocol):
+    """Adds one event of a Responses stream: its type and its fields."""
+
+    def __call__(self, kind: str, **fields: object) -> None: ...
+
+
+def _emit_message(emit: _Emit, index: int, item: _MessageItem) -> None:
+    """The events of the message output item: added, its text in deltas, done."""
+    text = item["content"][0]["text"]
+    emit(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "status": "in_progress", "content": []},
+    )
+    part = {"type": "output_text", "text": "", "annotations": []}
+    emit(
+        "response.content_part.added",
+        item_id=item["id"],
+        output_index=index,
+        content_index=0,
+        part=part,
+    )
+    for piece in split_text(text):
+        emit(
+            "response.output_text.delta",
+            item_id=item["id"],
+            output_index=index,
+            content_index=0,
+            delta=piece,
+            logprobs=[],
+        )
+    emit(
+        "response.output_text.done",
+        item_id=item["id"],
+        output_index=index,
+        content_index=0,
+        text=text,
+        logprobs=[],
+    )
+    emit(
+        "response.content_part.done",
+        item_id=item["id"],
+        output_index=index,
+        content_index=0,
+        part={**part, "text": text},
+    )
+    emit("response.output_item.done", output_index=index, item=item)
+
+
+def _emit_call(emit: _Emit, index: int, item: _CallItem) -> None:
+    """The events of a function call output item: added, its arguments in deltas, done."""
+    emit(
+        "response.output_item.added",
+        output_index=index,
+        item={**item, "arguments": "", "status": "in_progress"},
+    )
+    for piece in split_text(item["arguments"]):
+        emit(
+            "response.function_call_arguments.delta",
+            item_id=item["id"],
+            output_index=index,
+            delta=piece,
+        )
+    emit(
+        "response.function_call_arguments.done",
+        item_id=item["id"],
+        output_index=index,
+        arguments=item["arguments"],
+    )
+    emit("response.output_item.done", output_index=index, item=item)
 
 
 def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
@@ -423,8 +505,8 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     """
     if isinstance(events, (bytes, str)):
         events = parse_sse(events)
-    items: dict[int, dict[str, Any]] = {}
-    created: dict[str, Any] = {}
+    items: dict[int, object] = {}
+    created: object = {}
     for position, event in enumerate(events):
         try:
             data = json.loads(event.data)
@@ -440,17 +522,19 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
             )
         kind = data.get("type") or event.event
         if kind in ("error", "response.failed"):
-            error = data.get("message") or (data.get("response") or {}).get("error") or data
+            error = data.get("message") or fields(data.get("response") or {}).get("error") or data
             raise CodecError(
                 f"openai_responses.decode_stream: event #{position} ({kind}) reports an "
                 f"error: {error!r}."
             )
         if kind in ("response.completed", "response.incomplete"):
             where = f"openai_responses.decode_stream event #{position} ({kind})"
-            return decode_response(require(data, "response", Mapping, where))
+            return decode_response(require_object(data, "response", where))
         if kind == "response.created":
             created = data.get("response") or {}
         elif kind == "response.output_item.done":
-            items[int(data.get("output_index", len(items)))] = data["item"]
+            items[as_int(data.get("output_index", len(items)))] = data["item"]
+    if not isinstance(created, Mapping):
+        raise TypeError(f"{type(created).__name__!r} object is not a mapping")
     partial = {**created, "output": [items[i] for i in sorted(items)], "status": "incomplete"}
     return decode_response(partial)

@@ -115,14 +115,14 @@ def split_text(text: str) -> list[str]:
     return _PIECE.findall(text)
 
 
-def event_chunk(data: str, where: str, stream: str) -> Mapping[str, Any]:
+def event_chunk(data: str, where: str, stream: str) -> Mapping[str, object]:
     """The JSON object a streamed event carries (chat completions, Gemini).
 
     Raises :class:`CodecError` naming ``where`` when the data is not JSON (asking whether
     this is a ``stream``), not an object, or an error the stream reports.
     """
     try:
-        chunk = json.loads(data)
+        chunk: object = json.loads(data)
     except json.JSONDecodeError as exc:
         raise CodecError(
             f"{where}: the data is not JSON ({exc}): {data[:80]!r}. Is this a {stream}?"

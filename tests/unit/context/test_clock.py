@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.context.clock and pytest_agentctx.doubles.clock: the step
+"""Unit tests for pytest_agentctx.context.clock and pytest_agentctx.doubles.ids: the step
 clock, clock starts, injected clocks and id factories."""
 
 import re
@@ -7,8 +7,14 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pytest_agentctx.context.clock import DEFAULT_START, StepClock, parse_datetime
-from pytest_agentctx.doubles.clock import Clock, IdFactory, RandomIds, SequentialIds, SystemClock
+from pytest_agentctx.context.clock import (
+    DEFAULT_START,
+    Clock,
+    StepClock,
+    SystemClock,
+    parse_datetime,
+)
+from pytest_agentctx.doubles.ids import IdFactory, RandomIds, SequentialIds
 
 # -- protocols ---------------------------------------------------------------------------
 

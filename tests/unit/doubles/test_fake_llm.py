@@ -34,12 +34,12 @@ from pytest_agentctx.doubles.scripted_model import (
     estimate_tokens,
 )
 from pytest_agentctx.traffic.codecs import anthropic_messages, openai_chat
-from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, Usage
+from pytest_agentctx.traffic.codecs.base import Completion, DecodedRequest, NeutralMessage, Usage
 from pytest_agentctx.traffic.transport import Interceptor, WireRequest
 
 OPENAI_MODEL = "gpt-4o-mini"
 ANTHROPIC_MODEL = "claude-haiku-4-5"
-QUESTION = [{"role": "user", "content": "Weather in Paris?"}]
+QUESTION: list[NeutralMessage] = [{"role": "user", "content": "Weather in Paris?"}]
 _TLS = ssl.create_default_context()
 WEATHER_TOOL = {
     "type": "function",

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.doubles.frozen_clock: FrozenClock on freezegun,
+"""Unit tests of pytest_agentctx.doubles.freeze: FrozenClock on freezegun,
 with a module-walk skip list.
 
 The clock is frozen in 2001 in most tests: any reading from the real clock is then far
@@ -16,9 +16,8 @@ from time import time as module_level_time
 
 import pytest
 
-from pytest_agentctx.context.clock import DEFAULT_START
-from pytest_agentctx.doubles.clock import Clock
-from pytest_agentctx.doubles.frozen_clock import DEFAULT_SKIP, FrozenClock
+from pytest_agentctx.context.clock import DEFAULT_START, Clock
+from pytest_agentctx.doubles.freeze import DEFAULT_SKIP, FrozenClock
 
 START = "2001-02-03T04:05:06Z"
 FROZEN = datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC)
@@ -363,7 +362,7 @@ async def test_pydantic_first_loaded_under_a_frozen_clock_still_knows_real_dates
     # pydantic must have learnt the real datetime classes before the freeze, or no model with
     # a datetime field validates, frozen or not, for the rest of the session
     code = (
-        "from pytest_agentctx.doubles.frozen_clock import FrozenClock\n"
+        "from pytest_agentctx.doubles.freeze import FrozenClock\n"
         "with FrozenClock('2001-02-03T04:05:06Z'):\n"
         "    from datetime import datetime\n"
         "    from pydantic import BaseModel\n"

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.doubles.clock import SequentialIds
+from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.runtime.artifacts import (
     ARTIFACT_TOOLS,
     ARTIFACTS_DEP,

@@ -13,8 +13,8 @@ import pytest
 
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message
-from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fake_tools import FakeTools
+from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.errors import StepFailed, ToolDefinitionError
 from pytest_agentctx.runtime.failures import CompletedStep, Failure, format_traceback

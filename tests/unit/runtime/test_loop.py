@@ -24,9 +24,9 @@ from pytest_agentctx.context.model import (
     ToolCall,
     ToolResult,
 )
-from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.doubles.fake_tools import FakeToolCall, FakeTools
+from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.exceptions import AgentCtxError
 from pytest_agentctx.runtime.agent import Agent, RunResult
 from pytest_agentctx.runtime.artifacts import LocalArtifactStore

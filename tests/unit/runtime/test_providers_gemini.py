@@ -20,8 +20,8 @@ from google.genai import types
 from pytest_agentctx import Completion
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
-from pytest_agentctx.doubles.clock import SequentialIds
 from pytest_agentctx.doubles.fake_llm import FakeLLM
+from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.errors import ProviderError
 from pytest_agentctx.runtime.loop import AgentRuntime

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.doubles.clock import SequentialIds
+from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.runtime.errors import ToolDefinitionError
 from pytest_agentctx.runtime.tools import RunContext, Tool, render_tool_output, tool
 

@@ -12,10 +12,9 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pytest_agentctx.context.model import ToolCall
-from pytest_agentctx.traffic.codecs.base import Completion, parse_arguments
+from pytest_agentctx.traffic.codecs.base import Completion, each, fields, member, parse_arguments
 from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = [
@@ -41,14 +40,15 @@ SIGNATURE = "gemini_signature"
 _CAMEL_HUMP = re.compile(r"(?<!^)([A-Z])")
 
 
-def get(data: Mapping[str, Any], key: str, default: Any = None) -> Any:
+def get(data: Mapping[str, object], key: str, default: object = None) -> object:
     """``data[key]`` under its camelCase name, or its snake_case one."""
     if key in data:
-        return data[key]
+        value: object = data[key]
+        return value
     return data.get(_CAMEL_HUMP.sub(r"_\1", key).lower(), default)
 
 
-def synthetic_call_id(name: str, arguments: Mapping[str, Any], index: int) -> str:
+def synthetic_call_id(name: str, arguments: Mapping[str, object], index: int) -> str:
     """The id given to the ``index``-th function call of a turn when it has none.
 
     Deterministic, so a call read from a response and from the next request's echo of it
@@ -58,12 +58,12 @@ def synthetic_call_id(name: str, arguments: Mapping[str, Any], index: int) -> st
     return SYNTHETIC_ID_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def is_synthetic(call_id: Any) -> bool:
+def is_synthetic(call_id: object) -> bool:
     """Whether ``call_id`` is none, or one this codec made up (never sent on the wire)."""
     return not call_id or (isinstance(call_id, str) and call_id.startswith(SYNTHETIC_ID_PREFIX))
 
 
-def turn_parts(turn: Any, where: str) -> list[Mapping[str, Any]]:
+def turn_parts(turn: object, where: str) -> list[Mapping[str, object]]:
     """The ``parts`` of a turn (a content), checked: a :class:`CodecError` names ``where``."""
     if not isinstance(turn, Mapping):
         raise CodecError(
@@ -72,10 +72,10 @@ def turn_parts(turn: Any, where: str) -> list[Mapping[str, Any]]:
     parts = get(turn, "parts") or []
     if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
         raise CodecError(f"{where}: 'parts' is not a list of JSON objects: {parts!r:.80}.")
-    return parts
+    return [part for part in parts if isinstance(part, Mapping)]
 
 
-def text_of(turn: Any, where: str) -> str:
+def text_of(turn: object, where: str) -> str:
     """The text of a ``systemInstruction`` (a string, a part, or a content with parts)."""
     if isinstance(turn, str):
         return turn
@@ -84,52 +84,52 @@ def text_of(turn: Any, where: str) -> str:
     return "".join(str(part.get("text", "")) for part in turn_parts(turn, where))
 
 
-def model_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def model_parts(message: Mapping[str, object]) -> list[dict[str, object]]:
     """The parts of an assistant message: thoughts, text, function calls, and the thought
     signatures put back on the parts that carried them."""
-    reasoning = [item for item in message.get("reasoning") or [] if isinstance(item, Mapping)]
-    signatures = {
+    reasoning = [item for item in each(message.get("reasoning")) if isinstance(item, Mapping)]
+    signatures: dict[tuple[object, object], object] = {
         (item.get("part"), item.get("index", 0)): item.get("thoughtSignature")
         for item in reasoning
         if item.get("type") == SIGNATURE
     }
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     for item in reasoning:
         if item.get("type") == THOUGHT:
-            thought: dict[str, Any] = {"text": item.get("text", ""), "thought": True}
+            thought: dict[str, object] = {"text": item.get("text", ""), "thought": True}
             if item.get("thoughtSignature"):
                 thought["thoughtSignature"] = item["thoughtSignature"]
             parts.append(thought)
     content = message.get("content")
     if content:
-        text: dict[str, Any] = {"text": content}
+        text: dict[str, object] = {"text": content}
         if signatures.get(("text", 0)):
             text["thoughtSignature"] = signatures[("text", 0)]
         parts.append(text)
-    for index, call in enumerate(message.get("tool_calls") or []):
-        function_call: dict[str, Any] = {
-            "name": call["name"],
-            "args": call.get("arguments") or {},
+    for index, call in enumerate(each(message.get("tool_calls"))):
+        function_call: dict[str, object] = {
+            "name": member(call, "name"),
+            "args": fields(call).get("arguments") or {},
         }
-        if not is_synthetic(call.get("id")):
-            function_call["id"] = call["id"]
-        part: dict[str, Any] = {"functionCall": function_call}
+        if not is_synthetic(fields(call).get("id")):
+            function_call["id"] = member(call, "id")
+        part: dict[str, object] = {"functionCall": function_call}
         if signatures.get(("functionCall", index)):
             part["thoughtSignature"] = signatures[("functionCall", index)]
         parts.append(part)
     return parts
 
 
-def completion_of(parts: Sequence[Mapping[str, Any]], where: str) -> Completion:
+def completion_of(parts: Sequence[Mapping[str, object]], where: str) -> Completion:
     """Text, function calls and reasoning items of a model turn's parts."""
     texts: list[str] = []
     calls: list[ToolCall] = []
-    reasoning: list[dict[str, Any]] = []
+    reasoning: list[dict[str, object]] = []
     for position, part in enumerate(parts):
         signature = get(part, "thoughtSignature")
         call = get(part, "functionCall")
         if part.get("thought"):
-            thought: dict[str, Any] = {"type": THOUGHT, "text": part.get("text", "")}
+            thought: dict[str, object] = {"type": THOUGHT, "text": part.get("text", "")}
             if signature:
                 thought["thoughtSignature"] = signature
             reasoning.append(thought)
@@ -140,7 +140,9 @@ def completion_of(parts: Sequence[Mapping[str, Any]], where: str) -> Completion:
             index = len(calls)
             tool = str(call.get("name") or "")
             call_id = call.get("id") or synthetic_call_id(tool, arguments, index)
-            calls.append(ToolCall(id=call_id, name=tool, arguments=arguments))
+            calls.append(
+                ToolCall.model_validate({"id": call_id, "name": tool, "arguments": arguments})
+            )
             if signature:
                 reasoning.append(
                     {

@@ -8,10 +8,21 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TypedDict
 
+from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
-from pytest_agentctx.traffic.codecs.base import DecodedRequest, require
+from pytest_agentctx.traffic.codecs.base import (
+    DecodedRequest,
+    NeutralCall,
+    NeutralMessage,
+    NeutralTool,
+    each,
+    fields,
+    join_texts,
+    member,
+    require_list,
+)
 from pytest_agentctx.traffic.codecs.gemini.parts import (
     completion_of,
     get,
@@ -58,7 +69,14 @@ def request_for_path(path: str, request: DecodedRequest) -> DecodedRequest:
     )
 
 
-def _append(turns: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
+class _Turn(TypedDict):
+    """A turn of a ``generateContent`` request: its role and its parts."""
+
+    role: str
+    parts: list[dict[str, object]]
+
+
+def _append(turns: list[_Turn], role: str, parts: list[dict[str, object]]) -> None:
     """Add parts, merging into the previous turn of the same role (function responses of
     parallel calls go back in one turn)."""
     if turns and turns[-1]["role"] == role:
@@ -67,7 +85,9 @@ def _append(turns: list[dict[str, Any]], role: str, parts: list[dict[str, Any]])
         turns.append({"role": role, "parts": parts})
 
 
-def _response_part(message: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+def _response_part(
+    message: Mapping[str, object], names: Mapping[object, object]
+) -> dict[str, object]:
     call_id = message.get("tool_call_id")
     tool = message.get("name") or names.get(call_id or "")
     if not tool:
@@ -78,7 +98,7 @@ def _response_part(message: Mapping[str, Any], names: Mapping[str, str]) -> dict
             "name."
         )
     key = "error" if message.get("is_error") else "result"
-    function_response: dict[str, Any] = {
+    function_response: dict[str, object] = {
         "name": tool,
         "response": {key: message.get("content") or ""},
     }
@@ -90,11 +110,11 @@ def _response_part(message: Mapping[str, Any], names: Mapping[str, str]) -> dict
 def encode_request(
     *,
     model: str,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     tools: Sequence[ToolSpec] = (),
     max_tokens: int | None = None,
     temperature: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The JSON body of a ``generateContent`` request, with a ``model`` key for the provider
     (which sends the model in the URL and the rest as the body).
 
@@ -104,9 +124,9 @@ def encode_request(
     one role are merged. Tools are declared with their JSON Schema
     (``parametersJsonSchema``).
     """
-    system: list[str] = []
-    turns: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
+    system: list[object] = []
+    turns: list[_Turn] = []
+    names: dict[object, object] = {}
     for message in messages:
         role = message.get("role")
         if role == "system":
@@ -114,8 +134,8 @@ def encode_request(
         elif role == "user":
             _append(turns, "user", [{"text": message.get("content") or ""}])
         elif role == "assistant":
-            for call in message.get("tool_calls") or []:
-                names[call.get("id") or ""] = call["name"]
+            for call in each(message.get("tool_calls")):
+                names[fields(call).get("id") or ""] = member(call, "name")
             _append(turns, "model", model_parts(message))
         elif role == "tool":
             _append(turns, "user", [_response_part(message, names)])
@@ -124,9 +144,9 @@ def encode_request(
                 f"gemini.encode_request: message role {role!r} is not one of system, user, "
                 "assistant, tool."
             )
-    body: dict[str, Any] = {"model": model, "contents": turns}
+    body: dict[str, object] = {"model": model, "contents": turns}
     if system:
-        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+        body["systemInstruction"] = {"parts": [{"text": join_texts(system, "\n\n")}]}
     if tools:
         body["tools"] = [
             {
@@ -140,7 +160,7 @@ def encode_request(
                 ]
             }
         ]
-    config: dict[str, Any] = {}
+    config: dict[str, object] = {}
     if temperature is not None:
         config["temperature"] = temperature
     if max_tokens is not None:
@@ -150,7 +170,7 @@ def encode_request(
     return body
 
 
-def _response_content(response: Any) -> tuple[str, bool]:
+def _response_content(response: object) -> tuple[str, bool]:
     """A function response's payload as the text of a ``tool`` message, and whether it
     reports an error: the value of its one ``result``/``output``/``error`` key when that
     is a string, else the JSON."""
@@ -169,15 +189,15 @@ class _Turns:
     """Reads request turns into neutral messages, joining responses to calls."""
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[NeutralMessage] = []
         #: The ids of the last model turn's calls not answered yet, by function name.
         self.unanswered: dict[str, list[str]] = {}
 
-    def model_turn(self, parts: list[Mapping[str, Any]], where: str) -> None:
+    def model_turn(self, parts: list[Mapping[str, object]], where: str) -> None:
         completion = completion_of(parts, where)
-        message: dict[str, Any] = {"role": "assistant", "content": completion.content}
+        message: NeutralMessage = {"role": "assistant", "content": completion.content}
         if completion.tool_calls:
-            message["tool_calls"] = [call.model_dump(mode="json") for call in completion.tool_calls]
+            message["tool_calls"] = [_neutral_call(call) for call in completion.tool_calls]
         if completion.reasoning:
             message["reasoning"] = [dict(item) for item in completion.reasoning]
         self.messages.append(message)
@@ -185,7 +205,7 @@ class _Turns:
         for call in completion.tool_calls:
             self.unanswered.setdefault(call.name, []).append(call.id)
 
-    def user_turn(self, parts: list[Mapping[str, Any]], where: str) -> None:
+    def user_turn(self, parts: list[Mapping[str, object]], where: str) -> None:
         texts: list[str] = []
         for index, part in enumerate(parts):
             response = get(part, "functionResponse")
@@ -199,7 +219,7 @@ class _Turns:
             tool = str(response.get("name") or "")
             call_id = response.get("id") or self._answered(tool, index)
             content, is_error = _response_content(response.get("response"))
-            message: dict[str, Any] = {
+            message: NeutralMessage = {
                 "role": "tool",
                 "content": content,
                 "tool_call_id": call_id,
@@ -222,14 +242,20 @@ class _Turns:
             texts.clear()
 
 
-def _declarations(tools: Any) -> list[dict[str, Any]]:
+def _neutral_call(call: ToolCall) -> NeutralCall:
+    """A tool call of a decoded model turn, as its JSON."""
+    data = call.model_dump(mode="json")
+    return {"id": data["id"], "name": data["name"], "arguments": data["arguments"]}
+
+
+def _declarations(tools: object) -> list[NeutralTool]:
     if isinstance(tools, Mapping):
         tools = [tools]
-    declared: list[dict[str, Any]] = []
+    declared: list[NeutralTool] = []
     for tool in tools if isinstance(tools, list) else []:
         if not isinstance(tool, Mapping):
             continue
-        for declaration in get(tool, "functionDeclarations") or []:
+        for declaration in each(get(tool, "functionDeclarations")):
             if not isinstance(declaration, Mapping):
                 continue
             schema = get(declaration, "parametersJsonSchema")
@@ -245,7 +271,7 @@ def _declarations(tools: Any) -> list[dict[str, Any]]:
     return declared
 
 
-def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
+def decode_request(body: Mapping[str, object]) -> DecodedRequest:
     """A ``generateContent`` body in neutral form (function responses become ``tool``
     messages, joined to their calls).
 
@@ -253,7 +279,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     :func:`request_for_path`). A ``model`` key, as :func:`encode_request` adds, is read.
     """
     where = "gemini.decode_request"
-    contents = require(body, "contents", list, where)
+    contents = require_list(body, "contents", where)
     turns = _Turns()
     system = get(body, "systemInstruction")
     if system:
@@ -261,7 +287,7 @@ def decode_request(body: Mapping[str, Any]) -> DecodedRequest:
     for index, turn in enumerate(contents):
         at = f"{where}: contents[{index}]"
         parts = turn_parts(turn, at)
-        if turn.get("role") == "model":
+        if fields(turn).get("role") == "model":
             turns.model_turn(parts, at)
         else:
             turns.user_turn(parts, at)

@@ -7,29 +7,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
-from pytest_agentctx.traffic.codecs.base import Completion, Usage, require
+from pytest_agentctx.traffic.codecs.base import (
+    Completion,
+    Usage,
+    require_list,
+    text_or_none,
+    token_count,
+)
 from pytest_agentctx.traffic.codecs.gemini.parts import completion_of, get, model_parts, turn_parts
 from pytest_agentctx.traffic.errors import CodecError
 
 __all__ = ["decode_response", "encode_response", "reply_parts", "response_body"]
 
 
-def _decode_usage(data: Any) -> Usage | None:
+def _decode_usage(data: object) -> Usage | None:
     """Usage of a response: tool-use prompt tokens count as input, thinking tokens as
     output (they are billed as output)."""
     if not isinstance(data, Mapping):
         return None
     return Usage(
-        input_tokens=int(get(data, "promptTokenCount") or 0)
-        + int(get(data, "toolUsePromptTokenCount") or 0),
-        output_tokens=int(get(data, "candidatesTokenCount") or 0)
-        + int(get(data, "thoughtsTokenCount") or 0),
+        input_tokens=token_count(get(data, "promptTokenCount"))
+        + token_count(get(data, "toolUsePromptTokenCount")),
+        output_tokens=token_count(get(data, "candidatesTokenCount"))
+        + token_count(get(data, "thoughtsTokenCount")),
     )
 
 
-def decode_response(body: Mapping[str, Any]) -> Completion:
+def decode_response(body: Mapping[str, object]) -> Completion:
     """A ``generateContent`` response body as a :class:`Completion` (its first candidate).
 
     A response without candidates whose prompt was blocked is an empty reply whose stop
@@ -42,31 +47,31 @@ def decode_response(body: Mapping[str, Any]) -> Completion:
     feedback = get(body, "promptFeedback")
     if not candidates and isinstance(feedback, Mapping) and get(feedback, "blockReason"):
         stop_reason: str | None = str(get(feedback, "blockReason"))
-        parts: list[Mapping[str, Any]] = []
+        parts: list[Mapping[str, object]] = []
     else:
-        candidates = require(body, "candidates", list, where)
-        if not candidates or not isinstance(candidates[0], Mapping):
+        candidates = require_list(body, "candidates", where)
+        candidate = candidates[0] if candidates else None
+        if not isinstance(candidate, Mapping):
             raise CodecError(
                 f"{where}: 'candidates' holds no candidate object ({candidates!r:.80}). Is "
                 "this a complete generateContent response?"
             )
-        candidate = candidates[0]
-        stop_reason = get(candidate, "finishReason")
+        stop_reason = text_or_none(get(candidate, "finishReason"))
         content = candidate.get("content") or {}
         parts = turn_parts(content, f"{where}: candidates[0].content")
     completion = completion_of(parts, where)
     return replace(
         completion,
-        model=get(body, "modelVersion"),
+        model=text_or_none(get(body, "modelVersion")),
         usage=_decode_usage(get(body, "usageMetadata")),
         stop_reason=stop_reason,
-        response_id=get(body, "responseId"),
+        response_id=text_or_none(get(body, "responseId")),
     )
 
 
-def reply_parts(completion: Completion) -> list[dict[str, Any]]:
+def reply_parts(completion: Completion) -> list[dict[str, object]]:
     """The parts of the model turn that replies ``completion``."""
-    message: dict[str, Any] = {
+    message: dict[str, object] = {
         "content": completion.content,
         "tool_calls": [call.model_dump(mode="json") for call in completion.tool_calls],
         "reasoning": [dict(item) for item in completion.reasoning],
@@ -85,15 +90,15 @@ def _usage_metadata(usage: Usage, *, final: bool = True) -> dict[str, int]:
 
 
 def response_body(
-    parts: list[dict[str, Any]],
+    parts: list[dict[str, object]],
     completion: Completion,
     response_id: str,
     *,
     final: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A ``GenerateContentResponse`` holding ``parts`` of ``completion``: the whole reply,
     or (not ``final``) a chunk of a stream before its last, without finish reason."""
-    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+    candidate: dict[str, object] = {"content": {"parts": parts, "role": "model"}}
     if final:
         candidate["finishReason"] = completion.stop_reason or "STOP"
     candidate["index"] = 0
@@ -107,7 +112,7 @@ def response_body(
 
 def encode_response(
     completion: Completion, *, response_id: str, created: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A ``generateContent`` response body for ``completion`` (what the fake model serves).
 
     Function calls with a synthetic id are sent without one, as the Gemini API sends them.

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from pytest_agentctx.traffic.codecs.base import Completion
+from pytest_agentctx.traffic.codecs.base import Completion, concat_text, first
 from pytest_agentctx.traffic.codecs.gemini.parts import get, turn_parts
 from pytest_agentctx.traffic.codecs.gemini.response import (
     decode_response,
@@ -21,7 +20,7 @@ from pytest_agentctx.traffic.codecs.sse import SSEEvent, event_chunk, parse_sse,
 __all__ = ["decode_stream", "encode_stream"]
 
 
-def _event(data: Mapping[str, Any]) -> SSEEvent:
+def _event(data: Mapping[str, object]) -> SSEEvent:
     return SSEEvent(None, json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
@@ -35,7 +34,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
     marker.
     """
     parts = reply_parts(completion)
-    chunks: list[list[dict[str, Any]]] = []
+    chunks: list[list[dict[str, object]]] = []
     calls = [part for part in parts if "functionCall" in part]
     for part in parts:
         if "functionCall" in part:
@@ -43,10 +42,13 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
         if part.get("thought"):
             chunks.append([part])
             continue
-        pieces = split_text(part["text"]) or [""]
+        whole = part["text"]
+        if not isinstance(whole, str):  # a text part of a reply holds its text
+            raise TypeError(f"expected string or bytes-like object, got {type(whole).__name__!r}")
+        pieces = split_text(whole) or [""]
         signature = part.get("thoughtSignature")
         for number, piece in enumerate(pieces):
-            text: dict[str, Any] = {"text": piece}
+            text: dict[str, object] = {"text": piece}
             if signature and number == len(pieces) - 1:
                 text["thoughtSignature"] = signature
             chunks.append([text])
@@ -60,7 +62,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
     ]
 
 
-def _merge(parts: list[dict[str, Any]], new: Iterable[Mapping[str, Any]]) -> None:
+def _merge(parts: list[dict[str, object]], new: Iterable[Mapping[str, object]]) -> None:
     """Join streamed parts as the SDK's ``response.text`` does: consecutive text parts of
     the same kind (thought or not) into one; any other part as it comes."""
     for part in new:
@@ -72,7 +74,7 @@ def _merge(parts: list[dict[str, Any]], new: Iterable[Mapping[str, Any]]) -> Non
             and bool(part.get("thought")) == bool(last.get("thought"))
             and not get(last, "thoughtSignature")
         ):
-            last["text"] = last["text"] + str(part["text"])
+            last["text"] = concat_text(last["text"], str(part["text"]))
             signature = get(part, "thoughtSignature")
             if signature:
                 last["thoughtSignature"] = signature
@@ -89,9 +91,9 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
     """
     if isinstance(events, (bytes, str)):
         events = parse_sse(events)
-    parts: list[dict[str, Any]] = []
-    merged: dict[str, Any] = {}
-    stop_reason: str | None = None
+    parts: list[dict[str, object]] = []
+    merged: dict[str, object] = {}
+    stop_reason: object = None
     for position, item in enumerate(events):
         if not item.data:
             continue
@@ -102,13 +104,14 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
             if value:
                 merged[key] = value
         candidates = chunk.get("candidates") or []
-        if not candidates or not isinstance(candidates[0], Mapping):
+        candidate = first(candidates) if candidates else None
+        if not isinstance(candidate, Mapping):
             continue
-        candidate = candidates[0]
         stop_reason = get(candidate, "finishReason") or stop_reason
         _merge(parts, turn_parts(candidate.get("content") or {}, where))
     if parts or stop_reason or "promptFeedback" not in merged:
-        merged["candidates"] = [{"content": {"parts": parts, "role": "model"}}]
+        candidate_out: dict[str, object] = {"content": {"parts": parts, "role": "model"}}
         if stop_reason:
-            merged["candidates"][0]["finishReason"] = stop_reason
+            candidate_out["finishReason"] = stop_reason
+        merged["candidates"] = [candidate_out]
     return decode_response(merged)

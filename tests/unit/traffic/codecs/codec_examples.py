@@ -74,7 +74,9 @@ MALFORMED_REQUESTS = [
 
 # -- responses -------------------------------------------------------------------------
 
-_CHAT_TEXT = openai_chat.encode_response(Completion(content="YES"), response_id="chatcmpl-1")
+_CHAT_TEXT: dict[str, Any] = openai_chat.encode_response(
+    Completion(content="YES"), response_id="chatcmpl-1"
+)
 _ANTHROPIC_TEXT = anthropic_messages.encode_response(Completion(content="Sunny."), response_id="m")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -122,7 +123,7 @@ TEXT_RESPONSE: dict[str, Any] = {
 }
 
 
-def _encode(messages: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+def _encode(messages: Sequence[Mapping[str, Any]], **options: Any) -> dict[str, Any]:
     return anthropic_messages.encode_request(model="claude-haiku-4-5", messages=messages, **options)
 
 
@@ -721,7 +722,9 @@ def test_encode_request_sends_thinking_back_before_the_reply():
         {"role": "tool", "content": "sunny", "tool_call_id": "toolu_1"},
     ]
 
-    body = anthropic_messages.encode_request(model="claude-haiku-4-5", messages=messages)
+    body: dict[str, Any] = anthropic_messages.encode_request(
+        model="claude-haiku-4-5", messages=messages
+    )
 
     match body["messages"][1]["content"]:
         case [{"type": "thinking", "signature": "sig-1"}, {"type": "tool_use", "id": "toolu_1"}]:

@@ -201,8 +201,8 @@ def test_the_path_names_the_model_and_whether_it_streams(path, model, stream):
 # -- requests --------------------------------------------------------------------------
 
 
-def test_encode_request_puts_the_system_prompt_in_system_instruction():
-    body = gemini.encode_request(model=MODEL, messages=conversation()[:2])
+async def test_encode_request_puts_the_system_prompt_in_system_instruction():
+    body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=conversation()[:2])
 
     assert body == {
         "model": MODEL,
@@ -211,8 +211,8 @@ def test_encode_request_puts_the_system_prompt_in_system_instruction():
     }
 
 
-def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
-    body = gemini.encode_request(model=MODEL, messages=conversation())
+async def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
+    body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=conversation())
 
     assert body["contents"][1:] == [
         {
@@ -243,7 +243,7 @@ def test_encode_request_sends_ids_the_model_gave():
         {"role": "tool", "content": "Sunny", "tool_call_id": "fc_1"},
     ]
 
-    body = gemini.encode_request(model=MODEL, messages=messages)
+    body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=messages)
 
     assert body["contents"][1]["parts"][0]["functionCall"]["id"] == "fc_1"
     assert body["contents"][2]["parts"][0]["functionResponse"] == {
@@ -256,13 +256,13 @@ def test_encode_request_sends_ids_the_model_gave():
 def test_encode_request_sends_an_error_result_under_error():
     messages = [*conversation()[:4], {**conversation()[4], "is_error": True}]
 
-    body = gemini.encode_request(model=MODEL, messages=messages)
+    body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=messages)
 
     assert body["contents"][2]["parts"][1]["functionResponse"]["response"] == {"error": "Rainy"}
 
 
-def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
-    body = gemini.encode_request(
+async def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
+    body: dict[str, Any] = gemini.encode_request(
         model=MODEL,
         messages=conversation()[1:2],
         tools=[WEATHER_SPEC],
@@ -296,7 +296,9 @@ def test_decode_request_reads_snake_case_fields_and_a_tools_object():
 
     assert decoded.messages == [{"role": "user", "content": "What is the capital of France?"}]
     assert [tool["name"] for tool in decoded.tools] == ["get_capital"]
-    assert decoded.tools[0]["parameters"]["required"] == ["country"]
+    parameters = decoded.tools[0]["parameters"]
+    assert isinstance(parameters, dict)
+    assert parameters["required"] == ["country"]
 
 
 def test_decode_request_joins_a_function_response_to_the_call_it_answers():
@@ -315,8 +317,8 @@ def test_decode_request_joins_a_function_response_to_the_call_it_answers():
     ]
 
 
-def test_decode_request_joins_two_responses_of_one_tool_in_order():
-    body = gemini.encode_request(model=MODEL, messages=conversation())
+async def test_decode_request_joins_two_responses_of_one_tool_in_order():
+    body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=conversation())
 
     messages = gemini.decode_request(body).messages
 
@@ -449,7 +451,7 @@ def test_signatures_and_thoughts_go_back_on_the_parts_that_carried_them():
         "reasoning": [dict(item) for item in completion.reasoning],
     }
 
-    body = gemini.encode_request(model=MODEL, messages=[message])
+    body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=[message])
 
     assert body["contents"] == [{"role": "model", "parts": parts}]
 
@@ -594,7 +596,11 @@ def test_what_the_sdk_sends_decodes_to_the_conversation():
         messages=[
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "content": None, "tool_calls": [PARIS.model_dump(mode="json")]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": PARIS.id, "name": PARIS.name, "arguments": PARIS.arguments}],
+            },
             {"role": "tool", "content": "Sunny", "tool_call_id": PARIS.id, "name": "get_weather"},
         ],
     )

@@ -163,7 +163,9 @@ def test_a_reasoning_models_request_survives_decode_then_encode():
     recorded = request_body("llm__openai_responses_reasoning_tools_4_gzip.yaml", 3)
     decoded = openai_responses.decode_request(recorded)
 
-    encoded = openai_responses.encode_request(model="gpt-5.5", messages=decoded.messages)
+    encoded: dict[str, Any] = openai_responses.encode_request(
+        model="gpt-5.5", messages=decoded.messages
+    )
 
     def normalised(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # llm sends the arguments as '{"key": "start"}'; the codec writes them compactly

@@ -1,4 +1,5 @@
-"""A frozen wall clock for user code, on freezegun, that starts fast and keeps asyncio alive.
+"""The process's wall clock frozen for user code: :class:`FrozenClock`, on freezegun, which
+starts fast and keeps asyncio alive, and its :data:`DEFAULT_SKIP` list.
 
 Tools and agents sometimes read the wall clock themselves (``datetime.now()``,
 ``time.time()``). :class:`FrozenClock` freezes it with freezegun, with two changes to
@@ -36,7 +37,7 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Protocol
 
 # Imported here, before any freeze: pydantic's schema generator keys its table of known types
 # by the classes ``datetime.datetime`` and ``datetime.date`` are when it is first imported, and
@@ -115,6 +116,24 @@ DEFAULT_SKIP: frozenset[str] = (
 )
 
 
+class _TimeFactory(Protocol):
+    """What freezegun's ``start()`` returns: the frozen time, moved by ``tick``/``move_to``."""
+
+    def __call__(self) -> datetime: ...
+
+    def tick(self, delta: timedelta, /) -> datetime: ...
+
+    def move_to(self, target: datetime, /) -> None: ...
+
+
+class _Freezer(Protocol):
+    """What freezegun's ``freeze_time(...)`` returns."""
+
+    def start(self) -> _TimeFactory: ...
+
+    def stop(self) -> None: ...
+
+
 def _top_level(name: str) -> str:
     return name.partition(".")[0]
 
@@ -123,7 +142,7 @@ class FrozenClock:
     """The wall clock frozen at ``start`` until :meth:`tick` or :meth:`move_to` moves it.
 
     Use it as a context manager or with :meth:`start`/:meth:`stop`. It also satisfies the
-    :class:`~pytest_agentctx.doubles.clock.Clock` protocol, so a runtime can share it.
+    :class:`~pytest_agentctx.context.clock.Clock` protocol, so a runtime can share it.
     """
 
     def __init__(
@@ -140,8 +159,8 @@ class FrozenClock:
         self.skip: frozenset[str] = (DEFAULT_SKIP | extra) if default_skip else extra
         #: freezegun's ``ignore``: calls made from these modules see real time.
         self.ignore: tuple[str, ...] = tuple(ignore)
-        self._freezer: Any = None
-        self._factory: Any = None
+        self._freezer: _Freezer | None = None
+        self._factory: _TimeFactory | None = None
 
     @property
     def active(self) -> bool:
@@ -157,9 +176,10 @@ class FrozenClock:
         # freezegun works in naive UTC; give it the instant without its offset.
         naive_utc = self.initial.astimezone(UTC).replace(tzinfo=None)
         _pydantic_reads_fake_dates()
-        self._freezer = freeze_time(naive_utc, real_asyncio=True, ignore=list(self.ignore))
+        freezer: _Freezer = freeze_time(naive_utc, real_asyncio=True, ignore=list(self.ignore))
+        self._freezer = freezer
         with _skipping(self.skip):
-            self._factory = self._freezer.start()
+            self._factory = freezer.start()
         return self
 
     def stop(self) -> None:
@@ -169,7 +189,7 @@ class FrozenClock:
         self._freezer = None
         self._factory = None
 
-    def _require_active(self, what: str) -> Any:
+    def _require_active(self, what: str) -> _TimeFactory:
         if self._factory is None:
             raise RuntimeError(
                 f"FrozenClock.{what}() needs a started clock; call start() or use `with`."
@@ -230,7 +250,7 @@ def _pydantic_reads_fake_dates() -> None:
 
         def schema(
             cls: type,
-            source: Any,
+            source: object,
             handler: GetCoreSchemaHandler,
             *,
             build: Callable[[], CoreSchema] = build,
@@ -245,7 +265,7 @@ class _skipping:
 
     def __init__(self, skip: frozenset[str]) -> None:
         self.skip = skip
-        self._original: Callable[[ModuleType], list[tuple[str, Any]]] | None = None
+        self._original: Callable[[ModuleType], list[tuple[str, object]]] | None = None
 
     def __enter__(self) -> None:
         import freezegun.api as api
@@ -255,10 +275,10 @@ class _skipping:
             return
         skip = self.skip
 
-        def walk(module: ModuleType) -> list[tuple[str, Any]]:
+        def walk(module: ModuleType) -> list[tuple[str, object]]:
             if _top_level(getattr(module, "__name__", "") or "") in skip:
                 return []
-            result: list[tuple[str, Any]] = original(module)
+            result: list[tuple[str, object]] = original(module)
             return result
 
         self._original = original
