@@ -75,13 +75,15 @@ _PUBLIC: dict[str, str] = {
 __all__ = [*_PUBLIC]
 
 
-def __getattr__(name: str) -> Any:
-    """The name ``name`` of ``_PUBLIC``, looked up in its module (imported on first use)
-    every time, so that a module imported again gives its new objects."""
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"pytest_agentctx.{module}"), name)
+if not TYPE_CHECKING:  # type checkers read the imports above, and flag any other name
+
+    def __getattr__(name: str) -> Any:
+        """The name ``name`` of ``_PUBLIC``, looked up in its module (imported on first
+        use) every time, so that a module imported again gives its new objects."""
+        module = _PUBLIC.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(import_module(f"pytest_agentctx.{module}"), name)
 
 
 def __dir__() -> list[str]:

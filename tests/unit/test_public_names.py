@@ -387,7 +387,7 @@ def test_a_testing_name_is_the_object_its_module_defines(name: str, module: str)
 
 def test_an_unknown_testing_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match=r"'pytest_agentctx\.testing' has no attribute 'Nope'"):
-        pytest_agentctx.testing.Nope  # noqa: B018
+        pytest_agentctx.testing.Nope  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_dir_of_testing_lists_every_testing_name() -> None:
