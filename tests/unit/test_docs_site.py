@@ -166,3 +166,33 @@ def test_the_testing_reference_documents_every_testing_name() -> None:
     }
 
     assert sorted(documented) == sorted(pytest_agentctx.testing.__all__)
+
+
+#: The pages that may name internal modules: the architecture, and the pages under
+#: "Internals" that document the layers for contributors.
+INTERNALS_PAGES = (
+    {"architecture.md"}
+    | {
+        f"reference/{name}.md"
+        for name in ("context", "runtime", "assertions", "traffic", "doubles", "reports", "plugin")
+    }
+    | {"reference/cli.md", "reference/redaction.md"}
+)
+
+
+def test_the_docs_name_no_internal_module() -> None:
+    # `pytest_agentctx.X` in prose or code: X is a public name, `testing`, or a dunder
+    allowed = {*PUBLIC, "testing"}
+    found = sorted(
+        f"{path.relative_to(ROOT).as_posix()}: {match.group(0)}"
+        for path in _documented_files()
+        if path.relative_to(DOCS if DOCS in path.parents else ROOT).as_posix()
+        not in INTERNALS_PAGES
+        for match in re.finditer(r"\bpytest_agentctx\.(\w+)", path.read_text(encoding="utf-8"))
+        if match.group(1) not in allowed and not match.group(1).startswith("__")
+    )
+
+    assert found == [], (
+        "the docs name internal modules (docs/architecture.md, 'What you may import'): "
+        "name the public import path instead"
+    )
