@@ -2,8 +2,7 @@
 (``X as X``) from the module that defines it, for type checkers, which do not run the
 package's ``__getattr__``. At run time the package imports each name on first use, from
 the table of :mod:`pytest_agentctx._public`; tests/unit/test_public_names.py checks that the
-two agree. The stub keeps these imports out of the ``__init__``, whose source pytest parses
-and rewrites on every run."""
+two agree."""
 
 from . import exceptions as exceptions
 from .assertions.errors import MismatchError as MismatchError

@@ -1,14 +1,14 @@
-"""The package's public names: the table its ``__getattr__`` imports each from and its
-``__all__`` lists. Kept out of the package's ``__init__``, whose source pytest parses and
-rewrites on every run (see ``_off_assertion_rewriting`` there); this module loads from its
-``.pyc``. The stub ``__init__.pyi`` imports the same names for type checkers.
+"""The table of the package's public names, each with the module that defines it: the
+source of ``pytest_agentctx.__all__`` and of its ``__getattr__``, which imports a name's
+module on first use. The stub ``__init__.pyi`` imports the same names for type checkers,
+and ``pytest_agentctx.testing`` has a table of its own for what tests and helpers need
+beyond them (docs/architecture.md, "What you may import").
 """
 
 from __future__ import annotations
 
-#: Every public name, with the module that defines it: the source of ``__all__`` and of
-#: the loader below. A name is imported on first use (PEP 562), so that loading the pytest
-#: plugin, or one module of the package, does not import all of it (start-up time).
+#: Every public name, with the module (relative to the package) that defines it. Moving a
+#: definition changes its one line here and its import in ``__init__.pyi``.
 PUBLIC: dict[str, str] = {
     # the context
     "AgentContext": "context.model",

@@ -35,6 +35,19 @@ MAY_IMPORT: dict[str, set[str]] = {
     "plugin": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
     "cli": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
     "facade": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
+    # pytest_agentctx.testing, the second facade: what tests and helpers need beyond the
+    # package's names, some of it defined by the plugin and the command
+    "testing": {
+        "base",
+        "context",
+        "assertions",
+        "traffic",
+        "doubles",
+        "reports",
+        "runtime",
+        "plugin",
+        "cli",
+    },
 }
 
 #: Imports against the direction that the code has today: (importing module, imported
@@ -52,6 +65,8 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if parts in ([PACKAGE], [PACKAGE, "_public"]):  # the facade and its table of names
         return "facade"
+    if parts == [PACKAGE, "testing"]:
+        return "testing"
     if parts[1] == "__main__":  # python -m pytest_agentctx: the command
         return "cli"
     if parts[1] in BASE_MODULES:

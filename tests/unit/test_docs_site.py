@@ -3,7 +3,12 @@
 * Every Markdown page under docs/ is in the nav (MkDocs builds a page left out of the nav
   but links it from nowhere), and every page the nav names exists.
 * The API reference (docs/reference/index.md) documents every public name of the package,
-  the names of ``PUBLIC`` in pytest_agentctx/_public.py, and no other.
+  the names of ``PUBLIC`` in pytest_agentctx/_public.py, and no other; its testing page
+  (docs/reference/testing.md) every name of ``pytest_agentctx.testing``, and no other.
+* Every import the docs, the README and the examples write (``from pytest_agentctx... import
+  ...``, ``import pytest_agentctx...``) is of a supported path, ``pytest_agentctx`` or
+  ``pytest_agentctx.testing`` (docs/architecture.md, "What you may import"), and every name
+  it imports is there.
 
 ``make docs`` builds the site itself (strict: any warning fails it).
 """
@@ -11,18 +16,28 @@
 from __future__ import annotations
 
 import re
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import pytest_agentctx.testing
 from pytest_agentctx._public import PUBLIC
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 #: The directive of mkdocstrings: ``::: dotted.name`` alone on a line.
 DIRECTIVE = re.compile(r"^::: (\S+)\s*$", re.MULTILINE)
+#: The import paths users may write (docs/architecture.md, "What you may import").
+SUPPORTED = ("pytest_agentctx", "pytest_agentctx.testing")
+#: ``from pytest_agentctx... import names`` (names in parentheses may span lines) and
+#: ``import pytest_agentctx...``, in code or in prose.
+FROM_IMPORT = re.compile(
+    r"\bfrom\s+(pytest_agentctx[\w.]*)\s+import\s+(\([^)]*\)|[^\n`]*)", re.MULTILINE
+)
+PLAIN_IMPORT = re.compile(r"^\s*import\s+(pytest_agentctx[\w.]*)", re.MULTILINE)
 
 
 def _config() -> dict[str, Any]:
@@ -89,4 +104,95 @@ def test_the_reference_documents_every_public_name() -> None:
     )
     assert sorted(documented - public) == [], (
         "docs/reference/index.md documents names that pytest_agentctx does not export"
+    )
+
+
+def _documented_files() -> list[Path]:
+    """The files whose imports users copy: the docs, the README and the examples."""
+    examples = [p for p in sorted((ROOT / "examples").rglob("*")) if p.suffix in {".py", ".md"}]
+    return [*sorted(DOCS.rglob("*.md")), ROOT / "README.md", *examples]
+
+
+def _documented_imports() -> list[tuple[str, str, list[str]]]:
+    """Every import of the package the documented files write: (where, module, names)."""
+    found = []
+    for path in _documented_files():
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT).as_posix()
+        for match in FROM_IMPORT.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            names = re.sub(r"#[^\n]*", "", match.group(2)).strip("() \n")
+            imported = [n.split(" as ")[0].strip() for n in names.split(",") if n.strip()]
+            found.append((f"{where}:{line}", match.group(1), imported))
+        for match in PLAIN_IMPORT.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((f"{where}:{line}", match.group(1), []))
+    return found
+
+
+def test_the_docs_import_only_the_supported_paths() -> None:
+    found = _documented_imports()
+
+    unsupported = sorted(
+        f"{where}: {module}" for where, module, _ in found if module not in SUPPORTED
+    )
+
+    assert len(found) > 20  # the patterns still find the docs' imports
+    assert unsupported == [], (
+        "the docs teach internal import paths: import from pytest_agentctx or "
+        "pytest_agentctx.testing (add a name to pytest_agentctx/testing.py's table if a "
+        "reader needs it)"
+    )
+
+
+def test_every_name_the_docs_import_is_there() -> None:
+    missing = sorted(
+        f"{where}: {module}.{name}"
+        for where, module, names in _documented_imports()
+        if module in SUPPORTED
+        for name in names
+        if name != "*" and not hasattr(import_module(module), name)
+    )
+
+    assert missing == []
+
+
+def test_the_testing_reference_documents_every_testing_name() -> None:
+    text = (DOCS / "reference" / "testing.md").read_text(encoding="utf-8")
+    documented = {
+        name.removeprefix("pytest_agentctx.testing.")
+        for name in DIRECTIVE.findall(text)
+        if name.startswith("pytest_agentctx.testing.")
+    }
+
+    assert sorted(documented) == sorted(pytest_agentctx.testing.__all__)
+
+
+#: The pages that may name internal modules: the architecture, and the pages under
+#: "Internals" that document the layers for contributors.
+INTERNALS_PAGES = (
+    {"architecture.md"}
+    | {
+        f"reference/{name}.md"
+        for name in ("context", "runtime", "assertions", "traffic", "doubles", "reports", "plugin")
+    }
+    | {"reference/cli.md", "reference/redaction.md"}
+)
+
+
+def test_the_docs_name_no_internal_module() -> None:
+    # `pytest_agentctx.X` in prose or code: X is a public name, `testing`, or a dunder
+    allowed = {*PUBLIC, "testing"}
+    found = sorted(
+        f"{path.relative_to(ROOT).as_posix()}: {match.group(0)}"
+        for path in _documented_files()
+        if path.relative_to(DOCS if DOCS in path.parents else ROOT).as_posix()
+        not in INTERNALS_PAGES
+        for match in re.finditer(r"\bpytest_agentctx\.(\w+)", path.read_text(encoding="utf-8"))
+        if match.group(1) not in allowed and not match.group(1).startswith("__")
+    )
+
+    assert found == [], (
+        "the docs name internal modules (docs/architecture.md, 'What you may import'): "
+        "name the public import path instead"
     )

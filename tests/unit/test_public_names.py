@@ -1,22 +1,26 @@
-"""The names users import: every public name of ``from pytest_agentctx import X``, where it
-is defined, and the plugin module the ``pytest11`` entry point names.
+"""The supported import paths and their names: every public name of ``from pytest_agentctx
+import X`` and of ``from pytest_agentctx.testing import X``, where each is defined, and the
+plugin module the ``pytest11`` entry point names (docs/architecture.md, "What you may
+import").
 
 The lists are written out, not computed: moving a definition, or adding or dropping a public
-name, changes this file too. A name added on purpose goes into ``PUBLIC_NAMES`` with the
-module that defines it.
+name, changes this file too. A name added on purpose goes into ``PUBLIC_NAMES`` (or
+``TESTING_NAMES``) with the module that defines it.
 
-A package with lazily imported names (``pytest_agentctx`` and ``pytest_agentctx.traffic.cassettes``)
-lists them twice: in its table (name to defining module), the source of its ``__all__`` and
-of its ``__getattr__``, and in imports for type checkers (``pytest_agentctx``: the table in
-``_public.py``, the imports in its stub ``__init__.pyi``; the other: ``_PUBLIC`` and a
-``TYPE_CHECKING`` block in its ``__init__``). The tests here read both from the source and
-check that they agree.
+A module with lazily imported names (``pytest_agentctx``, ``pytest_agentctx.testing`` and the
+internal ``pytest_agentctx.traffic.cassettes``) lists them twice: in its table (name to
+defining module), the source of its ``__all__`` and of its ``__getattr__``, and in imports for
+type checkers (``pytest_agentctx``: the table in ``_public.py``, the imports in its stub
+``__init__.pyi``; the others: ``_PUBLIC`` and a ``TYPE_CHECKING`` block in the module). The
+tests here read both from the source and check that they agree, and with the lists here.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
+import sys
 import tomllib
 from importlib import import_module
 from pathlib import Path
@@ -25,6 +29,7 @@ import pytest
 from _pytest.fixtures import FixtureFunctionDefinition
 
 import pytest_agentctx
+import pytest_agentctx.testing
 
 #: Every public name of the package, with the module that defines it.
 PUBLIC_NAMES: dict[str, str] = {
@@ -189,6 +194,30 @@ PUBLIC_NAMES: dict[str, str] = {
     "write_artifact": "pytest_agentctx.runtime.artifacts",
 }
 
+#: Every name of ``pytest_agentctx.testing``, with the module that defines it.
+TESTING_NAMES: dict[str, str] = {
+    "Codec": "pytest_agentctx.traffic.codecs.base",
+    "Interaction": "pytest_agentctx.traffic.cassettes.store",
+    "NetworkGuard": "pytest_agentctx.traffic.cassettes.network",
+    "PLACEHOLDER_KEYS": "pytest_agentctx.doubles.fake_llm",
+    "Redactor": "pytest_agentctx.traffic.cassettes.redact",
+    "RepeatSpec": "pytest_agentctx.plugin.repetition",
+    "RepeatTally": "pytest_agentctx.plugin.repetition",
+    "RunRecord": "pytest_agentctx.context.figures",
+    "SSEEvent": "pytest_agentctx.traffic.codecs.sse",
+    "attach_baselines": "pytest_agentctx.reports.gate",
+    "build_record": "pytest_agentctx.reports.record",
+    "dump_cassette": "pytest_agentctx.traffic.cassettes.store",
+    "failure_entry": "pytest_agentctx.reports.failures",
+    "format_sse": "pytest_agentctx.traffic.codecs.sse",
+    "get_codec": "pytest_agentctx.traffic.codecs.base",
+    "load_cassette": "pytest_agentctx.traffic.cassettes.store",
+    "main": "pytest_agentctx.cli.main",
+    "parse_sse": "pytest_agentctx.traffic.codecs.sse",
+    "serialize": "pytest_agentctx.assertions.snapshots.serialization",
+    "write_cassette": "pytest_agentctx.traffic.cassettes.store",
+}
+
 #: The ``pytest11`` entry point: pytest loads this module as the plugin ``agentctx``.
 ENTRY_POINT = ("agentctx", "pytest_agentctx.plugin")
 
@@ -248,22 +277,28 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 #: The packages whose names are imported on first use, with the names each defines itself
 #: (and so lists in ``__all__`` but not in its table).
-LAZY_PACKAGES = {"pytest_agentctx": ["__version__"], "pytest_agentctx.traffic.cassettes": []}
+LAZY_PACKAGES = {
+    "pytest_agentctx": ["__version__"],
+    "pytest_agentctx.testing": [],
+    "pytest_agentctx.traffic.cassettes": [],
+}
 
 
 def lazy_declarations(package: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
-    """The table of public names of ``package`` as (name, module) pairs in source order, and
-    the imports it gives type checkers as (name, alias, module) triples; modules are
-    absolute. ``pytest_agentctx`` keeps its table in ``_public.py`` (``PUBLIC``) and its
-    imports in its stub, ``__init__.pyi``; ``pytest_agentctx.traffic.cassettes`` keeps both
-    in its ``__init__`` (``_PUBLIC`` and a ``TYPE_CHECKING`` block)."""
-    init = Path(inspect.getfile(import_module(package)))
-    if (init.parent / "_public.py").exists():
-        table_source = (init.parent / "_public.py").read_text(encoding="utf-8")
-        imports_body = ast.parse(init.with_suffix(".pyi").read_text(encoding="utf-8")).body
+    """The table of public names of ``package`` (a package or a module) as (name, module)
+    pairs in source order, and the imports it gives type checkers as (name, alias, module)
+    triples; modules are absolute. ``pytest_agentctx`` keeps its table in ``_public.py``
+    (``PUBLIC``) and its imports in its stub, ``__init__.pyi``; the others keep both in
+    their own source (``_PUBLIC`` and a ``TYPE_CHECKING`` block)."""
+    source = Path(inspect.getfile(import_module(package)))
+    # what the table's modules and the relative imports are relative to
+    anchor = package if source.name == "__init__.py" else package.rpartition(".")[0]
+    if (source.parent / "_public.py").exists() and source.name == "__init__.py":
+        table_source = (source.parent / "_public.py").read_text(encoding="utf-8")
+        imports_body = ast.parse(source.with_suffix(".pyi").read_text(encoding="utf-8")).body
         table_name = "PUBLIC"
     else:
-        table_source = init.read_text(encoding="utf-8")
+        table_source = source.read_text(encoding="utf-8")
         blocks = [
             node
             for node in ast.parse(table_source).body
@@ -276,7 +311,7 @@ def lazy_declarations(package: str) -> tuple[list[tuple[str, str]], list[tuple[s
         if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == table_name:
             assert isinstance(node.value, ast.Dict)
             table = [
-                (ast.literal_eval(key), f"{package}.{ast.literal_eval(value)}")
+                (ast.literal_eval(key), f"{anchor}.{ast.literal_eval(value)}")
                 for key, value in zip(node.value.keys, node.value.values, strict=True)
                 if key is not None
             ]
@@ -286,7 +321,7 @@ def lazy_declarations(package: str) -> tuple[list[tuple[str, str]], list[tuple[s
             continue  # the stub's own names (``__version__``), its submodule import
         assert statement.level == 1
         imports += [
-            (alias.name, alias.asname or "", f"{package}.{statement.module}")
+            (alias.name, alias.asname or "", f"{anchor}.{statement.module}")
             for alias in statement.names
         ]
     return table, imports
@@ -322,7 +357,60 @@ def test_the_public_table_gives_the_defining_modules() -> None:
     assert dict(table) | {"__version__": "pytest_agentctx"} == PUBLIC_NAMES
 
 
-def test_dir_lists_every_public_name() -> None:
+def test_the_testing_table_gives_the_defining_modules() -> None:
+    table, imports = lazy_declarations("pytest_agentctx.testing")
+
+    assert dict(table) == TESTING_NAMES
+    assert {name: module for name, _, module in imports} == TESTING_NAMES
+
+
+def test_the_stub_the_table_and_public_names_list_the_same_names() -> None:
+    table, imports = lazy_declarations("pytest_agentctx")
+    stub = {name for name, _, _ in imports} | {"__version__"}
+
+    assert stub == {name for name, _ in table} | {"__version__"} == set(PUBLIC_NAMES)
+
+
+def test_a_name_has_one_supported_path() -> None:
+    # a name of pytest_agentctx.testing is not also a name of pytest_agentctx
+    assert sorted(set(TESTING_NAMES) & set(PUBLIC_NAMES)) == []
+
+
+@pytest.mark.parametrize(("name", "module"), sorted(TESTING_NAMES.items()))
+def test_a_testing_name_is_the_object_its_module_defines(name: str, module: str) -> None:
+    value = getattr(pytest_agentctx.testing, name)
+
+    assert value is getattr(import_module(module), name)
+    if inspect.isclass(value) or inspect.isfunction(value):
+        assert value.__module__ == module
+
+
+def test_an_unknown_testing_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match=r"'pytest_agentctx\.testing' has no attribute 'Nope'"):
+        pytest_agentctx.testing.Nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_dir_of_testing_lists_every_testing_name() -> None:
+    assert sorted(set(TESTING_NAMES) - set(dir(pytest_agentctx.testing))) == []
+
+
+def test_importing_testing_loads_none_of_the_modules_of_its_names() -> None:
+    # a fresh interpreter: this one has long imported everything
+    code = (
+        "import sys, pytest_agentctx.testing\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'httpx2', "
+        "'syrupy', 'aiohttp', 'pytest_agentctx.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+    assert (done.returncode, done.stdout.strip()) == (
+        0,
+        "['pytest_agentctx._lazy', 'pytest_agentctx._public', 'pytest_agentctx.exceptions', "
+        "'pytest_agentctx.testing']",
+    )
+
+
+async def test_dir_lists_every_public_name() -> None:
     listed = dir(pytest_agentctx)
 
     assert sorted(set(pytest_agentctx.__all__) - set(listed)) == []
