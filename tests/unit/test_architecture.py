@@ -12,6 +12,7 @@ helpers, the exceptions and the redaction package at the top level (``base``), o
 from __future__ import annotations
 
 import ast
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,117 @@ def test_a_layer_package_imports_nothing_when_imported(name: str) -> None:
     imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
 
     assert [ast.unparse(node) for node in imports] == []
+
+
+def type_checking_lines(tree: ast.AST) -> set[int]:
+    """The lines of the imports under ``if TYPE_CHECKING:`` in ``tree``: imports only a type
+    checker reads, which run nothing."""
+    return {
+        inner.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+        if isinstance(inner, ast.Import | ast.ImportFrom)
+    }
+
+
+def run_time_imports(path: Path) -> set[str]:
+    """The modules of pytest_agentctx that the file at ``path`` imports when it runs: at
+    module level and inside functions, not under ``TYPE_CHECKING``."""
+    type_only = type_checking_lines(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    own = module_name(path)
+    return {module for line, module in package_imports(path) if line not in type_only} - {own}
+
+
+def cycles_of(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each set of modules of ``graph`` (module to the modules it imports) that import one
+    another, directly or through others: its strongly connected components of more than one
+    module (Tarjan's algorithm), each sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in sorted(graph.get(module, set()) & set(graph)):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            component: list[str] = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_no_modules_import_one_another_at_run_time() -> None:
+    cycles = cycles_of({module_name(path): run_time_imports(path) for path in modules()})
+
+    assert cycles == [], (
+        "modules that import one another at run time: move what they share into a module "
+        "below them, or import it for type checking only (under TYPE_CHECKING):\n"
+        + "\n".join(" <-> ".join(cycle) for cycle in cycles)
+    )
+
+
+def test_cycles_of_finds_a_cycle_through_a_third_module() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+    assert cycles_of(graph) == [["a", "b", "c"]]
+
+
+def test_cycles_of_finds_none_in_imports_that_point_one_way() -> None:
+    graph = {"a": {"b", "c"}, "b": {"c"}, "c": set()}
+
+    assert cycles_of(graph) == []
+
+
+def test_an_import_under_type_checking_is_not_a_run_time_import() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from pytest_agentctx import exceptions\n"
+        "if TYPE_CHECKING:\n"
+        "    from pytest_agentctx import _files\n"
+        "def f():\n"
+        "    from pytest_agentctx import _locks\n"
+    )
+
+    assert type_checking_lines(ast.parse(source)) == {4}
+
+
+#: The most ``Any`` the package may name per 1,000 lines, outside ``assertions/`` (whose
+#: patterns match any value a user compares, by design).
+MAX_ANY_PER_1000_LINES = 15
+
+
+def any_count(path: Path) -> int:
+    """How many times the source at ``path`` names ``Any`` (as a name token: not in strings
+    or comments)."""
+    with path.open(encoding="utf-8") as source:
+        tokens = tokenize.generate_tokens(source.readline)
+        return sum(token.type == tokenize.NAME and token.string == "Any" for token in tokens)
+
+
+def test_the_package_names_any_rarely_outside_the_assertions() -> None:
+    counted = [path for path in modules() if path.relative_to(PACKAGE_DIR).parts[0] != "assertions"]
+    names = {str(path.relative_to(PACKAGE_DIR)): any_count(path) for path in counted}
+    lines = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in counted)
+    per_1000 = 1000 * sum(names.values()) / lines
+    most = sorted(names.items(), key=lambda item: -item[1])[:10]
+
+    assert per_1000 < MAX_ANY_PER_1000_LINES, (
+        f"the package names Any {per_1000:.1f} times per 1,000 lines outside assertions/ "
+        f"(at most {MAX_ANY_PER_1000_LINES}): type the values it stands for (a Protocol, a "
+        f"TypedDict, object narrowed with isinstance). Most in: {most}"
+    )
