@@ -15,7 +15,7 @@ before the function runs. A tool may be sync or async, and may take one paramete
 annotated :class:`RunContext` to receive the runtime's context (agent, actor, tenant,
 dependencies, state, iteration): that parameter is not part of the schema.
 
-A tool may also declare what happens when it fails (see :mod:`pytest_agentctx.runtime.failures`):
+A tool may also declare what happens when it fails (see :mod:`pytest_agentctx.runtime.recovery`):
 ``@tool(on_failure=handler, compensate=undo)``. Without ``on_failure``, an exception is
 fed back to the model as an error result.
 """
@@ -38,7 +38,7 @@ from pytest_agentctx.runtime.errors import ToolDefinitionError
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.clock import Clock, IdFactory
-    from pytest_agentctx.runtime.failures import Compensation, FailureHandler
+    from pytest_agentctx.runtime.recovery import Compensation, FailureHandler
 
 __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
 
@@ -114,7 +114,7 @@ class Tool(Generic[_F_co]):
     returns (a coroutine for an async function). ``Tool[Any]`` is any tool.
 
     ``on_failure`` and ``compensate`` declare the tool's failure handling (see
-    :mod:`pytest_agentctx.runtime.failures`).
+    :mod:`pytest_agentctx.runtime.recovery`).
     """
 
     def __init__(
@@ -324,7 +324,7 @@ def tool(
 ) -> Tool[_F] | Callable[[_F], Tool[_F]]:
     """Turn a function into a :class:`Tool`; use as ``@tool`` or ``@tool(name=...)``.
 
-    ``on_failure`` is called with a :class:`~pytest_agentctx.runtime.failures.Failure` when the tool
+    ``on_failure`` is called with a :class:`~pytest_agentctx.runtime.recovery.Failure` when the tool
     raises (a value other than ``None`` recovers and becomes the result); ``compensate``
     undoes the tool's work when a later step fails beyond recovery. Either way the tool
     keeps the function's signature for type checkers (see :class:`Tool`).
