@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pytest_agentctx.context.model import AgentContext, ToolCall
 from pytest_agentctx.exceptions import AgentCtxError
@@ -54,7 +54,7 @@ class Agent:
     name: str
     model: str
     system_prompt: str | None = None
-    tools: Sequence[Tool[Any]] = ()
+    tools: Sequence[Tool[Callable[..., object]]] = ()
     max_iterations: int = 10
     max_tokens: int | None = None
     temperature: float | None = None
@@ -111,7 +111,7 @@ class Agent:
         """The model part of ``model`` (``gpt-4o-mini``)."""
         return split_model(self.model)[1]
 
-    def get_tool(self, name: str) -> Tool[Any] | None:
+    def get_tool(self, name: str) -> Tool[Callable[..., object]] | None:
         """The tool called ``name``, or ``None``."""
         return next((t for t in self.tools if t.name == name), None)
 

@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
@@ -453,4 +453,8 @@ def list_artifacts(ctx: RunContext, prefix: str = "") -> str:
 
 
 #: The built-in artifact tools, to add to an agent: ``Agent(..., tools=[*ARTIFACT_TOOLS])``.
-ARTIFACT_TOOLS: tuple[Tool[Any], ...] = (write_artifact, read_artifact, list_artifacts)
+ARTIFACT_TOOLS: tuple[Tool[Callable[..., object]], ...] = (
+    write_artifact,
+    read_artifact,
+    list_artifacts,
+)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from pytest_agentctx.runtime.tools import RunContext
@@ -107,7 +107,8 @@ class Failure:
 
     ``step`` is the tool's name, ``at`` the runtime clock's time when the failure was
     caught; ``traceback`` is :func:`format_traceback` text. ``exception`` is the exception
-    object itself (not recorded in the context).
+    object itself (not recorded in the context). ``arguments`` are the tool's validated
+    arguments, typed ``Any``: the handler knows the tool's parameters, this module does not.
     """
 
     step: str
@@ -117,7 +118,7 @@ class Failure:
     message: str
     traceback: str
     at: datetime
-    arguments: Mapping[str, object] = field(default_factory=dict)
+    arguments: Mapping[str, Any] = field(default_factory=dict)
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -163,14 +164,16 @@ class CompletedStep:
 
     ``output`` is what the tool returned (before it was rendered as text);
     ``run_context`` is the :class:`~pytest_agentctx.runtime.tools.RunContext` the tool ran with,
-    so a compensation reaches the same dependencies (``run_context.deps``).
+    so a compensation reaches the same dependencies (``run_context.deps``). ``arguments``
+    and ``output`` are typed ``Any``: the compensation knows the tool's types, this module
+    does not.
     """
 
     step: str
     tool_call_id: str
     iteration: int
-    arguments: Mapping[str, object]
-    output: object
+    arguments: Mapping[str, Any]
+    output: Any
     run_context: RunContext | None = field(default=None, compare=False, repr=False)
     compensate: Compensation | None = field(default=None, compare=False, repr=False)
 

@@ -38,6 +38,7 @@ from pytest_agentctx.runtime.errors import ToolDefinitionError
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.clock import Clock, IdFactory
+    from pytest_agentctx.runtime.agent import Agent
     from pytest_agentctx.runtime.recovery import Compensation, FailureHandler
 
 __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
@@ -47,7 +48,7 @@ __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
 # `[get_weather, add]`) into a Tool (of `function`) that Agent(tools=...) takes. Generic
 # over a ParamSpec and a return type, the same list would join into `object`.
 _F_co = TypeVar("_F_co", covariant=True)
-_F = TypeVar("_F", bound=Callable[..., Any])
+_F = TypeVar("_F", bound=Callable[..., object])
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
@@ -62,7 +63,7 @@ class RunContext:
     artifact store under ``"artifacts"``); ``state`` is the ``run(..., state=...)`` object.
     """
 
-    agent: Any
+    agent: Agent
     iteration: int
     tool_call: ToolCall
     clock: Clock
@@ -134,7 +135,7 @@ class Tool(Generic[_F_co]):
                     f"@tool({option}={value!r}) for {getattr(fn, '__name__', fn)!r}: expected a "
                     f"function (sync or async) or None, got {type(value).__name__}."
                 )
-        self.fn: Callable[..., Any] = fn
+        self.fn: Callable[..., object] = fn
         self.on_failure = on_failure
         self.compensate = compensate
         if name is not None and not name:
@@ -165,7 +166,7 @@ class Tool(Generic[_F_co]):
                 f"Cannot read the signature of {where}: {exc}. Make every annotation "
                 "importable at module level."
             ) from exc
-        fields: dict[str, Any] = {}
+        fields: dict[str, Any] = {}  # create_model takes annotations, typed Any
         for param in signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ToolDefinitionError(
@@ -203,7 +204,7 @@ class Tool(Generic[_F_co]):
             **fields,
         )
 
-    def _schema(self) -> dict[str, Any]:
+    def _schema(self) -> dict[str, object]:
         schema = self._args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -218,7 +219,7 @@ class Tool(Generic[_F_co]):
         """The name, description and JSON schema sent to providers."""
         return ToolSpec(self.name, self.description, self.parameters)
 
-    def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    def validate_arguments(self, arguments: Mapping[str, object]) -> dict[str, object]:
         """Validate ``arguments`` against the schema; raise ``ValueError`` with details."""
         if INVALID_ARGUMENTS_KEY in arguments:
             raise ValueError(
@@ -230,11 +231,11 @@ class Tool(Generic[_F_co]):
             str(info.alias): getattr(model, name) for name, info in type(model).model_fields.items()
         }
 
-    async def invoke(self, arguments: Mapping[str, Any], run_context: RunContext) -> Any:
+    async def invoke(self, arguments: Mapping[str, object], run_context: RunContext) -> object:
         """Validate the arguments, then call the function (awaiting it if async)."""
         return await self.call_validated(self.validate_arguments(arguments), run_context)
 
-    async def call_validated(self, kwargs: dict[str, Any], run_context: RunContext) -> Any:
+    async def call_validated(self, kwargs: Mapping[str, object], run_context: RunContext) -> object:
         """Call the function with arguments already validated by :meth:`validate_arguments`."""
         kwargs = dict(kwargs)
         if self.context_param is not None:
@@ -249,14 +250,14 @@ class Tool(Generic[_F_co]):
         __call__: _F_co
     else:
 
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        def __call__(self, *args: object, **kwargs: object) -> object:
             return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
 
 
-def render_tool_output(value: Any, *, source: str = "a tool") -> str:
+def render_tool_output(value: object, *, source: str = "a tool") -> str:
     """Turn a tool's return value into the text sent back to the model. ``source`` names
     where the value came from (``tool 'screenshot'``), for the error that bytes which are
     not UTF-8 text raise (:class:`ToolDefinitionError`): a model reads text."""
@@ -282,7 +283,7 @@ def render_tool_output(value: Any, *, source: str = "a tool") -> str:
         ) from None
 
 
-def _sorted_sets(value: Any) -> Any:
+def _sorted_sets(value: object) -> object:
     """Sets in a stable order, so the same result renders the same text on every run."""
     if isinstance(value, (set, frozenset)):
         return sorted((_sorted_sets(v) for v in value), key=repr)
@@ -293,7 +294,7 @@ def _sorted_sets(value: Any) -> Any:
     return value
 
 
-def _stable_repr(value: Any) -> str:
+def _stable_repr(value: object) -> str:
     """``repr`` of an object JSON cannot hold, without memory addresses (they vary by run)."""
     text = repr(value)
     return f"<{type(value).__name__}>" if " at 0x" in text else text
@@ -329,16 +330,14 @@ def tool(
     undoes the tool's work when a later step fails beyond recovery. Either way the tool
     keeps the function's signature for type checkers (see :class:`Tool`).
     """
-    options: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "on_failure": on_failure,
-        "compensate": compensate,
-    }
     if fn is not None:
-        return Tool(fn, **options)
+        return Tool(
+            fn, name=name, description=description, on_failure=on_failure, compensate=compensate
+        )
 
     def decorate(inner: _F) -> Tool[_F]:
-        return Tool(inner, **options)
+        return Tool(
+            inner, name=name, description=description, on_failure=on_failure, compensate=compensate
+        )
 
     return decorate

@@ -139,7 +139,9 @@ async def test_a_tool_keeps_its_handler_and_compensation():
         return key
 
     assert (lookup.on_failure, lookup.compensate) == (journal.handle, journal.undo)
-    assert "on_failure" not in lookup.parameters["properties"]
+    properties = lookup.parameters["properties"]
+    assert isinstance(properties, dict)
+    assert "on_failure" not in properties
 
 
 # -- without a handler ---------------------------------------------------------------------
