@@ -22,7 +22,7 @@ from pytest_agentctx.runtime.tools import RunContext, Tool, render_tool_output, 
 
 def properties(t: Tool[Any]) -> dict[str, Any]:
     """The ``properties`` of a tool's JSON schema (the schema's values are ``object``)."""
-    found = properties(t)
+    found = t.parameters["properties"]
     assert isinstance(found, dict)
     return found
 
