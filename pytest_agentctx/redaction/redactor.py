@@ -23,7 +23,6 @@ secret was learned is redacted again before it is written (see
 Cassettes use it through their own redactor, which adds the bodies and response headers a
 cassette stores (:mod:`pytest_agentctx.traffic.cassettes.redact`); snapshots, reports and
 failure text use it through the active redactor (:mod:`pytest_agentctx.redaction.active`).
-Imports nothing of the package.
 """
 
 from __future__ import annotations

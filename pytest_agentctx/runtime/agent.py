@@ -1,12 +1,16 @@
-"""An agent's definition, :class:`Agent`, and the outcome of its run, :class:`RunResult`.
+"""Agents as they are defined: :class:`Agent`, an agent offered to another as a tool
+(:class:`SubAgent`), and the outcome of a run (:class:`RunResult`).
 
 >>> agent = Agent(name="weather", model="openai:gpt-4o-mini", tools=[get_weather])
 >>> result = await AgentRuntime().run(agent, "Weather in Paris?")   # doctest: +SKIP
+>>> orchestrator = Agent(name="boss", model=..., tools=[agent.as_tool()])  # doctest: +SKIP
 
 An :class:`Agent` is checked when it is defined (its model, iteration limit, tool names,
-context window and context sources); :class:`~pytest_agentctx.runtime.loop.AgentRuntime`
-runs it (see :mod:`pytest_agentctx.runtime.loop`) and returns a :class:`RunResult`.
-:class:`ToolOverrides` is what the runtime asks of ``fake_tools``.
+context window and context sources), and so is a :class:`SubAgent` (only the orchestrator
+delegates); :class:`~pytest_agentctx.runtime.loop.AgentRuntime` runs them (see
+:mod:`pytest_agentctx.runtime.loop`, and :mod:`pytest_agentctx.runtime.delegation` for what
+a delegation reports) and returns a :class:`RunResult`. :class:`ToolOverrides` is what the
+runtime asks of ``fake_tools``.
 """
 
 from __future__ import annotations
