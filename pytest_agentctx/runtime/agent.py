@@ -58,7 +58,7 @@ class Agent:
     name: str
     model: str
     system_prompt: str | None = None
-    tools: Sequence[Tool[Callable[..., object]]] = ()
+    tools: Sequence[Tool[object]] = ()
     max_iterations: int = 10
     max_tokens: int | None = None
     temperature: float | None = None
@@ -115,7 +115,7 @@ class Agent:
         """The model part of ``model`` (``gpt-4o-mini``)."""
         return split_model(self.model)[1]
 
-    def get_tool(self, name: str) -> Tool[Callable[..., object]] | None:
+    def get_tool(self, name: str) -> Tool[object] | None:
         """The tool called ``name``, or ``None``."""
         return next((t for t in self.tools if t.name == name), None)
 

@@ -112,7 +112,7 @@ class Tool(Generic[_F_co]):
 
     ``Tool[F]`` keeps the function's type ``F`` for type checkers: calling the tool
     directly (``get_weather("Paris")``) checks the arguments and returns what the function
-    returns (a coroutine for an async function). ``Tool[Any]`` is any tool.
+    returns (a coroutine for an async function). ``Tool[object]`` is any tool.
 
     ``on_failure`` and ``compensate`` declare the tool's failure handling (see
     :mod:`pytest_agentctx.runtime.recovery`).
