@@ -82,6 +82,7 @@ from .reports.html import render_html as render_html
 from .reports.records import load_report as load_report
 from .runtime.agent import Agent as Agent
 from .runtime.agent import RunResult as RunResult
+from .runtime.agent import SubAgent as SubAgent
 from .runtime.artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
 from .runtime.artifacts import ArtifactChanges as ArtifactChanges
 from .runtime.artifacts import ArtifactRef as ArtifactRef
@@ -99,6 +100,9 @@ from .runtime.assembly import Segment as Segment
 from .runtime.assembly import Text as Text
 from .runtime.assembly import assemble as assemble
 from .runtime.assembly import validate_sources as validate_sources
+from .runtime.delegation import Delegation as Delegation
+from .runtime.delegation import SubAgentSummary as SubAgentSummary
+from .runtime.delegation import parse_summary as parse_summary
 from .runtime.errors import AgentDefinitionError as AgentDefinitionError
 from .runtime.errors import ArtifactError as ArtifactError
 from .runtime.errors import ArtifactNotFound as ArtifactNotFound
@@ -114,9 +118,6 @@ from .runtime.errors import ProviderError as ProviderError
 from .runtime.errors import StepFailed as StepFailed
 from .runtime.errors import ToolDefinitionError as ToolDefinitionError
 from .runtime.errors import VectorStoreError as VectorStoreError
-from .runtime.failures import CompensationRecord as CompensationRecord
-from .runtime.failures import CompletedStep as CompletedStep
-from .runtime.failures import Failure as Failure
 from .runtime.loop import AgentRuntime as AgentRuntime
 from .runtime.persistence import load_run as load_run
 from .runtime.persistence import save_run as save_run
@@ -126,15 +127,14 @@ from .runtime.providers import GeminiProvider as GeminiProvider
 from .runtime.providers import OpenAIChatProvider as OpenAIChatProvider
 from .runtime.providers import OpenAIResponsesProvider as OpenAIResponsesProvider
 from .runtime.providers import Provider as Provider
+from .runtime.recovery import CompensationRecord as CompensationRecord
+from .runtime.recovery import CompletedStep as CompletedStep
+from .runtime.recovery import Failure as Failure
 from .runtime.retrieval import Document as Document
 from .runtime.retrieval import InMemoryVectorStore as InMemoryVectorStore
 from .runtime.retrieval import SearchCall as SearchCall
 from .runtime.retrieval import SearchResult as SearchResult
 from .runtime.retrieval import VectorSearch as VectorSearch
-from .runtime.subagents import Delegation as Delegation
-from .runtime.subagents import SubAgent as SubAgent
-from .runtime.subagents import SubAgentSummary as SubAgentSummary
-from .runtime.subagents import parse_summary as parse_summary
 from .runtime.tools import RunContext as RunContext
 from .runtime.tools import Tool as Tool
 from .runtime.tools import tool as tool

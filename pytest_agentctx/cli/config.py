@@ -16,7 +16,6 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_agentctx.exceptions import UsageError
 
@@ -62,7 +61,7 @@ def _toml_options(path: Path) -> dict[str, str] | None:
     return {str(key): _text(value) for key, value in table.items()}
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, list):
         return "\n".join(str(item) for item in value)
     if isinstance(value, bool):

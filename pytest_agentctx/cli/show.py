@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes
@@ -25,21 +24,24 @@ __all__ = ["show_cassette"]
 _WIDTH = 100
 
 
-def _short(text: Any, width: int = _WIDTH) -> str:
+def _short(text: object, width: int = _WIDTH) -> str:
     return one_line(text, width)
 
 
-def _call(name: str, arguments: Mapping[str, Any]) -> str:
-    return f"{name}({_short(json.dumps(dict(arguments), ensure_ascii=False), 60)})"
+def _call(name: object, arguments: object) -> str:
+    shown = dict(arguments) if isinstance(arguments, Mapping) else arguments
+    return f"{name}({_short(json.dumps(shown, ensure_ascii=False), 60)})"
 
 
-def _message(message: Mapping[str, Any]) -> str:
+def _message(message: Mapping[str, object]) -> str:
     role = message.get("role") or "?"
     parts = []
     if message.get("content"):
         parts.append(_short(message["content"]))
-    for call in message.get("tool_calls") or ():
-        parts.append("calls " + _call(call.get("name", ""), call.get("arguments") or {}))
+    calls = message.get("tool_calls") or ()
+    for call in calls if isinstance(calls, list | tuple) else ():
+        if isinstance(call, Mapping):
+            parts.append("calls " + _call(call.get("name", ""), call.get("arguments") or {}))
     return f"{role}: {'; '.join(parts) if parts else '(empty)'}"
 
 

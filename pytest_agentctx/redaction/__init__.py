@@ -1,6 +1,5 @@
 """Redaction: the one redactor that every file the plugin writes passes (cassettes,
 snapshots, reports, failure text), and the active redactor of the running test.
 
-A base package: every layer may import it, and it imports no layer. This ``__init__``
-stays empty: importing one module of it imports no other.
+A base package: every layer may import it, and it imports no layer.
 """

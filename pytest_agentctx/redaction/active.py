@@ -11,10 +11,8 @@ also knows the test's ``redact_values``. That redactor is the active one while t
 runs (:func:`active`): it is applied to the snapshot text, the test's report record, the
 failure text of its reports and the assertion explanations printed while it runs.
 
-Printed lines and pytest's reports are scrubbed by :mod:`.output` (read by every session at
-start-up, this module keeps to the active redactor); values (contexts, models, mappings...)
-by :func:`pytest_agentctx.context.scrub.redact`. Imports nothing of the package but the
-redactor (when one is made).
+Printed lines and pytest's reports are scrubbed by :mod:`.output`; values (contexts,
+models, mappings...) by :func:`pytest_agentctx.context.scrub.redact`.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ change. Otherwise two ids could give one name (``is it safe?`` and ``is it safe!
 appended: ``test_ask[is it safe_]~5d2c6a1e``. No id that keeps its name holds a ``~``
 followed by such digits at its end, and two ids that differ differ in their digest (the
 digest is of the raw id: two secrets give two names, and no secret is in either).
-
-Imports nothing of the package.
 """
 
 from __future__ import annotations

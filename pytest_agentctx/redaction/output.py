@@ -1,9 +1,8 @@
 """What the plugin prints and pytest reports, scrubbed of secrets by a test's redactor:
 printed lines (:func:`redact_lines`, with the note :func:`redacted_note` when a secret was
 replaced) and a pytest report's failure text and captured output (:func:`redact_report`).
-Apart from the active redactor (:mod:`.active`), which every session sets up at start-up,
-so that a session that prints no secret never loads it. Imports nothing of the package but
-the redactor (when a note is written).
+
+The redactor itself is the caller's: the test's, from :mod:`.active`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ secret was learned is redacted again before it is written (see
 Cassettes use it through their own redactor, which adds the bodies and response headers a
 cassette stores (:mod:`pytest_agentctx.traffic.cassettes.redact`); snapshots, reports and
 failure text use it through the active redactor (:mod:`pytest_agentctx.redaction.active`).
-Imports nothing of the package.
 """
 
 from __future__ import annotations
@@ -33,9 +32,8 @@ import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import (
     SplitResult,
     parse_qsl,
@@ -167,7 +165,9 @@ def _forms(value: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return needles, tuple(dict.fromkeys(json_text(needle)[1:-1] for needle in needles))
 
 
-def _environment_reader(names: Iterable[str]) -> tuple[Any, Any]:
+def _environment_reader(
+    names: Iterable[str],
+) -> tuple[Mapping[str, str], Callable[[], tuple[object, ...]]]:
     """What :meth:`Redactor.refresh` compares, read cheaply: the stored (encoded) values of
     ``names`` in ``os.environ``'s own mapping, and the way to read them again.
 
@@ -245,12 +245,12 @@ class Redactor:
     #: How many times the secrets changed: what was redacted before may hold a new one.
     generation: int = field(init=False, default=0)
     #: ``os.environ`` as it was read, the raw values of ``env`` there, and their reader.
-    _environ: Any = field(init=False, default=None, repr=False)
-    _env_raw: tuple[Any, ...] = field(init=False, default=(), repr=False)
-    _read_env: Any = field(init=False, default=None, repr=False)
+    _environ: Mapping[str, str] | None = field(init=False, default=None, repr=False)
+    _env_raw: tuple[object, ...] = field(init=False, default=(), repr=False)
+    _read_env: Callable[[], tuple[object, ...]] = field(init=False, default=tuple, repr=False)
     #: The last request :meth:`learn` saw, as its caller's ``signature``: the same headers
     #: and URL again teach nothing new (what is learned is never forgotten).
-    _learned_from: Any = field(init=False, default=None, repr=False)
+    _learned_from: object = field(init=False, default=None, repr=False)
     #: :meth:`url` of the URLs seen since the secrets last changed.
     _urls: dict[str, str] = field(init=False, default_factory=dict, repr=False)
     #: :meth:`text` of the short texts (header names and values...) seen since.
@@ -296,7 +296,7 @@ class Redactor:
             self._rebuild()
 
     def learn(
-        self, headers: Iterable[tuple[str, str]], url: str = "", *, signature: Any = None
+        self, headers: Iterable[tuple[str, str]], url: str = "", *, signature: object = None
     ) -> None:
         """Remember the secret values a request carries (secret headers, cookies, key-like
         query parameters, URL credentials), to scrub them wherever they appear.
@@ -465,7 +465,7 @@ class Redactor:
 
     # -- JSON values and bytes -------------------------------------------------------
 
-    def json(self, value: Any, *, raw: bytes | None = None) -> Any:
+    def json(self, value: object, *, raw: bytes | None = None) -> object:
         """A JSON value with every string, object keys included, scrubbed of secret values;
         ``value`` itself when it holds none.
 
@@ -496,13 +496,13 @@ class Redactor:
             and not _escapes_ascii(raw)
         )
 
-    def _json(self, value: Any) -> Any:
+    def _json(self, value: object) -> object:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, list | tuple):
             return [self._json(item) for item in value]
         if isinstance(value, Mapping):
-            out: dict[Any, Any] = {}
+            out: dict[object, object] = {}
             for key, item in value.items():
                 name = self.text(key) if isinstance(key, str) else key
                 while name in out:  # two keys that redact alike: both kept

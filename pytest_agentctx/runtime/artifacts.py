@@ -24,10 +24,10 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypedDict, runtime_checkable
 
 from pytest_agentctx._files import atomic_write_bytes
 from pytest_agentctx.runtime.errors import ArtifactError, ArtifactNotFound, ArtifactPathError
@@ -54,6 +54,22 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f\\:]")
 
 
+class ArtifactRefJSON(TypedDict):
+    """An :class:`ArtifactRef` as JSON."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+class ArtifactChangesJSON(TypedDict):
+    """:class:`ArtifactChanges` as JSON."""
+
+    created: list[ArtifactRefJSON]
+    modified: list[ArtifactRefJSON]
+    deleted: list[str]
+
+
 @dataclass(frozen=True)
 class ArtifactRef:
     """A reference to one version of an artifact: its path, sha256 of the bytes, size."""
@@ -72,7 +88,7 @@ class ArtifactRef:
         """A short version id: the first 12 hex digits of the sha256."""
         return self.sha256[:12]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ArtifactRefJSON:
         """JSON-ready: ``{"path", "sha256", "size"}``."""
         return {"path": self.path, "sha256": self.sha256, "size": self.size}
 
@@ -96,7 +112,7 @@ class ArtifactChanges:
     def __bool__(self) -> bool:
         return bool(self.created or self.modified or self.deleted)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ArtifactChangesJSON:
         """JSON-ready: the references created and modified, the paths deleted."""
         return {
             "created": [ref.to_dict() for ref in self.created],
@@ -126,7 +142,7 @@ class ArtifactStore(Protocol):
         ...
 
 
-def normalize_artifact_path(path: Any, *, prefix: bool = False) -> str:
+def normalize_artifact_path(path: object, *, prefix: bool = False) -> str:
     """``path`` as a clean relative POSIX path, or :class:`ArtifactPathError`.
 
     ``a//b`` and ``a/./b`` become ``a/b``. Refused: non-strings, empty paths, absolute paths,
@@ -453,4 +469,8 @@ def list_artifacts(ctx: RunContext, prefix: str = "") -> str:
 
 
 #: The built-in artifact tools, to add to an agent: ``Agent(..., tools=[*ARTIFACT_TOOLS])``.
-ARTIFACT_TOOLS: tuple[Tool[Any], ...] = (write_artifact, read_artifact, list_artifacts)
+ARTIFACT_TOOLS: tuple[Tool[Callable[..., object]], ...] = (
+    write_artifact,
+    read_artifact,
+    list_artifacts,
+)

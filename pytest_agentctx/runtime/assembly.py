@@ -37,7 +37,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
+from typing import Final, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
 
 from pytest_agentctx.runtime.errors import ContextAssemblyError, ContextAssemblyFailed
 from pytest_agentctx.runtime.retrieval import SearchResult, VectorSearch
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-def _check_path(path: Any, where: str, what: str = "path") -> None:
+def _check_path(path: object, where: str, what: str = "path") -> None:
     if not isinstance(path, str) or not all(part.isidentifier() for part in path.split(".")):
         raise ContextAssemblyError(
             f"{where}: {what}={path!r} is not an attribute path; expected names joined by "
@@ -63,7 +63,7 @@ def _check_path(path: Any, where: str, what: str = "path") -> None:
         )
 
 
-def _check_label(label: Any, where: str) -> None:
+def _check_label(label: object, where: str) -> None:
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise ContextAssemblyError(
             f"{where}: label={label!r}; expected a non-empty string (the segment's heading) "
@@ -104,7 +104,7 @@ class FromRetrieval:
     query_from: str | None = None
     top_k: int = 3
     min_relevance: float = 0.0
-    filters: Mapping[str, Any] | None = None
+    filters: Mapping[str, object] | None = None
     label: str | None = None
 
     def __post_init__(self) -> None:
@@ -228,7 +228,7 @@ def validate_sources(
     return tuple(checked)
 
 
-def _unwrap(annotation: Any) -> Any:
+def _unwrap(annotation: object) -> type | None:
     """The class behind ``X | None``, ``Optional[X]`` and ``Annotated[X, ...]``; else None."""
     origin = get_origin(annotation)
     if origin is typing.Annotated:
@@ -239,7 +239,7 @@ def _unwrap(annotation: Any) -> Any:
     return annotation if isinstance(annotation, type) else None
 
 
-def _fields_of(cls: type) -> dict[str, Any] | None:
+def _fields_of(cls: type) -> dict[str, type | None] | None:
     """The annotated attributes of ``cls`` with their types (``None`` where unknown).
 
     ``None`` when ``cls`` declares no annotations (nothing can be checked below it).
@@ -247,7 +247,7 @@ def _fields_of(cls: type) -> dict[str, Any] | None:
     if issubclass(cls, Mapping) and not typing.is_typeddict(cls):
         return None
     try:
-        hints: dict[str, Any] = get_type_hints(cls)
+        hints: dict[str, object] = get_type_hints(cls)
     except Exception:  # forward references that cannot be resolved: names only
         hints = {}
         for klass in reversed(cls.__mro__):
@@ -257,7 +257,7 @@ def _fields_of(cls: type) -> dict[str, Any] | None:
     return {name: _unwrap(hint) if hint is not None else None for name, hint in hints.items()}
 
 
-def _attribute_type(cls: type, name: str) -> Any:
+def _attribute_type(cls: type, name: str) -> type | None:
     """The type of a non-annotated attribute of ``cls`` (a property's return type)."""
     attribute = inspect.getattr_static(cls, name, None)
     if isinstance(attribute, property) and attribute.fget is not None:
@@ -269,7 +269,7 @@ def _attribute_type(cls: type, name: str) -> Any:
 
 
 def _check_against_type(state_type: type, path: str, where: str) -> None:
-    current: Any = _unwrap(state_type)
+    current = _unwrap(state_type)
     walked = ["state"]
     for name in path.split("."):
         if current is None:
@@ -310,14 +310,14 @@ class Segment:
         """The segment as it appears in the context message."""
         return f"## {self.label}\n{self.text}"
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """The JSON-ready record of the segment and its length in characters.
 
         State and text segments keep their text; a retrieval segment keeps its query and
         results (collection, source id, score, rank from 1), not the documents' texts,
         which the store holds.
         """
-        data: dict[str, Any] = {"kind": self.kind, "label": self.label}
+        data: dict[str, object] = {"kind": self.kind, "label": self.label}
         if self.kind == "state":
             data["path"] = self.path
         if self.kind != "retrieval":
@@ -361,7 +361,7 @@ class AssembledContext:
     def __bool__(self) -> bool:
         return bool(self.segments)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """JSON-ready: every segment (kind, label, length; the text of state and text
         segments) and every retrieval result (collection, source id, score, rank from 1)."""
         return {
@@ -370,10 +370,10 @@ class AssembledContext:
         }
 
 
-_MISSING: Any = object()
+_MISSING: Final = object()
 
 
-def _known_names(value: Any) -> str:
+def _known_names(value: object) -> str:
     if isinstance(value, Mapping):
         names = [str(key) for key in value]
     else:
@@ -386,7 +386,7 @@ def _known_names(value: Any) -> str:
     return ", ".join(shown) or "none"
 
 
-def _read(state: Any, path: str, where: str) -> Any:
+def _read(state: object, path: str, where: str) -> object:
     value = state
     walked = ["state"]
     for name in path.split("."):
@@ -411,12 +411,12 @@ def _read(state: Any, path: str, where: str) -> Any:
     return value
 
 
-def _render_value(value: Any) -> str:
+def _render_value(value: object) -> str:
     return render_tool_output(value)
 
 
 async def assemble(
-    sources: Iterable[ContextSource], *, state: Any, store: VectorSearch | None
+    sources: Iterable[ContextSource], *, state: object, store: VectorSearch | None
 ) -> AssembledContext:
     """Read ``sources`` in order for one model call.
 
@@ -440,7 +440,7 @@ async def assemble(
     return AssembledContext(tuple(segments))
 
 
-async def _retrieve(source: FromRetrieval, state: Any, store: VectorSearch | None) -> Segment:
+async def _retrieve(source: FromRetrieval, state: object, store: VectorSearch | None) -> Segment:
     where = f"FromRetrieval({source.collection!r})"
     if store is None or not isinstance(store, VectorSearch):
         raise ContextAssemblyFailed(
@@ -449,19 +449,20 @@ async def _retrieve(source: FromRetrieval, state: Any, store: VectorSearch | Non
             "remove the retrieval source."
         )
     if source.query_from is None:
-        query: Any = source.query or ""
+        query = source.query or ""
     else:
-        query = _read(
+        found = _read(
             state,
             source.query_from,
             f"FromRetrieval({source.collection!r}, query_from={source.query_from!r})",
         )
-        if not isinstance(query, str):
+        if not isinstance(found, str):
             raise ContextAssemblyFailed(
                 f"{where}: the query read from state.{source.query_from} is "
-                f"a {type(query).__name__}, not text. Point query_from at a "
+                f"a {type(found).__name__}, not text. Point query_from at a "
                 "string attribute."
             )
+        query = found
     results = await store.search(
         source.collection,
         query,

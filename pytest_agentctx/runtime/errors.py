@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from pytest_agentctx.context.model import AgentContext
     from pytest_agentctx.runtime.agent import RunResult
-    from pytest_agentctx.runtime.failures import CompensationRecord, Failure
+    from pytest_agentctx.runtime.recovery import CompensationRecord, Failure
 
 __all__ = [
     "MaxIterationsExceeded",
@@ -79,9 +79,9 @@ class StepFailed(RunError):
     ) -> None:
         super().__init__(message)
         self.context = context
-        #: The :class:`~pytest_agentctx.runtime.failures.Failure` of the step.
+        #: The :class:`~pytest_agentctx.runtime.recovery.Failure` of the step.
         self.failure = failure
-        #: One :class:`~pytest_agentctx.runtime.failures.CompensationRecord` per compensated step.
+        #: One :class:`~pytest_agentctx.runtime.recovery.CompensationRecord` per compensated step.
         self.compensations = list(compensations)
         #: The failed :class:`~pytest_agentctx.RunResult`, which can be continued.
         self.result = result

@@ -20,9 +20,9 @@ Around that loop:
   results;
 * **tool calls**: run by :class:`~pytest_agentctx.runtime.steps.ToolSteps`, with a tool's
   ``on_failure`` handler and ``compensate`` function (see
-  :mod:`pytest_agentctx.runtime.failures`) and
-  :class:`~pytest_agentctx.runtime.subagents.SubAgent` tools, which run another agent in
-  its own context (see :mod:`pytest_agentctx.runtime.subagents`).
+  :mod:`pytest_agentctx.runtime.recovery`) and
+  :class:`~pytest_agentctx.runtime.agent.SubAgent` tools, which run another agent in
+  its own context (see :mod:`pytest_agentctx.runtime.delegation`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_agentctx.context.clock import Clock, SystemClock
 from pytest_agentctx.context.model import AgentContext, Message
@@ -95,10 +94,10 @@ class AgentRuntime:
         agent: Agent,
         input: str,
         *,
-        actor: Any = None,
-        tenant: Any = None,
-        deps: Mapping[str, Any] | None = None,
-        state: Any = None,
+        actor: object = None,
+        tenant: object = None,
+        deps: Mapping[str, object] | None = None,
+        state: object = None,
     ) -> RunResult:
         """Run ``agent`` on ``input`` until it gives a final answer.
 
@@ -120,10 +119,10 @@ class AgentRuntime:
         result: RunResult,
         message: str,
         *,
-        actor: Any = None,
-        tenant: Any = None,
-        deps: Mapping[str, Any] | None = None,
-        state: Any = None,
+        actor: object = None,
+        tenant: object = None,
+        deps: Mapping[str, object] | None = None,
+        state: object = None,
     ) -> RunResult:
         """Run a new turn after a finished run; returns a new result, ``result`` is unchanged.
 
@@ -155,10 +154,10 @@ class AgentRuntime:
         first: str,
         follow_ups: Iterable[str],
         *,
-        actor: Any = None,
-        tenant: Any = None,
-        deps: Mapping[str, Any] | None = None,
-        state: Any = None,
+        actor: object = None,
+        tenant: object = None,
+        deps: Mapping[str, object] | None = None,
+        state: object = None,
     ) -> RunResult:
         """Run ``first``, then each follow-up as a new turn; returns the last result."""
         result = await self.run(agent, first, actor=actor, tenant=tenant, deps=deps, state=state)
@@ -173,10 +172,10 @@ class AgentRuntime:
         agent: Agent,
         input: str,
         *,
-        actor: Any = None,
-        tenant: Any = None,
-        deps: Mapping[str, Any] | None = None,
-        state: Any = None,
+        actor: object = None,
+        tenant: object = None,
+        deps: Mapping[str, object] | None = None,
+        state: object = None,
     ) -> RunResult:
         """:meth:`run` for synchronous code (not inside a running event loop)."""
         try:
@@ -192,7 +191,9 @@ class AgentRuntime:
 
     # -- the loop ------------------------------------------------------------------------
 
-    def _env(self, actor: Any, tenant: Any, deps: Mapping[str, Any] | None, state: Any) -> RunEnv:
+    def _env(
+        self, actor: object, tenant: object, deps: Mapping[str, object] | None, state: object
+    ) -> RunEnv:
         merged = dict(deps or {})
         if self.artifacts is not None:
             merged.setdefault(ARTIFACTS_DEP, self.artifacts)
@@ -282,7 +283,7 @@ class AgentRuntime:
             ctx = env.ctx = await steps.run(agent, calls, ctx, env)
 
     @staticmethod
-    async def _complete(provider: Provider, body: dict[str, Any], *, stream: bool) -> Completion:
+    async def _complete(provider: Provider, body: dict[str, object], *, stream: bool) -> Completion:
         """One model call; streamed calls are decoded from their events by the same codec."""
         if not stream:
             return provider.codec.decode_response(await provider.send(body))
@@ -290,7 +291,7 @@ class AgentRuntime:
         if provider.codec.name == "openai_chat":
             # without it the stream carries no usage, and the context would differ
             body["stream_options"] = {"include_usage": True}
-        codec: Any = provider.codec
+        codec = provider.codec
         decode_stream = getattr(codec, "decode_stream", None)
         send_stream = getattr(provider, "send_stream", None)
         if decode_stream is None or send_stream is None:
@@ -302,7 +303,7 @@ class AgentRuntime:
         return completion
 
     @staticmethod
-    def _metadata(agent: Agent, completion: Completion) -> dict[str, Any]:
+    def _metadata(agent: Agent, completion: Completion) -> dict[str, object]:
         data = completion.metadata()
         data["provider"] = agent.provider_name
         data["model"] = completion.model or agent.model_name

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -37,7 +36,7 @@ def save_run(path: str | Path, result: RunResult) -> Path:
     # The envelope's keys in sorted order; the context's as its JSON form has them (fields
     # in declaration order, metadata and arguments in the order they were added), so a
     # loaded run is the same context, byte for byte, and saves to the same file again.
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "agent": {"model": result.agent.model, "name": result.agent.name},
         "context": result.context.model_dump(mode="json"),
         "error": result.error,

@@ -30,12 +30,11 @@ missing, at render time.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from pytest_agentctx.runtime.errors import PromptTemplateError
 from pytest_agentctx.runtime.tools import Tool
@@ -65,7 +64,7 @@ class _Tag:
     span: tuple[int, int]
 
 
-def _check_name(name: Any, *, included_by: str | None = None) -> str:
+def _check_name(name: object, *, included_by: str | None = None) -> str:
     where = f" (in {{{{> }}}} of template {included_by!r})" if included_by else ""
     if not isinstance(name, str) or not name:
         raise PromptTemplateError(
@@ -105,7 +104,7 @@ def _parse(name: str, text: str) -> list[_Tag]:
     return tags
 
 
-def _to_text(value: Any, *, template: str, variable: str) -> str:
+def _to_text(value: object, *, template: str, variable: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, Tool):
@@ -178,7 +177,7 @@ class PromptTemplates:
         self._visit(_check_name(name), (), lambda tag: found.add(tag.name))
         return sorted(found)
 
-    def render(self, name: str, /, **variables: Any) -> str:
+    def render(self, name: str, /, **variables: object) -> str:
         """Template ``name`` with its partials included and its variables replaced."""
         return self._render(_check_name(name), variables, ())
 
@@ -197,7 +196,7 @@ class PromptTemplates:
             f"{', '.join(self.names()) or 'none'}."
         )
 
-    def _render(self, name: str, variables: Mapping[str, Any], stack: tuple[str, ...]) -> str:
+    def _render(self, name: str, variables: Mapping[str, object], stack: tuple[str, ...]) -> str:
         self._guard(name, stack)
         _, _, text = self._load(name, included_by=stack[-1] if stack else None)
         out: list[str] = []
@@ -220,7 +219,9 @@ class PromptTemplates:
         out.append(text[position:])
         return "".join(out)
 
-    def _visit(self, name: str, stack: tuple[str, ...], on_variable: Any) -> None:
+    def _visit(
+        self, name: str, stack: tuple[str, ...], on_variable: Callable[[_Tag], object]
+    ) -> None:
         self._guard(name, stack)
         _, _, text = self._load(name, included_by=stack[-1] if stack else None)
         for tag in _parse(name, text):

@@ -15,11 +15,15 @@ import json
 import os
 import ssl
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_agentctx.runtime.errors import ProviderError
 from pytest_agentctx.traffic.codecs.base import Codec, get_codec
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = [
     "AnthropicMessagesProvider",
@@ -42,7 +46,7 @@ class Provider(Protocol):
 
     codec: Codec
 
-    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def send(self, body: Mapping[str, object]) -> dict[str, object]: ...
 
 
 def split_model(model: str) -> tuple[str, str]:
@@ -56,7 +60,7 @@ def split_model(model: str) -> tuple[str, str]:
     return prefix, name
 
 
-def _import_sdk(module: str, extra: str, prefix: str | None = None) -> Any:
+def _import_sdk(module: str, extra: str, prefix: str | None = None) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -66,8 +70,8 @@ def _import_sdk(module: str, extra: str, prefix: str | None = None) -> Any:
         ) from None
 
 
-def _json_of(raw: Any) -> dict[str, Any]:
-    data = json.loads(raw.http_response.content)
+def _json_of(content: bytes) -> dict[str, object]:
+    data = json.loads(content)
     if not isinstance(data, dict):
         raise ProviderError(f"The provider answered with JSON that is not an object: {data!r}")
     return data
@@ -112,6 +116,7 @@ class _SDKProvider:
 
     An owned client is closed by :meth:`aclose` (the runtime calls it at the end of each
     run, so no connection outlives its event loop) and created again when next needed.
+    The client is an object of an optional SDK, imported when first needed: typed ``Any``.
     """
 
     codec_name = ""
@@ -119,6 +124,8 @@ class _SDKProvider:
     extra = ""
     prefix = ""
     client_class = ""
+    #: The attributes from the client to the SDK resource whose ``create`` is called.
+    endpoint: tuple[str, ...] = ()
 
     def __init__(self, client: Any = None) -> None:
         self.codec = get_codec(self.codec_name)
@@ -135,13 +142,13 @@ class _SDKProvider:
         return self._client
 
     def _endpoint(self) -> Any:
-        raise NotImplementedError
+        return functools.reduce(getattr, self.endpoint, self.client)
 
-    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def send(self, body: Mapping[str, object]) -> dict[str, object]:
         raw = await self._endpoint().with_raw_response.create(**body)
-        return _json_of(raw)
+        return _json_of(raw.http_response.content)
 
-    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+    async def send_stream(self, body: Mapping[str, object]) -> bytes:
         """The raw event stream of a streamed call, read through the SDK's transport."""
         async with self._endpoint().with_streaming_response.create(**body) as response:
             return bytes(await response.read())
@@ -164,9 +171,7 @@ class OpenAIChatProvider(_SDKProvider):
     codec_name = "openai_chat"
     sdk = extra = prefix = "openai"
     client_class = "AsyncOpenAI"
-
-    def _endpoint(self) -> Any:
-        return self.client.chat.completions
+    endpoint = ("chat", "completions")
 
 
 class OpenAIResponsesProvider(_SDKProvider):
@@ -176,9 +181,7 @@ class OpenAIResponsesProvider(_SDKProvider):
     sdk = extra = "openai"
     prefix = "openai-responses"
     client_class = "AsyncOpenAI"
-
-    def _endpoint(self) -> Any:
-        return self.client.responses
+    endpoint = ("responses",)
 
 
 class AnthropicMessagesProvider(_SDKProvider):
@@ -191,9 +194,7 @@ class AnthropicMessagesProvider(_SDKProvider):
     codec_name = "anthropic_messages"
     sdk = extra = prefix = "anthropic"
     client_class = "AsyncAnthropic"
-
-    def _endpoint(self) -> Any:
-        return self.client.messages
+    endpoint = ("messages",)
 
 
 #: The environment variables that give ``google-genai`` a key (it prefers the first), and
@@ -224,7 +225,7 @@ class GeminiProvider:
         self.codec = get_codec("gemini")
         self._client = client
         self._owned = client is None
-        self._http: list[Any] = []
+        self._http: tuple[httpx2.Client, httpx2.AsyncClient] | None = None
 
     @property
     def client(self) -> Any:
@@ -240,17 +241,17 @@ class GeminiProvider:
                 )
             import httpx2
 
-            self._http = [
+            self._http = (
                 httpx2.Client(verify=_ssl_context(), follow_redirects=True),
                 httpx2.AsyncClient(verify=_ssl_context(), follow_redirects=True),
-            ]
+            )
             options = genai.types.HttpOptions(
                 httpx_client=self._http[0], httpx_async_client=self._http[1]
             )
             self._client = genai.Client(http_options=options)
         return self._client
 
-    def _arguments(self, body: Mapping[str, Any], raw: bool) -> dict[str, Any]:
+    def _arguments(self, body: Mapping[str, object], raw: bool) -> dict[str, object]:
         """The SDK's ``generate_content`` arguments for a codec body."""
         types = _import_sdk("google.genai", "gemini", "google").types
         model = body.get("model")
@@ -259,12 +260,19 @@ class GeminiProvider:
                 f"GeminiProvider: the request body has no 'model' (keys: {sorted(body)}); "
                 "encode it with the gemini codec's encode_request(model=...)."
             )
-        config: dict[str, Any] = {
+        contents = body.get("contents", [])
+        generation = body.get("generationConfig") or {}
+        if not isinstance(contents, list) or not isinstance(generation, Mapping):
+            raise ProviderError(
+                f"GeminiProvider: the request body's 'contents' ({type(contents).__name__}) "
+                f"and 'generationConfig' ({type(generation).__name__}) are not a list and an "
+                "object; encode it with the gemini codec's encode_request()."
+            )
+        config: dict[str, object] = {
             "system_instruction": body.get("systemInstruction"),
             "tools": body.get("tools"),
             "automatic_function_calling": {"disable": True},
         }
-        generation = body.get("generationConfig") or {}
         for key, field in (
             ("temperature", "temperature"),
             ("maxOutputTokens", "max_output_tokens"),
@@ -275,20 +283,20 @@ class GeminiProvider:
             config["should_return_http_response"] = True
         return {
             "model": model,
-            "contents": [types.Content.model_validate(turn) for turn in body.get("contents", [])],
+            "contents": [types.Content.model_validate(turn) for turn in contents],
             "config": types.GenerateContentConfig.model_validate(
                 {k: v for k, v in config.items() if v is not None}
             ),
         }
 
-    async def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def send(self, body: Mapping[str, object]) -> dict[str, object]:
         response = await self.client.aio.models.generate_content(**self._arguments(body, True))
         data = json.loads(response.sdk_http_response.body or "{}")
         if not isinstance(data, dict):
             raise ProviderError(f"Gemini answered with JSON that is not an object: {data!r}")
         return data
 
-    async def send_stream(self, body: Mapping[str, Any]) -> bytes:
+    async def send_stream(self, body: Mapping[str, object]) -> bytes:
         """The event stream of a streamed call (``:streamGenerateContent?alt=sse``)."""
         stream = await self.client.aio.models.generate_content_stream(
             **self._arguments(body, False)
@@ -305,11 +313,12 @@ class GeminiProvider:
         """Close the client and its HTTP clients if this provider created them."""
         if self._owned and self._client is not None:
             client, self._client = self._client, None
-            http, self._http = self._http, []
+            http, self._http = self._http, None
             await client.aio.aclose()
             client.close()
-            http[0].close()
-            await http[1].aclose()
+            if http is not None:
+                http[0].close()
+                await http[1].aclose()
 
 
 _DEFAULTS: dict[str, type[_SDKProvider] | type[GeminiProvider]] = {

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pytest_agentctx.runtime.errors import VectorStoreError
 
@@ -50,7 +50,7 @@ class Document:
 
     id: str
     text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -113,7 +113,7 @@ class VectorSearch(Protocol):
         *,
         top_k: int,
         min_relevance: float = 0.0,
-        filters: Mapping[str, Any] | None = None,
+        filters: Mapping[str, object] | None = None,
     ) -> list[SearchResult]:
         """The best ``top_k`` documents of ``collection`` for ``query``."""
         ...
@@ -127,7 +127,7 @@ class SearchCall:
     query: str
     top_k: int
     min_relevance: float
-    filters: Mapping[str, Any] | None
+    filters: Mapping[str, object] | None
     results: tuple[SearchResult, ...]
 
     @property
@@ -141,7 +141,7 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.casefold())
 
 
-def check_search_limits(top_k: Any, min_relevance: Any, *, where: str) -> None:
+def check_search_limits(top_k: object, min_relevance: object, *, where: str) -> None:
     """Raise :class:`VectorStoreError` unless ``top_k >= 1`` and ``0 <= min_relevance <= 1``."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise VectorStoreError(
@@ -172,7 +172,7 @@ def _cosine(query: tuple[Counter[str], float], document: tuple[Counter[str], flo
     return min(1.0, round(dot / (q_norm * d_norm), SCORE_DIGITS))
 
 
-def _matches(filters: Mapping[str, Any], metadata: Mapping[str, Any]) -> bool:
+def _matches(filters: Mapping[str, object], metadata: Mapping[str, object]) -> bool:
     # The filter's value on the left, so patterns (AnyOf, Regex, dirty-equals) decide.
     return all(key in metadata and value == metadata[key] for key, value in filters.items())
 
@@ -274,7 +274,7 @@ class InMemoryVectorStore:
         *,
         top_k: int,
         min_relevance: float = 0.0,
-        filters: Mapping[str, Any] | None = None,
+        filters: Mapping[str, object] | None = None,
     ) -> list[SearchResult]:
         """The best ``top_k`` documents of ``collection`` for ``query`` (see the class)."""
         where = f"search({collection!r}, {query!r})"

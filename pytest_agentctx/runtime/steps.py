@@ -6,7 +6,7 @@
 :class:`~pytest_agentctx.runtime.tools.RunContext`; a failure becomes an error result for
 the model, or goes to the tool's ``on_failure`` handler, and a failure the handler does not
 recover stops the run after compensating the steps done (newest first). Consecutive calls of
-:class:`~pytest_agentctx.runtime.subagents.SubAgent` tools run their sub-agents concurrently,
+:class:`~pytest_agentctx.runtime.agent.SubAgent` tools run their sub-agents concurrently,
 each in its own context, and are answered with a report of the delegation.
 
 :class:`RunEnv` is what one run (the top-level one, or a sub-agent's) runs with.
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -27,22 +27,13 @@ from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.clock import Clock
 from pytest_agentctx.context.model import AgentContext, ToolCall, ToolResult
 from pytest_agentctx.doubles.ids import IdFactory
-from pytest_agentctx.runtime.agent import Agent, RunResult, ToolOverrides
+from pytest_agentctx.runtime.agent import Agent, RunResult, SubAgent, ToolOverrides
 from pytest_agentctx.runtime.artifacts import ARTIFACTS_DEP, ArtifactStore, TrackedArtifactStore
-from pytest_agentctx.runtime.errors import MaxIterationsExceeded, StepFailed
-from pytest_agentctx.runtime.failures import (
-    CompensationRecord,
-    CompletedStep,
-    Failure,
-    call_maybe_async,
-    handler_name,
-)
-from pytest_agentctx.runtime.providers import Provider
-from pytest_agentctx.runtime.subagents import (
+from pytest_agentctx.runtime.delegation import (
     Delegation,
+    DelegationRecord,
     DelegationStatus,
     PrefixedIds,
-    SubAgent,
     clock_step,
     derive_clock,
     merge_slices,
@@ -51,6 +42,15 @@ from pytest_agentctx.runtime.subagents import (
     stored_slices,
     tools_used,
     usage_of,
+)
+from pytest_agentctx.runtime.errors import MaxIterationsExceeded, StepFailed
+from pytest_agentctx.runtime.providers import Provider
+from pytest_agentctx.runtime.recovery import (
+    CompensationRecord,
+    CompletedStep,
+    Failure,
+    call_maybe_async,
+    handler_name,
 )
 from pytest_agentctx.runtime.tools import RunContext, render_tool_output
 
@@ -65,10 +65,10 @@ class RunEnv:
 
     clock: Clock
     ids: IdFactory
-    actor: Any
-    tenant: Any
-    deps: Mapping[str, Any]
-    state: Any
+    actor: object
+    tenant: object
+    deps: Mapping[str, object]
+    state: object
     #: Providers used by the run and its sub-agents, closed when the top-level run ends.
     providers: dict[int, Provider] = field(default_factory=dict)
     #: Steps done so far that declared a compensation, oldest first.
@@ -112,8 +112,8 @@ class ToolSteps:
         """
         iteration = ctx.current_iteration
         results: dict[str, ToolResult] = {}
-        failures: list[dict[str, Any]] = []
-        delegations: dict[str, dict[str, Any]] = {}
+        failures: list[dict[str, object]] = []
+        delegations: dict[str, DelegationRecord] = {}
         index = 0
         try:
             while index < len(calls):
@@ -138,7 +138,7 @@ class ToolSteps:
         except _Abort as abort:
             error = await self._fail(agent, calls, ctx, env, results, failures, delegations, abort)
             raise error from abort.failure.exception
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, object] = {}
         if failures:
             metadata["failures"] = failures
         if delegations:
@@ -161,7 +161,7 @@ class ToolSteps:
         call: ToolCall,
         iteration: int,
         env: RunEnv,
-        failures: list[dict[str, Any]],
+        failures: list[dict[str, object]],
     ) -> ToolResult:
         """Run one tool call.
 
@@ -201,7 +201,7 @@ class ToolSteps:
                 at=env.clock.now(),
                 arguments=kwargs,
             )
-            record: dict[str, Any] = {
+            record: dict[str, object] = {
                 **failure.to_dict(),
                 "handler": handler_name(tool.on_failure),
             }
@@ -251,8 +251,8 @@ class ToolSteps:
         ctx: AgentContext,
         env: RunEnv,
         results: dict[str, ToolResult],
-        failures: list[dict[str, Any]],
-        delegations: dict[str, dict[str, Any]],
+        failures: list[dict[str, object]],
+        delegations: dict[str, DelegationRecord],
         abort: _Abort,
     ) -> StepFailed:
         """Compensate the steps done (newest first), record everything, build the error."""
@@ -277,7 +277,7 @@ class ToolSteps:
                 )
             )
         env.completed.clear()
-        metadata: dict[str, Any] = {
+        metadata: dict[str, object] = {
             "failures": failures,
             "compensations": [record.to_dict() for record in compensations],
         }
@@ -321,12 +321,12 @@ class ToolSteps:
         group: list[tuple[ToolCall, SubAgent]],
         parent: AgentContext,
         env: RunEnv,
-        done: Mapping[str, Any],
-    ) -> list[tuple[ToolCall, ToolResult, dict[str, Any] | None]]:
+        done: Mapping[str, object],
+    ) -> list[tuple[ToolCall, ToolResult, DelegationRecord | None]]:
         """Run consecutive delegations concurrently; results in the order of the calls."""
         iteration = parent.current_iteration
         refused: dict[str, ToolResult] = {}
-        jobs: dict[str, Coroutine[Any, Any, tuple[ToolResult, dict[str, Any]]]] = {}
+        jobs: dict[str, Awaitable[tuple[ToolResult, DelegationRecord]]] = {}
         taken = set(done)
         for call, sub in group:
             if self.tool_overrides is not None:
@@ -352,7 +352,7 @@ class ToolSteps:
             # the parent's clock is read in call order, before any sub-agent runs
             jobs[call.id] = self._delegate(call, sub, task, env.clock.now(), parent, env)
         outcomes = dict(zip(jobs, await asyncio.gather(*jobs.values()), strict=True))
-        answers: list[tuple[ToolCall, ToolResult, dict[str, Any] | None]] = []
+        answers: list[tuple[ToolCall, ToolResult, DelegationRecord | None]] = []
         for call, _ in group:
             if call.id in refused:
                 answers.append((call, refused[call.id], None))
@@ -369,7 +369,7 @@ class ToolSteps:
         start: datetime,
         parent: AgentContext,
         env: RunEnv,
-    ) -> tuple[ToolResult, dict[str, Any]]:
+    ) -> tuple[ToolResult, DelegationRecord]:
         """One delegation: run (or resume) the sub-agent, and report on it."""
         agent = sub.prepared_agent()
         previous = merge_slices(stored_slices(parent, sub.id))
@@ -444,7 +444,7 @@ class ToolSteps:
             raw_output=raw,
         )
         report = delegation.to_dict()
-        record = {
+        record: DelegationRecord = {
             **report,
             "task": task,
             "tool_call_id": call.id,

@@ -15,7 +15,7 @@ before the function runs. A tool may be sync or async, and may take one paramete
 annotated :class:`RunContext` to receive the runtime's context (agent, actor, tenant,
 dependencies, state, iteration): that parameter is not part of the schema.
 
-A tool may also declare what happens when it fails (see :mod:`pytest_agentctx.runtime.failures`):
+A tool may also declare what happens when it fails (see :mod:`pytest_agentctx.runtime.recovery`):
 ``@tool(on_failure=handler, compensate=undo)``. Without ``on_failure``, an exception is
 fed back to the model as an error result.
 """
@@ -39,7 +39,8 @@ from pytest_agentctx.runtime.errors import ToolDefinitionError
 if TYPE_CHECKING:
     from pytest_agentctx.context.clock import Clock
     from pytest_agentctx.doubles.ids import IdFactory
-    from pytest_agentctx.runtime.failures import Compensation, FailureHandler
+    from pytest_agentctx.runtime.agent import Agent
+    from pytest_agentctx.runtime.recovery import Compensation, FailureHandler
 
 __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
 
@@ -48,7 +49,7 @@ __all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
 # `[get_weather, add]`) into a Tool (of `function`) that Agent(tools=...) takes. Generic
 # over a ParamSpec and a return type, the same list would join into `object`.
 _F_co = TypeVar("_F_co", covariant=True)
-_F = TypeVar("_F", bound=Callable[..., Any])
+_F = TypeVar("_F", bound=Callable[..., object])
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
@@ -63,7 +64,7 @@ class RunContext:
     artifact store under ``"artifacts"``); ``state`` is the ``run(..., state=...)`` object.
     """
 
-    agent: Any
+    agent: Agent
     iteration: int
     tool_call: ToolCall
     clock: Clock
@@ -112,10 +113,10 @@ class Tool(Generic[_F_co]):
 
     ``Tool[F]`` keeps the function's type ``F`` for type checkers: calling the tool
     directly (``get_weather("Paris")``) checks the arguments and returns what the function
-    returns (a coroutine for an async function). ``Tool[Any]`` is any tool.
+    returns (a coroutine for an async function). ``Tool[object]`` is any tool.
 
     ``on_failure`` and ``compensate`` declare the tool's failure handling (see
-    :mod:`pytest_agentctx.runtime.failures`).
+    :mod:`pytest_agentctx.runtime.recovery`).
     """
 
     def __init__(
@@ -135,7 +136,7 @@ class Tool(Generic[_F_co]):
                     f"@tool({option}={value!r}) for {getattr(fn, '__name__', fn)!r}: expected a "
                     f"function (sync or async) or None, got {type(value).__name__}."
                 )
-        self.fn: Callable[..., Any] = fn
+        self.fn: Callable[..., object] = fn
         self.on_failure = on_failure
         self.compensate = compensate
         if name is not None and not name:
@@ -166,7 +167,7 @@ class Tool(Generic[_F_co]):
                 f"Cannot read the signature of {where}: {exc}. Make every annotation "
                 "importable at module level."
             ) from exc
-        fields: dict[str, Any] = {}
+        fields: dict[str, Any] = {}  # create_model takes annotations, typed Any
         for param in signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ToolDefinitionError(
@@ -204,7 +205,7 @@ class Tool(Generic[_F_co]):
             **fields,
         )
 
-    def _schema(self) -> dict[str, Any]:
+    def _schema(self) -> dict[str, object]:
         schema = self._args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -219,7 +220,7 @@ class Tool(Generic[_F_co]):
         """The name, description and JSON schema sent to providers."""
         return ToolSpec(self.name, self.description, self.parameters)
 
-    def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    def validate_arguments(self, arguments: Mapping[str, object]) -> dict[str, object]:
         """Validate ``arguments`` against the schema; raise ``ValueError`` with details."""
         if INVALID_ARGUMENTS_KEY in arguments:
             raise ValueError(
@@ -231,11 +232,11 @@ class Tool(Generic[_F_co]):
             str(info.alias): getattr(model, name) for name, info in type(model).model_fields.items()
         }
 
-    async def invoke(self, arguments: Mapping[str, Any], run_context: RunContext) -> Any:
+    async def invoke(self, arguments: Mapping[str, object], run_context: RunContext) -> object:
         """Validate the arguments, then call the function (awaiting it if async)."""
         return await self.call_validated(self.validate_arguments(arguments), run_context)
 
-    async def call_validated(self, kwargs: dict[str, Any], run_context: RunContext) -> Any:
+    async def call_validated(self, kwargs: Mapping[str, object], run_context: RunContext) -> object:
         """Call the function with arguments already validated by :meth:`validate_arguments`."""
         kwargs = dict(kwargs)
         if self.context_param is not None:
@@ -250,14 +251,14 @@ class Tool(Generic[_F_co]):
         __call__: _F_co
     else:
 
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        def __call__(self, *args: object, **kwargs: object) -> object:
             return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
 
 
-def render_tool_output(value: Any, *, source: str = "a tool") -> str:
+def render_tool_output(value: object, *, source: str = "a tool") -> str:
     """Turn a tool's return value into the text sent back to the model. ``source`` names
     where the value came from (``tool 'screenshot'``), for the error that bytes which are
     not UTF-8 text raise (:class:`ToolDefinitionError`): a model reads text."""
@@ -283,7 +284,7 @@ def render_tool_output(value: Any, *, source: str = "a tool") -> str:
         ) from None
 
 
-def _sorted_sets(value: Any) -> Any:
+def _sorted_sets(value: object) -> object:
     """Sets in a stable order, so the same result renders the same text on every run."""
     if isinstance(value, (set, frozenset)):
         return sorted((_sorted_sets(v) for v in value), key=repr)
@@ -294,7 +295,7 @@ def _sorted_sets(value: Any) -> Any:
     return value
 
 
-def _stable_repr(value: Any) -> str:
+def _stable_repr(value: object) -> str:
     """``repr`` of an object JSON cannot hold, without memory addresses (they vary by run)."""
     text = repr(value)
     return f"<{type(value).__name__}>" if " at 0x" in text else text
@@ -325,21 +326,19 @@ def tool(
 ) -> Tool[_F] | Callable[[_F], Tool[_F]]:
     """Turn a function into a :class:`Tool`; use as ``@tool`` or ``@tool(name=...)``.
 
-    ``on_failure`` is called with a :class:`~pytest_agentctx.runtime.failures.Failure` when the tool
+    ``on_failure`` is called with a :class:`~pytest_agentctx.runtime.recovery.Failure` when the tool
     raises (a value other than ``None`` recovers and becomes the result); ``compensate``
     undoes the tool's work when a later step fails beyond recovery. Either way the tool
     keeps the function's signature for type checkers (see :class:`Tool`).
     """
-    options: dict[str, Any] = {
-        "name": name,
-        "description": description,
-        "on_failure": on_failure,
-        "compensate": compensate,
-    }
     if fn is not None:
-        return Tool(fn, **options)
+        return Tool(
+            fn, name=name, description=description, on_failure=on_failure, compensate=compensate
+        )
 
     def decorate(inner: _F) -> Tool[_F]:
-        return Tool(inner, **options)
+        return Tool(
+            inner, name=name, description=description, on_failure=on_failure, compensate=compensate
+        )
 
     return decorate

@@ -17,11 +17,11 @@ message is always kept. What was dropped is recorded in the iteration's metadata
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, filterfalse
 from operator import itemgetter
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pytest_agentctx.context.model import Message
 from pytest_agentctx.runtime.errors import ContextWindowError
@@ -38,6 +38,9 @@ __all__ = [
 
 TokenCounter = Callable[[Message], int]
 Strategy = Literal["oldest_first", "middle_out", "recent_turns"]
+#: What a :class:`Unit` holds: the system message, a user message, an assistant answer, an
+#: assistant message that calls tools with the results that answer it, or anything else.
+UnitKind = Literal["system", "user", "assistant", "tool_exchange", "other"]
 StrategyFunction = Callable[[Sequence["Unit"], "ContextWindow"], Iterable[int]]
 
 _STRATEGIES = ("oldest_first", "middle_out", "recent_turns")
@@ -55,6 +58,12 @@ def estimate_tokens(message: Message) -> int:
     return total
 
 
+class _Encoding(Protocol):
+    """What :class:`TiktokenCounter` asks of a ``tiktoken.Encoding``."""
+
+    def encode(self, text: str, *, disallowed_special: Collection[str]) -> list[int]: ...
+
+
 class TiktokenCounter:
     """Exact token counts with ``tiktoken`` (``pip install tiktoken``).
 
@@ -62,7 +71,7 @@ class TiktokenCounter:
     ``tiktoken.Encoding``. Counts are cached by text.
     """
 
-    def __init__(self, encoding: Any = "o200k_base") -> None:
+    def __init__(self, encoding: str | _Encoding = "o200k_base") -> None:
         try:
             import tiktoken
         except ImportError:
@@ -102,7 +111,7 @@ class Unit:
     turn: int
     tokens: int
     pinned: bool
-    kind: Literal["system", "user", "assistant", "tool_exchange", "other"]
+    kind: UnitKind
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,7 @@ class Pruned:
     within_limits: bool
     strategy: str
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, object]:
         """What the runtime records in the iteration's metadata under ``"window"``."""
         return {
             "strategy": self.strategy,
@@ -131,7 +140,7 @@ class Pruned:
 
 # Message kinds, as small ints so that the scans below run in C (map, compress, accumulate).
 _SYSTEM, _USER, _ASSISTANT, _CALLS, _TOOL = range(5)
-_KIND_NAMES: tuple[Any, ...] = ("system", "user", "assistant", "tool_exchange", "other")
+_KIND_NAMES: tuple[UnitKind, ...] = ("system", "user", "assistant", "tool_exchange", "other")
 #: Cached messages per window before the cache starts again (bounds its memory).
 _CACHE_LIMIT = 250_000
 #: Conversations whose layout a window keeps (the least recently pruned goes first).
@@ -170,7 +179,7 @@ class _Layout:
     sizes: list[int]  # messages in each unit
     turns: list[int]  # by unit
     members: dict[int, list[int]]  # unit -> the results that joined it, in order
-    owner: dict[Any, int]  # tool call id -> unit of the (latest) call
+    owner: dict[str, int]  # tool call id -> unit of the (latest) call
     unit_of: dict[int, int]  # index of a joined result -> its unit
     droppable: list[int] | None = None  # filled by ContextWindow._droppable
 

@@ -69,8 +69,8 @@ PUBLIC_NAMES: dict[str, str] = {
     "CassetteWriteError": "pytest_agentctx.traffic.errors",
     "Clock": "pytest_agentctx.context.clock",
     "CodecError": "pytest_agentctx.traffic.errors",
-    "CompensationRecord": "pytest_agentctx.runtime.failures",
-    "CompletedStep": "pytest_agentctx.runtime.failures",
+    "CompensationRecord": "pytest_agentctx.runtime.recovery",
+    "CompletedStep": "pytest_agentctx.runtime.recovery",
     "Completion": "pytest_agentctx.traffic.codecs.base",
     "Contains": "pytest_agentctx.assertions.patterns.structure",
     "ContextAssemblyError": "pytest_agentctx.runtime.errors",
@@ -80,13 +80,13 @@ PUBLIC_NAMES: dict[str, str] = {
     "ContextWindow": "pytest_agentctx.runtime.window",
     "ContextWindowError": "pytest_agentctx.runtime.errors",
     "ConversationError": "pytest_agentctx.runtime.errors",
-    "Delegation": "pytest_agentctx.runtime.subagents",
+    "Delegation": "pytest_agentctx.runtime.delegation",
     "Document": "pytest_agentctx.runtime.retrieval",
     "Each": "pytest_agentctx.assertions.patterns.structure",
     "EmptyHistory": "pytest_agentctx.context.errors",
     "Exact": "pytest_agentctx.assertions.patterns.structure",
     "Exchange": "pytest_agentctx.traffic.capture.exchange",
-    "Failure": "pytest_agentctx.runtime.failures",
+    "Failure": "pytest_agentctx.runtime.recovery",
     "FakeLLM": "pytest_agentctx.doubles.fake_llm",
     "FakeLLMError": "pytest_agentctx.doubles.errors",
     "FakeModelCall": "pytest_agentctx.doubles.scripted_model",
@@ -151,8 +151,8 @@ PUBLIC_NAMES: dict[str, str] = {
     "StaleCassette": "pytest_agentctx.traffic.errors",
     "StepClock": "pytest_agentctx.context.clock",
     "StepFailed": "pytest_agentctx.runtime.errors",
-    "SubAgent": "pytest_agentctx.runtime.subagents",
-    "SubAgentSummary": "pytest_agentctx.runtime.subagents",
+    "SubAgent": "pytest_agentctx.runtime.agent",
+    "SubAgentSummary": "pytest_agentctx.runtime.delegation",
     "SystemClock": "pytest_agentctx.context.clock",
     "Text": "pytest_agentctx.runtime.assembly",
     "TiktokenCounter": "pytest_agentctx.runtime.window",
@@ -183,7 +183,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "matches": "pytest_agentctx.assertions.patterns.report",
     "mismatches": "pytest_agentctx.assertions.patterns.report",
     "nested_runs": "pytest_agentctx.assertions.trajectory",
-    "parse_summary": "pytest_agentctx.runtime.subagents",
+    "parse_summary": "pytest_agentctx.runtime.delegation",
     "read_artifact": "pytest_agentctx.runtime.artifacts",
     "render_html": "pytest_agentctx.reports.html",
     "run_stats": "pytest_agentctx.context.figures",
@@ -410,7 +410,7 @@ def test_importing_testing_loads_none_of_the_modules_of_its_names() -> None:
     )
 
 
-async def test_dir_lists_every_public_name() -> None:
+def test_dir_lists_every_public_name() -> None:
     listed = dir(pytest_agentctx)
 
     assert sorted(set(pytest_agentctx.__all__) - set(listed)) == []

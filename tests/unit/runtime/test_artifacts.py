@@ -13,6 +13,7 @@ import pytest
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.ids import SequentialIds
+from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.artifacts import (
     ARTIFACT_TOOLS,
     ARTIFACTS_DEP,
@@ -39,7 +40,7 @@ def store(tmp_path: Path) -> LocalArtifactStore:
 
 def run_context(artifacts: Any) -> RunContext:
     return RunContext(
-        agent="researcher",
+        agent=Agent(name="researcher", model="openai:gpt-4o-mini"),
         iteration=1,
         tool_call=ToolCall(id="call_1", name="write_artifact", arguments={}),
         clock=StepClock(),
@@ -472,7 +473,12 @@ async def test_the_tools_refuse_escaping_paths(store: LocalArtifactStore) -> Non
 
 
 def test_the_tool_schemas_hide_the_run_context() -> None:
-    assert {t.name: sorted(t.parameters["properties"]) for t in ARTIFACT_TOOLS} == {
+    names: dict[str, list[str]] = {}
+    for t in ARTIFACT_TOOLS:
+        found = t.parameters["properties"]
+        assert isinstance(found, dict)
+        names[t.name] = sorted(found)
+    assert names == {
         "write_artifact": ["content", "path"],
         "read_artifact": ["path"],
         "list_artifacts": ["prefix"],

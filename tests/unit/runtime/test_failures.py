@@ -17,8 +17,8 @@ from pytest_agentctx.doubles.fake_tools import FakeTools
 from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.errors import StepFailed, ToolDefinitionError
-from pytest_agentctx.runtime.failures import CompletedStep, Failure, format_traceback
 from pytest_agentctx.runtime.loop import AgentRuntime
+from pytest_agentctx.runtime.recovery import CompletedStep, Failure, format_traceback
 from pytest_agentctx.runtime.tools import RunContext, tool
 from pytest_agentctx.traffic.codecs import Codec, openai_chat
 
@@ -139,7 +139,9 @@ def test_a_tool_keeps_its_handler_and_compensation():
         return key
 
     assert (lookup.on_failure, lookup.compensate) == (journal.handle, journal.undo)
-    assert "on_failure" not in lookup.parameters["properties"]
+    properties = lookup.parameters["properties"]
+    assert isinstance(properties, dict)
+    assert "on_failure" not in properties
 
 
 # -- without a handler ---------------------------------------------------------------------

@@ -17,7 +17,6 @@ import pytest
 
 from pytest_agentctx.context.clock import StepClock
 from pytest_agentctx.context.model import Message
-from pytest_agentctx.doubles.fake_llm import FakeLLM
 from pytest_agentctx.doubles.ids import SequentialIds
 from pytest_agentctx.runtime.agent import Agent
 from pytest_agentctx.runtime.assembly import FromRetrieval, FromState, Text

@@ -234,6 +234,7 @@ async def test_an_owned_client_is_closed_and_made_again(fake):
     body = gemini.encode_request(model=MODEL, messages=[{"role": "user", "content": "Hi"}])
     await provider.send(body)
     first = provider.client
+    assert provider._http is not None
     http = list(provider._http)
 
     await provider.aclose()

@@ -24,17 +24,16 @@ from pytest_agentctx.context.figures import run_stats
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 from pytest_agentctx.doubles.fake_tools import FakeTools
 from pytest_agentctx.doubles.ids import SequentialIds
-from pytest_agentctx.runtime.agent import Agent
+from pytest_agentctx.runtime.agent import Agent, SubAgent
 from pytest_agentctx.runtime.artifacts import LocalArtifactStore, write_artifact
-from pytest_agentctx.runtime.errors import AgentDefinitionError
-from pytest_agentctx.runtime.loop import AgentRuntime
-from pytest_agentctx.runtime.persistence import load_run, save_run
-from pytest_agentctx.runtime.subagents import (
+from pytest_agentctx.runtime.delegation import (
     SUMMARY_INSTRUCTIONS,
-    SubAgent,
     SubAgentSummary,
     parse_summary,
 )
+from pytest_agentctx.runtime.errors import AgentDefinitionError
+from pytest_agentctx.runtime.loop import AgentRuntime
+from pytest_agentctx.runtime.persistence import load_run, save_run
 from pytest_agentctx.runtime.tools import tool
 from pytest_agentctx.traffic.codecs import Codec, openai_chat
 

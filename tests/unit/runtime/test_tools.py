@@ -20,6 +20,13 @@ from pytest_agentctx.runtime.errors import ToolDefinitionError
 from pytest_agentctx.runtime.tools import RunContext, Tool, render_tool_output, tool
 
 
+def properties(t: Tool[Any]) -> dict[str, Any]:
+    """The ``properties`` of a tool's JSON schema (the schema's values are ``object``)."""
+    found = t.parameters["properties"]
+    assert isinstance(found, dict)
+    return found
+
+
 @tool
 def get_weather(city: str, unit: str = "celsius") -> str:
     """Current weather for a city.
@@ -140,7 +147,7 @@ def test_docstring_argument_with_a_type_in_parentheses_gets_its_description() ->
         """
         return query
 
-    assert {name: p["description"] for name, p in search.parameters["properties"].items()} == {
+    assert {name: p["description"] for name, p in properties(search).items()} == {
         "query": "What to look for.",
         "limit": "How many hits.",
     }
@@ -151,7 +158,7 @@ def test_tool_without_docstring_has_an_empty_description_and_bare_properties() -
     def add(a: int, b: int) -> int:
         return a + b
 
-    assert (add.description, add.parameters["properties"]) == (
+    assert (add.description, properties(add)) == (
         "",
         {"a": {"type": "integer"}, "b": {"type": "integer"}},
     )
@@ -184,7 +191,7 @@ def test_optional_parameter_with_none_default_is_nullable_and_not_required() -> 
     def forecast(city: str, days: int | None = None) -> str:
         return city
 
-    assert (forecast.parameters["properties"]["days"], forecast.parameters["required"]) == (
+    assert (properties(forecast)["days"], forecast.parameters["required"]) == (
         {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
         ["city"],
     )
@@ -195,7 +202,7 @@ def test_typing_optional_parameter_gives_the_same_schema_as_a_union_with_none() 
     def forecast(city: str, days: Optional[int] = None) -> str:  # noqa: UP045 - tested form
         return city
 
-    assert forecast.parameters["properties"]["days"] == {
+    assert properties(forecast)["days"] == {
         "anyOf": [{"type": "integer"}, {"type": "null"}],
         "default": None,
     }
@@ -206,7 +213,7 @@ def test_annotated_field_constraints_and_description_reach_the_schema() -> None:
     def forecast(days: Annotated[int, Field(ge=1, le=7, description="How many days.")]) -> str:
         return str(days)
 
-    assert forecast.parameters["properties"]["days"] == {
+    assert properties(forecast)["days"] == {
         "type": "integer",
         "minimum": 1,
         "maximum": 7,
@@ -229,7 +236,7 @@ def test_pydantic_model_parameter_is_described_in_defs_and_validated_into_the_mo
         return to.street
 
     assert (
-        deliver.parameters["properties"]["to"],
+        properties(deliver)["to"],
         deliver.validate_arguments({"to": {"street": "Main"}}),
     ) == (
         {"$ref": "#/$defs/Address"},
@@ -244,14 +251,14 @@ def test_parameter_names_that_clash_with_pydantic_models_still_work(name: str) -
 
     lookup = tool(namespace["lookup"])
 
-    assert (lookup.parameters["properties"], lookup.validate_arguments({name: "x"})) == (
+    assert (properties(lookup), lookup.validate_arguments({name: "x"})) == (
         {name: {"type": "string"}},
         {name: "x"},
     )
 
 
 def test_run_context_parameter_is_left_out_of_the_schema() -> None:
-    assert (convert.context_param, convert.parameters["properties"]) == (
+    assert (convert.context_param, properties(convert)) == (
         "ctx",
         {"amount": {"type": "number"}},
     )

@@ -131,7 +131,7 @@ async def test_handler_sees_the_body_of_a_streamed_async_request():
     assert bodies == [b'{"model": "gpt-4o-mini"}']
 
 
-async def test_awaitable_handler_on_a_sync_client_is_a_type_error():
+def test_awaitable_handler_on_a_sync_client_is_a_type_error():
     async def handler(request: WireRequest) -> WireResponse:
         return httpx2.Response(200)
 
@@ -449,7 +449,7 @@ async def test_forward_async_for_a_sync_client_says_to_use_forward_sync():
 # -- make_response -------------------------------------------------------------------
 
 
-async def test_make_response_outside_a_handler_builds_an_httpx2_response():
+def test_make_response_outside_a_handler_builds_an_httpx2_response():
     response = as_httpx2(make_response(201, content=b"created", headers={"x-request-id": "req_1"}))
 
     assert (type(response), response.status_code, response.content) == (
@@ -460,11 +460,11 @@ async def test_make_response_outside_a_handler_builds_an_httpx2_response():
     assert response.headers["x-request-id"] == "req_1"
 
 
-async def test_make_response_without_content_has_an_empty_body():
+def test_make_response_without_content_has_an_empty_body():
     assert as_httpx2(make_response(204)).content == b""
 
 
-async def test_make_response_with_chunks_keeps_each_chunk():
+def test_make_response_with_chunks_keeps_each_chunk():
     response = as_httpx2(
         make_response(
             200,
@@ -821,7 +821,7 @@ async def test_a_request_of_another_library_no_handler_answers_goes_through_its_
     assert (response.status_code, response.text) == (203, "sent /paris")
 
 
-async def test_a_handler_forwards_a_request_of_another_library_through_its_send():
+def test_a_handler_forwards_a_request_of_another_library_through_its_send():
     def forwarding(request: WireRequest) -> WireResponse:
         return forward_sync(request)
 

@@ -274,6 +274,7 @@ def test_two_json_keys_that_redact_alike_are_both_kept(no_provider_keys):
 
     redacted = redactor.json({"sk-first-secret": 1, "sk-other-secret": 2})
 
+    assert isinstance(redacted, dict)
     assert sorted(redacted.values()) == [1, 2]
     assert not any("secret" in key for key in redacted)
 

@@ -201,7 +201,7 @@ def test_the_path_names_the_model_and_whether_it_streams(path, model, stream):
 # -- requests --------------------------------------------------------------------------
 
 
-async def test_encode_request_puts_the_system_prompt_in_system_instruction():
+def test_encode_request_puts_the_system_prompt_in_system_instruction():
     body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=conversation()[:2])
 
     assert body == {
@@ -211,7 +211,7 @@ async def test_encode_request_puts_the_system_prompt_in_system_instruction():
     }
 
 
-async def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
+def test_encode_request_answers_parallel_calls_in_one_user_turn_without_synthetic_ids():
     body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=conversation())
 
     assert body["contents"][1:] == [
@@ -261,7 +261,7 @@ def test_encode_request_sends_an_error_result_under_error():
     assert body["contents"][2]["parts"][1]["functionResponse"]["response"] == {"error": "Rainy"}
 
 
-async def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
+def test_encode_request_declares_tools_with_their_json_schema_and_generation_config():
     body: dict[str, Any] = gemini.encode_request(
         model=MODEL,
         messages=conversation()[1:2],
@@ -317,7 +317,7 @@ def test_decode_request_joins_a_function_response_to_the_call_it_answers():
     ]
 
 
-async def test_decode_request_joins_two_responses_of_one_tool_in_order():
+def test_decode_request_joins_two_responses_of_one_tool_in_order():
     body: dict[str, Any] = gemini.encode_request(model=MODEL, messages=conversation())
 
     messages = gemini.decode_request(body).messages

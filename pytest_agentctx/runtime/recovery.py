@@ -1,4 +1,6 @@
-"""Failure handling: what a step's ``on_failure`` handler and ``compensate`` function receive.
+"""Recovery from a failed step: what a tool's ``on_failure`` handler and ``compensate``
+function receive (:class:`Failure`, :class:`CompletedStep`), and the records of both kept in
+the iteration's metadata (:class:`CompensationRecord`).
 
 A tool declares both on :func:`~pytest_agentctx.runtime.tools.tool`::
 
@@ -13,18 +15,19 @@ the ``compensate`` function of every step already done in the run, newest first,
 a :class:`CompletedStep`, records all of it in the iteration's metadata (``failures``,
 ``compensations``) and raises :class:`~pytest_agentctx.runtime.errors.StepFailed`.
 
-This module holds the records and their JSON form; the runtime does the work.
+This module holds the records and their JSON form; the runtime
+(:mod:`pytest_agentctx.runtime.steps`) does the work.
 """
 
 from __future__ import annotations
 
 import inspect
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from pytest_agentctx.runtime.tools import RunContext
@@ -38,10 +41,11 @@ __all__ = [
     "format_traceback",
 ]
 
-#: ``on_failure``: called with the :class:`Failure`; a value other than ``None`` recovers.
-FailureHandler = Callable[["Failure"], Any | Awaitable[Any]]
+#: ``on_failure``: called with the :class:`Failure`; a value other than ``None`` recovers
+#: (sync or async: an awaitable it returns is awaited).
+FailureHandler = Callable[["Failure"], object]
 #: ``compensate``: called with the :class:`CompletedStep` to undo (sync or async).
-Compensation = Callable[["CompletedStep"], Any | Awaitable[Any]]
+Compensation = Callable[["CompletedStep"], object]
 
 _PACKAGE_DIR = str(PurePath(__file__).parents[1])
 
@@ -69,8 +73,32 @@ def format_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip("\n")
 
 
-def _callable_name(fn: Any) -> str:
+def _callable_name(fn: object) -> str:
     return str(getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+class FailureJSON(TypedDict):
+    """A :class:`Failure` as the iteration's metadata keeps it (``at`` in ISO 8601)."""
+
+    step: str
+    tool_call_id: str
+    iteration: int
+    error_type: str
+    message: str
+    traceback: str
+    at: str
+
+
+class CompensationJSON(TypedDict):
+    """A :class:`CompensationRecord` as the iteration's metadata keeps it; ``error`` only
+    when the compensation failed."""
+
+    step: str
+    tool_call_id: str
+    iteration: int
+    status: Literal["compensated", "failed"]
+    at: str
+    error: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -79,7 +107,8 @@ class Failure:
 
     ``step`` is the tool's name, ``at`` the runtime clock's time when the failure was
     caught; ``traceback`` is :func:`format_traceback` text. ``exception`` is the exception
-    object itself (not recorded in the context).
+    object itself (not recorded in the context). ``arguments`` are the tool's validated
+    arguments, typed ``Any``: the handler knows the tool's parameters, this module does not.
     """
 
     step: str
@@ -101,7 +130,7 @@ class Failure:
         tool_call_id: str,
         iteration: int,
         at: datetime,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, object] | None = None,
     ) -> Failure:
         """The record of ``exc``, raised by ``step``."""
         return cls(
@@ -116,7 +145,7 @@ class Failure:
             exception=exc,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FailureJSON:
         """The JSON form kept in the iteration's metadata (without the exception object)."""
         return {
             "step": self.step,
@@ -135,7 +164,9 @@ class CompletedStep:
 
     ``output`` is what the tool returned (before it was rendered as text);
     ``run_context`` is the :class:`~pytest_agentctx.runtime.tools.RunContext` the tool ran with,
-    so a compensation reaches the same dependencies (``run_context.deps``).
+    so a compensation reaches the same dependencies (``run_context.deps``). ``arguments``
+    and ``output`` are typed ``Any``: the compensation knows the tool's types, this module
+    does not.
     """
 
     step: str
@@ -158,9 +189,9 @@ class CompensationRecord:
     at: datetime
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CompensationJSON:
         """The JSON form kept in the iteration's metadata."""
-        data: dict[str, Any] = {
+        data: CompensationJSON = {
             "step": self.step,
             "tool_call_id": self.tool_call_id,
             "iteration": self.iteration,
@@ -172,7 +203,7 @@ class CompensationRecord:
         return data
 
 
-async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
+async def call_maybe_async(fn: Callable[..., object], *args: object) -> object:
     """Call ``fn`` and await its result if it is awaitable."""
     value = fn(*args)
     if inspect.isawaitable(value):
@@ -180,6 +211,6 @@ async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     return value
 
 
-def handler_name(fn: Any) -> str:
+def handler_name(fn: object) -> str:
     """The name a handler or compensation is recorded under."""
     return _callable_name(fn)

@@ -1,39 +1,45 @@
-"""Sub-agents: an orchestrator delegates a task to another agent, which it calls as a tool.
+"""Delegations to sub-agents: the summary a sub-agent is asked for, the report the
+orchestrator's model receives, and how a sub-agent's context is kept between delegations.
 
->>> researcher_tool = SubAgent(researcher, id="researcher", description="Finds facts.")
-... # doctest: +SKIP
->>> orchestrator = Agent(name="orchestrator", model=..., tools=[researcher_tool])
-... # doctest: +SKIP
+An orchestrator delegates a task to another agent, which it calls as a tool
+(:class:`~pytest_agentctx.runtime.agent.SubAgent`)::
 
-The model calls the tool with ``{"task": "..."}``. The runtime runs the sub-agent with its
-own, isolated :class:`~pytest_agentctx.context.model.AgentContext` and answers the call with a
-JSON report (:class:`Delegation`): facts computed by code (status, tools used, token usage,
-duration from the clock, artifacts created and modified) and the sub-agent's own summary.
-The sub-agent's context is stored in the parent iteration's metadata under
-``metadata["subagents"][<id>]``, where trajectories (``Trajectory(..., nested=True)``),
-``nested_runs`` and ``run_stats`` find it.
+    researcher_tool = SubAgent(researcher, id="researcher", description="Finds facts.")
+    orchestrator = Agent(name="orchestrator", model=..., tools=[researcher_tool])
+
+The model calls the tool with ``{"task": "..."}``. The runtime
+(:mod:`pytest_agentctx.runtime.steps`) runs the sub-agent with its own, isolated
+:class:`~pytest_agentctx.context.model.AgentContext` and answers the call with a JSON report
+(:class:`Delegation`): facts computed by code (status, tools used, token usage, duration
+from the clock, artifacts created and modified) and the sub-agent's own summary
+(:class:`SubAgentSummary`, read by :func:`parse_summary`; the sub-agent is told the format
+by :data:`SUMMARY_INSTRUCTIONS`). The sub-agent's context is stored in the parent
+iteration's metadata under ``metadata["subagents"][<id>]``, where trajectories
+(``Trajectory(..., nested=True)``), ``nested_runs`` and ``run_stats`` find it.
 
 Rules:
 
-* Only the orchestrator delegates: an agent that has :class:`SubAgent` tools cannot itself
-  be a sub-agent (refused when the :class:`SubAgent` is defined).
+* Only the orchestrator delegates: an agent that has ``SubAgent`` tools cannot itself be a
+  sub-agent (refused when the ``SubAgent`` is defined).
 * Delegating again to the same id in the same conversation (the parent's run and its
   continuations) resumes the sub-agent's context: each delegation stores the iterations it
-  added, and the runtime puts them back together.
+  added (:func:`slice_from`), and the runtime puts them back together
+  (:func:`stored_slices`, :func:`merge_slices`).
 * Delegations to different ids in one iteration run concurrently; each sub-agent gets its
-  own clock (a :class:`~pytest_agentctx.context.clock.StepClock` starting when it was called, if
-  the runtime's clock is one) and ids prefixed with its id, so its context is the same on
-  every run whatever the order the delegations finish in.
+  own clock (:func:`derive_clock`: a :class:`~pytest_agentctx.context.clock.StepClock`
+  starting when it was called, if the runtime's clock is one) and ids prefixed with its id
+  (:class:`PrefixedIds`), so its context is the same on every run whatever the order the
+  delegations finish in.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -41,17 +47,11 @@ from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.clock import Clock, StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration
 from pytest_agentctx.doubles.ids import IdFactory
-from pytest_agentctx.runtime.errors import AgentDefinitionError
-from pytest_agentctx.runtime.tools import Tool
-
-if TYPE_CHECKING:
-    from pytest_agentctx.runtime.agent import Agent
 
 __all__ = [
     "SUMMARY_INSTRUCTIONS",
     "Delegation",
     "DelegationStatus",
-    "SubAgent",
     "SubAgentSummary",
     "parse_summary",
 ]
@@ -67,7 +67,43 @@ SUMMARY_INSTRUCTIONS = (
     '"reason": "<what is missing>"}.'
 )
 
-_DEFAULT = object()
+
+class ArtifactsReport(TypedDict):
+    """The artifacts a delegation created and modified, by path."""
+
+    created: list[str]
+    modified: list[str]
+
+
+class DelegationReport(TypedDict):
+    """A delegation's report as JSON (:meth:`Delegation.to_dict`): the tool result the
+    orchestrator's model reads. ``reason``, ``error`` and ``raw_output`` are there when set."""
+
+    subagent: str
+    agent: str
+    status: DelegationStatus
+    summary: str | None
+    tools_used: list[str]
+    tool_calls: int
+    iterations: int
+    usage: dict[str, int]
+    duration_s: float
+    artifacts: ArtifactsReport
+    resumed: bool
+    reason: NotRequired[str]
+    error: NotRequired[str]
+    raw_output: NotRequired[str]
+
+
+class DelegationRecord(DelegationReport):
+    """What the parent iteration's ``metadata["subagents"][<id>]`` keeps of a delegation: its
+    report, the task, the tool call it answered and the iterations it added (as JSON)."""
+
+    task: str
+    tool_call_id: str
+    context: dict[str, object]
+
+
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(?P<body>.*?)\n\s*```\s*$", re.DOTALL)
 
 
@@ -113,80 +149,6 @@ def parse_summary(text: str | None) -> SubAgentSummary | None:
         return None
 
 
-def _delegate(task: str) -> str:  # pragma: no cover - the runtime never calls it
-    """Delegate a task.
-
-    Args:
-        task: The task for the sub-agent, with everything it needs to know.
-    """
-    raise NotImplementedError
-
-
-class SubAgent(Tool[Callable[[str], str]]):
-    """An agent offered to an orchestrator as a tool named ``id``.
-
-    ``description`` tells the orchestrator's model what the sub-agent is for.
-    ``summary_instructions`` is appended to the sub-agent's system prompt (pass ``None`` if
-    its prompt already asks for the JSON summary that :func:`parse_summary` reads).
-    """
-
-    def __init__(
-        self,
-        agent: Agent,
-        *,
-        id: str | None = None,
-        description: str | None = None,
-        summary_instructions: str | None = SUMMARY_INSTRUCTIONS,
-    ) -> None:
-        from pytest_agentctx.runtime.agent import Agent
-
-        if not isinstance(agent, Agent):
-            raise AgentDefinitionError(
-                f"SubAgent() takes an Agent, got {type(agent).__name__}: {agent!r}."
-            )
-        nested = [t.name for t in agent.tools if isinstance(t, SubAgent)]
-        if nested:
-            raise AgentDefinitionError(
-                f"Agent {agent.name!r} delegates to {nested}, so it cannot be a sub-agent: "
-                "sub-agents do not call each other, only the orchestrator delegates. Give "
-                "those sub-agents to the orchestrator instead."
-            )
-        sub_id = agent.name if id is None else id
-        super().__init__(
-            _delegate,
-            name=sub_id,
-            description=description
-            if description is not None
-            else (
-                f"Delegate a task to the {agent.name!r} sub-agent. It works in its own "
-                "context and answers with a JSON report: status, summary, tools used, "
-                "token usage and artifacts."
-            ),
-        )
-        self.agent = agent
-        self.summary_instructions = summary_instructions
-
-    @property
-    def id(self) -> str:
-        """The sub-agent id: the tool's name, and the key in ``metadata["subagents"]``."""
-        return self.name
-
-    def prepared_agent(self) -> Agent:
-        """The agent as it runs: its system prompt followed by the summary instructions."""
-        if not self.summary_instructions:
-            return self.agent
-        from dataclasses import replace
-
-        prompt = self.agent.system_prompt
-        text = (
-            self.summary_instructions if not prompt else f"{prompt}\n\n{self.summary_instructions}"
-        )
-        return replace(self.agent, system_prompt=text)
-
-    def __repr__(self) -> str:
-        return f"SubAgent(id={self.id!r}, agent={self.agent.name!r})"
-
-
 @dataclass(frozen=True)
 class Delegation:
     """The report of one delegation: what the parent's model receives (as JSON).
@@ -212,9 +174,9 @@ class Delegation:
     error: str | None = None
     raw_output: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DelegationReport:
         """The JSON report: the tool result the parent's model reads."""
-        data: dict[str, Any] = {
+        data: DelegationReport = {
             "subagent": self.id,
             "agent": self.agent,
             "status": self.status,
@@ -230,10 +192,12 @@ class Delegation:
             },
             "resumed": self.resumed,
         }
-        for key in ("reason", "error", "raw_output"):
-            value = getattr(self, key)
-            if value is not None:
-                data[key] = value
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.error is not None:
+            data["error"] = self.error
+        if self.raw_output is not None:
+            data["raw_output"] = self.raw_output
         return data
 
 
