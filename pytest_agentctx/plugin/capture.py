@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.traffic.capture import CapturedRuns, Exchange
     from pytest_agentctx.traffic.cassettes import Cassette
-    from pytest_agentctx.traffic.cassettes.store import Interaction
+    from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 
 
 def capture_runs(item: pytest.Item, source: Callable[[], Sequence[Exchange | Interaction]]) -> None:

@@ -54,7 +54,7 @@ def _clear_killed_writes(settings: CassetteSettings) -> None:
     cassette folder, all of it: the temporary files whose process no longer runs (see
     :func:`~pytest_agentctx._files.remove_stale_temporaries`), even beside cassettes this
     run does not load."""
-    from pytest_agentctx.traffic.cassettes.store import sweep_tree
+    from pytest_agentctx.traffic.cassettes.runs import sweep_tree
 
     sweep_tree(settings.directory)
 

@@ -127,13 +127,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         use_folder(*config.stash[READ_CACHE_KEY])  # an outer session's, or none
     settings = config.stash.get(CASSETTE_SETTINGS_KEY, None)
-    cassettes_used = "pytest_agentctx.traffic.cassettes.store" in sys.modules
+    cassettes_used = "pytest_agentctx.traffic.cassettes.runs" in sys.modules
     if (
         settings is not None
         and not hasattr(config, "workerinput")
         and (cassettes_used or config.pluginmanager.has_plugin("dsession"))
     ):
-        from pytest_agentctx.traffic.cassettes.store import end_runs
+        from pytest_agentctx.traffic.cassettes.runs import end_runs
 
         end_runs(settings.run_id)
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .redact import REDACTED as REDACTED
     from .redact import Redactor as Redactor
     from .session import Cassette as Cassette
-    from .store import Interaction as Interaction
+    from .fileformat import Interaction as Interaction
     from .store import dump_cassette as dump_cassette
     from .store import load_cassette as load_cassette
     from .store import write_cassette as write_cassette
@@ -39,7 +39,7 @@ _PUBLIC: dict[str, str] = {
     "DEFAULT_SECRET_HEADERS": "redact",
     "REDACTED": "redact",
     "Cassette": "session",
-    "Interaction": "store",
+    "Interaction": "fileformat",
     "Miss": "misses",
     "NetworkGuard": "network",
     "RecordMode": "defaults",

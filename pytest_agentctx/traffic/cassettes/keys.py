@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
     BodyHook,
@@ -21,7 +22,6 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     read_json,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor
-from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = ["RequestKeys"]
 

@@ -25,10 +25,10 @@ from pytest_agentctx.traffic.cassettes.diffs import (
     one_line,
     unified_diff,
 )
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip_fields
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
-from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = [
     "Closest",

@@ -14,7 +14,7 @@ before it reaches a socket. Everything else meets this guard while it is active:
   ``socket.getfqdn()``, ``http.server`` and ``email.utils.make_msgid`` look up) may be looked up;
 * child processes started while it is active get the same guard (Python children, forked
   ones and those of multiprocessing's forkserver included) or a proxy that refuses their
-  requests (programs that honour proxy variables): see :mod:`._child_guard`.
+  requests (programs that honour proxy variables): see :mod:`._children`.
 
 A refusal raises :class:`~pytest_agentctx.traffic.errors.NetworkBlocked`, which is also a
 ``ConnectionError``, and is remembered in :attr:`NetworkGuard.blocked`, so the test fails
@@ -28,13 +28,18 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import ipaddress
-import os
 import socket
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, NoReturn
 
+from pytest_agentctx.traffic.cassettes import _children, guards
+from pytest_agentctx.traffic.cassettes.guards import (
+    CONNECTION,
+    DATAGRAM,
+    LOOKUP,
+    active_guards,
+)
 from pytest_agentctx.traffic.errors import NetworkBlocked
 
 __all__ = [
@@ -59,11 +64,6 @@ _original_gethostbyname_ex = socket.gethostbyname_ex
 _original_gethostbyaddr = socket.gethostbyaddr
 _original_getnameinfo = socket.getnameinfo
 
-#: What a refusal says was tried, before the target: "blocked a connection to 10.0.0.1:443".
-CONNECTION = "a connection to"
-DATAGRAM = "a datagram to"
-LOOKUP = "a DNS lookup of"
-
 #: What the default message tells the user to do.
 RECORD_ADVICE = (
     "Record the traffic with pytest --agent-record, or allow the host with the ini option "
@@ -78,20 +78,9 @@ FAKE_LLM_ADVICE = (
 
 _AF_NETLINK = getattr(socket, "AF_NETLINK", None)  # talks to the kernel, not the network
 
-_lock = threading.RLock()
-_guards: list[NetworkGuard] = []
 _resolved: dict[str, str] = {}  # address -> the host name it was resolved from
 _saved: dict[tuple[object, str], object] = {}  # what the patches replaced, put back at stop
 _MISSING = object()
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.RLock()  # another thread may have held it when the process forked
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def is_loopback(host: str) -> bool:
@@ -104,12 +93,6 @@ def is_loopback(host: str) -> bool:
         return False
     mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
     return address.is_loopback or bool(mapped and mapped.is_loopback)
-
-
-def active_guards() -> list[NetworkGuard]:
-    """The guards active now, oldest first."""
-    with _lock:
-        return list(_guards)
 
 
 def _is_address(host: str) -> bool:
@@ -291,9 +274,7 @@ def _unpatch() -> None:
 
 
 def _children_follow() -> None:
-    from pytest_agentctx.traffic.cassettes import _child_guard
-
-    _child_guard.follow([guard for guard in _guards if guard.children])
+    _children.follow([guard for guard in active_guards() if guard.children])
 
 
 class NetworkGuard:
@@ -322,7 +303,7 @@ class NetworkGuard:
         #: What was refused, oldest first (``10.0.0.1:443``, ``example.com``).
         self.blocked: list[str] = []
         #: Called with the target and the action of each refusal before it is raised: a
-        #: guard in a child process tells the test process with it (see :mod:`._child_guard`).
+        #: guard in a child process tells the test process with it (see :mod:`._children`).
         self.report: Callable[[str, str], None] | None = None
         self._actions: dict[str, str] = {}
         self._active = False
@@ -386,22 +367,20 @@ class NetworkGuard:
         )
 
     def start(self) -> None:
-        with _lock:
+        with guards.lock():
             if self._active:
                 return
-            if not _guards:
+            if guards.add(self):
                 _patch()
-            _guards.append(self)
             self._active = True
             _children_follow()
 
     def stop(self) -> None:
-        with _lock:
+        with guards.lock():
             if not self._active:
                 return
-            _guards.remove(self)
             self._active = False
-            if not _guards:
+            if guards.remove(self):
                 _unpatch()
             _children_follow()
 
@@ -438,9 +417,9 @@ def expect_network_blocked(target: str | None = None) -> Iterator[list[str]]:
     """
     __tracebackhide__ = True
     with contextlib.ExitStack() as own:
-        guards = active_guards()
-        if not guards:
-            guards = [
+        watching = active_guards()
+        if not watching:
+            watching = [
                 own.enter_context(
                     NetworkGuard(
                         reason="inside expect_network_blocked()",
@@ -449,13 +428,13 @@ def expect_network_blocked(target: str | None = None) -> Iterator[list[str]]:
                     )
                 )
             ]
-        starts = [len(guard.blocked) for guard in guards]
+        starts = [len(guard.blocked) for guard in watching]
         refused: list[str] = []
         try:
             yield refused
         finally:
-            for guard, start in zip(guards, starts, strict=True):
-                with _lock:
+            for guard, start in zip(watching, starts, strict=True):
+                with guards.lock():
                     refused.extend(guard.blocked[start:])
                     del guard.blocked[start:]
     if not refused:

@@ -62,6 +62,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     whole_events,
 )
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import (
     DEFAULT_IGNORED_FIELDS,
@@ -85,13 +86,9 @@ from pytest_agentctx.traffic.cassettes.redact import (
     unscrubbable,
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
+from pytest_agentctx.traffic.cassettes.runs import sweep_folder
 from pytest_agentctx.traffic.cassettes.saving import Scrubs, run_wrote, save_recorded, write_error
-from pytest_agentctx.traffic.cassettes.store import (
-    Interaction,
-    load_cassette,
-    paused_gc,
-    sweep_folder,
-)
+from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
 from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.errors import (
     CassetteError,

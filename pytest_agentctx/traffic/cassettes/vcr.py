@@ -2,7 +2,7 @@
 
 A team that replays some tests with vcrpy or pytest-recording, or moves between the two
 tools, keeps one kind of file: vcrpy's YAML (version 1), which this package reads as well
-(:func:`~pytest_agentctx.traffic.cassettes.store.parse_cassette`). Each interaction is
+(:func:`~pytest_agentctx.traffic.cassettes.store.load_cassette`). Each interaction is
 written as vcrpy writes one:
 
 - ``request``: ``method``, ``uri``, ``body`` (the bytes sent, as text; ``null`` when
@@ -33,12 +33,12 @@ from pytest_agentctx.traffic.cassettes.body import (
     decompress,
     encode_body,
 )
-from pytest_agentctx.traffic.cassettes.store import (
+from pytest_agentctx.traffic.cassettes.fileformat import (
     Interaction,
-    _headers,
-    _partial,
-    _test_id,
     check_encoded,
+    read_headers,
+    read_partial,
+    read_test_id,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
 
@@ -72,7 +72,7 @@ def _reason(status: int) -> str:
 
 
 def vcr_interaction(interaction: Interaction) -> dict[str, Any]:
-    """One :class:`~pytest_agentctx.traffic.cassettes.store.Interaction` as vcrpy writes it."""
+    """One :class:`~pytest_agentctx.traffic.cassettes.fileformat.Interaction` as vcrpy writes it."""
     data: dict[str, Any] = {
         "request": {
             "body": _vcr_body(interaction.request_body),
@@ -140,8 +140,8 @@ def from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
     for index, item in enumerate(data.get("interactions") or []):
         try:
             request, response = item["request"], item["response"]
-            request_headers = _headers(request.get("headers"))
-            response_headers = _headers(response.get("headers"))
+            request_headers = read_headers(request.get("headers"))
+            response_headers = read_headers(response.get("headers"))
             status = response["status"]
             code = int(status["code"] if isinstance(status, Mapping) else status)
             response_body, decoded = _read_body(response, response_headers, True)
@@ -163,8 +163,8 @@ def from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
                 response_body=response_body,
                 origin=f"{where}#{index}",
                 # written by this package in vcrpy's format (vcrpy ignores both keys)
-                test_id=_test_id(item.get("test_id")),
-                partial=_partial(item.get("partial")),
+                test_id=read_test_id(item.get("test_id")),
+                partial=read_partial(item.get("partial")),
             )
         except BodyTooLarge as exc:
             raise CassetteFormatError(

@@ -34,8 +34,8 @@ from pytest_agentctx.traffic.cassettes import (
     Interaction,
     RecordMode,
     load_cassette,
+    runs,
     session,
-    store,
 )
 from pytest_agentctx.traffic.cassettes.matcher import make_key
 from pytest_agentctx.traffic.cassettes.redact import Redactor
@@ -1263,7 +1263,7 @@ async def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(
     write_cassette(path, [_interaction(_request("Hi"))])
     left = path.with_name(f".{path.name}.{dead_pid}.0123abcd.tmp")
     left.write_text('{"cassette": ')
-    store._swept_folders.discard(path.parent)
+    runs._swept_folders.discard(path.parent)
 
     Cassette(path, test_id=TEST_ID)
 

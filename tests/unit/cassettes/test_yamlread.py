@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from pytest_agentctx._untrusted import LimitExceeded, Limits, use_limits
 from pytest_agentctx.traffic.cassettes import yamlread
-from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import dump_cassette
 
 ROOT = Path(__file__).resolve().parents[3]
 #: The shared corpus of vcrpy cassettes (beside the checkout, as in CI) and this
