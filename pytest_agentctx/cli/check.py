@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.cli.retired import retirement_of
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
-from pytest_agentctx.traffic.cassettes.settings import CassetteSettings, cassette_path
+from pytest_agentctx.traffic.cassettes.options import CassetteSettings
+from pytest_agentctx.traffic.cassettes.per_test import cassette_path
 from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CassetteFormatError
 

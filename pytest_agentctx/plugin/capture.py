@@ -113,7 +113,7 @@ def redactor_for(request: pytest.FixtureRequest) -> Redactor:
     redactor = item.stash.get(REDACTOR_KEY, None)
     if redactor is not None:
         return redactor
-    from pytest_agentctx.traffic.cassettes.settings import cassette_config
+    from pytest_agentctx.traffic.cassettes.per_test import cassette_config
 
     config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=item.nodeid)
     secrets = request.config.stash[SECRETS_KEY]

@@ -1,6 +1,12 @@
-"""The cassette options of one test (its ``agent`` marker, its ``agent_cassette_config``),
-read and checked, and the cassette built from them; the session's options are read at
-start-up by :mod:`.options` (its names are re-exported here)."""
+"""One test's cassette: its options, its path, and building, checking and saving it.
+
+The options of a test (its ``agent`` marker, :class:`TestOptions`, and what its
+``agent_cassette_config`` fixture returns, :func:`cassette_config`) are read and checked
+over the session's (:class:`~.options.CassetteSettings`); :func:`cassette_path` says where
+its cassette lives, :func:`build_cassette` makes it (with the guard that keeps a replaying
+test offline), and :func:`call_failure`, :func:`verify_call` and :func:`save_recordings`
+are what the plugin does with it after the test's call.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.options import (
-    AGENT_FIXTURES,
     CassetteSettings,
-    _host_problem,
-    is_agent_test,
-    normalise_record_args,
+    host_problem,
     parse_mode,
 )
 from pytest_agentctx.traffic.errors import (
@@ -33,19 +36,14 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.session import Cassette
 
 __all__ = [
-    "AGENT_FIXTURES",
     "CONFIG_KEYS",
     "MARKER_OPTIONS",
-    "CassetteSettings",
     "TestOptions",
     "build_cassette",
     "call_failure",
     "cassette_config",
     "cassette_path",
-    "is_agent_test",
     "marker_options",
-    "normalise_record_args",
-    "parse_mode",
     "save_recordings",
     "verify_call",
 ]
@@ -159,8 +157,8 @@ def _item_problem(key: str, item: object, *, secret: bool) -> str | None:
             f"{MIN_SECRET} characters are never redacted, as they would redact ordinary words"
         )
     if key == "allowed_hosts":
-        host_problem = _host_problem(item)
-        return f"holds {item!r}, which {host_problem}" if host_problem else None
+        problem = host_problem(item)
+        return f"holds {item!r}, which {problem}" if problem else None
     return None
 
 
