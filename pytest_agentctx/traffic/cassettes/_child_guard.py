@@ -14,7 +14,6 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from pytest_agentctx.traffic.cassettes._children import (
     GUARD_VAR,
@@ -36,9 +35,10 @@ _installed_spec = ""
 class _ChildGuard(NetworkGuard):
     """A guard of a child process: also tells the test process what it refused."""
 
-    def __init__(self, spec: Mapping[str, Any], port: int) -> None:
+    def __init__(self, spec: Mapping[str, object], port: int) -> None:
+        allowed = spec.get("allowed", ())
         super().__init__(
-            spec.get("allowed", ()),
+            [str(host) for host in allowed] if isinstance(allowed, list | tuple) else (),
             reason=str(spec.get("reason", "")),
             summary=str(spec.get("summary", "agent tests replay offline")),
             advice=str(spec.get("advice", "")),

@@ -48,7 +48,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.guards import CONNECTION, active_guards
@@ -90,14 +90,14 @@ _inject: dict[str, str] = {}
 _inherited: dict[str, str] = {}
 #: os.environ's values before the first guard changed them (None: absent).
 _saved_environ: dict[str, str | None] | None = None
-_popen_before: Any = None
+_popen_before: Callable[..., None] | None = None
 #: The ``os`` functions that start a program with an environment of their own, and where
 #: that environment sits among their positional arguments.
 _OS_LAUNCHERS = tuple(
     (name, 2) for name in ("posix_spawn", "posix_spawnp", "execve") if hasattr(os, name)
 )
 #: The ``os`` functions replaced while children get a guard: name -> the original.
-_os_before: dict[str, Callable[..., Any]] = {}
+_os_before: dict[str, Callable[..., object]] = {}
 #: The key of multiprocessing's preparation data that carries the guards to its children.
 _PREPARATION_KEY = "pytest_agentctx_network_guard"
 #: The module that installs the guards in a child process (:class:`_Adopt` imports it there).
@@ -176,30 +176,36 @@ def with_site_dir(pythonpath: str | None) -> str:
     return SITE_DIR + os.pathsep + pythonpath
 
 
-def _env_for_child(env: Mapping[Any, Any] | None) -> Mapping[Any, Any] | None:
+def _env_for_child(env: object) -> object:
+    """The environment ``env`` given to a child (``None``: this process's), with the
+    guards' variables; ``env`` as it is when no guard is active, or when it is no mapping
+    (the launcher refuses it)."""
     inject = _inject
-    if not inject:  # the last guard stopped while this child was being started
-        return env
     base = os.environ if env is None else env
+    if not inject or not isinstance(base, Mapping):
+        return env  # not inject: the last guard stopped while this child was being started
     child = {os.fsdecode(name): os.fsdecode(value) for name, value in base.items()}
     child.update(inject)
     child["PYTHONPATH"] = with_site_dir(child.get("PYTHONPATH"))
     return child
 
 
-def _popen_init(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+def _popen_init(self: object, *args: object, **kwargs: object) -> None:
     if len(args) > _ENV_INDEX:
         args = (*args[:_ENV_INDEX], _env_for_child(args[_ENV_INDEX]), *args[_ENV_INDEX + 1 :])
     else:
         kwargs["env"] = _env_for_child(kwargs.get("env"))
+    assert _popen_before is not None  # patched only while it holds the original
     _popen_before(self, *args, **kwargs)
 
 
-def _os_launcher(name: str, index: int, original: Callable[..., Any]) -> Callable[..., Any]:
+def _os_launcher(
+    name: str, index: int, original: Callable[..., object]
+) -> Callable[..., object]:
     """``original`` (``os.posix_spawn``...), giving the program it starts the variables."""
 
     @functools.wraps(original)
-    def launch(*args: Any, **kwargs: Any) -> Any:
+    def launch(*args: object, **kwargs: object) -> object:
         if len(args) > index and args[index] is not None:
             args = (*args[:index], _env_for_child(args[index]), *args[index + 1 :])
         elif kwargs.get("env") is not None:
@@ -277,13 +283,15 @@ class _Adopt:
     def __init__(self, environment: Mapping[str, str]) -> None:
         self.environment = dict(environment)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[Callable[..., object], tuple[str, dict[str, object]]]:
         # exec, not this class: the child may not find the package where this process did.
-        names = {"root": _PACKAGE_ROOT, "environment": self.environment, "__name__": _CHILD_GUARD}
+        names: dict[str, object] = {"root": _PACKAGE_ROOT, "environment": self.environment, "__name__": _CHILD_GUARD}
         return exec, (self._CODE, names)
 
 
-def _preparation_data(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _preparation_data(
+    original: Callable[..., dict[str, object]], *args: object, **kwargs: object
+) -> dict[str, object]:
     data = original(*args, **kwargs)
     data[_PREPARATION_KEY] = _Adopt(_inject)
     return data

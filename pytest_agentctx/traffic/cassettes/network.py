@@ -29,9 +29,9 @@ import contextlib
 import fnmatch
 import ipaddress
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from pytest_agentctx.traffic.cassettes import _children, guards
 from pytest_agentctx.traffic.cassettes.guards import (
@@ -52,17 +52,20 @@ __all__ = [
     "is_loopback",
 ]
 
-_original_connect = socket.socket.connect
-_original_connect_ex = socket.socket.connect_ex
-_original_sendto = socket.socket.sendto
-_original_sendmsg = getattr(socket.socket, "sendmsg", None)  # not on Windows
-_original_send = socket.socket.send
-_original_sendall = socket.socket.sendall
-_original_getaddrinfo = socket.getaddrinfo
-_original_gethostbyname = socket.gethostbyname
-_original_gethostbyname_ex = socket.gethostbyname_ex
-_original_gethostbyaddr = socket.gethostbyaddr
-_original_getnameinfo = socket.getnameinfo
+#: What ``gethostbyname_ex`` and ``gethostbyaddr`` give: a name, its aliases, its addresses.
+_HostEntry = tuple[str, list[str], list[str]]
+# The originals, called with the arguments their replacements were given, as they are.
+_original_connect: Callable[..., None] = socket.socket.connect
+_original_connect_ex: Callable[..., int] = socket.socket.connect_ex
+_original_sendto: Callable[..., int] = socket.socket.sendto
+_original_sendmsg: Callable[..., int] | None = getattr(socket.socket, "sendmsg", None)
+_original_send: Callable[..., int] = socket.socket.send
+_original_sendall: Callable[..., None] = socket.socket.sendall
+_original_getaddrinfo: Callable[..., Sequence[tuple[object, ...]]] = socket.getaddrinfo
+_original_gethostbyname: Callable[..., str] = socket.gethostbyname
+_original_gethostbyname_ex: Callable[..., _HostEntry] = socket.gethostbyname_ex
+_original_gethostbyaddr: Callable[..., _HostEntry] = socket.gethostbyaddr
+_original_getnameinfo: Callable[..., tuple[str, str]] = socket.getnameinfo
 
 #: What the default message tells the user to do.
 RECORD_ADVICE = (
@@ -103,7 +106,7 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _text(host: Any) -> str | None:
+def _text(host: object) -> str | None:
     if isinstance(host, bytes):
         return host.decode(errors="replace")
     return host if isinstance(host, str) else None
@@ -116,12 +119,12 @@ def _asks_dns(name: str) -> bool:
     return name.lower() != socket.gethostname().lower()
 
 
-def _refuse_unless_allowed(host: str, port: Any, action: str) -> None:
+def _refuse_unless_allowed(host: str, port: object, action: str) -> None:
     for guard in active_guards():
         guard.check(host, port, action=action)
 
 
-def _remember(name: str, addresses: Iterable[Any]) -> None:
+def _remember(name: str, addresses: Iterable[object]) -> None:
     for address in addresses:
         # An address "resolves" to itself: that is no name to report or allow by.
         if address and str(address) != name and not _is_address(name):
@@ -133,17 +136,19 @@ def _remember(name: str, addresses: Iterable[Any]) -> None:
 # the machine. Looking up an address needs no query, looking one up in reverse does.
 
 
-def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+def _getaddrinfo(host: object, *args: object, **kwargs: object) -> Sequence[tuple[object, ...]]:
     name = _text(host)
     if name is not None and _asks_dns(name):
         _refuse_unless_allowed(name, args[0] if args else kwargs.get("port"), CONNECTION)
     result = _original_getaddrinfo(host, *args, **kwargs)
     if name:
-        _remember(name, (sockaddr[0] for *_, sockaddr in result if sockaddr))
+        _remember(
+            name, (sockaddr[0] for *_, sockaddr in result if isinstance(sockaddr, tuple) and sockaddr)
+        )
     return result
 
 
-def _gethostbyname(hostname: Any) -> Any:
+def _gethostbyname(hostname: object) -> str:
     name = _text(hostname)
     if name is not None and _asks_dns(name):
         _refuse_unless_allowed(name, None, LOOKUP)
@@ -153,7 +158,7 @@ def _gethostbyname(hostname: Any) -> Any:
     return address
 
 
-def _gethostbyname_ex(hostname: Any) -> Any:
+def _gethostbyname_ex(hostname: object) -> _HostEntry:
     name = _text(hostname)
     if name is not None and _asks_dns(name):
         _refuse_unless_allowed(name, None, LOOKUP)
@@ -168,12 +173,12 @@ def _check_reverse(host: str | None) -> None:
         _refuse_unless_allowed(host, None, LOOKUP)
 
 
-def _gethostbyaddr(ip_address: Any) -> Any:
+def _gethostbyaddr(ip_address: object) -> _HostEntry:
     _check_reverse(_text(ip_address))
     return _original_gethostbyaddr(ip_address)
 
 
-def _getnameinfo(sockaddr: Any, flags: int) -> Any:
+def _getnameinfo(sockaddr: object, flags: int) -> tuple[str, str]:
     if not flags & socket.NI_NUMERICHOST and isinstance(sockaddr, tuple) and sockaddr:
         _check_reverse(_text(sockaddr[0]))
     return _original_getnameinfo(sockaddr, flags)
@@ -182,7 +187,7 @@ def _getnameinfo(sockaddr: Any, flags: int) -> Any:
 # -- sockets -------------------------------------------------------------------------
 
 
-def _check(sock: socket.socket, address: Any, action: str = CONNECTION) -> None:
+def _check(sock: socket.socket, address: object, action: str = CONNECTION) -> None:
     if not isinstance(address, tuple) or not address or sock.family == _AF_NETLINK:
         return  # AF_UNIX paths and the like
     port = address[1] if len(address) > 1 else None
@@ -194,17 +199,17 @@ def _sending(sock: socket.socket) -> str:
     return DATAGRAM if sock.type == socket.SOCK_DGRAM else CONNECTION
 
 
-def _connect(self: socket.socket, address: Any) -> None:
+def _connect(self: socket.socket, address: object) -> None:
     _check(self, address)
     _original_connect(self, address)
 
 
-def _connect_ex(self: socket.socket, address: Any) -> int:
+def _connect_ex(self: socket.socket, address: object) -> int:
     _check(self, address)
     return _original_connect_ex(self, address)
 
 
-def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
+def _sendto(self: socket.socket, data: object, *args: object) -> int:
     """``sendto(data, address)`` or ``sendto(data, flags, address)``."""
     if args:
         _check(self, args[-1], _sending(self))
@@ -223,17 +228,17 @@ def _check_peer(sock: socket.socket) -> None:
     _check(sock, peer, DATAGRAM)
 
 
-def _send(self: socket.socket, data: Any, *args: Any) -> int:
+def _send(self: socket.socket, data: object, *args: object) -> int:
     _check_peer(self)
     return _original_send(self, data, *args)
 
 
-def _sendall(self: socket.socket, data: Any, *args: Any) -> None:
+def _sendall(self: socket.socket, data: object, *args: object) -> None:
     _check_peer(self)
     _original_sendall(self, data, *args)
 
 
-def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
+def _sendmsg(self: socket.socket, buffers: object, *args: object) -> int:
     """``sendmsg(buffers[, ancdata[, flags[, address]]])``."""
     if len(args) >= 3:
         _check(self, args[2], _sending(self))
@@ -243,7 +248,7 @@ def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
     return int(_original_sendmsg(self, buffers, *args))
 
 
-_PATCHES: tuple[tuple[object, str, Callable[..., Any]], ...] = (
+_PATCHES: tuple[tuple[object, str, Callable[..., object]], ...] = (
     (socket.socket, "connect", _connect),
     (socket.socket, "connect_ex", _connect_ex),
     (socket.socket, "sendto", _sendto),
@@ -327,7 +332,7 @@ class NetworkGuard:
             names.add(resolved.lower())
         return any(fnmatch.fnmatch(name, pattern) for name in names for pattern in self.allowed)
 
-    def check(self, host: str, port: Any, *, action: str = CONNECTION) -> None:
+    def check(self, host: str, port: object, *, action: str = CONNECTION) -> None:
         """Raise :class:`NetworkBlocked` unless ``action`` (a connection, a datagram, a DNS
         lookup) to ``host`` is allowed. ``port`` is ``None`` for a lookup."""
         if self.allows(host):

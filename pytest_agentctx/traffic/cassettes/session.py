@@ -49,7 +49,6 @@ import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
@@ -81,6 +80,7 @@ from pytest_agentctx.traffic.cassettes.redact import (
     unscrubbable,
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
+from pytest_agentctx.traffic.cassettes.wire import WireRequest
 from pytest_agentctx.traffic.cassettes.runs import sweep_folder
 from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
@@ -204,7 +204,7 @@ class Cassette:
         to the network and nothing is written."""
         return self.mode is RecordMode.NONE
 
-    def handle(self, request: Any) -> Any:
+    def handle(self, request: WireRequest) -> object:
         """Answer ``request`` from the cassette, record it, or report a miss; a request
         whose body cannot be decoded (so neither scrubbed nor matched) fails the test."""
         try:
@@ -213,7 +213,9 @@ class Cassette:
             url = self.redactor.url(str(request.url))
             raise self._unscrubbable(exc, request, url, sent=True) from None
 
-    def _unscrubbable(self, exc: UndecodableBody, request: Any, url: str, sent: bool) -> Any:
+    def _unscrubbable(
+        self, exc: UndecodableBody, request: WireRequest, url: str, sent: bool
+    ) -> CassetteError:
         """Keep (for :meth:`check`) and give the error of an interaction whose body (the
         request's when ``sent``) cannot be scrubbed of secrets."""
         where, command = f"{request.method.upper()} {url}", self.record_command()
@@ -222,7 +224,7 @@ class Cassette:
             self.unscrubbable.append(error)
         return error
 
-    def _handle(self, request: Any) -> Any:
+    def _handle(self, request: WireRequest) -> object:
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
             return self._recorder.witness(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
@@ -238,7 +240,7 @@ class Cassette:
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
-        miss = Miss(key, body_json, reason, request.extensions.get(CLIENT_EXTENSION, ""))
+        miss = Miss(key, body_json, reason, str(request.extensions.get(CLIENT_EXTENSION, "")))
         with self._lock:
             self.misses.append(miss)
         # The SDK's error says only what was missed: the test's failure compares it with the
@@ -255,7 +257,7 @@ class Cassette:
         )
 
     def _witness_miss(
-        self, request: Any, url: str, body_json: Any, raw: bytes, content: bytes
+        self, request: WireRequest, url: str, body_json: object, raw: bytes, content: bytes
     ) -> None:
         """Keep a missed request, with the error it was answered, for :attr:`seen_log`
         (never saved): the captured run of a test that stopped on a miss then ends with the
@@ -278,7 +280,7 @@ class Cassette:
         with self._lock:
             self._missed.append((len(self._log), interaction))
 
-    def _replay(self, position: int) -> Any:
+    def _replay(self, position: int) -> object:
         interaction = self.loaded[position]
         command = self.record_command()
         unreadable = unreadable_message(self._replays, position, path=self.path, command=command)
@@ -325,7 +327,7 @@ class Cassette:
         )
         return self.redactor.text(message)
 
-    def _comparable(self, body: Any) -> Any:
+    def _comparable(self, body: object) -> object:
         """What of a JSON body the miss message compares: secrets redacted (a recording
         made by another tool may hold some), as matched (ignored fields removed, through
         the body hook)."""
