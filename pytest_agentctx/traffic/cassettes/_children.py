@@ -199,9 +199,7 @@ def _popen_init(self: object, *args: object, **kwargs: object) -> None:
     _popen_before(self, *args, **kwargs)
 
 
-def _os_launcher(
-    name: str, index: int, original: Callable[..., object]
-) -> Callable[..., object]:
+def _os_launcher(name: str, index: int, original: Callable[..., object]) -> Callable[..., object]:
     """``original`` (``os.posix_spawn``...), giving the program it starts the variables."""
 
     @functools.wraps(original)
@@ -285,7 +283,11 @@ class _Adopt:
 
     def __reduce__(self) -> tuple[Callable[..., object], tuple[str, dict[str, object]]]:
         # exec, not this class: the child may not find the package where this process did.
-        names: dict[str, object] = {"root": _PACKAGE_ROOT, "environment": self.environment, "__name__": _CHILD_GUARD}
+        names: dict[str, object] = {
+            "root": _PACKAGE_ROOT,
+            "environment": self.environment,
+            "__name__": _CHILD_GUARD,
+        }
         return exec, (self._CODE, names)
 
 

@@ -150,7 +150,9 @@ def canonical_body(
     return _json_canonical(value) if hook is not None else canonical_json(value, finite=finite)
 
 
-def comparable(body_json: object, ignored: Sequence[Sequence[str]], hook: BodyHook | None) -> object:
+def comparable(
+    body_json: object, ignored: Sequence[Sequence[str]], hook: BodyHook | None
+) -> object:
     """What of a JSON body is matched: without the ``ignored`` fields, through ``hook``
     (``body_json`` itself is never changed)."""
     value = strip_fields(body_json, ignored)

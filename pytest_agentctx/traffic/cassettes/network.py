@@ -143,7 +143,8 @@ def _getaddrinfo(host: object, *args: object, **kwargs: object) -> Sequence[tupl
     result = _original_getaddrinfo(host, *args, **kwargs)
     if name:
         _remember(
-            name, (sockaddr[0] for *_, sockaddr in result if isinstance(sockaddr, tuple) and sockaddr)
+            name,
+            (sockaddr[0] for *_, sockaddr in result if isinstance(sockaddr, tuple) and sockaddr),
         )
     return result
 

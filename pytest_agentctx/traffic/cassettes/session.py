@@ -80,10 +80,10 @@ from pytest_agentctx.traffic.cassettes.redact import (
     unscrubbable,
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
-from pytest_agentctx.traffic.cassettes.wire import WireRequest
 from pytest_agentctx.traffic.cassettes.runs import sweep_folder
 from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
+from pytest_agentctx.traffic.cassettes.wire import WireRequest
 from pytest_agentctx.traffic.clients import CLIENT_EXTENSION
 from pytest_agentctx.traffic.errors import (
     CassetteError,
