@@ -1,4 +1,5 @@
-"""Offline by default: refuse every way out of the machine but loopback while a test runs offline.
+"""The network guard of tests that run offline: :class:`NetworkGuard` refuses every way out
+of the machine but loopback while it is active; :func:`expect_network_blocked` expects it to.
 
 HTTP through ``httpx2`` and ``httpx`` is answered from the cassette (or by the fake model)
 before it reaches a socket. Everything else meets this guard while it is active:

@@ -1,4 +1,5 @@
-"""Secrets never reach a cassette: headers, URLs and bodies scrubbed of every known secret.
+"""The cassette's :class:`Redactor`: headers, URLs and bodies scrubbed of every known secret,
+so that no secret reaches a cassette.
 
 Everything is redacted *before* it is written, and live requests get the same treatment
 before they are matched, so a redacted cassette still matches.
