@@ -25,7 +25,7 @@ The field readers here (:func:`read_headers`, :func:`read_test_id`, :func:`read_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
 from pytest_agentctx._untrusted import LimitExceeded
@@ -109,7 +109,6 @@ class Interaction:
     #: Whether the response is a stream recorded in part (the agent stopped reading it and
     #: it could not be read to its end when the test ended): replayed up to where it stops.
     partial: bool = False
-    _request_json: object = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> StoredInteraction:
         data: StoredInteraction = {
