@@ -127,7 +127,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         use_folder(*config.stash[READ_CACHE_KEY])  # an outer session's, or none
     settings = config.stash.get(CASSETTE_SETTINGS_KEY, None)
-    cassettes_used = "pytest_agentctx.traffic.cassettes.runs" in sys.modules
+    cassettes_used = any(
+        f"pytest_agentctx.traffic.cassettes.{name}" in sys.modules for name in ("store", "runs")
+    )
     if (
         settings is not None
         and not hasattr(config, "workerinput")
