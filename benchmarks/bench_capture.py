@@ -42,7 +42,8 @@ from pytest_agentctx import FakeLLM, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.capture import CapturedRuns, Exchange, TrafficRecorder, build_contexts
 from pytest_agentctx.traffic.cassettes import Cassette
-from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import write_cassette
 from pytest_agentctx.traffic.codecs import Completion, Usage, get_codec
 
 BASE_URL = "http://127.0.0.1:9/v1"

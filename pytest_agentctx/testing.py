@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from .reports.failures import failure_entry as failure_entry
     from .reports.gate import attach_baselines as attach_baselines
     from .reports.record import build_record as build_record
+    from .traffic.cassettes.fileformat import Interaction as Interaction
     from .traffic.cassettes.network import NetworkGuard as NetworkGuard
     from .traffic.cassettes.redact import Redactor as Redactor
-    from .traffic.cassettes.store import Interaction as Interaction
     from .traffic.cassettes.store import dump_cassette as dump_cassette
     from .traffic.cassettes.store import load_cassette as load_cassette
     from .traffic.cassettes.store import write_cassette as write_cassette
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 #: of ``__all__`` and of ``__getattr__``. Moving a definition changes its one line here.
 _PUBLIC: dict[str, str] = {
     # cassette files: write one by hand, read one, print one
-    "Interaction": "traffic.cassettes.store",
+    "Interaction": "traffic.cassettes.fileformat",
     "write_cassette": "traffic.cassettes.store",
     "load_cassette": "traffic.cassettes.store",
     "dump_cassette": "traffic.cassettes.store",

@@ -26,8 +26,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.cli.retired import retirement_of
-from pytest_agentctx.traffic.cassettes.settings import CassetteSettings, cassette_path
-from pytest_agentctx.traffic.cassettes.store import Interaction, load_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.options import CassetteSettings
+from pytest_agentctx.traffic.cassettes.per_test import cassette_path
+from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CassetteFormatError
 
 __all__ = ["CheckOptions", "CheckResult", "check_cassettes", "cassette_files", "model_of"]

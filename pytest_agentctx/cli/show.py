@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes
 from pytest_agentctx.traffic.cassettes.diffs import one_line
-from pytest_agentctx.traffic.cassettes.store import Interaction, load_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.codecs.base import Codec, Completion, codec_for_path
 from pytest_agentctx.traffic.errors import CassetteFormatError, CodecError
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.traffic.capture import CapturedRuns, Exchange
     from pytest_agentctx.traffic.cassettes import Cassette
-    from pytest_agentctx.traffic.cassettes.store import Interaction
+    from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 
 
 def capture_runs(item: pytest.Item, source: Callable[[], Sequence[Exchange | Interaction]]) -> None:
@@ -113,7 +113,7 @@ def redactor_for(request: pytest.FixtureRequest) -> Redactor:
     redactor = item.stash.get(REDACTOR_KEY, None)
     if redactor is not None:
         return redactor
-    from pytest_agentctx.traffic.cassettes.settings import cassette_config
+    from pytest_agentctx.traffic.cassettes.per_test import cassette_config
 
     config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=item.nodeid)
     secrets = request.config.stash[SECRETS_KEY]

@@ -54,7 +54,7 @@ def _clear_killed_writes(settings: CassetteSettings) -> None:
     cassette folder, all of it: the temporary files whose process no longer runs (see
     :func:`~pytest_agentctx._files.remove_stale_temporaries`), even beside cassettes this
     run does not load."""
-    from pytest_agentctx.traffic.cassettes.store import sweep_tree
+    from pytest_agentctx.traffic.cassettes.runs import sweep_tree
 
     sweep_tree(settings.directory)
 
@@ -66,7 +66,7 @@ def run_cassette(
     if READ_CACHE_KEY not in request.config.stash:  # the session's first agent test
         _use_read_cache(request.config)
         _clear_killed_writes(settings)
-    from pytest_agentctx.traffic.cassettes.settings import (
+    from pytest_agentctx.traffic.cassettes.per_test import (
         TestOptions,
         build_cassette,
         cassette_config,
@@ -147,7 +147,7 @@ def run_cassette(
 def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSettings) -> None:
     """After the test: save what ``cassette`` recorded (:func:`save_recordings`) and keep
     its report entry; a cassette that could not be saved fails the test's teardown."""
-    from pytest_agentctx.traffic.cassettes.settings import save_recordings
+    from pytest_agentctx.traffic.cassettes.per_test import save_recordings
 
     call = item.stash.get(REPORT_KEY, {}).get("call")
     saved, unsaved = save_recordings(
@@ -177,7 +177,7 @@ def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
     """The guard that keeps a fake_llm test offline, allowing the hosts that
     ``agent_allowed_hosts``, the ``agent`` marker and ``agent_cassette_config`` allow."""
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
-    from pytest_agentctx.traffic.cassettes.settings import TestOptions, cassette_config
+    from pytest_agentctx.traffic.cassettes.per_test import TestOptions, cassette_config
 
     marker_kwargs: dict[str, object] = {}
     for marker in reversed(list(request.node.iter_markers("agent"))):

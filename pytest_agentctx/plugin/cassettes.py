@@ -8,7 +8,7 @@ the cassette, and saves what it recorded once the test passed; ``agent_cassette`
 explains is named, and a passing test is checked for misses, refused connections and unused
 recordings (:func:`pytest_runtest_call`). What runs an agent test's cassette is in the
 ``cassette_run`` module, imported for the session's first agent test; the logic is the
-traffic layer's (:mod:`pytest_agentctx.traffic.cassettes.settings`).
+traffic layer's (:mod:`pytest_agentctx.traffic.cassettes.per_test`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -127,13 +127,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         use_folder(*config.stash[READ_CACHE_KEY])  # an outer session's, or none
     settings = config.stash.get(CASSETTE_SETTINGS_KEY, None)
-    cassettes_used = "pytest_agentctx.traffic.cassettes.store" in sys.modules
+    cassettes_used = any(
+        f"pytest_agentctx.traffic.cassettes.{name}" in sys.modules for name in ("store", "runs")
+    )
     if (
         settings is not None
         and not hasattr(config, "workerinput")
         and (cassettes_used or config.pluginmanager.has_plugin("dsession"))
     ):
-        from pytest_agentctx.traffic.cassettes.store import end_runs
+        from pytest_agentctx.traffic.cassettes.runs import end_runs
 
         end_runs(settings.run_id)
 
@@ -152,7 +154,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except BaseException as exc:
         cassette, guard = item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None)
         if cassette is not None or guard is not None:  # else the traffic explains nothing
-            from pytest_agentctx.traffic.cassettes.settings import call_failure
+            from pytest_agentctx.traffic.cassettes.per_test import call_failure
 
             error = call_failure(cassette, guard, lambda text: capture.redacted(item, text))
             if error is not None:
@@ -160,7 +162,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         raise
     cassette, guard = item.stash.get(CASSETTE_KEY, None), item.stash.get(GUARD_KEY, None)
     if cassette is not None or guard is not None:  # else there is nothing to verify
-        from pytest_agentctx.traffic.cassettes.settings import verify_call
+        from pytest_agentctx.traffic.cassettes.per_test import verify_call
 
         verify_call(cassette, guard)
     return result

@@ -114,6 +114,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """xdist controller: remove the run's integration lists once its workers have ended."""
     run_id = config.stash.get(_HELD_RUNS, None)
     if run_id is not None:
-        from pytest_agentctx.traffic.cassettes.store import end_runs
+        from pytest_agentctx.traffic.cassettes.runs import end_runs
 
         end_runs(run_id)

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
+    from pytest_agentctx.traffic.cassettes.options import CassetteSettings
     from pytest_agentctx.traffic.cassettes.readcache import Setting
-    from pytest_agentctx.traffic.cassettes.settings import CassetteSettings
 
     from .repetition import RepeatTally
     from .suites import SuiteCounts, SuiteScope

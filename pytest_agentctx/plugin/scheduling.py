@@ -49,7 +49,7 @@ _WRAPPED_CLASSES = {"LoadScheduling", "WorkStealingScheduling"}
 def integration_file(run_id: str, worker_id: str, *, writer: bool = False) -> Path:
     """The file where worker ``worker_id`` of the xdist run ``run_id`` lists its integration
     tests (in the run's folder of the temp dir, removed when the session ends)."""
-    from pytest_agentctx.traffic.cassettes.store import run_file
+    from pytest_agentctx.traffic.cassettes.runs import run_file
 
     return run_file(run_id, f"integration-{worker_id}.json", writer=writer)
 

@@ -114,7 +114,7 @@ def serial_lock(run_id: str) -> Iterator[None]:
     one integration test runs at a time, whichever worker it was sent to."""
     import tempfile
 
-    from pytest_agentctx.traffic.cassettes.store import locked
+    from pytest_agentctx.traffic.cassettes.runs import locked
 
     with locked(Path(tempfile.gettempdir()) / f"pytest-agentctx-integration-{run_id}"):
         yield

@@ -21,7 +21,8 @@ import openai  # noqa: F401  (same)
 import pytest
 from raw_sdk_project import AGENTS, CONFTEST
 
-from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import write_cassette
 
 RECORDED = """
 import os

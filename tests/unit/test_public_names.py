@@ -197,7 +197,7 @@ PUBLIC_NAMES: dict[str, str] = {
 #: Every name of ``pytest_agentctx.testing``, with the module that defines it.
 TESTING_NAMES: dict[str, str] = {
     "Codec": "pytest_agentctx.traffic.codecs.base",
-    "Interaction": "pytest_agentctx.traffic.cassettes.store",
+    "Interaction": "pytest_agentctx.traffic.cassettes.fileformat",
     "NetworkGuard": "pytest_agentctx.traffic.cassettes.network",
     "PLACEHOLDER_KEYS": "pytest_agentctx.doubles.fake_llm",
     "Redactor": "pytest_agentctx.traffic.cassettes.redact",

@@ -23,7 +23,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     decompress,
     encode_body,
 )
-from pytest_agentctx.traffic.cassettes.store import Interaction
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.transport import WireRequest, WireResponse
 
 __all__ = ["Exchange", "TrafficRecorder"]

@@ -13,7 +13,8 @@ from pytest_agentctx.context.figures import RunRecord
 from pytest_agentctx.context.model import AgentContext
 from pytest_agentctx.traffic.capture.builder import Built, build
 from pytest_agentctx.traffic.capture.exchange import Exchange, TrafficRecorder, _as_exchange
-from pytest_agentctx.traffic.cassettes.store import Interaction, load_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CaptureError, CassetteFormatError, NotOneConversation
 
 __all__ = ["CapturedRuns", "build_contexts", "capture_contexts", "contexts_from_cassette"]

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     # each re-exported explicitly (``X as X``). tests/unit/test_public_names.py checks
     # that the two agree.
     from .defaults import RecordMode as RecordMode
+    from .fileformat import Interaction as Interaction
     from .matcher import DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS
     from .matcher import RequestKey as RequestKey
     from .matcher import json_diff as json_diff
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from .redact import REDACTED as REDACTED
     from .redact import Redactor as Redactor
     from .session import Cassette as Cassette
-    from .store import Interaction as Interaction
     from .store import dump_cassette as dump_cassette
     from .store import load_cassette as load_cassette
     from .store import write_cassette as write_cassette
@@ -39,7 +39,7 @@ _PUBLIC: dict[str, str] = {
     "DEFAULT_SECRET_HEADERS": "redact",
     "REDACTED": "redact",
     "Cassette": "session",
-    "Interaction": "store",
+    "Interaction": "fileformat",
     "Miss": "misses",
     "NetworkGuard": "network",
     "RecordMode": "defaults",

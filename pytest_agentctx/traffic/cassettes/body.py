@@ -269,14 +269,14 @@ def decompress(raw: bytes, encoding: str | None) -> tuple[bytes, bool]:
         return raw, False
 
 
-def parse_sse(text: str) -> list[dict[str, Any]]:
+def parse_sse(text: str) -> list[dict[str, object]]:
     """Split server-sent events into ``{"event": ..., "data": ...}`` dicts, in order."""
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, object]] = []
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     for block in normalised.split("\n\n"):
         if not block.strip():
             continue
-        event: dict[str, Any] = {}
+        event: dict[str, object] = {}
         data: list[str] = []
         comments: list[str] = []
         for line in block.split("\n"):
@@ -299,7 +299,7 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
     return events
 
 
-def _maybe_json(text: str) -> Any:
+def _maybe_json(text: str) -> object:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
@@ -309,7 +309,7 @@ def _maybe_json(text: str) -> Any:
     return text
 
 
-def format_sse_event(event: Mapping[str, Any]) -> bytes:
+def format_sse_event(event: Mapping[str, object]) -> bytes:
     """One stored event back as its wire bytes, ending with the blank line."""
     if "comment" in event:
         return f": {event['comment']}\n\n".encode()

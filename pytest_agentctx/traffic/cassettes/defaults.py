@@ -1,5 +1,5 @@
-"""Record modes and default matching options: a module of its own, so that reading the
-options at start-up does not import the cassette machinery (and httpx2)."""
+"""The record modes (:class:`RecordMode`) and the body fields every match ignores
+(:data:`DEFAULT_IGNORED_FIELDS`)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import difflib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Final
 
 __all__ = [
     "MISSING",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: The value of a field one side does not have.
-MISSING: Any = object()
+MISSING: Final = object()
 
 #: A value whose JSON text is at most this long is shown whole, on one line.
 SHORT = 60
@@ -48,12 +48,12 @@ class FieldDiff:
     not JSON values (a request line)."""
 
     path: str
-    recorded: Any
-    now: Any
+    recorded: object
+    now: object
     plain: bool = False
 
 
-def field_diffs(recorded: Any, now: Any, *, limit: int = 10_000) -> list[FieldDiff]:
+def field_diffs(recorded: object, now: object, *, limit: int = 10_000) -> list[FieldDiff]:
     """The fields of ``recorded`` and ``now`` (JSON values) that differ, in the order of
     their sorted paths, at most ``limit``: a field both have is compared down to its
     leaves, a field one of them lacks is one difference."""
@@ -65,7 +65,7 @@ def field_diffs(recorded: Any, now: Any, *, limit: int = 10_000) -> list[FieldDi
     return out
 
 
-def _walk(recorded: Any, now: Any, path: str) -> Iterator[FieldDiff]:
+def _walk(recorded: object, now: object, path: str) -> Iterator[FieldDiff]:
     if isinstance(recorded, dict) and isinstance(now, dict):
         for key in sorted(set(recorded) | set(now), key=str):
             sub = f"{path}.{key}" if path else str(key)
@@ -83,7 +83,7 @@ def _walk(recorded: Any, now: Any, path: str) -> Iterator[FieldDiff]:
         yield FieldDiff(path or "(body)", recorded, now)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -162,7 +162,7 @@ def _where(diff: FieldDiff) -> str:
     """The heading of a long field's window: where it first differs and how long each
     side is (in characters of the text, for strings; of the JSON, otherwise)."""
     if diff.plain or (isinstance(diff.recorded, str) and isinstance(diff.now, str)):
-        recorded, now, unit = diff.recorded, diff.now, "characters"
+        recorded, now, unit = str(diff.recorded), str(diff.now), "characters"
     else:
         recorded, now, unit = _text(diff.recorded), _text(diff.now), "characters of JSON"
     at = _common_prefix(recorded, now)
@@ -176,7 +176,7 @@ def _pair(recorded: str, now: str) -> list[str]:
     return [f"  recorded: {recorded}", f"  now:      {now}"]
 
 
-def unified_diff(recorded: Any, now: Any) -> list[str]:
+def unified_diff(recorded: object, now: object) -> list[str]:
     """The complete diff of two JSON bodies, pretty-printed with sorted keys (``-`` the
     recorded lines, ``+`` the lines now, three lines of context)."""
     return list(
@@ -184,7 +184,7 @@ def unified_diff(recorded: Any, now: Any) -> list[str]:
     )
 
 
-def _pretty(value: Any) -> list[str]:
+def _pretty(value: object) -> list[str]:
     if value is MISSING:
         return []
     return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2).splitlines()

@@ -9,9 +9,9 @@ what this package redacts) matches too.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
     BodyHook,
@@ -21,7 +21,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     read_json,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor
-from pytest_agentctx.traffic.cassettes.store import Interaction
+from pytest_agentctx.traffic.cassettes.wire import WireHeaders, WireRequest
 
 __all__ = ["RequestKeys"]
 
@@ -64,11 +64,11 @@ class RequestKeys:
             interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
         )
 
-    def redacted_request(self, request: Any) -> tuple[str, Any, bytes]:
+    def redacted_request(self, request: WireRequest) -> tuple[str, object, bytes]:
         """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
         return self._redacted(request)[:3]
 
-    def _redacted(self, request: Any) -> tuple[str, Any, bytes, bool]:
+    def _redacted(self, request: WireRequest) -> tuple[str, object, bytes, bool]:
         """:meth:`redacted_request`, and whether the body is known to hold no ``NaN``.
 
         A body with a ``content-encoding`` is decoded first; raises
@@ -98,7 +98,7 @@ class RequestKeys:
         except UnicodeDecodeError:  # secrets overwritten in place: offsets stay valid
             return self.redactor.binary(raw)
 
-    def of_request(self, request: Any) -> tuple[RequestKey, str, Any, bytes]:
+    def of_request(self, request: WireRequest) -> tuple[RequestKey, str, object, bytes]:
         """The key of a live request, with its redacted URL, JSON body and raw body."""
         url, body_json, raw, finite = self._redacted(request)
         key = make_key(
@@ -113,6 +113,6 @@ class RequestKeys:
         return key, url, body_json, raw
 
 
-def _items(headers: Any) -> Iterator[tuple[str, str]]:
+def _items(headers: WireHeaders) -> Iterator[tuple[str, str]]:
     """``headers``' pairs, read only if the redactor asks for them."""
     yield from headers.items()

@@ -25,7 +25,7 @@ import ipaddress
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
@@ -54,10 +54,10 @@ IGNORED_QUERY: frozenset[tuple[str, str]] = frozenset({("beta", "true")})
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
-BodyHook = Callable[[Any], Any]
+BodyHook = Callable[[Any], object]
 
 #: What :func:`parse_json` returns for a body that is not JSON.
-NO_JSON: Any = object()
+NO_JSON: Final = object()
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _host(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     return host, parts.path or "/", query
 
 
-def strip_fields(value: Any, paths: Iterable[Sequence[str]]) -> Any:
+def strip_fields(value: object, paths: Iterable[Sequence[str]]) -> object:
     """``value`` without the fields at the given split dotted paths (``value`` itself is
     never changed; it is returned as it is when none of the fields is there)."""
     result = value
@@ -107,7 +107,7 @@ def strip_fields(value: Any, paths: Iterable[Sequence[str]]) -> Any:
     return result
 
 
-def _strip(value: Any, path: list[str]) -> Any:
+def _strip(value: object, path: list[str]) -> object:
     if not path:
         return value
     head, rest = path[0], path[1:]
@@ -131,7 +131,7 @@ def _strip(value: Any, path: list[str]) -> Any:
 
 
 def canonical_body(
-    body_json: Any,
+    body_json: object,
     raw: bytes | None,
     ignored: Sequence[Sequence[str]],
     hook: BodyHook | None,
@@ -150,7 +150,9 @@ def canonical_body(
     return _json_canonical(value) if hook is not None else canonical_json(value, finite=finite)
 
 
-def comparable(body_json: Any, ignored: Sequence[Sequence[str]], hook: BodyHook | None) -> Any:
+def comparable(
+    body_json: object, ignored: Sequence[Sequence[str]], hook: BodyHook | None
+) -> object:
     """What of a JSON body is matched: without the ``ignored`` fields, through ``hook``
     (``body_json`` itself is never changed)."""
     value = strip_fields(body_json, ignored)
@@ -183,7 +185,7 @@ _DIGITS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
 _LONG_NUMBER = b"0" * 19
 
 
-def canonical_json(value: Any, *, finite: bool = False) -> str:
+def canonical_json(value: object, *, finite: bool = False) -> str:
     """``value`` as canonical JSON text: sorted keys, no whitespace, text as it is.
 
     Two values get equal texts exactly when :mod:`json`'s texts of them
@@ -203,7 +205,7 @@ def canonical_json(value: Any, *, finite: bool = False) -> str:
     return text.decode()
 
 
-def read_json(raw: bytes | str) -> tuple[Any, bool]:
+def read_json(raw: bytes | str) -> tuple[object, bool]:
     """The JSON value of ``raw`` (:data:`NO_JSON` when it is not JSON) and whether it is
     known to hold no ``NaN`` or infinity.
 
@@ -224,7 +226,7 @@ def read_json(raw: bytes | str) -> tuple[Any, bool]:
         return NO_JSON, False
 
 
-def parse_json(raw: bytes | None) -> Any:
+def parse_json(raw: bytes | None) -> object:
     """The JSON value of ``raw``, or a marker when it is not JSON."""
     return read_json(raw or b"")[0]
 
@@ -232,7 +234,7 @@ def parse_json(raw: bytes | None) -> Any:
 def make_key(
     method: str,
     url: str,
-    body_json: Any,
+    body_json: object,
     raw: bytes | None,
     *,
     ignored: Sequence[Sequence[str]],
@@ -246,19 +248,19 @@ def make_key(
     return RequestKey(method.upper(), host, path, query, body)
 
 
-def json_diff(expected: Any, actual: Any, path: str = "", limit: int = 20) -> list[str]:
+def json_diff(expected: object, actual: object, path: str = "", limit: int = 20) -> list[str]:
     """Field-level differences, one ``path: expected != actual`` line each."""
     out: list[str] = []
     _diff(expected, actual, path, out, limit)
     return out
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _diff(expected: Any, actual: Any, path: str, out: list[str], limit: int) -> None:
+def _diff(expected: object, actual: object, path: str, out: list[str], limit: int) -> None:
     if len(out) >= limit:
         return
     if isinstance(expected, dict) and isinstance(actual, dict):

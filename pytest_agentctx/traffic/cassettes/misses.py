@@ -14,7 +14,6 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import not_json
@@ -25,10 +24,10 @@ from pytest_agentctx.traffic.cassettes.diffs import (
     one_line,
     unified_diff,
 )
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip_fields
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
-from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = [
     "Closest",
@@ -49,7 +48,7 @@ class Miss:
     """A request the cassette could not answer."""
 
     key: RequestKey
-    body: Any
+    body: object
     reason: str
     #: The client library that sent it, when not the SDKs' httpx2 (``requests``).
     client: str = ""
@@ -135,7 +134,7 @@ def closest(
     miss: Miss,
     *,
     played: Sequence[int] = (),
-    comparable: Callable[[Any], Any] = lambda body: body,
+    comparable: Callable[[object], object] = lambda body: body,
 ) -> Closest | None:
     """The one recording the test may replay that is closest to ``miss``: the fewest
     differing fields (:attr:`Closest.score`), of equal ones the first not used yet
@@ -178,7 +177,7 @@ def miss_message(
     played: Sequence[int],
     command: str,
     verbosity: int = 0,
-    comparable: Callable[[Any], Any] | None = None,
+    comparable: Callable[[object], object] | None = None,
 ) -> str:
     """The message of ``miss``: the request, the reason, the one recording closest to it
     that the test may replay (:func:`closest`; ``played``: the positions used so far) and
@@ -226,7 +225,7 @@ def _closest_lines(
     miss: Miss,
     found: Closest,
     verbosity: int,
-    comparable: Callable[[Any], Any],
+    comparable: Callable[[object], object],
 ) -> list[str]:
     """The closest recording, how it differs from ``miss``, and, with ``verbosity`` 2,
     the complete diff of their bodies."""

@@ -1,4 +1,5 @@
-"""Offline by default: refuse every way out of the machine but loopback while a test runs offline.
+"""The network guard of tests that run offline: :class:`NetworkGuard` refuses every way out
+of the machine but loopback while it is active; :func:`expect_network_blocked` expects it to.
 
 HTTP through ``httpx2`` and ``httpx`` is answered from the cassette (or by the fake model)
 before it reaches a socket. Everything else meets this guard while it is active:
@@ -14,7 +15,7 @@ before it reaches a socket. Everything else meets this guard while it is active:
   ``socket.getfqdn()``, ``http.server`` and ``email.utils.make_msgid`` look up) may be looked up;
 * child processes started while it is active get the same guard (Python children, forked
   ones and those of multiprocessing's forkserver included) or a proxy that refuses their
-  requests (programs that honour proxy variables): see :mod:`._child_guard`.
+  requests (programs that honour proxy variables): see :mod:`._children`.
 
 A refusal raises :class:`~pytest_agentctx.traffic.errors.NetworkBlocked`, which is also a
 ``ConnectionError``, and is remembered in :attr:`NetworkGuard.blocked`, so the test fails
@@ -28,13 +29,18 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import ipaddress
-import os
 import socket
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import NoReturn
 
+from pytest_agentctx.traffic.cassettes import _children, guards
+from pytest_agentctx.traffic.cassettes.guards import (
+    CONNECTION,
+    DATAGRAM,
+    LOOKUP,
+    active_guards,
+)
 from pytest_agentctx.traffic.errors import NetworkBlocked
 
 __all__ = [
@@ -47,22 +53,20 @@ __all__ = [
     "is_loopback",
 ]
 
-_original_connect = socket.socket.connect
-_original_connect_ex = socket.socket.connect_ex
-_original_sendto = socket.socket.sendto
-_original_sendmsg = getattr(socket.socket, "sendmsg", None)  # not on Windows
-_original_send = socket.socket.send
-_original_sendall = socket.socket.sendall
-_original_getaddrinfo = socket.getaddrinfo
-_original_gethostbyname = socket.gethostbyname
-_original_gethostbyname_ex = socket.gethostbyname_ex
-_original_gethostbyaddr = socket.gethostbyaddr
-_original_getnameinfo = socket.getnameinfo
-
-#: What a refusal says was tried, before the target: "blocked a connection to 10.0.0.1:443".
-CONNECTION = "a connection to"
-DATAGRAM = "a datagram to"
-LOOKUP = "a DNS lookup of"
+#: What ``gethostbyname_ex`` and ``gethostbyaddr`` give: a name, its aliases, its addresses.
+_HostEntry = tuple[str, list[str], list[str]]
+# The originals, called with the arguments their replacements were given, as they are.
+_original_connect: Callable[..., None] = socket.socket.connect
+_original_connect_ex: Callable[..., int] = socket.socket.connect_ex
+_original_sendto: Callable[..., int] = socket.socket.sendto
+_original_sendmsg: Callable[..., int] | None = getattr(socket.socket, "sendmsg", None)
+_original_send: Callable[..., int] = socket.socket.send
+_original_sendall: Callable[..., None] = socket.socket.sendall
+_original_getaddrinfo: Callable[..., Sequence[tuple[object, ...]]] = socket.getaddrinfo
+_original_gethostbyname: Callable[..., str] = socket.gethostbyname
+_original_gethostbyname_ex: Callable[..., _HostEntry] = socket.gethostbyname_ex
+_original_gethostbyaddr: Callable[..., _HostEntry] = socket.gethostbyaddr
+_original_getnameinfo: Callable[..., tuple[str, str]] = socket.getnameinfo
 
 #: What the default message tells the user to do.
 RECORD_ADVICE = (
@@ -78,20 +82,9 @@ FAKE_LLM_ADVICE = (
 
 _AF_NETLINK = getattr(socket, "AF_NETLINK", None)  # talks to the kernel, not the network
 
-_lock = threading.RLock()
-_guards: list[NetworkGuard] = []
 _resolved: dict[str, str] = {}  # address -> the host name it was resolved from
 _saved: dict[tuple[object, str], object] = {}  # what the patches replaced, put back at stop
 _MISSING = object()
-
-
-def _after_fork_in_child() -> None:
-    global _lock
-    _lock = threading.RLock()  # another thread may have held it when the process forked
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def is_loopback(host: str) -> bool:
@@ -106,12 +99,6 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback or bool(mapped and mapped.is_loopback)
 
 
-def active_guards() -> list[NetworkGuard]:
-    """The guards active now, oldest first."""
-    with _lock:
-        return list(_guards)
-
-
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host.split("%", 1)[0])
@@ -120,7 +107,7 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _text(host: Any) -> str | None:
+def _text(host: object) -> str | None:
     if isinstance(host, bytes):
         return host.decode(errors="replace")
     return host if isinstance(host, str) else None
@@ -133,12 +120,12 @@ def _asks_dns(name: str) -> bool:
     return name.lower() != socket.gethostname().lower()
 
 
-def _refuse_unless_allowed(host: str, port: Any, action: str) -> None:
+def _refuse_unless_allowed(host: str, port: object, action: str) -> None:
     for guard in active_guards():
         guard.check(host, port, action=action)
 
 
-def _remember(name: str, addresses: Iterable[Any]) -> None:
+def _remember(name: str, addresses: Iterable[object]) -> None:
     for address in addresses:
         # An address "resolves" to itself: that is no name to report or allow by.
         if address and str(address) != name and not _is_address(name):
@@ -150,17 +137,20 @@ def _remember(name: str, addresses: Iterable[Any]) -> None:
 # the machine. Looking up an address needs no query, looking one up in reverse does.
 
 
-def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+def _getaddrinfo(host: object, *args: object, **kwargs: object) -> Sequence[tuple[object, ...]]:
     name = _text(host)
     if name is not None and _asks_dns(name):
         _refuse_unless_allowed(name, args[0] if args else kwargs.get("port"), CONNECTION)
     result = _original_getaddrinfo(host, *args, **kwargs)
     if name:
-        _remember(name, (sockaddr[0] for *_, sockaddr in result if sockaddr))
+        _remember(
+            name,
+            (sockaddr[0] for *_, sockaddr in result if isinstance(sockaddr, tuple) and sockaddr),
+        )
     return result
 
 
-def _gethostbyname(hostname: Any) -> Any:
+def _gethostbyname(hostname: object) -> str:
     name = _text(hostname)
     if name is not None and _asks_dns(name):
         _refuse_unless_allowed(name, None, LOOKUP)
@@ -170,7 +160,7 @@ def _gethostbyname(hostname: Any) -> Any:
     return address
 
 
-def _gethostbyname_ex(hostname: Any) -> Any:
+def _gethostbyname_ex(hostname: object) -> _HostEntry:
     name = _text(hostname)
     if name is not None and _asks_dns(name):
         _refuse_unless_allowed(name, None, LOOKUP)
@@ -185,12 +175,12 @@ def _check_reverse(host: str | None) -> None:
         _refuse_unless_allowed(host, None, LOOKUP)
 
 
-def _gethostbyaddr(ip_address: Any) -> Any:
+def _gethostbyaddr(ip_address: object) -> _HostEntry:
     _check_reverse(_text(ip_address))
     return _original_gethostbyaddr(ip_address)
 
 
-def _getnameinfo(sockaddr: Any, flags: int) -> Any:
+def _getnameinfo(sockaddr: object, flags: int) -> tuple[str, str]:
     if not flags & socket.NI_NUMERICHOST and isinstance(sockaddr, tuple) and sockaddr:
         _check_reverse(_text(sockaddr[0]))
     return _original_getnameinfo(sockaddr, flags)
@@ -199,7 +189,7 @@ def _getnameinfo(sockaddr: Any, flags: int) -> Any:
 # -- sockets -------------------------------------------------------------------------
 
 
-def _check(sock: socket.socket, address: Any, action: str = CONNECTION) -> None:
+def _check(sock: socket.socket, address: object, action: str = CONNECTION) -> None:
     if not isinstance(address, tuple) or not address or sock.family == _AF_NETLINK:
         return  # AF_UNIX paths and the like
     port = address[1] if len(address) > 1 else None
@@ -211,17 +201,17 @@ def _sending(sock: socket.socket) -> str:
     return DATAGRAM if sock.type == socket.SOCK_DGRAM else CONNECTION
 
 
-def _connect(self: socket.socket, address: Any) -> None:
+def _connect(self: socket.socket, address: object) -> None:
     _check(self, address)
     _original_connect(self, address)
 
 
-def _connect_ex(self: socket.socket, address: Any) -> int:
+def _connect_ex(self: socket.socket, address: object) -> int:
     _check(self, address)
     return _original_connect_ex(self, address)
 
 
-def _sendto(self: socket.socket, data: Any, *args: Any) -> int:
+def _sendto(self: socket.socket, data: object, *args: object) -> int:
     """``sendto(data, address)`` or ``sendto(data, flags, address)``."""
     if args:
         _check(self, args[-1], _sending(self))
@@ -240,17 +230,17 @@ def _check_peer(sock: socket.socket) -> None:
     _check(sock, peer, DATAGRAM)
 
 
-def _send(self: socket.socket, data: Any, *args: Any) -> int:
+def _send(self: socket.socket, data: object, *args: object) -> int:
     _check_peer(self)
     return _original_send(self, data, *args)
 
 
-def _sendall(self: socket.socket, data: Any, *args: Any) -> None:
+def _sendall(self: socket.socket, data: object, *args: object) -> None:
     _check_peer(self)
     _original_sendall(self, data, *args)
 
 
-def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
+def _sendmsg(self: socket.socket, buffers: object, *args: object) -> int:
     """``sendmsg(buffers[, ancdata[, flags[, address]]])``."""
     if len(args) >= 3:
         _check(self, args[2], _sending(self))
@@ -260,7 +250,7 @@ def _sendmsg(self: socket.socket, buffers: Any, *args: Any) -> int:
     return int(_original_sendmsg(self, buffers, *args))
 
 
-_PATCHES: tuple[tuple[object, str, Callable[..., Any]], ...] = (
+_PATCHES: tuple[tuple[object, str, Callable[..., object]], ...] = (
     (socket.socket, "connect", _connect),
     (socket.socket, "connect_ex", _connect_ex),
     (socket.socket, "sendto", _sendto),
@@ -291,9 +281,7 @@ def _unpatch() -> None:
 
 
 def _children_follow() -> None:
-    from pytest_agentctx.traffic.cassettes import _child_guard
-
-    _child_guard.follow([guard for guard in _guards if guard.children])
+    _children.follow([guard for guard in active_guards() if guard.children])
 
 
 class NetworkGuard:
@@ -322,7 +310,7 @@ class NetworkGuard:
         #: What was refused, oldest first (``10.0.0.1:443``, ``example.com``).
         self.blocked: list[str] = []
         #: Called with the target and the action of each refusal before it is raised: a
-        #: guard in a child process tells the test process with it (see :mod:`._child_guard`).
+        #: guard in a child process tells the test process with it (see :mod:`._children`).
         self.report: Callable[[str, str], None] | None = None
         self._actions: dict[str, str] = {}
         self._active = False
@@ -346,7 +334,7 @@ class NetworkGuard:
             names.add(resolved.lower())
         return any(fnmatch.fnmatch(name, pattern) for name in names for pattern in self.allowed)
 
-    def check(self, host: str, port: Any, *, action: str = CONNECTION) -> None:
+    def check(self, host: str, port: object, *, action: str = CONNECTION) -> None:
         """Raise :class:`NetworkBlocked` unless ``action`` (a connection, a datagram, a DNS
         lookup) to ``host`` is allowed. ``port`` is ``None`` for a lookup."""
         if self.allows(host):
@@ -386,22 +374,20 @@ class NetworkGuard:
         )
 
     def start(self) -> None:
-        with _lock:
+        with guards.lock():
             if self._active:
                 return
-            if not _guards:
+            if guards.add(self):
                 _patch()
-            _guards.append(self)
             self._active = True
             _children_follow()
 
     def stop(self) -> None:
-        with _lock:
+        with guards.lock():
             if not self._active:
                 return
-            _guards.remove(self)
             self._active = False
-            if not _guards:
+            if guards.remove(self):
                 _unpatch()
             _children_follow()
 
@@ -438,9 +424,9 @@ def expect_network_blocked(target: str | None = None) -> Iterator[list[str]]:
     """
     __tracebackhide__ = True
     with contextlib.ExitStack() as own:
-        guards = active_guards()
-        if not guards:
-            guards = [
+        watching = active_guards()
+        if not watching:
+            watching = [
                 own.enter_context(
                     NetworkGuard(
                         reason="inside expect_network_blocked()",
@@ -449,13 +435,13 @@ def expect_network_blocked(target: str | None = None) -> Iterator[list[str]]:
                     )
                 )
             ]
-        starts = [len(guard.blocked) for guard in guards]
+        starts = [len(guard.blocked) for guard in watching]
         refused: list[str] = []
         try:
             yield refused
         finally:
-            for guard, start in zip(guards, starts, strict=True):
-                with _lock:
+            for guard, start in zip(watching, starts, strict=True):
+                with guards.lock():
                     refused.extend(guard.blocked[start:])
                     del guard.blocked[start:]
     if not refused:

@@ -1,8 +1,7 @@
-"""The session's cassette options, read at start-up: :class:`CassetteSettings` (the ini
-options under the command line, checked), the record modes' names, ``--agent-record``'s
+"""The session's cassette options: :class:`CassetteSettings` (the ini options under the
+command line, checked), the record modes' names (:func:`parse_mode`), ``--agent-record``'s
 optional MODE (:func:`normalise_record_args`) and which tests are agent tests
-(:func:`is_agent_test`). A module of its own, so that every pytest session reads and checks
-them without importing the per-test options (:mod:`.settings`) or the cassettes.
+(:func:`is_agent_test`). A test's own options, over these, are in :mod:`.per_test`.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ __all__ = [
     "AGENT_FIXTURES",
     "CassetteSettings",
     "is_agent_test",
+    "host_problem",
     "normalise_record_args",
     "parse_mode",
 ]
@@ -129,7 +129,7 @@ class CassetteSettings(NamedTuple):
             )
         hosts = tuple(allowed_hosts)
         for host in hosts:
-            problem = _host_problem(host)
+            problem = host_problem(host)
             if problem:
                 raise CassetteConfigError(
                     f"agent_allowed_hosts: {host!r} {problem}; expected one host per line (a "
@@ -188,7 +188,7 @@ def _secret_env(names: Iterable[str]) -> tuple[str, ...]:
     return checked
 
 
-def _host_problem(host: str) -> str | None:
+def host_problem(host: str) -> str | None:
     """Why ``host`` can never match an allowed host (hosts are compared without scheme,
     path or port), or ``None``."""
     if "/" in host:

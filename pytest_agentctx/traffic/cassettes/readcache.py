@@ -48,7 +48,7 @@ import hmac
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,7 @@ from pytest_agentctx._untrusted import LimitExceeded, read_untrusted
 
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
-    from pytest_agentctx.traffic.cassettes.store import Interaction
+    from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 
 __all__ = [
     "FOLDER_NAME",
@@ -66,7 +66,6 @@ __all__ = [
     "Setting",
     "entry_path",
     "read_entry",
-    "read_yaml",
     "use_folder",
     "write_entry",
 ]
@@ -138,7 +137,14 @@ def _reader() -> bytes | None:
 
     digest = hashlib.sha256(f"{READER}\0{yaml.__version__}\0".encode())
     # read by name, not imported: a cache hit needs none of them (vcr: vcrpy's format)
-    for name in ("body.py", "store.py", "vcr.py", "yamlread.py", Path(__file__).name):
+    for name in (
+        "body.py",
+        "fileformat.py",
+        "store.py",
+        "vcr.py",
+        "yamlread.py",
+        Path(__file__).name,
+    ):
         try:
             digest.update(Path(__file__).with_name(name).read_bytes())
         except OSError:  # pragma: no cover - a package without its sources
@@ -216,29 +222,13 @@ def entry_path(folder: Path, path: Path) -> Path:
     return folder / f"{name[:32]}.json"
 
 
-def read_yaml(
-    path: Path, raw: bytes, text: str, redactor: Redactor | None = None
-) -> list[Interaction]:
-    """The interactions of the YAML cassette at ``path`` (its bytes ``raw``, decoded
-    ``text``): from its cache entry when one holds them, else parsed (and cached, unless
-    ``redactor``, the reading test's, or the session's, finds a secret in them)."""
-    from pytest_agentctx.traffic.cassettes import store
-
-    cached = read_entry(path, raw)
-    if cached is not None:
-        return cached
-    interactions = store.parse_cassette(text, path)
-    write_entry(path, raw, interactions, redactor)
-    return interactions
-
-
 def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
     """The interactions cached for the cassette at ``path`` whose bytes are ``raw``, or
     ``None`` (no cache, no entry, an entry of other bytes, or one that is damaged)."""
     if not _cached(path):
         return None
-    from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, read_json
-    from pytest_agentctx.traffic.cassettes.store import _from_native
+    from pytest_agentctx.traffic.cassettes.fileformat import from_native
+    from pytest_agentctx.traffic.cassettes.matcher import read_json
     from pytest_agentctx.traffic.errors import CassetteFormatError
 
     try:
@@ -257,9 +247,9 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
         ):
             return None
         document = read_json(payload)[0]
-        if document is NO_JSON:
-            return None
-        interactions = _from_native(document, str(path))
+        if not isinstance(document, Mapping):
+            return None  # not JSON (or not a document): a damaged entry
+        interactions = from_native(document, str(path))
         os.utime(entry)  # now the most recently used
         return interactions
     except (
@@ -287,10 +277,11 @@ def write_entry(
     if key is None or payload is None or not _clean(payload, interactions, redactor):
         return False
     from pytest_agentctx._files import atomic_write_bytes
+    from pytest_agentctx.traffic.cassettes.fileformat import from_native
     from pytest_agentctx.traffic.cassettes.matcher import read_json
-    from pytest_agentctx.traffic.cassettes.store import _from_native
 
-    if _from_native(read_json(payload)[0], str(path)) != interactions:
+    document = read_json(payload)[0]
+    if not isinstance(document, Mapping) or from_native(document, str(path)) != interactions:
         return False  # JSON would change a value (a date, bytes, an integer key...)
     mac = _mac(key, payload)
     if mac is None:
@@ -332,8 +323,8 @@ def _payload(interactions: list[Interaction]) -> bytes | None:
     (:func:`write_entry`)."""
     import orjson
 
+    from pytest_agentctx.traffic.cassettes.fileformat import native_document
     from pytest_agentctx.traffic.cassettes.matcher import ORJSON_PLAIN
-    from pytest_agentctx.traffic.cassettes.store import native_document
 
     document = native_document(interactions)
     try:

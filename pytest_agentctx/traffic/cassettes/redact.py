@@ -1,4 +1,5 @@
-"""Secrets never reach a cassette: headers, URLs and bodies scrubbed of every known secret.
+"""The cassette's :class:`Redactor`: headers, URLs and bodies scrubbed of every known secret,
+so that no secret reaches a cassette.
 
 Everything is redacted *before* it is written, and live requests get the same treatment
 before they are matched, so a redacted cassette still matches.
@@ -36,8 +37,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, MutableMapping
 
 from pytest_agentctx.redaction.redactor import (
     DEFAULT_SECRET_ENV,
@@ -204,8 +204,8 @@ class Redactor(BaseRedactor):
         return self.body(body, raw=raw)
 
     def _stream(
-        self, events: list[Any], *, whole: bool = True, texts: list[str] | None = None
-    ) -> list[Any]:
+        self, events: list[object], *, whole: bool = True, texts: list[str] | None = None
+    ) -> list[object]:
         """Stored server-sent events scrubbed one by one (unless ``whole`` is false: none
         holds a secret whole) and as the texts they reassemble (added to ``texts``)."""
         scrubbed = events
@@ -243,20 +243,20 @@ class Redactor(BaseRedactor):
             values = [json.loads(line) if line.strip() else None for line in lines]
         except ValueError:  # not JSON lines: plain text
             return self.text(text)
-        events = [{"data": value} for value in values]
+        events: list[object] = [{"data": value} for value in values]
         scrubbed = self._stream(events)
         return self.text(
             "\n".join(
-                json_text(after["data"]) if after["data"] != before["data"] else line
+                json_text(_data(after)) if _data(after) != _data(before) else line
                 for line, before, after in zip(lines, events, scrubbed, strict=True)
             )
         )
 
-    def _event_holds(self, event: Any) -> bool:
+    def _event_holds(self, event: object) -> bool:
         """Whether a secret shows whole in one stored event."""
         return self._probed(json_text(event))
 
-    def _cut(self, slots: list[tuple[Any, Any]]) -> None:
+    def _cut(self, slots: list[_Slot]) -> None:
         """Cut every occurrence of a secret out of the text the ``slots`` join to."""
         pieces = [_text(slot) for slot in slots]
         for _ in range(len("".join(pieces))):  # each round shortens the text or ends
@@ -265,7 +265,11 @@ class Redactor(BaseRedactor):
                 break
             pieces = _cut_pieces(pieces, spans)
         for (container, key), piece in zip(slots, pieces, strict=True):
-            container[key] = piece
+            if isinstance(container, list):
+                if isinstance(key, int):
+                    container[key] = piece
+            elif isinstance(container, MutableMapping):
+                container[key] = piece
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         """The merged ``[start, end)`` spans of every occurrence of a secret in ``text``."""
@@ -304,8 +308,10 @@ def unscrubbable(
 
 # -- streams ---------------------------------------------------------------------------
 
-_Slot = tuple[Any, Any]
-_Groups = dict[tuple[Any, ...], list[_Slot]]
+#: Where a piece of a streamed text is: the mapping (or list) that holds it, and its key
+#: (or index) there.
+_Slot = tuple[Mapping[object, object] | list[object], object]
+_Groups = dict[tuple[object, ...], list[_Slot]]
 
 #: Event types whose data carries no piece of a streamed text (whole values only).
 _WHOLE_EVENTS = frozenset(
@@ -315,18 +321,26 @@ _WHOLE_EVENTS = frozenset(
 
 def _text(slot: _Slot) -> str:
     container, key = slot
-    value = container[key]
+    if isinstance(container, list):
+        value = container[key] if isinstance(key, int) else None
+    else:
+        value = container[key]
     return value if isinstance(value, str) else ""
 
 
-def _event_data(event: Any) -> str:
+def _data(event: object) -> object:
+    """The ``data`` of a stored event (``None`` when it has none)."""
+    return event.get("data") if isinstance(event, Mapping) else None
+
+
+def _event_data(event: object) -> str:
     data = event.get("data") if isinstance(event, Mapping) else None
     if data is None:
         return ""
     return data if isinstance(data, str) else json_text(data)
 
 
-def _stream_pieces(events: list[Any]) -> list[list[_Slot]]:
+def _stream_pieces(events: list[object]) -> list[list[_Slot]]:
     """The strings of ``events`` that are pieces of one streamed text, one list per text
     (a choice's content, a tool call's arguments, a content block's text...), in order."""
     groups: _Groups = {}
@@ -344,13 +358,14 @@ def _stream_pieces(events: list[Any]) -> list[list[_Slot]]:
     return list(groups.values())
 
 
-def _known_pieces(data: Mapping[str, Any], groups: _Groups) -> bool:
+def _known_pieces(data: Mapping[object, object], groups: _Groups) -> bool:
     """Add the pieces of an event of a known wire format; whether it was one."""
-    if isinstance(data.get("choices"), list):  # OpenAI chat completions (and look-alikes)
-        _chat_pieces(data["choices"], groups)
+    choices, candidates = data.get("choices"), data.get("candidates")
+    if isinstance(choices, list):  # OpenAI chat completions (and look-alikes)
+        _chat_pieces(choices, groups)
         return True
-    if isinstance(data.get("candidates"), list):  # Gemini
-        _gemini_pieces(data["candidates"], groups)
+    if isinstance(candidates, list):  # Gemini
+        _gemini_pieces(candidates, groups)
         return True
     kind = data.get("type")
     if not isinstance(kind, str):
@@ -366,7 +381,7 @@ def _known_pieces(data: Mapping[str, Any], groups: _Groups) -> bool:
     return kind in _WHOLE_EVENTS
 
 
-def _chat_pieces(choices: list[Any], groups: _Groups) -> None:
+def _chat_pieces(choices: list[object], groups: _Groups) -> None:
     for position, choice in enumerate(choices):
         if not isinstance(choice, Mapping):
             continue
@@ -389,9 +404,11 @@ def _chat_pieces(choices: list[Any], groups: _Groups) -> None:
             _string_fields(delta["function_call"], ("chat", index, "function_call"), groups)
 
 
-def _gemini_pieces(candidates: list[Any], groups: _Groups) -> None:
+def _gemini_pieces(candidates: list[object], groups: _Groups) -> None:
     for position, candidate in enumerate(candidates):
-        content = candidate.get("content") if isinstance(candidate, Mapping) else None
+        if not isinstance(candidate, Mapping):
+            continue
+        content = candidate.get("content")
         parts = content.get("parts") if isinstance(content, Mapping) else None
         if not isinstance(parts, list):
             continue
@@ -402,7 +419,7 @@ def _gemini_pieces(candidates: list[Any], groups: _Groups) -> None:
                 groups.setdefault(("gemini", index, kind), []).append((part, "text"))
 
 
-def _anthropic_pieces(data: Mapping[str, Any], groups: _Groups) -> None:
+def _anthropic_pieces(data: Mapping[object, object], groups: _Groups) -> None:
     # A block may start with some text, joined before its deltas (as the SDK does).
     name = "content_block" if data["type"] == "content_block_start" else "delta"
     holder = data.get(name)
@@ -412,8 +429,8 @@ def _anthropic_pieces(data: Mapping[str, Any], groups: _Groups) -> None:
 
 
 def _string_fields(
-    holder: Mapping[str, Any],
-    where: tuple[Any, ...],
+    holder: Mapping[object, object],
+    where: tuple[object, ...],
     groups: _Groups,
     skip: tuple[str, ...] = (),
 ) -> None:
@@ -422,11 +439,14 @@ def _string_fields(
             groups.setdefault((*where, name), []).append((holder, name))
 
 
-def _leaf_pieces(value: Any, path: tuple[Any, ...], groups: _Groups) -> None:
+def _leaf_pieces(
+    value: Mapping[object, object] | list[object], path: tuple[object, ...], groups: _Groups
+) -> None:
     """Every string in ``value``, grouped by its path: the pieces of an unknown stream."""
-    keys: Iterable[Any] = value.keys() if isinstance(value, Mapping) else range(len(value))
-    for key in keys:
-        item = value[key]
+    items: Iterable[tuple[object, object]] = (
+        value.items() if isinstance(value, Mapping) else enumerate(value)
+    )
+    for key, item in items:
         if isinstance(item, str):
             groups.setdefault((*path, key), []).append((value, key))
         elif isinstance(item, Mapping | list):

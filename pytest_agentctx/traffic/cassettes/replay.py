@@ -13,8 +13,8 @@ import json
 from collections import deque
 
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import RequestKey
-from pytest_agentctx.traffic.cassettes.store import Interaction
 
 __all__ = ["Replays"]
 

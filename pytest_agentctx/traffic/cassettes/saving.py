@@ -18,16 +18,11 @@ from pathlib import Path
 
 from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import RequestKey
 from pytest_agentctx.traffic.cassettes.redact import Redactor
-from pytest_agentctx.traffic.cassettes.store import (
-    Interaction,
-    load_cassette,
-    locked,
-    mark_written,
-    write_cassette,
-    written_in_run,
-)
+from pytest_agentctx.traffic.cassettes.runs import locked, mark_written, written_in_run
+from pytest_agentctx.traffic.cassettes.store import forget, load_cassette, write_cassette
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
 __all__ = ["Scrubs", "file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
@@ -296,9 +291,7 @@ def _holds_none(
 
 
 def _fresh_load(path: Path) -> list[Interaction]:
-    from pytest_agentctx.traffic.cassettes import store
-
-    store._cache.pop(path, None)
+    forget(path)
     return load_cassette(path)
 
 

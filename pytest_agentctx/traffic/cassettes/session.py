@@ -30,10 +30,10 @@ interaction the node id of the test that recorded it (``test_id``):
 A streamed response is recorded when the agent closes it. One the agent stops reading
 without closing (``break`` out of ``for chunk in stream``) is finished when the test ends
 (:meth:`Cassette.finish_streams`): a sync stream is read on to its end (within
-:data:`STREAM_FINISH_SECONDS` and :data:`STREAM_FINISH_BYTES`), so the cassette holds the
-whole response; an async stream, whose event loop has ended by then, a sync one whose
-client was closed before the rest arrived, or one that does not end within those bounds,
-keeps what was read, up to its last whole event, marked ``partial``. Replay serves a
+:data:`~.recording.STREAM_FINISH_SECONDS` and :data:`~.recording.STREAM_FINISH_BYTES`), so
+the cassette holds the whole response; an async stream, whose event loop has ended by then,
+a sync one whose client was closed before the rest arrived, or one that does not end within
+those bounds, keeps what was read, up to its last whole event, marked ``partial``. Replay serves a
 partial recording's events, and fails with
 :class:`~pytest_agentctx.traffic.errors.PartialRecording` if the agent reads past them.
 
@@ -47,21 +47,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
-    BodyTooLarge,
     UndecodableBody,
     body_chunks,
-    decode_recorded,
-    decompress,
     encode_body,
-    whole_events,
 )
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import (
     DEFAULT_IGNORED_FIELDS,
@@ -78,20 +74,16 @@ from pytest_agentctx.traffic.cassettes.misses import (
     stale_message,
     unreadable_message,
 )
+from pytest_agentctx.traffic.cassettes.recording import Recorder
 from pytest_agentctx.traffic.cassettes.redact import (
-    UNSTORED_REQUEST_HEADERS,
-    UNSTORED_RESPONSE_HEADERS,
     Redactor,
     unscrubbable,
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
-from pytest_agentctx.traffic.cassettes.saving import Scrubs, run_wrote, save_recorded, write_error
-from pytest_agentctx.traffic.cassettes.store import (
-    Interaction,
-    load_cassette,
-    paused_gc,
-    sweep_folder,
-)
+from pytest_agentctx.traffic.cassettes.runs import sweep_folder
+from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
+from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
+from pytest_agentctx.traffic.cassettes.wire import WireRequest
 from pytest_agentctx.traffic.errors import (
     CassetteError,
     CassetteFormatError,
@@ -103,20 +95,11 @@ from pytest_agentctx.traffic.errors import (
 from pytest_agentctx.traffic.transport import (
     Interceptor,
     answered_by_another_tool,
-    forward_async,
-    forward_sync,
-    is_async_request,
     make_response,
-    tee_response,
 )
 from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION
 
-__all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Cassette", "RecordMode"]
-
-#: How long a recorded stream the agent never closed is read on when the test ends.
-STREAM_FINISH_SECONDS = 30.0
-#: How much of it, in bytes, at most.
-STREAM_FINISH_BYTES = 64 * 1024 * 1024
+__all__ = ["Cassette", "RecordMode"]
 
 
 class Cassette:
@@ -156,7 +139,6 @@ class Cassette:
         if mode is RecordMode.MISSING:
             mode = self._missing_mode(loaded, run_id)
         self.mode = mode
-        self.recorded_interactions: list[Interaction | None] = []
         self.misses: list[Miss] = []
         #: Responses not recorded because their body cannot be scrubbed of secrets.
         self.unscrubbable: list[CassetteError] = []
@@ -165,23 +147,26 @@ class Cassette:
         #: Positions of partial recordings the agent read past, on replay.
         self.overread: list[int] = []
         self._lock = threading.Lock()
-        #: Live responses not closed yet, by (recorded?, slot), for :meth:`finish_streams`.
-        self._open: dict[tuple[bool, int], Any] = {}
-        #: Slots of the recordings :meth:`finish_streams` finished (partial unless whole).
-        self._cut_short: set[int] = set()
-        self._scrubs = Scrubs(self.redactor)
         # A witness: it sees the requests another tool (a respx route) answers, and logs
-        # them for capture without ever saving them (see _witness).
+        # them for capture without ever saving them (see Recorder.witness).
         self._interceptor = Interceptor(self.handle, witness=True)
-        #: (position in _log it came before, interaction) of each request another tool
-        #: answered: what the test saw, never written to the cassette.
-        self._witnessed: list[tuple[int, Interaction | None]] = []
-        #: The same of each miss, with the error it was answered (see seen_log).
+        #: (position in _log it came before, interaction) of each miss, with the error it
+        #: was answered (see seen_log).
         self._missed: list[tuple[int, Interaction | None]] = []
         self.played: list[int] = []
         # Every exchange in the order its request came: (recorded?, index into loaded or
-        # recorded_interactions). Capture reads it (see exchange_log).
+        # the recorder's recordings). Capture reads it (see exchange_log).
         self._log: list[tuple[bool, int]] = []
+        self._recorder = Recorder(
+            redactor=self.redactor,
+            keys=self._keys,
+            lock=self._lock,
+            log=self._log,
+            test_id=test_id if shared else "",
+            on_unscrubbable=self._unscrubbable,
+        )
+        #: What this test recorded, by slot (``None`` until its response was read to the end).
+        self.recorded_interactions = self._recorder.recorded
         self.loaded: list[Interaction] = [] if mode is RecordMode.REWRITE else loaded
         with paused_gc():  # thousands of keys at once, all kept: nothing to collect
             keys = [self._keys.of_interaction(i) for i in self.loaded]
@@ -219,7 +204,7 @@ class Cassette:
         to the network and nothing is written."""
         return self.mode is RecordMode.NONE
 
-    def handle(self, request: Any) -> Any:
+    def handle(self, request: WireRequest) -> object:
         """Answer ``request`` from the cassette, record it, or report a miss; a request
         whose body cannot be decoded (so neither scrubbed nor matched) fails the test."""
         try:
@@ -228,7 +213,9 @@ class Cassette:
             url = self.redactor.url(str(request.url))
             raise self._unscrubbable(exc, request, url, sent=True) from None
 
-    def _unscrubbable(self, exc: UndecodableBody, request: Any, url: str, sent: bool) -> Any:
+    def _unscrubbable(
+        self, exc: UndecodableBody, request: WireRequest, url: str, sent: bool
+    ) -> CassetteError:
         """Keep (for :meth:`check`) and give the error of an interaction whose body (the
         request's when ``sent``) cannot be scrubbed of secrets."""
         where, command = f"{request.method.upper()} {url}", self.record_command()
@@ -237,11 +224,11 @@ class Cassette:
             self.unscrubbable.append(error)
         return error
 
-    def _handle(self, request: Any) -> Any:
+    def _handle(self, request: WireRequest) -> object:
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
-            return self._witness(request)
+            return self._recorder.witness(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
-            return self._record(request, *self._keys.redacted_request(request))
+            return self._recorder.record(request, *self._keys.redacted_request(request))
         key, url, body_json, raw = self._keys.of_request(request)
         with self._lock:
             position = self._replays.take(key)
@@ -251,9 +238,9 @@ class Cassette:
         if position is not None:
             return self._replay(position)
         if self.records:
-            return self._record(request, url, body_json, raw)
+            return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
-        miss = Miss(key, body_json, reason, request.extensions.get(CLIENT_EXTENSION, ""))
+        miss = Miss(key, body_json, reason, str(request.extensions.get(CLIENT_EXTENSION, "")))
         with self._lock:
             self.misses.append(miss)
         # The SDK's error says only what was missed: the test's failure compares it with the
@@ -270,7 +257,7 @@ class Cassette:
         )
 
     def _witness_miss(
-        self, request: Any, url: str, body_json: Any, raw: bytes, content: bytes
+        self, request: WireRequest, url: str, body_json: object, raw: bytes, content: bytes
     ) -> None:
         """Keep a missed request, with the error it was answered, for :attr:`seen_log`
         (never saved): the captured run of a test that stopped on a miss then ends with the
@@ -293,7 +280,7 @@ class Cassette:
         with self._lock:
             self._missed.append((len(self._log), interaction))
 
-    def _replay(self, position: int) -> Any:
+    def _replay(self, position: int) -> object:
         interaction = self.loaded[position]
         command = self.record_command()
         unreadable = unreadable_message(self._replays, position, path=self.path, command=command)
@@ -319,122 +306,6 @@ class Cassette:
             self._replays, position, path=self.path, command=self.record_command()
         )
 
-    def _track(self, response: Any, key: tuple[bool, int]) -> Any:
-        """Note the live ``response`` (a :func:`tee_response`), for :meth:`finish_streams`
-        to finish if the agent never closes it."""
-        with self._lock:
-            self._open[key] = response.stream
-        return response
-
-    def _record(self, request: Any, url: str, body_json: Any, raw: bytes) -> Any:
-        with self._lock:
-            slot = len(self.recorded_interactions)
-            self._scrubs.request(slot, raw)
-            self.recorded_interactions.append(None)
-            self._log.append((True, slot))
-        request_body: Body
-        if body_json is not NO_JSON:
-            request_body = {"json": body_json}
-        else:
-            request_body = encode_body(raw, request.headers.get("content-type"))
-        request_headers = dict(
-            self.redactor.header_items(
-                (name.lower(), value)
-                for name, value in request.headers.items()
-                if name.lower() not in UNSTORED_REQUEST_HEADERS
-                and not name.lower().startswith("x-stainless-")
-            )
-        )
-
-        def store(raw_body: bytes, complete: bool, response: Any) -> None:
-            headers = {name.lower(): value for name, value in response.headers.items()}
-            with self._lock:
-                self._open.pop((True, slot), None)
-                partial = not complete and slot in self._cut_short
-            try:  # opaque bytes cannot be scrubbed of secrets: never stored (see check)
-                decoded = decode_recorded(raw_body, headers.get("content-encoding"))
-                if not complete:  # cut short: up to the end of its last whole event
-                    decoded = whole_events(decoded, headers.get("content-type"))
-                stored = encode_body(decoded, headers.get("content-type"))
-                body = self._scrubs.response(slot, stored, decoded)
-            except UndecodableBody as exc:
-                self._unscrubbable(exc, request, url, sent=False)
-                return
-            kept = [(k, v) for k, v in headers.items() if k not in UNSTORED_RESPONSE_HEADERS]
-            interaction = Interaction(
-                method=request.method.upper(),
-                url=url,
-                request_headers=request_headers,
-                request_body=request_body,
-                status=response.status_code,
-                response_headers=dict(self.redactor.response_header_items(kept)),
-                response_body=body,
-                origin=f"recorded#{slot}",
-                test_id=self.test_id if self.shared else "",
-                partial=partial,
-            )
-            with self._lock:
-                self.recorded_interactions[slot] = interaction
-
-        return self._forward(request, store, (True, slot))
-
-    def _witness(self, request: Any) -> Any:
-        """Pass on a request another tool in the test answers (a respx route), keeping a
-        redacted copy of the exchange for :attr:`exchange_log` only."""
-        url, body_json, raw = self._keys.redacted_request(request)
-        request_body: Body = (
-            {"json": body_json}
-            if body_json is not NO_JSON
-            else encode_body(raw, request.headers.get("content-type"))
-        )
-        method = request.method.upper()
-        with self._lock:
-            slot = len(self._witnessed)
-            self._witnessed.append((len(self._log), None))
-
-        def store(raw_body: bytes, complete: bool, response: Any) -> None:
-            with self._lock:
-                self._open.pop((False, slot), None)
-            try:
-                decoded, ok = decompress(raw_body, response.headers.get("content-encoding"))
-            except BodyTooLarge:  # kept for the exchange log only: left out
-                decoded, ok = b"", False
-            body = encode_body(decoded, response.headers.get("content-type")) if ok else None
-            interaction = Interaction(
-                method=method,
-                url=url,
-                request_headers={},
-                request_body=request_body,
-                status=response.status_code,
-                response_headers={},
-                response_body=self.redactor.body(body),
-                origin=f"other-tool#{slot}",
-            )
-            with self._lock:
-                self._witnessed[slot] = (self._witnessed[slot][0], interaction)
-
-        return self._forward(request, store, (False, slot))
-
-    def _forward(
-        self,
-        request: Any,
-        store: Callable[[bytes, bool, Any], None],
-        key: tuple[bool, int],
-    ) -> Any:
-        """Send ``request`` on (awaitable when the caller is async), its response body teed
-        to ``store`` as it is read, and the response tracked under ``key`` until closed."""
-        if is_async_request():
-
-            async def forward() -> Any:
-                response = await forward_async(request)
-                teed = tee_response(response, lambda data, done: store(data, done, response))
-                return self._track(teed, key)
-
-            return forward()
-        response = forward_sync(request)
-        teed = tee_response(response, lambda data, done: store(data, done, response))
-        return self._track(teed, key)
-
     # -- reporting -------------------------------------------------------------------
 
     def record_command(self) -> str:
@@ -456,7 +327,7 @@ class Cassette:
         )
         return self.redactor.text(message)
 
-    def _comparable(self, body: Any) -> Any:
+    def _comparable(self, body: object) -> object:
         """What of a JSON body the miss message compares: secrets redacted (a recording
         made by another tool may hold some), as matched (ignored fields removed, through
         the body hook)."""
@@ -529,7 +400,7 @@ class Cassette:
         with self._lock:
             log = list(self._log)
             recorded = list(self.recorded_interactions)
-            extra = list(self._witnessed) + (list(self._missed) if misses else [])
+            extra = list(self._recorder.witnessed) + (list(self._missed) if misses else [])
         used = [recorded[index] if new else self.loaded[index] for new, index in log]
         # from the last position back; those before the same logged exchange keep their
         # order (witnessed ones, then misses)
@@ -560,11 +431,7 @@ class Cassette:
         """Finish the recorded responses the agent never closed (see the module docstring):
         the test has ended, so the agent reads no more of them. The plugin calls it as soon
         as the test function returns, while the agent's clients are still open."""
-        with self._lock:
-            still_open, self._open = self._open, {}
-            self._cut_short.update(slot for recorded, slot in still_open if recorded)
-        for stream in still_open.values():
-            stream.finish(seconds=STREAM_FINISH_SECONDS, max_bytes=STREAM_FINISH_BYTES)
+        self._recorder.finish_streams()
 
     def save(self, run_id: str) -> bool:
         """Write what was recorded; returns whether the file was written.
@@ -583,7 +450,7 @@ class Cassette:
             return save_recorded(
                 self.path,
                 # scrubbed again with the secrets learned since (a token a response gave)
-                self._scrubs.again(self.recorded_interactions),
+                self._recorder.scrubs.again(self.recorded_interactions),
                 mode=self.mode,
                 shared=self.shared,
                 test_id=self.test_id,

@@ -2,7 +2,7 @@
 
 A team that replays some tests with vcrpy or pytest-recording, or moves between the two
 tools, keeps one kind of file: vcrpy's YAML (version 1), which this package reads as well
-(:func:`~pytest_agentctx.traffic.cassettes.store.parse_cassette`). Each interaction is
+(:func:`~pytest_agentctx.traffic.cassettes.store.load_cassette`). Each interaction is
 written as vcrpy writes one:
 
 - ``request``: ``method``, ``uri``, ``body`` (the bytes sent, as text; ``null`` when
@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from pytest_agentctx._untrusted import LimitExceeded
 from pytest_agentctx.traffic.cassettes.body import (
@@ -33,12 +33,15 @@ from pytest_agentctx.traffic.cassettes.body import (
     decompress,
     encode_body,
 )
-from pytest_agentctx.traffic.cassettes.store import (
+from pytest_agentctx.traffic.cassettes.fileformat import (
     Interaction,
-    _headers,
-    _partial,
-    _test_id,
     check_encoded,
+    field_of,
+    optional_field,
+    read_headers,
+    read_partial,
+    read_status,
+    read_test_id,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
 
@@ -71,9 +74,40 @@ def _reason(status: int) -> str:
         return ""
 
 
-def vcr_interaction(interaction: Interaction) -> dict[str, Any]:
-    """One :class:`~pytest_agentctx.traffic.cassettes.store.Interaction` as vcrpy writes it."""
-    data: dict[str, Any] = {
+class VcrRequest(TypedDict):
+    """A request as vcrpy writes it."""
+
+    body: str | bytes | None
+    headers: dict[str, list[str]]
+    method: str
+    uri: str
+
+
+class VcrStatus(TypedDict):
+    code: int
+    message: str
+
+
+class VcrResponse(TypedDict):
+    """A response as vcrpy writes it."""
+
+    body: dict[str, str | bytes]
+    headers: dict[str, list[str]]
+    status: VcrStatus
+
+
+class VcrInteraction(TypedDict):
+    """An interaction as vcrpy writes it, with this package's keys vcrpy ignores."""
+
+    request: VcrRequest
+    response: VcrResponse
+    test_id: NotRequired[str]
+    partial: NotRequired[bool]
+
+
+def vcr_interaction(interaction: Interaction) -> VcrInteraction:
+    """One :class:`~pytest_agentctx.traffic.cassettes.fileformat.Interaction` as vcrpy writes it."""
+    data: VcrInteraction = {
         "request": {
             "body": _vcr_body(interaction.request_body),
             "headers": {name: [value] for name, value in interaction.request_headers.items()},
@@ -111,7 +145,7 @@ def dump_vcr(interactions: list[Interaction]) -> str:
 # -- reading ----------------------------------------------------------------------
 
 
-def _as_bytes(value: Any) -> bytes:
+def _as_bytes(value: object) -> bytes:
     if value is None:
         return b""
     if isinstance(value, bytes):
@@ -119,10 +153,10 @@ def _as_bytes(value: Any) -> bytes:
     return str(value).encode("utf-8")
 
 
-def _read_body(
-    container: Mapping[str, Any], headers: dict[str, str], is_response: bool
-) -> tuple[Body, bool]:
+def _read_body(container: object, headers: dict[str, str], is_response: bool) -> tuple[Body, bool]:
     """The stored form of a vcrpy body, and whether its ``content-encoding`` was undone."""
+    if not isinstance(container, Mapping):
+        raise TypeError(f"'{type(container).__name__}' object has no attribute 'get'")
     if "parsed_body" in container:  # pydantic-ai's serializer
         return {"json": container["parsed_body"]}, True
     raw_body = container.get("body")
@@ -135,21 +169,26 @@ def _read_body(
     return encode_body(decoded, headers.get("content-type")), True
 
 
-def from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
+def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
+    """The interactions of a document in vcrpy's format (``where``: its file, for
+    messages); :class:`CassetteFormatError` for a malformed one."""
+    items = data.get("interactions") or []
+    if not isinstance(items, list):
+        raise CassetteFormatError(f"{where}: 'interactions' is not a list")
     out = []
-    for index, item in enumerate(data.get("interactions") or []):
+    for index, item in enumerate(items):
         try:
-            request, response = item["request"], item["response"]
-            request_headers = _headers(request.get("headers"))
-            response_headers = _headers(response.get("headers"))
-            status = response["status"]
-            code = int(status["code"] if isinstance(status, Mapping) else status)
+            request, response = field_of(item, "request"), field_of(item, "response")
+            request_headers = read_headers(optional_field(request, "headers"))
+            response_headers = read_headers(optional_field(response, "headers"))
+            status = field_of(response, "status")
+            code = read_status(status["code"] if isinstance(status, Mapping) else status)
             response_body, decoded = _read_body(response, response_headers, True)
             # A body that could not be decoded is kept as it was sent, with its encoding.
             keep = set() if decoded else {"content-encoding"}
             interaction = Interaction(
-                method=str(request["method"]).upper(),
-                url=str(request["uri"]),
+                method=str(field_of(request, "method")).upper(),
+                url=str(field_of(request, "uri")),
                 request_headers={
                     k: v for k, v in request_headers.items() if k not in _ENCODING_HEADERS
                 },
@@ -163,8 +202,8 @@ def from_vcr(data: Mapping[str, Any], where: str) -> list[Interaction]:
                 response_body=response_body,
                 origin=f"{where}#{index}",
                 # written by this package in vcrpy's format (vcrpy ignores both keys)
-                test_id=_test_id(item.get("test_id")),
-                partial=_partial(item.get("partial")),
+                test_id=read_test_id(optional_field(item, "test_id")),
+                partial=read_partial(optional_field(item, "partial")),
             )
         except BodyTooLarge as exc:
             raise CassetteFormatError(

@@ -25,7 +25,8 @@ before the safe loader builds it.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Callable, Iterator
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -35,12 +36,10 @@ from yaml.events import (
     CollectionStartEvent,
     DocumentEndEvent,
     DocumentStartEvent,
-    MappingEndEvent,
+    Event,
     MappingStartEvent,
     NodeEvent,
     ScalarEvent,
-    SequenceEndEvent,
-    SequenceStartEvent,
     StreamEndEvent,
     StreamStartEvent,
 )
@@ -69,12 +68,12 @@ class _GiveWay(Exception):
     """The document holds something the loop leaves to the safe loader."""
 
 
-def safe_load(text: str) -> Any:
+def safe_load(text: str) -> object:
     """``yaml.load(text)`` with the safe loader: libyaml's when PyYAML has it."""
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def load(text: str, where: str = "YAML document") -> Any:
+def load(text: str, where: str = "YAML document") -> object:
     """The document in ``text``, as :func:`safe_load` gives it (see the module), or
     :class:`~pytest_agentctx._untrusted.LimitExceeded` naming ``where`` (its file)."""
     loader = getattr(yaml, "CSafeLoader", None)
@@ -90,7 +89,7 @@ def load(text: str, where: str = "YAML document") -> Any:
         return safe_load(text)
 
 
-def _events(text: str) -> Any:
+def _events(text: str) -> Iterator[Event]:
     parser = getattr(yaml, "_yaml", None)
     if parser is not None and hasattr(parser, "CParser"):
         next_event = parser.CParser(text).get_event
@@ -155,10 +154,14 @@ class _Builder:
     def __init__(self, loader: type, where: str) -> None:
         self.where = where
         self.depth = current_limits().depth
-        self.resolvers: dict[Any, list[tuple[str, Any]]] = loader.yaml_implicit_resolvers  # type: ignore[attr-defined]
-        self.wildcard: list[tuple[str, Any]] = self.resolvers.get(None, [])
+        self.resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = (
+            loader.yaml_implicit_resolvers  # type: ignore[attr-defined]
+        )
+        self.wildcard: list[tuple[str, re.Pattern[str]]] = self.resolvers.get(None, [])
         self.firsts = frozenset(key for key in self.resolvers if key)
-        self.constructors: dict[Any, Any] = loader.yaml_constructors  # type: ignore[attr-defined]
+        self.constructors: dict[str | None, Callable[[SafeConstructor, ScalarNode], object]] = (
+            loader.yaml_constructors  # type: ignore[attr-defined]
+        )
         self.constructor = SafeConstructor()
 
     def resolve(self, value: str) -> str:
@@ -171,7 +174,7 @@ class _Builder:
                 return tag
         return _STR
 
-    def scalar(self, event: Any) -> Any:
+    def scalar(self, event: ScalarEvent) -> object:
         if event.anchor is not None:
             raise _GiveWay("anchor")
         tag, value = event.tag, event.value
@@ -185,7 +188,7 @@ class _Builder:
             raise _GiveWay(tag)  # a merge or value key, another tag, or an unknown one
         return self.constructors[tag](self.constructor, ScalarNode(tag, value))
 
-    def document(self, next_event: Any) -> Any:
+    def document(self, next_event: Callable[[], Event | None]) -> object:
         if next_event().__class__ is not StreamStartEvent:
             raise _GiveWay("stream")
         event = next_event()
@@ -200,59 +203,63 @@ class _Builder:
             raise _GiveWay("more than one document")
         return value
 
-    def node(self, next_event: Any) -> Any:
+    def node(self, next_event: Callable[[], Event | None]) -> object:
         """The value whose events come next: a scalar, or a mapping or list to its end."""
-        # The innermost open container, whether it is a mapping, and its key waiting for a
-        # value (``_NO_KEY`` while the next value is a key); the outer ones on the stack.
-        parent: Any = None
-        is_map = False
-        key: Any = _NO_KEY
-        stack: list[tuple[Any, bool, Any]] = []
+        # The innermost open container (a mapping or a list, the other None) and its key
+        # waiting for a value (``_NO_KEY`` while the next value is a key); the outer ones on
+        # the stack.
+        mapping: dict[object, object] | None = None
+        sequence: list[object] | None = None
+        key: object = _NO_KEY
+        stack: list[tuple[dict[object, object] | None, list[object] | None, object]] = []
         firsts, wildcard, scalar = self.firsts, self.wildcard, self.scalar
         while True:
             event = next_event()
-            kind = event.__class__
-            if kind is ScalarEvent:
-                value = event.value
+            value: object
+            if isinstance(event, ScalarEvent):
+                text = event.value
                 # A quoted string, or a plain one no resolver could claim, as it is.
-                if not (
+                if (
                     event.tag is None
                     and event.anchor is None
-                    and (
-                        not event.implicit[0] or (value and value[0] not in firsts and not wildcard)
-                    )
+                    and (not event.implicit[0] or (text and text[0] not in firsts and not wildcard))
                 ):
+                    value = text
+                else:
                     value = scalar(event)
-                if is_map and key is _NO_KEY:
+                if mapping is not None and key is _NO_KEY:
                     key = value
                     continue
-            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            elif isinstance(event, CollectionStartEvent):  # a mapping's or a list's
                 if (
                     event.anchor is not None
                     or event.tag not in (None, "!")
-                    or (is_map and key is _NO_KEY)
+                    or (mapping is not None and key is _NO_KEY)
                 ):
                     raise _GiveWay("an anchor, a tag, or a mapping or list as a key")
-                stack.append((parent, is_map, key))
+                stack.append((mapping, sequence, key))
                 if len(stack) > self.depth:
                     raise LimitExceeded(
                         self.where, f"lists or mappings nested {len(stack)} deep", "depth"
                     )
-                is_map = kind is MappingStartEvent
-                parent, key = ({} if is_map else []), _NO_KEY
-                continue
-            elif kind is MappingEndEvent or kind is SequenceEndEvent:
-                value = parent
-                parent, is_map, key = stack.pop()
-            else:
-                raise _GiveWay(kind.__name__)  # an alias
-            if parent is None:
-                return value
-            if is_map:
-                parent[key] = value
+                if event.__class__ is MappingStartEvent:
+                    mapping, sequence = {}, None
+                else:
+                    mapping, sequence = None, []
                 key = _NO_KEY
+                continue
+            elif isinstance(event, CollectionEndEvent):
+                value = mapping if mapping is not None else sequence
+                mapping, sequence, key = stack.pop()
             else:
-                parent.append(value)
+                raise _GiveWay(type(event).__name__)  # an alias
+            if mapping is not None:
+                mapping[key] = value
+                key = _NO_KEY
+            elif sequence is not None:
+                sequence.append(value)
+            else:
+                return value
 
 
 _NO_KEY = object()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_agentctx.assertions.snapshots.extension import AgentSnapshotExtension
 from pytest_agentctx.redaction.names import digest, file_stem, shown_id
-from pytest_agentctx.traffic.cassettes.settings import _slug
+from pytest_agentctx.traffic.cassettes.per_test import _slug
 
 #: Test names as pytest makes them: a function name, maybe with a parametrize id.
 _names = st.builds(

@@ -25,8 +25,9 @@ from pytest_agentctx.reports.records import (
     write_report,
 )
 from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.misses import Miss
-from pytest_agentctx.traffic.cassettes.store import Interaction, write_cassette
+from pytest_agentctx.traffic.cassettes.store import write_cassette
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import requests
 
-from pytest_agentctx.traffic.cassettes import _child_guard, network
+from pytest_agentctx.traffic.cassettes import _children, network
 from pytest_agentctx.traffic.cassettes.network import (
     NetworkGuard,
     expect_network_blocked,
@@ -700,7 +700,7 @@ async def test_the_sitecustomize_the_guard_hides_still_runs(tmp_path: Path):
 
 
 async def test_a_child_that_cannot_install_the_guard_says_so():
-    broken = {"PYTHONPATH": _child_guard.SITE_DIR, _child_guard.GUARD_VAR: "{not json"}
+    broken = {"PYTHONPATH": _children.SITE_DIR, _children.GUARD_VAR: "{not json"}
 
     code, _, err = await _python("pass", env=broken)
 
@@ -713,7 +713,7 @@ async def test_a_child_that_cannot_install_the_guard_says_so():
 
 def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/their/path")
-    monkeypatch.delenv(_child_guard.GUARD_VAR, raising=False)
+    monkeypatch.delenv(_children.GUARD_VAR, raising=False)
     monkeypatch.delenv("HTTP_PROXY", raising=False)
     before, popen = dict(os.environ), subprocess.Popen.__init__
 
@@ -721,8 +721,8 @@ def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monkeypatc
         during = dict(os.environ)
         assert subprocess.Popen.__init__ is not popen
 
-    assert during["PYTHONPATH"] == f"{_child_guard.SITE_DIR}{os.pathsep}/their/path"
-    assert json.loads(during[_child_guard.GUARD_VAR])["guards"] == [
+    assert during["PYTHONPATH"] == f"{_children.SITE_DIR}{os.pathsep}/their/path"
+    assert json.loads(during[_children.GUARD_VAR])["guards"] == [
         {
             "allowed": [OUTSIDE],
             "reason": "replaying c.json",
@@ -735,7 +735,7 @@ def test_the_guard_sets_what_children_inherit_and_restores_it_exactly(monkeypatc
 
 
 def test_a_guard_for_this_process_only_leaves_children_alone(monkeypatch):
-    monkeypatch.delenv(_child_guard.GUARD_VAR, raising=False)
+    monkeypatch.delenv(_children.GUARD_VAR, raising=False)
     before = dict(os.environ)
 
     with NetworkGuard(children=False):

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from pytest_agentctx.redaction.active import SessionSecrets, set_active
 from pytest_agentctx.traffic.cassettes import readcache, store
-from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette, load_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import dump_cassette, load_cassette
 
 
 @pytest.fixture

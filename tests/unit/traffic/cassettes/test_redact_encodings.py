@@ -350,7 +350,7 @@ def test_a_variable_secret_by_its_name_is_not_passed_on_to_later_tests_as_learne
 
 def _recorded(scrubs: Any, response: bytes, content_type: str) -> Any:
     """An interaction recorded through ``scrubs`` (slot 0) whose response is ``response``."""
-    from pytest_agentctx.traffic.cassettes.store import Interaction
+    from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 
     scrubs.request(0, b"")
     body = scrubs.response(0, encode_body(response, content_type), response)

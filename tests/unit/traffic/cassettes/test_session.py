@@ -32,8 +32,8 @@ from pytest_agentctx.traffic.cassettes import (
     Interaction,
     RecordMode,
     load_cassette,
-    session,
-    store,
+    recording,
+    runs,
 )
 from pytest_agentctx.traffic.cassettes.matcher import make_key
 from pytest_agentctx.traffic.cassettes.redact import Redactor
@@ -1063,7 +1063,7 @@ async def test_a_sync_stream_the_agent_stops_reading_is_recorded_whole(path, loo
 async def test_a_sync_stream_that_does_not_end_in_time_keeps_its_whole_events(
     path, loopback: Loopback, monkeypatch
 ):
-    monkeypatch.setattr(session, "STREAM_FINISH_BYTES", 1)  # stop at the first chunk read on
+    monkeypatch.setattr(recording, "STREAM_FINISH_BYTES", 1)  # stop at the first chunk read on
     go_on = threading.Event()
     loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b'data: {"choices": [{"de')
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
@@ -1244,7 +1244,7 @@ def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(path, 
     write_cassette(path, [_interaction(_request("Hi"))])
     left = path.with_name(f".{path.name}.{dead_pid}.0123abcd.tmp")
     left.write_text('{"cassette": ')
-    store._swept_folders.discard(path.parent)
+    runs._swept_folders.discard(path.parent)
 
     Cassette(path, test_id=TEST_ID)
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from pytest_agentctx._untrusted import LimitExceeded, Limits, use_limits
 from pytest_agentctx.traffic.cassettes import yamlread
-from pytest_agentctx.traffic.cassettes.store import Interaction, dump_cassette
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.cassettes.store import dump_cassette
 
 ROOT = Path(__file__).resolve().parents[4]
 #: The shared corpus of vcrpy cassettes (beside the checkout, as in CI) and this
@@ -192,6 +193,7 @@ def test_an_edge_case_loads_or_fails_as_with_the_safe_loader(text):
 def test_an_alias_is_the_same_object_as_its_anchor():
     loaded = yamlread.load("a: &shared [1, 2]\nb: *shared\n")
 
+    assert isinstance(loaded, dict)
     assert loaded["a"] is loaded["b"]
 
 
@@ -293,7 +295,9 @@ def test_a_billion_laughs_document_is_refused_before_it_is_built():
 def test_aliases_count_every_value_they_repeat_against_the_limit():
     previous = use_limits(Limits(alias_nodes=100))
     try:
-        assert yamlread.load(_laughs(2), "c.yaml")["a1"][0] == ["lol"] * 9  # 81 + 9 values
+        loaded = yamlread.load(_laughs(2), "c.yaml")
+        assert isinstance(loaded, dict)
+        assert loaded["a1"][0] == ["lol"] * 9  # 81 + 9 values
         with pytest.raises(LimitExceeded, match="agent_max_alias_nodes = 100"):
             yamlread.load(_laughs(3), "c.yaml")  # 9 * 90 values
     finally:

@@ -1,4 +1,4 @@
-"""Unit tests of pytest_agentctx.traffic.cassettes.settings: session and per-test
+"""Unit tests of pytest_agentctx.traffic.cassettes.options and .per_test: session and per-test
 cassette options."""
 
 from __future__ import annotations
@@ -13,16 +13,18 @@ from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.redaction.names import digest
 from pytest_agentctx.redaction.redactor import Redactor
 from pytest_agentctx.traffic.cassettes import DEFAULT_IGNORED_FIELDS, RecordMode
-from pytest_agentctx.traffic.cassettes.settings import (
+from pytest_agentctx.traffic.cassettes.options import (
     CassetteSettings,
+    is_agent_test,
+    normalise_record_args,
+    parse_mode,
+)
+from pytest_agentctx.traffic.cassettes.per_test import (
     TestOptions,
     build_cassette,
     cassette_config,
     cassette_path,
-    is_agent_test,
     marker_options,
-    normalise_record_args,
-    parse_mode,
 )
 from pytest_agentctx.traffic.errors import CassetteConfigError, CassetteError
 

@@ -1,6 +1,12 @@
-"""The cassette options of one test (its ``agent`` marker, its ``agent_cassette_config``),
-read and checked, and the cassette built from them; the session's options are read at
-start-up by :mod:`.options` (its names are re-exported here)."""
+"""One test's cassette: its options, its path, and building, checking and saving it.
+
+The options of a test (its ``agent`` marker, :class:`TestOptions`, and what its
+``agent_cassette_config`` fixture returns, :func:`cassette_config`) are read and checked
+over the session's (:class:`~.options.CassetteSettings`); :func:`cassette_path` says where
+its cassette lives, :func:`build_cassette` makes it (with the guard that keeps a replaying
+test offline), and :func:`call_failure`, :func:`verify_call` and :func:`save_recordings`
+are what the plugin does with it after the test's call.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.options import (
-    AGENT_FIXTURES,
     CassetteSettings,
-    _host_problem,
-    is_agent_test,
-    normalise_record_args,
+    host_problem,
     parse_mode,
 )
 from pytest_agentctx.traffic.errors import (
@@ -29,23 +32,20 @@ from pytest_agentctx.traffic.errors import (
 )
 
 if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.matcher import BodyHook
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
     from pytest_agentctx.traffic.cassettes.session import Cassette
 
 __all__ = [
-    "AGENT_FIXTURES",
     "CONFIG_KEYS",
+    "CassetteConfig",
     "MARKER_OPTIONS",
-    "CassetteSettings",
     "TestOptions",
     "build_cassette",
     "call_failure",
     "cassette_config",
     "cassette_path",
-    "is_agent_test",
     "marker_options",
-    "normalise_record_args",
-    "parse_mode",
     "save_recordings",
     "verify_call",
 ]
@@ -159,8 +159,8 @@ def _item_problem(key: str, item: object, *, secret: bool) -> str | None:
             f"{MIN_SECRET} characters are never redacted, as they would redact ordinary words"
         )
     if key == "allowed_hosts":
-        host_problem = _host_problem(item)
-        return f"holds {item!r}, which {host_problem}" if host_problem else None
+        problem = host_problem(item)
+        return f"holds {item!r}, which {problem}" if problem else None
     return None
 
 
@@ -200,7 +200,7 @@ class TestOptions:
 
     @classmethod
     def resolve(
-        cls, settings: CassetteSettings, marker_kwargs: Mapping[str, Any], *, where: str
+        cls, settings: CassetteSettings, marker_kwargs: Mapping[str, object], *, where: str
     ) -> TestOptions:
         """The options of the test ``where`` from its marker's ``marker_kwargs``.
 
@@ -224,8 +224,8 @@ class TestOptions:
             problem = f"is {_a(allow_unused)}"
             raise source.error("allow_unused", repr(allow_unused), problem, "True or False")
         return cls(
-            cassette=cassette,
-            allow_unused=settings.allow_unused if allow_unused is None else allow_unused,
+            cassette=cassette if isinstance(cassette, str) else None,
+            allow_unused=allow_unused if isinstance(allow_unused, bool) else settings.allow_unused,
             mode=_marker_mode(settings, marker_kwargs.get("record_mode"), source),
             allowed_hosts=(
                 *settings.allowed_hosts,
@@ -301,7 +301,18 @@ def _slug(name: str) -> str:
     return _UNSAFE.sub("_", name)
 
 
-def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
+class CassetteConfig(TypedDict, total=False):
+    """What an ``agent_cassette_config`` fixture returned, checked (:func:`cassette_config`):
+    the keys it gave a value (not ``None``)."""
+
+    match_ignore: tuple[str, ...]
+    body_hook: BodyHook
+    allowed_hosts: tuple[str, ...]
+    redact_values: tuple[str, ...]
+    directory: Path
+
+
+def cassette_config(value: object, *, where: str) -> CassetteConfig:
     """Check what an ``agent_cassette_config`` fixture returned for the test ``where``.
 
     Unknown keys are refused (a misspelt key would otherwise be ignored without a word), and
@@ -321,19 +332,27 @@ def cassette_config(value: Any, *, where: str) -> dict[str, Any]:
     unknown = [key for key in value if key not in CONFIG_KEYS]
     if unknown:
         raise source.unknown(unknown, CONFIG_KEYS)
-    config = {key: item for key, item in value.items() if item is not None}
-    for key in ("match_ignore", "allowed_hosts", "redact_values"):
-        if key in config:
-            config[key] = source.strings(key, config[key], secret=key == "redact_values")
-    body_hook = config.get("body_hook")
-    if body_hook is not None and not callable(body_hook):
-        raise source.error(
-            "body_hook",
-            repr(body_hook),
-            f"is {_a(body_hook)}, not callable",
-            "a function that takes a request body and returns a normalised copy (or None)",
+    given = {key: item for key, item in value.items() if item is not None}
+    config: CassetteConfig = {}
+    if "match_ignore" in given:
+        config["match_ignore"] = source.strings("match_ignore", given["match_ignore"])
+    if "allowed_hosts" in given:
+        config["allowed_hosts"] = source.strings("allowed_hosts", given["allowed_hosts"])
+    if "redact_values" in given:
+        config["redact_values"] = source.strings(
+            "redact_values", given["redact_values"], secret=True
         )
-    directory = config.get("directory")
+    body_hook = given.get("body_hook")
+    if body_hook is not None:
+        if not callable(body_hook):
+            raise source.error(
+                "body_hook",
+                repr(body_hook),
+                f"is {_a(body_hook)}, not callable",
+                "a function that takes a request body and returns a normalised copy (or None)",
+            )
+        config["body_hook"] = body_hook
+    directory = given.get("directory")
     if directory is not None:
         if not isinstance(directory, str | Path) or not str(directory):
             problem = "is empty" if isinstance(directory, str) else f"is {_a(directory)}"
@@ -347,7 +366,7 @@ def build_cassette(
     *,
     settings: CassetteSettings,
     options: TestOptions,
-    config: Mapping[str, Any],
+    config: CassetteConfig,
     test_id: str,
 ) -> tuple[Cassette, NetworkGuard | None]:
     """The cassette of test ``test_id`` at ``path`` (not started), and, when it replays,

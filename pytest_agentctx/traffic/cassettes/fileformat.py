@@ -1,0 +1,297 @@
+"""The package's cassette file format: :class:`Interaction`, its stored document, its version.
+
+A cassette is a JSON (default) or YAML document::
+
+    {"cassette": "pytest-agentctx", "version": 1, "interactions": [
+        {"request": {"method": "POST", "url": "...", "headers": {...}, "body": {"json": {...}}},
+         "response": {"status": 200, "headers": {...}, "body": {"sse": [...]}},
+         "test_id": "tests/test_weather.py::test_paris"}]}
+
+Each interaction is built once (:class:`Interaction`, from a recording or by
+:func:`from_native` from a document) and written once (:meth:`Interaction.to_dict`,
+:func:`native_document`). Bodies are stored decoded and readable (see :mod:`.body`); keys
+are sorted; secrets were redacted before anything was written. ``test_id``, the node id of
+the test that recorded the interaction, is written in cassettes that several tests share
+(``@pytest.mark.agent(cassette=...)``), so that each test replays, and re-records, its own
+interactions; it is absent from a test's own cassette and from cassettes written before it
+existed, which read as before (version 1 either way). ``"partial": true`` marks a streamed
+response recorded in part: the agent stopped reading it without closing it, and the rest
+could not be read when the test ended (see :class:`~.session.Cassette`).
+
+The field readers here (:func:`read_headers`, :func:`read_test_id`, :func:`read_partial`,
+:func:`check_encoded`) serve vcrpy's format too (:mod:`.vcr`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import NotRequired, TypedDict
+
+from pytest_agentctx._untrusted import LimitExceeded
+from pytest_agentctx.traffic.cassettes.body import (
+    Body,
+    BodyTooLarge,
+    UndecodableBody,
+    body_bytes,
+    decode_content,
+)
+from pytest_agentctx.traffic.errors import CassetteFormatError
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "Interaction",
+    "NativeDocument",
+    "StoredInteraction",
+    "check_encoded",
+    "from_native",
+    "native_document",
+    "read_headers",
+    "read_partial",
+    "read_test_id",
+]
+
+FORMAT_NAME = "pytest-agentctx"
+FORMAT_VERSION = 1
+
+
+class StoredRequest(TypedDict):
+    """A request as the file holds it."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: Body
+
+
+class StoredResponse(TypedDict):
+    """A response as the file holds it."""
+
+    status: int
+    headers: dict[str, str]
+    body: Body
+
+
+class StoredInteraction(TypedDict):
+    """An interaction as the file holds it (:meth:`Interaction.to_dict`)."""
+
+    request: StoredRequest
+    response: StoredResponse
+    test_id: NotRequired[str]
+    partial: NotRequired[bool]
+
+
+class NativeDocument(TypedDict):
+    """A whole cassette in the package's format (:func:`native_document`)."""
+
+    cassette: str
+    version: int
+    interactions: list[StoredInteraction]
+
+
+@dataclass
+class Interaction:
+    """One recorded request and its response, in stored form."""
+
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: Body
+    status: int
+    response_headers: dict[str, str]
+    response_body: Body
+    #: Where it came from (``path#index``), for messages.
+    origin: str = ""
+    #: The node id of the test that recorded it, in a shared cassette; ``""`` when no test
+    #: is known (a test's own cassette, or one written before test ids or by another tool).
+    test_id: str = ""
+    #: Whether the response is a stream recorded in part (the agent stopped reading it and
+    #: it could not be read to its end when the test ended): replayed up to where it stops.
+    partial: bool = False
+
+    def to_dict(self) -> StoredInteraction:
+        data: StoredInteraction = {
+            "request": {
+                "method": self.method,
+                "url": self.url,
+                "headers": self.request_headers,
+                "body": self.request_body,
+            },
+            "response": {
+                "status": self.status,
+                "headers": self.response_headers,
+                "body": self.response_body,
+            },
+        }
+        if self.test_id:
+            data["test_id"] = self.test_id
+        if self.partial:
+            data["partial"] = True
+        return data
+
+    @property
+    def is_stream(self) -> bool:
+        return bool(self.response_body and "sse" in self.response_body)
+
+
+def native_document(interactions: list[Interaction]) -> NativeDocument:
+    """The document of a cassette in the package's format, before it is written as text."""
+    return {
+        "cassette": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "interactions": [interaction.to_dict() for interaction in interactions],
+    }
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def read_headers(raw: object) -> dict[str, str]:
+    """Headers of any stored shape as a dict of lower-case names to strings."""
+    if not raw:
+        return {}
+    if isinstance(raw, Mapping):
+        items: Iterable[tuple[object, object]] = raw.items()
+    elif isinstance(raw, Iterable):
+        items = raw
+    else:
+        raise TypeError(f"'{type(raw).__name__}' object is not iterable")
+    return {
+        str(name).lower(): value if isinstance(value, str) else _header_text(value)
+        for name, value in items
+    }
+
+
+def _header_text(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+_BODY_KINDS = ("json", "sse", "text", "base64")
+
+
+def read_body(body: object) -> Body:
+    """A stored body, checked: ``None`` or a mapping with exactly one known kind."""
+    if body is None:
+        return None
+    if not isinstance(body, Mapping) or len(body) != 1 or next(iter(body)) not in _BODY_KINDS:
+        shown = sorted(body) if isinstance(body, Mapping) else type(body).__name__
+        raise ValueError(f"a body is {shown}; expected null or one of {', '.join(_BODY_KINDS)}")
+    kind, value = next(iter(body.items()))
+    if kind == "json":
+        return {"json": value}
+    if kind == "sse":
+        if not isinstance(value, list):
+            raise ValueError(f"an sse body is {type(value).__name__}; expected a list of events")
+        return {"sse": value}
+    if not isinstance(value, str):
+        raise ValueError(f"a {kind} body is {type(value).__name__}; expected a string")
+    return {"text": value} if kind == "text" else {"base64": value}
+
+
+def read_test_id(value: object) -> str:
+    """A stored ``test_id``: a node id, or ``""`` when absent."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"test_id is {type(value).__name__}; expected a test's node id")
+    return value
+
+
+def read_partial(value: object) -> bool:
+    """A stored ``partial`` flag: ``true``, or absent for a whole response."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValueError(f"partial is {type(value).__name__}; expected true or false")
+    return value
+
+
+def read_status(value: object) -> int:
+    """A stored status code, as ``int()`` reads it."""
+    if isinstance(value, int | float | str | bytes | bytearray):
+        return int(value)
+    raise TypeError(
+        "int() argument must be a string, a bytes-like object or a real number, not "
+        f"'{type(value).__name__}'"
+    )
+
+
+def field_of(value: object, key: str) -> object:
+    """``value[key]`` of a mapping read from a file (:class:`KeyError` when it has none,
+    :class:`TypeError` when it is no mapping)."""
+    if isinstance(value, Mapping):
+        return value[key]
+    raise TypeError(f"{type(value).__name__} indices must be integers or slices, not str")
+
+
+def optional_field(value: object, key: str) -> object:
+    """``value.get(key)`` of a mapping read from a file (:class:`TypeError` when it is no
+    mapping)."""
+    if isinstance(value, Mapping):
+        return value.get(key)
+    raise TypeError(f"'{type(value).__name__}' object has no attribute 'get'")
+
+
+def check_encoded(interaction: Interaction) -> None:
+    """A response kept with its ``content-encoding`` (a body this package could not decode
+    when it was recorded) is served as it is, for the client to decode: refused
+    (:class:`CassetteFormatError`) when it decodes past the ``body_bytes`` limit, so that
+    no client inflates a bomb. Only such responses are decoded here."""
+    encoding = interaction.response_headers.get("content-encoding")
+    if not encoding or not interaction.response_body:
+        return
+    try:
+        decode_content(body_bytes(interaction.response_body), encoding)
+    except BodyTooLarge as exc:
+        what = f"a response body with a {exc}"
+        raise CassetteFormatError(
+            str(LimitExceeded(interaction.origin, what, "body_bytes"))
+        ) from None
+    except (UndecodableBody, ValueError):
+        pass  # the client finds it undecodable, as it would the server's bytes
+
+
+def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
+    """The interactions of a document in the package's format (``where``: its file, for
+    messages); :class:`CassetteFormatError` for another version or a malformed one."""
+    version = data.get("version")
+    if version != FORMAT_VERSION:
+        raise CassetteFormatError(
+            f"{where}: cassette format version {version!r}; this pytest-agentctx reads version "
+            f"{FORMAT_VERSION}. Re-record it: pytest --agent-record, or upgrade pytest-agentctx."
+        )
+    items = data.get("interactions") or []
+    if not isinstance(items, list):
+        raise CassetteFormatError(f"{where}: 'interactions' is not a list")
+    out = []
+    for index, item in enumerate(items):
+        try:
+            request, response = field_of(item, "request"), field_of(item, "response")
+            out.append(
+                Interaction(
+                    method=str(field_of(request, "method")).upper(),
+                    url=str(field_of(request, "url")),
+                    request_headers=read_headers(optional_field(request, "headers")),
+                    request_body=read_body(optional_field(request, "body")),
+                    status=read_status(field_of(response, "status")),
+                    response_headers=read_headers(optional_field(response, "headers")),
+                    response_body=read_body(optional_field(response, "body")),
+                    origin=f"{where}#{index}",
+                    test_id=read_test_id(optional_field(item, "test_id")),
+                    partial=read_partial(optional_field(item, "partial")),
+                )
+            )
+            check_encoded(out[-1])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CassetteFormatError(
+                f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
+                "each needs request.method, request.url and response.status, bodies of "
+                "the form {'json': ...}, {'sse': [...]}, {'text': ...} or {'base64': ...}, "
+                "and, if it has one, a test_id that is a test's node id (a string) and a "
+                "partial flag that is true or false. "
+                "Fix the file or re-record it with pytest --agent-record."
+            ) from None
+    return out
