@@ -21,7 +21,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     read_json,
 )
 from pytest_agentctx.traffic.cassettes.redact import Redactor
-from pytest_agentctx.traffic.cassettes.wire import WireHeaders, WireRequest
+from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
 __all__ = ["RequestKeys"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import cast
 
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
@@ -32,13 +32,14 @@ from pytest_agentctx.traffic.cassettes.redact import (
     Redactor,
 )
 from pytest_agentctx.traffic.cassettes.saving import Scrubs
-from pytest_agentctx.traffic.cassettes.wire import LiveStream, WireRequest, WireResponse
+from pytest_agentctx.traffic.cassettes.wire import LiveStream
 from pytest_agentctx.traffic.transport import (
     forward_async,
     forward_sync,
     is_async_request,
     tee_response,
 )
+from pytest_agentctx.traffic.transport.wire import Answer, WireRequest, WireResponse
 
 __all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Recorder"]
 
@@ -46,13 +47,6 @@ __all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Recorder"]
 STREAM_FINISH_SECONDS = 30.0
 #: How much of it, in bytes, at most.
 STREAM_FINISH_BYTES = 64 * 1024 * 1024
-
-
-class _Teed(Protocol):
-    """A live response whose body is teed to the recorder (:func:`tee_response`)."""
-
-    @property
-    def stream(self) -> LiveStream: ...
 
 
 class Recorder:
@@ -92,14 +86,16 @@ class Recorder:
         #: Slots of the recordings :meth:`finish_streams` finished (partial unless whole).
         self._cut_short: set[int] = set()
 
-    def _track(self, response: _Teed, key: tuple[bool, int]) -> _Teed:
-        """Note the live ``response`` (a :func:`tee_response`), for :meth:`finish_streams`
-        to finish if the agent never closes it."""
+    def _track(self, response: WireResponse, key: tuple[bool, int]) -> WireResponse:
+        """Note the live ``response`` (a :func:`tee_response`, whose stream can be finished),
+        for :meth:`finish_streams` to finish if the agent never closes it."""
+        stream = response.stream
+        assert callable(getattr(stream, "finish", None)), "not a teed response"
         with self._lock:
-            self._open[key] = response.stream
+            self._open[key] = cast(LiveStream, stream)
         return response
 
-    def record(self, request: WireRequest, url: str, body_json: object, raw: bytes) -> object:
+    def record(self, request: WireRequest, url: str, body_json: object, raw: bytes) -> Answer:
         """Send ``request`` on and record its exchange (``url``, ``body_json`` and ``raw``:
         its redacted URL, JSON body or :data:`~.matcher.NO_JSON`, and raw body), kept once
         its response was read to the end."""
@@ -154,7 +150,7 @@ class Recorder:
 
         return self._forward(request, store, (True, slot))
 
-    def witness(self, request: WireRequest) -> object:
+    def witness(self, request: WireRequest) -> Answer:
         """Pass on a request another tool in the test answers (a respx route), keeping a
         redacted copy of the exchange for the cassette's exchange log only."""
         url, body_json, raw = self._keys.redacted_request(request)
@@ -196,12 +192,12 @@ class Recorder:
         request: WireRequest,
         store: Callable[[bytes, bool, WireResponse], None],
         key: tuple[bool, int],
-    ) -> object:
+    ) -> Answer:
         """Send ``request`` on (awaitable when the caller is async), its response body teed
         to ``store`` as it is read, and the response tracked under ``key`` until closed."""
         if is_async_request():
 
-            async def forward() -> _Teed:
+            async def forward() -> WireResponse:
                 response: WireResponse = await forward_async(request)
                 teed = tee_response(response, lambda data, done: store(data, done, response))
                 return self._track(teed, key)

@@ -83,7 +83,6 @@ from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.runs import sweep_folder
 from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
-from pytest_agentctx.traffic.cassettes.wire import WireRequest
 from pytest_agentctx.traffic.errors import (
     CassetteError,
     CassetteFormatError,
@@ -97,7 +96,7 @@ from pytest_agentctx.traffic.transport import (
     answered_by_another_tool,
     make_response,
 )
-from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION
+from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, Answer, WireRequest
 
 __all__ = ["Cassette", "RecordMode"]
 
@@ -204,7 +203,7 @@ class Cassette:
         to the network and nothing is written."""
         return self.mode is RecordMode.NONE
 
-    def handle(self, request: WireRequest) -> object:
+    def handle(self, request: WireRequest) -> Answer:
         """Answer ``request`` from the cassette, record it, or report a miss; a request
         whose body cannot be decoded (so neither scrubbed nor matched) fails the test."""
         try:
@@ -224,7 +223,7 @@ class Cassette:
             self.unscrubbable.append(error)
         return error
 
-    def _handle(self, request: WireRequest) -> object:
+    def _handle(self, request: WireRequest) -> Answer:
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
             return self._recorder.witness(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
@@ -280,7 +279,7 @@ class Cassette:
         with self._lock:
             self._missed.append((len(self._log), interaction))
 
-    def _replay(self, position: int) -> object:
+    def _replay(self, position: int) -> Answer:
         interaction = self.loaded[position]
         command = self.record_command()
         unreadable = unreadable_message(self._replays, position, path=self.path, command=command)

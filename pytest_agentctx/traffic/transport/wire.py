@@ -10,10 +10,11 @@ capture use of them, which both libraries' objects have.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
-from typing import Protocol, overload
+from typing import Protocol, TypeAlias, overload
 
 __all__ = [
     "CLIENT_EXTENSION",
+    "Answer",
     "Handler",
     "WireHeaders",
     "WireRequest",
@@ -88,6 +89,8 @@ class WireResponse(Protocol):
     def extensions(self) -> Mapping[str, object]: ...
 
 
-#: A handler answers a request with a response, or returns ``None`` to let it pass; one
-#: offered requests of async clients may return an awaitable of either.
-Handler = Callable[[WireRequest], "WireResponse | Awaitable[WireResponse | None] | None"]
+#: What a handler gives for a request: a response, or ``None`` to let it pass; one offered
+#: requests of async clients may return an awaitable of either.
+Answer: TypeAlias = WireResponse | Awaitable[WireResponse | None] | None
+#: A handler answers a request (see :data:`Answer`).
+Handler = Callable[[WireRequest], Answer]
