@@ -39,13 +39,9 @@ from junitparser import cli as junitparser_cli
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult
 from pytest_agentctx.cli.main import main
-from pytest_agentctx.context.figures import RunRecord
-from pytest_agentctx.reports.records import (
-    ReportCollector,
-    build_record,
-    dumps_report,
-    junit_properties,
-)
+from pytest_agentctx.context.runs import RunRecord
+from pytest_agentctx.reports.record import build_record, junit_properties
+from pytest_agentctx.reports.session_report import ReportCollector, dumps_report
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -19,11 +19,11 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_agentctx.context.clock import ClockSettings
-    from pytest_agentctx.context.figures import PriceTable
     from pytest_agentctx.redaction.active import SessionSecrets
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
+    from pytest_agentctx.reports.figures import PriceTable
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard

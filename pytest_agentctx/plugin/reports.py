@@ -39,7 +39,7 @@ from .keys import (
 SHOWN_ID_ATTRIBUTE = "agentctx_shown_id"
 
 if TYPE_CHECKING:
-    from pytest_agentctx.context.figures import RunRecord
+    from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.redaction.redactor import Redactor
 
 
@@ -174,7 +174,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
     repeat = item.stash.get(REPEAT_KEY, None)
     if repeat is not None and log is not None and measured:
-        from pytest_agentctx.reports.records import per_run_figures
+        from pytest_agentctx.reports.session_report import per_run_figures
 
         repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
     return build_record(
@@ -199,7 +199,7 @@ def item_failure(item: pytest.Item) -> dict[str, Any] | None:
     reports = item.stash.get(REPORT_KEY, {})
     if not any(report.failed for report in reports.values()):
         return None
-    from pytest_agentctx.reports.failures import FAILURE_PHASES, failure_entry
+    from pytest_agentctx.reports.failure_entry import FAILURE_PHASES, failure_entry
 
     for phase in FAILURE_PHASES:
         report = reports.get(phase)

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from pytest_agentctx.context.figures import PriceTable, RunRecord
+    from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.redaction.redactor import Redactor
+    from pytest_agentctx.reports.figures import PriceTable
 
 __all__ = [
     "RECORD_ATTRIBUTE",
@@ -50,7 +51,7 @@ def build_record(
 ) -> dict[str, Any]:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
     stats of every run and of all of them, (with ``contexts``) each run's context, and why
-    it failed (``failure``: :func:`~pytest_agentctx.reports.failures.failure_entry`, or
+    it failed (``failure``: :func:`~pytest_agentctx.reports.failure_entry.failure_entry`, or
     ``None``).
 
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
@@ -65,11 +66,11 @@ def build_record(
     entries: list[dict[str, Any]] = []
     total = no_runs_stats()  # a test without runs (most) needs no run figures loaded
     if runs:
-        from pytest_agentctx.context.figures import RunStats
+        from pytest_agentctx.reports.figures import RunStats, run_stats
 
         totals: list[RunStats] = []
         for run in runs:
-            stats = run.stats(prices)
+            stats = run_stats(run, prices=prices)
             totals.append(stats)
             entry: dict[str, Any] = {
                 "name": run.name,
@@ -148,7 +149,7 @@ def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
         properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
     if record.get("cassette") is not None:
         properties.append(("agentctx.cassette", record["cassette"]["status"]))
-    from pytest_agentctx.reports.failures import failure_line
+    from pytest_agentctx.reports.failure_entry import failure_line
 
     failure = failure_line(record.get("failure"))
     if failure is not None:

@@ -24,7 +24,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
 from pytest_agentctx import Agent, AgentRuntime, FakeLLM, SequentialIds, StepClock, tool
-from pytest_agentctx.context.figures import run_stats
+from pytest_agentctx.reports.figures import run_stats
 from pytest_agentctx.reports.html import render_html
 
 #: A message that would run if the page did not escape it.

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.reports.records: records, the collector, the JSON
+"""Unit tests for pytest_agentctx.reports.session_report: records, the collector, the JSON
 file and the line of totals (the table is tests/unit/test_report_table.py)."""
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, ReportError, ToolCall, ToolResult
-from pytest_agentctx.context.figures import RunRecord
-from pytest_agentctx.reports.records import (
+from pytest_agentctx.context.runs import RunRecord
+from pytest_agentctx.reports.record import build_record, is_agent_test, junit_properties
+from pytest_agentctx.reports.session_report import (
     REPORT_FORMAT,
     ReportCollector,
-    build_record,
     cassette_entry,
     dumps_report,
-    is_agent_test,
-    junit_properties,
     load_report,
     summary_line,
     write_report,
@@ -249,7 +247,7 @@ async def test_junit_properties_of_an_agent_test() -> None:
 
 
 async def test_a_test_without_runs_has_the_figures_of_no_run() -> None:
-    from pytest_agentctx.context.figures import RunStats
+    from pytest_agentctx.reports.figures import RunStats
     from pytest_agentctx.reports.record import no_runs_stats
 
     assert _record(runs=[])["stats"] == no_runs_stats() == RunStats().to_dict()
@@ -544,7 +542,7 @@ async def test_a_record_redacted_keeps_its_figures() -> None:
 
 
 async def test_a_failure_entry_keeps_a_short_text_whole() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     entry = failure_entry("call", "def test():\n>   assert 1 == 2\nE   assert 1 == 2\n")
 
@@ -558,7 +556,7 @@ async def test_a_failure_entry_keeps_a_short_text_whole() -> None:
 
 
 async def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     text = "HEAD" + "x" * 5000 + "TAIL"
 
@@ -573,7 +571,7 @@ async def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> Non
 
 
 async def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
     from pytest_agentctx.traffic.cassettes import Redactor
 
     failure = failure_entry("call", "E   AssertionError: key sk-live-0123456789")
@@ -585,7 +583,7 @@ async def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> 
 
 
 async def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     failure = failure_entry("setup", "E   fixture 'db' not found")
     report = _report(
@@ -596,7 +594,7 @@ async def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
 
 
 async def test_the_junit_properties_name_the_failure_in_one_line() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     record = _record(failure=failure_entry("call", "...", message="AssertionError: 5 != 6"))
 
@@ -605,7 +603,7 @@ async def test_the_junit_properties_name_the_failure_in_one_line() -> None:
 
 
 async def test_a_failure_entry_leaves_out_object_addresses() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     text = "self = <pytest_agentctx.Cassette object at 0x7f889706ec10>\nE   boom"
 

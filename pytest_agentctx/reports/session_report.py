@@ -24,15 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted
-from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
+from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.errors import ReportError
-from pytest_agentctx.reports.record import (
-    RECORD_ATTRIBUTE,
-    build_record,
-    is_agent_test,
-    is_measured,
-    junit_properties,
-)
+from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
+from pytest_agentctx.reports.record import build_record, is_agent_test, is_measured
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 
 if TYPE_CHECKING:
@@ -40,20 +35,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CASSETTE_STATUSES",
-    "RECORD_ATTRIBUTE",
     "REPORT_FORMAT",
     "REPORT_VERSION",
     "CassetteStatus",
     "ReportCollector",
     "assemble_report",
-    "build_record",
     "per_run_figures",
     "check_report",
     "cassette_entry",
     "dumps_report",
-    "is_agent_test",
-    "is_measured",
-    "junit_properties",
     "load_report",
     "summary_line",
     "write_report",
@@ -157,7 +147,7 @@ def per_run_figures(
     the tool trajectory."""
     figures = []
     for part in parts:
-        stats = RunStats.total(run.stats(prices) for run in part)
+        stats = RunStats.total(run_stats(run, prices=prices) for run in part)
         figures.append(
             {
                 "iterations": stats.iterations,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx.exceptions import AgentCtxError
 
@@ -28,7 +28,6 @@ __all__ = [
     "DEFAULT_PRICES",
     "ModelPrice",
     "PriceTable",
-    "RunRecord",
     "RunStats",
     "run_stats",
 ]
@@ -272,17 +271,3 @@ def run_stats(run: Any, *, prices: PriceTable | None = None, nested: bool = True
     # the calls in the order they happened: a sub-agent's calls follow its parent iteration's
     names = tuple(located.call.name for located in located_calls(context, nested=True))
     return replace(stats, trajectory=names)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One run a test made: a name (the agent's, or the conversation's), where the context
-    came from (``runtime``: the package's runtime; ``captured``: built from the test's HTTP
-    traffic) and the context itself."""
-
-    name: str
-    source: Literal["runtime", "captured"]
-    context: AgentContext
-
-    def stats(self, prices: PriceTable | None = None) -> RunStats:
-        return run_stats(self.context, prices=prices)
