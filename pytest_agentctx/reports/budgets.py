@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.errors import BudgetError
 from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
 from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.schema import BudgetEntry, ExceededEntry
 
 __all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 
@@ -199,7 +202,7 @@ class Exceeded:
     allowed: Number
     runs: tuple[tuple[str, Number], ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ExceededEntry:
         """``{"name", "measured", "allowed"}``, as the JSON report stores it."""
         return {"name": self.name, "measured": self.measured, "allowed": self.allowed}
 
@@ -228,10 +231,10 @@ class BudgetCheck:
     def passed(self) -> bool:
         return not self.exceeded and not self.unpriced and not self.unmeasured
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BudgetEntry:
         """``{"limits": {...set ones}, "exceeded": [{"name", "measured", "allowed"}, ...]}``,
         and ``"unmeasured": true`` when the test made no measured run."""
-        entry: dict[str, Any] = {
+        entry: BudgetEntry = {
             "limits": self.budget.limits,
             "exceeded": [item.to_dict() for item in self.exceeded],
         }

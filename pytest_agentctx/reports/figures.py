@@ -1,28 +1,28 @@
-"""Figures of an agent run read off its context: iterations, tool calls, tokens, cost, time.
+"""Prices per model (:class:`ModelPrice`, :class:`PriceTable`, :data:`DEFAULT_PRICES`)
+and the figures of an agent run read off its context (:class:`RunStats`,
+:func:`run_stats`): iterations, tool calls, tokens, cost, time.
 
 Budgets, reports and the CI gate all measure runs with :func:`run_stats`, so they agree;
-the runs a test made reach them as :class:`RunRecord` objects, from the runtime or rebuilt
-from the test's traffic. Token usage comes from each iteration's ``metadata["usage"]``
-(what the provider reported, kept in cassettes, so the figures hold offline); the model
-from ``metadata["model"]``. Sub-agent runs stored in an iteration's metadata are counted
-with their parent unless ``nested=False``. Cost is priced with a :class:`PriceTable` (US
-dollars per million tokens); a model missing from the table has no cost (``cost_usd`` is
-``None``), never a guessed one.
-
-Imports nothing of the package but the context model and its nested runs (when a run is
-measured) and the exceptions.
+the runs a test made reach them as :class:`~pytest_agentctx.context.runs.RunRecord`
+objects, from the runtime or rebuilt from the test's traffic. Token usage comes from each
+iteration's ``metadata["usage"]`` (what the provider reported, kept in cassettes, so the
+figures hold offline); the model from ``metadata["model"]``. Sub-agent runs stored in an
+iteration's metadata are counted with their parent unless ``nested=False``. Cost is
+priced with a :class:`PriceTable` (US dollars per million tokens); a model missing from
+the table has no cost (``cost_usd`` is ``None``), never a guessed one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_agentctx.exceptions import AgentCtxError
 
-if TYPE_CHECKING:  # imported when a run is measured: budgets read prices at start-up
+if TYPE_CHECKING:
     from pytest_agentctx.context.model import AgentContext
+    from pytest_agentctx.reports.schema import StatsEntry
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -141,7 +141,7 @@ class RunStats:
             trajectory=(*self.trajectory, *other.trajectory),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StatsEntry:
         """JSON-ready, with ``total_tokens``; cost rounded to 1e-8 dollars."""
         return {
             "runs": self.runs,
@@ -189,7 +189,7 @@ class RunStats:
         )
 
 
-def _usage_of(metadata: Mapping[str, Any]) -> tuple[int, int]:
+def _usage_of(metadata: Mapping[str, object]) -> tuple[int, int]:
     usage = metadata.get("usage")
     if not isinstance(usage, Mapping):
         return 0, 0
@@ -238,7 +238,7 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
     )
 
 
-def run_stats(run: Any, *, prices: PriceTable | None = None, nested: bool = True) -> RunStats:
+def run_stats(run: object, *, prices: PriceTable | None = None, nested: bool = True) -> RunStats:
     """The figures of ``run`` (an :class:`AgentContext` or a ``RunResult``).
 
     With ``nested`` (the default) sub-agent runs found in iteration metadata add their

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ AGENT = Agent(
 )
 
 
-def _entry(nodeid: str, context: dict[str, Any], stats: dict[str, Any], **fields: Any) -> Any:
+def _entry(nodeid: str, context: dict[str, Any], stats: Mapping[str, object], **fields: Any) -> Any:
     entry = {
         "nodeid": nodeid,
         "outcome": "passed",

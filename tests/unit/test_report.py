@@ -4,6 +4,7 @@ file and the line of totals (the table is tests/unit/test_report_table.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from pytest_agentctx import AgentContext, ReportError, ToolCall, ToolResult
 from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.record import build_record, is_agent_test, junit_properties
+from pytest_agentctx.reports.schema import Record
 from pytest_agentctx.reports.session_report import (
     REPORT_FORMAT,
     ReportCollector,
@@ -52,13 +54,13 @@ def _run(name: str = "weather") -> RunRecord:
     return RunRecord(name, "runtime", context)
 
 
-def _record(**overrides: Any) -> dict[str, Any]:
+def _record(**overrides: Any) -> Record:
     values: dict[str, Any] = {"runs": [_run()]}
     values.update(overrides)
     return build_record(**values)
 
 
-def _report(*entries: tuple[str, str, dict[str, Any] | None]) -> dict[str, Any]:
+def _report(*entries: tuple[str, str, Mapping[str, object] | None]) -> dict[str, Any]:
     collector = ReportCollector()
     for nodeid, outcome, record in entries:
         collector.add(nodeid, outcome, record=record)
@@ -522,7 +524,8 @@ async def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
             pass
         case other:
             pytest.fail(f"unexpected run entry: {other}")
-    assert record["runs"][0]["context"]["iterations"][0]["metadata"]["REDACTED"] is True
+    context: Any = record["runs"][0].get("context")
+    assert context["iterations"][0]["metadata"]["REDACTED"] is True
     assert record["stats"]["trajectory"] == ["lookup_REDACTED"]
 
 
@@ -578,6 +581,7 @@ async def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> 
 
     record = _record(failure=failure, redactor=Redactor(extra_values=["sk-live-0123456789"]))
 
+    assert record["failure"] is not None
     assert record["failure"]["text"] == "E   AssertionError: key REDACTED"
     assert record["failure"]["message"] == "E AssertionError: key REDACTED"
 
