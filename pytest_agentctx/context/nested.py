@@ -6,8 +6,7 @@ A sub-agent's run is stored in the metadata of the iteration that delegated to i
 depth of the metadata. :func:`nested_contexts` finds them depth first, in order, and
 :func:`located_calls` lists a run's tool calls, each with the keys that reach it from the
 root context (a sub-agent's calls follow the calls of the iteration that holds it). The
-trajectory checks and the run figures walk runs with these. Imports nothing of the package
-but the context model, its paths and the exceptions.
+trajectory checks and the run figures walk runs with these.
 """
 
 from __future__ import annotations

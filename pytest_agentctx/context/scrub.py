@@ -4,8 +4,7 @@ a dataclass, with a redactor's secrets replaced by ``REDACTED``.
 :func:`redact` walks the context's own immutable containers (:class:`~._seq.Seq`,
 :class:`~._seq.FrozenDict`) as well as Python's, and builds them again only where a
 string changed. Snapshots and report records pass what they write through it with the
-active redactor (:mod:`pytest_agentctx.redaction.active`). Imports nothing of the package
-but the context's sequences and the redactor's type.
+active redactor (:mod:`pytest_agentctx.redaction.active`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
-"""Reports of a test session: per-test records, the JSON report, the line of totals and the
-JUnit properties (the terminal table is :mod:`.table`).
+"""The session's JSON report: a test's cassette entry (:func:`cassette_entry`) and the
+figures of each repetition (:func:`per_run_figures`), the collector that gathers every
+test's record into the report (:class:`ReportCollector`, :func:`assemble_report`), the
+report file written and read back (:func:`dumps_report`, :func:`write_report`,
+:func:`load_report`, :func:`check_report`) and its line of totals (:func:`summary_line`).
+The terminal table is :mod:`.table`'s.
 
 How the figures travel: the process that runs a test (the only process, or a pytest-xdist
-worker) turns the test's runs, cassette, budget and repeat figures into a JSON-ready
-*record* (:func:`build_record`) and attaches it to the test's teardown report as the
-attribute :data:`RECORD_ATTRIBUTE`; pytest-xdist serialises report attributes with the
-report, so the record reaches the controller unchanged. The process that reports gathers
-every test's reports in a :class:`ReportCollector` and builds one report dict in the schema
-of ``--agent-report`` (format :data:`REPORT_FORMAT`, version :data:`REPORT_VERSION`): the
-same dict, and the same bytes (:func:`dumps_report`), with or without ``-n``. The terminal
-table, the HTML page and the gate all read that dict.
+worker) turns the test's runs, cassette, budget and repeat figures into its *record*
+(:func:`~.record.build_record`) and attaches it to the test's teardown report as the
+attribute :data:`~.record.RECORD_ATTRIBUTE`; pytest-xdist serialises report attributes with
+the report, so the record reaches the controller unchanged. The process that reports
+gathers every test's reports in a :class:`ReportCollector` and builds one report dict in
+the schema of ``--agent-report`` (format :data:`REPORT_FORMAT`, version
+:data:`REPORT_VERSION`): the same dict, and the same bytes (:func:`dumps_report`), with or
+without ``-n``. The terminal table, the HTML page and the gate all read that dict.
 
 No wall-clock data goes into a report: durations are those of the runs' contexts, whose
 clocks are deterministic. Tests are ordered by node id and keys are sorted.

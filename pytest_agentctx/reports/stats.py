@@ -1,7 +1,7 @@
 """The runs of one test, gathered from every fixture that produces contexts (:class:`RunLog`).
 
 Budgets, reports and the CI gate read a test's runs from its log, as
-:class:`~pytest_agentctx.reports.figures.RunRecord` objects, and measure them with
+:class:`~pytest_agentctx.context.runs.RunRecord` objects, and measure them with
 :func:`~pytest_agentctx.reports.figures.run_stats`.
 """
 
