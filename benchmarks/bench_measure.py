@@ -252,7 +252,7 @@ def run_session(
 def build_cost(root: Path, repeats: int = 300) -> dict[str, float]:
     """CPU milliseconds to rebuild one test's runs from its recorded cassette and measure
     them (what a budget or a report reads), in this process: the best of 5 batches."""
-    from pytest_agentctx.context.figures import PriceTable
+    from pytest_agentctx.reports.figures import PriceTable, run_stats
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes.store import load_cassette
 
@@ -263,7 +263,7 @@ def build_cost(root: Path, repeats: int = 300) -> dict[str, float]:
         start = time.process_time()
         for _ in range(repeats):
             for record in CapturedRuns(list(interactions)).records():
-                record.stats(prices)
+                run_stats(record, prices=prices)
         best = min(best, (time.process_time() - start) / repeats * 1000)
     return {"build_ms": best, "interactions": len(interactions)}
 

@@ -39,13 +39,10 @@ from junitparser import cli as junitparser_cli
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult
 from pytest_agentctx.cli.main import main
-from pytest_agentctx.context.figures import RunRecord
-from pytest_agentctx.reports.records import (
-    ReportCollector,
-    build_record,
-    dumps_report,
-    junit_properties,
-)
+from pytest_agentctx.context.runs import RunRecord
+from pytest_agentctx.reports.record import build_record, junit_properties
+from pytest_agentctx.reports.schema import CassetteEntry, Record
+from pytest_agentctx.reports.session_report import ReportCollector, dumps_report
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -71,13 +68,13 @@ def context(test: int, run: int) -> AgentContext:
     return ctx.add_assistant_message(f"It is 18°C and sunny in c{test}.", at=next(clock))
 
 
-def test_record(shard: int, number: int) -> dict[str, Any]:
+def test_record(shard: int, number: int) -> Record:
     """The record of test ``number`` of shard ``shard``, as the plugin builds it."""
     runs = [
         RunRecord("weather", "runtime", context(number, run))
         for run in range(1 + (number % 10 == 0))
     ]
-    cassette: dict[str, Any] | None = None
+    cassette: CassetteEntry | None = None
     if number % 4 == 0:
         cassette = {
             "path": f"cassettes/tests/test_weather_{shard:03}/test_city[{number}].json",

@@ -555,7 +555,7 @@ def run_html(tests: int, rounds: int) -> dict[str, Any]:
     from datetime import timedelta
 
     from pytest_agentctx import AgentContext, ToolCall, ToolResult
-    from pytest_agentctx.context.figures import run_stats
+    from pytest_agentctx.reports.figures import run_stats
     from pytest_agentctx.reports.html import render_html
 
     at = datetime(2025, 1, 1, tzinfo=UTC)

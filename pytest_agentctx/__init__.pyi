@@ -39,9 +39,6 @@ from .context.errors import EmptyHistory as EmptyHistory
 from .context.errors import HistoryError as HistoryError
 from .context.errors import LastEntryNotUserMessage as LastEntryNotUserMessage
 from .context.errors import PatternError as PatternError
-from .context.figures import PriceTable as PriceTable
-from .context.figures import RunStats as RunStats
-from .context.figures import run_stats as run_stats
 from .context.history import History as History
 from .context.model import AgentContext as AgentContext
 from .context.model import Iteration as Iteration
@@ -73,13 +70,16 @@ from .reports.budgets import BudgetCheck as BudgetCheck
 from .reports.errors import BudgetError as BudgetError
 from .reports.errors import RepeatError as RepeatError
 from .reports.errors import ReportError as ReportError
+from .reports.figures import PriceTable as PriceTable
+from .reports.figures import RunStats as RunStats
+from .reports.figures import run_stats as run_stats
 from .reports.gate import BaselineComparison as BaselineComparison
 from .reports.gate import GateResult as GateResult
 from .reports.gate import GateTolerance as GateTolerance
 from .reports.gate import compare_reports as compare_reports
 from .reports.gate import evaluate_gate as evaluate_gate
 from .reports.html import render_html as render_html
-from .reports.records import load_report as load_report
+from .reports.session_report import load_report as load_report
 from .runtime.agent import Agent as Agent
 from .runtime.agent import RunResult as RunResult
 from .runtime.agent import SubAgent as SubAgent

@@ -118,7 +118,7 @@ PUBLIC: dict[str, str] = {
     "tool_calls": "assertions.trajectory",
     "nested_runs": "assertions.trajectory",
     # reports and the gate
-    "load_report": "reports.records",
+    "load_report": "reports.session_report",
     "render_html": "reports.html",
     "evaluate_gate": "reports.gate",
     "compare_reports": "reports.gate",
@@ -128,9 +128,9 @@ PUBLIC: dict[str, str] = {
     # budgets and run figures
     "Budget": "reports.budgets",
     "BudgetCheck": "reports.budgets",
-    "PriceTable": "context.figures",
-    "RunStats": "context.figures",
-    "run_stats": "context.figures",
+    "PriceTable": "reports.figures",
+    "RunStats": "reports.figures",
+    "run_stats": "reports.figures",
     # snapshots (imported on first use: the assertion and the extension need syrupy, and so
     # pytest)
     "AgentSnapshotAssertion": "assertions.snapshots.assertion",

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     # that the two agree.
     from .assertions.snapshots.serialization import serialize as serialize
     from .cli.main import main as main
-    from .context.figures import RunRecord as RunRecord
+    from .context.runs import RunRecord as RunRecord
     from .doubles.fake_llm import PLACEHOLDER_KEYS as PLACEHOLDER_KEYS
     from .plugin.repetition import RepeatSpec as RepeatSpec
     from .plugin.repetition import RepeatTally as RepeatTally
-    from .reports.failures import failure_entry as failure_entry
+    from .reports.failure_entry import failure_entry as failure_entry
     from .reports.gate import attach_baselines as attach_baselines
     from .reports.record import build_record as build_record
     from .traffic.cassettes.fileformat import Interaction as Interaction
@@ -61,9 +61,9 @@ _PUBLIC: dict[str, str] = {
     # snapshots
     "serialize": "assertions.snapshots.serialization",
     # the pieces of a report
-    "RunRecord": "context.figures",
+    "RunRecord": "context.runs",
     "build_record": "reports.record",
-    "failure_entry": "reports.failures",
+    "failure_entry": "reports.failure_entry",
     "attach_baselines": "reports.gate",
     # repeated tests
     "RepeatSpec": "plugin.repetition",

@@ -16,7 +16,7 @@ from pytest_agentctx.cli.config import IniOptions
 from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import GateTolerance, evaluate_gate, gate_lines
-from pytest_agentctx.reports.records import load_report
+from pytest_agentctx.reports.session_report import load_report
 
 __all__ = ["run_gate"]
 

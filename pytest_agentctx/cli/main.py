@@ -152,7 +152,7 @@ def _merge(args: argparse.Namespace, out: Print) -> int:
 
 def _html(args: argparse.Namespace, out: Print) -> int:
     from pytest_agentctx.reports.html import render_html
-    from pytest_agentctx.reports.records import load_report
+    from pytest_agentctx.reports.session_report import load_report
 
     report = load_report(args.input)
     atomic_write_text(Path(args.output), render_html(report))
@@ -181,7 +181,7 @@ def _max_age(args: argparse.Namespace, ini: IniOptions) -> float | None:
 def _check(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
     from pytest_agentctx.cli.check import CheckOptions, check_cassettes
     from pytest_agentctx.cli.retired import RETIRED_MODELS, parse_retired
-    from pytest_agentctx.reports.records import load_report
+    from pytest_agentctx.reports.session_report import load_report
 
     retired = dict(RETIRED_MODELS)
     retired.update(parse_retired(ini.lines("agent_retired_models"), where="agent_retired_models"))

@@ -3,7 +3,7 @@
 Each shard of a suite split across machines (pytest-split, a CI matrix) writes its own
 ``--agent-report``; :func:`merge_reports` makes of them the report one session running
 every test would have written: the tests in node id order, the summary summed by the
-session's own code (:func:`~pytest_agentctx.reports.records.assemble_report`), shared
+session's own code (:func:`~pytest_agentctx.reports.session_report.assemble_report`), shared
 cassettes judged over every test that used them, and ``summary.gate`` the gate over the
 merged tests without a baseline (run ``pytest-agentctx gate`` for a baseline). The result
 does not depend on the order of the inputs.
@@ -26,7 +26,7 @@ from typing import Any
 from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted, refuse_constant
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import evaluate_gate
-from pytest_agentctx.reports.records import (
+from pytest_agentctx.reports.session_report import (
     REPORT_FORMAT,
     REPORT_VERSION,
     assemble_report,
@@ -86,7 +86,7 @@ def expand_inputs(inputs: Iterable[str], *, output: Path | None = None) -> list[
 def _read(path: Path) -> Any:
     """``path`` split (see :func:`split_report`) when it is a report the plugin wrote, or
     else its whole parsed JSON; read within the limits of :mod:`pytest_agentctx._untrusted`
-    (see :func:`~pytest_agentctx.reports.records.load_report`)."""
+    (see :func:`~pytest_agentctx.reports.session_report.load_report`)."""
     try:
         data = read_untrusted(path)
     except FileNotFoundError:

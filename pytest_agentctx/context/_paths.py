@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 __all__ = ["compile_globs", "join", "segment"]
 
 _SEGMENT_CHARS = r"[^.\[\]]*"
 
 
-def segment(prefix: str, key: Any) -> str:
+def segment(prefix: str, key: object) -> str:
     """The path of ``key`` inside the value at ``prefix`` (``""`` for the root)."""
     if isinstance(key, int) and not isinstance(key, bool):
         return f"{prefix}[{key}]"
@@ -28,7 +27,7 @@ def segment(prefix: str, key: Any) -> str:
     return f"{prefix}[{key!r}]"
 
 
-def join(segments: Iterable[Any]) -> str:
+def join(segments: Iterable[object]) -> str:
     """The path of a chain of keys and indexes from the root."""
     path = ""
     for key in segments:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, NoReturn, TypeVar, cast, overload
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
@@ -148,12 +148,12 @@ class Seq(Sequence[T], Generic[T]):
     def __copy__(self) -> Seq[T]:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Seq[T]:
+    def __deepcopy__(self, memo: dict[int, object]) -> Seq[T]:
         import copy
 
         return Seq(copy.deepcopy(list(self), memo))
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (Seq, (list(self),))
 
     # -- pydantic --------------------------------------------------------------------
@@ -166,7 +166,7 @@ class Seq(Sequence[T], Generic[T]):
         item_type: Any = args[0] if args else Any
         list_schema = handler.generate_schema(list[item_type])
 
-        def to_seq(value: list[Any]) -> Seq[Any]:
+        def to_seq(value: list[object]) -> Seq[object]:
             return Seq(value)
 
         return core_schema.no_info_after_validator_function(
@@ -192,7 +192,7 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError(
             "Iteration metadata is immutable, like the rest of the context. Build a new "
             "context with context.with_iteration_metadata({...}) instead."
@@ -205,12 +205,12 @@ class FrozenDict(dict[str, Any]):
     def __copy__(self) -> FrozenDict:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenDict:
         import copy
 
         return FrozenDict(copy.deepcopy(dict(self), memo))
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (FrozenDict, (dict(self),))
 
     def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict:
@@ -237,7 +237,7 @@ class FrozenDict(dict[str, Any]):
         )
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: object) -> object:
     """Nested dicts become :class:`FrozenDict`; everything else is returned as it is."""
     if isinstance(value, dict) and not isinstance(value, FrozenDict):
         return FrozenDict(value)

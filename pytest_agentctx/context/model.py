@@ -3,8 +3,6 @@
 Everything in pytest-agentctx produces an :class:`AgentContext` (the runtime, the capture of
 HTTP traffic) or consumes one (assertions, snapshots, reports). The models are pydantic v2
 and immutable: every update returns a new context and leaves the old one as it was.
-
-This module imports nothing else of the package but its exceptions.
 """
 
 from __future__ import annotations

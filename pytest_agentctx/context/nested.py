@@ -6,15 +6,13 @@ A sub-agent's run is stored in the metadata of the iteration that delegated to i
 depth of the metadata. :func:`nested_contexts` finds them depth first, in order, and
 :func:`located_calls` lists a run's tool calls, each with the keys that reach it from the
 root context (a sub-agent's calls follow the calls of the iteration that holds it). The
-trajectory checks and the run figures walk runs with these. Imports nothing of the package
-but the context model, its paths and the exceptions.
+trajectory checks and the run figures walk runs with these.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -30,7 +28,7 @@ __all__ = ["LocatedCall", "as_context", "located_calls", "nested_contexts"]
 class LocatedCall:
     """A tool call of a run and where it is: the keys from the root context to it."""
 
-    keys: tuple[Any, ...]
+    keys: tuple[object, ...]
     call: ToolCall
     depth: int = 0
 
@@ -40,7 +38,7 @@ class LocatedCall:
         return join(self.keys)
 
 
-def _is_context_shaped(value: Any) -> bool:
+def _is_context_shaped(value: object) -> bool:
     return (
         isinstance(value, Mapping)
         and "iterations" in value
@@ -49,7 +47,7 @@ def _is_context_shaped(value: Any) -> bool:
     )
 
 
-def _context_from(value: Any, keys: tuple[Any, ...]) -> AgentContext | None:
+def _context_from(value: object, keys: tuple[object, ...]) -> AgentContext | None:
     if isinstance(value, AgentContext):
         return value
     if not _is_context_shaped(value):
@@ -71,12 +69,18 @@ def _context_from(value: Any, keys: tuple[Any, ...]) -> AgentContext | None:
 _LEAVES = frozenset({str, int, float, bool, type(None), bytes})
 
 
-def _runs_in(value: Any, keys: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], AgentContext]]:
+def _runs_in(
+    value: object, keys: tuple[object, ...]
+) -> Iterator[tuple[tuple[object, ...], AgentContext]]:
     """Every nested run inside a metadata value, depth first, in order."""
     kind = type(value)
     if kind in _LEAVES:
         return
-    if (kind is dict or kind is FrozenDict) and "iterations" not in value:
+    if (
+        (kind is dict or kind is FrozenDict)
+        and isinstance(value, dict)
+        and "iterations" not in value
+    ):
         for key, item in value.items():
             if type(item) not in _LEAVES:
                 yield from _runs_in(item, (*keys, key))
@@ -93,7 +97,7 @@ def _runs_in(value: Any, keys: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...
             yield from _runs_in(item, (*keys, index))
 
 
-def as_context(run: Any) -> AgentContext | None:
+def as_context(run: object) -> AgentContext | None:
     """The context of ``run`` (an :class:`AgentContext`, a ``RunResult``, or a dict shaped
     like a context), or ``None`` if it is none of these."""
     context = getattr(run, "context", run)
@@ -106,7 +110,7 @@ def nested_contexts(context: AgentContext) -> list[tuple[str, AgentContext]]:
     """Every sub-agent run stored in the iterations' metadata, with its path, depth first."""
     found: list[tuple[str, AgentContext]] = []
 
-    def visit(ctx: AgentContext, prefix: tuple[Any, ...]) -> None:
+    def visit(ctx: AgentContext, prefix: tuple[object, ...]) -> None:
         for index, iteration in enumerate(ctx.iterations):
             where = (*prefix, "iterations", index, "metadata")
             for keys, sub in _runs_in(iteration.metadata, where):
@@ -118,7 +122,7 @@ def nested_contexts(context: AgentContext) -> list[tuple[str, AgentContext]]:
 
 
 def _calls(
-    ctx: AgentContext, prefix: tuple[Any, ...], nested: bool, depth: int
+    ctx: AgentContext, prefix: tuple[object, ...], nested: bool, depth: int
 ) -> list[LocatedCall]:
     calls: list[LocatedCall] = []
     for index, iteration in enumerate(ctx.iterations):

@@ -4,22 +4,23 @@ a dataclass, with a redactor's secrets replaced by ``REDACTED``.
 :func:`redact` walks the context's own immutable containers (:class:`~._seq.Seq`,
 :class:`~._seq.FrozenDict`) as well as Python's, and builds them again only where a
 string changed. Snapshots and report records pass what they write through it with the
-active redactor (:mod:`pytest_agentctx.redaction.active`). Imports nothing of the package
-but the context's sequences and the redactor's type.
+active redactor (:mod:`pytest_agentctx.redaction.active`).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from pydantic import BaseModel
 
 from pytest_agentctx.context._seq import FrozenDict, Seq
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from pytest_agentctx.redaction.redactor import Redactor
 
 __all__ = ["redact"]
@@ -38,7 +39,8 @@ def redact(value: T, redactor: Redactor) -> T:
     """
     if not redactor.secret_values:
         return value
-    return _Scrubber(redactor).value(value)  # type: ignore[no-any-return]
+    # the scrubber returns a value of the kind it was given (a mapping as a dict)
+    return _Scrubber(redactor).value(value)  # type: ignore[return-value]
 
 
 class _Scrubber:
@@ -48,10 +50,10 @@ class _Scrubber:
         self.frozen_dict = FrozenDict
         self.seq = Seq
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: object) -> object:
         kind = type(value)
         if kind is str:
-            return self.text(value)
+            return self.text(cast(str, value))
         if kind is int or kind is float or kind is bool or value is None:
             return value
         if isinstance(value, self.model_type):
@@ -59,28 +61,28 @@ class _Scrubber:
         if isinstance(value, Mapping):
             return self.mapping(value)
         if kind is list or kind is tuple or kind is self.seq:
-            return self.sequence(value)
+            return self.sequence(cast("Sequence[object]", value))
         if isinstance(value, str):
             scrubbed = self.text(value)
             return value if scrubbed == value else scrubbed
         if isinstance(value, set | frozenset):
             items = [self.value(item) for item in value]
-            return value if all(map(_same, items, value)) else kind(items)
+            return value if all(map(_same, items, value)) else type(value)(items)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return self.dataclass(value)
         return value
 
-    def model(self, value: Any) -> Any:
-        changed = {}
+    def model(self, value: BaseModel) -> BaseModel:
+        changed: dict[str, object] = {}
         for name, item in value.__dict__.items():
             scrubbed = self.value(item)
             if scrubbed is not item:
                 changed[name] = scrubbed
         return value.model_copy(update=changed) if changed else value
 
-    def mapping(self, value: Mapping[Any, Any]) -> Any:
+    def mapping(self, value: Mapping[object, object]) -> object:
         changed = False
-        scrubbed: dict[Any, Any] = {}
+        scrubbed: dict[object, object] = {}
         for key, item in value.items():
             new_key = self.value(key) if isinstance(key, str) else key
             new_item = self.value(item)
@@ -90,8 +92,8 @@ class _Scrubber:
             return value
         return self.frozen_dict(scrubbed) if isinstance(value, self.frozen_dict) else scrubbed
 
-    def sequence(self, value: Any) -> Any:
-        items = value.to_list() if type(value) is self.seq else value
+    def sequence(self, value: Sequence[object]) -> object:
+        items = cast("Seq[object]", value).to_list() if type(value) is self.seq else value
         scrubbed = [self.value(item) for item in items]
         if all(map(_same, scrubbed, items)):
             return value
@@ -99,8 +101,8 @@ class _Scrubber:
             return self.seq(scrubbed)
         return tuple(scrubbed) if type(value) is tuple else scrubbed
 
-    def dataclass(self, value: Any) -> Any:
-        changed = {}
+    def dataclass(self, value: DataclassInstance) -> object:
+        changed: dict[str, object] = {}
         for item in dataclasses.fields(value):
             current = getattr(value, item.name, None)
             scrubbed = self.value(current)

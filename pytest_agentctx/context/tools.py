@@ -2,7 +2,7 @@
 schema.
 
 A plain description, shared by the runtime's tools (``Tool.spec``) and the codecs that
-encode it for each wire format. Imports nothing of the package.
+encode it for each wire format.
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ from .keys import (
 )
 
 if TYPE_CHECKING:
-    from pytest_agentctx.context.figures import PriceTable
     from pytest_agentctx.reports.budgets import BudgetCheck
+    from pytest_agentctx.reports.figures import PriceTable
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[BUDGET_DEFAULTS_KEY] = defaults
         lines = [str(line) for line in config.getini("agent_prices")]
         if any(line.strip() for line in lines):
-            from pytest_agentctx.context.figures import PriceTable
+            from pytest_agentctx.reports.figures import PriceTable
 
             config.stash[PRICES_KEY] = PriceTable.parse_lines(lines)
     except AgentCtxError as exc:
@@ -66,7 +66,7 @@ def session_prices(config: pytest.Config) -> PriceTable:
     """The session's price table: the defaults plus the ``agent_prices`` ini lines."""
     prices = config.stash.get(PRICES_KEY, None)
     if prices is None:
-        from pytest_agentctx.context.figures import PriceTable
+        from pytest_agentctx.reports.figures import PriceTable
 
         prices = config.stash[PRICES_KEY] = PriceTable.parse_lines([])
     return prices
@@ -107,7 +107,7 @@ def _test_prices(item: pytest.Item) -> None:
     request = item.stash.get(PRICES_REQUEST_KEY, None)
     if request is None:  # not a test function (no fixtures): the session's prices
         return
-    from pytest_agentctx.context.figures import PriceTable
+    from pytest_agentctx.reports.figures import PriceTable
 
     prices = request.getfixturevalue("agent_prices")
     if not isinstance(prices, PriceTable):

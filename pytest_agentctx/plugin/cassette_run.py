@@ -154,7 +154,7 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
         cassette, settings, call_passed=None if call is None else call.passed
     )
     judged = bool(call and call.passed) or item.stash.get(STALE_KEY, False)
-    from pytest_agentctx.reports.records import cassette_entry
+    from pytest_agentctx.reports.session_report import cassette_entry
 
     item.stash[CASSETTE_ENTRY_KEY] = cassette_entry(  # for the reports
         cassette,

@@ -56,7 +56,7 @@ def agent_runtime(request: pytest.FixtureRequest) -> AgentRuntime:
     ``fake_vector_store`` or ``artifact_store``, the runtime searches and stores in them.
     """
     from pytest_agentctx.context.clock import StepClock
-    from pytest_agentctx.context.figures import RunRecord
+    from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.doubles.ids import SequentialIds
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.runtime.loop import AgentRuntime

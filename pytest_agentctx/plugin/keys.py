@@ -19,11 +19,12 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_agentctx.context.clock import ClockSettings
-    from pytest_agentctx.context.figures import PriceTable
     from pytest_agentctx.redaction.active import SessionSecrets
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
+    from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.schema import BudgetEntry, CassetteEntry, RepeatEntry
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
@@ -82,11 +83,11 @@ CAPTURED_KEY: pytest.StashKey[CapturedRuns] = _test_key(pytest.StashKey())
 #: The test's redactor (its cassette's): snapshots, records and failure text pass it.
 REDACTOR_KEY: pytest.StashKey[Redactor] = _test_key(pytest.StashKey())
 #: The cassette's report entry (status, unused recordings), set when its fixture ends.
-CASSETTE_ENTRY_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
+CASSETTE_ENTRY_KEY: pytest.StashKey[CassetteEntry] = _test_key(pytest.StashKey())
 #: Whether the test failed because its cassette is stale (its unused recordings count).
 STALE_KEY = _test_key(pytest.StashKey[bool]())
 #: The budget outcome of a test after its call phase: {"limits": {...}, "exceeded": [...]}.
-BUDGET_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
+BUDGET_KEY: pytest.StashKey[BudgetEntry] = _test_key(pytest.StashKey())
 #: The test's budget (from its markers and the defaults) and whether a marker set it.
 BUDGET_SPEC_KEY: pytest.StashKey[tuple[Budget, bool]] = _test_key(pytest.StashKey())
 #: The test's budget check (of its last repetition), for the reports and the next one.
@@ -98,7 +99,7 @@ PRICES_KEY: pytest.StashKey[PriceTable] = _test_key(pytest.StashKey())
 #: The test's fixture request, kept to ask its agent_prices fixture once it made runs.
 PRICES_REQUEST_KEY: pytest.StashKey[pytest.FixtureRequest] = _test_key(pytest.StashKey())
 #: The pass rate of an agent_repeat test: {"runs", "passed", "pass_rate", "min_pass_rate"}.
-REPEAT_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
+REPEAT_KEY: pytest.StashKey[RepeatEntry] = _test_key(pytest.StashKey())
 #: The repetition in progress (from 1) of an agent_repeat test, its tally, and the error of
 #: a bad agent_repeat marker (raised at setup: an error of that test).
 REPEAT_INDEX_KEY = _test_key(pytest.StashKey[int]())

@@ -13,13 +13,16 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import pytest
 
 from pytest_agentctx.reports.errors import RepeatError
 
 from .suites import REPEAT_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.schema import RepeatEntry
 
 __all__ = [
     "RepeatSpec",
@@ -118,7 +121,7 @@ class RepeatTally:
         """Whether the pass rate reaches ``min_pass_rate``."""
         return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RepeatEntry:
         """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped)."""
         return {
             "runs": self.counted,

@@ -16,7 +16,7 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -39,8 +39,9 @@ from .keys import (
 SHOWN_ID_ATTRIBUTE = "agentctx_shown_id"
 
 if TYPE_CHECKING:
-    from pytest_agentctx.context.figures import RunRecord
+    from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.redaction.redactor import Redactor
+    from pytest_agentctx.reports.schema import FailureEntry, RepeatEntry
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -151,10 +152,10 @@ class ShownIds:
             cache.set("cache/nodeids", sorted(str(nodeid) for nodeid in shown))
 
 
-def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
+def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
     """The report record of ``item`` (:func:`build_record`) from what its fixtures and
     hooks stashed: its runs, cassette, budget, repeat figures and prices."""
-    from pytest_agentctx.reports.record import build_record
+    from pytest_agentctx.reports.record import build_record, record_json
 
     log = item.stash.get(RUNS_KEY, None)
     measured = True
@@ -172,12 +173,12 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
 
         prices = prices_of(item)
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
-    repeat = item.stash.get(REPEAT_KEY, None)
+    repeat: RepeatEntry | None = item.stash.get(REPEAT_KEY, None)
     if repeat is not None and log is not None and measured:
-        from pytest_agentctx.reports.records import per_run_figures
+        from pytest_agentctx.reports.session_report import per_run_figures
 
         repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
-    return build_record(
+    record = build_record(
         runs=runs,
         suite="integration" if item.get_closest_marker("integration") else "unit",
         cassette=item.stash.get(CASSETTE_ENTRY_KEY, None),
@@ -189,9 +190,10 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
         redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,
         failure=item_failure(item) if wanted else None,
     )
+    return record_json(record)
 
 
-def item_failure(item: pytest.Item) -> dict[str, Any] | None:
+def item_failure(item: pytest.Item) -> FailureEntry | None:
     """Why ``item`` failed, for its record (:func:`failure_entry`): the failure text of
     its first failed phase as pytest shows it, scrubbed by the test's redactor (or the
     session's, for a test that uses nothing of the plugin: the report is a file the
@@ -199,7 +201,7 @@ def item_failure(item: pytest.Item) -> dict[str, Any] | None:
     reports = item.stash.get(REPORT_KEY, {})
     if not any(report.failed for report in reports.values()):
         return None
-    from pytest_agentctx.reports.failures import FAILURE_PHASES, failure_entry
+    from pytest_agentctx.reports.failure_entry import FAILURE_PHASES, failure_entry
 
     for phase in FAILURE_PHASES:
         report = reports.get(phase)

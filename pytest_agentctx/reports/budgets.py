@@ -4,7 +4,7 @@ agent runs may use.
 A :class:`Budget` comes from ``@pytest.mark.agent_budget(...)`` (on the test, its class or
 its module; the closest marker wins for each limit) laid over the ``agent_budget_*`` ini
 defaults. After the test ran, :meth:`Budget.check` measures the test's runs with
-:func:`~pytest_agentctx.context.figures.run_stats` (the same figures the reports and the
+:func:`~pytest_agentctx.reports.figures.run_stats` (the same figures the reports and the
 gate use) and returns a :class:`BudgetCheck` that names every limit exceeded, with the
 measured and allowed figures and what each run contributed.
 
@@ -19,11 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
+from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.errors import BudgetError
+from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
 from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.schema import BudgetEntry, ExceededEntry
 
 __all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 
@@ -198,7 +202,7 @@ class Exceeded:
     allowed: Number
     runs: tuple[tuple[str, Number], ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ExceededEntry:
         """``{"name", "measured", "allowed"}``, as the JSON report stores it."""
         return {"name": self.name, "measured": self.measured, "allowed": self.allowed}
 
@@ -227,10 +231,10 @@ class BudgetCheck:
     def passed(self) -> bool:
         return not self.exceeded and not self.unpriced and not self.unmeasured
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BudgetEntry:
         """``{"limits": {...set ones}, "exceeded": [{"name", "measured", "allowed"}, ...]}``,
         and ``"unmeasured": true`` when the test made no measured run."""
-        entry: dict[str, Any] = {
+        entry: BudgetEntry = {
             "limits": self.budget.limits,
             "exceeded": [item.to_dict() for item in self.exceeded],
         }
@@ -319,7 +323,7 @@ def check_budget(
         check = BudgetCheck(budget, unmeasured=True)
         return earlier.merged(check) if earlier is not None else check
     runs = [
-        (f"#{number} {record.name}", record.stats(prices))
+        (f"#{number} {record.name}", run_stats(record, prices=prices))
         for number, record in enumerate(made, start=1)
     ]
     check = budget.check(runs, prices=prices)

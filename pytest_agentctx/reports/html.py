@@ -23,11 +23,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Any
 
 from pytest_agentctx.reports.html_runs import RunTimeline
 from pytest_agentctx.reports.html_text import (
     as_map,
+    as_number,
     as_seq,
     badge,
     esc,
@@ -61,7 +61,7 @@ class _Page:
 
     # -- the session ---------------------------------------------------------------------
 
-    def document(self, report: Mapping[str, Any]) -> str:
+    def document(self, report: Mapping[str, object]) -> str:
         summary = as_map(report.get("summary"))
         tests = [as_map(test) for test in as_seq(report.get("tests"))]
         gate_lines = self._gate_lines_by_test(summary, tests)
@@ -85,7 +85,7 @@ class _Page:
 
     @staticmethod
     def _gate_lines_by_test(
-        summary: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]
+        summary: Mapping[str, object], tests: Sequence[Mapping[str, object]]
     ) -> dict[int, list[str]]:
         """Gate failure lines that name a test: the line starts with its node id."""
         index = {str(test.get("nodeid", "")): i for i, test in enumerate(tests)}
@@ -104,9 +104,9 @@ class _Page:
 
     def summary(
         self,
-        report: Mapping[str, Any],
-        summary: Mapping[str, Any],
-        tests: Sequence[Mapping[str, Any]],
+        report: Mapping[str, object],
+        summary: Mapping[str, object],
+        tests: Sequence[Mapping[str, object]],
     ) -> None:
         w = self.w
         stats = as_map(summary.get("stats"))
@@ -147,7 +147,7 @@ class _Page:
         self.gate(as_map(summary.get("gate")))
         w("</header>\n")
 
-    def gate(self, gate: Mapping[str, Any]) -> None:
+    def gate(self, gate: Mapping[str, object]) -> None:
         w = self.w
         if not gate.get("enabled"):
             w(
@@ -188,7 +188,7 @@ class _Page:
     # -- the table of tests --------------------------------------------------------------
 
     def table(
-        self, tests: Sequence[Mapping[str, Any]], gate_lines: Mapping[int, Sequence[str]]
+        self, tests: Sequence[Mapping[str, object]], gate_lines: Mapping[int, Sequence[str]]
     ) -> None:
         w = self.w
         w(
@@ -217,7 +217,7 @@ class _Page:
         w("</tbody></table>\n")
 
     @staticmethod
-    def _budget_badge(test: Mapping[str, Any]) -> str:
+    def _budget_badge(test: Mapping[str, object]) -> str:
         budget = as_map(test.get("budget"))
         if not budget:
             return ""
@@ -226,7 +226,7 @@ class _Page:
     # -- one test ------------------------------------------------------------------------
 
     @staticmethod
-    def _needs_attention(test: Mapping[str, Any], gate_lines: Sequence[str]) -> bool:
+    def _needs_attention(test: Mapping[str, object], gate_lines: Sequence[str]) -> bool:
         cassette = as_map(test.get("cassette"))
         repeat = as_map(test.get("repeat"))
         return bool(
@@ -234,11 +234,15 @@ class _Page:
             or gate_lines
             or as_seq(as_map(test.get("budget")).get("exceeded"))
             or cassette.get("status") in ("discarded", "unsaved", "stale", "unused", "missing")
-            or (repeat and repeat.get("pass_rate", 1) < repeat.get("min_pass_rate", 0))
+            or (
+                repeat
+                and as_number(repeat.get("pass_rate", 1), 1)
+                < as_number(repeat.get("min_pass_rate", 0), 0)
+            )
             or as_map(test.get("baseline"))
         )
 
-    def test(self, index: int, test: Mapping[str, Any], gate_lines: Sequence[str]) -> None:
+    def test(self, index: int, test: Mapping[str, object], gate_lines: Sequence[str]) -> None:
         w = self.w
         nodeid = str(test.get("nodeid", ""))
         outcome = str(test.get("outcome", "unknown"))
@@ -270,7 +274,7 @@ class _Page:
             self.runs.run(f"t{index}-r{number}", run)
         w("</div></details>\n")
 
-    def test_facts(self, test: Mapping[str, Any], gate_lines: Sequence[str]) -> None:
+    def test_facts(self, test: Mapping[str, object], gate_lines: Sequence[str]) -> None:
         w = self.w
         cassette = as_map(test.get("cassette"))
         if cassette:
@@ -305,7 +309,9 @@ class _Page:
         repeat = as_map(test.get("repeat"))
         if repeat:
             rate = repeat.get("pass_rate")
-            low = isinstance(rate, (int, float)) and rate < repeat.get("min_pass_rate", 0)
+            low = isinstance(rate, (int, float)) and rate < as_number(
+                repeat.get("min_pass_rate", 0), 0
+            )
             text = (
                 f"repeated: {fmt_count(repeat.get('passed'))} of {fmt_count(repeat.get('runs'))}"
                 f" runs passed (pass rate {esc(rate)}, minimum "
@@ -317,7 +323,7 @@ class _Page:
 
     # -- why it failed, and how it drifted ----------------------------------------------
 
-    def failure(self, test_id: str, failure: Mapping[str, Any]) -> None:
+    def failure(self, test_id: str, failure: Mapping[str, object]) -> None:
         """The failure text of a failed test, open, collapsible, escaped as it is."""
         if not failure:
             return
@@ -339,7 +345,7 @@ class _Page:
             )
         w("</details>\n")
 
-    def drift(self, test: Mapping[str, Any]) -> None:
+    def drift(self, test: Mapping[str, object]) -> None:
         """The baseline run and this run side by side, for a test that drifted from it."""
         before = as_map(as_map(test.get("baseline")).get("stats"))
         if not before:
@@ -382,7 +388,7 @@ def _trajectory_cell(names: Sequence[str], other: Sequence[str]) -> str:
     return f'<ol class="trajectory">{"".join(items)}</ol>'
 
 
-def render_html(report: Mapping[str, Any]) -> str:
+def render_html(report: Mapping[str, object]) -> str:
     """The HTML page of a JSON report (the dict ``--agent-report`` writes).
 
     One self-contained document: inline CSS and JavaScript, no external resource, every

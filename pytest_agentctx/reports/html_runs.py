@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TypeGuard
 
 from pytest_agentctx.reports.html_text import (
     as_instant,
@@ -35,7 +35,7 @@ __all__ = ["RunTimeline"]
 _HEADER_KEYS = frozenset({"usage", "model", "provider", "stop_reason"})
 
 
-def _is_context(value: Any) -> bool:
+def _is_context(value: object) -> TypeGuard[Mapping[str, object]]:
     return (
         isinstance(value, Mapping)
         and "iterations" in value
@@ -44,7 +44,7 @@ def _is_context(value: Any) -> bool:
     )
 
 
-def _nested(value: Any, keys: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _nested(value: object, keys: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], object]]:
     """Every context-shaped value inside ``value`` (sub-agent runs), depth first, in order;
     as :func:`pytest_agentctx.assertions.trajectory.nested_runs` finds them."""
     if _is_context(value):
@@ -57,7 +57,7 @@ def _nested(value: Any, keys: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...]
             yield from _nested(item, (*keys, str(index)))
 
 
-def _without_nested(value: Any) -> Any:
+def _without_nested(value: object) -> object:
     """``value`` with every nested context replaced by a short placeholder."""
     if _is_context(value):
         return f"<sub-agent run: {len(as_seq(value.get('iterations')))} iterations, shown below>"
@@ -68,7 +68,7 @@ def _without_nested(value: Any) -> Any:
     return value
 
 
-def _own_figures(context: Mapping[str, Any]) -> str:
+def _own_figures(context: Mapping[str, object]) -> str:
     """A nested run's own iterations, tool calls, tokens and time, read off its JSON."""
     iterations = [as_map(item) for item in as_seq(context.get("iterations"))]
     calls = sum(len(as_seq(item.get("tool_calls"))) for item in iterations)
@@ -93,11 +93,11 @@ def _own_figures(context: Mapping[str, Any]) -> str:
 
 
 def _iteration_head(
-    iteration: Mapping[str, Any],
-    metadata: Mapping[str, Any],
+    iteration: Mapping[str, object],
+    metadata: Mapping[str, object],
     duration: float | None,
     run_start: datetime | None,
-    calls: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, object]],
     subs: int,
 ) -> list[str]:
     """The parts of an iteration's summary line: when, how long, model, tokens, calls."""
@@ -119,15 +119,16 @@ def _iteration_head(
     return head
 
 
-def _last_text(messages: Sequence[Mapping[str, Any]]) -> str:
+def _last_text(messages: Sequence[Mapping[str, object]]) -> str:
     """The preview of an iteration: its last text that is not a tool result, or ``""``."""
     for message in reversed(messages):
-        if message.get("role") != "tool" and isinstance(message.get("content"), str):
-            return f"{message.get('role')}: {one_line(message['content'])}"
+        content = message.get("content")
+        if message.get("role") != "tool" and isinstance(content, str):
+            return f"{message.get('role')}: {one_line(content)}"
     return ""
 
 
-def _iteration_facts(iteration: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[str]:
+def _iteration_facts(iteration: Mapping[str, object], metadata: Mapping[str, object]) -> list[str]:
     """The provider, the stop reason and the times of an iteration, those it has."""
     facts = []
     for key in ("provider", "stop_reason"):
@@ -146,7 +147,7 @@ class RunTimeline:
     def __init__(self, out: list[str]) -> None:
         self.w = out.append
 
-    def run(self, run_id: str, run: Mapping[str, Any]) -> None:
+    def run(self, run_id: str, run: Mapping[str, object]) -> None:
         w = self.w
         stats = as_map(run.get("stats"))
         w(
@@ -168,13 +169,13 @@ class RunTimeline:
         self.context(run_id, as_map(run.get("context")))
         w("</div>\n")
 
-    def context(self, prefix: str, context: Mapping[str, Any]) -> None:
+    def context(self, prefix: str, context: Mapping[str, object]) -> None:
         w = self.w
         iterations = [as_map(item) for item in as_seq(context.get("iterations"))]
         if not iterations:
             w('<p class="muted">This run has no iteration.</p>\n')
             return
-        results: dict[str, Mapping[str, Any]] = {}
+        results: dict[str, Mapping[str, object]] = {}
         for iteration in iterations:
             for message in as_seq(iteration.get("messages")):
                 message = as_map(message)
@@ -206,10 +207,10 @@ class RunTimeline:
     def iteration(
         self,
         prefix: str,
-        iteration: Mapping[str, Any],
+        iteration: Mapping[str, object],
         duration: float | None,
         run_start: datetime | None,
-        results: Mapping[str, Mapping[str, Any]],
+        results: Mapping[str, Mapping[str, object]],
     ) -> None:
         w = self.w
         number = esc(iteration.get("number", "?"))
@@ -247,7 +248,7 @@ class RunTimeline:
         self.sub_runs(f"{prefix}-i{number}", subs)
         w("</div></details>\n")
 
-    def sub_runs(self, prefix: str, subs: Sequence[tuple[tuple[str, ...], Any]]) -> None:
+    def sub_runs(self, prefix: str, subs: Sequence[tuple[tuple[str, ...], object]]) -> None:
         """The sub-agent runs found in an iteration's metadata, each nested in full."""
         w = self.w
         for number_of_sub, (keys, sub) in enumerate(subs):
@@ -263,8 +264,8 @@ class RunTimeline:
 
     def message(
         self,
-        message: Mapping[str, Any],
-        results: Mapping[str, Mapping[str, Any]],
+        message: Mapping[str, object],
+        results: Mapping[str, Mapping[str, object]],
         shown: set[str],
     ) -> None:
         role = str(message.get("role", "?"))
@@ -292,7 +293,10 @@ class RunTimeline:
         w("</div>\n")
 
     def call(
-        self, call: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]], shown: set[str]
+        self,
+        call: Mapping[str, object],
+        results: Mapping[str, Mapping[str, object]],
+        shown: set[str],
     ) -> None:
         w = self.w
         call_id = str(call.get("id", ""))

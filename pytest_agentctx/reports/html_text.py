@@ -13,13 +13,13 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
-from typing import Any
 
 __all__ = [
     "as_instant",
     "as_int",
     "as_json",
     "as_map",
+    "as_number",
     "as_seq",
     "badge",
     "elapsed",
@@ -34,22 +34,22 @@ __all__ = [
 _PREVIEW = 90
 
 
-def esc(value: Any) -> str:
-    """Any value as escaped HTML text."""
+def esc(value: object) -> str:
+    """A value as escaped HTML text."""
     return escape(value if isinstance(value, str) else str(value), quote=True)
 
 
-def as_map(value: Any) -> Mapping[str, Any]:
+def as_map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def as_seq(value: Any) -> Sequence[Any]:
+def as_seq(value: object) -> Sequence[object]:
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
         return value
     return ()
 
 
-def as_int(value: Any) -> int:
+def as_int(value: object) -> int:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)):
@@ -57,7 +57,12 @@ def as_int(value: Any) -> int:
     return 0
 
 
-def as_json(value: Any) -> str:
+def as_number(value: object, default: float) -> float:
+    """``value`` if it is a number, else ``default``."""
+    return value if isinstance(value, (int, float)) else default
+
+
+def as_json(value: object) -> str:
     """``value`` as JSON: on one line when short, else indented."""
     line = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     if len(line) <= _PREVIEW:
@@ -65,11 +70,11 @@ def as_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def fmt_count(value: Any) -> str:
+def fmt_count(value: object) -> str:
     return f"{as_int(value):,}"
 
 
-def fmt_cost(value: Any) -> str:
+def fmt_cost(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "n/a"
     if value == 0:
@@ -77,7 +82,7 @@ def fmt_cost(value: Any) -> str:
     return f"${value:.4f}" if value >= 0.0001 else f"${value:.8f}".rstrip("0")
 
 
-def fmt_seconds(value: Any) -> str:
+def fmt_seconds(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return ""
     if value < 1:
@@ -88,7 +93,7 @@ def fmt_seconds(value: Any) -> str:
     return f"{int(minutes)} min {seconds:.0f} s"
 
 
-def as_instant(value: Any) -> datetime | None:
+def as_instant(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
@@ -106,7 +111,7 @@ def elapsed(start: datetime | None, end: datetime | None) -> float | None:
         return None
 
 
-def badge(text: Any, kind: str | None = None) -> str:
+def badge(text: object, kind: str | None = None) -> str:
     css = f"badge b-{esc(kind if kind is not None else text)}"
     return f'<span class="{css}">{esc(text)}</span>'
 

@@ -1,6 +1,5 @@
-"""The limits a behaviour budget can set, and the ini option of each: a module of its own,
-so that the plugin adds the ini options and reads them at start-up without importing the
-budgets (:mod:`.budgets`)."""
+"""The limits a behaviour budget can set (:data:`BUDGET_LIMITS`) and the ini option of
+each (:func:`ini_name`); the budgets themselves are :mod:`.budgets`'s."""
 
 from __future__ import annotations
 

@@ -1,20 +1,31 @@
-"""One test's record, built in the process that runs the test (:func:`build_record`), and
-what is read from a record there: whether it is an agent test's (:func:`is_agent_test`),
-whether its figures were measured (:func:`is_measured`) and its JUnit properties
-(:func:`junit_properties`). The session's report, built from the records in the process
-that reports, is :mod:`.records`'s; this module is apart so that a session of tests that
-use nothing of the plugin records them without importing the report's machinery.
+"""One test's record: :func:`build_record` makes it in the process that runs the test, and
+what is read from it there: whether it is an agent test's (:func:`is_agent_test`), whether
+its figures were measured (:func:`is_measured`) and its JUnit properties
+(:func:`junit_properties`). The record's entries are typed in :mod:`.schema`; it crosses to
+the process that reports as the JSON data it is (:func:`record_from_json` takes it back);
+the session's report is :mod:`.session_report`'s.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, TypeVar, cast
 
 if TYPE_CHECKING:
-    from pytest_agentctx.context.figures import PriceTable, RunRecord
+    from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.redaction.redactor import Redactor
+    from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.schema import (
+        BudgetEntry,
+        CassetteEntry,
+        FailureEntry,
+        Record,
+        RepeatEntry,
+        RunEntry,
+        StatsEntry,
+        Suite,
+    )
 
 __all__ = [
     "RECORD_ATTRIBUTE",
@@ -23,34 +34,43 @@ __all__ = [
     "is_measured",
     "junit_properties",
     "no_runs_stats",
+    "record_from_json",
+    "record_json",
 ]
 
 #: Name of the teardown report attribute that carries a test's record.
 RECORD_ATTRIBUTE = "agentctx"
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as plain JSON data (tuples become lists), the form it has after a trip
-    through pytest-xdist and back from a report file."""
-    return None if value is None else json.loads(json.dumps(value))
+_Entry = TypeVar("_Entry", bound=Mapping[str, object])
+
+
+def _plain(value: _Entry | None) -> _Entry | None:
+    """A copy of ``value`` as plain JSON data, the form it has after a trip through
+    pytest-xdist and back from a report file (the record owns it: the stash's entry may
+    change after the record is made)."""
+    if value is None:
+        return None
+    copy: _Entry = json.loads(json.dumps(value))  # the same entry: JSON data in, JSON out
+    return copy
 
 
 def build_record(
     *,
     runs: Sequence[RunRecord],
-    suite: Literal["unit", "integration"] = "unit",
-    cassette: Mapping[str, Any] | None = None,
-    budget: Mapping[str, Any] | None = None,
-    repeat: Mapping[str, Any] | None = None,
+    suite: Suite = "unit",
+    cassette: CassetteEntry | None = None,
+    budget: BudgetEntry | None = None,
+    repeat: RepeatEntry | None = None,
     prices: PriceTable | None = None,
     contexts: bool = True,
     measured: bool = True,
     redactor: Redactor | None = None,
-    failure: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    failure: FailureEntry | None = None,
+) -> Record:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
     stats of every run and of all of them, (with ``contexts``) each run's context, and why
-    it failed (``failure``: :func:`~pytest_agentctx.reports.failures.failure_entry`, or
+    it failed (``failure``: :func:`~pytest_agentctx.reports.failure_entry.failure_entry`, or
     ``None``).
 
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
@@ -62,16 +82,16 @@ def build_record(
     process that ran the test: the JSON report, the HTML page, the JUnit properties and
     the gate read the record, never the runs themselves.
     """
-    entries: list[dict[str, Any]] = []
+    entries: list[RunEntry] = []
     total = no_runs_stats()  # a test without runs (most) needs no run figures loaded
     if runs:
-        from pytest_agentctx.context.figures import RunStats
+        from pytest_agentctx.reports.figures import RunStats, run_stats
 
         totals: list[RunStats] = []
         for run in runs:
-            stats = run.stats(prices)
+            stats = run_stats(run, prices=prices)
             totals.append(stats)
-            entry: dict[str, Any] = {
+            entry: RunEntry = {
                 "name": run.name,
                 "source": run.source,
                 "stats": stats.to_dict(),
@@ -80,9 +100,9 @@ def build_record(
                 entry["context"] = run.context.model_dump(mode="json")
             entries.append(entry)
         total = RunStats.total(totals).to_dict()
-    record = {
+    record: Record = {
         "suite": suite,
-        "cassette": _plain(dict(cassette)) if cassette is not None else None,
+        "cassette": _plain(cassette),
         "budget": _plain(budget),
         "repeat": _plain(repeat),
         "stats": total,
@@ -98,7 +118,7 @@ def build_record(
     return record
 
 
-def no_runs_stats() -> dict[str, Any]:
+def no_runs_stats() -> StatsEntry:
     """The figures of no run: ``RunStats().to_dict()``, written out (a unit test keeps the
     two equal)."""
     return {
@@ -115,7 +135,36 @@ def no_runs_stats() -> dict[str, Any]:
     }
 
 
-def is_agent_test(entry: Mapping[str, Any]) -> bool:
+def record_json(record: Record) -> dict[str, object]:
+    """``record`` as the JSON data a teardown report carries to the process that reports
+    (through pytest-xdist when there are workers), where :func:`record_from_json` takes it
+    back."""
+    return dict(record)
+
+
+def record_from_json(data: Mapping[str, object]) -> Record:
+    """``data`` (a record as it came on a teardown report, from this process or a
+    pytest-xdist worker) as the :class:`~.schema.Record` it was built as, once its shape is
+    checked: a :class:`TypeError` names what is missing or of the wrong kind."""
+    for name, kinds in _RECORD_FIELDS.items():
+        if not isinstance(data.get(name), kinds):
+            raise TypeError(f"not a test's record: {name!r} is {type(data.get(name)).__name__}")
+    return cast("Record", dict(data))
+
+
+#: The fields of a record and the kinds of their values (``None``: no entry of that kind).
+_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "suite": str,
+    "cassette": (dict, type(None)),
+    "budget": (dict, type(None)),
+    "repeat": (dict, type(None)),
+    "stats": dict,
+    "runs": list,
+    "failure": (dict, type(None)),
+}
+
+
+def is_agent_test(entry: Mapping[str, object]) -> bool:
     """Whether a record or report entry is an agent test's: it made runs, had a cassette,
     or its runs were captured but not measured."""
     return (
@@ -125,19 +174,20 @@ def is_agent_test(entry: Mapping[str, Any]) -> bool:
     )
 
 
-def is_measured(entry: Mapping[str, Any]) -> bool:
+def is_measured(entry: Mapping[str, object]) -> bool:
     """Whether the figures of a record or report entry were measured (see
     :func:`build_record`); reports written by ``--agent-report`` always are."""
     return entry.get("measured", True) is not False
 
 
-def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
+def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     """The JUnit XML properties of an agent test (none for other tests): iterations, tool
     calls, total tokens, cost in US dollars (when every model has a price), the
     cassette's status, and, when it failed, its failure as one line (the whole text is in
     the test case's ``<failure>`` or ``<error>`` element, where pytest writes it)."""
-    if not is_agent_test(record):
+    if not is_agent_test(data):
         return []
+    record = record_from_json(data)
     stats = record["stats"]
     properties: list[tuple[str, object]] = [
         ("agentctx.iterations", stats["iterations"]),
@@ -146,9 +196,9 @@ def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, object]]:
     ]
     if stats["cost_usd"] is not None:
         properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
-    if record.get("cassette") is not None:
+    if record["cassette"] is not None:
         properties.append(("agentctx.cassette", record["cassette"]["status"]))
-    from pytest_agentctx.reports.failures import failure_line
+    from pytest_agentctx.reports.failure_entry import failure_line
 
     failure = failure_line(record.get("failure"))
     if failure is not None:

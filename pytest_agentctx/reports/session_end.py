@@ -20,7 +20,7 @@ from pytest_agentctx.reports.gate import (
     evaluate_gate,
     gate_lines,
 )
-from pytest_agentctx.reports.records import ReportCollector, summary_line, write_report
+from pytest_agentctx.reports.session_report import ReportCollector, summary_line, write_report
 from pytest_agentctx.reports.table import OutcomeWords, table_lines
 
 if TYPE_CHECKING:

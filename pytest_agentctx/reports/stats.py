@@ -1,8 +1,8 @@
 """The runs of one test, gathered from every fixture that produces contexts (:class:`RunLog`).
 
 Budgets, reports and the CI gate read a test's runs from its log, as
-:class:`~pytest_agentctx.context.figures.RunRecord` objects, and measure them with
-:func:`~pytest_agentctx.context.figures.run_stats`.
+:class:`~pytest_agentctx.context.runs.RunRecord` objects, and measure them with
+:func:`~pytest_agentctx.reports.figures.run_stats`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from pytest_agentctx.context.figures import RunRecord
+from pytest_agentctx.context.runs import RunRecord
 
 __all__ = ["RunLog"]
 

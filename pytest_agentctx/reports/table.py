@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentctx.reports.records import is_agent_test, is_measured
+from pytest_agentctx.reports.record import is_agent_test, is_measured
 
 __all__ = ["MIN_WIDTH", "OUTCOME_WORDS", "OutcomeWords", "outcome_word", "table_lines"]
 

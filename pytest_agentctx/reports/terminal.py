@@ -6,7 +6,7 @@ figures on their teardown reports (:func:`~.record.build_record`); the process t
 (not an xdist worker) collects them, writes the reports and runs the gate
 (:func:`~.gate.evaluate_gate`) when the session ends (:mod:`.session_end`, imported only
 when there is a report file, the gate, a baseline or an agent test). The figures themselves
-are built in :mod:`.record`, :mod:`.records` and :mod:`.gate`, which stay free of pytest;
+are built in :mod:`.record`, :mod:`.session_report` and :mod:`.gate`, which stay free of pytest;
 this module is imported by the plugin only.
 """
 
@@ -92,7 +92,7 @@ class AgentReports:
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.baseline_path is not None and not self.worker:
-            from pytest_agentctx.reports.records import load_report
+            from pytest_agentctx.reports.session_report import load_report
 
             try:
                 self.baseline = load_report(self.baseline_path)

@@ -1,8 +1,6 @@
 """The baseline options read (:func:`parse_tolerance`): how far a test may move from its
 baseline before the gate fails it, the figures of a
-:class:`~pytest_agentctx.reports.gate.GateTolerance`. A module of its own, so that every
-session checks the options at start-up (bad ones are usage errors) without importing the
-gate."""
+:class:`~pytest_agentctx.reports.gate.GateTolerance` (a bad option is a usage error)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
 from pytest_agentctx import Agent, AgentRuntime, FakeLLM, SequentialIds, StepClock, tool
-from pytest_agentctx.context.figures import run_stats
+from pytest_agentctx.reports.figures import run_stats
 from pytest_agentctx.reports.html import render_html
 
 #: A message that would run if the page did not escape it.
@@ -71,7 +71,7 @@ AGENT = Agent(
 )
 
 
-def _entry(nodeid: str, context: dict[str, Any], stats: dict[str, Any], **fields: Any) -> Any:
+def _entry(nodeid: str, context: dict[str, Any], stats: Mapping[str, object], **fields: Any) -> Any:
     entry = {
         "nodeid": nodeid,
         "outcome": "passed",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import overload
 
 from pytest_agentctx.context.clock import DEFAULT_START, parse_datetime
-from pytest_agentctx.context.figures import RunRecord
 from pytest_agentctx.context.model import AgentContext
+from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.traffic.capture.builder import Built, build
 from pytest_agentctx.traffic.capture.exchange import Exchange, TrafficRecorder, _as_exchange
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction

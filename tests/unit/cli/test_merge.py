@@ -18,7 +18,7 @@ from pytest_agentctx.cli.merge import (
     split_report,
 )
 from pytest_agentctx.reports.errors import ReportError
-from pytest_agentctx.reports.records import REPORT_VERSION, assemble_report, dumps_report
+from pytest_agentctx.reports.session_report import REPORT_VERSION, assemble_report, dumps_report
 
 
 def entry(

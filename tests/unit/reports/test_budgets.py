@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
+from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.budgets import (
     BUDGET_LIMITS,
     Budget,
@@ -14,6 +14,7 @@ from pytest_agentctx.reports.budgets import (
     ini_name,
 )
 from pytest_agentctx.reports.errors import BudgetError
+from pytest_agentctx.reports.figures import PriceTable, RunStats
 
 WHERE = "tests/test_x.py::test_y"
 

@@ -11,7 +11,7 @@ from importlib import resources
 from typing import Any
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult, matches
-from pytest_agentctx.context.figures import run_stats
+from pytest_agentctx.reports.figures import run_stats
 from pytest_agentctx.reports.html import render_html
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

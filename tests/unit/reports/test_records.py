@@ -1,9 +1,10 @@
-"""Unit tests for pytest_agentctx.reports.records: records, the collector, the JSON
+"""Unit tests for pytest_agentctx.reports.session_report: records, the collector, the JSON
 file and the line of totals (the table is tests/unit/reports/test_table.py)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,15 +12,14 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, ReportError, ToolCall, ToolResult
-from pytest_agentctx.context.figures import RunRecord
-from pytest_agentctx.reports.records import (
+from pytest_agentctx.context.runs import RunRecord
+from pytest_agentctx.reports.record import build_record, is_agent_test, junit_properties
+from pytest_agentctx.reports.schema import Record
+from pytest_agentctx.reports.session_report import (
     REPORT_FORMAT,
     ReportCollector,
-    build_record,
     cassette_entry,
     dumps_report,
-    is_agent_test,
-    junit_properties,
     load_report,
     summary_line,
     write_report,
@@ -55,13 +55,13 @@ def _run(name: str = "weather") -> RunRecord:
     return RunRecord(name, "runtime", context)
 
 
-def _record(**overrides: Any) -> dict[str, Any]:
+def _record(**overrides: Any) -> Record:
     values: dict[str, Any] = {"runs": [_run()]}
     values.update(overrides)
     return build_record(**values)
 
 
-def _report(*entries: tuple[str, str, dict[str, Any] | None]) -> dict[str, Any]:
+def _report(*entries: tuple[str, str, Mapping[str, object] | None]) -> dict[str, Any]:
     collector = ReportCollector()
     for nodeid, outcome, record in entries:
         collector.add(nodeid, outcome, record=record)
@@ -250,7 +250,7 @@ def test_junit_properties_of_an_agent_test() -> None:
 
 
 def test_a_test_without_runs_has_the_figures_of_no_run() -> None:
-    from pytest_agentctx.context.figures import RunStats
+    from pytest_agentctx.reports.figures import RunStats
     from pytest_agentctx.reports.record import no_runs_stats
 
     assert _record(runs=[])["stats"] == no_runs_stats() == RunStats().to_dict()
@@ -525,7 +525,8 @@ def test_a_record_built_with_a_redactor_holds_no_secret() -> None:
             pass
         case other:
             pytest.fail(f"unexpected run entry: {other}")
-    assert record["runs"][0]["context"]["iterations"][0]["metadata"]["REDACTED"] is True
+    context: Any = record["runs"][0].get("context")
+    assert context["iterations"][0]["metadata"]["REDACTED"] is True
     assert record["stats"]["trajectory"] == ["lookup_REDACTED"]
 
 
@@ -545,7 +546,7 @@ def test_a_record_redacted_keeps_its_figures() -> None:
 
 
 def test_a_failure_entry_keeps_a_short_text_whole() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     entry = failure_entry("call", "def test():\n>   assert 1 == 2\nE   assert 1 == 2\n")
 
@@ -559,7 +560,7 @@ def test_a_failure_entry_keeps_a_short_text_whole() -> None:
 
 
 def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     text = "HEAD" + "x" * 5000 + "TAIL"
 
@@ -574,19 +575,20 @@ def test_a_long_failure_text_is_cut_in_the_middle_saying_how_much() -> None:
 
 
 def test_a_record_carries_its_failure_redacted_by_the_tests_redactor() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
     from pytest_agentctx.traffic.cassettes import Redactor
 
     failure = failure_entry("call", "E   AssertionError: key sk-live-0123456789")
 
     record = _record(failure=failure, redactor=Redactor(extra_values=["sk-live-0123456789"]))
 
+    assert record["failure"] is not None
     assert record["failure"]["text"] == "E   AssertionError: key REDACTED"
     assert record["failure"]["message"] == "E AssertionError: key REDACTED"
 
 
 def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     failure = failure_entry("setup", "E   fixture 'db' not found")
     report = _report(
@@ -597,7 +599,7 @@ def test_the_report_entry_of_a_failed_test_has_its_failure() -> None:
 
 
 def test_the_junit_properties_name_the_failure_in_one_line() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     record = _record(failure=failure_entry("call", "...", message="AssertionError: 5 != 6"))
 
@@ -606,7 +608,7 @@ def test_the_junit_properties_name_the_failure_in_one_line() -> None:
 
 
 def test_a_failure_entry_leaves_out_object_addresses() -> None:
-    from pytest_agentctx.reports.failures import failure_entry
+    from pytest_agentctx.reports.failure_entry import failure_entry
 
     text = "self = <pytest_agentctx.Cassette object at 0x7f889706ec10>\nE   boom"
 

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_agentctx.context.figures and pytest_agentctx.reports.stats: one measure
+"""Unit tests for pytest_agentctx.reports.figures and pytest_agentctx.reports.stats: one measure
 of a run for budgets, reports, gate, and the runs of a test."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from pytest_agentctx import AgentContext, AgentCtxError, ToolCall, ToolResult
-from pytest_agentctx.context.figures import (
+from pytest_agentctx.context.runs import RunRecord
+from pytest_agentctx.reports.figures import (
     DEFAULT_PRICES,
     ModelPrice,
     PriceTable,
-    RunRecord,
     RunStats,
     run_stats,
 )
@@ -250,7 +250,7 @@ def test_an_empty_run_log_is_not_measurable() -> None:
 def test_a_record_measures_its_context_with_the_given_prices() -> None:
     record = RunRecord("r", "captured", run(usage=USAGE, model="house"))
 
-    stats = record.stats(PriceTable().with_prices({"house": (1.0, 1.0)}))
+    stats = run_stats(record, prices=PriceTable().with_prices({"house": (1.0, 1.0)}))
 
     assert stats.cost_usd == pytest.approx(0.0011)
 

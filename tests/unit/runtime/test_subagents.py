@@ -20,10 +20,10 @@ from pytest_agentctx.assertions.patterns.base import ANY
 from pytest_agentctx.assertions.patterns.report import matches
 from pytest_agentctx.assertions.trajectory import Trajectory, nested_runs
 from pytest_agentctx.context.clock import StepClock
-from pytest_agentctx.context.figures import run_stats
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 from pytest_agentctx.doubles.fake_tools import FakeTools
 from pytest_agentctx.doubles.ids import SequentialIds
+from pytest_agentctx.reports.figures import run_stats
 from pytest_agentctx.runtime.agent import Agent, SubAgent
 from pytest_agentctx.runtime.artifacts import LocalArtifactStore, write_artifact
 from pytest_agentctx.runtime.delegation import (

@@ -37,8 +37,8 @@ from pytest_agentctx import (
     nested_runs,
     tool,
 )
-from pytest_agentctx.context.figures import run_stats
 from pytest_agentctx.context.tools import ToolSpec
+from pytest_agentctx.reports.figures import run_stats
 from pytest_agentctx.traffic.cassettes.body import encode_body
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import write_cassette

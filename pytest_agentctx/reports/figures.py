@@ -1,34 +1,33 @@
-"""Figures of an agent run read off its context: iterations, tool calls, tokens, cost, time.
+"""Prices per model (:class:`ModelPrice`, :class:`PriceTable`, :data:`DEFAULT_PRICES`)
+and the figures of an agent run read off its context (:class:`RunStats`,
+:func:`run_stats`): iterations, tool calls, tokens, cost, time.
 
 Budgets, reports and the CI gate all measure runs with :func:`run_stats`, so they agree;
-the runs a test made reach them as :class:`RunRecord` objects, from the runtime or rebuilt
-from the test's traffic. Token usage comes from each iteration's ``metadata["usage"]``
-(what the provider reported, kept in cassettes, so the figures hold offline); the model
-from ``metadata["model"]``. Sub-agent runs stored in an iteration's metadata are counted
-with their parent unless ``nested=False``. Cost is priced with a :class:`PriceTable` (US
-dollars per million tokens); a model missing from the table has no cost (``cost_usd`` is
-``None``), never a guessed one.
-
-Imports nothing of the package but the context model and its nested runs (when a run is
-measured) and the exceptions.
+the runs a test made reach them as :class:`~pytest_agentctx.context.runs.RunRecord`
+objects, from the runtime or rebuilt from the test's traffic. Token usage comes from each
+iteration's ``metadata["usage"]`` (what the provider reported, kept in cassettes, so the
+figures hold offline); the model from ``metadata["model"]``. Sub-agent runs stored in an
+iteration's metadata are counted with their parent unless ``nested=False``. Cost is
+priced with a :class:`PriceTable` (US dollars per million tokens); a model missing from
+the table has no cost (``cost_usd`` is ``None``), never a guessed one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from pytest_agentctx.exceptions import AgentCtxError
 
-if TYPE_CHECKING:  # imported when a run is measured: budgets read prices at start-up
+if TYPE_CHECKING:
     from pytest_agentctx.context.model import AgentContext
+    from pytest_agentctx.reports.schema import StatsEntry
 
 __all__ = [
     "DEFAULT_PRICES",
     "ModelPrice",
     "PriceTable",
-    "RunRecord",
     "RunStats",
     "run_stats",
 ]
@@ -142,7 +141,7 @@ class RunStats:
             trajectory=(*self.trajectory, *other.trajectory),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StatsEntry:
         """JSON-ready, with ``total_tokens``; cost rounded to 1e-8 dollars."""
         return {
             "runs": self.runs,
@@ -190,7 +189,7 @@ class RunStats:
         )
 
 
-def _usage_of(metadata: Mapping[str, Any]) -> tuple[int, int]:
+def _usage_of(metadata: Mapping[str, object]) -> tuple[int, int]:
     usage = metadata.get("usage")
     if not isinstance(usage, Mapping):
         return 0, 0
@@ -239,7 +238,7 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
     )
 
 
-def run_stats(run: Any, *, prices: PriceTable | None = None, nested: bool = True) -> RunStats:
+def run_stats(run: object, *, prices: PriceTable | None = None, nested: bool = True) -> RunStats:
     """The figures of ``run`` (an :class:`AgentContext` or a ``RunResult``).
 
     With ``nested`` (the default) sub-agent runs found in iteration metadata add their
@@ -272,17 +271,3 @@ def run_stats(run: Any, *, prices: PriceTable | None = None, nested: bool = True
     # the calls in the order they happened: a sub-agent's calls follow its parent iteration's
     names = tuple(located.call.name for located in located_calls(context, nested=True))
     return replace(stats, trajectory=names)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One run a test made: a name (the agent's, or the conversation's), where the context
-    came from (``runtime``: the package's runtime; ``captured``: built from the test's HTTP
-    traffic) and the context itself."""
-
-    name: str
-    source: Literal["runtime", "captured"]
-    context: AgentContext
-
-    def stats(self, prices: PriceTable | None = None) -> RunStats:
-        return run_stats(self.context, prices=prices)

@@ -1,15 +1,19 @@
-"""Reports of a test session: per-test records, the JSON report, the line of totals and the
-JUnit properties (the terminal table is :mod:`.table`).
+"""The session's JSON report: a test's cassette entry (:func:`cassette_entry`) and the
+figures of each repetition (:func:`per_run_figures`), the collector that gathers every
+test's record into the report (:class:`ReportCollector`, :func:`assemble_report`), the
+report file written and read back (:func:`dumps_report`, :func:`write_report`,
+:func:`load_report`, :func:`check_report`) and its line of totals (:func:`summary_line`).
+The terminal table is :mod:`.table`'s.
 
 How the figures travel: the process that runs a test (the only process, or a pytest-xdist
-worker) turns the test's runs, cassette, budget and repeat figures into a JSON-ready
-*record* (:func:`build_record`) and attaches it to the test's teardown report as the
-attribute :data:`RECORD_ATTRIBUTE`; pytest-xdist serialises report attributes with the
-report, so the record reaches the controller unchanged. The process that reports gathers
-every test's reports in a :class:`ReportCollector` and builds one report dict in the schema
-of ``--agent-report`` (format :data:`REPORT_FORMAT`, version :data:`REPORT_VERSION`): the
-same dict, and the same bytes (:func:`dumps_report`), with or without ``-n``. The terminal
-table, the HTML page and the gate all read that dict.
+worker) turns the test's runs, cassette, budget and repeat figures into its *record*
+(:func:`~.record.build_record`) and attaches it to the test's teardown report as the
+attribute :data:`~.record.RECORD_ATTRIBUTE`; pytest-xdist serialises report attributes with
+the report, so the record reaches the controller unchanged. The process that reports
+gathers every test's reports in a :class:`ReportCollector` and builds one report dict in
+the schema of ``--agent-report`` (format :data:`REPORT_FORMAT`, version
+:data:`REPORT_VERSION`): the same dict, and the same bytes (:func:`dumps_report`), with or
+without ``-n``. The terminal table, the HTML page and the gate all read that dict.
 
 No wall-clock data goes into a report: durations are those of the runs' contexts, whose
 clocks are deterministic. Tests are ordered by node id and keys are sorted.
@@ -20,40 +24,42 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted
-from pytest_agentctx.context.figures import PriceTable, RunRecord, RunStats
+from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.errors import ReportError
+from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
 from pytest_agentctx.reports.record import (
-    RECORD_ATTRIBUTE,
     build_record,
     is_agent_test,
     is_measured,
-    junit_properties,
+    record_from_json,
 )
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 
 if TYPE_CHECKING:
+    from pytest_agentctx.reports.schema import (
+        CassetteEntry,
+        CassetteStatus,
+        PerRunEntry,
+        Record,
+        ReportEntry,
+        StatsEntry,
+    )
     from pytest_agentctx.traffic.cassettes import Cassette
 
 __all__ = [
     "CASSETTE_STATUSES",
-    "RECORD_ATTRIBUTE",
     "REPORT_FORMAT",
     "REPORT_VERSION",
-    "CassetteStatus",
     "ReportCollector",
     "assemble_report",
-    "build_record",
     "per_run_figures",
     "check_report",
     "cassette_entry",
     "dumps_report",
-    "is_agent_test",
-    "is_measured",
-    "junit_properties",
     "load_report",
     "summary_line",
     "write_report",
@@ -63,9 +69,6 @@ __all__ = [
 REPORT_FORMAT = "pytest-agentctx-report"
 #: The version of the report schema this package writes and reads.
 REPORT_VERSION = 1
-CassetteStatus = Literal[
-    "replayed", "recorded", "live", "discarded", "unsaved", "stale", "unused", "missing"
-]
 #: What happened to a test's cassette: ``replayed`` (answered every request from the file),
 #: ``recorded`` (the test's traffic went to the network and was recorded), ``live`` (it went
 #: to the network under ``--agent-live`` and no cassette was read or written), ``discarded``
@@ -107,7 +110,7 @@ def cassette_entry(
     unsaved: bool = False,
     discarded: bool = False,
     live: bool = False,
-) -> dict[str, Any]:
+) -> CassetteEntry:
     """The report entry of a test's cassette after the test ran.
 
     ``judged``: the test body passed, so recordings it left unused count against the
@@ -151,13 +154,13 @@ def cassette_entry(
 
 def per_run_figures(
     parts: Sequence[Sequence[RunRecord]], prices: PriceTable | None = None
-) -> list[dict[str, Any]]:
+) -> list[PerRunEntry]:
     """The figures of each repetition of an ``agent_repeat`` test (``parts``: the runs of
     each), which the baseline comparison reads per run: iterations, tool calls, tokens and
     the tool trajectory."""
-    figures = []
+    figures: list[PerRunEntry] = []
     for part in parts:
-        stats = RunStats.total(run.stats(prices) for run in part)
+        stats = RunStats.total(run_stats(run, prices=prices) for run in part)
         figures.append(
             {
                 "iterations": stats.iterations,
@@ -172,7 +175,7 @@ def per_run_figures(
 # -- on the process that reports -------------------------------------------------------
 
 
-def _stats_of(data: Mapping[str, Any]) -> RunStats:
+def _stats_of(data: StatsEntry) -> RunStats:
     return RunStats(
         runs=int(data["runs"]),
         iterations=int(data["iterations"]),
@@ -192,7 +195,7 @@ class ReportCollector:
 
     def __init__(self) -> None:
         self._outcomes: dict[str, str] = {}
-        self._records: dict[str, Mapping[str, Any]] = {}
+        self._records: dict[str, Record] = {}
         self._integration: dict[str, bool] = {}
 
     def add(
@@ -200,12 +203,14 @@ class ReportCollector:
         nodeid: str,
         outcome: str,
         *,
-        record: Mapping[str, Any] | None = None,
+        record: Mapping[str, object] | None = None,
         keywords: Collection[str] = (),
     ) -> None:
         """Take one report (setup, call or teardown) of test ``nodeid``: the worst outcome
         of its phases is the test's, and its record comes with the teardown report.
-        Outcomes other than passed, failed and skipped (a plugin's ``rerun``) are ignored."""
+        Outcomes other than passed, failed and skipped (a plugin's ``rerun``) are ignored.
+        The record comes as JSON data (it may have crossed from a pytest-xdist worker) and
+        is taken back as the :class:`~.schema.Record` it was built as."""
         if outcome not in _OUTCOME_RANK:
             return
         known = self._outcomes.get(nodeid)
@@ -214,43 +219,45 @@ class ReportCollector:
         if nodeid not in self._integration:
             self._integration[nodeid] = "integration" in keywords
         if record is not None:
-            self._records[nodeid] = record
+            self._records[nodeid] = record_from_json(record)
 
     def __len__(self) -> int:
         return len(self._outcomes)
 
     def build(self) -> dict[str, Any]:
-        """The report (``summary.gate`` says the gate is off until one is evaluated)."""
+        """The report, as the JSON data the report file, the table, the HTML page and the
+        gate read (``summary.gate`` says the gate is off until one is evaluated)."""
         tests = [self._entry(nodeid) for nodeid in sorted(self._outcomes)]
         _judge_shared_cassettes(tests)
         for test in tests:
-            if test["cassette"] is not None:
-                test["cassette"].pop("shared", None)
+            cassette = test["cassette"]
+            if cassette is not None:
+                cassette.pop("shared", None)
         return assemble_report(tests)
 
-    def _entry(self, nodeid: str) -> dict[str, Any]:
+    def _entry(self, nodeid: str) -> ReportEntry:
         record = self._records.get(nodeid)
         if record is None:  # a test whose worker crashed: its outcome is all there is
             integration = self._integration.get(nodeid, False)
             record = build_record(runs=(), suite="integration" if integration else "unit")
-        record = json.loads(json.dumps(record))  # a copy the report may change
-        entry = {
+        copy: Record = json.loads(json.dumps(record))  # the same record, for the report to change
+        entry: ReportEntry = {
             "nodeid": nodeid,
             "outcome": self._outcomes[nodeid],
-            "suite": record["suite"],
-            "cassette": record["cassette"],
-            "budget": record["budget"],
-            "repeat": record["repeat"],
-            "stats": record["stats"],
-            "runs": record["runs"],
-            "failure": record.get("failure"),
+            "suite": copy["suite"],
+            "cassette": copy["cassette"],
+            "budget": copy["budget"],
+            "repeat": copy["repeat"],
+            "stats": copy["stats"],
+            "runs": copy["runs"],
+            "failure": copy.get("failure"),
         }
-        if not is_measured(record):
+        if not is_measured(copy):
             entry["measured"] = False
         return entry
 
 
-def assemble_report(tests: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def assemble_report(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The report of ``tests`` (report entries in node id order): their summary (counts by
     outcome and suite, the figures of all runs together) and ``summary.gate`` off. The one
     way a session sums its tests, used by the session and by ``pytest-agentctx report
@@ -273,9 +280,9 @@ def assemble_report(tests: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _judge_shared_cassettes(tests: list[dict[str, Any]]) -> None:
+def _judge_shared_cassettes(tests: list[ReportEntry]) -> None:
     """A shared cassette's recordings are unused only if no test that used it used them."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[CassetteEntry]] = {}
     for test in tests:
         cassette = test["cassette"]
         if cassette is not None and cassette.get("shared"):
@@ -290,12 +297,12 @@ def _judge_shared_cassettes(tests: list[dict[str, Any]]) -> None:
                 cassette["status"] = "unused"
 
 
-def dumps_report(report: Mapping[str, Any]) -> str:
+def dumps_report(report: Mapping[str, object]) -> str:
     """The report as JSON text: keys sorted, two-space indents, a final newline."""
     return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_report(path: Path, report: Mapping[str, Any]) -> None:
+def write_report(path: Path, report: Mapping[str, object]) -> None:
     """Write the JSON report to ``path`` atomically (a reader never sees half a file)."""
     atomic_write_text(path, dumps_report(report))
 
@@ -338,7 +345,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return check_report(data, where)
 
 
-def check_report(data: Any, where: str | Path) -> dict[str, Any]:
+def check_report(data: object, where: str | Path) -> dict[str, Any]:
     """``data`` (a report read from JSON) if it is a report of this version with the fields
     the gate reads; a :class:`ReportError` naming ``where`` and what is wrong otherwise."""
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
@@ -366,7 +373,7 @@ def check_report(data: Any, where: str | Path) -> dict[str, Any]:
 _STAT_FIELDS = {"iterations": int, "total_tokens": int, "trajectory": list}
 
 
-def _test_problem(test: Any) -> str | None:
+def _test_problem(test: object) -> str | None:
     if not isinstance(test, dict) or not isinstance(test.get("nodeid"), str):
         return "has no 'nodeid'"
     stats = test.get("stats")

@@ -8,15 +8,16 @@ test's redactor (the plugin does that in the process that ran the test), and cut
 longer than :data:`FAILURE_LIMIT` in its middle, saying how much it cut: the start of a
 failure names the test's code, its end the error itself. Object addresses, which change
 from run to run, are left out, so a report stays the same bytes for the same failures.
-
-Imports nothing of the package: the entry is plain JSON data.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.schema import FailureEntry
 
 __all__ = ["FAILURE_LIMIT", "FAILURE_PHASES", "failure_entry", "failure_line"]
 
@@ -48,7 +49,7 @@ def _cut(text: str, limit: int) -> tuple[str, int]:
 
 def failure_entry(
     phase: str, text: str, *, message: str | None = None, limit: int = FAILURE_LIMIT
-) -> dict[str, Any]:
+) -> FailureEntry:
     """The ``failure`` entry of a test's record: the ``phase`` that failed (setup, call or
     teardown), the failure ``text`` (cut to ``limit`` characters, ``truncated`` and
     ``cut`` say so and how many characters went), and a one-line ``message`` (the first
@@ -84,7 +85,7 @@ def _one_line(text: str) -> str:
     return line if len(line) <= _LINE_LIMIT else line[: _LINE_LIMIT - 1] + "\u2026"
 
 
-def failure_line(failure: Mapping[str, Any] | None) -> str | None:
+def failure_line(failure: Mapping[str, object] | None) -> str | None:
     """The failure as one line (``call: AssertionError: ...``), or ``None`` without one:
     the JUnit property ``agentctx.failure``."""
     if not failure:

@@ -1,0 +1,135 @@
+"""The entries of a test's record, as typed dicts: what the JSON report stores of a test's
+figures (:class:`StatsEntry`), runs, cassette, budget, repetitions and failure, and the
+record itself (:class:`Record`).
+
+A record is built once, in the process that ran the test, from these entries; it is JSON
+data already (lists, never tuples), so it travels on the test's teardown report (and
+through pytest-xdist) as it is, and the session's report holds it as it was built.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+__all__ = [
+    "BudgetEntry",
+    "CassetteEntry",
+    "CassetteStatus",
+    "ExceededEntry",
+    "FailureEntry",
+    "PerRunEntry",
+    "Record",
+    "ReportEntry",
+    "RepeatEntry",
+    "RunEntry",
+    "StatsEntry",
+    "Suite",
+]
+
+Suite = Literal["unit", "integration"]
+CassetteStatus = Literal[
+    "replayed", "recorded", "live", "discarded", "unsaved", "stale", "unused", "missing"
+]
+
+
+class StatsEntry(TypedDict):
+    """The figures of one run or of several (``RunStats.to_dict``)."""
+
+    runs: int
+    iterations: int
+    tool_calls: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+    duration_s: float
+    models: list[str]
+    trajectory: list[str]
+
+
+class RunEntry(TypedDict):
+    """One run of a test: its name, where it came from, its figures and (when the session
+    keeps them) its context as JSON data."""
+
+    name: str
+    source: Literal["runtime", "captured"]
+    stats: StatsEntry
+    context: NotRequired[dict[str, object]]
+
+
+class CassetteEntry(TypedDict):
+    """A test's cassette after the test ran (``shared``: used by several tests, dropped
+    from the report once the collector judged it)."""
+
+    path: str
+    mode: str
+    status: CassetteStatus
+    interactions: int
+    unused: list[int]
+    shared: NotRequired[bool]
+
+
+class ExceededEntry(TypedDict):
+    """One limit of a budget that a test went over."""
+
+    name: str
+    measured: int | float
+    allowed: int | float
+
+
+class BudgetEntry(TypedDict):
+    """A test's budget: the limits set, those exceeded, and whether nothing was measured."""
+
+    limits: dict[str, int | float]
+    exceeded: list[ExceededEntry]
+    unmeasured: NotRequired[bool]
+
+
+class PerRunEntry(TypedDict):
+    """The figures of one repetition of an ``agent_repeat`` test, for the baseline."""
+
+    iterations: int
+    tool_calls: int
+    total_tokens: int
+    trajectory: list[str]
+
+
+class RepeatEntry(TypedDict):
+    """The pass rate of an ``agent_repeat`` test, and the figures of each repetition."""
+
+    runs: int
+    passed: int
+    pass_rate: float
+    min_pass_rate: float
+    per_run: NotRequired[list[PerRunEntry]]
+
+
+class FailureEntry(TypedDict):
+    """Why a test failed: the phase, a one-line message, the (cut) failure text."""
+
+    phase: str
+    message: str
+    text: str
+    truncated: bool
+    cut: int
+
+
+class Record(TypedDict):
+    """One test's record (``measured``: present, and false, when its captured runs were
+    not measured)."""
+
+    suite: Suite
+    cassette: CassetteEntry | None
+    budget: BudgetEntry | None
+    repeat: RepeatEntry | None
+    stats: StatsEntry
+    runs: list[RunEntry]
+    failure: FailureEntry | None
+    measured: NotRequired[bool]
+
+
+class ReportEntry(Record):
+    """A test of the session's report: its record, its node id and outcome."""
+
+    nodeid: str
+    outcome: str
