@@ -15,10 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    import pytest
+from typing import NamedTuple
 
 __all__ = ["DEFAULT_START", "ClockSettings", "StepClock", "parse_datetime"]
 
@@ -90,16 +87,6 @@ class ClockSettings(NamedTuple):
     start: datetime
     step: timedelta
     ignore: tuple[str, ...]
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> ClockSettings:
-        """The settings of a pytest session: ``--agent-clock-start`` over the ``agent_clock_*``
-        ini options; a value that cannot be read raises ``ValueError``."""
-        return cls.build(
-            start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
-            step=str(config.getini("agent_clock_step")),
-            ignore=(str(line) for line in config.getini("agent_clock_ignore")),
-        )
 
     @classmethod
     def build(cls, *, start: str, step: str, ignore: Iterable[str]) -> ClockSettings:

@@ -3,7 +3,7 @@
 Installing the plugin installs pytest-asyncio. A project that never configured it must run
 as without the plugin (:func:`pytest_configure`), and an ``async def`` test that uses the
 plugin's fixtures runs even in pytest-asyncio's strict mode (:func:`pytest_pycollect_makeitem`,
-deciding with :func:`~.sorting.needs_asyncio_marker`).
+deciding with :func:`~.suites._sorting.needs_asyncio_marker`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -47,7 +47,7 @@ def pytest_pycollect_makeitem(
         "asyncio"
     ):
         return result
-    from .sorting import needs_asyncio_marker
+    from .suites._sorting import needs_asyncio_marker
 
     nodes = result if isinstance(result, list) else [result]
     for node in nodes:

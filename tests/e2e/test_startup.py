@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 #: The modules of the package a session of plain tests loads: the facade (the plugin's
-#: parent package), the plugin's modules with hooks, and what they read at configure time
-#: or for every test. Anything else is imported where it is used. A module added here
+#: parent package), the plugin's modules and packages with hooks, and what they read at
+#: configure time or for every test. Anything else is imported where it is used. A module added here
 #: costs every pytest run of every project that installs the plugin: before adding one,
 #: import it inside the hook or fixture that needs it.
 STARTUP_MODULES = {
@@ -37,13 +37,13 @@ STARTUP_MODULES = {
     "pytest_agentctx.plugin.capture",
     "pytest_agentctx.plugin.cassettes",
     "pytest_agentctx.plugin.fixtures",
-    "pytest_agentctx.plugin.integration",
     "pytest_agentctx.plugin.keys",
     "pytest_agentctx.plugin.options",
     "pytest_agentctx.plugin.repeat",
     "pytest_agentctx.plugin.reports",
     "pytest_agentctx.plugin.snapshots",
     "pytest_agentctx.plugin.suites",
+    "pytest_agentctx.plugin.suites.integration",
     # agent_clock_* options, read and checked at configure
     "pytest_agentctx.context",
     "pytest_agentctx.context.clock",
@@ -61,7 +61,6 @@ STARTUP_MODULES = {
     "pytest_agentctx.reports.errors",
     "pytest_agentctx.reports.limits",
     "pytest_agentctx.reports.record",
-    "pytest_agentctx.reports.terminal",
     "pytest_agentctx.reports.tolerance",
 }
 

@@ -1,8 +1,8 @@
 """The end of a session's reports: the report built from every test's record, the gate
 run, the files written (:func:`finish`), and the summary printed (:func:`summarise`). What
-:class:`~.terminal.AgentReports` does when the session ends, imported then, and only when
-there is something to do (a report file, the gate, a baseline or an agent test): a session
-of plain tests never loads it, nor the report, the gate and the table it uses.
+:class:`~pytest_agentctx.plugin.reports.AgentReports` does when the session ends, imported
+then, and only when there is something to do (a report file, the gate, a baseline or an
+agent test).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pytest_agentctx.reports.records import ReportCollector, summary_line, write
 from pytest_agentctx.reports.table import OutcomeWords, table_lines
 
 if TYPE_CHECKING:
-    from pytest_agentctx.reports.terminal import AgentReports
+    from . import AgentReports
 
 __all__ = ["finish", "summarise"]
 
