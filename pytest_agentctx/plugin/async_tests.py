@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Generator
-from typing import Any
 
 import pytest
 
@@ -39,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_pycollect_makeitem(
     collector: pytest.Module | pytest.Class, name: str, obj: object
-) -> Generator[None, Any, Any]:
+) -> Generator[None, object, object]:
     """Mark ``async def`` tests that use this plugin's fixtures for pytest-asyncio, before
     its own wrapper (outside this one) turns marked coroutines into its items."""
     result = yield

@@ -14,7 +14,7 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -32,12 +32,13 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.readcache import Setting
     from pytest_agentctx.traffic.cassettes.settings import CassetteSettings
 
-    from .repeat._runs import RepeatTally
+    from .repeat._runs import RepeatFigures, RepeatTally
     from .suites import SuiteCounts, SuiteScope
 
 T = TypeVar("T")
 
-#: The keys made with :func:`_test_key`: dropped from a test once its reports are made.
+#: The keys made with :func:`_test_key`, of every type of value: dropped from a test once
+#: its reports are made.
 _TEST_KEYS: list[pytest.StashKey[Any]] = []
 
 
@@ -89,11 +90,11 @@ CAPTURED_KEY: pytest.StashKey[CapturedRuns] = _test_key(pytest.StashKey())
 #: The test's redactor (its cassette's): snapshots, records and failure text pass it.
 REDACTOR_KEY: pytest.StashKey[Redactor] = _test_key(pytest.StashKey())
 #: The cassette's report entry (status, unused recordings), set when its fixture ends.
-CASSETTE_ENTRY_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
+CASSETTE_ENTRY_KEY = _test_key(pytest.StashKey[Mapping[str, object]]())
 #: Whether the test failed because its cassette is stale (its unused recordings count).
 STALE_KEY = _test_key(pytest.StashKey[bool]())
 #: The budget outcome of a test after its call phase: {"limits": {...}, "exceeded": [...]}.
-BUDGET_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
+BUDGET_KEY = _test_key(pytest.StashKey[Mapping[str, object]]())
 #: The test's budget (from its markers and the defaults) and whether a marker set it.
 BUDGET_SPEC_KEY: pytest.StashKey[tuple[Budget, bool]] = _test_key(pytest.StashKey())
 #: The test's budget check (of its last repetition), for the reports and the next one.
@@ -105,7 +106,7 @@ PRICES_KEY: pytest.StashKey[PriceTable] = _test_key(pytest.StashKey())
 #: The test's fixture request, kept to ask its agent_prices fixture once it made runs.
 PRICES_REQUEST_KEY: pytest.StashKey[pytest.FixtureRequest] = _test_key(pytest.StashKey())
 #: The pass rate of an agent_repeat test: {"runs", "passed", "pass_rate", "min_pass_rate"}.
-REPEAT_KEY = _test_key(pytest.StashKey[dict[str, Any]]())
+REPEAT_KEY: pytest.StashKey[RepeatFigures] = _test_key(pytest.StashKey())
 #: The repetition in progress (from 1) of an agent_repeat test, its tally, and the error of
 #: a bad agent_repeat marker (raised at setup: an error of that test).
 REPEAT_INDEX_KEY = _test_key(pytest.StashKey[int]())

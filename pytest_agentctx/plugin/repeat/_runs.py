@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, TypedDict, cast
 
 import pytest
 
@@ -21,6 +21,7 @@ from pytest_agentctx.reports.errors import RepeatError
 from ..keys import REPEAT_ATTRIBUTE
 
 __all__ = [
+    "RepeatFigures",
     "RepeatSpec",
     "RepeatTally",
     "failure_reason",
@@ -75,6 +76,15 @@ class RepeatSpec:
 Outcome = Literal["passed", "failed", "skipped"]
 
 
+class RepeatFigures(TypedDict):
+    """The pass rate of a repeated test, as the reports store it (runs: those not skipped)."""
+
+    runs: int
+    passed: int
+    pass_rate: float
+    min_pass_rate: float
+
+
 @dataclass
 class RepeatTally:
     """The outcomes of the repetitions of one test, as their reports come in."""
@@ -117,7 +127,7 @@ class RepeatTally:
         """Whether the pass rate reaches ``min_pass_rate``."""
         return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RepeatFigures:
         """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped)."""
         return {
             "runs": self.counted,

@@ -20,9 +20,9 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -160,7 +160,7 @@ class ShownIds:
             cache.set("cache/nodeids", sorted(str(nodeid) for nodeid in shown))
 
 
-def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
+def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
     """The report record of ``item`` (:func:`build_record`) from what its fixtures and
     hooks stashed: its runs, cassette, budget, repeat figures and prices."""
     from pytest_agentctx.reports.record import build_record
@@ -181,11 +181,12 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
 
         prices = prices_of(item)
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
-    repeat = item.stash.get(REPEAT_KEY, None)
-    if repeat is not None and log is not None and measured:
+    figures = item.stash.get(REPEAT_KEY, None)
+    repeat: Mapping[str, object] | None = figures
+    if figures is not None and log is not None and measured:
         from pytest_agentctx.reports.records import per_run_figures
 
-        repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
+        repeat = {**figures, "per_run": per_run_figures(parts, prices)}
     return build_record(
         runs=runs,
         suite="integration" if item.get_closest_marker("integration") else "unit",
@@ -200,7 +201,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, Any]:
     )
 
 
-def item_failure(item: pytest.Item) -> dict[str, Any] | None:
+def item_failure(item: pytest.Item) -> dict[str, object] | None:
     """Why ``item`` failed, for its record (:func:`failure_entry`): the failure text of
     its first failed phase as pytest shows it, scrubbed by the test's redactor (or the
     session's, for a test that uses nothing of the plugin: the report is a file the
@@ -227,7 +228,7 @@ def item_failure(item: pytest.Item) -> dict[str, Any] | None:
 
 #: Builds a test's record (:func:`~.report.build_record`) when its teardown report is made;
 #: the flag says whether the runs' contexts go into it.
-RecordOf = Callable[[pytest.Item, bool], dict[str, Any]]
+RecordOf = Callable[[pytest.Item, bool], Mapping[str, object]]
 
 
 def path_option(config: pytest.Config, name: str, base: Path) -> Path | None:
@@ -274,12 +275,12 @@ class AgentReports:
         #: Every report's (nodeid, outcome, record, integration, when, xfail), collected
         #: when the session ends: a session without agent tests, report files, gate or
         #: baseline then never imports the report's machinery.
-        self.reports: list[tuple[str, str, dict[str, Any] | None, bool, str, bool]] = []
+        self.reports: list[tuple[str, str, Mapping[str, object] | None, bool, str, bool]] = []
         self.agent_tests = False
         self.outcomes: dict[str, str] = {}
-        self.report: dict[str, Any] | None = None
+        self.report: Mapping[str, object] | None = None
         self.result: GateResult | None = None
-        self.baseline: dict[str, Any] | None = None
+        self.baseline: Mapping[str, object] | None = None
         self.baseline_path = path_option(config, "agent_baseline", base)
         try:  # checked now; the gate's GateTolerance is made when the session ends
             self.tolerance = parse_tolerance(
@@ -342,7 +343,7 @@ class AgentReports:
         )
 
     def pytest_terminal_summary(
-        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+        self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
     ) -> None:
         """Print the table of agent tests, the totals, the gate and the reports written."""
         if self.worker or self.report is None or self.result is None:

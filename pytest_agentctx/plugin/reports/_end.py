@@ -8,7 +8,8 @@ agent test).
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -92,9 +93,9 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
 
 def summarise(
     reports: AgentReports,
-    report: dict[str, Any],
+    report: Mapping[str, object],
     result: GateResult,
-    terminalreporter: Any,
+    terminalreporter: pytest.TerminalReporter,
     config: pytest.Config,
 ) -> None:
     """Print the table of agent tests, the totals, the gate and the reports written (of

@@ -33,13 +33,16 @@ from collections.abc import (
     Generator,
     Iterable,
 )
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
 from pytest_agentctx.traffic.cassettes.options import AGENT_FIXTURES
 
 from ..keys import REPEAT_ATTRIBUTE, SUITE_SCOPE_KEY, SUITES_KEY
+
+if TYPE_CHECKING:
+    from ._scheduling import WorkerNode
 
 __all__ = [
     "DESELECTED_OUTPUT",
@@ -181,12 +184,12 @@ class SuitesReporter:
             self.repeats[report.nodeid] = str(tally.get("line", ""))
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
+    def pytest_configure_node(self, node: WorkerNode) -> None:
         """xdist: tell each worker whether the session groups tests (see loadgroup)."""
         node.workerinput[LOADGROUP_INPUT] = getattr(self.config.option, "dist", "") == "loadgroup"
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
+    def pytest_testnodedown(self, node: object, error: object) -> None:
         """xdist: every worker deselected the same tests; keep the count once."""
         output = getattr(node, "workeroutput", {}) or {}
         self.counts.deselected_integration = max(
@@ -199,7 +202,7 @@ class SuitesReporter:
         if workeroutput is not None:
             workeroutput[DESELECTED_OUTPUT] = self.counts.deselected_integration
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Print the suites line and every repeated test's pass rate."""
         if self.worker or self.config.get_verbosity() < -1:
             return

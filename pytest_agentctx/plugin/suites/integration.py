@@ -16,11 +16,14 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..keys import SUITE_SCOPE_KEY, release
+
+if TYPE_CHECKING:
+    from ._scheduling import Scheduling, WorkerNode
 
 #: xdist workerinput key: whether the controller holds the integration tests back, so the
 #: worker lists them (:func:`pytest_collection_finish`).
@@ -77,7 +80,7 @@ def holds_integration(config: pytest.Config) -> bool:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
+def pytest_configure_node(node: WorkerNode) -> None:
     """xdist controller: tell each worker whether to list its integration tests."""
     node.workerinput[HOLD_INPUT] = holds_integration(node.config)
 
@@ -101,7 +104,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Generator[None, Any, Any]:
+def pytest_xdist_make_scheduler(
+    config: pytest.Config, log: object
+) -> Generator[None, Scheduling | None, Scheduling | None]:
     """xdist controller: the scheduler xdist made, wrapped to hold the integration tests
     until every unit test has ended (:func:`~._scheduling.wrap_scheduler`), when
     :func:`holds_integration`; else as xdist made it."""
