@@ -2,7 +2,7 @@
 fixture runs for an agent test): built from the test's options, started with its
 network guard, its runs captured, and what it recorded saved once the test passed
 (:func:`_end_cassette`); and the guard of a ``fake_llm`` test (:func:`fake_llm_guard`).
-Imported when a session has an agent test: a session of plain tests never loads it.
+Imported by the package's autouse fixture for the session's first agent test.
 """
 
 from __future__ import annotations
