@@ -14,7 +14,13 @@ def _off_assertion_rewriting() -> None:
     loads (see :mod:`pytest_agentctx.plugin`): pytest rewrites every module of a plugin's
     distribution, parsing each one's source again on every run, its ``.pyc`` unused; the
     package's asserts are internal checks. Without pytest's rewriting hook (no pytest
-    session, ``--assert=plain``, or a pytest whose hook keeps other names) nothing changes.
+    session, ``--assert=plain``) nothing changes.
+
+    It works on two private attributes of pytest's ``AssertionRewritingHook``: the set of
+    names marked for rewriting (``_must_rewrite``) and the cache of its answers
+    (``_marked_for_rewrite_cache``); tests/e2e/test_startup.py pins them. A pytest whose
+    hook keeps other names is left alone: the supported ``PYTEST_DONT_REWRITE`` of the
+    plugin's module docstrings then keeps those modules as they are.
     """
     for finder in sys.meta_path:
         marked = getattr(finder, "_must_rewrite", None)

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from .cli.main import main as main
     from .context.runs import RunRecord as RunRecord
     from .doubles.fake_llm import PLACEHOLDER_KEYS as PLACEHOLDER_KEYS
-    from .plugin.repetition import RepeatSpec as RepeatSpec
-    from .plugin.repetition import RepeatTally as RepeatTally
+    from .plugin.repeat._runs import RepeatSpec as RepeatSpec
+    from .plugin.repeat._runs import RepeatTally as RepeatTally
     from .reports.failure_entry import failure_entry as failure_entry
     from .reports.gate import attach_baselines as attach_baselines
     from .reports.record import build_record as build_record
@@ -66,8 +66,8 @@ _PUBLIC: dict[str, str] = {
     "failure_entry": "reports.failure_entry",
     "attach_baselines": "reports.gate",
     # repeated tests
-    "RepeatSpec": "plugin.repetition",
-    "RepeatTally": "plugin.repetition",
+    "RepeatSpec": "plugin.repeat._runs",
+    "RepeatTally": "plugin.repeat._runs",
     # the pytest-agentctx command, run in this process
     "main": "cli.main",
 }

@@ -16,10 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    import pytest
+from typing import NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
     "DEFAULT_START",
@@ -115,16 +112,6 @@ class ClockSettings(NamedTuple):
     start: datetime
     step: timedelta
     ignore: tuple[str, ...]
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> ClockSettings:
-        """The settings of a pytest session: ``--agent-clock-start`` over the ``agent_clock_*``
-        ini options; a value that cannot be read raises ``ValueError``."""
-        return cls.build(
-            start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
-            step=str(config.getini("agent_clock_step")),
-            ignore=(str(line) for line in config.getini("agent_clock_ignore")),
-        )
 
     @classmethod
     def build(cls, *, start: str, step: str, ignore: Iterable[str]) -> ClockSettings:

@@ -3,7 +3,7 @@
 Installing the plugin installs pytest-asyncio. A project that never configured it must run
 as without the plugin (:func:`pytest_configure`), and an ``async def`` test that uses the
 plugin's fixtures runs even in pytest-asyncio's strict mode (:func:`pytest_pycollect_makeitem`,
-deciding with :func:`~.sorting.needs_asyncio_marker`).
+deciding with :func:`~.suites._sorting.needs_asyncio_marker`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Generator
-from typing import Any
 
 import pytest
 
@@ -39,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_pycollect_makeitem(
     collector: pytest.Module | pytest.Class, name: str, obj: object
-) -> Generator[None, Any, Any]:
+) -> Generator[None, object, object]:
     """Mark ``async def`` tests that use this plugin's fixtures for pytest-asyncio, before
     its own wrapper (outside this one) turns marked coroutines into its items."""
     result = yield
@@ -47,7 +46,7 @@ def pytest_pycollect_makeitem(
         "asyncio"
     ):
         return result
-    from .sorting import needs_asyncio_marker
+    from .suites._sorting import needs_asyncio_marker
 
     nodes = result if isinstance(result, list) else [result]
     for node in nodes:

@@ -30,6 +30,7 @@ from .keys import (
     BUDGET_SPEC_KEY,
     PRICES_KEY,
     PRICES_REQUEST_KEY,
+    REPEAT_ERROR_KEY,
     REPEAT_INDEX_KEY,
     RUNS_KEY,
 )
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.figures import PriceTable
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
     """The budget of every agent test and the price table, from the ini options (no
     budget when no ``agent_budget_*`` option sets a limit: the budgets are then read only
     for a test marked ``agent_budget``). ``agent_prices`` lines are read now, so that a bad
@@ -91,10 +92,11 @@ def agent_prices(pytestconfig: pytest.Config) -> PriceTable:
 
 
 @pytest.fixture(autouse=True)
-def _agentctx_prices(request: pytest.FixtureRequest) -> None:
+def _agentctx_prices(request: pytest.FixtureRequest, _agentctx_cassette: object) -> None:
     """Keeps the test's request: the prices of a test that made runs are those its
     ``agent_prices`` fixture gives (overrides included), asked for once its call ended
-    (:func:`_test_prices`). A test without runs never builds a price table."""
+    (:func:`_test_prices`). A test without runs never builds a price table. Set up after
+    the test's cassette (``_agentctx_cassette``), torn down before it."""
     request.node.stash[PRICES_REQUEST_KEY] = request
 
 
@@ -121,8 +123,12 @@ def _test_prices(item: pytest.Item) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Read the test's budget before its fixtures run: a bad marker is an error of the test
-    (naming it and the key), in every process, also under xdist."""
+    (naming it and the key), in every process, also under xdist. A test whose
+    ``agent_repeat`` marker is bad gets that error instead (raised by the ``repeat`` hook,
+    whichever of the two pytest calls first)."""
     __tracebackhide__ = True  # the message says it all: no frames of the plugin
+    if REPEAT_ERROR_KEY in item.stash:
+        return  # a bad agent_repeat marker: its error (the repeat hook's) is the test's
     marks = [(m.args, m.kwargs) for m in item.iter_markers("agent_budget")]
     defaults = item.config.stash[BUDGET_DEFAULTS_KEY]
     if not marks and defaults is None:

@@ -4,7 +4,7 @@
 (an :class:`AgentRuntime` on a stepping clock with sequential ids, using the other fixtures
 the test asks for), ``frozen_clock``, and the workspace fixtures ``fake_vector_store`` and
 ``artifact_store``. The ``agent_clock_*`` options are read at configure time
-(:func:`pytest_configure`).
+(:func:`configure`, :func:`clock_settings`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -32,12 +32,23 @@ if TYPE_CHECKING:
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
     """The deterministic clocks' settings, from the ``agent_clock_*`` options."""
     try:
-        config.stash[CLOCK_KEY] = ClockSettings.from_config(config)
+        config.stash[CLOCK_KEY] = clock_settings(config)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def clock_settings(config: pytest.Config) -> ClockSettings:
+    """The clocks' settings of a pytest session: ``--agent-clock-start`` over the
+    ``agent_clock_*`` ini options (:meth:`ClockSettings.build`); a value that cannot be read
+    raises ``ValueError``."""
+    return ClockSettings.build(
+        start=str(config.getoption("agent_clock_start") or config.getini("agent_clock_start")),
+        step=str(config.getini("agent_clock_step")),
+        ignore=(str(line) for line in config.getini("agent_clock_ignore")),
+    )
 
 
 @pytest.fixture
@@ -96,7 +107,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     from pytest_agentctx.doubles.ids import SequentialIds
     from pytest_agentctx.traffic import lazy_tls, scopes
 
-    from .cassette_run import fake_llm_guard
+    from .cassettes._run import fake_llm_guard
 
     for name, value in PLACEHOLDER_KEYS.items():
         if not os.environ.get(name):

@@ -1,9 +1,11 @@
-"""Every key the plugin stashes on pytest's config and items, and their release.
+"""Every key the plugin stashes on pytest's config and items, their release, and the
+attributes it sets on reports.
 
 A key made with :func:`_test_key` belongs to one test: what the plugin keeps for a test while
 it runs (its runs and their contexts, cassette, reports, budget and repeat figures) is
-dropped once its reports are made (:func:`pytest_runtest_protocol`), because pytest keeps
-every item until the session ends. The other keys live on ``config.stash`` for the session.
+dropped once its reports are made (:func:`release`, by :func:`pytest_runtest_protocol`),
+because pytest keeps every item until the session ends. The other keys live on
+``config.stash`` for the session.
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -31,12 +33,13 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.options import CassetteSettings
     from pytest_agentctx.traffic.cassettes.readcache import Setting
 
-    from .repetition import RepeatTally
+    from .repeat._runs import RepeatTally
     from .suites import SuiteCounts, SuiteScope
 
 T = TypeVar("T")
 
-#: The keys made with :func:`_test_key`: dropped from a test once its reports are made.
+#: The keys made with :func:`_test_key`, of every type of value: dropped from a test once
+#: its reports are made.
 _TEST_KEYS: list[pytest.StashKey[Any]] = []
 
 
@@ -45,6 +48,11 @@ def _test_key(key: pytest.StashKey[T]) -> pytest.StashKey[T]:
     _TEST_KEYS.append(key)
     return key
 
+
+# -- on a test's reports (they travel to xdist's controller) --
+
+#: Report attribute carrying a repeated test's tally to the process that prints.
+REPEAT_ATTRIBUTE = "agentctx_repeat"
 
 # -- the session's (config.stash) --
 
@@ -111,16 +119,22 @@ REPEAT_ERROR_KEY: pytest.StashKey[RepeatError] = _test_key(pytest.StashKey())
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    """Drop what the plugin stashed on a test once its reports are made and sent: a long
-    session then keeps no agent run alive, so its memory, the garbage collector's passes
-    and the interpreter's exit do not grow with the number of tests run. The session's
-    redactor is the active one again."""
+    """Drop what the plugin stashed on a test once its reports are made and sent
+    (:func:`release`)."""
     try:
         return (yield)
     finally:
-        for key in _TEST_KEYS:
-            with contextlib.suppress(KeyError):
-                del item.stash[key]
-        from pytest_agentctx.redaction.active import set_active
+        release(item)
 
-        set_active(item.config.stash[SECRETS_KEY])
+
+def release(item: pytest.Item) -> None:
+    """Drop what the plugin stashed on ``item`` (the keys made with :func:`_test_key`): a
+    long session then keeps no agent run alive, so its memory, the garbage collector's
+    passes and the interpreter's exit do not grow with the number of tests run. The
+    session's redactor is the active one again. Releasing twice does nothing more."""
+    for key in _TEST_KEYS:
+        with contextlib.suppress(KeyError):
+            del item.stash[key]
+    from pytest_agentctx.redaction.active import set_active
+
+    set_active(item.config.stash[SECRETS_KEY])

@@ -2,7 +2,8 @@
 
 Every option of the plugin is added here, in the order ``pytest --help`` lists them: the
 clocks, the cassettes, the reports and the gate, the suites, the budgets and the prices.
-The modules of each feature read them at configure time.
+The features read them at configure time (in the order of
+:data:`pytest_agentctx.plugin.CONFIGURED`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).

@@ -388,3 +388,180 @@ def test_no_plugin_data_stays_on_a_finished_test(agent_pytester: pytest.Pytester
     report = json.loads((agent_pytester.path / "report.json").read_text())
     budgeted = next(t for t in report["tests"] if t["nodeid"].endswith("test_budgeted"))
     assert budgeted["budget"]["limits"] == {"max_iterations": 5, "max_tool_calls": 3}
+
+
+#: A plugin that registers the plugin's modules in another order than ``PLUGIN_MODULES``
+#: (run with ``-p no:agentctx``): the entry point module's own hook configures them.
+REORDERED_PLUGIN = """
+import importlib
+import random
+
+from pytest_agentctx import plugin as entry
+
+ORDER = list(entry.PLUGIN_MODULES)
+if {order!r} == "reversed":
+    ORDER.reverse()
+else:
+    random.Random(29).shuffle(ORDER)
+
+def pytest_addhooks(pluginmanager):
+    for name in ORDER:
+        pluginmanager.register(importlib.import_module(name), name)
+
+pytest_configure = entry.pytest_configure
+"""
+
+REGISTRATION_ORDERS = ["reversed", "shuffled"]
+
+
+def reordered(pytester: pytest.Pytester, order: str) -> tuple[str, ...]:
+    """The arguments that load the plugin with its modules registered in ``order``."""
+    pytester.makepyfile(agentctx_reordered=REORDERED_PLUGIN.format(order=order))
+    pytester.syspathinsert()
+    return ("-p", "no:agentctx", "-p", "agentctx_reordered", "-p", "no:randomly")
+
+
+@pytest.mark.parametrize("order", REGISTRATION_ORDERS)
+def test_the_session_is_configured_in_the_declared_order_whatever_the_registration(
+    agent_pytester: pytest.Pytester, order: str
+) -> None:
+    """``options`` puts the limits in force before ``reports`` reads the baseline; the
+    features read their options in the order of ``CONFIGURED`` (the first bad one stops
+    the session); the plugins they register come in that order, so the reports' summary
+    prints before the late requests' and the suites' lines."""
+    args = reordered(agent_pytester, order)
+    agent_pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    agent_pytester.makeconftest(
+        """
+        import json
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_configure(config):
+            names = [n for n, _ in config.pluginmanager.list_name_plugin()]
+            with open("registered.json", "w") as stream:
+                json.dump([n for n in names if n.startswith("agentctx-")], stream)
+        """
+    )
+    (agent_pytester.path / "base.json").write_text('{"tests": []' + " " * 100 + "}")
+
+    limited = agent_pytester.runpytest(
+        *args, "-o", "agent_max_file_bytes=10", "--agent-baseline", "base.json"
+    )
+    several_bad = agent_pytester.runpytest(
+        *args,
+        "-o",
+        "agent_clock_step=x",
+        "-o",
+        "agent_cassette_format=bad",
+        "-o",
+        "agent_budget_max_tokens=lots",
+    )
+    fine = agent_pytester.runpytest(*args)
+
+    limited.stderr.fnmatch_lines(["*--agent-baseline*past the limit agent_max_file_bytes = 10*"])
+    several_bad.stderr.fnmatch_lines(["ERROR: ini option agent_budget_max_tokens = 'lots'*"])
+    fine.assert_outcomes(passed=1)
+    registered = json.loads((agent_pytester.path / "registered.json").read_text())
+    assert registered == [
+        "agentctx-suites",
+        "agentctx-late-requests",
+        "agentctx-reports",
+        "agentctx-shown-ids",
+    ]
+
+
+@pytest.mark.parametrize("order", REGISTRATION_ORDERS)
+def test_the_repeat_error_and_the_fixture_order_hold_whatever_the_registration(
+    agent_pytester: pytest.Pytester, order: str
+) -> None:
+    """A test with a bad ``agent_repeat`` marker gets its error, not its bad budget's; the
+    autouse cassette is set up before the autouse prices."""
+    args = reordered(agent_pytester, order)
+    agent_pytester.makepyfile(
+        test_order="""
+        import pytest
+
+        def test_plain():
+            pass
+
+        @pytest.mark.agent_repeat(0)
+        @pytest.mark.agent_budget(max_tokens="lots")
+        def test_bad():
+            pass
+        """
+    )
+
+    plan = agent_pytester.runpytest(*args, "--setup-plan", "test_order.py::test_plain")
+    result = agent_pytester.runpytest(*args)
+
+    plan.stdout.fnmatch_lines(
+        [
+            "*SETUP    F _agentctx_cassette",
+            "*SETUP    F _agentctx_prices*",
+            "*TEARDOWN F _agentctx_prices",
+            "*TEARDOWN F _agentctx_cassette",
+        ]
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["E   pytest_agentctx.RepeatError: *agent_repeat run count 0*"])
+    result.stdout.no_fnmatch_line("*agent_budget*max_tokens*")
+
+
+def test_an_integration_tests_keys_are_released_under_the_integration_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an xdist worker, the integration wrapper releases the test's keys itself before
+    it lets the lock go, whichever of it and the ``keys`` wrapper pytest calls first."""
+    import contextlib
+    from collections.abc import Iterator
+    from typing import cast
+
+    from pytest_agentctx.plugin.keys import SUITE_SCOPE_KEY
+    from pytest_agentctx.plugin.suites import SuiteScope, _sorting, integration
+
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def lock(run_id: str) -> Iterator[None]:
+        events.append(f"lock {run_id}")
+        yield
+        events.append("unlock")
+
+    class Scope:
+        def integration(self, item: object) -> bool:
+            return True
+
+    class Config:
+        def __init__(self) -> None:
+            self.workerinput = {"testrunuid": "run-1"}
+            self.stash = pytest.Stash()
+
+    class Item:
+        config = Config()
+
+    Item.config.stash[SUITE_SCOPE_KEY] = cast("SuiteScope", Scope())
+    monkeypatch.setattr(_sorting, "serial_lock", lock)
+    monkeypatch.setattr(integration, "release", lambda item: events.append("release"))
+    wrapper = integration.pytest_runtest_protocol(cast("pytest.Item", Item()), None)
+
+    next(wrapper)
+    events.append("protocol")
+    with pytest.raises(StopIteration):
+        wrapper.send(True)
+
+    assert events == ["lock run-1", "protocol", "release", "unlock"]
+
+
+def test_the_configured_features_read_their_options_in_configure() -> None:
+    """The features of ``CONFIGURED`` have a ``configure`` the entry point's hook calls, and
+    no ``pytest_configure`` of their own (pytest would call it in registration order)."""
+    from importlib import import_module
+
+    from pytest_agentctx import plugin
+
+    assert set(plugin.CONFIGURED) <= set(plugin.PLUGIN_MODULES)
+    for name in plugin.CONFIGURED:
+        module = import_module(name)
+        assert callable(getattr(module, "configure", None)), name
+        assert not hasattr(module, "pytest_configure"), name

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 #: The modules of the package a session of plain tests loads: the facade (the plugin's
-#: parent package), the plugin's modules with hooks, and what they read at configure time
-#: or for every test. Anything else is imported where it is used. A module added here
+#: parent package), the plugin's modules and packages with hooks, and what they read at
+#: configure time or for every test. Anything else is imported where it is used. A module added here
 #: costs every pytest run of every project that installs the plugin: before adding one,
 #: import it inside the hook or fixture that needs it.
 STARTUP_MODULES = {
@@ -37,13 +37,13 @@ STARTUP_MODULES = {
     "pytest_agentctx.plugin.capture",
     "pytest_agentctx.plugin.cassettes",
     "pytest_agentctx.plugin.fixtures",
-    "pytest_agentctx.plugin.integration",
     "pytest_agentctx.plugin.keys",
     "pytest_agentctx.plugin.options",
     "pytest_agentctx.plugin.repeat",
     "pytest_agentctx.plugin.reports",
     "pytest_agentctx.plugin.snapshots",
     "pytest_agentctx.plugin.suites",
+    "pytest_agentctx.plugin.suites.integration",
     # agent_clock_* options, read and checked at configure
     "pytest_agentctx.context",
     "pytest_agentctx.context.clock",
@@ -61,7 +61,6 @@ STARTUP_MODULES = {
     "pytest_agentctx.reports.errors",
     "pytest_agentctx.reports.limits",
     "pytest_agentctx.reports.record",
-    "pytest_agentctx.reports.terminal",
     "pytest_agentctx.reports.tolerance",
 }
 
@@ -132,7 +131,8 @@ def loaded_modules(root: Path, *plugins: str) -> dict[str, Any]:
     env = {
         **os.environ,
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "PYTHONPATH": str(root),
+        # the probe, then the package under test (a checkout on PYTHONPATH, if any)
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
         "STARTUP_PROBE_OUT": str(out),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
@@ -263,3 +263,49 @@ def test_the_plugins_modules_are_registered_without_an_entry_point_lookup(
         "plugin's modules in pytest_addhooks (pytest_agentctx/plugin/__init__.py), not "
         "through pytest_plugins, then run: pytest tests/e2e/test_startup.py"
     )
+
+
+def test_pytests_rewriting_hook_keeps_what_the_package_takes_itself_off_with(
+    pytestconfig: pytest.Config,
+) -> None:
+    """``_off_assertion_rewriting`` (pytest_agentctx/__init__.py) works on two private
+    attributes of pytest's rewriting hook: the names marked for rewriting
+    (``_must_rewrite``, a set) and the cache of its answers (``_marked_for_rewrite_cache``, a
+    dict). A pytest that renames or retypes them fails here, not silently: the package would
+    then be rewritten on every run, its plugin modules kept as they are by the supported
+    ``PYTEST_DONT_REWRITE`` of their docstrings only."""
+    from importlib import import_module
+
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    hook = AssertionRewritingHook(pytestconfig)  # a hook of its own, on no session
+
+    assert type(hook).__name__ == "AssertionRewritingHook"
+    assert isinstance(hook._must_rewrite, set), "pytest's rewriting hook changed"
+    assert isinstance(hook._marked_for_rewrite_cache, dict), "pytest's rewriting hook changed"
+    hook.mark_rewrite("pytest_agentctx", "pytest_agentctx.plugin", "other_plugin")
+    hook._marked_for_rewrite_cache["pytest_agentctx.plugin"] = True
+    sys.meta_path.insert(0, hook)
+    try:
+        import_module("pytest_agentctx")._off_assertion_rewriting()
+    finally:
+        sys.meta_path.remove(hook)
+
+    assert hook._must_rewrite == {"other_plugin"}
+    assert hook._marked_for_rewrite_cache == {}
+
+
+def test_the_plugins_start_up_modules_say_pytest_dont_rewrite() -> None:
+    """The fallback where the package cannot reach pytest's hook: pytest leaves a module
+    whose docstring says ``PYTEST_DONT_REWRITE`` as it is. Every module of the plugin a
+    session loads (the entry point and what it registers) says it."""
+    from importlib import import_module
+
+    from pytest_agentctx import plugin
+
+    missing = [
+        name
+        for name in ["pytest_agentctx.plugin", *plugin.PLUGIN_MODULES]
+        if "PYTEST_DONT_REWRITE" not in (import_module(name).__doc__ or "")
+    ]
+    assert not missing, f"{missing}: say PYTEST_DONT_REWRITE in the module's docstring"

@@ -201,8 +201,8 @@ TESTING_NAMES: dict[str, str] = {
     "NetworkGuard": "pytest_agentctx.traffic.cassettes.network",
     "PLACEHOLDER_KEYS": "pytest_agentctx.doubles.fake_llm",
     "Redactor": "pytest_agentctx.traffic.cassettes.redact",
-    "RepeatSpec": "pytest_agentctx.plugin.repetition",
-    "RepeatTally": "pytest_agentctx.plugin.repetition",
+    "RepeatSpec": "pytest_agentctx.plugin.repeat._runs",
+    "RepeatTally": "pytest_agentctx.plugin.repeat._runs",
     "RunRecord": "pytest_agentctx.context.runs",
     "SSEEvent": "pytest_agentctx.traffic.codecs.sse",
     "attach_baselines": "pytest_agentctx.reports.gate",
@@ -223,17 +223,15 @@ ENTRY_POINT = ("agentctx", "pytest_agentctx.plugin")
 
 #: The hooks the plugin gives pytest, by the module of the plugin that implements each: the
 #: entry point module registers these modules (its ``PLUGIN_MODULES``), and each implements
-#: a hook under its own name.
+#: a hook under its own name. The entry point module's own ``pytest_configure`` calls the
+#: ``configure`` of the features of its ``CONFIGURED``.
 PLUGIN_HOOKS = [
     ("async_tests", "pytest_configure"),
     ("async_tests", "pytest_pycollect_makeitem"),
-    ("budgets", "pytest_configure"),
     ("budgets", "pytest_runtest_call"),
     ("budgets", "pytest_runtest_setup"),
-    ("cassettes", "pytest_configure"),
     ("cassettes", "pytest_runtest_call"),
     ("cassettes", "pytest_unconfigure"),
-    ("fixtures", "pytest_configure"),
     ("integration", "pytest_collection_finish"),
     ("integration", "pytest_collection_modifyitems"),
     ("integration", "pytest_configure_node"),
@@ -248,11 +246,9 @@ PLUGIN_HOOKS = [
     ("repeat", "pytest_runtest_makereport"),
     ("repeat", "pytest_runtest_protocol"),
     ("repeat", "pytest_runtest_setup"),
-    ("reports", "pytest_configure"),
     ("reports", "pytest_runtest_makereport"),
     ("snapshots", "pytest_assertrepr_compare"),
     ("suites", "pytest_collection_modifyitems"),
-    ("suites", "pytest_configure"),
 ]
 
 #: The fixtures the plugin's modules define (the public ones and its autouse ones).
@@ -477,8 +473,8 @@ def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Config) -
     )
 
     assert found == PLUGIN_HOOKS
-    # the entry point module's only hook registers the others
-    assert hooks_of(import_module(ENTRY_POINT[1])) == {"pytest_addhooks"}
+    # the entry point module's hooks register the others and configure them in order
+    assert hooks_of(import_module(ENTRY_POINT[1])) == {"pytest_addhooks", "pytest_configure"}
     for name in import_module(ENTRY_POINT[1]).PLUGIN_MODULES:  # each registered by its name
         assert pytestconfig.pluginmanager.get_plugin(name) is import_module(name)
 

@@ -198,7 +198,7 @@ _TRUSTED_READS = {
     "pytest_agentctx/runtime/persistence.py": "a conversation file the test itself saved",
     "pytest_agentctx/runtime/artifacts.py": "artifacts the agent under test wrote this run",
     "pytest_agentctx/runtime/prompts.py": "prompt templates of the user's own project",
-    "pytest_agentctx/plugin/scheduling.py": "the file an xdist worker wrote this session",
+    "pytest_agentctx/plugin/suites/_scheduling.py": "the file an xdist worker wrote this session",
     "pytest_agentctx/cli/config.py": "the project's own pytest configuration",
     "pytest_agentctx/traffic/cassettes/readcache.py": "the package's own modules, hashed",
     "pytest_agentctx/reports/html.py": "the package's own stylesheet and script",

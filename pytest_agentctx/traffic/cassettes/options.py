@@ -6,16 +6,12 @@ optional MODE (:func:`normalise_record_args`) and which tests are agent tests
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.errors import CassetteConfigError
-
-if TYPE_CHECKING:
-    import pytest
 
 __all__ = [
     "AGENT_FIXTURES",
@@ -65,33 +61,6 @@ class CassetteSettings(NamedTuple):
     run_id: str = ""
     #: pytest's verbosity (``-v``: 1, ``-vv``: 2): how much a cassette miss shows.
     verbosity: int = 0
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> CassetteSettings:
-        """The settings of a pytest session: its ``--agent-*`` options over its ini options.
-
-        The run id is the xdist run's (the same on every worker) or a new one. Raises
-        :class:`CassetteError` for a bad value (the plugin makes it a usage error).
-        """
-        workerinput = getattr(config, "workerinput", None)
-        run_id = workerinput["testrunuid"] if workerinput else os.urandom(16).hex()
-        return cls.build(
-            rootpath=config.rootpath,
-            directory=config.getoption("agent_cassette_dir")
-            or str(config.getini("agent_cassette_dir")),
-            cli_mode=config.getoption("agent_record"),
-            ini_mode=str(config.getini("agent_record_mode")),
-            all_tests=_ini_bool(config, "agent_all_tests"),
-            allow_unused=_ini_bool(config, "agent_allow_unused"),
-            allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
-            ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
-            cassette_format=str(config.getini("agent_cassette_format")),
-            secret_env=[str(e) for e in config.getini("agent_secret_env")],
-            record_failing=bool(config.getoption("agent_record_failing")),
-            run_id=run_id,
-            verbosity=config.get_verbosity(),
-            live=bool(config.getoption("agent_live", False)),
-        )
 
     @classmethod
     def build(
@@ -157,20 +126,6 @@ class CassetteSettings(NamedTuple):
             run_id=run_id,
             verbosity=verbosity,
         )
-
-
-def _ini_bool(config: pytest.Config, name: str) -> bool:
-    """A ``bool`` ini option, or a :class:`CassetteError` naming it (pytest's own error
-    says only ``invalid truth value``)."""
-    import pytest
-
-    try:
-        return bool(config.getini(name))
-    except (ValueError, pytest.UsageError) as exc:
-        raise CassetteConfigError(
-            f"{name}: {exc}; expected true or false, e.g. {name} = true. Fix it in your "
-            "pytest ini file."
-        ) from None
 
 
 def _secret_env(names: Iterable[str]) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
-"""Unit tests for pytest_agentctx.plugin.suites: integration folders, ordering, asyncio marking,
-which tests are sorted, repeated runs and the suite counts."""
+"""Unit tests for the plugin's suites and repeat packages: integration folders, ordering,
+asyncio marking, which tests are sorted, repeated runs and the suite counts."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.plugin.repetition import RepeatSpec, RepeatTally, repeat_cassette_path
-from pytest_agentctx.plugin.sorting import (
+from pytest_agentctx.plugin.repeat._runs import RepeatSpec, RepeatTally, repeat_cassette_path
+from pytest_agentctx.plugin.suites import SuiteCounts, SuiteScope
+from pytest_agentctx.plugin.suites._sorting import (
     in_integration_folder,
     integration_last,
     named_on_command_line,
     uses_plugin_fixture,
 )
-from pytest_agentctx.plugin.suites import SuiteCounts, SuiteScope
 from pytest_agentctx.reports.errors import RepeatError
 
 ROOT = Path("/project")

@@ -1,14 +1,15 @@
 """The end of a session's reports: the report built from every test's record, the gate
 run, the files written (:func:`finish`), and the summary printed (:func:`summarise`). What
-:class:`~.terminal.AgentReports` does when the session ends, imported then, and only when
-there is something to do (a report file, the gate, a baseline or an agent test): a session
-of plain tests never loads it, nor the report, the gate and the table it uses.
+:class:`~pytest_agentctx.plugin.reports.AgentReports` does when the session ends, imported
+then, and only when there is something to do (a report file, the gate, a baseline or an
+agent test).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,7 +25,7 @@ from pytest_agentctx.reports.session_report import ReportCollector, summary_line
 from pytest_agentctx.reports.table import OutcomeWords, table_lines
 
 if TYPE_CHECKING:
-    from pytest_agentctx.reports.terminal import AgentReports
+    from . import AgentReports
 
 __all__ = ["finish", "summarise"]
 
@@ -92,9 +93,9 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
 
 def summarise(
     reports: AgentReports,
-    report: dict[str, Any],
+    report: Mapping[str, object],
     result: GateResult,
-    terminalreporter: Any,
+    terminalreporter: pytest.TerminalReporter,
     config: pytest.Config,
 ) -> None:
     """Print the table of agent tests, the totals, the gate and the reports written (of

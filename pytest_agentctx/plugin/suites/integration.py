@@ -1,12 +1,13 @@
-"""How the integration tests run: after the other tests, and one at a time under xdist.
+"""The hooks that run the integration tests after the other tests, and one at a time under
+xdist.
 
-Which tests are integration tests, and which of them run, is the ``suites`` module's: it
-marks and deselects them at collection. This module puts the ones that run last
+Which tests are integration tests, and which of them run, is the package's: its hooks mark
+and deselect them at collection. This module puts the ones that run last
 (:func:`pytest_collection_modifyitems`) and, on an xdist worker, runs each under the
 session's integration lock (:func:`pytest_runtest_protocol`). Under xdist's load modes,
-the controller's scheduler holds them until every unit test has ended (the ``scheduling``
-module; :func:`pytest_xdist_make_scheduler`), from the list each worker writes of them
-(:func:`pytest_collection_finish`).
+the controller's scheduler holds them until every unit test has ended (the private
+``_scheduling`` module; :func:`pytest_xdist_make_scheduler`), from the list each worker
+writes of them (:func:`pytest_collection_finish`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -15,11 +16,14 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .keys import SUITE_SCOPE_KEY
+from ..keys import SUITE_SCOPE_KEY, release
+
+if TYPE_CHECKING:
+    from ._scheduling import Scheduling, WorkerNode
 
 #: xdist workerinput key: whether the controller holds the integration tests back, so the
 #: worker lists them (:func:`pytest_collection_finish`).
@@ -36,7 +40,7 @@ def pytest_collection_modifyitems(
     reordering); with no such test the order is left as it is."""
     scope = config.stash[SUITE_SCOPE_KEY]
     if any(scope.integration(item) for item in items):
-        from .sorting import integration_last
+        from ._sorting import integration_last
 
         items[:] = integration_last(items, scope.integration)
 
@@ -47,24 +51,28 @@ def pytest_runtest_protocol(
 ) -> Generator[None, object, object]:
     """On an xdist worker, a sorted integration test runs under the session's integration
     lock, so integration tests run one at a time even where xdist_group cannot group them
-    (pytest 9 with pytest-xdist 3.8: pytest-dev/pytest-xdist#1386)."""
+    (pytest 9 with pytest-xdist 3.8: pytest-dev/pytest-xdist#1386). The test's keys are
+    released (:func:`~pytest_agentctx.plugin.keys.release`) before the lock is let go."""
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None or not item.config.stash[SUITE_SCOPE_KEY].integration(item):
         return (yield)
-    from .sorting import serial_lock
+    from ._sorting import serial_lock
 
     with serial_lock(str(workerinput["testrunuid"])):
-        return (yield)
+        try:
+            return (yield)
+        finally:  # under the lock, whichever of the two wrappers pytest calls first
+            release(item)
 
 
 def holds_integration(config: pytest.Config) -> bool:
     """Whether the xdist controller holds the integration tests until the unit tests have
-    ended: a load mode of :data:`~.scheduling.WRAPPED`, and integration tests may run
+    ended: a load mode of :data:`~._scheduling.WRAPPED`, and integration tests may run
     (asked for, or the command line names tests)."""
     if not config.pluginmanager.has_plugin("dsession"):
         return False
-    from .scheduling import WRAPPED
-    from .sorting import integration_requested, named_paths
+    from ._scheduling import WRAPPED
+    from ._sorting import integration_requested, named_paths
 
     if str(config.getvalue("dist")) not in WRAPPED:
         return False
@@ -72,7 +80,7 @@ def holds_integration(config: pytest.Config) -> bool:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
+def pytest_configure_node(node: WorkerNode) -> None:
     """xdist controller: tell each worker whether to list its integration tests."""
     node.workerinput[HOLD_INPUT] = holds_integration(node.config)
 
@@ -87,7 +95,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     scope = config.stash[SUITE_SCOPE_KEY]
     integration = [i for i, item in enumerate(session.items) if scope.integration(item)]
-    from .scheduling import integration_file, write_integration
+    from ._scheduling import integration_file, write_integration
 
     path = integration_file(
         str(workerinput["testrunuid"]), str(workerinput["workerid"]), writer=True
@@ -96,16 +104,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Generator[None, Any, Any]:
+def pytest_xdist_make_scheduler(
+    config: pytest.Config, log: object
+) -> Generator[None, Scheduling | None, Scheduling | None]:
     """xdist controller: the scheduler xdist made, wrapped to hold the integration tests
-    until every unit test has ended (:func:`~.scheduling.wrap_scheduler`), when
+    until every unit test has ended (:func:`~._scheduling.wrap_scheduler`), when
     :func:`holds_integration`; else as xdist made it."""
     scheduler = yield
     if scheduler is None or not holds_integration(config):
         return scheduler
     run_id = str(config.pluginmanager.getplugin("dsession").nodemanager.testrunuid)
     config.stash[_HELD_RUNS] = run_id
-    from .scheduling import wrap_scheduler
+    from ._scheduling import wrap_scheduler
 
     return wrap_scheduler(scheduler, run_id)
 

@@ -1,13 +1,18 @@
-"""The reports of a session: each test's reports as pytest makes them, and its record.
+"""The hooks of the session's reports and gate (``--agent-report``, ``--agent-report-html``,
+``--agent-gate``, ``--agent-baseline``): each test's reports as pytest makes them, and its
+record.
 
-:func:`pytest_configure` decides whether the session measures every agent test (a report
-file, the gate or a baseline asks for it) and registers the
-:class:`~pytest_agentctx.reports.terminal.AgentReports` plugin, which writes the reports
-and prints the summary from each test's record (:func:`item_record`; a failed test's
-record says why it failed: :func:`item_failure`).
-:func:`pytest_runtest_makereport` keeps a test's reports by phase (its cassette and the fake
-model read the call's outcome), redacts them with the test's redactor, and notes a stale
-cassette.
+:func:`configure` decides whether the session measures every agent test (a report
+file, the gate or a baseline asks for it) and registers the :class:`AgentReports` plugin,
+which records each test's figures on its teardown report (:func:`item_record`; a failed
+test's record says why it failed: :func:`item_failure`) and, in the process that reports
+(not an xdist worker), writes the reports, runs the gate and prints the summary when the
+session ends (the private ``_end`` module, imported only when there is a report file, the
+gate, a baseline or an agent test). :func:`pytest_runtest_makereport` keeps a test's
+reports by phase (its cassette and the fake model read the call's outcome), redacts them
+with the test's redactor, and notes a stale cassette; :class:`ShownIds` shows a test id
+that holds a secret redacted. The figures themselves are built by
+:mod:`pytest_agentctx.reports`, which stays free of pytest.
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -15,13 +20,18 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .capture import redactor_of
-from .keys import (
+from pytest_agentctx.reports.errors import ReportError
+from pytest_agentctx.reports.record import RECORD_ATTRIBUTE, is_agent_test, junit_properties
+from pytest_agentctx.reports.tolerance import parse_tolerance
+
+from ..capture import redactor_of
+from ..keys import (
     BUDGET_CHECK_KEY,
     BUDGET_KEY,
     CASSETTE_ENTRY_KEY,
@@ -41,17 +51,16 @@ SHOWN_ID_ATTRIBUTE = "agentctx_shown_id"
 if TYPE_CHECKING:
     from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.redaction.redactor import Redactor
+    from pytest_agentctx.reports.gate import GateResult
     from pytest_agentctx.reports.schema import FailureEntry, RepeatEntry
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
     """Whether the session reads every agent test's runs, and the reports' plugin."""
     config.stash[MEASURE_KEY] = any(
         config.getoption(name)
         for name in ("agent_report", "agent_report_html", "agent_gate", "agent_baseline")
     )
-    from pytest_agentctx.reports.terminal import AgentReports
-
     config.pluginmanager.register(AgentReports(config, item_record), "agentctx-reports")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ShownIds(config), "agentctx-shown-ids")
@@ -87,7 +96,7 @@ def pytest_runtest_makereport(
 def _fail_for_late_requests(item: pytest.Item, report: pytest.TestReport) -> None:
     """The requests that the test's work (a task, a thread) made after its scope ended,
     refused so far, fail its teardown (the others fail the session when it ends)."""
-    from .cassettes import take_late
+    from ..cassettes import take_late
 
     late = take_late(item.nodeid)
     if not late:
@@ -169,7 +178,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
     runs = [run for part in parts for run in part]
     prices = None
     if runs:  # a test without runs needs no price table
-        from .budgets import prices_of
+        from ..budgets import prices_of
 
         prices = prices_of(item)
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
@@ -216,3 +225,136 @@ def item_failure(item: pytest.Item) -> FailureEntry | None:
             message=redactor.text(message) if isinstance(message, str) else None,
         )
     return None
+
+
+#: Builds a test's record (:func:`~.report.build_record`) when its teardown report is made;
+#: the flag says whether the runs' contexts go into it.
+RecordOf = Callable[[pytest.Item, bool], Mapping[str, object]]
+
+
+def path_option(config: pytest.Config, name: str, base: Path) -> Path | None:
+    """The path option ``name`` relative to ``base``, or ``None`` when it is not given."""
+    value = config.getoption(name)
+    return None if not value else base / str(value)
+
+
+def option_or_ini(config: pytest.Config, name: str) -> str:
+    """The command-line option ``name`` when given, otherwise the ini option of that name."""
+    value = config.getoption(name)
+    return str(value if value is not None else config.getini(name))
+
+
+class AgentReports:
+    """Hooks of the reports and the gate. Every process records its tests' figures on
+    their teardown reports; the process that reports (not an xdist worker) collects them,
+    writes the reports and runs the gate.
+
+    ``record_of(item, contexts)`` gives a test's record from what the plugin knows of it.
+    Bad report options are usage errors, raised when the object is made (at configure).
+    """
+
+    def __init__(self, config: pytest.Config, record_of: RecordOf) -> None:
+        self.record_of = record_of
+        self.worker = hasattr(config, "workerinput")
+        base = config.invocation_params.dir
+        self.json_path = path_option(config, "agent_report", base)
+        self.html_path = path_option(config, "agent_report_html", base)
+        for name, path, example in (
+            ("agent_report", self.json_path, "agentctx-report.json"),
+            ("agent_report_html", self.html_path, "agentctx-report.html"),
+        ):
+            problem = None if path is None or self.worker else _unwritable_reason(path)
+            if problem is not None:  # found now, not after the whole run
+                option = "--" + name.replace("_", "-")
+                raise pytest.UsageError(
+                    f"{option}={config.getoption(name)}: the report cannot be written to "
+                    f"{path}: {problem}. Give a file path in a writable folder, for example "
+                    f"{option}={example}."
+                )
+        self.contexts = self.json_path is not None or self.html_path is not None
+        self.gate_enabled = bool(config.getoption("agent_gate"))
+        #: Every report's (nodeid, outcome, record, integration, when, xfail), collected
+        #: when the session ends: a session without agent tests, report files, gate or
+        #: baseline then never imports the report's machinery.
+        self.reports: list[tuple[str, str, Mapping[str, object] | None, bool, str, bool]] = []
+        self.agent_tests = False
+        self.outcomes: dict[str, str] = {}
+        self.report: Mapping[str, object] | None = None
+        self.result: GateResult | None = None
+        self.baseline: Mapping[str, object] | None = None
+        self.baseline_path = path_option(config, "agent_baseline", base)
+        try:  # checked now; the gate's GateTolerance is made when the session ends
+            self.tolerance = parse_tolerance(
+                tokens=option_or_ini(config, "agent_baseline_tokens"),
+                iterations=option_or_ini(config, "agent_baseline_iterations"),
+                trajectory=option_or_ini(config, "agent_baseline_trajectory"),
+            )
+        except ReportError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.baseline_path is not None and not self.worker:
+            from pytest_agentctx.reports.session_report import load_report
+
+            try:
+                self.baseline = load_report(self.baseline_path)
+            except ReportError as exc:
+                raise pytest.UsageError(f"--agent-baseline: {exc}") from None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Attach the test's record (and its JUnit properties) to its teardown report."""
+        report = yield
+        if report.when == "teardown":
+            record = self.record_of(item, self.contexts)
+            setattr(report, RECORD_ATTRIBUTE, record)
+            report.user_properties.extend(junit_properties(record))
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect every report (in the process that reports)."""
+        if not self.worker:
+            record = getattr(report, RECORD_ATTRIBUTE, None)
+            if record is not None and is_agent_test(record):
+                self.agent_tests = True
+            integration = "integration" in report.keywords
+            xfail = hasattr(report, "wasxfail")
+            self.reports.append(
+                (report.nodeid, report.outcome, record, integration, report.when, xfail)
+            )
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Build the report, run the gate, write the files; a failed gate fails the session."""
+        if self.worker or not self._wanted():
+            return
+        from ._end import finish
+
+        finish(self, session)
+
+    def _wanted(self) -> bool:
+        """Whether the session's end has anything to do: a report file to write, the gate
+        or a baseline to compare with, or an agent test to show in the table. Without
+        them the report would be built to print nothing."""
+        return bool(
+            self.json_path is not None
+            or self.html_path is not None
+            or self.gate_enabled
+            or self.baseline is not None
+            or self.agent_tests
+        )
+
+    def pytest_terminal_summary(
+        self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+    ) -> None:
+        """Print the table of agent tests, the totals, the gate and the reports written."""
+        if self.worker or self.report is None or self.result is None:
+            return
+        from ._end import summarise
+
+        summarise(self, self.report, self.result, terminalreporter, config)
+
+
+def _unwritable_reason(path: Path) -> str | None:
+    from pytest_agentctx._files import unwritable_reason
+
+    return unwritable_reason(path)

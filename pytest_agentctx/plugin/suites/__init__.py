@@ -1,31 +1,27 @@
-"""How a test suite of agents runs: unit and integration tests, and repeated runs.
+"""The hooks of the suites: tests sorted into the unit and integration suites, counted, and
+integration tests deselected unless asked for.
 
 * Unit tests are ``async def`` tests; those that use this plugin's fixtures get pytest-asyncio's
-  ``asyncio`` marker at collection (:func:`~.sorting.uses_plugin_fixture`), so they run even in
-  pytest-asyncio's strict mode. Tests marked for anyio or trio are left alone.
+  ``asyncio`` marker at collection (:func:`~._sorting.uses_plugin_fixture`), so they run even
+  in pytest-asyncio's strict mode. Tests marked for anyio or trio are left alone.
 * Integration tests are marked ``integration`` or live under a ``tests/integration/`` folder
-  (:func:`~.sorting.in_integration_folder`). They are deselected unless ``-m`` names the marker,
-  ``--agent-integration`` is given, or the command line names their file or folder; they run
-  after the unit tests (:func:`~.sorting.integration_last`) and, under xdist, one at a time.
+  (:func:`~._sorting.in_integration_folder`). They are deselected unless ``-m`` names the
+  marker, ``--agent-integration`` is given, or the command line names their file or folder;
+  they run after the unit tests and, under xdist, one at a time (the :mod:`.integration`
+  module's hooks).
 * The sorting applies to the agent tests only (:class:`SuiteScope`: marked ``agent``, using
   an agent fixture, or every test with ``agent_all_tests``), and to every test when the
   project opts in with ``agent_suites = true``; the ``--dist loadgroup`` switch, a choice
   for the whole session, is made only then. A project without agent tests that does not
   opt in runs as without the plugin.
-* ``@pytest.mark.agent_repeat(n, min_pass_rate=1.0)`` runs a test n times and passes on the
-  pass rate; each repetition gets its own cassette (the ``repetition`` module: what this
-  module's names ``RepeatSpec``, ``RepeatTally`` and ``repeat_cassette_path`` give).
 
 This module's hooks sort the tests at configure and collection time
-(:func:`pytest_configure`: the scope, the counts, a :class:`SuitesReporter`, the xdist
+(:func:`configure`: the scope, the counts, a :class:`SuitesReporter`, the xdist
 grouping; :func:`pytest_collection_modifyitems`:
-:func:`~.sorting.deselect_integration_tests`); the ``integration`` module orders and
-serialises the integration tests, ``async_tests`` marks async tests with
-:func:`~.sorting.needs_asyncio_marker`, and ``repeat`` runs repeated tests. What sorts the
-tests is in the ``sorting`` module, imported once a session has a test to sort (or runs
-under xdist, or collects an ``async def`` test); its names are importable from here too. As
-it works on pytest's own objects, only the plugin imports it (importing the package does
-not).
+:func:`~._sorting.deselect_integration_tests`). What sorts the tests is in the private
+``_sorting`` module, imported once a session has a test to sort (or runs under xdist, or
+collects an ``async def`` test); the xdist scheduler that holds the integration tests back
+is in the private ``_scheduling`` module.
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -37,21 +33,20 @@ from collections.abc import (
     Generator,
     Iterable,
 )
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
-from pytest_agentctx._lazy import lazy_getattr
 from pytest_agentctx.traffic.cassettes.options import AGENT_FIXTURES
 
-from .keys import SUITE_SCOPE_KEY, SUITES_KEY
+from ..keys import REPEAT_ATTRIBUTE, SUITE_SCOPE_KEY, SUITES_KEY
+
+if TYPE_CHECKING:
+    from ._scheduling import WorkerNode
 
 __all__ = [
     "DESELECTED_OUTPUT",
-    "INTEGRATION_FOLDER",
-    "INTEGRATION_GROUP",
     "LOADGROUP_INPUT",
-    "REPEAT_ATTRIBUTE",
     "SUITE_ATTRIBUTE",
     "SUITE_FIXTURES",
     "SuiteCounts",
@@ -59,14 +54,6 @@ __all__ = [
     "SuitesReporter",
 ]
 
-#: Tests below a folder with these two parts are integration tests.
-INTEGRATION_FOLDER = ("tests", "integration")
-#: The xdist group every integration test joins (``--dist loadgroup``): one worker, in order.
-INTEGRATION_GROUP = "agentctx-integration"
-#: Markers of other async test runners: such tests are not given the asyncio marker.
-OTHER_ASYNC_MARKERS = ("anyio", "trio")
-#: Report attribute carrying a repeated test's tally to the process that prints.
-REPEAT_ATTRIBUTE = "agentctx_repeat"
 #: xdist workeroutput key: how many integration tests the worker deselected.
 DESELECTED_OUTPUT = "agentctx_integration_deselected"
 #: xdist workerinput key: whether the controller switched the session to ``loadgroup``.
@@ -77,31 +64,6 @@ SUITE_ATTRIBUTE = "agentctx_suite"
 #: Fixtures whose use makes a test an agent test for the suites (besides the ``agent``
 #: marker): the cassette's agent fixtures and the fake model.
 SUITE_FIXTURES = AGENT_FIXTURES | {"fake_llm"}
-
-#: What sorting the tests and ``agent_repeat`` tests use, in the ``sorting`` and
-#: ``repetition`` modules (imported on first use: a session that sorts no test, or has no
-#: repeated test, never loads them); importable from here as well.
-__getattr__ = lazy_getattr(
-    "pytest_agentctx.plugin",
-    {
-        **{name: "repetition" for name in ("RepeatSpec", "RepeatTally", "repeat_cassette_path")},
-        **{
-            name: "sorting"
-            for name in (
-                "deselect_integration_tests",
-                "group_integration_tests",
-                "in_integration_folder",
-                "integration_last",
-                "integration_requested",
-                "named_on_command_line",
-                "named_paths",
-                "needs_asyncio_marker",
-                "serial_lock",
-                "uses_plugin_fixture",
-            )
-        },
-    },
-)
 
 
 class SuiteScope(NamedTuple):
@@ -142,7 +104,7 @@ class SuiteScope(NamedTuple):
 
     def integration(self, item: pytest.Item) -> bool:
         """Whether ``item`` is a sorted integration test (marked ``integration``, by hand or
-        by :func:`deselect_integration_tests`)."""
+        by :func:`~._sorting.deselect_integration_tests`)."""
         return item.get_closest_marker("integration") is not None and self.sorts_item(item)
 
 
@@ -222,12 +184,12 @@ class SuitesReporter:
             self.repeats[report.nodeid] = str(tally.get("line", ""))
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
+    def pytest_configure_node(self, node: WorkerNode) -> None:
         """xdist: tell each worker whether the session groups tests (see loadgroup)."""
         node.workerinput[LOADGROUP_INPUT] = getattr(self.config.option, "dist", "") == "loadgroup"
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
+    def pytest_testnodedown(self, node: object, error: object) -> None:
         """xdist: every worker deselected the same tests; keep the count once."""
         output = getattr(node, "workeroutput", {}) or {}
         self.counts.deselected_integration = max(
@@ -240,7 +202,7 @@ class SuitesReporter:
         if workeroutput is not None:
             workeroutput[DESELECTED_OUTPUT] = self.counts.deselected_integration
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Print the suites line and every repeated test's pass rate."""
         if self.worker or self.config.get_verbosity() < -1:
             return
@@ -251,18 +213,22 @@ class SuitesReporter:
             terminalreporter.write_line(f"agent_repeat {nodeid}: {line}")
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
     """The session's suite scope and counts; the reporter that prints them; the xdist
-    grouping of the integration tests (:func:`group_integration_tests`)."""
+    grouping of the integration tests (:func:`~._sorting.group_integration_tests`)."""
     scope = config.stash[SUITE_SCOPE_KEY] = SuiteScope.from_config(config)
     config.stash[SUITES_KEY] = SuiteCounts(agent_only=not scope.everything)
     reporter = SuitesReporter(config, config.stash[SUITES_KEY], scope)
     config.pluginmanager.register(reporter, "agentctx-suites")
-    worker = getattr(config, "workerinput", None) is not None
-    if worker or (scope.everything and config.pluginmanager.hasplugin("xdist")):
-        from .sorting import group_integration_tests
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        # a worker reads --dist from the command line: take the controller's switch
+        if workerinput.get(LOADGROUP_INPUT):
+            config.option.loadgroup = True
+    elif scope.everything and config.pluginmanager.hasplugin("xdist"):
+        from ._sorting import group_integration_tests
 
-        group_integration_tests(config, scope)
+        group_integration_tests(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -273,6 +239,6 @@ def pytest_collection_modifyitems(
     default (the agent tests only, or every test with agent_suites)."""
     scope = config.stash[SUITE_SCOPE_KEY]
     if any(scope.sorts_item(item) for item in items):  # else there is nothing to sort
-        from .sorting import deselect_integration_tests
+        from ._sorting import deselect_integration_tests
 
         deselect_integration_tests(config, items, config.stash[SUITES_KEY], scope)

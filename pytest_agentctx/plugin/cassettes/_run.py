@@ -1,8 +1,8 @@
-"""A test's cassette while it runs (:func:`run_cassette`, what the ``cassettes`` module's
-autouse fixture runs for an agent test): built from the test's options, started with its
+"""A test's cassette while it runs (:func:`run_cassette`, what the package's autouse
+fixture runs for an agent test): built from the test's options, started with its
 network guard, its runs captured, and what it recorded saved once the test passed
 (:func:`_end_cassette`); and the guard of a ``fake_llm`` test (:func:`fake_llm_guard`).
-Imported when a session has an agent test: a session of plain tests never loads it.
+Imported by the package's autouse fixture for the session's first agent test.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 from pytest_agentctx.traffic import scopes
 from pytest_agentctx.traffic.errors import CassetteError
 
-from . import capture
-from .keys import (
+from .. import capture
+from ..keys import (
     CASSETTE_ENTRY_KEY,
     CASSETTE_KEY,
     CASSETTE_SETTINGS_KEY,
@@ -101,7 +101,7 @@ def run_cassette(
     )
     repetition = item.stash.get(REPEAT_INDEX_KEY, None)
     if repetition is not None:  # agent_repeat: one cassette per repetition
-        from .repetition import repeat_cassette_path
+        from ..repeat._runs import repeat_cassette_path
 
         path = repeat_cassette_path(path, repetition)
     # The cassette's redactor is the test's: it also knows what earlier tests learned.

@@ -2,9 +2,8 @@
 repetitions run with fresh function fixtures (:func:`run_repetitions`) and tallied
 (:class:`RepeatTally`), and one setup, call and teardown report logged for them
 (:func:`repeat_reports`); each repetition gets its own cassette
-(:func:`repeat_cassette_path`). The ``repeat`` module's hooks import it for a test marked
-``agent_repeat`` only: a session without one never loads it. Like the other modules of the
-plugin it works on pytest's own objects, so only the plugin imports it.
+(:func:`repeat_cassette_path`). The package's hooks import it for a test marked
+``agent_repeat`` only.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import pytest
 
 from pytest_agentctx.reports.errors import RepeatError
 
-from .suites import REPEAT_ATTRIBUTE
+from ..keys import REPEAT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from pytest_agentctx.reports.schema import RepeatEntry

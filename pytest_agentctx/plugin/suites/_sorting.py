@@ -2,11 +2,9 @@
 (:func:`in_integration_folder`), marked, grouped and deselected
 (:func:`deselect_integration_tests`), put last (:func:`integration_last`) and serialised
 (:func:`serial_lock`); the xdist grouping (:func:`group_integration_tests`); which ``async
-def`` tests get pytest-asyncio's marker (:func:`needs_asyncio_marker`). The ``suites``,
-``integration`` and ``async_tests`` modules' hooks import it when a session sorts a test,
-runs under xdist or collects an ``async def`` test: a session of plain tests never loads
-it. Like the other modules of the plugin it works on pytest's own objects, so only the
-plugin imports it.
+def`` tests get pytest-asyncio's marker (:func:`needs_asyncio_marker`). The hooks of the
+``suites`` package and of ``async_tests`` import it when a session sorts a test, runs under
+xdist or collects an ``async def`` test.
 """
 
 from __future__ import annotations
@@ -16,18 +14,12 @@ import itertools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
-from .suites import (
-    INTEGRATION_FOLDER,
-    INTEGRATION_GROUP,
-    LOADGROUP_INPUT,
-    OTHER_ASYNC_MARKERS,
-    SuiteCounts,
-    SuiteScope,
-)
+if TYPE_CHECKING:
+    from . import SuiteCounts, SuiteScope
 
 __all__ = [
     "deselect_integration_tests",
@@ -43,6 +35,13 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Tests below a folder with these two parts are integration tests.
+INTEGRATION_FOLDER = ("tests", "integration")
+#: The xdist group every integration test joins (``--dist loadgroup``): one worker, in order.
+INTEGRATION_GROUP = "agentctx-integration"
+#: Markers of other async test runners: such tests are not given the asyncio marker.
+OTHER_ASYNC_MARKERS = ("anyio", "trio")
 
 
 def in_integration_folder(path: Path, rootpath: Path | None = None) -> bool:
@@ -76,7 +75,7 @@ def integration_last(items: Sequence[T], is_integration: Callable[[T], bool]) ->
 
 def uses_plugin_fixture(
     argnames: Iterable[str],
-    fixturedefs: Mapping[str, Sequence[Any]],
+    fixturedefs: Mapping[str, Sequence[object]],
     modules: Collection[str],
 ) -> bool:
     """Whether a test asking for ``argnames`` uses a public fixture defined in one of
@@ -154,19 +153,11 @@ def integration_requested(config: pytest.Config) -> bool:
     return any(in_integration_folder(path, config.rootpath) for path in named_paths(config))
 
 
-def group_integration_tests(config: pytest.Config, scope: SuiteScope) -> None:
+def group_integration_tests(config: pytest.Config) -> None:
     """Under ``pytest -n N`` without a --dist choice, switch xdist to ``loadgroup`` when
-    integration tests may run and the session sorts every test (:attr:`SuiteScope.everything`),
-    so their xdist_group runs them on one worker, in order. The switch changes how the whole
-    session is spread: it is never made for a session that sorts its agent tests only."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        # a worker reads --dist from the command line: take the controller's switch
-        if workerinput.get(LOADGROUP_INPUT):
-            config.option.loadgroup = True
-        return
-    if not scope.everything or not config.pluginmanager.hasplugin("xdist"):
-        return
+    integration tests may run, so their xdist_group runs them on one worker, in order. The
+    switch changes how the whole session is spread: the plugin makes it only for a session
+    that sorts every test (:attr:`SuiteScope.everything`), on xdist's controller."""
     chosen = config.known_args_namespace
     user_chose = getattr(chosen, "dist", "no") != "no" or getattr(chosen, "distload", False)
     if (

@@ -1,4 +1,5 @@
-"""Under pytest-xdist, the integration tests start once every unit test has ended.
+"""The xdist scheduler wrapper that starts the integration tests once every unit test has
+ended (:class:`IntegrationLast`), and the lists of integration tests its workers write.
 
 xdist's load schedulers hand the collection out in chunks, so a worker that ran out of unit
 tests takes an integration test while another worker still runs unit tests, whatever order
@@ -26,11 +27,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import pytest
 
 __all__ = [
     "WRAPPED",
     "IntegrationLast",
+    "Node",
+    "Scheduling",
+    "WorkerNode",
     "integration_file",
     "read_integration",
     "wrap_scheduler",
@@ -44,6 +51,64 @@ __all__ = [
 WRAPPED = ("load", "worksteal")
 #: xdist's schedulers of those modes, by class name: another plugin's scheduler is kept as is.
 _WRAPPED_CLASSES = {"LoadScheduling", "WorkStealingScheduling"}
+
+
+class WorkerNode(Protocol):
+    """An xdist worker as ``pytest_configure_node`` gets it: what the plugin tells it."""
+
+    workerinput: dict[str, object]
+    config: pytest.Config
+
+
+class _Gateway(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class Node(Protocol):
+    """An xdist worker as its scheduler uses it (xdist's ``WorkerController``)."""
+
+    @property
+    def gateway(self) -> _Gateway: ...
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+    def send_runtest_some(self, indices: Sequence[int]) -> None: ...
+
+    def send_steal(self, indices: Sequence[int]) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class Scheduling(Protocol):
+    """xdist's ``Scheduling`` protocol: what the controller asks of its scheduler."""
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def collection_is_completed(self) -> bool: ...
+
+    @property
+    def tests_finished(self) -> bool: ...
+
+    @property
+    def has_pending(self) -> bool: ...
+
+    def add_node(self, node: Node) -> None: ...
+
+    def add_node_collection(self, node: Node, collection: Sequence[str]) -> None: ...
+
+    def mark_test_complete(self, node: Node, item_index: int, duration: float = 0) -> None: ...
+
+    def mark_test_pending(self, item: str) -> None: ...
+
+    def remove_pending_tests_from_node(self, node: Node, indices: Sequence[int]) -> None: ...
+
+    def remove_node(self, node: Node) -> str | None: ...
+
+    def schedule(self) -> None: ...
 
 
 def integration_file(run_id: str, worker_id: str, *, writer: bool = False) -> Path:
@@ -87,7 +152,7 @@ class _Worker:
     """A worker as the wrapped scheduler sees it: the unit tests only, numbered anew; its
     requests to stop go to :meth:`IntegrationLast._stop_asked`."""
 
-    def __init__(self, owner: IntegrationLast, node: Any) -> None:
+    def __init__(self, owner: IntegrationLast, node: Node) -> None:
         self._owner = owner
         self.node = node
         #: the real index of each of the scheduler's (the unit tests of the collection)
@@ -100,8 +165,12 @@ class _Worker:
         self.real = unit
         self.inner = {real: index for index, real in enumerate(unit)}
 
-    def __getattr__(self, name: str) -> Any:  # gateway, workerinfo, ...: the worker's
+    def __getattr__(self, name: str) -> object:  # workerinfo, ...: the worker's
         return getattr(self.node, name)
+
+    @property
+    def gateway(self) -> _Gateway:
+        return self.node.gateway
 
     def __repr__(self) -> str:
         return repr(self.node)
@@ -124,24 +193,24 @@ class IntegrationLast:
     """xdist's scheduler ``inner``, with the integration tests held until every unit test
     has ended (see the module's docstring). It implements xdist's ``Scheduling`` protocol."""
 
-    def __init__(self, inner: Any, run_id: str) -> None:
+    def __init__(self, inner: Scheduling, run_id: str) -> None:
         self.inner = inner
         self.run_id = run_id
-        self.workers: dict[Any, _Worker] = {}
+        self.workers: dict[Node, _Worker] = {}
         #: real indices sent to each worker that has not ended them, in the order sent
-        self.pending: dict[Any, list[int]] = {}
+        self.pending: dict[Node, list[int]] = {}
         self.collection: list[str] | None = None
         self.integration: frozenset[int] = frozenset()
         self.held: list[int] = []
         #: the unit tests not ended yet (a test that crashed its worker has ended)
         self.outstanding: set[int] = set()
-        self.spare: Any = None
+        self.spare: Node | None = None
         self.started = self.released = False
 
     # -- the Scheduling protocol ----------------------------------------------------
 
     @property
-    def nodes(self) -> list[Any]:
+    def nodes(self) -> list[Node]:
         return list(self.pending)
 
     @property
@@ -158,13 +227,13 @@ class IntegrationLast:
     def has_pending(self) -> bool:
         return bool(self.held) or any(self.pending.values()) or bool(self.inner.has_pending)
 
-    def add_node(self, node: Any) -> None:
+    def add_node(self, node: Node) -> None:
         # The wrapped scheduler gets the worker with its collection (add_node_collection):
         # xdist's scope schedulers would hand work to a worker that has not collected yet.
         self.workers[node] = _Worker(self, node)
         self.pending[node] = []
 
-    def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+    def add_node_collection(self, node: Node, collection: Sequence[str]) -> None:
         integration = read_integration(
             integration_file(self.run_id, node.gateway.id), collection, node.gateway.id
         )
@@ -193,7 +262,7 @@ class IntegrationLast:
         self.inner.schedule()
         self._release_when_done()
 
-    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+    def mark_test_complete(self, node: Node, item_index: int, duration: float = 0) -> None:
         self.pending[node].remove(item_index)
         if item_index not in self.integration:
             self.outstanding.discard(item_index)
@@ -211,14 +280,14 @@ class IntegrationLast:
             self.inner.mark_test_pending(item)
         self._release_when_done()
 
-    def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
+    def remove_pending_tests_from_node(self, node: Node, indices: Sequence[int]) -> None:
         worker = self.workers[node]
         for index in indices:
             self.pending[node].remove(index)
         self.inner.remove_pending_tests_from_node(worker, [worker.inner[i] for i in indices])
         self._release_when_done()
 
-    def remove_node(self, node: Any) -> str | None:
+    def remove_node(self, node: Node) -> str | None:
         pending = self.pending.pop(node)
         worker = self.workers.pop(node)
         if self.spare is node:
@@ -235,12 +304,12 @@ class IntegrationLast:
 
     # -- holding and releasing ------------------------------------------------------
 
-    def _send(self, node: Any, indices: list[int]) -> None:
+    def _send(self, node: Node, indices: list[int]) -> None:
         if indices:
             self.pending[node].extend(indices)
             node.send_runtest_some(indices)
 
-    def _stop_asked(self, node: Any) -> None:
+    def _stop_asked(self, node: Node) -> None:
         """The wrapped scheduler has no more unit tests for ``node``: the first such worker
         is kept while integration tests are held (the spare), the others stop."""
         if self.held and self.spare in (None, node):
@@ -263,7 +332,7 @@ class IntegrationLast:
             if not node.shutting_down:
                 node.shutdown()
 
-    def _target(self) -> Any:
+    def _target(self) -> Node | None:
         """The worker to run the held tests: the spare, or else a worker that has collected
         and is not stopping, if the unit tests not ended are (at most) its last one."""
         if len(self.outstanding) > 1:
@@ -280,7 +349,7 @@ class IntegrationLast:
 _classes: dict[str, type[IntegrationLast]] = {}
 
 
-def wrap_scheduler(inner: Any, run_id: str) -> Any:
+def wrap_scheduler(inner: Scheduling, run_id: str) -> Scheduling:
     """``inner`` held by :class:`IntegrationLast` when it is one of xdist's load
     schedulers (:data:`WRAPPED`), else ``inner`` itself. The wrapper bears the name of the
     class it wraps, which xdist prints (``scheduling tests via LoadScheduling``)."""

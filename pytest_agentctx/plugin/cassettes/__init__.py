@@ -1,14 +1,15 @@
-"""Cassettes: each agent test's traffic recorded or replayed, and the network guard.
+"""The hooks and fixtures of cassettes: each agent test's traffic recorded or replayed, and
+the network guard.
 
-At configure time the session's cassette settings and secrets are read
-(:func:`pytest_configure`). The autouse ``_agentctx_cassette`` fixture gives an agent test
+At configure time the session's cassette settings (:func:`cassette_settings`) and secrets
+are read (:func:`configure`). The autouse ``_agentctx_cassette`` fixture gives an agent test
 its cassette (and, when it replays, a guard that keeps it offline), captures its runs from
 the cassette, and saves what it recorded once the test passed; ``agent_cassette`` and
 ``agent_cassette_config`` are the fixtures tests see. After the call, a failure the traffic
 explains is named, and a passing test is checked for misses, refused connections and unused
-recordings (:func:`pytest_runtest_call`). What runs an agent test's cassette is in the
-``cassette_run`` module, imported for the session's first agent test; the logic is the
-traffic layer's (:mod:`pytest_agentctx.traffic.cassettes.per_test`).
+recordings (:func:`pytest_runtest_call`). What runs an agent test's cassette is in the private
+``_run`` module, imported for the session's first agent test; the logic is the traffic
+layer's (:mod:`pytest_agentctx.traffic.cassettes.per_test`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -16,17 +17,18 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agentctx.traffic.cassettes.options import CassetteSettings, is_agent_test
 from pytest_agentctx.traffic.errors import CassetteConfigError, CassetteError
 
-from . import capture
-from .keys import (
+from .. import capture
+from ..keys import (
     CASSETTE_KEY,
     CASSETTE_SETTINGS_KEY,
     GUARD_KEY,
@@ -38,11 +40,11 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
     """The session's cassette settings, and its secrets: the active redactor between tests
     (the one active before, an outer session's, is kept to restore)."""
     try:
-        config.stash[CASSETTE_SETTINGS_KEY] = CassetteSettings.from_config(config)
+        config.stash[CASSETTE_SETTINGS_KEY] = cassette_settings(config)
     except CassetteError as exc:
         raise pytest.UsageError(str(exc)) from None
     from pytest_agentctx.redaction.active import SessionSecrets, set_active
@@ -51,6 +53,46 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SECRETS_KEY] = secrets
     secrets.outer = set_active(secrets)  # the redactor is made when first asked for
     config.pluginmanager.register(LateRequests(config), "agentctx-late-requests")
+
+
+def cassette_settings(config: pytest.Config) -> CassetteSettings:
+    """The cassette settings of a pytest session: its ``--agent-*`` options over its ini
+    options (:meth:`CassetteSettings.build`).
+
+    The run id is the xdist run's (the same on every worker) or a new one. Raises
+    :class:`CassetteError` for a bad value (:func:`configure` makes it a usage error).
+    """
+    workerinput = getattr(config, "workerinput", None)
+    run_id = str(workerinput["testrunuid"]) if workerinput else os.urandom(16).hex()
+    return CassetteSettings.build(
+        rootpath=config.rootpath,
+        directory=config.getoption("agent_cassette_dir")
+        or str(config.getini("agent_cassette_dir")),
+        cli_mode=config.getoption("agent_record"),
+        ini_mode=str(config.getini("agent_record_mode")),
+        all_tests=_ini_bool(config, "agent_all_tests"),
+        allow_unused=_ini_bool(config, "agent_allow_unused"),
+        allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
+        ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
+        cassette_format=str(config.getini("agent_cassette_format")),
+        secret_env=[str(e) for e in config.getini("agent_secret_env")],
+        record_failing=bool(config.getoption("agent_record_failing")),
+        run_id=run_id,
+        verbosity=config.get_verbosity(),
+        live=bool(config.getoption("agent_live", False)),
+    )
+
+
+def _ini_bool(config: pytest.Config, name: str) -> bool:
+    """A ``bool`` ini option, or a :class:`CassetteError` naming it (pytest's own error
+    says only ``invalid truth value``)."""
+    try:
+        return bool(config.getini(name))
+    except (ValueError, pytest.UsageError) as exc:
+        raise CassetteConfigError(
+            f"{name}: {exc}; expected true or false, e.g. {name} = true. Fix it in your "
+            "pytest ini file."
+        ) from None
 
 
 #: xdist workeroutput key: the messages of the late requests a worker refused.
@@ -80,7 +122,7 @@ def release_leftovers() -> None:
 class LateRequests:
     """The requests refused because the test whose work (a task, a thread) made them had
     ended: reported on that test while its teardown can still fail (see
-    :mod:`.reports`), else when the session ends, where they fail the session (its exit
+    :mod:`..reports`), else when the session ends, where they fail the session (its exit
     status is not 0) with a section naming each one. An xdist worker hands its own to the
     controller."""
 
@@ -103,7 +145,7 @@ class LateRequests:
         elif self.messages and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.messages or hasattr(self.config, "workerinput"):
             return
         terminalreporter.section("agentctx: late requests refused", red=True, bold=True)
@@ -187,7 +229,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
             return
         yield None
         return
-    from .cassette_run import run_cassette
+    from ._run import run_cassette
 
     yield from run_cassette(request, item, settings)
 

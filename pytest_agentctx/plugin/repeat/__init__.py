@@ -1,11 +1,11 @@
-"""Repeated tests (``@pytest.mark.agent_repeat``): run n times, logged as one test.
+"""The hooks of repeated tests (``@pytest.mark.agent_repeat``): run n times, logged as one.
 
-The plugin runs a repeated test's protocol n times (:func:`pytest_runtest_protocol`, with
-:class:`~.repetition.RepeatSpec` and :class:`~.repetition.RepeatTally`), counts each
-repetition's outcome as its reports are made (:func:`pytest_runtest_makereport`), and
-:func:`~.repetition.repeat_reports` turns the repetitions' reports into one setup, call and
-teardown report, with the outcome of the pass rate. The hooks are here; what they run is in
-the ``repetition`` module, imported for a test marked ``agent_repeat`` only.
+:func:`pytest_runtest_protocol` runs a repeated test's protocol n times (with
+:class:`~._runs.RepeatSpec` and :class:`~._runs.RepeatTally`),
+:func:`pytest_runtest_makereport` counts each repetition's outcome as its reports are made,
+and :func:`~._runs.repeat_reports` turns the repetitions' reports into one setup, call and
+teardown report, with the outcome of the pass rate. What the hooks run is in the private
+``_runs`` module, imported for a test marked ``agent_repeat`` only.
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
 :mod:`pytest_agentctx.plugin`).
@@ -19,7 +19,7 @@ import pytest
 
 from pytest_agentctx.reports.errors import RepeatError
 
-from .keys import (
+from ..keys import (
     REPEAT_ERROR_KEY,
     REPEAT_INDEX_KEY,
     REPEAT_KEY,
@@ -36,7 +36,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     marker = item.get_closest_marker("agent_repeat")
     if marker is None:
         return None
-    from .repetition import RepeatSpec, RepeatTally, run_repetitions
+    from ._runs import RepeatSpec, RepeatTally, run_repetitions
 
     try:
         spec = RepeatSpec.from_marker(marker.args, marker.kwargs, where=item.nodeid)
