@@ -12,7 +12,7 @@ import pytest
 from cassette_support import TLS, Loopback
 
 from pytest_agentctx.traffic.cassettes import store
-from pytest_agentctx.traffic.cassettes.store import Interaction
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 
 
 @pytest.fixture
