@@ -287,8 +287,13 @@ def write_vcr(path: Path, size: int) -> None:
 
 
 def write_cassetter(path: Path, size: int) -> None:
-    from cassetter._core import Body, HttpInteraction, HttpRequest, HttpResponse
-    from cassetter._core import Cassette as RustCassette
+    from cassetter._core import (
+        Body,
+        Cassette as RustCassette,
+        HttpInteraction,
+        HttpRequest,
+        HttpResponse,
+    )
 
     cassette = RustCassette()
     for i in range(size):

@@ -5,164 +5,189 @@ the table of :mod:`pytest_agentctx._public`; tests/unit/test_public_names.py che
 two agree."""
 
 from . import exceptions as exceptions
-from .assertions.errors import MismatchError as MismatchError
-from .assertions.errors import SnapshotError as SnapshotError
-from .assertions.patterns.base import ANY as ANY
-from .assertions.patterns.base import AllOf as AllOf
-from .assertions.patterns.base import AnyOf as AnyOf
-from .assertions.patterns.base import Not as Not
-from .assertions.patterns.base import Pattern as Pattern
-from .assertions.patterns.base import Predicate as Predicate
-from .assertions.patterns.base import Regex as Regex
+from .assertions.errors import MismatchError as MismatchError, SnapshotError as SnapshotError
+from .assertions.patterns.base import (
+    ANY as ANY,
+    AllOf as AllOf,
+    AnyOf as AnyOf,
+    Not as Not,
+    Pattern as Pattern,
+    Predicate as Predicate,
+    Regex as Regex,
+)
 from .assertions.patterns.mismatch import Mismatch as Mismatch
-from .assertions.patterns.report import matches as matches
-from .assertions.patterns.report import mismatches as mismatches
-from .assertions.patterns.structure import Contains as Contains
-from .assertions.patterns.structure import Each as Each
-from .assertions.patterns.structure import Exact as Exact
-from .assertions.patterns.structure import Like as Like
-from .assertions.patterns.structure import Nowhere as Nowhere
-from .assertions.patterns.structure import Unordered as Unordered
+from .assertions.patterns.report import matches as matches, mismatches as mismatches
+from .assertions.patterns.structure import (
+    Contains as Contains,
+    Each as Each,
+    Exact as Exact,
+    Like as Like,
+    Nowhere as Nowhere,
+    Unordered as Unordered,
+)
 from .assertions.snapshots.assertion import AgentSnapshotAssertion as AgentSnapshotAssertion
 from .assertions.snapshots.extension import AgentSnapshotExtension as AgentSnapshotExtension
 from .assertions.snapshots.options import SnapshotOptions as SnapshotOptions
-from .assertions.trajectory import Trajectory as Trajectory
-from .assertions.trajectory import nested_runs as nested_runs
-from .assertions.trajectory import tool_calls as tool_calls
-from .context._seq import FrozenDict as FrozenDict
-from .context._seq import Seq as Seq
-from .context.clock import Clock as Clock
-from .context.clock import StepClock as StepClock
-from .context.clock import SystemClock as SystemClock
-from .context.errors import ContextStateError as ContextStateError
-from .context.errors import EmptyHistory as EmptyHistory
-from .context.errors import HistoryError as HistoryError
-from .context.errors import LastEntryNotUserMessage as LastEntryNotUserMessage
-from .context.errors import PatternError as PatternError
+from .assertions.trajectory import (
+    Trajectory as Trajectory,
+    nested_runs as nested_runs,
+    tool_calls as tool_calls,
+)
+from .context._seq import FrozenDict as FrozenDict, Seq as Seq
+from .context.clock import Clock as Clock, StepClock as StepClock, SystemClock as SystemClock
+from .context.errors import (
+    ContextStateError as ContextStateError,
+    EmptyHistory as EmptyHistory,
+    HistoryError as HistoryError,
+    LastEntryNotUserMessage as LastEntryNotUserMessage,
+    PatternError as PatternError,
+)
 from .context.history import History as History
-from .context.model import AgentContext as AgentContext
-from .context.model import Iteration as Iteration
-from .context.model import Message as Message
-from .context.model import ToolCall as ToolCall
-from .context.model import ToolResult as ToolResult
+from .context.model import (
+    AgentContext as AgentContext,
+    Iteration as Iteration,
+    Message as Message,
+    ToolCall as ToolCall,
+    ToolResult as ToolResult,
+)
 from .context.nested import LocatedCall as LocatedCall
 from .context.tools import ToolSpec as ToolSpec
-from .doubles.errors import FakeLLMError as FakeLLMError
-from .doubles.errors import FakeToolsError as FakeToolsError
-from .doubles.errors import LoopbackError as LoopbackError
-from .doubles.errors import UnexpectedModelCall as UnexpectedModelCall
-from .doubles.errors import UnusedScriptedReplies as UnusedScriptedReplies
+from .doubles.errors import (
+    FakeLLMError as FakeLLMError,
+    FakeToolsError as FakeToolsError,
+    LoopbackError as LoopbackError,
+    UnexpectedModelCall as UnexpectedModelCall,
+    UnusedScriptedReplies as UnusedScriptedReplies,
+)
 from .doubles.fake_llm import FakeLLM as FakeLLM
-from .doubles.fake_tools import FakeToolCall as FakeToolCall
-from .doubles.fake_tools import FakeTools as FakeTools
+from .doubles.fake_tools import FakeToolCall as FakeToolCall, FakeTools as FakeTools
 from .doubles.freeze import FrozenClock as FrozenClock
-from .doubles.ids import IdFactory as IdFactory
-from .doubles.ids import RandomIds as RandomIds
-from .doubles.ids import SequentialIds as SequentialIds
+from .doubles.ids import (
+    IdFactory as IdFactory,
+    RandomIds as RandomIds,
+    SequentialIds as SequentialIds,
+)
 from .doubles.loopback import LoopbackProvider as LoopbackProvider
 from .doubles.scripted_model import FakeModelCall as FakeModelCall
-from .exceptions import AgentAssertionError as AgentAssertionError
-from .exceptions import AgentCtxError as AgentCtxError
-from .exceptions import RunError as RunError
-from .exceptions import UsageError as UsageError
-from .reports.budgets import Budget as Budget
-from .reports.budgets import BudgetCheck as BudgetCheck
-from .reports.errors import BudgetError as BudgetError
-from .reports.errors import RepeatError as RepeatError
-from .reports.errors import ReportError as ReportError
-from .reports.figures import PriceTable as PriceTable
-from .reports.figures import RunStats as RunStats
-from .reports.figures import run_stats as run_stats
-from .reports.gate import BaselineComparison as BaselineComparison
-from .reports.gate import GateResult as GateResult
-from .reports.gate import GateTolerance as GateTolerance
-from .reports.gate import compare_reports as compare_reports
-from .reports.gate import evaluate_gate as evaluate_gate
+from .exceptions import (
+    AgentAssertionError as AgentAssertionError,
+    AgentCtxError as AgentCtxError,
+    RunError as RunError,
+    UsageError as UsageError,
+)
+from .reports.budgets import Budget as Budget, BudgetCheck as BudgetCheck
+from .reports.errors import (
+    BudgetError as BudgetError,
+    RepeatError as RepeatError,
+    ReportError as ReportError,
+)
+from .reports.figures import PriceTable as PriceTable, RunStats as RunStats, run_stats as run_stats
+from .reports.gate import (
+    BaselineComparison as BaselineComparison,
+    GateResult as GateResult,
+    GateTolerance as GateTolerance,
+    compare_reports as compare_reports,
+    evaluate_gate as evaluate_gate,
+)
 from .reports.html import render_html as render_html
 from .reports.session_report import load_report as load_report
-from .runtime.agent import Agent as Agent
-from .runtime.agent import RunResult as RunResult
-from .runtime.agent import SubAgent as SubAgent
-from .runtime.artifacts import ARTIFACT_TOOLS as ARTIFACT_TOOLS
-from .runtime.artifacts import ArtifactChanges as ArtifactChanges
-from .runtime.artifacts import ArtifactRef as ArtifactRef
-from .runtime.artifacts import ArtifactStore as ArtifactStore
-from .runtime.artifacts import LocalArtifactStore as LocalArtifactStore
-from .runtime.artifacts import TrackedArtifactStore as TrackedArtifactStore
-from .runtime.artifacts import list_artifacts as list_artifacts
-from .runtime.artifacts import read_artifact as read_artifact
-from .runtime.artifacts import write_artifact as write_artifact
-from .runtime.assembly import AssembledContext as AssembledContext
-from .runtime.assembly import ContextSource as ContextSource
-from .runtime.assembly import FromRetrieval as FromRetrieval
-from .runtime.assembly import FromState as FromState
-from .runtime.assembly import Segment as Segment
-from .runtime.assembly import Text as Text
-from .runtime.assembly import assemble as assemble
-from .runtime.assembly import validate_sources as validate_sources
-from .runtime.delegation import Delegation as Delegation
-from .runtime.delegation import SubAgentSummary as SubAgentSummary
-from .runtime.delegation import parse_summary as parse_summary
-from .runtime.errors import AgentDefinitionError as AgentDefinitionError
-from .runtime.errors import ArtifactError as ArtifactError
-from .runtime.errors import ArtifactNotFound as ArtifactNotFound
-from .runtime.errors import ArtifactPathError as ArtifactPathError
-from .runtime.errors import ContextAssemblyError as ContextAssemblyError
-from .runtime.errors import ContextAssemblyFailed as ContextAssemblyFailed
-from .runtime.errors import ContextWindowError as ContextWindowError
-from .runtime.errors import ConversationError as ConversationError
-from .runtime.errors import MaxIterationsExceeded as MaxIterationsExceeded
-from .runtime.errors import PersistenceError as PersistenceError
-from .runtime.errors import PromptTemplateError as PromptTemplateError
-from .runtime.errors import ProviderError as ProviderError
-from .runtime.errors import StepFailed as StepFailed
-from .runtime.errors import ToolDefinitionError as ToolDefinitionError
-from .runtime.errors import VectorStoreError as VectorStoreError
+from .runtime.agent import Agent as Agent, RunResult as RunResult, SubAgent as SubAgent
+from .runtime.artifacts import (
+    ARTIFACT_TOOLS as ARTIFACT_TOOLS,
+    ArtifactChanges as ArtifactChanges,
+    ArtifactRef as ArtifactRef,
+    ArtifactStore as ArtifactStore,
+    LocalArtifactStore as LocalArtifactStore,
+    TrackedArtifactStore as TrackedArtifactStore,
+    list_artifacts as list_artifacts,
+    read_artifact as read_artifact,
+    write_artifact as write_artifact,
+)
+from .runtime.assembly import (
+    AssembledContext as AssembledContext,
+    ContextSource as ContextSource,
+    FromRetrieval as FromRetrieval,
+    FromState as FromState,
+    Segment as Segment,
+    Text as Text,
+    assemble as assemble,
+    validate_sources as validate_sources,
+)
+from .runtime.delegation import (
+    Delegation as Delegation,
+    SubAgentSummary as SubAgentSummary,
+    parse_summary as parse_summary,
+)
+from .runtime.errors import (
+    AgentDefinitionError as AgentDefinitionError,
+    ArtifactError as ArtifactError,
+    ArtifactNotFound as ArtifactNotFound,
+    ArtifactPathError as ArtifactPathError,
+    ContextAssemblyError as ContextAssemblyError,
+    ContextAssemblyFailed as ContextAssemblyFailed,
+    ContextWindowError as ContextWindowError,
+    ConversationError as ConversationError,
+    MaxIterationsExceeded as MaxIterationsExceeded,
+    PersistenceError as PersistenceError,
+    PromptTemplateError as PromptTemplateError,
+    ProviderError as ProviderError,
+    StepFailed as StepFailed,
+    ToolDefinitionError as ToolDefinitionError,
+    VectorStoreError as VectorStoreError,
+)
 from .runtime.loop import AgentRuntime as AgentRuntime
-from .runtime.persistence import load_run as load_run
-from .runtime.persistence import save_run as save_run
+from .runtime.persistence import load_run as load_run, save_run as save_run
 from .runtime.prompts import PromptTemplates as PromptTemplates
-from .runtime.providers import AnthropicMessagesProvider as AnthropicMessagesProvider
-from .runtime.providers import GeminiProvider as GeminiProvider
-from .runtime.providers import OpenAIChatProvider as OpenAIChatProvider
-from .runtime.providers import OpenAIResponsesProvider as OpenAIResponsesProvider
-from .runtime.providers import Provider as Provider
-from .runtime.recovery import CompensationRecord as CompensationRecord
-from .runtime.recovery import CompletedStep as CompletedStep
-from .runtime.recovery import Failure as Failure
-from .runtime.retrieval import Document as Document
-from .runtime.retrieval import InMemoryVectorStore as InMemoryVectorStore
-from .runtime.retrieval import SearchCall as SearchCall
-from .runtime.retrieval import SearchResult as SearchResult
-from .runtime.retrieval import VectorSearch as VectorSearch
-from .runtime.tools import RunContext as RunContext
-from .runtime.tools import Tool as Tool
-from .runtime.tools import tool as tool
-from .runtime.window import ContextWindow as ContextWindow
-from .runtime.window import Pruned as Pruned
-from .runtime.window import TiktokenCounter as TiktokenCounter
+from .runtime.providers import (
+    AnthropicMessagesProvider as AnthropicMessagesProvider,
+    GeminiProvider as GeminiProvider,
+    OpenAIChatProvider as OpenAIChatProvider,
+    OpenAIResponsesProvider as OpenAIResponsesProvider,
+    Provider as Provider,
+)
+from .runtime.recovery import (
+    CompensationRecord as CompensationRecord,
+    CompletedStep as CompletedStep,
+    Failure as Failure,
+)
+from .runtime.retrieval import (
+    Document as Document,
+    InMemoryVectorStore as InMemoryVectorStore,
+    SearchCall as SearchCall,
+    SearchResult as SearchResult,
+    VectorSearch as VectorSearch,
+)
+from .runtime.tools import RunContext as RunContext, Tool as Tool, tool as tool
+from .runtime.window import (
+    ContextWindow as ContextWindow,
+    Pruned as Pruned,
+    TiktokenCounter as TiktokenCounter,
+)
 from .traffic.capture.exchange import Exchange as Exchange
-from .traffic.capture.runs import CapturedRuns as CapturedRuns
-from .traffic.capture.runs import build_contexts as build_contexts
-from .traffic.capture.runs import capture_contexts as capture_contexts
-from .traffic.capture.runs import contexts_from_cassette as contexts_from_cassette
+from .traffic.capture.runs import (
+    CapturedRuns as CapturedRuns,
+    build_contexts as build_contexts,
+    capture_contexts as capture_contexts,
+    contexts_from_cassette as contexts_from_cassette,
+)
 from .traffic.cassettes.defaults import RecordMode as RecordMode
 from .traffic.cassettes.network import expect_network_blocked as expect_network_blocked
 from .traffic.cassettes.session import Cassette as Cassette
-from .traffic.codecs.base import Completion as Completion
-from .traffic.codecs.base import Usage as Usage
-from .traffic.errors import CaptureError as CaptureError
-from .traffic.errors import CassetteConfigError as CassetteConfigError
-from .traffic.errors import CassetteError as CassetteError
-from .traffic.errors import CassetteFormatError as CassetteFormatError
-from .traffic.errors import CassetteMiss as CassetteMiss
-from .traffic.errors import CassetteWriteError as CassetteWriteError
-from .traffic.errors import CodecError as CodecError
-from .traffic.errors import NetworkBlocked as NetworkBlocked
-from .traffic.errors import NotOneConversation as NotOneConversation
-from .traffic.errors import PartialRecording as PartialRecording
-from .traffic.errors import StaleCassette as StaleCassette
-from .traffic.errors import UnscopedRequest as UnscopedRequest
+from .traffic.codecs.base import Completion as Completion, Usage as Usage
+from .traffic.errors import (
+    CaptureError as CaptureError,
+    CassetteConfigError as CassetteConfigError,
+    CassetteError as CassetteError,
+    CassetteFormatError as CassetteFormatError,
+    CassetteMiss as CassetteMiss,
+    CassetteWriteError as CassetteWriteError,
+    CodecError as CodecError,
+    NetworkBlocked as NetworkBlocked,
+    NotOneConversation as NotOneConversation,
+    PartialRecording as PartialRecording,
+    StaleCassette as StaleCassette,
+    UnscopedRequest as UnscopedRequest,
+)
 
 __version__: str
 __all__: list[str]

@@ -18,16 +18,6 @@ import time
 import uuid
 from pathlib import Path
 
-__all__ = [
-    "STALE_AFTER_SECONDS",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "pid_running",
-    "remove_stale_temporaries",
-    "remove_stale_temporaries_under",
-    "unwritable_reason",
-]
-
 #: A temporary file older than this is left over whatever its process id says (the id may
 #: have been reused by another process since): a write takes seconds, not an hour.
 STALE_AFTER_SECONDS = 3600.0

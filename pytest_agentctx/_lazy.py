@@ -7,8 +7,6 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
-__all__ = ["lazy_getattr"]
-
 
 def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package``: ``table`` maps each name to the submodule

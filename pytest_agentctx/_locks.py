@@ -44,8 +44,6 @@ try:
 except ModuleNotFoundError:  # Windows
     fcntl = None
 
-__all__ = ["Held", "hold", "let_go", "try_hold"]
-
 #: A held lock: a descriptor holding an ``flock`` lock, or a filelock lock where there is
 #: no ``fcntl``.
 Held: TypeAlias = "int | BaseFileLock"

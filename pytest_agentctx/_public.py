@@ -185,5 +185,3 @@ PUBLIC: dict[str, str] = {
     "UnusedScriptedReplies": "doubles.errors",
     "UnscopedRequest": "traffic.errors",
 }
-
-__all__ = ["PUBLIC"]

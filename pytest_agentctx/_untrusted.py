@@ -35,20 +35,6 @@ from typing import Any
 
 from pytest_agentctx.exceptions import UsageError
 
-__all__ = [
-    "LIMIT_OPTIONS",
-    "LimitExceeded",
-    "Limits",
-    "NotAFile",
-    "current_limits",
-    "limits_from",
-    "load_json",
-    "read_untrusted",
-    "refuse_constant",
-    "use_limits",
-    "visible",
-]
-
 MIB = 1024 * 1024
 
 

@@ -22,22 +22,24 @@ if TYPE_CHECKING:
     from .cli.main import main as main
     from .context.runs import RunRecord as RunRecord
     from .doubles.fake_llm import PLACEHOLDER_KEYS as PLACEHOLDER_KEYS
-    from .plugin.repeat._runs import RepeatSpec as RepeatSpec
-    from .plugin.repeat._runs import RepeatTally as RepeatTally
+    from .plugin.repeat._runs import RepeatSpec as RepeatSpec, RepeatTally as RepeatTally
     from .reports.failure_entry import failure_entry as failure_entry
     from .reports.gate import attach_baselines as attach_baselines
     from .reports.record import build_record as build_record
     from .traffic.cassettes.fileformat import Interaction as Interaction
     from .traffic.cassettes.network import NetworkGuard as NetworkGuard
     from .traffic.cassettes.redact import Redactor as Redactor
-    from .traffic.cassettes.store import dump_cassette as dump_cassette
-    from .traffic.cassettes.store import load_cassette as load_cassette
-    from .traffic.cassettes.store import write_cassette as write_cassette
-    from .traffic.codecs.base import Codec as Codec
-    from .traffic.codecs.base import get_codec as get_codec
-    from .traffic.codecs.sse import SSEEvent as SSEEvent
-    from .traffic.codecs.sse import format_sse as format_sse
-    from .traffic.codecs.sse import parse_sse as parse_sse
+    from .traffic.cassettes.store import (
+        dump_cassette as dump_cassette,
+        load_cassette as load_cassette,
+        write_cassette as write_cassette,
+    )
+    from .traffic.codecs.base import Codec as Codec, get_codec as get_codec
+    from .traffic.codecs.sse import (
+        SSEEvent as SSEEvent,
+        format_sse as format_sse,
+        parse_sse as parse_sse,
+    )
 
 #: Every name of this module, with the module of the package that defines it: the source
 #: of ``__all__`` and of ``__getattr__``. Moving a definition changes its one line here.

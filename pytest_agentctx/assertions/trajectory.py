@@ -45,15 +45,6 @@ from pytest_agentctx.context.errors import PatternError
 from pytest_agentctx.context.model import AgentContext, ToolCall
 from pytest_agentctx.context.nested import LocatedCall, as_context, located_calls, nested_contexts
 
-__all__ = [
-    "ArgsCheck",
-    "ArgsMode",
-    "Mode",
-    "Trajectory",
-    "nested_runs",
-    "tool_calls",
-]
-
 #: How the sequence of calls is compared.
 Mode = Literal["strict", "unordered", "subset", "superset"]
 #: How the arguments of two calls to the same tool are compared.

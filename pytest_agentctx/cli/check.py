@@ -32,8 +32,6 @@ from pytest_agentctx.traffic.cassettes.per_test import cassette_path
 from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CassetteFormatError
 
-__all__ = ["CheckOptions", "CheckResult", "check_cassettes", "cassette_files", "model_of"]
-
 CASSETTE_SUFFIXES = (".json", ".yaml", ".yml")
 _MODEL_IN_PATH = re.compile(r"/models/([^/:]+):")
 _DAY = 86400.0

@@ -19,8 +19,6 @@ from pathlib import Path
 
 from pytest_agentctx.exceptions import UsageError
 
-__all__ = ["IniOptions", "find_ini"]
-
 _INI_SECTIONS = (
     ("pytest.ini", "pytest"),
     (".pytest.ini", "pytest"),

@@ -18,8 +18,6 @@ from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import GateTolerance, evaluate_gate, gate_lines
 from pytest_agentctx.reports.session_report import load_report
 
-__all__ = ["run_gate"]
-
 
 def _tolerance(args: argparse.Namespace, ini: IniOptions) -> GateTolerance:
     def value(name: str, default: str) -> str:

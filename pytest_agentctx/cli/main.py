@@ -31,8 +31,6 @@ from pytest_agentctx.cli.config import IniOptions, find_ini
 from pytest_agentctx.exceptions import AgentCtxError, UsageError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
 
-__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "main"]
-
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2

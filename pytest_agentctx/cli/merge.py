@@ -34,16 +34,6 @@ from pytest_agentctx.reports.session_report import (
     dumps_report,
 )
 
-__all__ = [
-    "Entry",
-    "Shard",
-    "expand_inputs",
-    "merge_reports",
-    "merged_text",
-    "read_reports",
-    "split_report",
-]
-
 _WRITE = "Each shard writes one with: pytest --agent-report=PATH"
 
 

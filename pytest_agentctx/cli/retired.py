@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping
 
 from pytest_agentctx.exceptions import UsageError
 
-__all__ = ["RETIRED_MODELS", "parse_retired", "retirement_of"]
-
 _OPENAI_GPT3 = dt.date(2024, 1, 4)
 _CLAUDE_1 = dt.date(2024, 11, 6)
 _CLAUDE_2 = dt.date(2025, 7, 21)

@@ -20,8 +20,6 @@ from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.codecs.base import Codec, Completion, codec_for_path
 from pytest_agentctx.traffic.errors import CassetteFormatError, CodecError
 
-__all__ = ["show_cassette"]
-
 _WIDTH = 100
 
 

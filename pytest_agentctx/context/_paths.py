@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["compile_globs", "join", "segment"]
-
 _SEGMENT_CHARS = r"[^.\[\]]*"
 
 

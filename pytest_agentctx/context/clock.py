@@ -18,15 +18,6 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple, Protocol, runtime_checkable
 
-__all__ = [
-    "DEFAULT_START",
-    "Clock",
-    "ClockSettings",
-    "StepClock",
-    "SystemClock",
-    "parse_datetime",
-]
-
 #: The instant a deterministic clock starts at unless told otherwise.
 DEFAULT_START = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -13,8 +13,6 @@ from collections.abc import Iterator, Sequence
 from pytest_agentctx.context.errors import EmptyHistory, LastEntryNotUserMessage
 from pytest_agentctx.context.model import AgentContext, Message
 
-__all__ = ["History"]
-
 _USER_SIDE = frozenset({"user", "tool"})
 
 

@@ -18,16 +18,6 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from pytest_agentctx.context._seq import FrozenDict, Seq
 from pytest_agentctx.context.errors import ContextStateError
 
-__all__ = [
-    "INVALID_ARGUMENTS_KEY",
-    "AgentContext",
-    "Iteration",
-    "Message",
-    "Role",
-    "ToolCall",
-    "ToolResult",
-]
-
 Role = Literal["system", "user", "assistant", "tool"]
 
 #: Key under which a tool call keeps arguments that the model sent as invalid JSON.

@@ -21,8 +21,6 @@ from pytest_agentctx.context._seq import FrozenDict
 from pytest_agentctx.context.errors import PatternError
 from pytest_agentctx.context.model import AgentContext, ToolCall
 
-__all__ = ["LocatedCall", "as_context", "located_calls", "nested_contexts"]
-
 
 @dataclass(frozen=True)
 class LocatedCall:

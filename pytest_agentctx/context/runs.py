@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from pytest_agentctx.context.model import AgentContext
 
-__all__ = ["RunRecord"]
-
 
 @dataclass(frozen=True)
 class RunRecord:

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = ["redact"]
-
 T = TypeVar("T")
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolSpec"]
-
 
 @dataclass(frozen=True)
 class ToolSpec:

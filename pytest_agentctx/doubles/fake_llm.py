@@ -25,8 +25,6 @@ from pytest_agentctx.traffic.cassettes.network import is_loopback
 from pytest_agentctx.traffic.codecs.sse import format_sse
 from pytest_agentctx.traffic.transport import Interceptor, WireRequest, make_response
 
-__all__ = ["PLACEHOLDER_KEYS", "FakeLLM", "placeholder_keys"]
-
 #: The API keys a started :class:`FakeLLM` puts in ``os.environ`` when they are unset or
 #: empty (the SDKs refuse to build a client without one), and takes out again when the last
 #: started fake stops. They are no keys: a request carrying one that the fake does not

@@ -12,8 +12,6 @@ from typing import Any
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.errors import FakeToolsError
 
-__all__ = ["FakeToolCall", "FakeTools"]
-
 
 @dataclass(frozen=True)
 class FakeToolCall:

@@ -44,13 +44,13 @@ from typing import Protocol
 # a freeze makes those freezegun's fakes. ``TypeAdapter`` is the public name whose import loads
 # that generator; without it a session whose first model is built under a frozen clock could
 # never validate a real datetime again.
-from pydantic import GetCoreSchemaHandler
-from pydantic import TypeAdapter as _loads_the_schema_generator  # noqa: F401
+from pydantic import (
+    GetCoreSchemaHandler,
+    TypeAdapter as _loads_the_schema_generator,  # noqa: F401
+)
 from pydantic_core import CoreSchema, core_schema
 
 from pytest_agentctx.context.clock import DEFAULT_START, parse_datetime
-
-__all__ = ["DEFAULT_SKIP", "FrozenClock"]
 
 _LIBRARIES = frozenset(
     {

@@ -13,8 +13,6 @@ import threading
 from collections import defaultdict
 from typing import Protocol, runtime_checkable
 
-__all__ = ["IdFactory", "RandomIds", "SequentialIds"]
-
 
 @runtime_checkable
 class IdFactory(Protocol):

@@ -43,8 +43,6 @@ from pytest_agentctx.traffic.codecs import gemini
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
 from pytest_agentctx.traffic.scopes import serving
 
-__all__ = ["LoopbackExchange", "LoopbackProvider"]
-
 #: The only address the server ever binds.
 HOST = "127.0.0.1"
 

@@ -33,16 +33,6 @@ from pytest_agentctx.traffic.codecs.base import (
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = [
-    "FakeModelCall",
-    "ScriptedAnswer",
-    "ScriptedModel",
-    "ScriptedReply",
-    "ToolCallSpec",
-    "estimate_tokens",
-    "google_error",
-]
-
 _ID_PREFIX = {
     "openai_chat": ("call", "chatcmpl"),
     "anthropic_messages": ("toolu", "msg"),

@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = ["SessionSecrets", "active", "set_active"]
-
 
 class SessionSecrets:
     """The secrets of a test session, and the redactor of each test made from them.

@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-__all__ = ["DIGEST_LENGTH", "digest", "file_stem", "shown_id"]
-
 #: How many hex digits of the raw id's SHA-256 a name that lost information carries.
 DIGEST_LENGTH = 8
 #: What separates a name's readable part from its digest.

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = ["redact_lines", "redact_report", "redacted_note", "shows_secret"]
-
 
 def redacted_note() -> str:
     """The line added to an explanation in which a secret was replaced."""

@@ -45,17 +45,6 @@ from urllib.parse import (
     urlunsplit,
 )
 
-__all__ = [
-    "DEFAULT_SECRET_ENV",
-    "DEFAULT_SECRET_HEADERS",
-    "MIN_SECRET",
-    "REDACTED",
-    "Redactor",
-    "json_text",
-    "secret_like",
-    "secret_name",
-]
-
 REDACTED = "REDACTED"
 
 #: Header names whose values are always replaced (compared case-insensitively).

@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.errors import BudgetError
 from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
-from pytest_agentctx.reports.limits import BUDGET_LIMITS, ini_name
+from pytest_agentctx.reports.limits import (
+    BUDGET_LIMITS as BUDGET_LIMITS,
+    ini_name as ini_name,
+)
 
 if TYPE_CHECKING:
     from pytest_agentctx.reports.schema import BudgetEntry, ExceededEntry
-
-__all__ = ["BUDGET_LIMITS", "Budget", "BudgetCheck", "Exceeded", "check_budget", "ini_name"]
 
 _WHOLE = frozenset({"max_iterations", "max_tool_calls", "max_tokens"})
 _WHAT = {

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_agentctx.reports.schema import FailureEntry
 
-__all__ = ["FAILURE_LIMIT", "FAILURE_PHASES", "failure_entry", "failure_line"]
-
 #: The longest failure text a report keeps, in characters (about 250 lines of traceback).
 FAILURE_LIMIT = 20_000
 #: The phases of a test that can fail, in the order they run.

@@ -24,14 +24,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.context.model import AgentContext
     from pytest_agentctx.reports.schema import StatsEntry
 
-__all__ = [
-    "DEFAULT_PRICES",
-    "ModelPrice",
-    "PriceTable",
-    "RunStats",
-    "run_stats",
-]
-
 
 @dataclass(frozen=True)
 class ModelPrice:

@@ -19,18 +19,11 @@ from typing import Any
 
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.record import is_agent_test
-from pytest_agentctx.reports.tolerance import _TRAJECTORY_MODES, TrajectoryMode, parse_tolerance
-
-__all__ = [
-    "BaselineComparison",
-    "GateResult",
-    "GateTolerance",
-    "TrajectoryMode",
-    "attach_baselines",
-    "compare_reports",
-    "evaluate_gate",
-    "gate_lines",
-]
+from pytest_agentctx.reports.tolerance import (
+    _TRAJECTORY_MODES,
+    TrajectoryMode as TrajectoryMode,
+    parse_tolerance,
+)
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,6 @@ from pytest_agentctx.reports.html_text import (
     fmt_seconds,
 )
 
-__all__ = ["render_html"]
-
 #: The folder of the page's stylesheet and script, inlined into every page.
 _ASSETS = "report_assets"
 

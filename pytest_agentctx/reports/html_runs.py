@@ -29,8 +29,6 @@ from pytest_agentctx.reports.html_text import (
     one_line,
 )
 
-__all__ = ["RunTimeline"]
-
 #: Iteration metadata keys shown in the iteration's header rather than in its metadata block.
 _HEADER_KEYS = frozenset({"usage", "model", "provider", "stop_reason"})
 

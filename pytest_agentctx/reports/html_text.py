@@ -14,22 +14,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
 
-__all__ = [
-    "as_instant",
-    "as_int",
-    "as_json",
-    "as_map",
-    "as_number",
-    "as_seq",
-    "badge",
-    "elapsed",
-    "esc",
-    "fmt_cost",
-    "fmt_count",
-    "fmt_seconds",
-    "one_line",
-]
-
 #: Longest preview of a message in an iteration's one-line summary.
 _PREVIEW = 90
 

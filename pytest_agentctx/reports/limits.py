@@ -3,8 +3,6 @@ each (:func:`ini_name`); the budgets themselves are :mod:`.budgets`'s."""
 
 from __future__ import annotations
 
-__all__ = ["BUDGET_LIMITS", "ini_name"]
-
 #: The limits a budget can set, in the order they are reported.
 BUDGET_LIMITS = ("max_iterations", "max_tool_calls", "max_tokens", "max_cost_usd", "max_duration_s")
 

@@ -27,17 +27,6 @@ if TYPE_CHECKING:
         Suite,
     )
 
-__all__ = [
-    "RECORD_ATTRIBUTE",
-    "build_record",
-    "is_agent_test",
-    "is_measured",
-    "junit_properties",
-    "no_runs_stats",
-    "record_from_json",
-    "record_json",
-]
-
 #: Name of the teardown report attribute that carries a test's record.
 RECORD_ATTRIBUTE = "agentctx"
 

@@ -11,21 +11,6 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-__all__ = [
-    "BudgetEntry",
-    "CassetteEntry",
-    "CassetteStatus",
-    "ExceededEntry",
-    "FailureEntry",
-    "PerRunEntry",
-    "Record",
-    "ReportEntry",
-    "RepeatEntry",
-    "RunEntry",
-    "StatsEntry",
-    "Suite",
-]
-
 Suite = Literal["unit", "integration"]
 CassetteStatus = Literal[
     "replayed", "recorded", "live", "discarded", "unsaved", "stale", "unused", "missing"

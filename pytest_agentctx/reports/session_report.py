@@ -50,21 +50,6 @@ if TYPE_CHECKING:
     )
     from pytest_agentctx.traffic.cassettes import Cassette
 
-__all__ = [
-    "CASSETTE_STATUSES",
-    "REPORT_FORMAT",
-    "REPORT_VERSION",
-    "ReportCollector",
-    "assemble_report",
-    "per_run_figures",
-    "check_report",
-    "cassette_entry",
-    "dumps_report",
-    "load_report",
-    "summary_line",
-    "write_report",
-]
-
 #: The ``format`` field of every report.
 REPORT_FORMAT = "pytest-agentctx-report"
 #: The version of the report schema this package writes and reads.

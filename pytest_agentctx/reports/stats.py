@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 
 from pytest_agentctx.context.runs import RunRecord
 
-__all__ = ["RunLog"]
-
 
 @dataclass
 class _RunSources:

@@ -37,8 +37,6 @@ from typing import Any
 
 from pytest_agentctx.reports.record import is_agent_test, is_measured
 
-__all__ = ["MIN_WIDTH", "OUTCOME_WORDS", "OutcomeWords", "outcome_word", "table_lines"]
-
 #: The narrowest table: narrower terminals get a table this wide.
 MIN_WIDTH = 40
 #: The words of the ``outcome`` column: a failure is in capitals, as pytest writes it.

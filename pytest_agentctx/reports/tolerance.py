@@ -8,8 +8,6 @@ from typing import Literal
 
 from pytest_agentctx.reports.errors import ReportError
 
-__all__ = ["TrajectoryMode", "parse_tolerance"]
-
 TrajectoryMode = Literal["exact", "unordered", "ignore"]
 _TRAJECTORY_MODES: tuple[TrajectoryMode, ...] = ("exact", "unordered", "ignore")
 _IGNORE = ("ignore", "off", "none")

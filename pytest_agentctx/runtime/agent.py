@@ -28,8 +28,6 @@ from pytest_agentctx.runtime.providers import split_model
 from pytest_agentctx.runtime.tools import Tool
 from pytest_agentctx.runtime.window import ContextWindow
 
-__all__ = ["Agent", "RunResult", "SubAgent", "ToolOverrides"]
-
 
 class ToolOverrides(Protocol):
     """What the runtime asks of ``fake_tools``: replacements, and a ledger to record in."""

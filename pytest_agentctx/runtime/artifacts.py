@@ -33,20 +33,6 @@ from pytest_agentctx._files import atomic_write_bytes
 from pytest_agentctx.runtime.errors import ArtifactError, ArtifactNotFound, ArtifactPathError
 from pytest_agentctx.runtime.tools import RunContext, Tool, tool
 
-__all__ = [
-    "ARTIFACTS_DEP",
-    "ARTIFACT_TOOLS",
-    "ArtifactChanges",
-    "ArtifactRef",
-    "ArtifactStore",
-    "LocalArtifactStore",
-    "TrackedArtifactStore",
-    "list_artifacts",
-    "normalize_artifact_path",
-    "read_artifact",
-    "write_artifact",
-]
-
 #: The key of ``RunContext.deps`` under which the artifact tools find the store.
 ARTIFACTS_DEP = "artifacts"
 _TEMP_PREFIX = ".agentctx-tmp-"

@@ -43,17 +43,6 @@ from pytest_agentctx.runtime.errors import ContextAssemblyError, ContextAssembly
 from pytest_agentctx.runtime.retrieval import SearchResult, VectorSearch
 from pytest_agentctx.runtime.tools import render_tool_output
 
-__all__ = [
-    "AssembledContext",
-    "ContextSource",
-    "FromRetrieval",
-    "FromState",
-    "Segment",
-    "Text",
-    "assemble",
-    "validate_sources",
-]
-
 
 def _check_path(path: object, where: str, what: str = "path") -> None:
     if not isinstance(path, str) or not all(part.isidentifier() for part in path.split(".")):

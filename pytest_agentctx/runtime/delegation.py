@@ -48,14 +48,6 @@ from pytest_agentctx.context.clock import Clock, StepClock
 from pytest_agentctx.context.model import AgentContext, Iteration
 from pytest_agentctx.doubles.ids import IdFactory
 
-__all__ = [
-    "SUMMARY_INSTRUCTIONS",
-    "Delegation",
-    "DelegationStatus",
-    "SubAgentSummary",
-    "parse_summary",
-]
-
 #: The four outcomes of a delegation.
 DelegationStatus = Literal["completed", "partial", "blocked", "failed"]
 

@@ -50,8 +50,6 @@ from pytest_agentctx.runtime.retrieval import VectorSearch
 from pytest_agentctx.runtime.steps import RunEnv, ToolSteps, close_unexecuted
 from pytest_agentctx.traffic.codecs.base import Completion
 
-__all__ = ["CONTEXT_TAG", "AgentRuntime"]
-
 #: The tag around the assembled context in its system message: ``<context>...</context>``.
 CONTEXT_TAG = "context"
 

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx.context.model import AgentContext
 from pytest_agentctx.runtime.agent import Agent, RunResult
-from pytest_agentctx.runtime.errors import PersistenceError
-
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "PersistenceError", "load_run", "save_run"]
+from pytest_agentctx.runtime.errors import (
+    PersistenceError as PersistenceError,
+)
 
 SCHEMA = "pytest-agentctx/run"
 SCHEMA_VERSION = 1

@@ -39,8 +39,6 @@ from pathlib import Path, PurePosixPath
 from pytest_agentctx.runtime.errors import PromptTemplateError
 from pytest_agentctx.runtime.tools import Tool
 
-__all__ = ["PACKAGE_TEMPLATES", "PromptTemplates"]
-
 _TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _NAME_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _MAX_DEPTH = 32

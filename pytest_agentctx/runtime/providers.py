@@ -25,16 +25,6 @@ from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = [
-    "AnthropicMessagesProvider",
-    "GeminiProvider",
-    "OpenAIChatProvider",
-    "OpenAIResponsesProvider",
-    "Provider",
-    "default_provider",
-    "split_model",
-]
-
 
 @runtime_checkable
 class Provider(Protocol):

@@ -32,15 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 if TYPE_CHECKING:
     from pytest_agentctx.runtime.tools import RunContext
 
-__all__ = [
-    "CompensationRecord",
-    "CompletedStep",
-    "Failure",
-    "FailureHandler",
-    "Compensation",
-    "format_traceback",
-]
-
 #: ``on_failure``: called with the :class:`Failure`; a value other than ``None`` recovers
 #: (sync or async: an awaitable it returns is awaited).
 FailureHandler = Callable[["Failure"], object]

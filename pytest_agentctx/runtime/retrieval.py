@@ -25,16 +25,6 @@ from typing import Protocol, runtime_checkable
 
 from pytest_agentctx.runtime.errors import VectorStoreError
 
-__all__ = [
-    "Document",
-    "InMemoryVectorStore",
-    "SearchCall",
-    "SearchResult",
-    "VectorSearch",
-    "check_search_limits",
-    "tokenize",
-]
-
 #: Scores are rounded to this many decimals, so equal scores tie exactly on every platform.
 SCORE_DIGITS = 6
 _TOKEN = re.compile(r"\w+")

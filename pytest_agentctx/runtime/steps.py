@@ -54,8 +54,6 @@ from pytest_agentctx.runtime.recovery import (
 )
 from pytest_agentctx.runtime.tools import RunContext, render_tool_output
 
-__all__ = ["RunEnv", "ToolSteps", "Turn", "close_unexecuted"]
-
 _NOT_EXECUTED_LIMIT = "Not executed: the run stopped at its iteration limit."
 
 

@@ -42,8 +42,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.runtime.agent import Agent
     from pytest_agentctx.runtime.recovery import Compensation, FailureHandler
 
-__all__ = ["RunContext", "Tool", "render_tool_output", "tool"]
-
 # The decorated function's type, which a Tool keeps for type checkers. Unbounded and
 # covariant on the class: mypy then joins tools of different signatures (a list
 # `[get_weather, add]`) into a Tool (of `function`) that Agent(tools=...) takes. Generic

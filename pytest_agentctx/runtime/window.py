@@ -24,17 +24,9 @@ from operator import itemgetter
 from typing import Any, Literal, Protocol
 
 from pytest_agentctx.context.model import Message
-from pytest_agentctx.runtime.errors import ContextWindowError
-
-__all__ = [
-    "ContextWindow",
-    "ContextWindowError",
-    "Pruned",
-    "TiktokenCounter",
-    "TokenCounter",
-    "Unit",
-    "estimate_tokens",
-]
+from pytest_agentctx.runtime.errors import (
+    ContextWindowError as ContextWindowError,
+)
 
 TokenCounter = Callable[[Message], int]
 Strategy = Literal["oldest_first", "middle_out", "recent_turns"]

@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["LazySSLContext", "installed", "materialize"]
-
 #: The environment variables the default context reads (with ``trust_env``).
 _ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.transport.wire import WireRequest
 
-__all__ = ["RespxRoute", "respx_route"]
-
 
 @dataclass(frozen=True)
 class RespxRoute:

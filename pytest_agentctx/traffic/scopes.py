@@ -44,23 +44,6 @@ from pytest_agentctx.traffic.errors import UnscopedRequest
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.transport.wire import Handler, WireRequest
 
-__all__ = [
-    "Ended",
-    "Late",
-    "Member",
-    "enter",
-    "forget_orphans",
-    "hold",
-    "late_refusal",
-    "leave",
-    "offered",
-    "pending",
-    "refusal",
-    "scopes",
-    "serving",
-    "take_late",
-]
-
 
 class Member(Protocol):
     """What the scopes keep of an interceptor (hashed by identity)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import tokenize
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,53 @@ def test_the_package_names_any_rarely_outside_the_assertions() -> None:
         f"(at most {MAX_ANY_PER_1000_LINES}): type the values it stands for (a Protocol, a "
         f"TypedDict, object narrowed with isinstance). Most in: {most}"
     )
+
+
+#: The modules that may say what they export with ``__all__``: the two supported modules, and
+#: the internal lazy table of the cassette names (its ``__all__`` is its table's names).
+#: Every other module is internal and advertises nothing (docs/architecture.md, "What you
+#: may import"); a package that gives its modules' names to the rest of the package
+#: re-exports them explicitly (``from .m import X as X``).
+MAY_DECLARE_ALL = {PACKAGE, f"{PACKAGE}.testing", f"{PACKAGE}.traffic.cassettes"}
+
+
+def declares_all(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return any(
+        isinstance(target, ast.Name) and target.id == "__all__"
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    )
+
+
+def is_errors_module(module: str) -> bool:
+    return module.rpartition(".")[2] in {"errors", "exceptions"}
+
+
+def test_only_the_supported_modules_advertise_names() -> None:
+    advertising = [
+        module_name(path)
+        for path in modules()
+        if declares_all(path)
+        and module_name(path) not in MAY_DECLARE_ALL
+        and not is_errors_module(module_name(path))
+    ]
+
+    assert advertising == [], (
+        "internal modules with an __all__ (they advertise names no one may import): "
+        "remove it, or give the name a supported home in pytest_agentctx or "
+        "pytest_agentctx.testing"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [path for path in modules() if is_errors_module(module_name(path))], ids=str
+)
+def test_an_errors_module_lists_public_exceptions_only(path: Path) -> None:
+    # exceptions.publish gives the exceptions an errors module lists the package's name
+    import pytest_agentctx
+
+    listed = vars(import_module(module_name(path)))["__all__"]
+
+    assert sorted(set(listed) - set(pytest_agentctx.__all__)) == []

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Keyer", "assign"]
-
 _WILD: Any = object()
 _NO_KEY: Any = object()
 

@@ -18,8 +18,6 @@ from pytest_agentctx.assertions.patterns.exact import exact_at, extra_keys, merg
 from pytest_agentctx.assertions.patterns.mismatch import Out, PathCell, miss, short
 from pytest_agentctx.context.errors import PatternError
 
-__all__ = ["ANY", "AllOf", "AnyOf", "Not", "Pattern", "Predicate", "Regex"]
-
 
 class Pattern(Matcher):
     """Base class of pattern objects.

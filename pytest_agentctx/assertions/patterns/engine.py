@@ -36,33 +36,6 @@ from pytest_agentctx.assertions.patterns.mismatch import (
 )
 from pytest_agentctx.context._seq import Seq
 
-__all__ = [
-    "ACCESS",
-    "DICT",
-    "ELLIPSES",
-    "MAPPING",
-    "MISSING",
-    "MODEL",
-    "OBJECT",
-    "SCALARS",
-    "Handler",
-    "Matcher",
-    "Named",
-    "access_kind",
-    "attribute_getter",
-    "fields_at",
-    "is_sequence",
-    "mapping_getter",
-    "match_at",
-    "match_gapped",
-    "match_items",
-    "model_pattern_fields",
-    "not_a_sequence",
-    "predicate_at",
-    "probe",
-    "shaped_like",
-]
-
 #: A value no field holds: the marker of a key that is missing.
 MISSING: Any = object()
 #: The values that have no parts to walk into.

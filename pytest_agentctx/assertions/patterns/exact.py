@@ -12,8 +12,7 @@ named (:class:`~pytest_agentctx.assertions.patterns.engine.Named`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import MISSING as NO_DEFAULT
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING as NO_DEFAULT, fields, is_dataclass
 from datetime import date, datetime, time
 from operator import is_
 from typing import Any
@@ -43,8 +42,6 @@ from pytest_agentctx.assertions.patterns.engine import (
 )
 from pytest_agentctx.assertions.patterns.mismatch import Out, PathCell, miss, short
 from pytest_agentctx.context._seq import Seq
-
-__all__ = ["exact_at", "exact_record", "extra_keys", "merge_named", "named", "probe_with"]
 
 
 def exact_at(

@@ -22,18 +22,6 @@ from pytest_agentctx.context._paths import join
 from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.model import AgentContext, Iteration
 
-__all__ = [
-    "CLOSEST_LIMIT",
-    "Mismatch",
-    "Out",
-    "PathCell",
-    "count",
-    "format_path",
-    "miss",
-    "report_closest",
-    "short",
-]
-
 #: A path in the making: ``(parent, key)`` cells, formatted only when a mismatch is kept.
 PathCell = tuple[Any, Any] | None
 #: Where mismatches go: a list that collects them all, or ``None`` to stop at the first.

@@ -20,8 +20,6 @@ from pytest_agentctx.assertions.patterns.exact import exact_at
 from pytest_agentctx.assertions.patterns.mismatch import Mismatch, count, short
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall, ToolResult
 
-__all__ = ["assertrepr_compare", "differences", "matches", "mismatches", "render_mismatches"]
-
 _MODELS = (AgentContext, Iteration, Message, ToolCall, ToolResult)
 
 

@@ -45,8 +45,6 @@ from pytest_agentctx.assertions.patterns.mismatch import (
 from pytest_agentctx.context.errors import PatternError
 from pytest_agentctx.context.model import Iteration
 
-__all__ = ["Contains", "Each", "Exact", "Like", "Nowhere", "Unordered"]
-
 
 def _check_model_fields(cls: type, names: Sequence[str], what: str) -> None:
     if not (isinstance(cls, type) and issubclass(cls, BaseModel)):

@@ -24,8 +24,6 @@ from pytest_agentctx.assertions.snapshots.serialization import FORMAT_VERSION, s
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = ["AgentSnapshotAssertion"]
-
 
 def _header_of(text: str | bytes | None) -> str:
     if text is None:

@@ -38,8 +38,6 @@ from pytest_agentctx.assertions.snapshots.serialization import (
     snapshot_text,
 )
 
-__all__ = ["AgentSnapshotExtension"]
-
 _CONTEXT_LINES = 1
 _CHUNK = 256
 #: The longest name of a snapshot before its index, ``~`` and digest included.

@@ -12,8 +12,6 @@ from typing import Any
 
 from pytest_agentctx.assertions.errors import SnapshotError
 
-__all__ = ["SnapshotOptions"]
-
 
 def _as_globs(value: str | Iterable[str] | None, what: str) -> tuple[str, ...]:
     if value is None:

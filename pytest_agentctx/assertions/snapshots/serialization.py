@@ -29,16 +29,6 @@ from pytest_agentctx.redaction.output import shows_secret
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = [
-    "FILE_EXTENSION",
-    "FORMAT_VERSION",
-    "HEADER",
-    "RunShaped",
-    "is_run_result",
-    "serialize",
-    "snapshot_text",
-]
-
 #: Bumped whenever the serialized form changes; old snapshots then need --snapshot-update.
 FORMAT_VERSION = 1
 #: The extension of snapshot files.

@@ -39,8 +39,6 @@ from pytest_agentctx.context._paths import compile_globs, segment
 from pytest_agentctx.context._seq import Seq
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 
-__all__ = ["Writer"]
-
 _NO_DEFAULT: Any = object()
 _OBJECT_REPR: Any = object.__repr__
 

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
     from pytest_agentctx.traffic.cassettes.options import CassetteSettings
 
-__all__ = ["fake_llm_guard", "run_cassette"]
-
 
 def _use_read_cache(config: pytest.Config) -> None:
     """YAML cassettes read from now on are kept, converted, in pytest's cache folder (none

@@ -23,16 +23,6 @@ from ..keys import REPEAT_ATTRIBUTE
 if TYPE_CHECKING:
     from pytest_agentctx.reports.schema import RepeatEntry
 
-__all__ = [
-    "RepeatSpec",
-    "RepeatTally",
-    "failure_reason",
-    "repeat_cassette_path",
-    "repeat_reports",
-    "run_repetitions",
-    "with_outcome",
-]
-
 
 def repeat_cassette_path(path: Path, index: int) -> Path:
     """The cassette of repetition ``index`` (from 1): ``name.json`` -> ``name-repeat-2.json``."""

@@ -27,8 +27,6 @@ from pytest_agentctx.reports.table import OutcomeWords, table_lines
 if TYPE_CHECKING:
     from . import AgentReports
 
-__all__ = ["finish", "summarise"]
-
 
 def finish(reports: AgentReports, session: pytest.Session) -> None:
     """Build the report, run the gate, write the files; a failed gate fails the session."""

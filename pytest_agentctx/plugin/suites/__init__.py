@@ -44,16 +44,6 @@ from ..keys import REPEAT_ATTRIBUTE, SUITE_SCOPE_KEY, SUITES_KEY
 if TYPE_CHECKING:
     from ._scheduling import WorkerNode
 
-__all__ = [
-    "DESELECTED_OUTPUT",
-    "LOADGROUP_INPUT",
-    "SUITE_ATTRIBUTE",
-    "SUITE_FIXTURES",
-    "SuiteCounts",
-    "SuiteScope",
-    "SuitesReporter",
-]
-
 #: xdist workeroutput key: how many integration tests the worker deselected.
 DESELECTED_OUTPUT = "agentctx_integration_deselected"
 #: xdist workerinput key: whether the controller switched the session to ``loadgroup``.

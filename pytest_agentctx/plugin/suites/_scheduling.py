@@ -32,18 +32,6 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import pytest
 
-__all__ = [
-    "WRAPPED",
-    "IntegrationLast",
-    "Node",
-    "Scheduling",
-    "WorkerNode",
-    "integration_file",
-    "read_integration",
-    "wrap_scheduler",
-    "write_integration",
-]
-
 #: The ``--dist`` modes whose scheduler is wrapped. Not ``each`` (every test on every
 #: worker), nor the scope modes (``loadscope``, ``loadfile``, ``loadgroup``): when a worker
 #: crashes, their schedulers send the test that crashed it again, to the next worker, until

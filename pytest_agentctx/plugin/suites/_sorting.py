@@ -21,19 +21,6 @@ import pytest
 if TYPE_CHECKING:
     from . import SuiteCounts, SuiteScope
 
-__all__ = [
-    "deselect_integration_tests",
-    "group_integration_tests",
-    "in_integration_folder",
-    "integration_last",
-    "integration_requested",
-    "named_on_command_line",
-    "named_paths",
-    "needs_asyncio_marker",
-    "serial_lock",
-    "uses_plugin_fixture",
-]
-
 T = TypeVar("T")
 
 #: Tests below a folder with these two parts are integration tests.

@@ -15,14 +15,13 @@ per conversation, so every assertion, snapshot, budget and report works unchange
 
 from __future__ import annotations
 
-from .exchange import Exchange, TrafficRecorder
-from .runs import CapturedRuns, build_contexts, capture_contexts, contexts_from_cassette
-
-__all__ = [
-    "CapturedRuns",
-    "Exchange",
-    "TrafficRecorder",
-    "build_contexts",
-    "capture_contexts",
-    "contexts_from_cassette",
-]
+from .exchange import (
+    Exchange as Exchange,
+    TrafficRecorder as TrafficRecorder,
+)
+from .runs import (
+    CapturedRuns as CapturedRuns,
+    build_contexts as build_contexts,
+    capture_contexts as capture_contexts,
+    contexts_from_cassette as contexts_from_cassette,
+)

@@ -46,8 +46,6 @@ from pytest_agentctx.traffic.capture.replies import (
 from pytest_agentctx.traffic.codecs import Completion
 from pytest_agentctx.traffic.codecs.base import Codec, codec_for_path
 
-__all__ = ["Built", "build"]
-
 #: Where each wire format keeps the conversation's items, and the fields that hold the
 #: system prompt outside of them (left out when only the new items are decoded).
 _ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {

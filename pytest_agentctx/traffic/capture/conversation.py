@@ -12,8 +12,6 @@ from datetime import datetime
 
 from pytest_agentctx.context.model import AgentContext, Iteration, Message, ToolCall
 
-__all__ = ["Conversation", "IterationState"]
-
 
 @dataclass
 class IterationState:

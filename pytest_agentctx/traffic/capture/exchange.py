@@ -26,8 +26,6 @@ from pytest_agentctx.traffic.cassettes.body import (
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.transport import WireRequest, WireResponse
 
-__all__ = ["Exchange", "TrafficRecorder"]
-
 
 @dataclass(frozen=True)
 class Exchange:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["item_hash", "same_items", "tools_hash", "without_annotations"]
-
 
 def item_hash(item: object) -> int:
     """The hash of a request item, annotations aside (the key of the builder's index)."""

@@ -17,8 +17,6 @@ from pytest_agentctx.traffic.codecs.base import Codec
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = ["UNREADABLE", "CallError", "decode_reply", "error_of", "in_background"]
-
 #: What reading a body of an unexpected shape raises: the codecs check the fields they need
 #: (CodecError), but an item of the wrong type deeper down surfaces as Python's own errors.
 UNREADABLE = (CodecError, AttributeError, TypeError, KeyError, ValueError)

@@ -17,8 +17,6 @@ from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CaptureError, CassetteFormatError, NotOneConversation
 
-__all__ = ["CapturedRuns", "build_contexts", "capture_contexts", "contexts_from_cassette"]
-
 ExchangeSource = Callable[[], Sequence[Exchange | Interaction]]
 
 

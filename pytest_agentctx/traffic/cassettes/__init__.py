@@ -16,19 +16,25 @@ if TYPE_CHECKING:
     # that the two agree.
     from .defaults import RecordMode as RecordMode
     from .fileformat import Interaction as Interaction
-    from .matcher import DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS
-    from .matcher import RequestKey as RequestKey
-    from .matcher import json_diff as json_diff
+    from .matcher import (
+        DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS,
+        RequestKey as RequestKey,
+        json_diff as json_diff,
+    )
     from .misses import Miss as Miss
     from .network import NetworkGuard as NetworkGuard
-    from .redact import DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV
-    from .redact import DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS
-    from .redact import REDACTED as REDACTED
-    from .redact import Redactor as Redactor
+    from .redact import (
+        DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV,
+        DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS,
+        REDACTED as REDACTED,
+        Redactor as Redactor,
+    )
     from .session import Cassette as Cassette
-    from .store import dump_cassette as dump_cassette
-    from .store import load_cassette as load_cassette
-    from .store import write_cassette as write_cassette
+    from .store import (
+        dump_cassette as dump_cassette,
+        load_cassette as load_cassette,
+        write_cassette as write_cassette,
+    )
 
 #: Every public name, with the module that defines it: the source of ``__all__`` and of
 #: the loader below. A name is imported on first use (PEP 562): the plugin reads cassette

@@ -25,8 +25,6 @@ from pytest_agentctx.traffic.cassettes._children import (
 )
 from pytest_agentctx.traffic.cassettes.network import NetworkGuard
 
-__all__ = ["adopt", "install"]
-
 #: The guards :func:`install` started, and the text they came from.
 _installed: list[NetworkGuard] = []
 _installed_spec = ""

@@ -57,16 +57,6 @@ from pytest_agentctx.traffic.scopes import serving
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
 
-__all__ = [
-    "GUARD_VAR",
-    "SITE_DIR",
-    "disinherit",
-    "follow",
-    "inherit",
-    "report_refusal",
-    "with_site_dir",
-]
-
 #: The variable that carries the active guards to child processes (JSON).
 GUARD_VAR = "PYTEST_AGENTCTX_NETWORK_GUARD"
 #: The folder put first on children's PYTHONPATH: it holds only a ``sitecustomize``.

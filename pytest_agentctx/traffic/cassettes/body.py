@@ -27,22 +27,6 @@ from typing import Any
 
 from pytest_agentctx._untrusted import current_limits
 
-__all__ = [
-    "Body",
-    "BodyTooLarge",
-    "UndecodableBody",
-    "body_bytes",
-    "body_chunks",
-    "decode_content",
-    "decode_recorded",
-    "decompress",
-    "encode_body",
-    "format_sse_event",
-    "not_json",
-    "parse_sse",
-    "whole_events",
-]
-
 Body = dict[str, Any] | None
 
 

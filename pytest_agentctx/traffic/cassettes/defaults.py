@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["DEFAULT_IGNORED_FIELDS", "RecordMode"]
-
 #: Body fields that change from run to run without changing what the agent asks.
 DEFAULT_IGNORED_FIELDS: tuple[str, ...] = (
     "user",

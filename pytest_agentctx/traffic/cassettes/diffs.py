@@ -20,16 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = [
-    "MISSING",
-    "FieldDiff",
-    "field_diffs",
-    "field_lines",
-    "one_line",
-    "unified_diff",
-    "window",
-]
-
 #: The value of a field one side does not have.
 MISSING: Final = object()
 

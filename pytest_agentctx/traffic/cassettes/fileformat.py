@@ -38,20 +38,6 @@ from pytest_agentctx.traffic.cassettes.body import (
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
 
-__all__ = [
-    "FORMAT_NAME",
-    "FORMAT_VERSION",
-    "Interaction",
-    "NativeDocument",
-    "StoredInteraction",
-    "check_encoded",
-    "from_native",
-    "native_document",
-    "read_headers",
-    "read_partial",
-    "read_test_id",
-]
-
 FORMAT_NAME = "pytest-agentctx"
 FORMAT_VERSION = 1
 

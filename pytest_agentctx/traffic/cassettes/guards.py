@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
 
-__all__ = ["CONNECTION", "DATAGRAM", "LOOKUP", "active_guards", "add", "lock", "remove"]
-
 #: What a refusal says was tried, before the target: "blocked a connection to 10.0.0.1:443".
 CONNECTION = "a connection to"
 DATAGRAM = "a datagram to"

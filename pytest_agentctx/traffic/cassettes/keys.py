@@ -23,8 +23,6 @@ from pytest_agentctx.traffic.cassettes.matcher import (
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
-__all__ = ["RequestKeys"]
-
 
 class RequestKeys:
     """Makes the keys of requests and interactions, secrets redacted by ``redactor``,

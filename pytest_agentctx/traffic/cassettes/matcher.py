@@ -30,21 +30,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS
-
-__all__ = [
-    "DEFAULT_IGNORED_FIELDS",
-    "IGNORED_QUERY",
-    "NO_JSON",
-    "ORJSON_PLAIN",
-    "RequestKey",
-    "comparable",
-    "json_diff",
-    "make_key",
-    "read_json",
-    "strip_fields",
-]
-
+from pytest_agentctx.traffic.cassettes.defaults import (
+    DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS,
+)
 
 #: Query parameters that do not change what a request asks. Older ``anthropic`` SDKs (and
 #: cassettes recorded with them, e.g. pydantic-ai's) add ``?beta=true`` to the beta

@@ -29,19 +29,6 @@ from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
 
-__all__ = [
-    "Closest",
-    "Miss",
-    "closest",
-    "first_line",
-    "miss_message",
-    "miss_reason",
-    "partial_message",
-    "response_message",
-    "stale_message",
-    "unreadable_message",
-]
-
 
 @dataclass(frozen=True)
 class Miss:

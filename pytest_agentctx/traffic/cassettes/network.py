@@ -36,22 +36,12 @@ from typing import NoReturn
 
 from pytest_agentctx.traffic.cassettes import _children, guards
 from pytest_agentctx.traffic.cassettes.guards import (
-    CONNECTION,
-    DATAGRAM,
-    LOOKUP,
-    active_guards,
+    CONNECTION as CONNECTION,
+    DATAGRAM as DATAGRAM,
+    LOOKUP as LOOKUP,
+    active_guards as active_guards,
 )
 from pytest_agentctx.traffic.errors import NetworkBlocked
-
-__all__ = [
-    "CONNECTION",
-    "DATAGRAM",
-    "LOOKUP",
-    "NetworkGuard",
-    "active_guards",
-    "expect_network_blocked",
-    "is_loopback",
-]
 
 #: What ``gethostbyname_ex`` and ``gethostbyaddr`` give: a name, its aliases, its addresses.
 _HostEntry = tuple[str, list[str], list[str]]

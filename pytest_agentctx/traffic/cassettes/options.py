@@ -13,15 +13,6 @@ from typing import NamedTuple
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.errors import CassetteConfigError
 
-__all__ = [
-    "AGENT_FIXTURES",
-    "CassetteSettings",
-    "is_agent_test",
-    "host_problem",
-    "normalise_record_args",
-    "parse_mode",
-]
-
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
 AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
 

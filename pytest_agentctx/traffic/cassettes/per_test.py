@@ -36,20 +36,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
     from pytest_agentctx.traffic.cassettes.session import Cassette
 
-__all__ = [
-    "CONFIG_KEYS",
-    "CassetteConfig",
-    "MARKER_OPTIONS",
-    "TestOptions",
-    "build_cassette",
-    "call_failure",
-    "cassette_config",
-    "cassette_path",
-    "marker_options",
-    "save_recordings",
-    "verify_call",
-]
-
 #: The keyword options of ``@pytest.mark.agent(...)``: every option the plugin reads from
 #: the marker (each configures the test's cassette). Any other option is refused, and so
 #: are positional arguments.

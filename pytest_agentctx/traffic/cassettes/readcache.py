@@ -58,18 +58,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 
-__all__ = [
-    "FOLDER_NAME",
-    "KEY_ENV",
-    "MAX_ENTRIES",
-    "READER",
-    "Setting",
-    "entry_path",
-    "read_entry",
-    "use_folder",
-    "write_entry",
-]
-
 #: The folder under pytest's cache (``.pytest_cache/d/``) that holds the entries.
 FOLDER_NAME = "agentctx-cassettes"
 #: The version of the conversion from YAML: part of every key, so that entries written by

@@ -41,8 +41,6 @@ from pytest_agentctx.traffic.transport import (
 )
 from pytest_agentctx.traffic.transport.wire import Answer, WireRequest, WireResponse
 
-__all__ = ["STREAM_FINISH_BYTES", "STREAM_FINISH_SECONDS", "Recorder"]
-
 #: How long a recorded stream the agent never closed is read on when the test ends.
 STREAM_FINISH_SECONDS = 30.0
 #: How much of it, in bytes, at most.

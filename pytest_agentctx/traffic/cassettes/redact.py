@@ -40,27 +40,14 @@ import re
 from collections.abc import Iterable, Mapping, MutableMapping
 
 from pytest_agentctx.redaction.redactor import (
-    DEFAULT_SECRET_ENV,
-    DEFAULT_SECRET_HEADERS,
-    REDACTED,
+    DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV,
+    DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS,
+    REDACTED as REDACTED,
+    Redactor as BaseRedactor,
     json_text,
 )
-from pytest_agentctx.redaction.redactor import Redactor as BaseRedactor
 from pytest_agentctx.traffic.cassettes.body import Body, UndecodableBody
 from pytest_agentctx.traffic.errors import CassetteWriteError
-
-__all__ = [
-    "DEFAULT_SECRET_ENV",
-    "DEFAULT_SECRET_HEADERS",
-    "NORMALISED_REQUEST_ID",
-    "REDACTED",
-    "REQUEST_ID_HEADERS",
-    "UNSTORED_REQUEST_HEADERS",
-    "UNSTORED_RESPONSE_HEADERS",
-    "VOLATILE_RESPONSE_HEADERS",
-    "Redactor",
-    "unscrubbable",
-]
 
 #: Response headers that differ on every call of an unchanged agent: never stored. None of
 #: them is read by the ``openai`` or ``anthropic`` SDK (they read ``retry-after``,

@@ -16,8 +16,6 @@ from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import RequestKey
 
-__all__ = ["Replays"]
-
 
 class Replays:
     """The recordings of ``loaded`` (whose request keys are ``keys``) that the test

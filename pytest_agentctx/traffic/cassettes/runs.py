@@ -41,18 +41,6 @@ from pytest_agentctx._files import (
 )
 from pytest_agentctx._locks import hold, let_go, try_hold
 
-__all__ = [
-    "RUN_MARKERS_KEPT_SECONDS",
-    "end_runs",
-    "locked",
-    "mark_written",
-    "run_file",
-    "run_marker",
-    "sweep_folder",
-    "sweep_tree",
-    "written_in_run",
-]
-
 #: How long the markers of a run are kept at most, whatever its process ids say.
 RUN_MARKERS_KEPT_SECONDS = 24 * 3600.0
 #: Whether this process already swept the markers of ended runs.

@@ -25,8 +25,6 @@ from pytest_agentctx.traffic.cassettes.runs import locked, mark_written, written
 from pytest_agentctx.traffic.cassettes.store import forget, load_cassette, write_cassette
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
-__all__ = ["Scrubs", "file_on_the_way", "merged", "run_wrote", "save_recorded", "write_error"]
-
 KeyOf = Callable[[Interaction], RequestKey]
 
 

@@ -56,7 +56,9 @@ from pytest_agentctx.traffic.cassettes.body import (
     body_chunks,
     encode_body,
 )
-from pytest_agentctx.traffic.cassettes.defaults import RecordMode
+from pytest_agentctx.traffic.cassettes.defaults import (
+    RecordMode as RecordMode,
+)
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import (
@@ -97,8 +99,6 @@ from pytest_agentctx.traffic.transport import (
     make_response,
 )
 from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, Answer, WireRequest
-
-__all__ = ["Cassette", "RecordMode"]
 
 
 class Cassette:

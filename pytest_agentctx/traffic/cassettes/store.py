@@ -34,16 +34,6 @@ from pytest_agentctx.traffic.errors import CassetteFormatError
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
 
-__all__ = [
-    "CACHE_SIZE",
-    "dump_cassette",
-    "forget",
-    "load_cassette",
-    "parse_cassette",
-    "paused_gc",
-    "write_cassette",
-]
-
 
 def _parse(text: str, path: Path) -> object:
     where = str(path)

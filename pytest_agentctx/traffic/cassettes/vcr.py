@@ -45,8 +45,6 @@ from pytest_agentctx.traffic.cassettes.fileformat import (
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
 
-__all__ = ["VCR_VERSION", "dump_vcr", "from_vcr", "vcr_interaction"]
-
 #: Response headers that describe the wire encoding of a body stored decoded.
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ["LiveStream"]
-
 
 class LiveStream(Protocol):
     """The body of a live response being recorded (a teed stream), which the cassette

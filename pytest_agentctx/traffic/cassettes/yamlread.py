@@ -47,8 +47,6 @@ from yaml.nodes import ScalarNode
 
 from pytest_agentctx._untrusted import LimitExceeded, current_limits
 
-__all__ = ["check_bounds", "load", "safe_load"]
-
 _STR = "tag:yaml.org,2002:str"
 #: The scalar tags whose constructors the loop calls (those of the safe loader).
 _SCALAR_TAGS = frozenset(

@@ -22,8 +22,6 @@ from collections.abc import Callable
 
 from pytest_agentctx.traffic.clients import httpx as _httpx
 
-__all__ = ["PATCHERS"]
-
 #: ``(install, uninstall)`` of each client library, in the order they are installed.
 PATCHERS: list[tuple[Callable[[], None], Callable[[], None]]] = [(_httpx.install, _httpx.uninstall)]
 

@@ -72,14 +72,6 @@ from pytest_agentctx.traffic.transport.dispatch import dispatch_async
 from pytest_agentctx.traffic.transport.responses import as_httpx2
 from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse
 
-__all__ = [
-    "from_client_response",
-    "install",
-    "to_client_response",
-    "to_httpx_request",
-    "uninstall",
-]
-
 #: aiohttp 3.14 made ``stream_writer`` a required argument of ``ClientResponse``; a response
 #: whose request was sent has written all it will, so a writer of size 0 stands in for it.
 _SENT: dict[str, object] = (

@@ -35,8 +35,6 @@ from pytest_agentctx.traffic.respx_routes import RespxRoute, respx_route
 from pytest_agentctx.traffic.transport.dispatch import dispatch_async, dispatch_sync
 from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse
 
-__all__ = ["install", "uninstall"]
-
 
 class _TransportRequest(WireRequest, Protocol):
     """A request as a transport gets it: its body may be unread yet."""

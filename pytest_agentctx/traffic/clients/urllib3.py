@@ -70,8 +70,6 @@ from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, WireRequest
 if TYPE_CHECKING:
     from urllib3._base_connection import BaseHTTPConnection
 
-__all__ = ["install", "request_of", "to_urllib3", "uninstall"]
-
 #: How much of a live response without chunks is read at once: what arrived, at most this.
 _READ_SIZE = 64 * 1024
 #: Statuses whose responses have no body (http.client reads none).

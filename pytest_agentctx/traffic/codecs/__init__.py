@@ -15,6 +15,11 @@ exactly one parser per wire format.
 
 from __future__ import annotations
 
-from .base import Codec, Completion, DecodedRequest, Usage, codec_for_path, get_codec
-
-__all__ = ["Codec", "Completion", "DecodedRequest", "Usage", "codec_for_path", "get_codec"]
+from .base import (
+    Codec as Codec,
+    Completion as Completion,
+    DecodedRequest as DecodedRequest,
+    Usage as Usage,
+    codec_for_path as codec_for_path,
+    get_codec as get_codec,
+)

@@ -21,32 +21,6 @@ from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY, ToolCall
 from pytest_agentctx.context.tools import ToolSpec
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = [
-    "Codec",
-    "Completion",
-    "DecodedRequest",
-    "NeutralCall",
-    "NeutralMessage",
-    "NeutralTool",
-    "Usage",
-    "codec_for_path",
-    "as_int",
-    "concat_text",
-    "each",
-    "fields",
-    "first",
-    "join_texts",
-    "member",
-    "require_int",
-    "require_list",
-    "require_object",
-    "text_or_none",
-    "token_count",
-    "get_codec",
-    "parse_arguments",
-    "require",
-]
-
 
 class NeutralCall(TypedDict):
     """A tool call of a decoded request's assistant message."""

@@ -35,16 +35,6 @@ from pytest_agentctx.traffic.codecs.base import (
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse, split_text
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = [
-    "decode_request",
-    "decode_response",
-    "decode_stream",
-    "encode_request",
-    "encode_response",
-    "encode_stream",
-    "name",
-]
-
 name = "openai_responses"
 
 

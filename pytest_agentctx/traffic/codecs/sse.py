@@ -19,8 +19,6 @@ from typing import Any
 
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = ["DONE", "SSEEvent", "format_sse", "parse_sse", "split_text"]
-
 #: The data of the event that ends an OpenAI stream.
 DONE = "[DONE]"
 

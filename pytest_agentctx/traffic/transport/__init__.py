@@ -33,37 +33,25 @@ clients):
 from __future__ import annotations
 
 from pytest_agentctx.traffic.transport.dispatch import (
-    answered_by_another_tool,
-    dispatch_async,
-    dispatch_sync,
-    forward_async,
-    forward_sync,
-    handlers_before,
-    is_async_request,
+    answered_by_another_tool as answered_by_another_tool,
+    dispatch_async as dispatch_async,
+    dispatch_sync as dispatch_sync,
+    forward_async as forward_async,
+    forward_sync as forward_sync,
+    handlers_before as handlers_before,
+    is_async_request as is_async_request,
 )
-from pytest_agentctx.traffic.transport.interceptor import Interceptor, release_leftovers
-from pytest_agentctx.traffic.transport.responses import make_response, tee_response
+from pytest_agentctx.traffic.transport.interceptor import (
+    Interceptor as Interceptor,
+    release_leftovers as release_leftovers,
+)
+from pytest_agentctx.traffic.transport.responses import (
+    make_response as make_response,
+    tee_response as tee_response,
+)
 from pytest_agentctx.traffic.transport.wire import (
-    CLIENT_EXTENSION,
-    Handler,
-    WireRequest,
-    WireResponse,
+    CLIENT_EXTENSION as CLIENT_EXTENSION,
+    Handler as Handler,
+    WireRequest as WireRequest,
+    WireResponse as WireResponse,
 )
-
-__all__ = [
-    "CLIENT_EXTENSION",
-    "Handler",
-    "Interceptor",
-    "WireRequest",
-    "WireResponse",
-    "answered_by_another_tool",
-    "dispatch_async",
-    "dispatch_sync",
-    "forward_async",
-    "forward_sync",
-    "handlers_before",
-    "is_async_request",
-    "make_response",
-    "release_leftovers",
-    "tee_response",
-]

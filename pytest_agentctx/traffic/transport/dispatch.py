@@ -29,20 +29,6 @@ from pytest_agentctx.traffic import scopes
 from pytest_agentctx.traffic.respx_routes import RespxRoute
 from pytest_agentctx.traffic.transport.wire import Handler, WireRequest, WireResponse
 
-__all__ = [
-    "AsyncSend",
-    "Handling",
-    "SyncSend",
-    "answered_by_another_tool",
-    "current_handling",
-    "dispatch_async",
-    "dispatch_sync",
-    "forward_async",
-    "forward_sync",
-    "handlers_before",
-    "is_async_request",
-]
-
 #: How a client sends a request to the network through its own code.
 SyncSend = Callable[[WireRequest], WireResponse]
 AsyncSend = Callable[[WireRequest], Awaitable[WireResponse]]

@@ -16,8 +16,6 @@ from pytest_agentctx.traffic import scopes
 from pytest_agentctx.traffic.errors import UnscopedRequest
 from pytest_agentctx.traffic.transport.wire import Handler
 
-__all__ = ["Interceptor", "release_leftovers"]
-
 #: Guards starting and stopping interceptors, and the patching. Which interceptors a
 #: request is offered is the scopes' (:mod:`pytest_agentctx.traffic.scopes`), read without it.
 _lock = threading.RLock()

@@ -20,8 +20,6 @@ import httpx2
 from pytest_agentctx.traffic.transport.dispatch import current_handling
 from pytest_agentctx.traffic.transport.wire import WireResponse
 
-__all__ = ["as_httpx2", "make_response", "tee_response"]
-
 
 class _Chunks:
     """Yields recorded chunks one by one (event boundaries of a stream kept), then calls

@@ -12,16 +12,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol, TypeAlias, overload
 
-__all__ = [
-    "CLIENT_EXTENSION",
-    "Answer",
-    "Handler",
-    "WireHeaders",
-    "WireRequest",
-    "WireResponse",
-    "WireURL",
-]
-
 #: The request extension naming the client library a request came through (``"requests"``),
 #: which a cassette's miss message shows.
 CLIENT_EXTENSION = "agentctx_client"

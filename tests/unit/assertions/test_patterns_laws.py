@@ -42,8 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from dirty_equals import IsPositiveInt, IsStr
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import BaseModel
 
 from pytest_agentctx import (

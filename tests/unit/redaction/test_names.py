@@ -7,8 +7,7 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from pytest_agentctx.assertions.snapshots.extension import AgentSnapshotExtension
 from pytest_agentctx.redaction.names import digest, file_stem, shown_id

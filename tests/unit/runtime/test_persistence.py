@@ -19,8 +19,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_agentctx import (
     Agent,

@@ -32,31 +32,25 @@ of the turn), which :func:`encode_request` puts back in place.
 
 from __future__ import annotations
 
-from pytest_agentctx.traffic.codecs.gemini.parts import SYNTHETIC_ID_PREFIX, synthetic_call_id
-from pytest_agentctx.traffic.codecs.gemini.request import (
-    decode_request,
-    encode_request,
-    is_stream_path,
-    model_of_path,
-    request_for_path,
+from pytest_agentctx.traffic.codecs.gemini.parts import (
+    SYNTHETIC_ID_PREFIX as SYNTHETIC_ID_PREFIX,
+    synthetic_call_id as synthetic_call_id,
 )
-from pytest_agentctx.traffic.codecs.gemini.response import decode_response, encode_response
-from pytest_agentctx.traffic.codecs.gemini.stream import decode_stream, encode_stream
-
-__all__ = [
-    "SYNTHETIC_ID_PREFIX",
-    "decode_request",
-    "decode_response",
-    "decode_stream",
-    "encode_request",
-    "encode_response",
-    "encode_stream",
-    "is_stream_path",
-    "model_of_path",
-    "name",
-    "request_for_path",
-    "synthetic_call_id",
-]
+from pytest_agentctx.traffic.codecs.gemini.request import (
+    decode_request as decode_request,
+    encode_request as encode_request,
+    is_stream_path as is_stream_path,
+    model_of_path as model_of_path,
+    request_for_path as request_for_path,
+)
+from pytest_agentctx.traffic.codecs.gemini.response import (
+    decode_response as decode_response,
+    encode_response as encode_response,
+)
+from pytest_agentctx.traffic.codecs.gemini.stream import (
+    decode_stream as decode_stream,
+    encode_stream as encode_stream,
+)
 
 #: The codec's name (see :mod:`~pytest_agentctx.traffic.codecs.base`).
 name = "gemini"

@@ -17,19 +17,6 @@ from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.traffic.codecs.base import Completion, each, fields, member, parse_arguments
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = [
-    "SIGNATURE",
-    "SYNTHETIC_ID_PREFIX",
-    "THOUGHT",
-    "completion_of",
-    "get",
-    "is_synthetic",
-    "model_parts",
-    "synthetic_call_id",
-    "text_of",
-    "turn_parts",
-]
-
 #: The start of the ids this codec makes up for function calls that have none.
 SYNTHETIC_ID_PREFIX = "gemini-call-"
 

@@ -34,14 +34,6 @@ from pytest_agentctx.traffic.codecs.gemini.parts import (
 )
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = [
-    "decode_request",
-    "encode_request",
-    "is_stream_path",
-    "model_of_path",
-    "request_for_path",
-]
-
 _MODEL_IN_PATH = re.compile(r"/(?:models|tunedModels)/([^/:]+):[A-Za-z]+$")
 
 

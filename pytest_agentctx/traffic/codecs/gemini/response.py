@@ -18,8 +18,6 @@ from pytest_agentctx.traffic.codecs.base import (
 from pytest_agentctx.traffic.codecs.gemini.parts import completion_of, get, model_parts, turn_parts
 from pytest_agentctx.traffic.errors import CodecError
 
-__all__ = ["decode_response", "encode_response", "reply_parts", "response_body"]
-
 
 def _decode_usage(data: object) -> Usage | None:
     """Usage of a response: tool-use prompt tokens count as input, thinking tokens as

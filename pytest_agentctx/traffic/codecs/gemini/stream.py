@@ -17,8 +17,6 @@ from pytest_agentctx.traffic.codecs.gemini.response import (
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, event_chunk, parse_sse, split_text
 
-__all__ = ["decode_stream", "encode_stream"]
-
 
 def _event(data: Mapping[str, object]) -> SSEEvent:
     return SSEEvent(None, json.dumps(data, ensure_ascii=False, separators=(",", ":")))

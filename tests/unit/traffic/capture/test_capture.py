@@ -17,8 +17,8 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_agentctx import Agent as AgentDefinition
 from pytest_agentctx import (
+    Agent as AgentDefinition,
     AgentContext,
     AgentRuntime,
     CapturedRuns,

@@ -20,8 +20,7 @@ import json
 import math
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,

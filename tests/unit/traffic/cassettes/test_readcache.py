@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_agentctx.redaction.active import SessionSecrets, set_active
 from pytest_agentctx.traffic.cassettes import readcache, store

@@ -25,8 +25,7 @@ from cassette_support import TLS, Loopback, chat_completion
 
 from pytest_agentctx.exceptions import RunError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
-from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
-from pytest_agentctx.traffic.cassettes import body as body_module
+from pytest_agentctx.traffic.cassettes import Cassette, RecordMode, body as body_module
 from pytest_agentctx.traffic.cassettes.body import UndecodableBody, decode_content, decompress
 from pytest_agentctx.traffic.cassettes.redact import NORMALISED_REQUEST_ID, Redactor
 from pytest_agentctx.traffic.errors import CassetteError, CassetteWriteError

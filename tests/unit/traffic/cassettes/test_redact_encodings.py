@@ -30,8 +30,7 @@ from typing import Any
 from unittest import mock
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, encode_body
 from pytest_agentctx.traffic.cassettes.redact import Redactor

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.traffic.cassettes.body import Body, body_bytes, encode_body

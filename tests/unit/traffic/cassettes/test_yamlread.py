@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytest_agentctx._untrusted import LimitExceeded, Limits, use_limits
 from pytest_agentctx.traffic.cassettes import yamlread

@@ -15,8 +15,7 @@ import requests
 import urllib3
 from urllib3.connectionpool import HTTPConnectionPool
 
-from pytest_agentctx.traffic.clients import PATCHERS
-from pytest_agentctx.traffic.clients import urllib3 as client
+from pytest_agentctx.traffic.clients import PATCHERS, urllib3 as client
 from pytest_agentctx.traffic.transport import (
     CLIENT_EXTENSION,
     Interceptor,
