@@ -17,7 +17,7 @@ ways, as a pytest session finds it:
 - **no cache**: outside pytest, or under ``-p no:cacheprovider``: parsed from the YAML;
 - **first read**: pytest's cache folder holds no entry yet (a fresh checkout, a CI job
   without a kept cache, the cassette just changed): parsed, and the entry written;
-- **cache hit**: the entry a previous run wrote (docs/cassettes.md, "Reading YAML
+- **cache hit**: the entry a previous run wrote (docs/reference/cassettes.md, "Reading YAML
   cassettes fast"), read instead of the YAML.
 
 The vcrpy file is also read as the package read YAML before (``PyYAML CSafeLoader``:

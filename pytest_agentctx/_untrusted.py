@@ -1,7 +1,7 @@
 """Files from strangers: the limits they are read within, and their text made printable.
 
 Cassettes, snapshots, reports and cache entries arrive in pull requests: they are read as
-untrusted input, within :class:`Limits` (docs/cassettes.md, "Limits"):
+untrusted input, within :class:`Limits` (docs/reference/cassettes.md, "Limits"):
 
 - ``file_bytes``: the largest file read (512 MiB); anything that is not a regular file (a
   FIFO, a device such as ``/dev/zero``, a folder) is refused before a byte is read. A
