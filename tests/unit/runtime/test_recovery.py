@@ -198,7 +198,7 @@ async def test_the_handler_receives_type_message_traceback_step_and_clock_time()
         ]:
             assert at == T0.replace(second=2)
             assert text.endswith("LookupError: no x")
-            assert 'File "test_failures.py"' in text
+            assert 'File "test_recovery.py"' in text
         case other:
             pytest.fail(f"unexpected failures: {other}")
 
