@@ -146,9 +146,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ("agent_max_depth", "Deepest nesting of lists and mappings read (YAML, reports)"),
         ("agent_max_alias_nodes", "Most values the aliases of a YAML cassette may repeat"),
     ):
-        parser.addini(
-            name, f"{help_text} (empty: the default, docs/reference/cassettes.md).", default=""
-        )
+        parser.addini(name, f"{help_text} (empty: the default, docs/cassettes.md).", default="")
     # the reports and the gate
     group.addoption(
         "--agent-report",
