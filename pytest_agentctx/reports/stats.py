@@ -42,11 +42,15 @@ class RunLog:
 
     def __init__(self) -> None:
         self._parts = [_RunSources()]
+        self._repeated = False
 
     def new_part(self) -> None:
-        """Start the sources of a new repetition of the test."""
-        if self._parts[-1].exact or self._parts[-1].captured is not None:
+        """Start the sources of a new repetition of the test: the first repetition takes
+        the log's first part unless runs are in it already; every later one has a part of
+        its own, even when the one before made no run."""
+        if self._repeated or self._parts[-1].exact or self._parts[-1].captured is not None:
             self._parts.append(_RunSources())
+        self._repeated = True
 
     def add_source(self, source: Callable[[], Iterable[RunRecord]]) -> None:
         """An exact source (the runtime's results)."""

@@ -107,6 +107,25 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
     }
 
 
+def test_a_repeated_test_without_agent_runs_reports_each_repetition(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_rate="""
+        import pytest
+
+        @pytest.mark.agent_repeat(3)
+        def test_plain():
+            assert True
+        """
+    )
+
+    project.runpytest("-p", "no:cacheprovider", REPORT).assert_outcomes(passed=1)
+
+    [test] = json.loads((project.path / "report.json").read_text())["tests"]
+    assert [run["iterations"] for run in test["repeat"]["per_run"]] == [0, 0, 0]
+
+
 def test_the_default_minimum_is_every_run(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_rate="""

@@ -243,6 +243,15 @@ def test_a_run_log_keeps_each_repetition_apart() -> None:
     assert [r.name for r in log.records(last_part=True)] == ["second"]
 
 
+def test_a_repetition_without_runs_is_a_part_of_its_own() -> None:
+    log = RunLog()
+    for _ in range(3):
+        log.new_part()
+    log.set_captured(lambda: [RunRecord("third", "captured", run())])
+
+    assert [[r.name for r in part] for part in log.records_by_part()] == [[], [], ["third"]]
+
+
 def test_an_empty_run_log_is_not_measurable() -> None:
     assert not RunLog().measurable
 
