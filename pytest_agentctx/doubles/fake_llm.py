@@ -35,6 +35,25 @@ PLACEHOLDER_KEYS: Mapping[str, str] = {
     "GEMINI_API_KEY": "agentctx-fake-gemini-key",
 }
 
+#: For a placeholder key, the other variables its SDK reads the same credential from: a
+#: placeholder is never set beside one of them (google-genai warns when both of its keys are
+#: set and uses ``GOOGLE_API_KEY``; the anthropic SDK sends both an api key and a token).
+ALTERNATIVE_KEYS: Mapping[str, tuple[str, ...]] = {
+    "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
+    "ANTHROPIC_API_KEY": ("ANTHROPIC_AUTH_TOKEN",),
+}
+
+
+def missing_keys(environ: Mapping[str, str]) -> dict[str, str]:
+    """The placeholders :data:`PLACEHOLDER_KEYS` gives the keys unset or empty in
+    ``environ`` whose SDK has none of its other variables (:data:`ALTERNATIVE_KEYS`) set."""
+    return {
+        name: value
+        for name, value in PLACEHOLDER_KEYS.items()
+        if not environ.get(name)
+        and not any(environ.get(other) for other in ALTERNATIVE_KEYS.get(name, ()))
+    }
+
 
 class _PlaceholderKeys:
     """The placeholder keys in ``os.environ`` while at least one fake is started: set by
@@ -49,10 +68,9 @@ class _PlaceholderKeys:
     def acquire(self) -> None:
         with self._lock:
             if self._users == 0:
-                for name, value in PLACEHOLDER_KEYS.items():
-                    if not os.environ.get(name):
-                        self._saved[name] = os.environ.get(name)
-                        os.environ[name] = value
+                for name, value in missing_keys(os.environ).items():
+                    self._saved[name] = os.environ.get(name)
+                    os.environ[name] = value
             self._users += 1
 
     def release(self) -> None:

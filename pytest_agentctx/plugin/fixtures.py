@@ -21,7 +21,7 @@ import pytest
 from pytest_agentctx.context.clock import ClockSettings
 
 from . import capture
-from .keys import CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
+from .keys import CASSETTE_SETTINGS_KEY, CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.fake_llm import FakeLLM
@@ -103,14 +103,14 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """
     import os
 
-    from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
+    from pytest_agentctx.doubles.fake_llm import FakeLLM, missing_keys
     from pytest_agentctx.doubles.ids import SequentialIds
     from pytest_agentctx.traffic import lazy_tls, scopes
 
     from .cassettes._run import fake_llm_guard
 
-    for name, value in PLACEHOLDER_KEYS.items():
-        if not os.environ.get(name):
+    if request.config.stash[CASSETTE_SETTINGS_KEY].placeholder_keys:
+        for name, value in missing_keys(os.environ).items():
             monkeypatch.setenv(name, value)
     fake = FakeLLM(ids=SequentialIds())
     capture.capture_runs(request.node, lambda: fake.exchanges)

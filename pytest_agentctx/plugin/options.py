@@ -126,6 +126,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    parser.addini(
+        "agent_placeholder_keys",
+        "Give unset provider API keys placeholders while replaying or using fake_llm.",
+        type="bool",
+        default=True,
+    )
     # read by the pytest-agentctx command only (cassettes check, docs/cli.md)
     parser.addini(
         "agent_cassette_max_age",

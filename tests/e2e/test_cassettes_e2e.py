@@ -808,6 +808,58 @@ def test_a_replay_needs_no_api_key_and_the_placeholder_goes_away(tester, provide
     assert "agentctx-fake" not in cassette
 
 
+def _add_ini_line(tester: pytest.Pytester, line: str) -> None:
+    ini = tester.path / "tox.ini"
+    ini.write_text(f"{ini.read_text()}\n{line}\n")
+
+
+#: A replayed test that reports which provider keys it found set.
+KEYS_SEEN = """
+import os
+
+import pytest
+
+
+@pytest.mark.agent
+def test_keys():
+    print("seen:", sorted(n for n in ("OPENAI_API_KEY", "GEMINI_API_KEY") if os.environ.get(n)))
+"""
+
+
+def test_with_placeholders_off_a_replay_sets_no_key(tester, monkeypatch):
+    tester.makepyfile(test_cas_seen=KEYS_SEEN)
+    _add_ini_line(tester, "agent_placeholder_keys = false")
+    for name in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+    result = tester.runpytest("-s")
+
+    result.assert_outcomes(passed=1)
+    assert "seen: []" in result.stdout.str()
+
+
+def test_a_replay_sets_no_gemini_placeholder_beside_a_google_api_key(tester, monkeypatch):
+    tester.makepyfile(test_cas_seen=KEYS_SEEN)
+    for name in ("OPENAI_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", "users-google-key")
+
+    result = tester.runpytest("-s")
+
+    result.assert_outcomes(passed=1)
+    assert "seen: ['OPENAI_API_KEY']" in result.stdout.str()
+
+
+def test_a_bad_placeholder_keys_value_is_a_usage_error_naming_it(tester):
+    tester.makepyfile(test_cas_seen=KEYS_SEEN)
+    _add_ini_line(tester, "agent_placeholder_keys = maybe")
+
+    result = tester.runpytest()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent_placeholder_keys*expected true or false*"])
+
+
 def test_recording_without_an_api_key_gets_no_placeholder(tester, monkeypatch):
     tester.makepyfile(test_cas_keys=KEY_FROM_ENVIRONMENT)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

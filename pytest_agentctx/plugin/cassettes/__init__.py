@@ -80,6 +80,7 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         run_id=run_id,
         verbosity=config.get_verbosity(),
         live=bool(config.getoption("agent_live", False)),
+        placeholder_keys=_ini_bool(config, "agent_placeholder_keys"),
     )
 
 

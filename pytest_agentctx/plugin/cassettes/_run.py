@@ -117,10 +117,12 @@ def run_cassette(
     with contextlib.ExitStack() as keys:
         if cassette.replays_only:
             # No request reaches a provider and nothing is written: unset provider keys get
-            # placeholders, so a CI job without keys builds the SDKs' clients.
-            from pytest_agentctx.doubles.fake_llm import placeholder_keys
+            # placeholders (unless agent_placeholder_keys is off), so a CI job without keys
+            # builds the SDKs' clients.
+            if settings.placeholder_keys:
+                from pytest_agentctx.doubles.fake_llm import placeholder_keys
 
-            keys.enter_context(placeholder_keys())
+                keys.enter_context(placeholder_keys())
             # Nor is a TLS connection opened: the clients the test builds load their
             # certificates only if a request of theirs goes to the network.
             from pytest_agentctx.traffic import lazy_tls

@@ -52,6 +52,9 @@ class CassetteSettings(NamedTuple):
     run_id: str = ""
     #: pytest's verbosity (``-v``: 1, ``-vv``: 2): how much a cassette miss shows.
     verbosity: int = 0
+    #: Whether unset provider API keys get placeholders while a test replays only or uses
+    #: ``fake_llm`` (``agent_placeholder_keys``).
+    placeholder_keys: bool = True
 
     @classmethod
     def build(
@@ -71,6 +74,7 @@ class CassetteSettings(NamedTuple):
         run_id: str,
         verbosity: int = 0,
         live: bool = False,
+        placeholder_keys: bool = True,
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -116,6 +120,7 @@ class CassetteSettings(NamedTuple):
             record_failing=record_failing,
             run_id=run_id,
             verbosity=verbosity,
+            placeholder_keys=placeholder_keys,
         )
 
 

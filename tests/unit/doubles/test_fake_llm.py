@@ -24,7 +24,7 @@ from pytest_agentctx.doubles.errors import (
     UnexpectedModelCall,
     UnusedScriptedReplies,
 )
-from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM
+from pytest_agentctx.doubles.fake_llm import PLACEHOLDER_KEYS, FakeLLM, missing_keys
 from pytest_agentctx.doubles.fake_tools import FakeToolCall, FakeTools
 from pytest_agentctx.doubles.scripted_model import (
     FakeModelCall,
@@ -997,6 +997,22 @@ def test_an_empty_key_gets_a_placeholder_and_comes_back_empty(monkeypatch):
         during = os.environ["OPENAI_API_KEY"]
 
     assert (during, os.environ["OPENAI_API_KEY"]) == (PLACEHOLDER_KEYS["OPENAI_API_KEY"], "")
+
+
+def test_a_key_whose_sdk_reads_another_variable_gets_no_placeholder(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", "users-google-key")
+
+    with FakeLLM():
+        during = os.environ.get("GEMINI_API_KEY")
+
+    assert during is None
+
+
+def test_missing_keys_leaves_out_each_key_whose_other_variable_is_set():
+    environ = {"GOOGLE_API_KEY": "g", "ANTHROPIC_AUTH_TOKEN": "t", "OPENAI_API_KEY": ""}
+
+    assert missing_keys(environ) == {"OPENAI_API_KEY": PLACEHOLDER_KEYS["OPENAI_API_KEY"]}
 
 
 def test_a_key_the_user_set_is_left_as_it_is(monkeypatch):
