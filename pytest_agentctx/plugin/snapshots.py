@@ -54,9 +54,7 @@ def agent_snapshot_config() -> SnapshotOptions:
 
 @pytest.fixture
 def agent_snapshot(
-    request: pytest.FixtureRequest,
-    snapshot: SnapshotAssertion,
-    agent_snapshot_config: SnapshotOptions,
+    request: pytest.FixtureRequest, agent_snapshot_config: SnapshotOptions
 ) -> AgentSnapshotAssertion:
     """A syrupy snapshot of an agent run: ``assert result.context == agent_snapshot``.
 
@@ -66,5 +64,31 @@ def agent_snapshot(
     from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
 
     return AgentSnapshotAssertion.from_snapshot(
-        snapshot, agent_snapshot_config, redactor_for(request)
+        syrupy_snapshot(request), agent_snapshot_config, redactor_for(request)
+    )
+
+
+def syrupy_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
+    """syrupy's ``snapshot`` of the test, made as syrupy's fixture makes it rather than
+    asked for by its name: a project may define a fixture named ``snapshot`` of its own,
+    which ``agent_snapshot`` must not take for syrupy's."""
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.extensions.amber import AmberSnapshotExtension
+    from syrupy.location import PyTestLocation
+
+    session = getattr(request.config, "_syrupy", None)
+    if session is None:
+        raise pytest.UsageError(
+            "agent_snapshot needs syrupy's pytest plugin, which is not loaded in this "
+            "session (was it disabled with -p no:syrupy?); expected it loaded, as "
+            "installing pytest-agentctx installs it. Remove -p no:syrupy, or do not use "
+            "agent_snapshot."
+        )
+    option = request.config.option
+    return SnapshotAssertion(
+        update_snapshots=bool(option.update_snapshots),
+        update_new_snapshots_only=bool(getattr(option, "update_new_snapshots_only", False)),
+        extension_class=AmberSnapshotExtension,
+        test_location=PyTestLocation(request.node),
+        session=session,
     )

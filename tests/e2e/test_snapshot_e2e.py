@@ -255,3 +255,39 @@ def test_the_snapshot_fixtures_are_listed_with_their_docs(project: pytest.Pytest
             "    A syrupy snapshot of an agent run: ``assert result.context == agent_snapshot``.",
         ]
     )
+
+
+def test_a_project_fixture_named_snapshot_leaves_agent_snapshot_syrupys(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def snapshot():
+            return "the project's own snapshot"
+        """
+    )
+    project.makepyfile(
+        test_it=TESTS
+        + """
+def test_own(snapshot):
+    assert snapshot == "the project's own snapshot"
+"""
+    )
+
+    project.runpytest("--snapshot-update").assert_outcomes(passed=2)
+    result = project.runpytest()
+
+    result.assert_outcomes(passed=2)
+    assert "18C and sunny" in snapshot_file(project).read_text()
+
+
+def test_agent_snapshot_without_syrupys_plugin_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makepyfile(test_it=TESTS)
+
+    result = project.runpytest("-p", "no:syrupy")
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*agent_snapshot needs syrupy's pytest plugin*-p no:syrupy*"])
