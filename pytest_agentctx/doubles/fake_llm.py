@@ -123,10 +123,13 @@ class FakeLLM(ScriptedModel):
 
     _name = "fake_llm"
 
-    def __init__(self, *, ids: IdFactory | None = None) -> None:
+    def __init__(self, *, ids: IdFactory | None = None, placeholder_keys: bool = True) -> None:
         super().__init__(ids=ids)
         self._interceptor = Interceptor(self.handle)
         self._exchanges: list[Exchange] = []
+        #: Whether :meth:`start` gives unset provider keys placeholders (the fixture passes
+        #: the ini option ``agent_placeholder_keys``).
+        self._placeholder_keys = placeholder_keys
         self._holds_keys = False
 
     @property
@@ -205,10 +208,11 @@ class FakeLLM(ScriptedModel):
         """Answer model calls from now on.
 
         Provider API keys that are unset get a placeholder (:data:`PLACEHOLDER_KEYS`) until
-        :meth:`stop`, so the SDKs build their clients without a real key.
+        :meth:`stop`, so the SDKs build their clients without a real key (not with
+        ``placeholder_keys=False``).
         """
         self._interceptor.start()
-        if not self._holds_keys:
+        if self._placeholder_keys and not self._holds_keys:
             _PLACEHOLDERS.acquire()
             self._holds_keys = True
 

@@ -109,10 +109,11 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 
     from .cassettes._run import fake_llm_guard
 
-    if request.config.stash[CASSETTE_SETTINGS_KEY].placeholder_keys:
+    placeholders = request.config.stash[CASSETTE_SETTINGS_KEY].placeholder_keys
+    if placeholders:
         for name, value in missing_keys(os.environ).items():
             monkeypatch.setenv(name, value)
-    fake = FakeLLM(ids=SequentialIds())
+    fake = FakeLLM(ids=SequentialIds(), placeholder_keys=placeholders)
     capture.capture_runs(request.node, lambda: fake.exchanges)
     guard = fake_llm_guard(request)
     capture.redactor_for(request)

@@ -838,6 +838,21 @@ def test_with_placeholders_off_a_replay_sets_no_key(tester, monkeypatch):
     assert "seen: []" in result.stdout.str()
 
 
+def test_with_placeholders_off_fake_llm_sets_no_key(tester, monkeypatch):
+    marked = "@pytest.mark.agent\ndef test_keys():"
+    with_fake = KEYS_SEEN.replace(marked, "def test_keys(fake_llm):")
+    assert with_fake != KEYS_SEEN
+    tester.makepyfile(test_cas_seen=with_fake)
+    _add_ini_line(tester, "agent_placeholder_keys = false")
+    for name in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+    result = tester.runpytest("-s")
+
+    result.assert_outcomes(passed=1)
+    assert "seen: []" in result.stdout.str()
+
+
 def test_a_replay_sets_no_gemini_placeholder_beside_a_google_api_key(tester, monkeypatch):
     tester.makepyfile(test_cas_seen=KEYS_SEEN)
     for name in ("OPENAI_API_KEY", "GEMINI_API_KEY"):
