@@ -19,7 +19,7 @@ from .capture import redactor_for
 if TYPE_CHECKING:
     # Imported where they are used: loading the plugin at pytest's start-up then costs
     # little, and a session that never uses a fixture never pays for it.
-    from syrupy.assertion import SnapshotAssertion
+    from syrupy.session import SnapshotSession
 
     from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
     from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
@@ -61,22 +61,26 @@ def agent_snapshot(
     Stored as ``__snapshots__/<module>/<test>.agentctx``; ``--snapshot-update`` writes it.
     Secrets are written as ``REDACTED`` by the test's redactor, the one its cassette uses.
     """
+    from syrupy.location import PyTestLocation
+
     from pytest_agentctx.assertions.snapshots.assertion import AgentSnapshotAssertion
 
-    return AgentSnapshotAssertion.from_snapshot(
-        syrupy_snapshot(request), agent_snapshot_config, redactor_for(request)
+    option = request.config.option
+    return AgentSnapshotAssertion.for_test(
+        syrupy_session(request.config),
+        PyTestLocation(request.node),
+        update_snapshots=bool(option.update_snapshots),
+        update_new_snapshots_only=bool(getattr(option, "update_new_snapshots_only", False)),
+        options=agent_snapshot_config,
+        redactor=redactor_for(request),
     )
 
 
-def syrupy_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
-    """syrupy's ``snapshot`` of the test, made as syrupy's fixture makes it rather than
-    asked for by its name: a project may define a fixture named ``snapshot`` of its own,
-    which ``agent_snapshot`` must not take for syrupy's."""
-    from syrupy.assertion import SnapshotAssertion
-    from syrupy.extensions.amber import AmberSnapshotExtension
-    from syrupy.location import PyTestLocation
-
-    session = getattr(request.config, "_syrupy", None)
+def syrupy_session(config: pytest.Config) -> SnapshotSession:
+    """syrupy's session, which syrupy's own ``snapshot`` fixture makes its assertions in:
+    ``agent_snapshot`` takes it rather than that fixture by its name, as a project may
+    define a fixture named ``snapshot`` of its own."""
+    session: SnapshotSession | None = getattr(config, "_syrupy", None)
     if session is None:
         raise pytest.UsageError(
             "agent_snapshot needs syrupy's pytest plugin, which is not loaded in this "
@@ -84,11 +88,4 @@ def syrupy_snapshot(request: pytest.FixtureRequest) -> SnapshotAssertion:
             "installing pytest-agentctx installs it. Remove -p no:syrupy, or do not use "
             "agent_snapshot."
         )
-    option = request.config.option
-    return SnapshotAssertion(
-        update_snapshots=bool(option.update_snapshots),
-        update_new_snapshots_only=bool(getattr(option, "update_new_snapshots_only", False)),
-        extension_class=AmberSnapshotExtension,
-        test_location=PyTestLocation(request.node),
-        session=session,
-    )
+    return session

@@ -22,6 +22,9 @@ from pytest_agentctx.assertions.snapshots.options import SnapshotOptions
 from pytest_agentctx.assertions.snapshots.serialization import FORMAT_VERSION, snapshot_text
 
 if TYPE_CHECKING:
+    from syrupy.location import PyTestLocation
+    from syrupy.session import SnapshotSession
+
     from pytest_agentctx.redaction.redactor import Redactor
 
 
@@ -46,21 +49,26 @@ class AgentSnapshotAssertion(SnapshotAssertion):
     _call_options: SnapshotOptions | None = field(init=False, default=None)
 
     @classmethod
-    def from_snapshot(
+    def for_test(
         cls,
-        snapshot: SnapshotAssertion,
+        session: SnapshotSession,
+        test_location: PyTestLocation,
+        *,
+        update_snapshots: bool,
+        update_new_snapshots_only: bool = False,
         options: SnapshotOptions | None = None,
         redactor: Redactor | None = None,
     ) -> AgentSnapshotAssertion:
-        """An agent snapshot assertion for the same test as syrupy's ``snapshot``; its
-        snapshots are redacted by ``redactor`` (the test's, the one its cassette uses), or
-        by the running test's when it is ``None``."""
+        """An agent snapshot assertion of the test at ``test_location`` in syrupy's
+        ``session``, as syrupy's own ``snapshot`` fixture makes one (with syrupy's
+        ``--snapshot-update`` flags); its snapshots are redacted by ``redactor`` (the test's,
+        the one its cassette uses), or by the running test's when it is ``None``."""
         return cls(
-            session=snapshot.session,
+            session=session,
             extension_class=AgentSnapshotExtension,
-            test_location=snapshot.test_location,
-            update_snapshots=snapshot.update_snapshots,
-            update_new_snapshots_only=snapshot.update_new_snapshots_only,
+            test_location=test_location,
+            update_snapshots=update_snapshots,
+            update_new_snapshots_only=update_new_snapshots_only,
             options=options or SnapshotOptions(),
             redactor=redactor,
         )
