@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted, refuse_constant
+from pytest_agentctx._untrusted import LimitExceeded, load_json, refuse_constant
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import evaluate_gate
 from pytest_agentctx.reports.session_report import (
@@ -32,6 +32,8 @@ from pytest_agentctx.reports.session_report import (
     assemble_report,
     check_report,
     dumps_report,
+    report_bytes,
+    report_json,
 )
 
 _WRITE = "Each shard writes one with: pytest --agent-report=PATH"
@@ -77,33 +79,11 @@ def _read(path: Path) -> Any:
     """``path`` split (see :func:`split_report`) when it is a report the plugin wrote, or
     else its whole parsed JSON; read within the limits of :mod:`pytest_agentctx._untrusted`
     (see :func:`~pytest_agentctx.reports.session_report.load_report`)."""
-    try:
-        data = read_untrusted(path)
-    except FileNotFoundError:
-        raise ReportError(f"Report {path} does not exist. {_WRITE}.") from None
-    except LimitExceeded as exc:
-        raise ReportError(f"Report {exc}") from None
-    except OSError as exc:
-        raise ReportError(
-            f"Report {path} cannot be read ({exc.strerror or exc}). {_WRITE}."
-        ) from None
+    data = report_bytes(path, _WRITE)
     split = split_report(data)
     if split is not None:
         return split
-    try:
-        return load_json(data, str(path))
-    except LimitExceeded as exc:
-        raise ReportError(f"Report {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(
-            f"Report {path} is not JSON ({exc.msg}, line {exc.lineno}): expected a report "
-            f"written by pytest-agentctx. {_WRITE}."
-        ) from None
-    except ValueError as exc:  # not UTF-8, NaN or Infinity, a number of too many digits
-        raise ReportError(
-            f"Report {path} is not a report's strict JSON ({exc}): expected a report "
-            f"written by pytest-agentctx. {_WRITE}."
-        ) from None
+    return report_json(data, path, _WRITE)
 
 
 def _refuse_other_formats(path: Path, data: Any) -> None:

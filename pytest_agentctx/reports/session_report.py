@@ -304,30 +304,44 @@ def load_report(path: str | Path) -> dict[str, Any]:
     :class:`ReportError` naming the file and what is wrong with it.
     """
     where = Path(path)
+    missing = f"{_WRITE_ONE} (for a baseline, on the branch you compare against) and pass that file"
+    data = report_bytes(where, _WRITE_ONE, missing=missing)
+    return check_report(report_json(data, where, _WRITE_ONE), where)
+
+
+def report_bytes(where: Path, advice: str, *, missing: str | None = None) -> bytes:
+    """The bytes of the report file ``where``, read as untrusted input; a
+    :class:`ReportError` naming it and ``advice`` (how to write one) when it cannot be read,
+    or ``missing`` instead of ``advice`` when it does not exist."""
     try:
-        data = load_json(read_untrusted(where), str(where))
+        return read_untrusted(where)
     except FileNotFoundError:
-        raise ReportError(
-            f"Report {where} does not exist. {_WRITE_ONE} (for a baseline, on the branch you "
-            "compare against) and pass that file."
-        ) from None
+        raise ReportError(f"Report {where} does not exist. {missing or advice}.") from None
     except LimitExceeded as exc:
         raise ReportError(f"Report {exc}") from None
     except OSError as exc:
         raise ReportError(
-            f"Report {where} cannot be read ({exc.strerror or exc}). {_WRITE_ONE}."
+            f"Report {where} cannot be read ({exc.strerror or exc}). {advice}."
         ) from None
+
+
+def report_json(data: bytes, where: str | Path, advice: str) -> object:
+    """``data``, the bytes of the report ``where``, parsed as strict JSON within the limits;
+    a :class:`ReportError` naming it and ``advice`` (how to write one) when it is not."""
+    try:
+        return load_json(data, str(where))
+    except LimitExceeded as exc:
+        raise ReportError(f"Report {exc}") from None
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"Report {where} is not JSON ({exc.msg}, line {exc.lineno}): expected a report "
-            f"written by pytest-agentctx. {_WRITE_ONE}."
+            f"written by pytest-agentctx. {advice}."
         ) from None
     except ValueError as exc:  # not UTF-8, NaN or Infinity, a number of too many digits
         raise ReportError(
             f"Report {where} is not a report's strict JSON ({exc}): expected a report "
-            f"written by pytest-agentctx. {_WRITE_ONE}."
+            f"written by pytest-agentctx. {advice}."
         ) from None
-    return check_report(data, where)
 
 
 def check_report(data: object, where: str | Path) -> dict[str, Any]:
