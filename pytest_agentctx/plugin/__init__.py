@@ -21,6 +21,8 @@ the package's layers below; these wire it into pytest):
 * ``repeat`` (package): ``agent_repeat`` tests run n times and logged once; what runs them
   in the private ``_runs``.
 * ``async_tests``: pytest-asyncio's warning silenced, async tests marked for it.
+* ``vcr_compat``: pytest-recording's and pytest-vcr's options and hook accepted when those
+  tools are not loaded, with what each maps to.
 
 A package's private modules are imported by its hooks on first use, so a session that does
 not use a feature does not load them.
@@ -81,6 +83,7 @@ PLUGIN_MODULES = [
     "pytest_agentctx.plugin.budgets",
     "pytest_agentctx.plugin.repeat",
     "pytest_agentctx.plugin.async_tests",
+    "pytest_agentctx.plugin.vcr_compat",
     "pytest_agentctx.plugin.options",
 ]
 
@@ -93,6 +96,7 @@ CONFIGURED = [
     "pytest_agentctx.plugin.suites",
     "pytest_agentctx.plugin.fixtures",
     "pytest_agentctx.plugin.cassettes",
+    "pytest_agentctx.plugin.vcr_compat",
     "pytest_agentctx.plugin.reports",
 ]
 

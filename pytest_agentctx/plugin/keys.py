@@ -14,7 +14,7 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from .repeat._runs import RepeatTally
     from .suites import SuiteCounts, SuiteScope
+    from .vcr_compat import Leftovers
 
 T = TypeVar("T")
 
@@ -75,6 +76,12 @@ BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 SUITES_KEY: pytest.StashKey[SuiteCounts] = pytest.StashKey()
 #: Which tests the plugin sorts into suites (agent tests only, or every test).
 SUITE_SCOPE_KEY: pytest.StashKey[SuiteScope] = pytest.StashKey()
+#: The vcrpy matchers a ``pytest_recording_configure`` hook registered (name -> function)
+#: through the shim the plugin calls it with when pytest-recording is not loaded.
+VCR_MATCHERS_KEY: pytest.StashKey[dict[str, Callable[..., object]]] = pytest.StashKey()
+#: What pytest-recording's and pytest-vcr's options left in the command line or addopts
+#: became when neither tool is loaded: lines for the terminal header, and allowed hosts.
+VCR_LEFTOVERS_KEY: pytest.StashKey[Leftovers] = pytest.StashKey()
 
 # -- a test's own (item.stash), released after its protocol --
 

@@ -121,6 +121,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="json",
     )
     parser.addini(
+        "agent_cassette_names",
+        "Whose cassette names and folders tests use: agentctx (default), pytest-recording or "
+        "pytest-vcr (a suite those tools recorded keeps its cassettes where they are; "
+        "@pytest.mark.vcr makes an agent test, vcr_config is read).",
+        default="agentctx",
+    )
+    parser.addini(
         "agent_secret_env",
         "More environment variables whose values are redacted from cassettes.",
         type="linelist",
@@ -303,3 +310,18 @@ def _markers(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "integration: an integration test (slow, talks to real services)."
     )
+    names = str(config.getini("agent_cassette_names")).strip().lower()
+    if names not in ("", "agentctx"):
+        _vcr_markers(config)
+
+
+def _vcr_markers(config: pytest.Config) -> None:
+    """pytest-recording's markers (``vcr`` is pytest-vcr's too), registered when neither
+    tool is loaded: ``--strict-markers`` then takes them once the tool is uninstalled or
+    disabled (``-p no:recording``)."""
+    if config.pluginmanager.has_plugin("recording") or config.pluginmanager.has_plugin("vcr"):
+        return
+    from pytest_agentctx.traffic.cassettes.vcr_names import RECORDING_MARKERS
+
+    for description in RECORDING_MARKERS.values():
+        config.addinivalue_line("markers", description)

@@ -44,6 +44,7 @@ STARTUP_MODULES = {
     "pytest_agentctx.plugin.snapshots",
     "pytest_agentctx.plugin.suites",
     "pytest_agentctx.plugin.suites.integration",
+    "pytest_agentctx.plugin.vcr_compat",
     # agent_clock_* options, read and checked at configure
     "pytest_agentctx.context",
     "pytest_agentctx.context.clock",

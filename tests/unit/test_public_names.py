@@ -249,6 +249,8 @@ PLUGIN_HOOKS = [
     ("reports", "pytest_runtest_makereport"),
     ("snapshots", "pytest_assertrepr_compare"),
     ("suites", "pytest_collection_modifyitems"),
+    ("vcr_compat", "pytest_load_initial_conftests"),
+    ("vcr_compat", "pytest_report_header"),
 ]
 
 #: The fixtures the plugin's modules define (the public ones and its autouse ones).

@@ -34,6 +34,7 @@ from ..keys import (
     GUARD_KEY,
     READ_CACHE_KEY,
     SECRETS_KEY,
+    VCR_LEFTOVERS_KEY,
 )
 
 if TYPE_CHECKING:
@@ -72,7 +73,10 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         ini_mode=str(config.getini("agent_record_mode")),
         all_tests=_ini_bool(config, "agent_all_tests"),
         allow_unused=_ini_bool(config, "agent_allow_unused"),
-        allowed_hosts=[str(h) for h in config.getini("agent_allowed_hosts")],
+        allowed_hosts=[
+            *(str(h) for h in config.getini("agent_allowed_hosts")),
+            *_leftover_hosts(config),
+        ],
         ignore_fields=[str(f) for f in config.getini("agent_match_ignore")],
         cassette_format=str(config.getini("agent_cassette_format")),
         secret_env=[str(e) for e in config.getini("agent_secret_env")],
@@ -81,7 +85,23 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         verbosity=config.get_verbosity(),
         live=bool(config.getoption("agent_live", False)),
         placeholder_keys=_ini_bool(config, "agent_placeholder_keys"),
+        names=str(config.getini("agent_cassette_names")),
     )
+
+
+def _leftover_hosts(config: pytest.Config) -> tuple[str, ...]:
+    """The hosts a leftover ``--allowed-hosts`` of pytest-recording allows (see
+    :mod:`..vcr_compat`)."""
+    leftovers = config.stash.get(VCR_LEFTOVERS_KEY, None)
+    return () if leftovers is None else leftovers.allowed_hosts
+
+
+def agent_marked(item: pytest.Item, settings: CassetteSettings) -> bool:
+    """Whether ``item`` is marked an agent test: ``agent``, or, with pytest-recording's or
+    pytest-vcr's names (``agent_cassette_names``), ``vcr``."""
+    if item.get_closest_marker("agent") is not None:
+        return True
+    return settings.vcr_names and item.get_closest_marker("vcr") is not None
 
 
 def _ini_bool(config: pytest.Config, name: str) -> bool:
@@ -217,7 +237,7 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
     settings = request.config.stash[CASSETTE_SETTINGS_KEY]
     fixtures = getattr(item, "fixturenames", ())
     if not isinstance(item, pytest.Item) or not is_agent_test(
-        fixtures, marked=item.get_closest_marker("agent") is not None, settings=settings
+        fixtures, marked=agent_marked(item, settings), settings=settings
     ):
         if (
             isinstance(item, pytest.Item)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -34,6 +35,10 @@ from ..keys import (
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
     from pytest_agentctx.traffic.cassettes.options import CassetteSettings
+    from pytest_agentctx.traffic.cassettes.per_test import CassetteConfig, TestOptions
+    from pytest_agentctx.traffic.cassettes.vcr_config import RequestFilters
+
+    from ._vcr import VcrTest
 
 
 def _use_read_cache(config: pytest.Config) -> None:
@@ -80,6 +85,9 @@ def run_cassette(
         config = cassette_config(
             request.getfixturevalue("agent_cassette_config"), where=item.nodeid
         )
+        tool = None
+        if settings.vcr_names:  # pytest-recording's or pytest-vcr's names and vcr_config
+            tool, options, config = _vcr_options(request, item, settings, options, config, marks)
     except CassetteError as exc:  # the message says it all: no frames of the plugin
         raise pytest.fail.Exception(f"{type(exc).__name__}: {exc}", pytrace=False) from None
     cls = getattr(item, "cls", None)
@@ -87,6 +95,7 @@ def run_cassette(
     own_secrets = config.get("redact_values", ())
     # no secret in the file's name: the session's and the test's own are redacted there
     names = secrets.for_test(own_secrets) if own_secrets else secrets.redactor
+    tool_path = None if tool is None else tool.path(names.text)
     path = cassette_path(
         settings,
         rootpath=request.config.rootpath,
@@ -96,6 +105,7 @@ def run_cassette(
         override=options.cassette,
         directory=config.get("directory"),
         redact=names.text,
+        tool_path=tool_path,
     )
     repetition = item.stash.get(REPEAT_INDEX_KEY, None)
     if repetition is not None:  # agent_repeat: one cassette per repetition
@@ -109,6 +119,7 @@ def run_cassette(
         options=options,
         config={**config, "redact_values": (*own_secrets, *secrets.learned)},
         test_id=item.nodeid,
+        filters=item.stash.get(_FILTERS_KEY, None),
     )
     capture.use_redactor(item, cassette.redactor)
     item.stash[CASSETTE_KEY] = cassette
@@ -142,6 +153,39 @@ def run_cassette(
             item.stash[GUARD_KEY] = None
             secrets.absorb(cassette.redactor, own_secrets)  # what it learned, for later tests
     _end_cassette(item, cassette, settings)
+
+
+#: The request filters of a test's vcr_config, from its options to its cassette.
+_FILTERS_KEY: pytest.StashKey[RequestFilters] = pytest.StashKey()
+
+
+def _vcr_options(
+    request: pytest.FixtureRequest,
+    item: pytest.Item,
+    settings: CassetteSettings,
+    options: TestOptions,
+    config: CassetteConfig,
+    marks: list[tuple[tuple[object, ...], Mapping[str, object]]],
+) -> tuple[VcrTest, TestOptions, CassetteConfig]:
+    """Under pytest-recording's or pytest-vcr's names: the test's cassette folder and name,
+    and its ``vcr_config`` laid under its own options (its ``agent`` marker and
+    ``agent_cassette_config`` win)."""
+    from ._vcr import vcr_test
+
+    vcr = vcr_test(request, item, settings)
+    wanted = vcr.options
+    marked_mode = any(kwargs.get("record_mode") is not None for _, kwargs in marks)
+    if wanted.record_mode is not None and not settings.mode_from_command_line and not marked_mode:
+        options = options.with_mode(wanted.record_mode)
+    if wanted.allowed_hosts:
+        options = replace(options, allowed_hosts=(*options.allowed_hosts, *wanted.allowed_hosts))
+    merged = cast("CassetteConfig", {**wanted.config, **config})
+    vcr_secrets = cast("tuple[str, ...]", wanted.config.get("redact_values", ()))
+    if vcr_secrets:  # filter_sensitive_data's, with agent_cassette_config's own
+        merged["redact_values"] = (*vcr_secrets, *config.get("redact_values", ()))
+    if wanted.filters:
+        item.stash[_FILTERS_KEY] = wanted.filters
+    return vcr, options, merged
 
 
 def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSettings) -> None:

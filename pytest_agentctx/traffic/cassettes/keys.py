@@ -48,6 +48,7 @@ class RequestKeys:
         else:
             raw = body_bytes(body)
             body_json = parse_json(raw)
+        body_json, raw = self.redactor.filter_post(interaction.method, body_json, raw)
         if body_json is not NO_JSON:
             return make_key(
                 interaction.method,
@@ -83,6 +84,7 @@ class RequestKeys:
         if encoding and raw:  # stored, scrubbed and matched decoded, like a response body
             raw = decode_content(raw, encoding)
         body_json, finite = read_json(raw)
+        body_json, raw = self.redactor.filter_post(request.method, body_json, raw)
         if body_json is not NO_JSON:
             body_json = self.redactor.json(body_json, raw=raw)  # strings scrubbed only
         else:

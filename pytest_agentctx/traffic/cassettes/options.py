@@ -55,6 +55,15 @@ class CassetteSettings(NamedTuple):
     #: Whether unset provider API keys get placeholders while a test replays only or uses
     #: ``fake_llm`` (``agent_placeholder_keys``).
     placeholder_keys: bool = True
+    #: Whose cassette names tests use (``agent_cassette_names``): ``agentctx`` (the
+    #: package's), ``pytest-recording`` or ``pytest-vcr`` (see :mod:`.vcr_names`).
+    names: str = "agentctx"
+
+    @property
+    def vcr_names(self) -> bool:
+        """Whether tests use pytest-recording's or pytest-vcr's names (and the ``vcr``
+        marker makes a test an agent test)."""
+        return self.names != "agentctx"
 
     @classmethod
     def build(
@@ -75,6 +84,7 @@ class CassetteSettings(NamedTuple):
         verbosity: int = 0,
         live: bool = False,
         placeholder_keys: bool = True,
+        names: str = "agentctx",
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -105,6 +115,11 @@ class CassetteSettings(NamedTuple):
         if live:
             mode = RecordMode.REWRITE
         path = Path(directory)
+        naming = names.strip().lower() or "agentctx"
+        if naming != "agentctx":
+            from pytest_agentctx.traffic.cassettes.vcr_names import parse_naming
+
+            naming = parse_naming(names)
         return cls(
             directory=path if path.is_absolute() else rootpath / path,
             mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
@@ -121,6 +136,7 @@ class CassetteSettings(NamedTuple):
             run_id=run_id,
             verbosity=verbosity,
             placeholder_keys=placeholder_keys,
+            names=naming,
         )
 
 

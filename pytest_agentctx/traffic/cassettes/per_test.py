@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.matcher import BodyHook
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
     from pytest_agentctx.traffic.cassettes.session import Cassette
+    from pytest_agentctx.traffic.cassettes.vcr_config import RequestFilters
 
 #: The keyword options of ``@pytest.mark.agent(...)``: every option the plugin reads from
 #: the marker (each configures the test's cassette). Any other option is refused, and so
@@ -249,6 +250,7 @@ def cassette_path(
     override: str | None,
     directory: Path | None = None,
     redact: Callable[[str], str] | None = None,
+    tool_path: Path | None = None,
 ) -> Path:
     """Where a test's cassette lives.
 
@@ -260,12 +262,17 @@ def cassette_path(
     ``cassette=`` names a shared file relative to ``<dir>`` (or an absolute path).
     ``directory`` (from ``agent_cassette_config``) keeps a folder's cassettes beside its
     tests: ``<directory>/<module name without .py>/<Class.>test_name<ext>``.
+    ``tool_path``, the path pytest-recording or pytest-vcr gives the test (with
+    ``agent_cassette_names``: see :mod:`.vcr_names`), is its path unless a marker's
+    ``cassette=`` names one.
     """
     if override:
         path = Path(override)
         if not path.suffix:
             path = path.with_suffix(settings.extension)
         return path if path.is_absolute() else settings.directory / path
+    if tool_path is not None:
+        return tool_path
     if directory is not None:
         folder = (directory if directory.is_absolute() else rootpath / directory) / (
             module_path.stem
@@ -354,12 +361,14 @@ def build_cassette(
     options: TestOptions,
     config: CassetteConfig,
     test_id: str,
+    filters: RequestFilters | None = None,
 ) -> tuple[Cassette, NetworkGuard | None]:
     """The cassette of test ``test_id`` at ``path`` (not started), and, when it replays,
     the guard that blocks the network but for the allowed hosts.
 
     ``options`` are the test's marker options, ``config`` what its
-    ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`).
+    ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`), ``filters``
+    the request filters of its ``vcr_config`` (see :meth:`~.redact.Redactor.use_filters`).
     """
     from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
@@ -370,6 +379,8 @@ def build_cassette(
         env=(*DEFAULT_SECRET_ENV, *settings.secret_env),
         extra_values=config.get("redact_values", ()),
     )
+    if filters:
+        redactor.use_filters(filters)
     cassette = Cassette(
         path,
         mode=options.mode,

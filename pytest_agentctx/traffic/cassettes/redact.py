@@ -38,16 +38,22 @@ import copy
 import json
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pytest_agentctx.redaction.redactor import (
     DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV,
     DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS,
+    MIN_SECRET,
     REDACTED as REDACTED,
     Redactor as BaseRedactor,
     json_text,
 )
 from pytest_agentctx.traffic.cassettes.body import Body, UndecodableBody
 from pytest_agentctx.traffic.errors import CassetteWriteError
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.vcr_config import RequestFilters
 
 #: Response headers that differ on every call of an unchanged agent: never stored. None of
 #: them is read by the ``openai`` or ``anthropic`` SDK (they read ``retry-after``,
@@ -138,6 +144,72 @@ class Redactor(BaseRedactor):
     cookies and key-like query parameters: a server that echoes a key back in its
     response cannot put it into a cassette.
     """
+
+    #: vcrpy's query and body parameter filters (``vcr_config``): name -> replacement, or
+    #: ``None`` to remove the parameter (see :meth:`use_filters`).
+    _query_filters: Mapping[str, str | None] = {}
+    _post_filters: Mapping[str, str | None] = {}
+
+    def use_filters(self, filters: RequestFilters) -> None:
+        """Apply vcrpy's request filters as vcrpy does, to live requests (before they are
+        matched and stored) and recordings alike, so a recording vcrpy filtered matches:
+        ``filter_headers``' headers are secret headers (their values redacted, wherever they
+        show); ``filter_query_parameters``' and ``filter_post_data_parameters``' parameters
+        are removed (or replaced), and their values redacted wherever they show."""
+        self.headers = self.headers | {name.lower() for name, _ in filters.headers}
+        self._query_filters = dict(filters.query)
+        self._post_filters = dict(filters.post)
+        self._rebuild()
+
+    def learn(
+        self, headers: Iterable[tuple[str, str]], url: str = "", *, signature: object = None
+    ) -> None:
+        super().learn(headers, url, signature=signature)
+        if self._query_filters and url:
+            pairs = parse_qsl(urlsplit(url).query, keep_blank_values=True)
+            self._learn_values(value for name, value in pairs if name in self._query_filters)
+
+    def _learn_values(self, values: Iterable[object]) -> None:
+        found = {
+            value
+            for value in values
+            if isinstance(value, str) and len(value) >= MIN_SECRET and value != REDACTED
+        }
+        if not found <= self._learned:
+            self._learned |= found
+            self._rebuild()
+
+    def _url(self, url: str) -> str:
+        if self._query_filters:
+            parts = urlsplit(url)
+            if parts.query:
+                pairs = parse_qsl(parts.query, keep_blank_values=True)
+                pairs = _filtered(pairs, self._query_filters)
+                url = urlunsplit(parts._replace(query=urlencode(pairs)))
+        return super()._url(url)
+
+    def filter_post(self, method: str, body_json: object, raw: bytes) -> tuple[object, bytes]:
+        """A request's JSON body (or raw form body) with ``filter_post_data_parameters``'
+        parameters removed or replaced (their values learned as secrets), as vcrpy filters
+        a POST: the top-level keys of a JSON object, the fields of a form."""
+        if not self._post_filters or method.upper() != "POST":
+            return body_json, raw
+        if isinstance(body_json, Mapping):
+            self._learn_values(body_json.get(name) for name in self._post_filters)
+            kept = {
+                key: self._post_filters.get(key, value)
+                for key, value in body_json.items()
+                if not (key in self._post_filters and self._post_filters[key] is None)
+            }
+            return kept, raw
+        if isinstance(body_json, list | int | float | str | bool) or b"=" not in raw:
+            return body_json, raw
+        try:
+            pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+        except (UnicodeDecodeError, ValueError):  # not a form
+            return body_json, raw
+        self._learn_values(value for name, value in pairs if name in self._post_filters)
+        return body_json, urlencode(_filtered(pairs, self._post_filters)).encode()
 
     def response_header_items(self, items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """A response's header pairs as a cassette stores them: :meth:`header_items` of
@@ -273,6 +345,21 @@ class Redactor(BaseRedactor):
             else:
                 merged.append((start, end))
         return merged
+
+
+def _filtered(
+    pairs: Iterable[tuple[str, str]], filters: Mapping[str, str | None]
+) -> list[tuple[str, str]]:
+    """``pairs`` with the names in ``filters`` removed (``None``) or their value replaced."""
+    kept = []
+    for name, value in pairs:
+        if name in filters:
+            replacement = filters[name]
+            if replacement is None:
+                continue
+            value = replacement
+        kept.append((name, value))
+    return kept
 
 
 def unscrubbable(
