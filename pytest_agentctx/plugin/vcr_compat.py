@@ -200,7 +200,7 @@ class VcrShim:
             )
         self._matchers[name] = matcher
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Callable[..., object]:
         if name.startswith("__"):
             raise AttributeError(name)
         instead = {
