@@ -80,7 +80,7 @@ SUITE_SCOPE_KEY: pytest.StashKey[SuiteScope] = pytest.StashKey()
 #: through the shim the plugin calls it with when pytest-recording is not loaded.
 VCR_MATCHERS_KEY: pytest.StashKey[dict[str, Callable[..., object]]] = pytest.StashKey()
 #: What pytest-recording's and pytest-vcr's options left in the command line or addopts
-#: became when neither tool is loaded: lines for the terminal header, and allowed hosts.
+#: became when neither tool is loaded: lines printed at the end, and allowed hosts.
 VCR_LEFTOVERS_KEY: pytest.StashKey[Leftovers] = pytest.StashKey()
 
 # -- a test's own (item.stash), released after its protocol --

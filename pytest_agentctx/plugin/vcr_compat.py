@@ -4,7 +4,7 @@ disabled (``-p no:recording``), accepted instead of breaking the run:
 * their options in the command line or ``addopts`` (``--record-mode``, ``--block-network``,
   ``--allowed-hosts``, ``--disable-recording``; ``--vcr-record``, ``--disable-vcr``) are
   taken out before pytest parses them and mapped to this package's (``--record-mode=once``
-  to ``--agent-record=missing``...), each with a line of the terminal header saying what it
+  to ``--agent-record=missing``...), each with a line at the end of the terminal output saying what it
   became (a line, not a warning: suites run with ``filterwarnings = error``)
   (:func:`pytest_load_initial_conftests`, :func:`rewrite_leftovers`);
 * a ``pytest_recording_configure(config, vcr)`` hook in a ``conftest.py`` gets its hookspec
@@ -40,8 +40,9 @@ VCR_OPTIONS = {"--vcr-record": True, "--vcr-record-mode": True, "--disable-vcr":
 
 
 class Leftovers:
-    """What the tools' options became: the header's lines, and the hosts ``--allowed-hosts``
-    allows (added to ``agent_allowed_hosts``). A plain class: made at start-up."""
+    """What the tools' options became: the lines printed at the end, and the hosts
+    ``--allowed-hosts`` allows (added to ``agent_allowed_hosts``). A plain class: made at
+    start-up."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -143,10 +144,14 @@ def rewrite_leftovers(args: list[str], known: dict[str, bool]) -> Leftovers:
     return leftovers
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """What the tools' options left in the command line or ``addopts`` became."""
-    leftovers = config.stash.get(VCR_LEFTOVERS_KEY, None)
-    return list(leftovers.lines) if leftovers is not None else []
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What the tools' options left in the command line or ``addopts`` became (at the end
+    of the output, where ``-q`` shows it too)."""
+    leftovers = terminalreporter.config.stash.get(VCR_LEFTOVERS_KEY, None)
+    if leftovers is None or hasattr(terminalreporter.config, "workerinput"):
+        return
+    for line in leftovers.lines:
+        terminalreporter.write_line(line)
 
 
 class _RecordingSpec:

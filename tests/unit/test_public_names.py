@@ -250,7 +250,7 @@ PLUGIN_HOOKS = [
     ("snapshots", "pytest_assertrepr_compare"),
     ("suites", "pytest_collection_modifyitems"),
     ("vcr_compat", "pytest_load_initial_conftests"),
-    ("vcr_compat", "pytest_report_header"),
+    ("vcr_compat", "pytest_terminal_summary"),
 ]
 
 #: The fixtures the plugin's modules define (the public ones and its autouse ones).
