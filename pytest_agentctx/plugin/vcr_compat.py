@@ -4,8 +4,8 @@ disabled (``-p no:recording``), accepted instead of breaking the run:
 * their options in the command line or ``addopts`` (``--record-mode``, ``--block-network``,
   ``--allowed-hosts``, ``--disable-recording``; ``--vcr-record``, ``--disable-vcr``) are
   taken out before pytest parses them and mapped to this package's (``--record-mode=once``
-  to ``--agent-record=missing``...), each with a line at the end of the terminal output saying what it
-  became (a line, not a warning: suites run with ``filterwarnings = error``)
+  to ``--agent-record=missing``...), each with a line at the end of the output saying what
+  it became (a line, not a warning: suites run with ``filterwarnings = error``)
   (:func:`pytest_load_initial_conftests`, :func:`rewrite_leftovers`);
 * a ``pytest_recording_configure(config, vcr)`` hook in a ``conftest.py`` gets its hookspec
   (else pytest stops on an unknown hook) and is called once, with a :class:`VcrShim` whose
