@@ -84,6 +84,11 @@ def vcr_test(
     matchers = request.config.stash.get(VCR_MATCHERS_KEY, {})
     options = translate_vcr_config(merged, matchers=matchers, where=where)
     check_hooks(options.hooks, where=where)
+    block = item.get_closest_marker("block_network")
+    if block is not None and block.kwargs.get("allowed_hosts"):  # pytest-recording's marker
+        hosts = {"allowed_hosts": block.kwargs["allowed_hosts"]}
+        allowed = translate_vcr_config(hosts, matchers={}, where=where).allowed_hosts
+        options = options._replace(allowed_hosts=(*options.allowed_hosts, *allowed))
     module_path = Path(str(item.path))
     cls = getattr(item, "cls", None)
     class_name = cls.__name__ if cls is not None else None
