@@ -33,6 +33,8 @@ BUILTIN_MATCHERS = frozenset(
     {"method", "uri", "url", "scheme", "host", "port", "path", "query", "headers"}
     | {"raw_body", "body"}
 )
+#: vcrpy's ``match_on`` when only ``additional_matchers`` is given.
+BUILTIN_MATCHERS_DEFAULT = ("method", "scheme", "host", "port", "path", "query")
 #: The hosts ``ignore_localhost`` stands for (as vcrpy lists them).
 LOCALHOST = ("localhost", "127.0.0.1", "0.0.0.0", "::1")
 
@@ -250,10 +252,6 @@ def _matchers(
                 f"vcr.register_matcher({name!r}, function)."
             )
     return tuple(resolved)
-
-
-#: vcrpy's ``match_on`` when only ``additional_matchers`` is given.
-BUILTIN_MATCHERS_DEFAULT = ("method", "scheme", "host", "port", "path", "query")
 
 
 def _filters(
