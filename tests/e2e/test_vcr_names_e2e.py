@@ -309,7 +309,7 @@ import pytest
 
 @pytest.fixture
 def vcr_config():
-    return {"filter_headers": ["x-team-token"], "filter_query_parameters": ["team"]}
+    return {"filter_headers": ["x-tenant"]}
 """
     )
     tester.makepyfile(
@@ -319,7 +319,7 @@ from vcr_client import ask
 
 @pytest.mark.vcr
 def test_token():
-    assert ask("Paris", headers={"x-team-token": "team-token-0123456789"}) == "v1: Paris"
+    assert ask("Paris", headers={"x-tenant": "tenant-0123456789"}) == "v1: Paris"
 """
     )
     tester.makeini(INI.format(names="pytest-recording"))
@@ -327,7 +327,7 @@ def test_token():
     tester.runpytest("-p", "no:recording", "--agent-record").assert_outcomes(passed=1)
 
     (cassette,) = (tester.path / "cassettes" / "test_token").iterdir()
-    assert "team-token-0123456789" not in cassette.read_text()
+    assert "tenant-0123456789" not in cassette.read_text()
 
 
 # -- pytest-vcr's names --------------------------------------------------------------------
