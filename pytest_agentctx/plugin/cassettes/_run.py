@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
     from pytest_agentctx.traffic.cassettes.options import CassetteSettings
     from pytest_agentctx.traffic.cassettes.per_test import CassetteConfig, TestOptions
-    from pytest_agentctx.traffic.cassettes.vcr_config import RequestFilters
 
     from ._vcr import VcrTest
 
@@ -119,7 +118,7 @@ def run_cassette(
         options=options,
         config={**config, "redact_values": (*own_secrets, *secrets.learned)},
         test_id=item.nodeid,
-        filters=item.stash.get(_FILTERS_KEY, None),
+        filters=None if tool is None else tool.options.filters,
     )
     capture.use_redactor(item, cassette.redactor)
     item.stash[CASSETTE_KEY] = cassette
@@ -155,10 +154,6 @@ def run_cassette(
     _end_cassette(item, cassette, settings)
 
 
-#: The request filters of a test's vcr_config, from its options to its cassette.
-_FILTERS_KEY: pytest.StashKey[RequestFilters] = pytest.StashKey()
-
-
 def _vcr_options(
     request: pytest.FixtureRequest,
     item: pytest.Item,
@@ -183,8 +178,6 @@ def _vcr_options(
     vcr_secrets = cast("tuple[str, ...]", wanted.config.get("redact_values", ()))
     if vcr_secrets:  # filter_sensitive_data's, with agent_cassette_config's own
         merged["redact_values"] = (*vcr_secrets, *config.get("redact_values", ()))
-    if wanted.filters:
-        item.stash[_FILTERS_KEY] = wanted.filters
     return vcr, options, merged
 
 
