@@ -387,3 +387,32 @@ def test_paris():
     tester.runpytest("-p", "no:recording", "--agent-record").assert_outcomes(passed=1)
 
     assert _files(tester.path / "cassettes") == ["by-fixture.yaml"]
+
+
+def test_vcr_configs_cassette_library_dir_and_record_mode_are_read(tester, provider):
+    tester.makeconftest(
+        """
+from pathlib import Path
+
+import pytest
+
+@pytest.fixture
+def vcr_config():
+    return {
+        "cassette_library_dir": str(Path(__file__).parent / "vcr_files"),
+        "record_mode": "once",
+        "decode_compressed_response": True,
+    }
+"""
+    )
+    tester.makepyfile(test_suite=SUITE)
+    tester.runpytest().assert_outcomes(passed=4)  # pytest-recording records (mode once)
+    assert _files(tester.path / "vcr_files") == RECORDING_FILES
+    provider.stop()
+    tester.makeini(INI.format(names="pytest-recording"))
+
+    result = tester.runpytest("-p", "no:recording")
+
+    result.assert_outcomes(passed=4)  # mode once (missing): the cassettes exist, replayed
+    assert _files(tester.path / "vcr_files") == RECORDING_FILES
+    assert not (tester.path / "cassettes").exists()
