@@ -128,6 +128,11 @@ def run_cassette(
             from pytest_agentctx.traffic import lazy_tls
 
             keys.enter_context(lazy_tls.installed())
+        own_ignored = (*options.ignore_hosts, *config.get("ignore_hosts", ()))
+        if own_ignored or settings.ignore_hosts:  # its ignored requests not sent are its own
+            from pytest_agentctx.traffic import ignore
+
+            keys.enter_context(ignore.during_test(item.nodeid, own_ignored))
         scopes.hold()  # to the session's end: a late request is refused between tests too
         cassette.start()
         if guard is not None:

@@ -55,6 +55,9 @@ class CassetteSettings(NamedTuple):
     #: Whether unset provider API keys get placeholders while a test replays only or uses
     #: ``fake_llm`` (``agent_placeholder_keys``).
     placeholder_keys: bool = True
+    #: ``agent_ignore_hosts``: the hosts (and ``host/path`` prefixes) whose requests no
+    #: cassette sees, at all times (see :mod:`pytest_agentctx.traffic.ignore`).
+    ignore_hosts: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -75,6 +78,7 @@ class CassetteSettings(NamedTuple):
         verbosity: int = 0,
         live: bool = False,
         placeholder_keys: bool = True,
+        ignore_hosts: Iterable[str] = (),
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -121,7 +125,28 @@ class CassetteSettings(NamedTuple):
             run_id=run_id,
             verbosity=verbosity,
             placeholder_keys=placeholder_keys,
+            ignore_hosts=_ignore_hosts(ignore_hosts),
         )
+
+
+def _ignore_hosts(entries: Iterable[str]) -> tuple[str, ...]:
+    """The ``agent_ignore_hosts`` entries, each checked (see
+    :func:`pytest_agentctx.traffic.ignore.entry_problem`)."""
+    checked = tuple(entry.strip() for entry in entries)
+    if not checked:
+        return ()
+    from pytest_agentctx.traffic.ignore import entry_problem
+
+    for entry in checked:
+        problem = entry_problem(entry)
+        if problem:
+            raise CassetteConfigError(
+                f"agent_ignore_hosts: {entry!r} {problem}; expected one entry per line: a "
+                "host name, a *.wildcard, an address, or one of these and a path prefix, "
+                "e.g. huggingface.co or api.example.com/v1/models. Fix it in your pytest ini "
+                "file."
+            )
+    return checked
 
 
 def _secret_env(names: Iterable[str]) -> tuple[str, ...]:
