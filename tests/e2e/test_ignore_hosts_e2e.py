@@ -345,3 +345,19 @@ def test_case():
         "@pytest.mark.agent(ignore_hosts=['localhost:8080']) holds 'localhost:8080', which has "
         "a port: ports are not compared, give the host alone, e.g. 'localhost'"
     ) in result.stdout.str()
+
+
+def test_a_fake_llm_tests_own_ignored_host_is_sent_past_the_fake_model(
+    agent_pytester: pytest.Pytester, hits: list[str]
+) -> None:
+    body = """
+
+@pytest.mark.agent(ignore_hosts=["127.0.0.1/ping"])
+def test_case(fake_llm):
+    assert get(BASE + "/ping") == {"pong": True}
+"""
+    _project(agent_pytester, "httpx2", body, "")
+
+    agent_pytester.runpytest().assert_outcomes(passed=1)
+
+    assert hits == ["/ping"]
