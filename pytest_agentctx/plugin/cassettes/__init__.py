@@ -171,6 +171,14 @@ IGNORED_SECTION = "agentctx: ignored requests not sent"
 IGNORED_OUTPUT = "agentctx_ignored_requests"
 
 
+def list_not_sent(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The ignored requests the test ``item`` did not send, in a section of its teardown
+    ``report`` (which :class:`IgnoredRequests` lists at the end of the session)."""
+    not_sent = take_not_sent(item.nodeid)
+    if not_sent:
+        report.sections.append((IGNORED_SECTION, "\n".join(not_sent)))
+
+
 def take_not_sent(test_id: str | None = None) -> list[str]:
     """The ignored requests not sent since last asked (see
     :func:`pytest_agentctx.traffic.ignore.take_not_sent`): all, or those of test ``test_id``."""
@@ -183,8 +191,8 @@ def take_not_sent(test_id: str | None = None) -> list[str]:
 class IgnoredRequests:
     """The ignored requests (``agent_ignore_hosts``, ``ignore_hosts``) the client got a
     connection error for, as the network was blocked: they fail nothing, but are listed in
-    a section of their test's report, and at the end of the session (each with ``-v``, a
-    count without), with those sent between tests."""
+    a section of their test's report (:func:`list_not_sent`), and at the end of the session
+    (each with ``-v``, a count without), with those made between tests."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -192,17 +200,6 @@ class IgnoredRequests:
         self.listed: list[tuple[str, str]] = []
         #: The session rules of an outer session, put back when this one ends.
         self.outer: tuple[IgnoreRule, ...] | None = None
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if report.when == "teardown":
-            not_sent = take_not_sent(item.nodeid)
-            if not_sent:
-                report.sections.append((IGNORED_SECTION, "\n".join(not_sent)))
-        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
