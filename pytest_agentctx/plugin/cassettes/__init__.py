@@ -230,9 +230,9 @@ class IgnoredRequests:
                 for line in text.splitlines():
                     terminalreporter.write_line(f"{test_id or 'between tests'}: {line}")
         terminalreporter.write_line(
-            f"{count} ignored request(s) not sent: the network was blocked (a test replayed) "
-            "and their hosts are not allowed; the client got its connection error and no test "
-            "failed for it."
+            f"{count} ignored request(s) not sent: the network was blocked (a test replayed or "
+            "used fake_llm) and their hosts are not allowed; the client got its connection "
+            "error and no test failed for it."
             + ("" if self.config.get_verbosity() >= 1 else " pytest -v lists them.")
         )
 
