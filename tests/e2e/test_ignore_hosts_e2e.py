@@ -361,3 +361,28 @@ def test_case(fake_llm):
     agent_pytester.runpytest().assert_outcomes(passed=1)
 
     assert hits == ["/ping"]
+
+
+def test_under_xdist_the_controller_lists_what_the_workers_did_not_send(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    body = """
+
+@pytest.mark.agent
+@pytest.mark.parametrize("n", [1, 2])
+def test_case(n):
+    with pytest.raises(CONNECTION_ERROR):
+        get(f"https://tokenizer.example/v{n}/vocab.json")
+"""
+    _project(agent_pytester, "httpx2", body, "tokenizer.example")
+
+    result = agent_pytester.runpytest_subprocess("-n", "2", "-v")
+
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "test_tool.py::test_case?1?: GET https://tokenizer.example/v1/vocab.json*",
+            "test_tool.py::test_case?2?: GET https://tokenizer.example/v2/vocab.json*",
+            "2 ignored request(s) not sent:*",
+        ]
+    )
