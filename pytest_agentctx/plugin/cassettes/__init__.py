@@ -55,10 +55,13 @@ def configure(config: pytest.Config) -> None:
     secrets.outer = set_active(secrets)  # the redactor is made when first asked for
     config.pluginmanager.register(LateRequests(config), "agentctx-late-requests")
     ignored = IgnoredRequests(config)
-    if config.stash[CASSETTE_SETTINGS_KEY].ignore_hosts:
+    ignore_hosts = config.stash[CASSETTE_SETTINGS_KEY].ignore_hosts
+    # a session inside another (pytester) has its own, none included: the outer's are put
+    # back when it ends (a plain session without any loads nothing for them)
+    if ignore_hosts or "pytest_agentctx.traffic.ignore" in sys.modules:
         from pytest_agentctx.traffic import ignore
 
-        ignored.outer = ignore.use_session(config.stash[CASSETTE_SETTINGS_KEY].ignore_hosts)
+        ignored.outer = ignore.use_session(ignore_hosts)
     config.pluginmanager.register(ignored, "agentctx-ignored-requests")
 
 
