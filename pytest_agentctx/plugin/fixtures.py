@@ -107,7 +107,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     from pytest_agentctx.doubles.ids import SequentialIds
     from pytest_agentctx.traffic import lazy_tls, scopes
 
-    from .cassettes._run import fake_llm_guard
+    from .cassettes._run import fake_llm_guard, fake_llm_ignoring
 
     placeholders = request.config.stash[CASSETTE_SETTINGS_KEY].placeholder_keys
     if placeholders:
@@ -120,7 +120,7 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     request.node.stash[GUARD_KEY] = guard  # verified and reported as a cassette's guard is
     # The clients the test builds load their certificates only when a request of theirs
     # goes to the network (lazy_tls): the fake answers the model calls at the transport.
-    with guard, lazy_tls.installed():
+    with guard, lazy_tls.installed(), fake_llm_ignoring(request):
         scopes.hold()  # to the session's end: a late request is refused between tests too
         fake.start()
         try:

@@ -110,6 +110,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini(
+        "agent_ignore_hosts",
+        "Hosts (names, *.wildcards, addresses; host/path for a path prefix) whose requests "
+        "are never recorded nor replayed; while replaying they reach only loopback and the "
+        "allowed hosts.",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
         "agent_match_ignore",
         "Request body fields (dotted paths) left out of cassette matching.",
         type="linelist",

@@ -121,7 +121,7 @@ def test_misspelt():
             "*ERROR at setup of test_misspelt*",
             "CassetteConfigError: test_inner_marker.py::test_misspelt: @pytest.mark.agent has no "
             "option 'cassete' (did you mean cassette?); its options are cassette, "
-            "allow_unused, record_mode, allowed_hosts, match_ignore, e.g. "
+            "allow_unused, record_mode, allowed_hosts, match_ignore, ignore_hosts, e.g. "
             "@pytest.mark.agent(cassette='weather_shared'). Fix the marker.",
         ]
     )
@@ -311,7 +311,7 @@ def test_a_misspelt_config_key_fails_the_test_with_the_close_match(
     assert (
         "CassetteConfigError: test_inner_config.py::test_ask: agent_cassette_config has unknown "
         "keys ['redact_value'] (did you mean redact_values?); the known keys are match_ignore, "
-        "body_hook, allowed_hosts, redact_values, directory, e.g. {'redact_values': "
+        "body_hook, allowed_hosts, redact_values, directory, ignore_hosts, e.g. {'redact_values': "
         "['tenant-7f3a9c']}. Fix the spelling in the fixture."
     ) in result.outlines
     assert _written(agent_pytester) == []

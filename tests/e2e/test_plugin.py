@@ -466,6 +466,7 @@ def test_the_session_is_configured_in_the_declared_order_whatever_the_registrati
     assert registered == [
         "agentctx-suites",
         "agentctx-late-requests",
+        "agentctx-ignored-requests",
         "agentctx-reports",
         "agentctx-shown-ids",
     ]

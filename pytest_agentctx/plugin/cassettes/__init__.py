@@ -39,6 +39,7 @@ from ..keys import (
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes import Cassette
+    from pytest_agentctx.traffic.ignore import IgnoreRule
 
 
 def configure(config: pytest.Config) -> None:
@@ -54,6 +55,15 @@ def configure(config: pytest.Config) -> None:
     config.stash[SECRETS_KEY] = secrets
     secrets.outer = set_active(secrets)  # the redactor is made when first asked for
     config.pluginmanager.register(LateRequests(config), "agentctx-late-requests")
+    ignored = IgnoredRequests(config)
+    ignore_hosts = config.stash[CASSETTE_SETTINGS_KEY].ignore_hosts
+    # a session inside another (pytester) has its own, none included: the outer's are put
+    # back when it ends (a plain session without any loads nothing for them)
+    if ignore_hosts or "pytest_agentctx.traffic.ignore" in sys.modules:
+        from pytest_agentctx.traffic import ignore
+
+        ignored.outer = ignore.use_session(ignore_hosts)
+    config.pluginmanager.register(ignored, "agentctx-ignored-requests")
 
 
 def cassette_settings(config: pytest.Config) -> CassetteSettings:
@@ -86,6 +96,7 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         live=bool(config.getoption("agent_live", False)),
         placeholder_keys=_ini_bool(config, "agent_placeholder_keys"),
         names=str(config.getini("agent_cassette_names")),
+        ignore_hosts=[str(h) for h in config.getini("agent_ignore_hosts")],
     )
 
 
@@ -177,6 +188,84 @@ class LateRequests:
         )
 
 
+#: The title of the section listing the ignored requests not sent.
+IGNORED_SECTION = "agentctx: ignored requests not sent"
+#: xdist workeroutput key: the ignored requests a worker did not send between tests.
+IGNORED_OUTPUT = "agentctx_ignored_requests"
+
+
+def list_not_sent(item: pytest.Item, report: pytest.TestReport) -> None:
+    """The ignored requests the test ``item`` did not send, in a section of its teardown
+    ``report`` (which :class:`IgnoredRequests` lists at the end of the session)."""
+    not_sent = take_not_sent(item.nodeid)
+    if not_sent:
+        report.sections.append((IGNORED_SECTION, "\n".join(not_sent)))
+
+
+def take_not_sent(test_id: str | None = None) -> list[str]:
+    """The ignored requests not sent since last asked (see
+    :func:`pytest_agentctx.traffic.ignore.take_not_sent`): all, or those of test ``test_id``."""
+    ignore = sys.modules.get("pytest_agentctx.traffic.ignore")
+    if ignore is None:
+        return []
+    return [entry.text for entry in ignore.take_not_sent(test_id)]
+
+
+class IgnoredRequests:
+    """The ignored requests (``agent_ignore_hosts``, ``ignore_hosts``) the client got a
+    connection error for, as the network was blocked: they fail nothing, but are listed in
+    a section of their test's report (:func:`list_not_sent`), and at the end of the session
+    (each with ``-v``, a count without), with those made between tests."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        #: (test id or "", the requests), as the reports gave them.
+        self.listed: list[tuple[str, str]] = []
+        #: The session rules of an outer session, put back when this one ends.
+        self.outer: tuple[IgnoreRule, ...] | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.listed += [
+                (report.nodeid, text) for title, text in report.sections if title == IGNORED_SECTION
+            ]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        output = getattr(node, "workeroutput", {}) or {}
+        self.listed += [("", str(text)) for text in output.get(IGNORED_OUTPUT, ())]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        between = take_not_sent()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[IGNORED_OUTPUT] = between
+        else:
+            self.listed += [("", text) for text in between]
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.listed or hasattr(self.config, "workerinput"):
+            return
+        count = sum(len(text.splitlines()) for _, text in self.listed)
+        terminalreporter.section(IGNORED_SECTION)
+        if self.config.get_verbosity() >= 1:
+            for test_id, text in self.listed:
+                for line in text.splitlines():
+                    terminalreporter.write_line(f"{test_id or 'between tests'}: {line}")
+        terminalreporter.write_line(
+            f"{count} ignored request(s) not sent: the network was blocked (a test replayed or "
+            "used fake_llm) and their hosts are not allowed; the client got its connection "
+            "error and no test failed for it."
+            + ("" if self.config.get_verbosity() >= 1 else " pytest -v lists them.")
+        )
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.outer is not None:
+            from pytest_agentctx.traffic import ignore
+
+            ignore.restore_session(self.outer)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The redactor active before this session (an outer session's) is active again. The
     run's cassette markers are removed (by the xdist controller once its workers ended)."""
@@ -260,8 +349,9 @@ def agent_cassette_config() -> dict[str, object]:
     """Override to configure this package's cassettes for a folder or module, like
     pytest-recording's ``vcr_config``: ``match_ignore`` (dotted body paths),
     ``body_hook`` (a function normalising request bodies before matching),
-    ``allowed_hosts``, ``redact_values`` (more literal secrets) and ``directory`` (a
-    folder for these tests' cassettes, e.g. one beside them)."""
+    ``allowed_hosts``, ``redact_values`` (more literal secrets), ``directory`` (a
+    folder for these tests' cassettes, e.g. one beside them) and ``ignore_hosts`` (hosts
+    and ``host/path`` prefixes whose requests are never recorded nor replayed)."""
     return {}
 
 

@@ -138,6 +138,11 @@ def run_cassette(
             from pytest_agentctx.traffic import lazy_tls
 
             keys.enter_context(lazy_tls.installed())
+        own_ignored = (*options.ignore_hosts, *config.get("ignore_hosts", ()))
+        if own_ignored or settings.ignore_hosts:  # its ignored requests not sent are its own
+            from pytest_agentctx.traffic import ignore
+
+            keys.enter_context(ignore.during_test(item.nodeid, own_ignored))
         scopes.hold()  # to the session's end: a late request is refused between tests too
         cassette.start()
         if guard is not None:
@@ -224,3 +229,23 @@ def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
     options = TestOptions.resolve(settings, marker_kwargs, where=where)
     config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=where)
     return NetworkGuard.for_fake_llm((*options.allowed_hosts, *config.get("allowed_hosts", ())))
+
+
+def fake_llm_ignoring(request: pytest.FixtureRequest) -> contextlib.AbstractContextManager[None]:
+    """While a fake_llm test runs: its own ``ignore_hosts`` (marker, ``agent_cassette_config``)
+    are ignored, and the ignored requests not sent are its own, as a cassette test's."""
+    from pytest_agentctx.traffic.cassettes.per_test import TestOptions, cassette_config
+
+    marker_kwargs: dict[str, object] = {}
+    for marker in reversed(list(request.node.iter_markers("agent"))):
+        marker_kwargs.update(marker.kwargs)
+    where = request.node.nodeid
+    settings = request.config.stash[CASSETTE_SETTINGS_KEY]
+    options = TestOptions.resolve(settings, marker_kwargs, where=where)
+    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=where)
+    own = (*options.ignore_hosts, *config.get("ignore_hosts", ()))
+    if not own and not settings.ignore_hosts:
+        return contextlib.nullcontext()
+    from pytest_agentctx.traffic import ignore
+
+    return ignore.during_test(where, own)

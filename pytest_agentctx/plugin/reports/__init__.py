@@ -82,6 +82,9 @@ def pytest_runtest_makereport(
     _redact_nodeid(item, report, redactor)
     if report.when == "teardown":
         _fail_for_late_requests(item, report)
+        from ..cassettes import list_not_sent
+
+        list_not_sent(item, report)
     if call.when == "call":  # for the reports: a stale cassette's unused recordings count
         error = call.excinfo
         if error is None:

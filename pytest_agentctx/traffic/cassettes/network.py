@@ -97,6 +97,13 @@ def _is_address(host: str) -> bool:
     return True
 
 
+def _is_unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_unspecified
+    except ValueError:
+        return False
+
+
 def _text(host: object) -> str | None:
     if isinstance(host, bytes):
         return host.decode(errors="replace")
@@ -316,7 +323,10 @@ class NetworkGuard:
         )
 
     def allows(self, host: str) -> bool:
-        if is_loopback(host):
+        """Whether ``host`` may be reached: loopback, the unspecified addresses (a connection
+        to ``0.0.0.0`` or ``::`` reaches this machine too: vcrpy's ``ignore_localhost``
+        counts it) and the allowed hosts."""
+        if is_loopback(host) or _is_unspecified(host):
             return True
         names = {host.lower()}
         resolved = _resolved.get(host)

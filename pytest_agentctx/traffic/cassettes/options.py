@@ -58,6 +58,9 @@ class CassetteSettings(NamedTuple):
     #: Whose cassette names tests use (``agent_cassette_names``): ``agentctx`` (the
     #: package's), ``pytest-recording`` or ``pytest-vcr`` (see :mod:`.vcr_names`).
     names: str = "agentctx"
+    #: ``agent_ignore_hosts``: the hosts (and ``host/path`` prefixes) whose requests no
+    #: cassette sees, at all times (see :mod:`pytest_agentctx.traffic.ignore`).
+    ignore_hosts: tuple[str, ...] = ()
 
     @property
     def vcr_names(self) -> bool:
@@ -85,6 +88,7 @@ class CassetteSettings(NamedTuple):
         live: bool = False,
         placeholder_keys: bool = True,
         names: str = "agentctx",
+        ignore_hosts: Iterable[str] = (),
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -137,7 +141,28 @@ class CassetteSettings(NamedTuple):
             verbosity=verbosity,
             placeholder_keys=placeholder_keys,
             names=naming,
+            ignore_hosts=_ignore_hosts(ignore_hosts),
         )
+
+
+def _ignore_hosts(entries: Iterable[str]) -> tuple[str, ...]:
+    """The ``agent_ignore_hosts`` entries, each checked (see
+    :func:`pytest_agentctx.traffic.ignore.entry_problem`)."""
+    checked = tuple(entry.strip() for entry in entries)
+    if not checked:
+        return ()
+    from pytest_agentctx.traffic.ignore import entry_problem
+
+    for entry in checked:
+        problem = entry_problem(entry)
+        if problem:
+            raise CassetteConfigError(
+                f"agent_ignore_hosts: {entry!r} {problem}; expected one entry per line: a "
+                "host name, a *.wildcard, an address, or one of these and a path prefix, "
+                "e.g. huggingface.co or api.example.com/v1/models. Fix it in your pytest ini "
+                "file."
+            )
+    return checked
 
 
 def _secret_env(names: Iterable[str]) -> tuple[str, ...]:

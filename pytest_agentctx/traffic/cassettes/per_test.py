@@ -40,10 +40,24 @@ if TYPE_CHECKING:
 #: The keyword options of ``@pytest.mark.agent(...)``: every option the plugin reads from
 #: the marker (each configures the test's cassette). Any other option is refused, and so
 #: are positional arguments.
-MARKER_OPTIONS = ("cassette", "allow_unused", "record_mode", "allowed_hosts", "match_ignore")
+MARKER_OPTIONS = (
+    "cassette",
+    "allow_unused",
+    "record_mode",
+    "allowed_hosts",
+    "match_ignore",
+    "ignore_hosts",
+)
 
 #: Keys of the dict the ``agent_cassette_config`` fixture returns; any other is refused.
-CONFIG_KEYS = ("match_ignore", "body_hook", "allowed_hosts", "redact_values", "directory")
+CONFIG_KEYS = (
+    "match_ignore",
+    "body_hook",
+    "allowed_hosts",
+    "redact_values",
+    "directory",
+    "ignore_hosts",
+)
 
 #: A right value of each marker option and config key, for the error messages.
 _EXAMPLES = {
@@ -55,6 +69,7 @@ _EXAMPLES = {
     "body_hook": "without_dates",
     "redact_values": "['tenant-7f3a9c']",
     "directory": "Path(__file__).parent / 'cassettes'",
+    "ignore_hosts": "['huggingface.co', 'localhost']",
 }
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
@@ -129,6 +144,8 @@ _EXPECTED_STRINGS = {
     "scheme, path or port)",
     "match_ignore": "a list or tuple of dotted body paths (non-empty strings)",
     "redact_values": "a list or tuple of the secret strings, each of 8 or more characters",
+    "ignore_hosts": "a list or tuple of hosts (names, *.wildcards or addresses, each "
+    "optionally followed by a /path prefix; without scheme or port)",
 }
 
 
@@ -147,6 +164,11 @@ def _item_problem(key: str, item: object, *, secret: bool) -> str | None:
         )
     if key == "allowed_hosts":
         problem = host_problem(item)
+        return f"holds {item!r}, which {problem}" if problem else None
+    if key == "ignore_hosts":
+        from pytest_agentctx.traffic.ignore import entry_problem
+
+        problem = entry_problem(item)
         return f"holds {item!r}, which {problem}" if problem else None
     return None
 
@@ -184,6 +206,8 @@ class TestOptions:
     mode: RecordMode = RecordMode.NONE
     allowed_hosts: tuple[str, ...] = ()
     ignore_fields: tuple[str, ...] = ()
+    #: The marker's own ``ignore_hosts`` (the session's apply at all times, on their own).
+    ignore_hosts: tuple[str, ...] = ()
 
     @classmethod
     def resolve(
@@ -222,6 +246,7 @@ class TestOptions:
                 *settings.ignore_fields,
                 *source.strings("match_ignore", marker_kwargs.get("match_ignore")),
             ),
+            ignore_hosts=source.strings("ignore_hosts", marker_kwargs.get("ignore_hosts")),
         )
 
     def with_mode(self, mode: RecordMode) -> TestOptions:
@@ -303,6 +328,7 @@ class CassetteConfig(TypedDict, total=False):
     allowed_hosts: tuple[str, ...]
     redact_values: tuple[str, ...]
     directory: Path
+    ignore_hosts: tuple[str, ...]
 
 
 def cassette_config(value: object, *, where: str) -> CassetteConfig:
@@ -331,6 +357,8 @@ def cassette_config(value: object, *, where: str) -> CassetteConfig:
         config["match_ignore"] = source.strings("match_ignore", given["match_ignore"])
     if "allowed_hosts" in given:
         config["allowed_hosts"] = source.strings("allowed_hosts", given["allowed_hosts"])
+    if "ignore_hosts" in given:
+        config["ignore_hosts"] = source.strings("ignore_hosts", given["ignore_hosts"])
     if "redact_values" in given:
         config["redact_values"] = source.strings(
             "redact_values", given["redact_values"], secret=True

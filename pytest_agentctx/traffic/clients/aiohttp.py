@@ -68,6 +68,7 @@ from aiohttp.connector import BaseConnector, Connection
 from aiohttp.tracing import Trace
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.transport.dispatch import dispatch_async
 from pytest_agentctx.traffic.transport.responses import as_httpx2
 from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse
@@ -373,7 +374,9 @@ async def _send(self: ClientRequest, conn: Connection | _Deferred) -> ClientResp
         return await original(self, conn)
     params = conn.protocol.params
     request = await to_httpx_request(self)
-    answer = await dispatch_async(request, functools.partial(_send_for_real, self, conn, original))
+    answer = await dispatch_async(
+        request, functools.partial(_send_for_real, self, conn, original), refuse=_refuse(self)
+    )
     bufsize = params.get("read_bufsize")
     return to_client_response(
         as_httpx2(answer),
@@ -381,6 +384,15 @@ async def _send(self: ClientRequest, conn: Connection | _Deferred) -> ClientResp
         decompress=bool(params.get("auto_decompress", True)),
         read_bufsize=bufsize if isinstance(bufsize, int) else None,
     )
+
+
+def _refuse(req: ClientRequest) -> Callable[[WireRequest, NetworkBlocked], BaseException]:
+    """What aiohttp raises when the guard refuses its connection, for ``req``."""
+
+    def refuse(_: WireRequest, blocked: NetworkBlocked) -> BaseException:
+        return aiohttp.ClientConnectorError(req.connection_key, blocked)
+
+    return refuse
 
 
 async def _send_for_real(

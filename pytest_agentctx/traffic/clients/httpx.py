@@ -31,6 +31,7 @@ from typing import Protocol
 import httpx2
 
 from pytest_agentctx.traffic import lazy_tls
+from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.respx_routes import RespxRoute, respx_route
 from pytest_agentctx.traffic.transport.dispatch import dispatch_async, dispatch_sync
 from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse
@@ -72,6 +73,11 @@ def _patch(library: _Library) -> None:
     module, core = library.module, library.core
     sync_original, async_original = library.sync_original, library.async_original
 
+    def refuse(request: WireRequest, blocked: NetworkBlocked) -> BaseException:
+        # what the transport raises when the guard refuses its connection
+        error: BaseException = module.ConnectError(str(blocked), request=request)
+        return error
+
     def handle_request(self: object, request: _TransportRequest) -> WireResponse:
         request.read()
         route = respx_route(request, core)
@@ -80,7 +86,7 @@ def _patch(library: _Library) -> None:
             _materialize(self, route)
             return sync_original(self, sent)
 
-        return dispatch_sync(request, send, library=module, route=route)
+        return dispatch_sync(request, send, library=module, route=route, refuse=refuse)
 
     async def handle_async_request(self: object, request: _TransportRequest) -> WireResponse:
         await request.aread()
@@ -90,7 +96,7 @@ def _patch(library: _Library) -> None:
             _materialize(self, route)
             return await async_original(self, sent)
 
-        return await dispatch_async(request, send, library=module, route=route)
+        return await dispatch_async(request, send, library=module, route=route, refuse=refuse)
 
     module.HTTPTransport.handle_request = handle_request
     module.AsyncHTTPTransport.handle_async_request = handle_async_request

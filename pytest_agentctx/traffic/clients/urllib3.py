@@ -60,9 +60,11 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.exceptions import NewConnectionError
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util.retry import Retry
 
+from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.transport.dispatch import dispatch_sync
 from pytest_agentctx.traffic.transport.responses import as_httpx2
 from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, WireRequest, WireResponse
@@ -133,7 +135,11 @@ def _make_request(
         live = True
         return _send(original, pool, conn, method, url, content, headers, options)
 
-    response = as_httpx2(dispatch_sync(request, send))
+    def refuse(_: WireRequest, blocked: NetworkBlocked) -> BaseException:
+        # what urllib3 raises when the guard refuses its connection (requests: ConnectionError)
+        return NewConnectionError(conn, str(blocked))  # type: ignore[arg-type]
+
+    response = as_httpx2(dispatch_sync(request, send, refuse=refuse))
     return to_urllib3(
         response,
         method=method,

@@ -13,6 +13,16 @@ Other tools in the same test come first: a request that an active ``respx`` rout
 route for, below the transport (:mod:`pytest_agentctx.traffic.respx_routes`), is offered
 only to the witnesses (handlers that keep a copy of what the test saw), which pass it on
 (:func:`answered_by_another_tool` tells them why); then it is sent, and respx answers it.
+
+An ignored request (:mod:`pytest_agentctx.traffic.ignore`) is decided before all of that:
+it is offered to no handler, and no scope owns it (it is never refused as unscoped or
+late). It is sent when it may reach the network: when every active network guard allows
+its host (loopback, the allowed hosts; with no guard active, as while a test records,
+every host), or when respx answers it. Else the client gets the error it gets offline,
+made by the ``refuse`` function the client passed (its own connection error around a
+:class:`~pytest_agentctx.traffic.errors.NetworkBlocked`), and the request is noted to be
+listed (:func:`~pytest_agentctx.traffic.ignore.note_not_sent`); no guard counts it, so
+the test does not fail for it.
 """
 
 from __future__ import annotations
@@ -25,13 +35,17 @@ from types import ModuleType
 
 import httpx2
 
-from pytest_agentctx.traffic import scopes
+from pytest_agentctx.traffic import ignore, scopes
+from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.respx_routes import RespxRoute
 from pytest_agentctx.traffic.transport.wire import Handler, WireRequest, WireResponse
 
 #: How a client sends a request to the network through its own code.
 SyncSend = Callable[[WireRequest], WireResponse]
 AsyncSend = Callable[[WireRequest], Awaitable[WireResponse]]
+#: How a client's own connection error is made for an ignored request that may not reach
+#: the network (the refusal is its cause).
+Refuse = Callable[[WireRequest, NetworkBlocked], BaseException]
 
 
 @dataclass
@@ -193,19 +207,73 @@ async def _dispatch_async(request: WireRequest, handlers: list[Handler]) -> Wire
     return None
 
 
+def _not_sent(request: WireRequest, rule: ignore.IgnoreRule) -> NetworkBlocked:
+    """The refusal of an ignored request that may not reach the network, noted to be listed."""
+    from pytest_agentctx.redaction.active import active
+
+    where = "agent_ignore_hosts" if rule.source == ignore.SESSION_SOURCE else rule.source
+    text = f"{request.method} {request.url} (ignored by {rule.entry!r} of {where})"
+    message = (
+        f"pytest-agentctx did not send {text}: an ignored request is never recorded nor "
+        "replayed, and while a test replays it reaches only loopback and the allowed hosts. "
+        "The client gets the error it gets offline; the test does not fail for it. To send "
+        f"it while replaying, allow its host too: agent_allowed_hosts = {request.url.host} "
+        f"(or @pytest.mark.agent(allowed_hosts=[{request.url.host!r}]))."
+    )
+    redactor = active()
+    if redactor is not None:
+        text, message = redactor.text(text), redactor.text(message)
+    ignore.note_not_sent(text)
+    return NetworkBlocked(message)
+
+
+def _ignored(request: WireRequest, route: RespxRoute | None) -> NetworkBlocked | bool:
+    """For a request :mod:`~pytest_agentctx.traffic.ignore` ignores: ``True`` when it may
+    be sent (respx answers it, or every active guard allows its host), else its refusal.
+    ``False`` for any other request."""
+    if not ignore.active():
+        return False
+    url = request.url
+    rule = ignore.matching(url.host, url.path)
+    if rule is None:
+        return False
+    if route is not None and not route.passes_through:
+        return True
+    from pytest_agentctx.traffic.cassettes.guards import active_guards
+
+    if all(guard.allows(url.host) for guard in active_guards()):
+        return True
+    return _not_sent(request, rule)
+
+
+def _refusal(request: WireRequest, blocked: NetworkBlocked, refuse: Refuse | None) -> BaseException:
+    error = blocked if refuse is None else refuse(request, blocked)
+    if error is not blocked:
+        error.__cause__ = blocked
+    return error
+
+
 def dispatch_sync(
     request: WireRequest,
     send: SyncSend,
     *,
     library: ModuleType = httpx2,
     route: RespxRoute | None = None,
+    refuse: Refuse | None = None,
 ) -> WireResponse:
     """Handle a request of a sync client, its body read: the active handlers are offered
     it, as an object of ``library`` (``httpx2``, or ``httpx`` for its own requests), and
     answer it with responses of that library. ``send`` sends it to the network through the
     client's own code (for a client other than httpx, converting the request back, and its
     response to an ``httpx2`` one, streamed); it is used when a handler forwards the request
-    (:func:`forward_sync`) or none answers it. ``route`` is the respx route it matched."""
+    (:func:`forward_sync`) or none answers it. ``route`` is the respx route it matched.
+    ``refuse`` makes the client's connection error for an ignored request that may not
+    reach the network (by default the :class:`NetworkBlocked` itself is raised)."""
+    ignored = _ignored(request, route)
+    if ignored is True:
+        return send(request)
+    if isinstance(ignored, NetworkBlocked):
+        raise _refusal(request, ignored, refuse)
     current = Handling(library, sync_send=send, route=route)
     token = _current.set(current)
     try:
@@ -221,8 +289,14 @@ async def dispatch_async(
     *,
     library: ModuleType = httpx2,
     route: RespxRoute | None = None,
+    refuse: Refuse | None = None,
 ) -> WireResponse:
     """:func:`dispatch_sync` for a request of an async client."""
+    ignored = _ignored(request, route)
+    if ignored is True:
+        return await send(request)
+    if isinstance(ignored, NetworkBlocked):
+        raise _refusal(request, ignored, refuse)
     current = Handling(library, async_send=send, route=route)
     token = _current.set(current)
     try:

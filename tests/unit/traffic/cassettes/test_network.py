@@ -102,6 +102,11 @@ def test_other_hosts_are_not_loopback(host):
     assert not is_loopback(host)
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_the_unspecified_addresses_reach_this_machine_and_are_allowed(host):
+    assert NetworkGuard().allows(host)
+
+
 def test_connection_to_loopback_goes_through(listener):
     with NetworkGuard(), socket.create_connection(listener.getsockname(), timeout=5) as client:
         accepted, _ = listener.accept()

@@ -154,6 +154,45 @@ def test_ini_allowed_hosts_that_can_never_match_are_errors(host, problem):
         _settings(allowed_hosts=[host])
 
 
+def test_ini_ignore_hosts_are_kept_as_given():
+    settings = _settings(ignore_hosts=["huggingface.co", " *.example.com ", "[::1]/health"])
+
+    assert settings.ignore_hosts == ("huggingface.co", "*.example.com", "[::1]/health")
+
+
+def test_a_wrong_ini_ignore_host_is_an_error_naming_it_and_a_right_one():
+    with pytest.raises(CassetteError) as caught:
+        _settings(ignore_hosts=["huggingface.co", "localhost:8080"])
+
+    assert str(caught.value) == (
+        "agent_ignore_hosts: 'localhost:8080' has a port: ports are not compared, give the "
+        "host alone, e.g. 'localhost'; expected one entry per line: a host name, a "
+        "*.wildcard, an address, or one of these and a path prefix, e.g. huggingface.co or "
+        "api.example.com/v1/models. Fix it in your pytest ini file."
+    )
+
+
+def test_the_markers_ignore_hosts_are_the_tests_own():
+    options = TestOptions.resolve(
+        _settings(ignore_hosts=["ini.test"]),
+        {"ignore_hosts": ["models.test/v1/info"]},
+        where="t.py::test",
+    )
+
+    assert options.ignore_hosts == ("models.test/v1/info",)
+
+
+def test_a_wrong_ignore_host_in_agent_cassette_config_is_refused():
+    with pytest.raises(CassetteError) as caught:
+        cassette_config({"ignore_hosts": ["https://models.test"]}, where="t.py::test")
+
+    assert str(caught.value).startswith(
+        "t.py::test: agent_cassette_config ignore_hosts=['https://models.test'] holds "
+        "'https://models.test', which is a URL: give the host and a path without the scheme, "
+        "e.g. 'models.test'; expected a list or tuple of hosts"
+    )
+
+
 def test_ini_secret_env_line_with_a_value_is_an_error_that_does_not_show_it():
     with pytest.raises(CassetteError) as caught:
         _settings(secret_env=["MY_TOKEN=tok-0123456789"])
@@ -202,8 +241,8 @@ def test_misspelt_marker_option_is_refused_with_the_close_match_and_the_options(
 
     assert str(caught.value) == (
         "t.py::test: @pytest.mark.agent has no option 'cassete' (did you mean cassette?); its "
-        "options are cassette, allow_unused, record_mode, allowed_hosts, match_ignore, e.g. "
-        "@pytest.mark.agent(cassette='weather_shared'). Fix the marker."
+        "options are cassette, allow_unused, record_mode, allowed_hosts, match_ignore, "
+        "ignore_hosts, e.g. @pytest.mark.agent(cassette='weather_shared'). Fix the marker."
     )
 
 
@@ -235,8 +274,8 @@ def test_marker_positional_arguments_are_refused():
     assert str(caught.value) == (
         "t.py::test: @pytest.mark.agent('shared') has positional arguments; the marker takes "
         "named options only (cassette, allow_unused, record_mode, allowed_hosts, "
-        "match_ignore), e.g. @pytest.mark.agent(cassette='weather_shared'). Name the option "
-        "in the marker."
+        "match_ignore, ignore_hosts), e.g. @pytest.mark.agent(cassette='weather_shared'). "
+        "Name the option in the marker."
     )
 
 
@@ -435,8 +474,8 @@ def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
     assert str(caught.value) == (
         "t.py::test: agent_cassette_config has unknown keys ['match_ignored'] (did you mean "
         "match_ignore?); the known keys are match_ignore, body_hook, allowed_hosts, "
-        "redact_values, directory, e.g. {'match_ignore': ['metadata.run_id']}. Fix the "
-        "spelling in the fixture."
+        "redact_values, directory, ignore_hosts, e.g. {'match_ignore': ['metadata.run_id']}. "
+        "Fix the spelling in the fixture."
     )
 
 
