@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_agentctx.traffic.cassettes.body import (
@@ -65,7 +65,8 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     DEFAULT_IGNORED_FIELDS,
     NO_JSON,
     BodyHook,
-    comparable,
+    Compared,
+    compared,
 )
 from pytest_agentctx.traffic.cassettes.misses import (
     Miss,
@@ -112,7 +113,7 @@ class Cassette:
         test_id: str = "",
         redactor: Redactor | None = None,
         ignored_fields: Sequence[str] = DEFAULT_IGNORED_FIELDS,
-        body_hook: BodyHook | None = None,
+        body_hook: BodyHook | Mapping[str, BodyHook] | None = None,
         allow_unused: bool = False,
         shared: bool = False,
         run_id: str = "",
@@ -239,7 +240,9 @@ class Cassette:
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
-        miss = Miss(key, body_json, reason, str(request.extensions.get(CLIENT_EXTENSION, "")))
+        client = str(request.extensions.get(CLIENT_EXTENSION, ""))
+        kind = request.headers.get("content-type", "")
+        miss = Miss(key, body_json, reason, client, raw if body_json is NO_JSON else b"", kind)
         with self._lock:
             self.misses.append(miss)
         # The SDK's error says only what was missed: the test's failure compares it with the
@@ -322,15 +325,18 @@ class Cassette:
             played=self.played,
             command=self.record_command(),
             verbosity=self.verbosity,
-            comparable=self._comparable,
+            compare=self._compared,
         )
         return self.redactor.text(message)
 
-    def _comparable(self, body: object) -> object:
-        """What of a JSON body the miss message compares: secrets redacted (a recording
-        made by another tool may hold some), as matched (ignored fields removed, through
-        the body hook)."""
-        return comparable(self.redactor.json(body), self.ignored, self.body_hook)
+    def _compared(self, item: Interaction | Miss) -> Compared:
+        """What of a body the miss message compares: secrets redacted (a recording made by
+        another tool may hold some), as matched (ignored fields removed, through the body
+        hook that takes it)."""
+        if isinstance(item, Interaction):
+            return self._keys.compared_interaction(item)
+        body = self.redactor.json(item.body) if item.body is not NO_JSON else NO_JSON
+        return compared(body, item.raw, item.content_type, self.ignored, self._keys.body_hook)
 
     def unused(self) -> list[int]:
         """Positions of loaded interactions that no request used."""
