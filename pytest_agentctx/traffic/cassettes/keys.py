@@ -45,7 +45,7 @@ class RequestKeys:
     def of_interaction(self, interaction: Interaction) -> RequestKey:
         """The key of a recorded interaction, redacted like a live request."""
         url = self.redactor.url(interaction.url)
-        body_json, raw = self._stored_body(interaction)
+        body_json, raw = self.stored_body(interaction)
         kind = header_of(interaction.request_headers, "content-type") if self.body_hook else ""
         return make_key(
             interaction.method,
@@ -57,7 +57,7 @@ class RequestKeys:
             content_type=kind,
         )
 
-    def _stored_body(self, interaction: Interaction) -> tuple[object, bytes]:
+    def stored_body(self, interaction: Interaction) -> tuple[object, bytes]:
         """A recorded request's JSON body (or :data:`NO_JSON`) and raw body, redacted."""
         body = interaction.request_body
         if body is not None and "json" in body:
@@ -70,7 +70,7 @@ class RequestKeys:
 
     def compared_interaction(self, interaction: Interaction) -> Compared:
         """What of a recorded request's body is matched (see :func:`~.matcher.compared`)."""
-        body_json, raw = self._stored_body(interaction)
+        body_json, raw = self.stored_body(interaction)
         kind = header_of(interaction.request_headers, "content-type")
         return compared(body_json, raw, kind, self.ignored, self.body_hook)
 

@@ -24,11 +24,11 @@ matched as canonical JSON (``bytes`` in it as their base64).
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import ipaddress
 import json
-import base64
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -202,6 +202,29 @@ def compared(
     return Compared(kind, value, raw, content_type, chosen is not None)
 
 
+def matched_bytes(
+    body_json: object,
+    raw: bytes,
+    content_type: str,
+    ignored: Sequence[Sequence[str]],
+    hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None,
+) -> bytes:
+    """A body as vcrpy's matchers are given it (``match_on``): as the package matches it
+    (:func:`compared`), in bytes: a JSON body as the cassette writes it, what a body hook
+    returned as it is (bytes, text) or as canonical JSON, other bodies as they are."""
+    found = compared(body_json, raw, content_type, ignored, hook)
+    value = found.value
+    if not found.hooked:
+        if found.kind == "json":
+            return json.dumps(value, ensure_ascii=False).encode()
+        return raw
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode()
+    return _hooked_canonical(value).encode()
+
+
 def canonical_body(
     body_json: object,
     raw: bytes | None,
@@ -366,9 +389,7 @@ def make_key(
     ``finite`` as :func:`read_json` tells it; ``content_type``: the request's, which
     picks its body hook, see :class:`BodyHooks`)."""
     host, path, query = _host(url)
-    body = canonical_body(
-        body_json, raw, ignored, hook, finite=finite, content_type=content_type
-    )
+    body = canonical_body(body_json, raw, ignored, hook, finite=finite, content_type=content_type)
     return RequestKey(method.upper(), host, path, query, body)
 
 

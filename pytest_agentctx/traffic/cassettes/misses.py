@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, header_of, not_json
@@ -37,6 +38,9 @@ from pytest_agentctx.traffic.cassettes.matcher import (
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
 
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrRequest
+
 
 @dataclass(frozen=True)
 class Miss:
@@ -50,6 +54,8 @@ class Miss:
     #: Its body's bytes (redacted) when it is not JSON, and its content type.
     raw: bytes = b""
     content_type: str = ""
+    #: The request as vcrpy's matchers saw it, when the test matches on ``match_on``.
+    request: VcrRequest | None = None
 
 
 #: What of a recorded request's body (an :class:`Interaction`) or a missed one's (a
@@ -383,3 +389,87 @@ def stale_message(replays: Replays, unused: Sequence[int], *, path: Path, comman
         f"{command}\nor, if the test should not use them all, mark it "
         "@pytest.mark.agent(allow_unused=True)."
     )
+
+
+# -- vcrpy's matching (match_on) ---------------------------------------------------------
+
+
+def match_on_reason(
+    replays: Replays,
+    key: RequestKey,
+    names: Sequence[str],
+    *,
+    used_match: bool,
+    path: Path,
+    existed: bool,
+) -> str:
+    """Why no recording answers a request of ``key`` when the test matches on
+    ``match_on`` (the matchers ``names``; ``used_match``: a recording it used already
+    accepts it)."""
+    if not replays.loaded:
+        return miss_reason(replays, key, path=path, existed=existed)
+    listed = ", ".join(names)
+    if used_match:
+        return f"the recordings that match it on match_on ({listed}) were all used already"
+    return f"no recording the test may replay matches it on match_on ({listed})"
+
+
+def match_on_message(
+    replays: Replays,
+    miss: Miss,
+    *,
+    path: Path,
+    matchers: Sequence[tuple[str, Matcher]],
+    recorded: Callable[[int], VcrRequest],
+    played: Sequence[int],
+    command: str,
+) -> str:
+    """The message of ``miss`` when the test matches on ``match_on``: the request, the
+    reason, the recording the fewest matchers refuse (of those the test may replay; of as
+    close ones, one not used yet, then the first), each matcher that refuses it and why
+    (for the built-in ones the values that differ), and the ``command`` that re-records
+    the test. ``recorded`` gives a recording as the matchers see it."""
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import refusals
+
+    lines = [first_line(miss, path=path)]
+    now = miss.request
+    if now is not None and replays.order:
+        used = set(played)
+        best: tuple[tuple[int, bool], int, list[tuple[str, str]]] | None = None
+        for position in replays.order[:CANDIDATES]:
+            refused = refusals(matchers, now, recorded(position))
+            score = (len(refused), position in used)
+            if best is None or score < best[0]:
+                best = (score, position, refused)
+        if best is not None:
+            lines.extend(_refusal_lines(replays, best[1], best[2], best[0][1], len(matchers)))
+    kept = " (the other tests' interactions in the shared cassette are kept)"
+    lines.append(
+        "If the agent's requests changed on purpose, re-record this test: "
+        f"{command}{kept if replays.shared else ''}; if the matchers should accept this "
+        "request, change match_on in agent_cassette_config"
+    )
+    return "\n".join(lines)
+
+
+def _refusal_lines(
+    replays: Replays, position: int, refused: list[tuple[str, str]], used: bool, total: int
+) -> list[str]:
+    heading = (
+        f"Closest recorded request: interaction #{position}"
+        f"{' (already used)' if used else ''}, {replays.keys[position].describe()}"
+    )
+    if not refused:
+        return [f"{heading}; every matcher accepts it, but the test used it already"]
+    names = ", ".join(name for name, _ in refused)
+    count = (
+        f"{len(refused)} of {total} matchers refuse it"
+        if len(refused) > 1
+        else (f"matcher {names} refuses it")
+    )
+    lines = [f"{heading}; {count}" + (f": {names}" if len(refused) > 1 else "")]
+    for name, why in refused:
+        first, *rest = why.splitlines() or [""]
+        lines.append(f"  {name}: {first}" if not first.startswith(f"{name}:") else f"  {first}")
+        lines.extend(f"    {line}" for line in rest)
+    return lines

@@ -49,6 +49,7 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
@@ -66,10 +67,12 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
     BodyHook,
     Compared,
+    RequestKey,
     compared,
 )
 from pytest_agentctx.traffic.cassettes.misses import (
     Miss,
+    match_on_message,
     miss_message,
     miss_reason,
     partial_message,
@@ -101,6 +104,9 @@ from pytest_agentctx.traffic.transport import (
 )
 from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, Answer, WireRequest
 
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrMatching, VcrRequest
+
 
 class Cassette:
     """Replays and records the HTTP interactions of one test."""
@@ -119,8 +125,12 @@ class Cassette:
         run_id: str = "",
         verbosity: int = 0,
         style: str = "native",
+        match_on: Sequence[tuple[str, Matcher]] | None = None,
     ) -> None:
         self.path = path
+        #: vcrpy's matchers, with their names, when they replace the package's matching
+        #: (``match_on``, see :mod:`.vcr_matchers`).
+        self.match_on = tuple(match_on) if match_on is not None else None
         #: How the file is written: ``native`` or ``vcr`` (vcrpy's format, see :mod:`.vcr`).
         self.style = style
         #: pytest's verbosity (``-vv``: 2): how much a miss message shows.
@@ -172,6 +182,11 @@ class Cassette:
             keys = [self._keys.of_interaction(i) for i in self.loaded]
         #: The recordings this test may replay, by request (see the module docstring).
         self._replays = Replays(self.loaded, keys, test_id=test_id, shared=shared, mode=mode)
+        self._matching: VcrMatching | None = None
+        if self.match_on is not None:
+            from pytest_agentctx.traffic.cassettes.vcr_matchers import VcrMatching
+
+            self._matching = VcrMatching(self.match_on, self._keys, self.loaded)
 
     def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
         """What ``missing`` means for this test: record when it has no recording."""
@@ -230,6 +245,8 @@ class Cassette:
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._recorder.record(request, *self._keys.redacted_request(request))
         key, url, body_json, raw = self._keys.of_request(request)
+        if self._matching is not None:
+            return self._handle_match_on(request, key, url, body_json, raw)
         with self._lock:
             position = self._replays.take(key)
             if position is not None:
@@ -240,9 +257,49 @@ class Cassette:
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
+        return self._miss(request, key, url, body_json, raw, reason)
+
+    def _handle_match_on(
+        self, request: WireRequest, key: RequestKey, url: str, body_json: object, raw: bytes
+    ) -> Answer:
+        """:meth:`_handle` with vcrpy's matching (:attr:`match_on`)."""
+        matching = self._matching
+        assert matching is not None
+        now = matching.request_of(request, url, body_json, raw)
+        with self._lock:
+            position = matching.take(self._replays, now)
+            if position is not None:
+                self.played.append(position)
+                self._log.append((False, position))
+        if position is not None:
+            return self._replay(position)
+        if self.records:
+            return self._recorder.record(request, url, body_json, raw)
+        reason = matching.reason(self._replays, key, now, path=self.path, existed=self.existed)
+        return self._miss(request, key, url, body_json, raw, reason, now)
+
+    def _miss(
+        self,
+        request: WireRequest,
+        key: RequestKey,
+        url: str,
+        body_json: object,
+        raw: bytes,
+        reason: str,
+        vcr_request: VcrRequest | None = None,
+    ) -> Answer:
+        """Keep ``request`` as a miss (see :mod:`.misses`) and answer it with an error."""
         client = str(request.extensions.get(CLIENT_EXTENSION, ""))
         kind = request.headers.get("content-type", "")
-        miss = Miss(key, body_json, reason, client, raw if body_json is NO_JSON else b"", kind)
+        miss = Miss(
+            key,
+            body_json,
+            reason,
+            client,
+            raw if body_json is NO_JSON else b"",
+            kind,
+            vcr_request,
+        )
         with self._lock:
             self.misses.append(miss)
         # The SDK's error says only what was missed: the test's failure compares it with the
@@ -317,6 +374,18 @@ class Cassette:
     def miss_message(self, miss: Miss) -> str:
         """What the test is told of ``miss`` (see :func:`.misses.miss_message`), as much as
         :attr:`verbosity` asks, secrets redacted."""
+        if self._matching is not None:
+            return self.redactor.text(
+                match_on_message(
+                    self._replays,
+                    miss,
+                    path=self.path,
+                    matchers=self._matching.matchers,
+                    recorded=self._matching.recorded,
+                    played=self.played,
+                    command=self.record_command(),
+                )
+            )
         message = miss_message(
             self._replays,
             miss,

@@ -435,8 +435,8 @@ def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
     assert str(caught.value) == (
         "t.py::test: agent_cassette_config has unknown keys ['match_ignored'] (did you mean "
         "match_ignore?); the known keys are match_ignore, body_hook, allowed_hosts, "
-        "redact_values, directory, e.g. {'match_ignore': ['metadata.run_id']}. Fix the "
-        "spelling in the fixture."
+        "redact_values, directory, match_on, e.g. {'match_ignore': ['metadata.run_id']}. Fix "
+        "the spelling in the fixture."
     )
 
 
