@@ -73,6 +73,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
 from pytest_agentctx.traffic.cassettes.misses import (
     Miss,
     match_on_message,
+    match_on_reason,
     miss_message,
     miss_reason,
     partial_message,
@@ -275,7 +276,14 @@ class Cassette:
             return self._replay(position)
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
-        reason = matching.reason(self._replays, key, now, path=self.path, existed=self.existed)
+        reason = match_on_reason(
+            self._replays,
+            key,
+            [name for name, _ in matching.matchers],
+            used_match=matching.used_match(self._replays, now),
+            path=self.path,
+            existed=self.existed,
+        )
         return self._miss(request, key, url, body_json, raw, reason, now)
 
     def _miss(

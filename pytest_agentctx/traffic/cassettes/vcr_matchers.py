@@ -24,14 +24,13 @@ import json
 import urllib.parse
 import xmlrpc.client
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from pathlib import Path
 from string import hexdigits
 from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult, parse_qsl, urlparse
 from xml.parsers.expat import ExpatError
 
 from pytest_agentctx.traffic.cassettes.body import header_of
-from pytest_agentctx.traffic.cassettes.matcher import RequestKey, matched_bytes
+from pytest_agentctx.traffic.cassettes.matcher import matched_bytes
 from pytest_agentctx.traffic.errors import CassetteConfigError
 
 if TYPE_CHECKING:
@@ -452,16 +451,6 @@ class VcrMatching:
         used (the caller holds the cassette's lock)."""
         return replays.take_first(lambda p: accepts(self.matchers, now, self.recorded(p)))
 
-    def reason(
-        self, replays: Replays, key: RequestKey, now: VcrRequest, *, path: Path, existed: bool
-    ) -> str:
-        """Why no recording answers ``now`` (see :func:`.misses.match_on_reason`)."""
-        from pytest_agentctx.traffic.cassettes.misses import match_on_reason
-
-        used_match = any(
-            accepts(self.matchers, now, self.recorded(p)) for p in sorted(replays.taken)
-        )
-        names = [name for name, _ in self.matchers]
-        return match_on_reason(
-            replays, key, names, used_match=used_match, path=path, existed=existed
-        )
+    def used_match(self, replays: Replays, now: VcrRequest) -> bool:
+        """Whether a recording the test used already is one every matcher accepts."""
+        return any(accepts(self.matchers, now, self.recorded(p)) for p in sorted(replays.taken))

@@ -515,9 +515,11 @@ def test_cassette_config_body_hook_must_be_callable(hook, kind):
 
     assert str(caught.value) == (
         f"t.py::test: agent_cassette_config body_hook={hook!r} is {kind}, "
-        "not callable; expected a function that takes a request body and returns a "
-        "normalised copy (or None), e.g. {'body_hook': without_dates}. Fix what the "
-        "agent_cassette_config fixture returns."
+        "not callable; expected a function that takes a JSON request body and returns a "
+        "normalised copy (or None), or a dict of media types ('multipart/form-data', "
+        "'text/*', '*/*') or body kinds (json, form, multipart, text, bytes) to such "
+        "functions, e.g. {'body_hook': without_dates}. Fix what the agent_cassette_config "
+        "fixture returns."
     )
 
 
