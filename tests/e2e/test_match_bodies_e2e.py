@@ -99,7 +99,7 @@ def _uploads(tester: pytest.Pytester) -> None:
         tester,
         "test_uploads/test_requests.yaml",
         sent.body,
-        sent.headers["Content-Type"],
+        str(sent.headers["Content-Type"]),
         {"id": "file-requests"},
     )
     built = httpx.Request("POST", URL, files=FILES, data=DATA)
