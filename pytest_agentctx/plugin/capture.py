@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .keys import CAPTURED_KEY, CLOCK_KEY, REDACTOR_KEY, RUNS_KEY, SECRETS_KEY
+from .keys import CAPTURED_KEY, CLOCK_KEY, REDACTOR_KEY, RUNS_KEY, SECRETS_KEY, VCR_MATCHERS_KEY
 
 if TYPE_CHECKING:
     from pytest_agentctx.redaction.redactor import Redactor
@@ -115,6 +115,10 @@ def redactor_for(request: pytest.FixtureRequest) -> Redactor:
         return redactor
     from pytest_agentctx.traffic.cassettes.per_test import cassette_config
 
-    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=item.nodeid)
+    config = cassette_config(
+        request.getfixturevalue("agent_cassette_config"),
+        where=item.nodeid,
+        matchers=request.config.stash.get(VCR_MATCHERS_KEY, {}),
+    )
     secrets = request.config.stash[SECRETS_KEY]
     return use_redactor(item, secrets.for_test(config.get("redact_values", ())))

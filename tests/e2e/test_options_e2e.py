@@ -273,8 +273,10 @@ def test_a_body_hook_that_is_not_callable_fails_the_test(
         [
             "CassetteConfigError: test_inner_config.py::test_ask: agent_cassette_config "
             "body_hook='without_dates' is a str, not callable; expected a function that takes "
-            "a request body and returns a normalised copy (or None), e.g. {'body_hook': "
-            "without_dates}. Fix what the agent_cassette_config fixture returns."
+            "a JSON request body and returns a normalised copy (or None), or a dict of media "
+            "types ('multipart/form-data', 'text/*', '*/*') or body kinds (json, form, "
+            "multipart, text, bytes) to such functions, e.g. {'body_hook': without_dates}. Fix "
+            "what the agent_cassette_config fixture returns."
         ]
     )
     assert _written(agent_pytester) == []
@@ -311,7 +313,8 @@ def test_a_misspelt_config_key_fails_the_test_with_the_close_match(
     assert (
         "CassetteConfigError: test_inner_config.py::test_ask: agent_cassette_config has unknown "
         "keys ['redact_value'] (did you mean redact_values?); the known keys are match_ignore, "
-        "body_hook, allowed_hosts, redact_values, directory, ignore_hosts, e.g. {'redact_values': "
+        "body_hook, allowed_hosts, redact_values, directory, ignore_hosts, match_on, e.g. "
+        "{'redact_values': "
         "['tenant-7f3a9c']}. Fix the spelling in the fixture."
     ) in result.outlines
     assert _written(agent_pytester) == []

@@ -348,10 +348,12 @@ def _agentctx_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette | No
 def agent_cassette_config() -> dict[str, object]:
     """Override to configure this package's cassettes for a folder or module, like
     pytest-recording's ``vcr_config``: ``match_ignore`` (dotted body paths),
-    ``body_hook`` (a function normalising request bodies before matching),
-    ``allowed_hosts``, ``redact_values`` (more literal secrets), ``directory`` (a
-    folder for these tests' cassettes, e.g. one beside them) and ``ignore_hosts`` (hosts
-    and ``host/path`` prefixes whose requests are never recorded nor replayed)."""
+    ``body_hook`` (a function normalising JSON request bodies before matching, or a dict
+    of them by media type or body kind), ``match_on`` (vcrpy's matcher names and
+    functions, replacing the package's matching), ``allowed_hosts``, ``redact_values``
+    (more literal secrets), ``directory`` (a folder for these tests' cassettes, e.g.
+    one beside them) and ``ignore_hosts`` (hosts and ``host/path`` prefixes whose requests
+    are never recorded nor replayed)."""
     return {}
 
 

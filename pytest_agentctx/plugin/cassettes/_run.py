@@ -30,6 +30,7 @@ from ..keys import (
     REPORT_KEY,
     SECRETS_KEY,
     STALE_KEY,
+    VCR_MATCHERS_KEY,
 )
 
 if TYPE_CHECKING:
@@ -81,8 +82,9 @@ def run_cassette(
         options = TestOptions.resolve(
             settings, marker_options(marks, where=item.nodeid), where=item.nodeid
         )
+        matchers = request.config.stash.get(VCR_MATCHERS_KEY, {})  # vcr.register_matcher's
         config = cassette_config(
-            request.getfixturevalue("agent_cassette_config"), where=item.nodeid
+            request.getfixturevalue("agent_cassette_config"), where=item.nodeid, matchers=matchers
         )
         tool = None
         if settings.vcr_names:  # pytest-recording's or pytest-vcr's names and vcr_config
@@ -119,6 +121,7 @@ def run_cassette(
         config={**config, "redact_values": (*own_secrets, *secrets.learned)},
         test_id=item.nodeid,
         filters=None if tool is None else tool.options.filters,
+        matchers=matchers,
     )
     capture.use_redactor(item, cassette.redactor)
     item.stash[CASSETTE_KEY] = cassette
@@ -227,7 +230,11 @@ def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
     where = request.node.nodeid
     settings = request.config.stash[CASSETTE_SETTINGS_KEY]
     options = TestOptions.resolve(settings, marker_kwargs, where=where)
-    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=where)
+    config = cassette_config(
+        request.getfixturevalue("agent_cassette_config"),
+        where=where,
+        matchers=request.config.stash.get(VCR_MATCHERS_KEY, {}),
+    )
     return NetworkGuard.for_fake_llm((*options.allowed_hosts, *config.get("allowed_hosts", ())))
 
 
@@ -242,7 +249,11 @@ def fake_llm_ignoring(request: pytest.FixtureRequest) -> contextlib.AbstractCont
     where = request.node.nodeid
     settings = request.config.stash[CASSETTE_SETTINGS_KEY]
     options = TestOptions.resolve(settings, marker_kwargs, where=where)
-    config = cassette_config(request.getfixturevalue("agent_cassette_config"), where=where)
+    config = cassette_config(
+        request.getfixturevalue("agent_cassette_config"),
+        where=where,
+        matchers=request.config.stash.get(VCR_MATCHERS_KEY, {}),
+    )
     own = (*options.ignore_hosts, *config.get("ignore_hosts", ()))
     if not own and not settings.ignore_hosts:
         return contextlib.nullcontext()

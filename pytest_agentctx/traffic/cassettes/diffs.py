@@ -6,6 +6,10 @@
 difference, the same characters of both sides one above the other with ``...`` where
 text is left out, so that a word changed deep in a long system prompt is visible.
 :func:`unified_diff` is the complete diff of two bodies, pretty-printed with sorted keys.
+:func:`body_diffs` compares two bodies of any kind as they are matched
+(:class:`~.matcher.Compared`): JSON, form and multipart bodies by field (a multipart body
+whose parts are the same but for its boundary says so), text as a window around its first
+difference, bytes by their sizes and the offset of their first difference.
 
 Nothing here redacts: the caller passes bodies whose secrets are already redacted (a
 window may cut a text anywhere, so the redactor could no longer recognise a secret cut in
@@ -18,7 +22,10 @@ import difflib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.matcher import Compared
 
 #: The value of a field one side does not have.
 MISSING: Final = object()
@@ -43,12 +50,14 @@ class FieldDiff:
     plain: bool = False
 
 
-def field_diffs(recorded: object, now: object, *, limit: int = 10_000) -> list[FieldDiff]:
+def field_diffs(
+    recorded: object, now: object, *, limit: int = 10_000, prefix: str = ""
+) -> list[FieldDiff]:
     """The fields of ``recorded`` and ``now`` (JSON values) that differ, in the order of
     their sorted paths, at most ``limit``: a field both have is compared down to its
-    leaves, a field one of them lacks is one difference."""
+    leaves, a field one of them lacks is one difference. ``prefix`` starts every path."""
     out: list[FieldDiff] = []
-    for diff in _walk(recorded, now, ""):
+    for diff in _walk(recorded, now, prefix):
         out.append(diff)
         if len(out) >= limit:
             break
@@ -73,8 +82,14 @@ def _walk(recorded: object, now: object, path: str) -> Iterator[FieldDiff]:
         yield FieldDiff(path or "(body)", recorded, now)
 
 
+def _shown(value: object) -> object:
+    """A value :mod:`json` does not write (bytes of a multipart part, what a body hook
+    returned), as its ``repr``."""
+    return repr(value)
+
+
 def _text(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=_shown)
 
 
 def one_line(text: object, width: int) -> str:
@@ -177,4 +192,68 @@ def unified_diff(recorded: object, now: object) -> list[str]:
 def _pretty(value: object) -> list[str]:
     if value is MISSING:
         return []
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2).splitlines()
+    if isinstance(value, str):  # a text body: line by line
+        return value.splitlines()
+    return json.dumps(
+        value, ensure_ascii=False, sort_keys=True, indent=2, default=_shown
+    ).splitlines()
+
+
+#: The kinds of body compared field by field.
+_STRUCTURED = ("json", "form", "multipart")
+
+
+def body_diffs(recorded: Compared, now: Compared) -> list[FieldDiff]:
+    """How two request bodies differ as they are matched (see the module docstring)."""
+    if recorded.kind != now.kind:
+        kinds = {recorded.kind, now.kind}
+        if kinds == {"json", "empty"} or (recorded.hooked and now.hooked):
+            return field_diffs(recorded.value, now.value)
+        return [FieldDiff("(body)", _kind(recorded), _kind(now), plain=True)]
+    if recorded.kind == "json":
+        return field_diffs(recorded.value, now.value)
+    out = _value_diffs(recorded, now)
+    if out or recorded.hooked or recorded.raw == now.raw:
+        return out
+    if recorded.kind == "multipart":
+        from pytest_agentctx.traffic.cassettes.body import multipart_boundary
+
+        before = multipart_boundary(recorded.raw, recorded.content_type)
+        after = multipart_boundary(now.raw, now.content_type)
+        if before != after:
+            return [FieldDiff(BOUNDARY, before, after, plain=True)]
+    return [byte_diff(recorded.raw, now.raw, f"({recorded.kind} body bytes)")]
+
+
+#: The path of the one difference of two multipart bodies whose parts are the same.
+BOUNDARY = "(multipart boundary)"
+
+
+def _value_diffs(recorded: Compared, now: Compared) -> list[FieldDiff]:
+    """The differences of two bodies of one kind (not JSON), by what is compared."""
+    before, after = recorded.value, now.value
+    if isinstance(before, bytes | bytearray) and isinstance(after, bytes | bytearray):
+        return [] if before == after else [byte_diff(bytes(before), bytes(after), "(body bytes)")]
+    if isinstance(before, str) and isinstance(after, str):
+        return [] if before == after else [FieldDiff("(body text)", before, after, plain=True)]
+    if recorded.kind in _STRUCTURED or isinstance(before, dict | list):
+        return field_diffs(before, after, prefix="parts" if recorded.kind == "multipart" else "")
+    return [] if before == after else [FieldDiff("(body)", before, after)]
+
+
+def _kind(body: Compared) -> str:
+    if body.kind == "empty":
+        return "no body"
+    kind = f" ({body.content_type})" if body.content_type else ""
+    return f"a {body.kind} body{kind}"
+
+
+def byte_diff(recorded: bytes, now: bytes, path: str) -> FieldDiff:
+    """Two byte strings that differ: their sizes, and the offset of their first difference."""
+    at = _common_prefix(recorded.decode("latin-1"), now.decode("latin-1"))
+    return FieldDiff(
+        path,
+        f"{len(recorded):,} bytes",
+        f"{len(now):,} bytes (they first differ at byte offset {at:,})",
+        plain=True,
+    )

@@ -8,39 +8,57 @@ what this package redacts) matches too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
+from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content, header_of
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
     BodyHook,
+    Compared,
     RequestKey,
+    as_hooks,
+    compared,
     make_key,
     parse_json,
     read_json,
 )
-from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.redact import UNSTORED_REQUEST_HEADERS, Redactor
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
 
 class RequestKeys:
     """Makes the keys of requests and interactions, secrets redacted by ``redactor``,
-    without the ``ignored`` fields (dotted paths split), through ``body_hook``."""
+    without the ``ignored`` fields (dotted paths split), through ``body_hook`` (a function
+    for JSON bodies, or a mapping of hooks, see :class:`~.matcher.BodyHooks`)."""
 
     def __init__(
         self,
         redactor: Redactor,
         ignored: Sequence[Sequence[str]],
-        body_hook: BodyHook | None,
+        body_hook: BodyHook | Mapping[str, BodyHook] | None,
     ) -> None:
         self.redactor = redactor
         self.ignored = ignored
-        self.body_hook = body_hook
+        self.body_hook = as_hooks(body_hook)
 
     def of_interaction(self, interaction: Interaction) -> RequestKey:
         """The key of a recorded interaction, redacted like a live request."""
         url = self.redactor.url(interaction.url)
+        body_json, raw = self.stored_body(interaction)
+        kind = header_of(interaction.request_headers, "content-type") if self.body_hook else ""
+        return make_key(
+            interaction.method,
+            url,
+            body_json,
+            None if body_json is not NO_JSON else raw,
+            ignored=self.ignored,
+            hook=self.body_hook,
+            content_type=kind,
+        )
+
+    def stored_body(self, interaction: Interaction) -> tuple[object, bytes]:
+        """A recorded request's JSON body (or :data:`NO_JSON`) and raw body, redacted."""
         body = interaction.request_body
         if body is not None and "json" in body:
             body_json = body["json"]
@@ -50,17 +68,25 @@ class RequestKeys:
             body_json = parse_json(raw)
         body_json, raw = self.redactor.filter_post(interaction.method, body_json, raw)
         if body_json is not NO_JSON:
-            return make_key(
-                interaction.method,
-                url,
-                self.redactor.json(body_json),
-                None,
-                ignored=self.ignored,
-                hook=self.body_hook,
+            return self.redactor.json(body_json), b""
+        return NO_JSON, self.redacted_raw(raw)
+
+    def compared_interaction(self, interaction: Interaction) -> Compared:
+        """What of a recorded request's body is matched (see :func:`~.matcher.compared`)."""
+        body_json, raw = self.stored_body(interaction)
+        kind = header_of(interaction.request_headers, "content-type")
+        return compared(body_json, raw, kind, self.ignored, self.body_hook)
+
+    def stored_headers(self, items: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """Request headers as a recording stores them: lower-case names, without those it
+        never stores, secrets redacted."""
+        return dict(
+            self.redactor.header_items(
+                (name.lower(), value)
+                for name, value in items
+                if name.lower() not in UNSTORED_REQUEST_HEADERS
+                and not name.lower().startswith("x-stainless-")
             )
-        raw = self.redacted_raw(raw)
-        return make_key(
-            interaction.method, url, NO_JSON, raw, ignored=self.ignored, hook=self.body_hook
         )
 
     def redacted_request(self, request: WireRequest) -> tuple[str, object, bytes]:
@@ -109,6 +135,7 @@ class RequestKeys:
             ignored=self.ignored,
             hook=self.body_hook,
             finite=finite,
+            content_type=request.headers.get("content-type", "") if self.body_hook else "",
         )
         return key, url, body_json, raw
 

@@ -15,21 +15,28 @@ bits (which orjson reads as floats), ``NaN`` and infinities (which orjson writes
 ``null``), lone surrogates, keys that are not strings, subclasses of the JSON types, and
 every body a body hook returned. Either way two bodies get the same key exactly when
 :mod:`json`'s canonical texts of them are equal.
+
+A body that is not JSON is matched byte for byte (its key holds a digest of them), unless a
+body hook takes its kind (:class:`BodyHooks`): a form, multipart, text or binary body is
+then given to the hook as :func:`~.body.hook_value` reads it, and what the hook returns is
+matched as canonical JSON (``bytes`` in it as their base64).
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import ipaddress
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
+from pytest_agentctx.traffic.cassettes.body import body_kind, hook_value, media_type
 from pytest_agentctx.traffic.cassettes.defaults import (
     DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS,
 )
@@ -118,37 +125,185 @@ def _strip(value: object, path: list[str]) -> object:
     return value
 
 
+class BodyHooks:
+    """The body hooks of a test, from its ``body_hook``: a function is given JSON bodies
+    only (the parsed value, as it always was); a mapping picks a hook per body by the
+    first of its keys that applies: the body's media type (``text/csv``), its major type
+    (``text/*``), its kind (one of :data:`~.body.BODY_KINDS`), then ``*/*``. Each hook is
+    given the body as its kind reads (:func:`~.body.hook_value`; the JSON value, ignored
+    fields removed, for ``json``) and returns what is matched."""
+
+    __slots__ = ("given", "table")
+
+    def __init__(self, given: BodyHook | Mapping[str, BodyHook]) -> None:
+        self.given = given
+        self.table: dict[str, BodyHook] = (
+            {str(name).strip().lower(): hook for name, hook in given.items()}
+            if isinstance(given, Mapping)
+            else {"json": given}
+        )
+
+    def pick(self, kind: str, content_type: str | None) -> BodyHook | None:
+        """The hook of a body of ``kind`` and ``content_type``, or ``None``."""
+        table = self.table
+        if len(table) == 1 and "json" in table:  # a function: JSON bodies only
+            return table["json"] if kind == "json" else None
+        media = media_type(content_type)
+        for name in (media, media.partition("/")[0] + "/*", kind, "*/*"):
+            hook = table.get(name)
+            if hook is not None:
+                return hook
+        return None
+
+
+def as_hooks(hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None) -> BodyHooks | None:
+    """``hook`` as :class:`BodyHooks` (``None`` stays ``None``)."""
+    if hook is None or isinstance(hook, BodyHooks):
+        return hook
+    return BodyHooks(hook)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What of a request body is matched, for a miss message: its ``kind`` (one of
+    :data:`~.body.BODY_KINDS`, or ``empty``), the ``value`` compared (the JSON value
+    without its ignored fields, a form's fields, a multipart body's parts, the text or
+    the bytes; through the body hook when one takes it: ``hooked``), its ``raw`` bytes
+    (``b""`` for a JSON body) and its content type."""
+
+    kind: str
+    value: object
+    raw: bytes = b""
+    content_type: str = ""
+    hooked: bool = False
+
+
+def compared(
+    body_json: object,
+    raw: bytes,
+    content_type: str,
+    ignored: Sequence[Sequence[str]],
+    hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None,
+) -> Compared:
+    """What of a body (its JSON value, or :data:`NO_JSON` and its ``raw`` bytes) is
+    matched, as :func:`make_key` matches it."""
+    hooks = as_hooks(hook)
+    if body_json is not NO_JSON:
+        chosen = hooks.pick("json", content_type) if hooks is not None else None
+        value = comparable(body_json, ignored, chosen)
+        return Compared("json", value, b"", content_type, chosen is not None)
+    if not raw:
+        return Compared("empty", None, b"", content_type)
+    kind = body_kind(raw, content_type, is_json=False)
+    chosen = hooks.pick(kind, content_type) if hooks is not None else None
+    value = hook_value(kind, raw, content_type)
+    if chosen is not None:
+        value = chosen(value)
+    return Compared(kind, value, raw, content_type, chosen is not None)
+
+
+def matched_bytes(
+    body_json: object,
+    raw: bytes,
+    content_type: str,
+    ignored: Sequence[Sequence[str]],
+    hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None,
+) -> bytes:
+    """A body as vcrpy's matchers are given it (``match_on``): as the package matches it
+    (:func:`compared`), in bytes: a JSON body as the cassette writes it, what a body hook
+    returned as it is (bytes, text) or as canonical JSON, other bodies as they are."""
+    found = compared(body_json, raw, content_type, ignored, hook)
+    value = found.value
+    if not found.hooked:
+        if found.kind == "json":
+            return json.dumps(value, ensure_ascii=False).encode()
+        return raw
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode()
+    return _hooked_canonical(value).encode()
+
+
 def canonical_body(
     body_json: object,
     raw: bytes | None,
     ignored: Sequence[Sequence[str]],
-    hook: BodyHook | None,
+    hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None,
     *,
     finite: bool = False,
+    content_type: str = "",
 ) -> str:
-    """The body part of a key: canonical JSON, or a digest of non-JSON bytes.
+    """The body part of a key: canonical JSON, or a digest of non-JSON bytes (what a
+    body hook that takes their kind returned, as canonical JSON, see :class:`BodyHooks`).
 
     ``finite``: ``body_json`` is known to hold no ``NaN`` or infinity (it was read by
     :func:`read_json` with orjson), so its canonical text needs no look for them."""
     if body_json is NO_JSON:
         if not raw:
             return ""
+        hooks = as_hooks(hook)
+        if hooks is not None:
+            kind = body_kind(raw, content_type, is_json=False)
+            chosen = hooks.pick(kind, content_type)
+            if chosen is not None:
+                value = chosen(hook_value(kind, raw, content_type))
+                return f"{kind}:" + hooked_canonical(value, chosen, kind)
         return "sha256:" + hashlib.sha256(raw).hexdigest()
-    value = comparable(body_json, ignored, hook)
-    return _json_canonical(value) if hook is not None else canonical_json(value, finite=finite)
+    if hook is None:
+        return canonical_json(strip_fields(body_json, ignored), finite=finite)
+    chosen = as_hooks(hook).pick("json", content_type)  # type: ignore[union-attr]
+    if chosen is None:
+        return canonical_json(strip_fields(body_json, ignored), finite=finite)
+    return hooked_canonical(comparable(body_json, ignored, chosen), chosen, "json")
 
 
 def comparable(
-    body_json: object, ignored: Sequence[Sequence[str]], hook: BodyHook | None
+    body_json: object,
+    ignored: Sequence[Sequence[str]],
+    hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None,
+    content_type: str = "",
 ) -> object:
-    """What of a JSON body is matched: without the ``ignored`` fields, through ``hook``
-    (``body_json`` itself is never changed)."""
+    """What of a JSON body is matched: without the ``ignored`` fields, through the hook
+    that takes it (``body_json`` itself is never changed)."""
     value = strip_fields(body_json, ignored)
+    if isinstance(hook, BodyHooks | Mapping):
+        hook = as_hooks(hook).pick("json", content_type)  # type: ignore[union-attr]
     if hook is not None:
         if value is body_json and isinstance(value, dict):
             value = dict(value)  # the hook gets its own top-level copy, as it always did
         value = hook(value)
     return value
+
+
+def _bytes_as_text(value: object) -> object:
+    if isinstance(value, bytes | bytearray):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+#: Canonical JSON of what a body hook returned: ``bytes`` in it as their base64.
+_hooked_canonical = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_bytes_as_text
+).encode
+
+
+def hooked_canonical(value: object, hook: BodyHook, kind: str) -> str:
+    """What ``hook`` returned for a ``kind`` body, as canonical JSON; an error naming the
+    hook when it cannot be (a set, an object of its own)."""
+    from pytest_agentctx.traffic.errors import CassetteConfigError
+
+    if isinstance(value, bytes | bytearray):
+        return "sha256:" + hashlib.sha256(value).hexdigest()
+    try:
+        return _hooked_canonical(value)
+    except (TypeError, ValueError) as exc:
+        name = getattr(hook, "__qualname__", None) or repr(hook)
+        raise CassetteConfigError(
+            f"agent_cassette_config body_hook {name} returned {type(value).__name__} for a "
+            f"{kind} body, which cannot be compared ({exc}); expected JSON values (dict, "
+            "list, str, numbers, None), str or bytes. Fix the hook's return."
+        ) from None
 
 
 #: Canonical JSON: sorted keys, no whitespace (one encoder, built once).
@@ -226,13 +381,15 @@ def make_key(
     raw: bytes | None,
     *,
     ignored: Sequence[Sequence[str]],
-    hook: BodyHook | None = None,
+    hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None = None,
     finite: bool = False,
+    content_type: str = "",
 ) -> RequestKey:
     """The match key of one request (pass ``body_json=parse_json(raw)`` when unknown;
-    ``finite`` as :func:`read_json` tells it)."""
+    ``finite`` as :func:`read_json` tells it; ``content_type``: the request's, which
+    picks its body hook, see :class:`BodyHooks`)."""
     host, path, query = _host(url)
-    body = canonical_body(body_json, raw, ignored, hook, finite=finite)
+    body = canonical_body(body_json, raw, ignored, hook, finite=finite, content_type=content_type)
     return RequestKey(method.upper(), host, path, query, body)
 
 

@@ -14,20 +14,32 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pytest_agentctx.traffic.cassettes.body import not_json
+from pytest_agentctx.traffic.cassettes.body import body_bytes, header_of, not_json
 from pytest_agentctx.traffic.cassettes.diffs import (
+    BOUNDARY,
     FieldDiff,
-    field_diffs,
+    body_diffs,
     field_lines,
     one_line,
     unified_diff,
 )
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
-from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, RequestKey, strip_fields
+from pytest_agentctx.traffic.cassettes.matcher import (
+    NO_JSON,
+    Compared,
+    RequestKey,
+    compared,
+    parse_json,
+    strip_fields,
+)
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrRequest
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,38 @@ class Miss:
     reason: str
     #: The client library that sent it, when not the SDKs' httpx2 (``requests``).
     client: str = ""
+    #: Its body's bytes (redacted) when it is not JSON, and its content type.
+    raw: bytes = b""
+    content_type: str = ""
+    #: The request as vcrpy's matchers saw it, when the test matches on ``match_on``.
+    request: VcrRequest | None = None
+
+
+#: What of a recorded request's body (an :class:`Interaction`) or a missed one's (a
+#: :class:`Miss`) is matched.
+Compare = Callable[[Interaction | Miss], Compared]
+
+
+def plain_compare(comparable: Callable[[object], object]) -> Compare:
+    """A :data:`Compare` that passes JSON bodies through ``comparable`` and reads the
+    others as they are (no body hook)."""
+
+    def compare(item: Interaction | Miss) -> Compared:
+        if isinstance(item, Miss):
+            body_json, raw, kind = item.body, item.raw, item.content_type
+        else:
+            stored = item.request_body
+            kind = header_of(item.request_headers, "content-type")
+            if stored is not None and "json" in stored:
+                body_json, raw = stored["json"], b""
+            else:
+                raw = body_bytes(stored)
+                body_json = parse_json(raw)
+        if body_json is not NO_JSON:
+            return Compared("json", comparable(body_json), b"", kind)
+        return compared(NO_JSON, raw, kind, (), None)
+
+    return compare
 
 
 def miss_reason(replays: Replays, key: RequestKey, *, path: Path, existed: bool) -> str:
@@ -122,14 +166,18 @@ def closest(
     *,
     played: Sequence[int] = (),
     comparable: Callable[[object], object] = lambda body: body,
+    compare: Compare | None = None,
 ) -> Closest | None:
     """The one recording the test may replay that is closest to ``miss``: the fewest
     differing fields (:attr:`Closest.score`), of equal ones the first not used yet
     (``played``), then the first in the order the test replays them. Recordings of the
     same method, host and path are compared when there are any, the others otherwise.
-    ``comparable`` gives what of a JSON body is compared (secrets redacted, ignored fields
-    removed), for the recorded bodies and the request's."""
+    ``compare`` gives what of a body is compared (secrets redacted, ignored fields
+    removed, through the body hook), for the recorded bodies and the request's; by
+    default JSON bodies through ``comparable`` and the others as they are."""
     keys = replays.keys
+    if compare is None:
+        compare = plain_compare(comparable)
     # Only what this test may replay: another test's recording of the same request in
     # a shared cassette would show no difference, and explain nothing.
     candidates = [
@@ -138,14 +186,11 @@ def closest(
         if (keys[i].method, keys[i].host, keys[i].path)
         == (miss.key.method, miss.key.host, miss.key.path)
     ] or replays.order
-    now = comparable(miss.body) if miss.body is not NO_JSON else None
+    now = compare(miss)
     used = set(played)
     best: Closest | None = None
     for position in candidates[:CANDIDATES]:
-        recorded = replays.loaded[position].request_body
-        recorded_json = recorded.get("json") if recorded else None
-        recorded_json = comparable(recorded_json) if recorded_json is not None else None
-        diffs = field_diffs(recorded_json, now)
+        diffs = body_diffs(compare(replays.loaded[position]), now)
         line = keys[position].describe()
         if line != miss.key.describe():
             diffs.insert(0, FieldDiff("(request line)", line, miss.key.describe(), plain=True))
@@ -165,6 +210,7 @@ def miss_message(
     command: str,
     verbosity: int = 0,
     comparable: Callable[[object], object] | None = None,
+    compare: Compare | None = None,
 ) -> str:
     """The message of ``miss``: the request, the reason, the one recording closest to it
     that the test may replay (:func:`closest`; ``played``: the positions used so far) and
@@ -173,15 +219,18 @@ def miss_message(
     By default a few lines: which fields differ, and each (the first
     :data:`FIELDS_SHOWN`) whole when short, as a window around its first difference when
     long. With ``verbosity`` 2 (``pytest -vv``) or more, every differing field and the
-    complete diff of the two bodies. ``comparable`` gives what of a JSON body is compared
-    (by default: without the ``ignored`` fields); the caller redacts the message.
+    complete diff of the two bodies. ``compare`` gives what of a body is compared (by
+    default: JSON bodies through ``comparable``, by default without the ``ignored``
+    fields); the caller redacts the message.
     """
     if comparable is None:
         comparable = functools.partial(strip_fields, paths=ignored)
+    if compare is None:
+        compare = plain_compare(comparable)
     lines = [first_line(miss, path=path)]
-    found = closest(replays, miss, played=played, comparable=comparable) if replays.loaded else None
+    found = closest(replays, miss, played=played, compare=compare) if replays.loaded else None
     if found is not None:
-        lines.extend(_closest_lines(replays, miss, found, verbosity, comparable))
+        lines.extend(_closest_lines(replays, miss, found, verbosity, compare))
     lines.append(_advice(replays, command))
     return "\n".join(lines)
 
@@ -212,7 +261,7 @@ def _closest_lines(
     miss: Miss,
     found: Closest,
     verbosity: int,
-    comparable: Callable[[object], object],
+    compare: Compare,
 ) -> list[str]:
     """The closest recording, how it differs from ``miss``, and, with ``verbosity`` 2,
     the complete diff of their bodies."""
@@ -225,7 +274,7 @@ def _closest_lines(
         same = (
             "(the same request: every recording of it was used already)"
             if replays.keys[position] == miss.key
-            else "(the bodies differ outside their JSON fields: compare them by hand)"
+            else "(they differ in what no field shows: compare them by hand)"
         )
         return [f"{heading}; no field differs:", f"  {same}"]
     named = ", ".join(diff.path for diff in diffs[:FIELDS_NAMED])
@@ -242,12 +291,17 @@ def _closest_lines(
         lines.extend(f"  {line}" for line in field)
     if len(shown) < len(diffs):
         lines.append(f"  (and {len(diffs) - len(shown)} more differing field(s))")
+    if any(diff.path == BOUNDARY for diff in diffs):
+        lines.append(
+            "  (the parts are the same: the client chose another boundary; compare multipart "
+            "bodies part by part with agent_cassette_config's "
+            "{'body_hook': {'multipart': lambda parts: parts}})"
+        )
     if verbose:
-        recorded = replays.loaded[position].request_body
-        recorded_json = recorded.get("json") if recorded else None
+        recorded, now = compare(replays.loaded[position]), compare(miss)
         full = unified_diff(
-            comparable(recorded_json) if recorded_json is not None else None,
-            comparable(miss.body) if miss.body is not NO_JSON else None,
+            recorded.value if recorded.kind != "bytes" else f"{len(recorded.raw):,} bytes",
+            now.value if now.kind != "bytes" else f"{len(now.raw):,} bytes",
         )
         lines.append("Full diff of the request bodies (- recorded, + now):")
         lines.extend(f"  {line}" for line in full)
@@ -335,3 +389,87 @@ def stale_message(replays: Replays, unused: Sequence[int], *, path: Path, comman
         f"{command}\nor, if the test should not use them all, mark it "
         "@pytest.mark.agent(allow_unused=True)."
     )
+
+
+# -- vcrpy's matching (match_on) ---------------------------------------------------------
+
+
+def match_on_reason(
+    replays: Replays,
+    key: RequestKey,
+    names: Sequence[str],
+    *,
+    used_match: bool,
+    path: Path,
+    existed: bool,
+) -> str:
+    """Why no recording answers a request of ``key`` when the test matches on
+    ``match_on`` (the matchers ``names``; ``used_match``: a recording it used already
+    accepts it)."""
+    if not replays.loaded:
+        return miss_reason(replays, key, path=path, existed=existed)
+    listed = ", ".join(names)
+    if used_match:
+        return f"the recordings that match it on match_on ({listed}) were all used already"
+    return f"no recording the test may replay matches it on match_on ({listed})"
+
+
+def match_on_message(
+    replays: Replays,
+    miss: Miss,
+    *,
+    path: Path,
+    matchers: Sequence[tuple[str, Matcher]],
+    recorded: Callable[[int], VcrRequest],
+    played: Sequence[int],
+    command: str,
+) -> str:
+    """The message of ``miss`` when the test matches on ``match_on``: the request, the
+    reason, the recording the fewest matchers refuse (of those the test may replay; of as
+    close ones, one not used yet, then the first), each matcher that refuses it and why
+    (for the built-in ones the values that differ), and the ``command`` that re-records
+    the test. ``recorded`` gives a recording as the matchers see it."""
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import refusals
+
+    lines = [first_line(miss, path=path)]
+    now = miss.request
+    if now is not None and replays.order:
+        used = set(played)
+        best: tuple[tuple[int, bool], int, list[tuple[str, str]]] | None = None
+        for position in replays.order[:CANDIDATES]:
+            refused = refusals(matchers, now, recorded(position))
+            score = (len(refused), position in used)
+            if best is None or score < best[0]:
+                best = (score, position, refused)
+        if best is not None:
+            lines.extend(_refusal_lines(replays, best[1], best[2], best[0][1], len(matchers)))
+    kept = " (the other tests' interactions in the shared cassette are kept)"
+    lines.append(
+        "If the agent's requests changed on purpose, re-record this test: "
+        f"{command}{kept if replays.shared else ''}; if the matchers should accept this "
+        "request, change match_on in agent_cassette_config"
+    )
+    return "\n".join(lines)
+
+
+def _refusal_lines(
+    replays: Replays, position: int, refused: list[tuple[str, str]], used: bool, total: int
+) -> list[str]:
+    heading = (
+        f"Closest recorded request: interaction #{position}"
+        f"{' (already used)' if used else ''}, {replays.keys[position].describe()}"
+    )
+    if not refused:
+        return [f"{heading}; every matcher accepts it, but the test used it already"]
+    names = ", ".join(name for name, _ in refused)
+    count = (
+        f"{len(refused)} of {total} matchers refuse it"
+        if len(refused) > 1
+        else (f"matcher {names} refuses it")
+    )
+    lines = [f"{heading}; {count}" + (f": {names}" if len(refused) > 1 else "")]
+    for name, why in refused:
+        first, *rest = why.splitlines() or [""]
+        lines.append(f"  {name}: {first}" if not first.startswith(f"{name}:") else f"  {first}")
+        lines.extend(f"    {line}" for line in rest)
+    return lines

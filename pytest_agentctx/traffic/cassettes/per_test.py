@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
     from pytest_agentctx.traffic.cassettes.session import Cassette
     from pytest_agentctx.traffic.cassettes.vcr_config import RequestFilters
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher
 
 #: The keyword options of ``@pytest.mark.agent(...)``: every option the plugin reads from
 #: the marker (each configures the test's cassette). Any other option is refused, and so
@@ -57,6 +58,7 @@ CONFIG_KEYS = (
     "redact_values",
     "directory",
     "ignore_hosts",
+    "match_on",
 )
 
 #: A right value of each marker option and config key, for the error messages.
@@ -70,6 +72,7 @@ _EXAMPLES = {
     "redact_values": "['tenant-7f3a9c']",
     "directory": "Path(__file__).parent / 'cassettes'",
     "ignore_hosts": "['huggingface.co', 'localhost']",
+    "match_on": "['method', 'uri', same_form_fields]",
 }
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-\[\]=,+]")
@@ -324,23 +327,30 @@ class CassetteConfig(TypedDict, total=False):
     the keys it gave a value (not ``None``)."""
 
     match_ignore: tuple[str, ...]
-    body_hook: BodyHook
+    body_hook: BodyHook | Mapping[str, BodyHook]
     allowed_hosts: tuple[str, ...]
     redact_values: tuple[str, ...]
     directory: Path
     ignore_hosts: tuple[str, ...]
+    #: vcrpy's matchers: built-in names and functions (see :mod:`.vcr_matchers`).
+    match_on: tuple[str | Matcher, ...]
 
 
-def cassette_config(value: object, *, where: str) -> CassetteConfig:
+def cassette_config(
+    value: object, *, where: str, matchers: Mapping[str, Matcher] | None = None
+) -> CassetteConfig:
     """Check what an ``agent_cassette_config`` fixture returned for the test ``where``.
 
     Unknown keys are refused (a misspelt key would otherwise be ignored without a word), and
     so is a value of the wrong type: ``match_ignore``, ``allowed_hosts`` and
     ``redact_values`` must be lists or tuples of strings (``redact_values``' of 8 or more
-    characters), ``body_hook`` a callable, ``directory`` a folder path; ``None`` leaves a key
-    unset. The errors are :class:`CassetteError` naming the test, the key, the value given
-    (never a ``redact_values`` value) and a right one. The lists come back as tuples and
-    ``directory`` as a :class:`Path`.
+    characters), ``body_hook`` a callable or a mapping of media types and body kinds to
+    callables (see :class:`~.matcher.BodyHooks`), ``match_on`` a list or tuple of vcrpy's
+    built-in matcher names (or names of ``matchers``, those a suite registered with
+    ``vcr.register_matcher``) and matcher functions, ``directory`` a folder path; ``None``
+    leaves a key unset. The errors are :class:`CassetteError` naming the test, the key,
+    the value given (never a ``redact_values`` value) and a right one. The lists come back
+    as tuples and ``directory`` as a :class:`Path`.
     """
     source = _Source(where, marker=False)
     if not isinstance(value, Mapping):
@@ -365,14 +375,9 @@ def cassette_config(value: object, *, where: str) -> CassetteConfig:
         )
     body_hook = given.get("body_hook")
     if body_hook is not None:
-        if not callable(body_hook):
-            raise source.error(
-                "body_hook",
-                repr(body_hook),
-                f"is {_a(body_hook)}, not callable",
-                "a function that takes a request body and returns a normalised copy (or None)",
-            )
-        config["body_hook"] = body_hook
+        config["body_hook"] = _body_hook(body_hook, source)
+    if "match_on" in given:
+        config["match_on"] = _match_on(given["match_on"], source, matchers)
     directory = given.get("directory")
     if directory is not None:
         if not isinstance(directory, str | Path) or not str(directory):
@@ -380,6 +385,67 @@ def cassette_config(value: object, *, where: str) -> CassetteConfig:
             raise source.error("directory", repr(directory), problem, "a folder path (str or Path)")
         config["directory"] = Path(directory)
     return config
+
+
+_HOOK_EXPECTED = (
+    "a function that takes a JSON request body and returns a normalised copy (or None), or "
+    "a dict of media types ('multipart/form-data', 'text/*', '*/*') or body kinds (json, "
+    "form, multipart, text, bytes) to such functions"
+)
+
+
+def _body_hook(value: object, source: _Source) -> BodyHook | Mapping[str, BodyHook]:
+    """A checked ``body_hook``: a callable, or a mapping of names to callables."""
+    from pytest_agentctx.traffic.cassettes.body import BODY_KINDS
+
+    if callable(value) and not isinstance(value, Mapping):
+        return value
+    if not isinstance(value, Mapping):
+        raise source.error(
+            "body_hook", repr(value), f"is {_a(value)}, not callable", _HOOK_EXPECTED
+        )
+    for name, hook in value.items():
+        lowered = str(name).strip().lower() if isinstance(name, str) else ""
+        if not lowered or ("/" not in lowered and lowered not in BODY_KINDS):
+            raise source.error(
+                "body_hook",
+                repr(value),
+                f"has the key {name!r}, which is neither a media type nor a body kind",
+                _HOOK_EXPECTED,
+            )
+        if not callable(hook):
+            raise source.error(
+                "body_hook",
+                repr(value),
+                f"maps {name!r} to {_a(hook)}, not callable",
+                _HOOK_EXPECTED,
+            )
+    return dict(value)
+
+
+_MATCH_ON_EXPECTED = (
+    "a list or tuple of vcrpy's matcher names (method, uri, scheme, host, port, path, "
+    "query, headers, body, raw_body) and matcher functions f(r1, r2)"
+)
+
+
+def _match_on(
+    value: object, source: _Source, matchers: Mapping[str, Matcher] | None
+) -> tuple[str | Matcher, ...]:
+    """A checked ``match_on``: its names are vcrpy's built-in ones or in ``matchers``."""
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import BUILTIN, unknown_name
+
+    if not isinstance(value, list | tuple):
+        raise source.error("match_on", repr(value), f"is {_a(value)}", _MATCH_ON_EXPECTED)
+    for item in value:
+        if isinstance(item, str):
+            if item not in BUILTIN and item not in (matchers or {}):
+                raise CassetteConfigError(unknown_name(item, matchers, where=source.where))
+        elif not callable(item):
+            raise source.error(
+                "match_on", repr(value), f"holds {item!r}, {_a(item)}", _MATCH_ON_EXPECTED
+            )
+    return tuple(value)
 
 
 def build_cassette(
@@ -390,13 +456,16 @@ def build_cassette(
     config: CassetteConfig,
     test_id: str,
     filters: RequestFilters | None = None,
+    matchers: Mapping[str, Matcher] | None = None,
 ) -> tuple[Cassette, NetworkGuard | None]:
     """The cassette of test ``test_id`` at ``path`` (not started), and, when it replays,
     the guard that blocks the network but for the allowed hosts.
 
     ``options`` are the test's marker options, ``config`` what its
     ``agent_cassette_config`` fixture gave (checked by :func:`cassette_config`), ``filters``
-    the request filters of its ``vcr_config`` (see :meth:`~.redact.Redactor.use_filters`).
+    the request filters of its ``vcr_config`` (see :meth:`~.redact.Redactor.use_filters`),
+    ``matchers`` the matchers a suite registered with ``vcr.register_matcher``, by name,
+    for the names of ``match_on`` that are not vcrpy's built-in ones.
     """
     from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV
     from pytest_agentctx.traffic.cassettes.network import NetworkGuard
@@ -409,6 +478,11 @@ def build_cassette(
     )
     if filters:
         redactor.use_filters(filters)
+    match_on = config.get("match_on")
+    if match_on is not None:
+        from pytest_agentctx.traffic.cassettes.vcr_matchers import resolve
+
+        resolved = resolve(match_on, matchers, where=test_id)
     cassette = Cassette(
         path,
         mode=options.mode,
@@ -421,6 +495,7 @@ def build_cassette(
         run_id=settings.run_id,
         verbosity=settings.verbosity,
         style=settings.style,
+        match_on=resolved if match_on is not None else None,
     )
     guard = (
         NetworkGuard(

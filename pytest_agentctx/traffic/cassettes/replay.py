@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
@@ -43,12 +44,24 @@ class Replays:
         self.index: dict[RequestKey, deque[int]] = {}
         for position in self.order:
             self.index.setdefault(self.keys[position], deque()).append(position)
+        #: Positions :meth:`take_first` gave (vcrpy's matching, ``match_on``).
+        self.taken: set[int] = set()
 
     def take(self, key: RequestKey) -> int | None:
         """The position of the next unused recording of ``key``, now used; ``None`` when
         there is none left (the caller holds the cassette's lock)."""
         queue = self.index.get(key)
         return queue.popleft() if queue else None
+
+    def take_first(self, accepts: Callable[[int], bool]) -> int | None:
+        """The position of the first recording, in the order the test prefers them, not
+        given yet that ``accepts`` (vcrpy's matching), now given; ``None`` when there is
+        none (the caller holds the cassette's lock)."""
+        for position in self.order:
+            if position not in self.taken and accepts(position):
+                self.taken.add(position)
+                return position
+        return None
 
     def _order(self) -> list[int]:
         """The positions of ``loaded`` this test replays, preferred first."""

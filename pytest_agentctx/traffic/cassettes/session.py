@@ -47,8 +47,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
@@ -65,10 +66,14 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     DEFAULT_IGNORED_FIELDS,
     NO_JSON,
     BodyHook,
-    comparable,
+    Compared,
+    RequestKey,
+    compared,
 )
 from pytest_agentctx.traffic.cassettes.misses import (
     Miss,
+    match_on_message,
+    match_on_reason,
     miss_message,
     miss_reason,
     partial_message,
@@ -100,6 +105,9 @@ from pytest_agentctx.traffic.transport import (
 )
 from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, Answer, WireRequest
 
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrMatching, VcrRequest
+
 
 class Cassette:
     """Replays and records the HTTP interactions of one test."""
@@ -112,14 +120,18 @@ class Cassette:
         test_id: str = "",
         redactor: Redactor | None = None,
         ignored_fields: Sequence[str] = DEFAULT_IGNORED_FIELDS,
-        body_hook: BodyHook | None = None,
+        body_hook: BodyHook | Mapping[str, BodyHook] | None = None,
         allow_unused: bool = False,
         shared: bool = False,
         run_id: str = "",
         verbosity: int = 0,
         style: str = "native",
+        match_on: Sequence[tuple[str, Matcher]] | None = None,
     ) -> None:
         self.path = path
+        #: vcrpy's matchers, with their names, when they replace the package's matching
+        #: (``match_on``, see :mod:`.vcr_matchers`).
+        self.match_on = tuple(match_on) if match_on is not None else None
         #: How the file is written: ``native`` or ``vcr`` (vcrpy's format, see :mod:`.vcr`).
         self.style = style
         #: pytest's verbosity (``-vv``: 2): how much a miss message shows.
@@ -171,6 +183,11 @@ class Cassette:
             keys = [self._keys.of_interaction(i) for i in self.loaded]
         #: The recordings this test may replay, by request (see the module docstring).
         self._replays = Replays(self.loaded, keys, test_id=test_id, shared=shared, mode=mode)
+        self._matching: VcrMatching | None = None
+        if self.match_on is not None:
+            from pytest_agentctx.traffic.cassettes.vcr_matchers import VcrMatching
+
+            self._matching = VcrMatching(self.match_on, self._keys, self.loaded)
 
     def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
         """What ``missing`` means for this test: record when it has no recording."""
@@ -229,6 +246,8 @@ class Cassette:
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._recorder.record(request, *self._keys.redacted_request(request))
         key, url, body_json, raw = self._keys.of_request(request)
+        if self._matching is not None:
+            return self._handle_match_on(request, key, url, body_json, raw)
         with self._lock:
             position = self._replays.take(key)
             if position is not None:
@@ -239,7 +258,56 @@ class Cassette:
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
-        miss = Miss(key, body_json, reason, str(request.extensions.get(CLIENT_EXTENSION, "")))
+        return self._miss(request, key, url, body_json, raw, reason)
+
+    def _handle_match_on(
+        self, request: WireRequest, key: RequestKey, url: str, body_json: object, raw: bytes
+    ) -> Answer:
+        """:meth:`_handle` with vcrpy's matching (:attr:`match_on`)."""
+        matching = self._matching
+        assert matching is not None
+        now = matching.request_of(request, url, body_json, raw)
+        with self._lock:
+            position = matching.take(self._replays, now)
+            if position is not None:
+                self.played.append(position)
+                self._log.append((False, position))
+        if position is not None:
+            return self._replay(position)
+        if self.records:
+            return self._recorder.record(request, url, body_json, raw)
+        reason = match_on_reason(
+            self._replays,
+            key,
+            [name for name, _ in matching.matchers],
+            used_match=matching.used_match(self._replays, now),
+            path=self.path,
+            existed=self.existed,
+        )
+        return self._miss(request, key, url, body_json, raw, reason, now)
+
+    def _miss(
+        self,
+        request: WireRequest,
+        key: RequestKey,
+        url: str,
+        body_json: object,
+        raw: bytes,
+        reason: str,
+        vcr_request: VcrRequest | None = None,
+    ) -> Answer:
+        """Keep ``request`` as a miss (see :mod:`.misses`) and answer it with an error."""
+        client = str(request.extensions.get(CLIENT_EXTENSION, ""))
+        kind = request.headers.get("content-type", "")
+        miss = Miss(
+            key,
+            body_json,
+            reason,
+            client,
+            raw if body_json is NO_JSON else b"",
+            kind,
+            vcr_request,
+        )
         with self._lock:
             self.misses.append(miss)
         # The SDK's error says only what was missed: the test's failure compares it with the
@@ -314,6 +382,18 @@ class Cassette:
     def miss_message(self, miss: Miss) -> str:
         """What the test is told of ``miss`` (see :func:`.misses.miss_message`), as much as
         :attr:`verbosity` asks, secrets redacted."""
+        if self._matching is not None:
+            return self.redactor.text(
+                match_on_message(
+                    self._replays,
+                    miss,
+                    path=self.path,
+                    matchers=self._matching.matchers,
+                    recorded=self._matching.recorded,
+                    played=self.played,
+                    command=self.record_command(),
+                )
+            )
         message = miss_message(
             self._replays,
             miss,
@@ -322,15 +402,18 @@ class Cassette:
             played=self.played,
             command=self.record_command(),
             verbosity=self.verbosity,
-            comparable=self._comparable,
+            compare=self._compared,
         )
         return self.redactor.text(message)
 
-    def _comparable(self, body: object) -> object:
-        """What of a JSON body the miss message compares: secrets redacted (a recording
-        made by another tool may hold some), as matched (ignored fields removed, through
-        the body hook)."""
-        return comparable(self.redactor.json(body), self.ignored, self.body_hook)
+    def _compared(self, item: Interaction | Miss) -> Compared:
+        """What of a body the miss message compares: secrets redacted (a recording made by
+        another tool may hold some), as matched (ignored fields removed, through the body
+        hook that takes it)."""
+        if isinstance(item, Interaction):
+            return self._keys.compared_interaction(item)
+        body = self.redactor.json(item.body) if item.body is not NO_JSON else NO_JSON
+        return compared(body, item.raw, item.content_type, self.ignored, self._keys.body_hook)
 
     def unused(self) -> list[int]:
         """Positions of loaded interactions that no request used."""

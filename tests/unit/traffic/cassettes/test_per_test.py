@@ -474,8 +474,8 @@ def test_cassette_config_refuses_unknown_keys_naming_them_and_the_known_ones():
     assert str(caught.value) == (
         "t.py::test: agent_cassette_config has unknown keys ['match_ignored'] (did you mean "
         "match_ignore?); the known keys are match_ignore, body_hook, allowed_hosts, "
-        "redact_values, directory, ignore_hosts, e.g. {'match_ignore': ['metadata.run_id']}. "
-        "Fix the spelling in the fixture."
+        "redact_values, directory, ignore_hosts, match_on, e.g. {'match_ignore': "
+        "['metadata.run_id']}. Fix the spelling in the fixture."
     )
 
 
@@ -554,9 +554,11 @@ def test_cassette_config_body_hook_must_be_callable(hook, kind):
 
     assert str(caught.value) == (
         f"t.py::test: agent_cassette_config body_hook={hook!r} is {kind}, "
-        "not callable; expected a function that takes a request body and returns a "
-        "normalised copy (or None), e.g. {'body_hook': without_dates}. Fix what the "
-        "agent_cassette_config fixture returns."
+        "not callable; expected a function that takes a JSON request body and returns a "
+        "normalised copy (or None), or a dict of media types ('multipart/form-data', "
+        "'text/*', '*/*') or body kinds (json, form, multipart, text, bytes) to such "
+        "functions, e.g. {'body_hook': without_dates}. Fix what the agent_cassette_config "
+        "fixture returns."
     )
 
 
