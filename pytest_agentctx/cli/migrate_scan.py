@@ -1,0 +1,256 @@
+"""What ``pytest-agentctx migrate`` reads in a project's Python files: which recording tool
+the suite uses (:class:`Evidence`) and what the command cannot change for it
+(:class:`Finding`, each with its file, line and the line to write instead).
+
+The files are parsed (:mod:`ast`), never imported or run. Folders that hold no code of
+the project (virtual environments, ``site-packages``, caches, build output, hidden
+folders) are skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RECORDING = "pytest-recording"
+VCR = "pytest-vcr"
+VCRPY = "vcrpy"
+
+_SKIPPED = {"__pycache__", "node_modules", "site-packages", "build", "dist", "venv", "env"}
+_MAX_BYTES = 2_000_000
+_MAX_FILES = 20_000
+
+#: vcr_config keys this package cannot honour, with what to do instead.
+UNSUPPORTED_VCR_CONFIG = {
+    "before_record_request": "no equivalent: redact values with agent_cassette_config's "
+    "redact_values (or agent_secret_env), loosen matching with body_hook or match_on",
+    "before_record_response": "no equivalent: redact values with agent_cassette_config's "
+    "redact_values (or agent_secret_env); bodies are stored decoded",
+    "before_record": "no equivalent: redact with redact_values, loosen matching with body_hook",
+    "path_transformer": "no equivalent: name the file with @pytest.mark.agent(cassette=...)",
+    "func_path_generator": "no equivalent: name the file with @pytest.mark.agent(cassette=...)",
+    "custom_patches": "no equivalent: the package patches httpx2, httpx, urllib3 (requests) "
+    "and aiohttp itself",
+    "persister": "no equivalent: cassettes are files in the cassette folder",
+}
+
+#: Fixtures of the old plugins a test may ask for, gone once that plugin is turned off.
+_OLD_FIXTURES = {
+    "vcr": "the agent_cassette fixture (its interactions, replayed, recorded)",
+    "vcr_cassette": "the agent_cassette fixture (its interactions, replayed, recorded)",
+    "cassette": "the agent_cassette fixture (its interactions, replayed, recorded)",
+}
+_RECORDING_NAMES = {"default_cassette_name", "pytest_recording_configure"}
+_VCR_NAMES = {"vcr_cassette_name"}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A line that shows the suite uses ``tool`` (``marker``: the shared ``vcr`` marker,
+    which both plugins read)."""
+
+    tool: str
+    path: Path
+    line: int
+    what: str
+    marker: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something the command leaves to the user: where, the line as written, what to do."""
+
+    path: Path
+    line: int
+    code: str
+    advice: str
+
+
+@dataclass
+class Scan:
+    """The evidence and findings of a project's Python files."""
+
+    evidence: list[Evidence] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+
+
+def python_files(root: Path) -> Iterator[Path]:
+    """The project's ``.py`` files under ``root``, in a stable order."""
+    count = 0
+    stack = [root]
+    while stack and count < _MAX_FILES:
+        folder = stack.pop()
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.is_symlink():
+                continue
+            if child.is_dir():
+                if not (child.name.startswith(".") or child.name in _SKIPPED):
+                    if not (child / "pyvenv.cfg").exists():
+                        stack.append(child)
+            elif child.suffix == ".py" and child.is_file():
+                count += 1
+                yield child
+
+
+def scan(root: Path) -> Scan:
+    """Read every Python file of the project under ``root``."""
+    result = Scan()
+    for path in python_files(root):
+        try:
+            if path.stat().st_size > _MAX_BYTES:
+                continue
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source, str(path))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        result.files += 1
+        _Visitor(path, source.splitlines(), result).visit(tree)
+    return result
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, path: Path, lines: list[str], result: Scan) -> None:
+        self.path = path
+        self.lines = lines
+        self.result = result
+
+    def _code(self, node: ast.AST) -> str:
+        line = getattr(node, "lineno", 1)
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+
+    def _evidence(self, tool: str, node: ast.AST, what: str, marker: bool = False) -> None:
+        line = getattr(node, "lineno", 1)
+        self.result.evidence.append(Evidence(tool, self.path, line, what, marker))
+
+    def _finding(self, node: ast.AST, advice: str) -> None:
+        line = getattr(node, "lineno", 1)
+        self.result.findings.append(Finding(self.path, line, self._code(node), advice))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._import(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module and node.level == 0:
+            self._import(node, node.module)
+
+    def _import(self, node: ast.AST, module: str) -> None:
+        top = module.split(".", 1)[0]
+        if top == "vcr":
+            self._evidence(VCRPY, node, f"import {module}")
+        elif top == "pytest_recording":
+            self._evidence(RECORDING, node, f"import {module}")
+            self._finding(
+                node,
+                "pytest-recording's own module is not there once the plugin is off: "
+                "the network is blocked while replaying (expect_network_blocked of "
+                "pytest_agentctx.testing checks it), hosts to reach go in "
+                "agent_allowed_hosts",
+            )
+        elif top == "pytest_vcr":
+            self._evidence(VCR, node, f"import {module}")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._function(node)
+        self.generic_visit(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._function(node)
+        self.generic_visit(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name in _RECORDING_NAMES:
+            self._evidence(RECORDING, node, f"def {node.name}")
+        elif node.name in _VCR_NAMES:
+            self._evidence(VCR, node, f"def {node.name}")
+        elif node.name == "vcr_config":
+            self._evidence(RECORDING, node, "def vcr_config", marker=True)
+            self._vcr_config(node)
+        if node.name == "pytest_recording_configure":
+            self._configure_hook(node)
+            return
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+            if arg.arg in _OLD_FIXTURES and not node.name.startswith("vcr"):
+                self._finding(
+                    arg,
+                    f"the {arg.arg} fixture is the old plugin's: ask for "
+                    f"{_OLD_FIXTURES[arg.arg]} instead",
+                )
+
+    def _vcr_config(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for child in ast.walk(node):
+            keys: list[tuple[str, ast.AST]] = []
+            if isinstance(child, ast.Dict):
+                keys = [
+                    (key.value, key)
+                    for key in child.keys
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                ]
+            elif isinstance(child, ast.Call) and _name(child.func) == "dict":
+                keys = [(kw.arg, kw) for kw in child.keywords if kw.arg]
+            for key, where in keys:
+                if key in UNSUPPORTED_VCR_CONFIG:
+                    self._finding(where, f"vcr_config[{key!r}]: {UNSUPPORTED_VCR_CONFIG[key]}")
+
+    def _configure_hook(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for child in ast.walk(node):
+            if not isinstance(child, ast.Call) or not isinstance(child.func, ast.Attribute):
+                continue
+            if child.func.attr in ("register_serializer", "register_persister"):
+                self._finding(
+                    child,
+                    f"vcr.{child.func.attr} has no equivalent in pytest_recording_configure "
+                    "(only register_matcher is honoured): remove the call; cassettes are "
+                    "YAML or JSON files in the cassette folder",
+                )
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "use_cassette":
+            self._evidence(VCRPY, node, f"{_name(func)}(...)")
+            self._finding(node, _use_cassette_advice(node))
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        name = _name(node)
+        if name.endswith("mark.vcr"):
+            self._evidence(RECORDING, node, "@pytest.mark.vcr", marker=True)
+        elif name.endswith(("mark.default_cassette", "mark.block_network")):
+            self._evidence(RECORDING, node, f"@pytest.{name.split('.', 1)[-1]}")
+        if name.endswith("mark.block_network"):
+            self._finding(
+                node,
+                "@pytest.mark.block_network is pytest-recording's: a replaying agent test "
+                "has the network blocked already; a test that is not an agent test is not "
+                "blocked (mark it @pytest.mark.vcr or @pytest.mark.agent), and its "
+                "allowed_hosts go in @pytest.mark.agent(allowed_hosts=[...]) as host names",
+            )
+        self.generic_visit(node)
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_name(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _name(node.func)
+    return "?"
+
+
+def _use_cassette_advice(node: ast.Call) -> str:
+    first = node.args[0] if node.args else None
+    path = first.value if isinstance(first, ast.Constant) else None
+    cassette = f'"{path}"' if isinstance(path, str) else '"<the cassette file>"'
+    return (
+        f"{_name(node.func)}(...) is vcrpy's own context: mark the test "
+        f"@pytest.mark.agent(cassette={cassette}) instead (a path relative to the cassette "
+        "folder, or absolute) and remove the with-block or decorator"
+    )
