@@ -126,9 +126,7 @@ class ConfigFile:
                 end += 1
                 continue
             if not line.strip():
-                following = next(
-                    (later for later in self.lines[end:] if later.strip()), "x"
-                )
+                following = next((later for later in self.lines[end:] if later.strip()), "x")
                 if following[0] in " \t":
                     end += 1
                     continue

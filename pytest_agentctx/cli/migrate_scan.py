@@ -24,16 +24,34 @@ _MAX_FILES = 20_000
 
 #: vcr_config keys this package cannot honour, with what to do instead.
 UNSUPPORTED_VCR_CONFIG = {
-    "before_record_request": "no equivalent: redact values with agent_cassette_config's "
-    "redact_values (or agent_secret_env), loosen matching with body_hook or match_on",
-    "before_record_response": "no equivalent: redact values with agent_cassette_config's "
-    "redact_values (or agent_secret_env); bodies are stored decoded",
-    "before_record": "no equivalent: redact with redact_values, loosen matching with body_hook",
-    "path_transformer": "no equivalent: name the file with @pytest.mark.agent(cassette=...)",
-    "func_path_generator": "no equivalent: name the file with @pytest.mark.agent(cassette=...)",
-    "custom_patches": "no equivalent: the package patches httpx2, httpx, urllib3 (requests) "
-    "and aiohttp itself",
-    "persister": "no equivalent: cassettes are files in the cassette folder",
+    "path_transformer": "name the file with @pytest.mark.agent(cassette=...)",
+    "func_path_generator": "name the file with @pytest.mark.agent(cassette=...)",
+    "custom_patches": "the package patches httpx2, httpx, urllib3 (requests) and aiohttp "
+    "itself: remove the key",
+    "persister": "cassettes are files in the cassette folder: remove the key",
+    "before_save_interaction": "scrub values with agent_cassette_config's redact_values",
+    "after_load_interaction": "normalise bodies for matching with agent_cassette_config's "
+    "body_hook",
+    "skip_patchers": "remove the key",
+}
+#: vcr_config keys honoured only in part, with what the plugin does with them.
+CHECKED_VCR_CONFIG = {
+    "before_record_request": "accepted only while it returns each request unchanged: "
+    "redact with redact_values (or agent_secret_env), loosen matching with body_hook or "
+    "match_on",
+    "before_record_response": "accepted only while it returns each response unchanged: "
+    "redact with redact_values (or agent_secret_env); bodies are stored decoded",
+    "before_record": "accepted only while it returns each request unchanged: redact with "
+    "redact_values, loosen matching with body_hook",
+}
+#: vcr_config keys the plugin accepts only as False.
+FALSE_ONLY_VCR_CONFIG = {
+    "allow_playback_repeats": "each recording answers once: record the request as many "
+    "times as the test sends it",
+    "drop_unused_requests": "unused recordings are reported (agent_migration_until), then "
+    "dropped by pytest-agentctx cassettes prune",
+    "inject_cassette": "ask for the agent_cassette fixture",
+    "filter_nested_post_data_parameters": "redact nested values with redact_values",
 }
 
 #: Fixtures of the old plugins a test may ask for, gone once that plugin is turned off.
@@ -91,12 +109,16 @@ def python_files(root: Path) -> Iterator[Path]:
             if child.is_symlink():
                 continue
             if child.is_dir():
-                if not (child.name.startswith(".") or child.name in _SKIPPED):
-                    if not (child / "pyvenv.cfg").exists():
-                        stack.append(child)
+                if _project_folder(child):
+                    stack.append(child)
             elif child.suffix == ".py" and child.is_file():
                 count += 1
                 yield child
+
+
+def _project_folder(folder: Path) -> bool:
+    hidden = folder.name.startswith(".") or folder.name in _SKIPPED
+    return not hidden and not (folder / "pyvenv.cfg").exists()
 
 
 def scan(root: Path) -> Scan:
@@ -196,8 +218,12 @@ class _Visitor(ast.NodeVisitor):
             elif isinstance(child, ast.Call) and _name(child.func) == "dict":
                 keys = [(kw.arg, kw) for kw in child.keywords if kw.arg]
             for key, where in keys:
-                if key in UNSUPPORTED_VCR_CONFIG:
-                    self._finding(where, f"vcr_config[{key!r}]: {UNSUPPORTED_VCR_CONFIG[key]}")
+                advice = UNSUPPORTED_VCR_CONFIG.get(key) or CHECKED_VCR_CONFIG.get(key)
+                value = _value_of(child, where)
+                if key in FALSE_ONLY_VCR_CONFIG and not _is_false(value):
+                    advice = f"only False is accepted: {FALSE_ONLY_VCR_CONFIG[key]}"
+                if advice is not None:
+                    self._finding(where, f"vcr_config[{key!r}]: {advice}")
 
     def _configure_hook(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for child in ast.walk(node):
@@ -233,6 +259,18 @@ class _Visitor(ast.NodeVisitor):
                 "allowed_hosts go in @pytest.mark.agent(allowed_hosts=[...]) as host names",
             )
         self.generic_visit(node)
+
+
+def _value_of(container: ast.AST, key: ast.AST) -> ast.AST | None:
+    if isinstance(key, ast.keyword):
+        return key.value
+    if isinstance(container, ast.Dict) and key in container.keys:
+        return container.values[container.keys.index(key)]
+    return None
+
+
+def _is_false(value: ast.AST | None) -> bool:
+    return isinstance(value, ast.Constant) and value.value in (False, None, 0)
 
 
 def _name(node: ast.AST) -> str:

@@ -86,7 +86,7 @@ def upload(name, data, *, client="requests"):
 
 #: The telemetry thread of the SDK: one report per recorded test, sent from another thread
 #: while the test's cassette is in use.
-TELEMETRY = '''
+TELEMETRY = """
 
 @pytest.fixture(autouse=True)
 def telemetry(request):
@@ -121,7 +121,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.module.__name__ == "test_integration":
             item.add_marker(pytest.mark.vcr)
-'''
+"""
 
 MULTIPART_MATCHER = '''
 
@@ -149,7 +149,7 @@ def multipart_fields(r1, r2):
 '''
 
 RECORDING_CONFTEST = (
-    '''
+    """
 import os
 import re
 import threading
@@ -173,13 +173,13 @@ def vcr_config():
 
 def pytest_recording_configure(config, vcr):
     vcr.register_matcher("multipart_fields", multipart_fields)
-'''
+"""
     + MULTIPART_MATCHER
     + TELEMETRY
 )
 
 VCR_CONFTEST = (
-    '''
+    """
 import os
 import threading
 
@@ -196,11 +196,11 @@ def vcr_config():
         "ignore_hosts": ["localhost"],
         "match_on": ["method", "scheme", "host", "port", "path", "query"],
     }
-'''
+"""
     + TELEMETRY
 )
 
-TEST_CHAT = '''
+TEST_CHAT = """
 import pytest
 
 from chatapp import ask, model_info
@@ -241,9 +241,9 @@ def test_title_accents():
 
 def test_failing_today():
     assert "Paris".lower() == "Paris"
-'''
+"""
 
-TEST_GEMINI = '''
+TEST_GEMINI = """
 import os
 
 import pytest
@@ -256,18 +256,18 @@ def test_gemini_answers():
     assert gemini("bonjour") == "answer to bonjour"
     assert os.environ["GOOGLE_API_KEY"] == "google-key-of-the-suite"
     assert "GEMINI_API_KEY" not in os.environ
-'''
+"""
 
-TEST_INTEGRATION = '''
+TEST_INTEGRATION = """
 from chatapp import ask
 
 
 def test_marked_by_the_hook():
     assert ask("from the hook") == "answer to from the hook"
-'''
+"""
 
 RECORDING_TESTS = {
-    "tests/test_weather.py": '''
+    "tests/test_weather.py": """
 import pytest
 
 from chatapp import ask
@@ -282,8 +282,8 @@ def default_cassette_name(request):
 @pytest.mark.parametrize("city", ["Rome", "New York"])
 def test_weather(city):
     assert ask(f"weather in {city}") == f"answer to weather in {city}"
-''',
-    "tests/test_upload.py": '''
+""",
+    "tests/test_upload.py": """
 import pytest
 
 from chatapp import upload
@@ -299,11 +299,11 @@ def test_upload():
     assert upload("notes.txt", b"remember the milk") == {
         "id": "file-notes.txt", "bytes": 17, "purpose": "assistants"
     }
-''',
+""",
 }
 
 VCR_TESTS = {
-    "tests/test_weather.py": '''
+    "tests/test_weather.py": """
 import pytest
 
 from chatapp import ask
@@ -318,8 +318,8 @@ def vcr_cassette_name(request):
 @pytest.mark.parametrize("city", ["Rome", "New York"])
 def test_weather(city):
     assert ask(f"weather in {city}") == f"answer to weather in {city}"
-''',
-    "tests/test_upload.py": '''
+""",
+    "tests/test_upload.py": """
 import pytest
 
 from chatapp import upload
@@ -330,7 +330,7 @@ def test_upload():
     assert upload("notes.txt", b"remember the milk", client="httpx") == {
         "id": "file-notes.txt", "bytes": 17, "purpose": "assistants"
     }
-''',
+""",
 }
 
 RECORDING_INI = """\

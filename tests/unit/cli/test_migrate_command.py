@@ -1,0 +1,250 @@
+"""``pytest-agentctx migrate``: the tool found, the configuration written, what is left to
+change by hand printed with its line, a dry run that writes nothing, a second run that
+changes nothing, and errors that say what to run."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from pytest_agentctx.cli.main import main
+
+RECORDING_TEST = """
+import pytest
+
+
+@pytest.mark.vcr
+def test_ask():
+    pass
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").mkdir()
+    return tmp_path
+
+
+def write(root: Path, **files: str) -> None:
+    for name, text in files.items():
+        path = root / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def migrate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    capsys.readouterr()
+    code = main(["migrate", *args])
+    captured = capsys.readouterr()
+    return code, (captured.out + captured.err).splitlines()
+
+
+def recording_project(root: Path, ini: str = "[pytest]\naddopts = --block-network\n") -> None:
+    write(
+        root,
+        **{
+            "pytest.ini": ini,
+            "tests__conftest.py": "def pytest_recording_configure(config, vcr):\n    pass\n",
+            "tests__test_ask.py": RECORDING_TEST,
+        },
+    )
+
+
+def test_a_pytest_recording_project_is_switched_in_its_pytest_ini(project, capsys) -> None:
+    recording_project(project, "[pytest]\naddopts = --block-network --record-mode=once -ra\n")
+    until = (dt.date.today() + dt.timedelta(days=30)).isoformat()
+
+    code, _ = migrate(capsys)
+
+    assert code == 0
+    assert (project / "pytest.ini").read_text() == (
+        "[pytest]\naddopts = -ra -p no:recording\n"
+        "# pytest-agentctx migrate (docs/migrating.md)\n"
+        "agent_cassette_names = pytest-recording\nagent_cassette_format = vcr\n"
+        f"agent_record_mode = missing\nagent_migration_until = {until}\n"
+    )
+
+
+def test_the_tool_is_named_with_the_line_that_shows_it(project, capsys) -> None:
+    recording_project(project)
+
+    _, lines = migrate(capsys)
+
+    assert lines[0].startswith("pytest-agentctx migrate: a pytest-recording suite (")
+    assert "tests/conftest.py:1: def pytest_recording_configure" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("option", "mode"),
+    [("once", "missing"), ("new_episodes", "new"), ("all", "rewrite"), ("rewrite", "rewrite")],
+)
+def test_record_modes_map_to_the_package_s(project, capsys, option, mode) -> None:
+    recording_project(project, f"[pytest]\naddopts = --record-mode {option}\n")
+
+    migrate(capsys)
+
+    assert f"agent_record_mode = {mode}\n" in (project / "pytest.ini").read_text()
+
+
+def test_record_mode_none_is_the_default_and_not_written(project, capsys) -> None:
+    recording_project(project, "[pytest]\naddopts = --record-mode=none\n")
+
+    migrate(capsys)
+
+    assert "agent_record_mode" not in (project / "pytest.ini").read_text()
+
+
+def test_a_dry_run_prints_the_diff_and_writes_nothing(project, capsys) -> None:
+    recording_project(project)
+
+    code, lines = migrate(capsys, "--dry-run")
+
+    assert code == 0
+    assert (project / "pytest.ini").read_text() == "[pytest]\naddopts = --block-network\n"
+    assert "-addopts = --block-network" in lines
+    assert "+addopts = -p no:recording" in lines
+    assert "would change pytest.ini:" in lines
+    assert lines[-6].startswith("dry run: nothing written")
+
+
+def test_a_second_run_changes_nothing(project, capsys) -> None:
+    recording_project(project)
+    migrate(capsys)
+    first = (project / "pytest.ini").read_text()
+
+    code, lines = migrate(capsys)
+
+    assert (code, (project / "pytest.ini").read_text()) == (0, first)
+    assert "pytest.ini: nothing to change (already migrated)" in lines
+
+
+def test_an_option_already_set_is_kept_and_named(project, capsys) -> None:
+    recording_project(project, "[pytest]\nagent_cassette_format = json\n")
+
+    code, lines = migrate(capsys)
+
+    assert code == 1
+    assert "agent_cassette_format = json" in (project / "pytest.ini").read_text()
+    assert "  pytest.ini:2: agent_cassette_format = json" in lines
+
+
+def test_a_pyproject_table_is_edited_in_place(project, capsys) -> None:
+    write(
+        project,
+        **{
+            "pyproject.toml": '[project]\nname = "x"\n\n[tool.pytest.ini_options]\n'
+            'addopts = ["--block-network"]\n\n[tool.ruff]\nline-length = 99\n',
+            "tests__test_ask.py": RECORDING_TEST,
+            "requirements-dev.txt": "pytest-recording==0.13.2\n",
+        },
+    )
+
+    migrate(capsys)
+
+    text = (project / "pyproject.toml").read_text()
+    assert 'addopts = ["-p", "no:recording"]\n' in text
+    assert 'agent_cassette_names = "pytest-recording"\n' in text
+    assert text.endswith("\n[tool.ruff]\nline-length = 99\n")
+
+
+def test_a_pytest_vcr_project_turns_pytest_vcr_off(project, capsys) -> None:
+    write(
+        project,
+        **{
+            "pytest.ini": "[pytest]\naddopts = --vcr-record=none\n",
+            "tests__test_ask.py": RECORDING_TEST,
+        },
+    )
+
+    migrate(capsys)
+
+    text = (project / "pytest.ini").read_text()
+    assert "addopts = -p no:vcr\n" in text
+    assert "agent_cassette_names = pytest-vcr\n" in text
+
+
+def test_plain_vcrpy_gets_the_format_and_each_use_cassette_printed(project, capsys) -> None:
+    write(
+        project,
+        **{
+            "pytest.ini": "[pytest]\n",
+            "tests__test_ask.py": "import vcr\n\n\ndef test_ask():\n"
+            "    with vcr.use_cassette('fixtures/ask.yaml'):\n        pass\n",
+        },
+    )
+
+    code, lines = migrate(capsys)
+
+    assert code == 1
+    assert "agent_cassette_names" not in (project / "pytest.ini").read_text()
+    assert "  tests/test_ask.py:5: with vcr.use_cassette('fixtures/ask.yaml'):" in lines
+    assert any('@pytest.mark.agent(cassette="fixtures/ask.yaml")' in line for line in lines)
+
+
+def test_left_for_you_lists_each_line_to_change(project, capsys) -> None:
+    recording_project(project, "[pytest]\naddopts = --allowed-hosts=.*\\.internal\n")
+    write(
+        project,
+        tests__test_more="",
+        **{
+            "tests__conftest.py": "import pytest\n\n\n"
+            "def pytest_recording_configure(config, vcr):\n"
+            "    vcr.register_persister(object())\n\n\n@pytest.fixture\ndef vcr_config():\n"
+            "    return {'path_transformer': str, 'allow_playback_repeats': True}\n",
+            "tests__test_old.py": "def test_old(vcr):\n    assert vcr.play_count == 1\n",
+        },
+    )
+
+    code, lines = migrate(capsys)
+
+    assert code == 1
+    left = [line for line in lines if line.startswith("  ") and ":" in line.split()[0]]
+    assert [line.split(": ", 1)[0].strip() for line in left] == [
+        "pytest.ini:2",
+        "tests/conftest.py:5",
+        "tests/conftest.py:10",
+        "tests/conftest.py:10",
+        "tests/test_old.py:1",
+    ]
+
+
+def test_no_use_of_vcrpy_is_a_usage_error(project, capsys) -> None:
+    write(project, **{"pytest.ini": "[pytest]\n", "tests__test_x.py": "def test_x():\n    pass\n"})
+
+    code, lines = migrate(capsys)
+
+    assert code == 2
+    assert "no use of vcrpy found" in lines[0]
+    assert "--from vcrpy" in lines[0]
+
+
+def test_both_tools_ask_for_from(project, capsys) -> None:
+    recording_project(project, "[pytest]\naddopts = --vcr-record=none --block-network\n")
+
+    code, lines = migrate(capsys)
+
+    assert code == 2
+    assert "both pytest-recording and pytest-vcr" in lines[0]
+    assert "--from pytest-recording" in lines[0]
+
+
+def test_from_decides_when_the_project_shows_both(project, capsys) -> None:
+    recording_project(project, "[pytest]\naddopts = --vcr-record=none --block-network\n")
+
+    code, _ = migrate(capsys, "--from", "pytest-vcr")
+
+    assert code == 0
+    assert "agent_cassette_names = pytest-vcr" in (project / "pytest.ini").read_text()
+
+
+def test_a_folder_can_be_given(project, capsys, monkeypatch) -> None:
+    recording_project(project)
+    monkeypatch.chdir(project / "tests")
+
+    code, _ = migrate(capsys, str(project))
+
+    assert code == 0
+    assert "agent_cassette_names" in (project / "pytest.ini").read_text()
