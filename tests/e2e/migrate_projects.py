@@ -18,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from support.http_server import ServerThread
@@ -33,6 +35,8 @@ _VERBOSE = re.compile(
 )
 #: What is no file of the project: caches pytest and Python write.
 _NOT_PROJECT = {"__pycache__", ".pytest_cache"}
+#: The files pytester's runs write their output to, in the project's folder.
+_PYTESTER_OUTPUT = {"stdout", "stderr"}
 
 CHATAPP = '''
 """The chat client of the project: an OpenAI-like chat API and a Gemini-like one."""
@@ -474,6 +478,8 @@ def snapshot(root: Path) -> dict[str, str]:
     files = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
+        if relative.as_posix() in _PYTESTER_OUTPUT:
+            continue
         if path.is_file() and not _NOT_PROJECT & set(relative.parts):
             files[relative.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return files
@@ -495,12 +501,28 @@ def pytest_vcr_folder() -> Path:
     return folder
 
 
-def migrate_command(tester: pytest.Pytester, *args: str) -> pytest.RunResult:
+class CommandRun(NamedTuple):
+    """The exit code and the printed lines of one run of the command."""
+
+    ret: int
+    outlines: list[str]
+    errlines: list[str]
+
+
+def migrate_command(tester: pytest.Pytester, *args: str) -> CommandRun:
     """``pytest-agentctx migrate`` run as users run it: the console script, in the
-    project's folder."""
+    project's folder (not through ``pytester.run``, which writes its output files there)."""
     script = Path(sys.executable).parent / "pytest-agentctx"
     argv = [str(script)] if script.exists() else [sys.executable, "-m", "pytest_agentctx"]
-    return tester.run(*argv, "migrate", *args, timeout=120)
+    done = subprocess.run(
+        [*argv, "migrate", *args],
+        cwd=tester.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return CommandRun(done.returncode, done.stdout.splitlines(), done.stderr.splitlines())
 
 
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -555,7 +577,7 @@ class Migration:
             if "/cassettes/" in name and name.endswith(".yaml")
         }
 
-    def check(self, migrated_args: tuple[str, ...] = ()) -> pytest.RunResult:
+    def check(self, migrated_args: tuple[str, ...] = ()) -> CommandRun:
         """The old tool's outcomes, then the command, then the same outcomes under the
         plugin, with the command's file the only one changed; returns the command's run."""
         baseline = self.run(*self.baseline_args)
@@ -566,17 +588,17 @@ class Migration:
         report = self.tester.path.parent / f"{self.tester.path.name}-report.json"
         migrated = self.run(*migrated_args, f"--agent-report={report}")
 
-        assert command.ret == 0, command.stdout.str() + command.stderr.str()
+        assert command.ret == 0, command
         assert outcomes(migrated) == outcomes(baseline), migrated.stdout.str()
         changed = changed_files(before, snapshot(self.tester.path))
-        assert changed == {"pytest.ini"}
+        assert changed == {"pytest.ini"}, changed
         assert "changed pytest.ini:" in command.outlines
         replayed = {
             _relative(test["cassette"]["path"], self.tester.path)
             for test in json.loads(report.read_text())["tests"]
             if test.get("cassette")
         }
-        assert replayed == self.cassettes()
+        assert replayed == self.cassettes(), replayed ^ self.cassettes()
         return command
 
 

@@ -72,7 +72,7 @@ def test_a_migrated_pytest_recording_suite_keeps_its_outcomes(migration) -> None
 def test_the_migrated_configuration(migration) -> None:
     command = migrate_command(migration.tester)
 
-    assert command.ret == 0, command.stdout.str() + command.stderr.str()
+    assert command.ret == 0, command
     ini = (migration.tester.path / "pytest.ini").read_text()
     assert "addopts = -p no:recording\n" in ini
     assert "agent_cassette_names = pytest-recording\n" in ini
