@@ -103,6 +103,13 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument(
         "--dry-run", action="store_true", help="print the plan and the edits, write nothing"
     )
+    migrate.add_argument(
+        "--rename",
+        nargs=2,
+        metavar=("OLD.json", "NEW.json"),
+        help="move the cassettes from the old tool's names (OLD.json's paths) to the "
+        "package's (NEW.json's): docs/migrating.md",
+    )
     return parser
 
 

@@ -343,15 +343,21 @@ def _report(plan: Plan, dry_run: bool, out: Print) -> None:
         "test replayed, before agent_migration_until)"
     )
     out(
-        "  later, the package's own cassette names: docs/migrating.md, "
-        "'Moving to the package's names'"
+        "  later, the package's own cassette names: pytest-agentctx migrate --rename "
+        "OLD.json NEW.json (docs/migrating.md, 'Moving to the package's own names later')"
     )
 
 
 def run_migrate(args: argparse.Namespace, out: Print) -> int:
-    """``pytest-agentctx migrate [DIR] [--from TOOL] [--dry-run]``: 0 when everything was
-    done, 1 when lines are left to change by hand."""
+    """``pytest-agentctx migrate [DIR] [--from TOOL] [--dry-run] [--rename OLD NEW]``: 0
+    when everything was done, 1 when lines are left to change by hand."""
     directory = Path(args.directory or os.curdir)
+    if args.rename:
+        from pytest_agentctx.cli.migrate_rename import run_rename
+
+        old, new = args.rename
+        root = load_config(directory).path.parent
+        return run_rename(old, new, root, dry_run=args.dry_run, out=out)
     plan = plan_migration(directory, args.source, dt.date.today())
     if plan.changed and not args.dry_run:
         atomic_write_text(plan.config.path, plan.config.text)

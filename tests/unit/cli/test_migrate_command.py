@@ -5,6 +5,7 @@ changes nothing, and errors that say what to run."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,110 @@ def test_a_folder_can_be_given(project, capsys, monkeypatch) -> None:
 
     assert code == 0
     assert "agent_cassette_names" in (project / "pytest.ini").read_text()
+
+
+# -- --rename: from the old tool's names to the package's -----------------------------------
+
+
+def report(*entries: tuple[str, str]) -> str:
+    stats = {
+        "runs": 0,
+        "iterations": 0,
+        "tool_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+        "cost_usd": None,
+        "duration_s": 0.0,
+        "models": [],
+        "trajectory": [],
+    }
+    tests = [
+        {
+            "nodeid": nodeid,
+            "outcome": "passed",
+            "suite": "unit",
+            "cassette": {
+                "path": path,
+                "mode": "none",
+                "status": "replayed",
+                "interactions": 0,
+                "unused": [],
+            },
+            "budget": None,
+            "repeat": None,
+            "stats": stats,
+            "runs": [],
+        }
+        for nodeid, path in entries
+    ]
+    document = {"format": "pytest-agentctx-report", "version": 1, "tests": tests}
+    return json.dumps({**document, "summary": {"gate": {"enabled": False}}})
+
+
+def renaming(project: Path) -> None:
+    recording_project(project)
+    old = project / "tests/cassettes/test_ask/test_ask[is it safe-].yaml"
+    old.parent.mkdir(parents=True)
+    old.write_text("interactions: []\nversion: 1\n")
+    write(
+        project,
+        **{
+            "old.json": report(
+                ("tests/test_ask.py::test_ask[is it safe?]", str(old.relative_to(project)))
+            ),
+            "new.json": report(
+                (
+                    "tests/test_ask.py::test_ask[is it safe?]",
+                    "cassettes/tests/test_ask/test_ask[is_it_safe_]~ae7697fa.yaml",
+                )
+            ),
+        },
+    )
+
+
+def test_rename_moves_each_test_s_file_to_its_new_path(project, capsys) -> None:
+    renaming(project)
+
+    code, lines = migrate(capsys, "--rename", "old.json", "new.json")
+
+    assert code == 0
+    assert (project / "cassettes/tests/test_ask/test_ask[is_it_safe_]~ae7697fa.yaml").is_file()
+    assert list((project / "tests/cassettes/test_ask").glob("*.yaml")) == []
+    assert lines[0] == (
+        "moved tests/cassettes/test_ask/test_ask[is it safe-].yaml -> "
+        "cassettes/tests/test_ask/test_ask[is_it_safe_]~ae7697fa.yaml"
+    )
+
+
+def test_rename_dry_run_moves_nothing(project, capsys) -> None:
+    renaming(project)
+
+    code, lines = migrate(capsys, "--rename", "old.json", "new.json", "--dry-run")
+
+    assert code == 0
+    assert lines[0].startswith("would move tests/cassettes/test_ask/test_ask[is it safe-].yaml")
+    assert (project / "tests/cassettes/test_ask/test_ask[is it safe-].yaml").is_file()
+
+
+def test_rename_leaves_a_shared_file_and_says_which_marker_to_write(project, capsys) -> None:
+    recording_project(project)
+    (project / "shared.yaml").write_text("interactions: []\nversion: 1\n")
+    write(
+        project,
+        **{
+            "old.json": report(("t.py::a", "shared.yaml"), ("t.py::b", "shared.yaml")),
+            "new.json": report(
+                ("t.py::a", "cassettes/t/a.yaml"), ("t.py::b", "cassettes/t/b.yaml")
+            ),
+        },
+    )
+
+    code, lines = migrate(capsys, "--rename", "old.json", "new.json")
+
+    assert code == 1
+    assert (project / "shared.yaml").is_file()
+    assert lines[-1] == (
+        "  shared.yaml is shared by 2 tests (t.py::a, t.py::b): mark them "
+        '@pytest.mark.agent(cassette="shared.yaml") instead of moving it'
+    )
