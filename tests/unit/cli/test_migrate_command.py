@@ -255,7 +255,7 @@ def test_a_folder_can_be_given(project, capsys, monkeypatch) -> None:
 
 
 def report(*entries: tuple[str, str]) -> str:
-    stats = {
+    stats: dict[str, object] = {
         "runs": 0,
         "iterations": 0,
         "tool_calls": 0,
@@ -267,7 +267,7 @@ def report(*entries: tuple[str, str]) -> str:
         "models": [],
         "trajectory": [],
     }
-    tests = [
+    tests: list[dict[str, object]] = [
         {
             "nodeid": nodeid,
             "outcome": "passed",
