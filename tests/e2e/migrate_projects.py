@@ -171,7 +171,7 @@ def vcr_config():
     return {
         "filter_headers": ["authorization", "x-goog-api-key"],
         "ignore_hosts": ["localhost"],
-        "allowed_hosts": ["localhost", "127.0.0.1"],
+        "allowed_hosts": ["localhost", "127.0.0.1", "::1"],
     }
 
 
