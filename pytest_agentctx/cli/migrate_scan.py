@@ -10,6 +10,7 @@ folders) are skipped.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,6 +223,11 @@ class _Visitor(ast.NodeVisitor):
                 value = _value_of(child, where)
                 if key in FALSE_ONLY_VCR_CONFIG and not _is_false(value):
                     advice = f"only False is accepted: {FALSE_ONLY_VCR_CONFIG[key]}"
+                if key == "allowed_hosts" and (pattern := _regex_host(value)) is not None:
+                    advice = (
+                        f"the regex {pattern!r} is not a plain host name: list the hosts "
+                        "(names, *.wildcards, addresses) in agent_allowed_hosts instead"
+                    )
                 if advice is not None:
                     self._finding(where, f"vcr_config[{key!r}]: {advice}")
 
@@ -266,6 +272,20 @@ def _value_of(container: ast.AST, key: ast.AST) -> ast.AST | None:
         return key.value
     if isinstance(container, ast.Dict) and key in container.keys:
         return container.values[container.keys.index(key)]
+    return None
+
+
+def _regex_host(value: ast.AST | None) -> str | None:
+    """The first of a list of ``allowed_hosts`` regexes that is not a plain host name."""
+    items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+    for item in items:
+        if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
+            continue
+        text = item.value.strip().removeprefix("^").removesuffix("$")
+        for prefix in (r".*\.", r"(.*\.)?", r".+\."):
+            text = text.removeprefix(prefix)
+        if re.search(r"[\\^$*+?()\[\]{}|/\s]", re.sub(r"\\([.\-])", "", text)):
+            return item.value
     return None
 
 

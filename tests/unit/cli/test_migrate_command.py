@@ -356,3 +356,21 @@ def test_rename_leaves_a_shared_file_and_says_which_marker_to_write(project, cap
         "  shared.yaml is shared by 2 tests (t.py::a, t.py::b): mark them "
         '@pytest.mark.agent(cassette="shared.yaml") instead of moving it'
     )
+
+
+def test_an_allowed_hosts_regex_that_is_no_host_name_is_left_to_the_user(project, capsys) -> None:
+    recording_project(project)
+    write(
+        project,
+        **{
+            "tests__test_hosts.py": "import pytest\n\n\n@pytest.fixture\ndef vcr_config():\n"
+            "    return {'allowed_hosts': "
+            "['localhost', r'api\\.example\\.com', r'^10\\.0\\.\\d+']}\n"
+        },
+    )
+
+    code, lines = migrate(capsys)
+
+    assert code == 1
+    assert any("the regex '^10\\\\.0\\\\.\\\\d+' is not a plain host name" in line for line in lines)
+    assert sum("allowed_hosts" in line for line in lines) == 2
