@@ -372,5 +372,6 @@ def test_an_allowed_hosts_regex_that_is_no_host_name_is_left_to_the_user(project
     code, lines = migrate(capsys)
 
     assert code == 1
-    assert any("the regex '^10\\\\.0\\\\.\\\\d+' is not a plain host name" in line for line in lines)
+    wanted = "the regex '^10\\\\.0\\\\.\\\\d+' is not a plain host name"
+    assert any(wanted in line for line in lines)
     assert sum("allowed_hosts" in line for line in lines) == 2
