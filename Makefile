@@ -5,15 +5,33 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
+# pytest-vcr, for the end-to-end tests of migrating a pytest-vcr suite
+# (tests/e2e/test_migrate_vcr_e2e.py): it cannot be installed beside pytest-recording, which
+# raises RuntimeError when both plugins load, so it goes into a folder of its own
+# (VENV/pytest-vcr) that only those tests put on PYTHONPATH, and with --no-deps (vcrpy and
+# pytest are the venv's). Pinned: its last release, whose cassette names the tests rely on.
+define install_pytest_vcr
+	rm -rf $(1)/pytest-vcr
+	$(2)/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		--target $(1)/pytest-vcr pytest-vcr==1.0.2
+endef
+
 .PHONY: install lint typecheck docs test test-lowest demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(call install_pytest_vcr,$(VENV),$(BIN))
 	touch $(STAMP)
 
-install: $(STAMP)
+# A venv made before pytest-vcr was added gets its folder here (its stamp is up to date).
+PYTEST_VCR := $(VENV)/pytest-vcr/pytest_vcr.py
+
+$(PYTEST_VCR): | $(STAMP)
+	$(call install_pytest_vcr,$(VENV),$(BIN))
+
+install: $(STAMP) $(PYTEST_VCR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -44,7 +62,7 @@ $(DOCS_STAMP): pyproject.toml
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: lint typecheck docs
+test: lint typecheck docs $(PYTEST_VCR)
 	$(BIN)/python -m pytest -n 2 --agent-integration $(PYTEST_ARGS)
 
 # The lowest versions that pyproject.toml declares (constraints/lowest.txt) in a venv of
@@ -66,7 +84,12 @@ $(LOWEST_STAMP): pyproject.toml constraints/lowest.txt
 		-c constraints/lowest.txt '.[all,test]'
 	touch $(LOWEST_STAMP)
 
-test-lowest: $(LOWEST_STAMP)
+LOWEST_PYTEST_VCR := $(LOWEST_VENV)/pytest-vcr/pytest_vcr.py
+
+$(LOWEST_PYTEST_VCR): | $(LOWEST_STAMP)
+	$(call install_pytest_vcr,$(LOWEST_VENV),$(LOWEST_BIN))
+
+test-lowest: $(LOWEST_STAMP) $(LOWEST_PYTEST_VCR)
 	$(LOWEST_BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--no-deps --force-reinstall .
 	$(LOWEST_BIN)/python -m pip freeze --disable-pip-version-check \

@@ -1,7 +1,7 @@
 """The ``pytest-agentctx`` command: reports and cassettes outside a pytest session.
 
-``report merge``, ``report html``, ``gate``, ``cassettes check`` and ``cassettes show``
-(docs/cli.md). Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette
+``report merge``, ``report html``, ``gate``, ``cassettes check``, ``cassettes show`` and
+``migrate`` (docs/cli.md). Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette
 findings), 2 a usage error (bad arguments, a file that is not a report or a cassette, or
 one past a limit). Every line it prints passes the package's redactor, then
 :func:`~pytest_agentctx._untrusted.visible`: the reports and cassettes it reads may come
@@ -88,6 +88,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     show = actions.add_parser("show", help="print one cassette readably")
     show.add_argument("path", metavar="PATH")
+    migrate = commands.add_parser(
+        "migrate", help="switch a pytest-recording, pytest-vcr or vcrpy suite to the plugin"
+    )
+    migrate.add_argument(
+        "directory", metavar="DIR", nargs="?", help="the project's folder (default: here)"
+    )
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        choices=("pytest-recording", "pytest-vcr", "vcrpy"),
+        help="the tool the suite uses (default: found in the project)",
+    )
+    migrate.add_argument(
+        "--dry-run", action="store_true", help="print the plan and the edits, write nothing"
+    )
+    migrate.add_argument(
+        "--rename",
+        nargs=2,
+        metavar=("OLD.json", "NEW.json"),
+        help="move the cassettes from the old tool's names (OLD.json's paths) to the "
+        "package's (NEW.json's): docs/migrating.md",
+    )
     return parser
 
 
@@ -120,6 +142,10 @@ def _os_error(exc: OSError) -> str:
 
 
 def _run(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
+    if args.command == "migrate":
+        from pytest_agentctx.cli.migrate import run_migrate
+
+        return run_migrate(args, out)
     if args.command == "report" and args.action == "merge":
         return _merge(args, out)
     if args.command == "report":
