@@ -184,7 +184,7 @@ def _valid_but_not_a_cassette(data: bytes) -> bytes:
         pytest.param(lambda data: b"", id="empty"),
         pytest.param(lambda data: b"\x00\xff garbage", id="garbage"),
         pytest.param(_damage_payload, id="edited payload"),
-        pytest.param(lambda data: data.replace(b"read-2", b"read-1", 1), id="other reader"),
+        pytest.param(lambda data: data.replace(b"read-3", b"read-2", 1), id="other reader"),
         pytest.param(lambda data: data.partition(b"\n")[2], id="no header"),
         pytest.param(_valid_but_not_a_cassette, id="not a cassette"),
     ],
@@ -213,13 +213,62 @@ def test_a_cassette_holding_a_secret_value_is_not_cached(tmp_path, folder, monke
     assert _entries(folder) == []
 
 
-def test_a_secret_header_not_redacted_keeps_the_cassette_out(tmp_path, folder):
-    headers = {"content-type": "application/json", "authorization": "Bearer abc"}
+_BEARER = "Bearer sk-live-0123456789abcdef"
+
+
+def test_a_secret_header_not_redacted_is_cached_without_its_value(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
     path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
 
     _fresh_read(path)
 
+    entry = readcache.entry_path(folder, path).read_bytes()
+    assert b"sk-live" not in entry
+    assert b'"authorization":"REDACTED"' in entry
+
+
+def test_a_secret_header_is_read_back_from_the_cassette(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+    expected = _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached == expected
+    assert [i.request_headers["authorization"] for i in cached or []] == [_BEARER]
+
+
+def test_a_secret_header_echoed_in_a_body_keeps_the_cassette_out(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    body = {"json": {"echo": _BEARER}}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers, response_body=body))
+
+    _fresh_read(path)
+
     assert _entries(folder) == []
+
+
+def test_a_secret_header_written_with_escapes_keeps_the_cassette_out(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+    escaped = '"Bearer sk-live-\\x30123456789abcdef"'  # the same value, "0" escaped
+    path.write_text(path.read_text(encoding="utf-8").replace(_BEARER, escaped), "utf-8")
+
+    assert _fresh_read(path)[0].request_headers["authorization"] == _BEARER
+    assert _entries(folder) == []
+
+
+def test_an_entry_whose_header_places_are_moved_is_not_believed(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+    _fresh_read(path)
+    entry = readcache.entry_path(folder, path)
+    head, _, payload = entry.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    header["refs"][0][3] += 1
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + payload)
+
+    assert readcache.read_entry(path, path.read_bytes()) is None
 
 
 def test_a_key_in_a_url_keeps_the_cassette_out(tmp_path, folder):
