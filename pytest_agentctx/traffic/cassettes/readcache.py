@@ -212,23 +212,43 @@ def _mac(source: str, payload: bytes, refs: bytes = b"[]") -> str | None:
 
 
 #: A secret header kept by reference: the interaction's index, its side ("request" or
-#: "response"), the header's name, and where its value's UTF-8 is in the cassette's bytes
-#: (start, length).
-Ref = tuple[int, str, str, int, int]
+#: "response"), the header's name, and its value's parts: each word a place in the
+#: cassette's bytes (``[start, length]`` of its UTF-8), the text between words as it is
+#: (spaces, commas and semicolons only: how YAML folds a long value and how the values of
+#: a repeated header are joined).
+Ref = tuple[int, str, str, list[object]]
+#: Where a header's value is cut into words and the text between them.
+_GAPS = re.compile(r"([\s,;]+)")
 
 
 def _refs_bytes(refs: list[Ref]) -> bytes:
     return json.dumps(refs, separators=(",", ":")).encode()
 
 
+def _places(raw: bytes, value: str) -> list[object] | None:
+    """The parts of ``value`` (see :data:`Ref`), or ``None`` when a word is not in
+    ``raw`` as it is (written with escapes)."""
+    parts: list[object] = []
+    for index, piece in enumerate(_GAPS.split(value)):
+        if index % 2:
+            parts.append(piece)
+        elif piece:
+            word = piece.encode("utf-8", "surrogatepass")
+            start = raw.find(word)
+            if start < 0:
+                return None
+            parts.append([start, len(word)])
+    return parts
+
+
 def _by_reference(
     raw: bytes, interactions: list[Interaction], redactor: Redactor
 ) -> tuple[list[Interaction], list[Ref]] | None:
     """``interactions`` with the value of each secret header that is not ``REDACTED``
-    (``Authorization``, which vcrpy keeps by default) replaced by ``REDACTED``, and where
-    each value is in the cassette's bytes ``raw``: the entry holds the place, never the
-    value, and the value is read back from the cassette itself. ``None`` when a value is
-    not in ``raw`` as it is (written with escapes)."""
+    (``Authorization``, which vcrpy keeps by default; a cookie) replaced by ``REDACTED``,
+    and where each value is in the cassette's bytes ``raw``: the entry holds the places,
+    never the value, and the value is read back from the cassette itself. ``None`` when a
+    value is not in ``raw`` as it is."""
     import dataclasses
 
     from pytest_agentctx.redaction.redactor import REDACTED
@@ -247,16 +267,38 @@ def _by_reference(
             if not secret:
                 continue
             for name in secret:
-                value = headers[name].encode("utf-8", "surrogatepass")
-                start = raw.find(value) if value else -1
-                if start < 0:
+                parts = _places(raw, headers[name])
+                if parts is None:
                     return None
-                refs.append((index, side, name, start, len(value)))
-            changes[f"{side}_headers"] = {
+                refs.append((index, side, name, parts))
+            changes[side] = {
                 name: REDACTED if name in secret else value for name, value in headers.items()
             }
-        kept.append(dataclasses.replace(interaction, **changes) if changes else interaction)
+        if changes:
+            interaction = dataclasses.replace(
+                interaction,
+                request_headers=changes.get("request", interaction.request_headers),
+                response_headers=changes.get("response", interaction.response_headers),
+            )
+        kept.append(interaction)
     return kept, refs
+
+
+def _value(raw: bytes, parts: object) -> str:
+    """A header's value from its parts (:func:`_places`); ``ValueError`` for parts that
+    are not such."""
+    if not isinstance(parts, list):
+        raise ValueError("parts")
+    out = []
+    for part in parts:
+        if isinstance(part, str) and not _GAPS.sub("", part):
+            out.append(part)
+            continue
+        start, length = part
+        if not (type(start) is int and type(length) is int and start >= 0 and length > 0):
+            raise ValueError("place")
+        out.append(raw[start : start + length].decode("utf-8"))
+    return "".join(out)
 
 
 def _restore(interactions: list[Interaction], raw: bytes, refs: object) -> list[Interaction]:
@@ -265,27 +307,35 @@ def _restore(interactions: list[Interaction], raw: bytes, refs: object) -> list[
     for places that are not such."""
     if not isinstance(refs, list):
         raise ValueError("refs")
-    for ref in refs:
-        index, side, name, start, length = ref
-        if side not in ("request", "response") or not all(
-            type(n) is int and n >= 0 for n in (index, start, length)
-        ):
+    for index, side, name, parts in refs:
+        if side not in ("request", "response") or type(index) is not int or index < 0:
             raise ValueError("ref")
         headers: dict[str, str] = getattr(interactions[index], f"{side}_headers")
         if name not in headers:
             raise ValueError("ref")
-        headers[name] = raw[start : start + length].decode("utf-8")
+        headers[name] = _value(raw, parts)
     return interactions
 
 
 def _mentions(payload: bytes, raw: bytes, refs: list[Ref]) -> bool:
-    """Whether a value kept by reference is also elsewhere in the entry's ``payload``."""
-    for _, _, _, start, length in refs:
-        value = raw[start : start + length]
-        escaped = json.dumps(value.decode("utf-8"), ensure_ascii=False)[1:-1].encode()
-        if value in payload or escaped in payload:
-            return True
+    """Whether a token of a value kept by reference (a word of :data:`_LONG_WORD`
+    characters or more, not a number nor a date) is also elsewhere in the entry's
+    ``payload`` (a body that echoes it)."""
+    for _, _, _, parts in refs:
+        words = _GAPS.split(_value(raw, parts))[::2]
+        for word in words:
+            if len(word) < _LONG_WORD or _NOT_TOKEN.fullmatch(word):
+                continue
+            escaped = json.dumps(word, ensure_ascii=False)[1:-1].encode()
+            if word.encode("utf-8", "surrogatepass") in payload or escaped in payload:
+                return True
     return False
+
+
+#: The words of a secret header's value that must not be elsewhere in an entry: those
+#: this long (a token; not ``Bearer``, ``path=/`` or a date).
+_LONG_WORD = 16
+_NOT_TOKEN = re.compile(r"[0-9:.+\-TZ]+")
 
 
 def entry_path(folder: Path, path: Path) -> Path:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_agentctx.redaction.active import SessionSecrets, set_active
@@ -265,7 +266,7 @@ def test_an_entry_whose_header_places_are_moved_is_not_believed(tmp_path, folder
     entry = readcache.entry_path(folder, path)
     head, _, payload = entry.read_bytes().partition(b"\n")
     header = json.loads(head)
-    header["refs"][0][3] += 1
+    header["refs"][0][3][-1][0] += 1  # the place of the token
     entry.write_bytes(json.dumps(header).encode() + b"\n" + payload)
 
     assert readcache.read_entry(path, path.read_bytes()) is None
@@ -476,3 +477,45 @@ def test_a_value_only_the_reading_test_calls_secret_keeps_the_cassette_out(tmp_p
     load_cassette(path, redactor=Redactor(extra_values=[secret]))
 
     assert _entries(folder) == []
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    value=st.lists(
+        st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=120),
+        min_size=1,
+        max_size=3,
+    ),
+    name=st.sampled_from(["authorization", "set-cookie", "x-api-key"]),
+)
+def test_a_secret_header_read_from_an_entry_is_the_one_read_from_the_yaml(
+    tmp_path, folder, value, name
+):
+    path = tmp_path / "vcr.yaml"
+    _write(path, _interaction(request_headers={"content-type": "text/plain", name: "x"}))
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["interactions"][0]["request"]["headers"][name] = value  # a list: joined
+    path.write_text(yaml.safe_dump(document, width=40), encoding="utf-8")
+    from_yaml = store.parse_cassette(path.read_text(encoding="utf-8"), path)
+    _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached in (None, from_yaml)
+
+
+def test_a_long_cookie_folded_over_lines_and_repeated_is_cached(tmp_path, folder):
+    cookie = "__cf_bm=KwJ1K47OHX4n2TZN8bMW37yKzKyK-1752842800; path=/; HttpOnly; Secure"
+    path = tmp_path / "vcr.yaml"
+    _write(path, _interaction(response_headers={"content-type": "text/plain"}))
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["interactions"][0]["response"]["headers"]["set-cookie"] = [cookie, "_cfuvid=abc"]
+    path.write_text(yaml.safe_dump(document, width=40), encoding="utf-8")
+    expected = _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached == expected
+    assert b"KwJ1K47OHX4n2TZN8bMW37yKzKyK" not in readcache.entry_path(folder, path).read_bytes()
