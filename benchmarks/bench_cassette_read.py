@@ -477,8 +477,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        work = worker_corpus if args.worker[0] == "corpus" else worker_read
-        traffic._emit(work(json.loads(args.worker[1])))
+        worker = worker_corpus if args.worker[0] == "corpus" else worker_read
+        traffic._emit(worker(json.loads(args.worker[1])))
         return
     if args.corpus:
         run_corpus(Path(args.corpus), args.rounds, args.cassetter_python, args.json)
