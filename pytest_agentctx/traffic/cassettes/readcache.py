@@ -98,10 +98,17 @@ def use_folder(folder: Callable[[], Path] | None, root: Path | None = None) -> S
     return previous
 
 
-def _cached(path: Path) -> bool:
-    """Whether the cassette at ``path`` is cached: a cache is set and holds its folder
-    (the cassettes of a test's temporary folder are not: they would only pile up)."""
-    return _folder is not None and (_root is None or path.absolute().is_relative_to(_root))
+def _cached(path: Path, raw: bytes = b"") -> bool:
+    """Whether the cassette at ``path`` (whose bytes are ``raw``) is cached: a cache is set
+    and holds its folder (the cassettes of a test's temporary folder are not: they would
+    only pile up), and it is not written in JSON (a vcrpy cassette converted by
+    :func:`~pytest_agentctx.traffic.cassettes.vcr.convert_vcr_yaml` reads as fast as an
+    entry)."""
+    return (
+        _folder is not None
+        and not raw.startswith(b"{")
+        and (_root is None or path.absolute().is_relative_to(_root))
+    )
 
 
 def _folder_path() -> Path:
@@ -225,16 +232,19 @@ def _refs_bytes(refs: list[Ref]) -> bytes:
     return json.dumps(refs, separators=(",", ":")).encode()
 
 
-def _places(raw: bytes, value: str) -> list[object] | None:
+def _places(raw: bytes, value: str, found: dict[str, int]) -> list[object] | None:
     """The parts of ``value`` (see :data:`Ref`), or ``None`` when a word is not in
-    ``raw`` as it is (written with escapes)."""
+    ``raw`` as it is (written with escapes); ``found``: where each word was found before
+    (the same values repeat from interaction to interaction)."""
     parts: list[object] = []
     for index, piece in enumerate(_GAPS.split(value)):
         if index % 2:
             parts.append(piece)
         elif piece:
             word = piece.encode("utf-8", "surrogatepass")
-            start = raw.find(word)
+            start = found.get(piece)
+            if start is None:
+                start = found[piece] = raw.find(word)
             if start < 0:
                 return None
             parts.append([start, len(word)])
@@ -255,6 +265,7 @@ def _by_reference(
 
     kept: list[Interaction] = []
     refs: list[Ref] = []
+    found: dict[str, int] = {}
     for index, interaction in enumerate(interactions):
         changes: dict[str, dict[str, str]] = {}
         for side in ("request", "response"):
@@ -267,7 +278,7 @@ def _by_reference(
             if not secret:
                 continue
             for name in secret:
-                parts = _places(raw, headers[name])
+                parts = _places(raw, headers[name], found)
                 if parts is None:
                     return None
                 refs.append((index, side, name, parts))
@@ -320,16 +331,14 @@ def _restore(interactions: list[Interaction], raw: bytes, refs: object) -> list[
 def _mentions(payload: bytes, raw: bytes, refs: list[Ref]) -> bool:
     """Whether a token of a value kept by reference (a word of :data:`_LONG_WORD`
     characters or more, not a number nor a date) is also elsewhere in the entry's
-    ``payload`` (a body that echoes it)."""
+    ``payload`` (a body that echoes it); each token looked for once."""
+    tokens: set[bytes] = set()
     for _, _, _, parts in refs:
-        words = _GAPS.split(_value(raw, parts))[::2]
-        for word in words:
-            if len(word) < _LONG_WORD or _NOT_TOKEN.fullmatch(word):
-                continue
-            escaped = json.dumps(word, ensure_ascii=False)[1:-1].encode()
-            if word.encode("utf-8", "surrogatepass") in payload or escaped in payload:
-                return True
-    return False
+        for word in _GAPS.split(_value(raw, parts))[::2]:
+            if len(word) >= _LONG_WORD and not _NOT_TOKEN.fullmatch(word):
+                tokens.add(word.encode("utf-8", "surrogatepass"))
+                tokens.add(json.dumps(word, ensure_ascii=False)[1:-1].encode())
+    return any(token in payload for token in tokens)
 
 
 #: The words of a secret header's value that must not be elsewhere in an entry: those
@@ -347,7 +356,7 @@ def entry_path(folder: Path, path: Path) -> Path:
 def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
     """The interactions cached for the cassette at ``path`` whose bytes are ``raw``, or
     ``None`` (no cache, no entry, an entry of other bytes, or one that is damaged)."""
-    if not _cached(path):
+    if not _cached(path, raw):
         return None
     from pytest_agentctx.traffic.cassettes.fileformat import from_native
     from pytest_agentctx.traffic.cassettes.matcher import read_json
@@ -395,7 +404,7 @@ def write_entry(
     """Cache ``interactions``, read from the cassette at ``path`` whose bytes are ``raw``;
     whether an entry was written (see the module's rules for when it is not). ``redactor``:
     the reading test's (the session's active one when ``None``)."""
-    if not _cached(path):
+    if not _cached(path, raw):
         return False
     from pytest_agentctx.redaction.active import active
 

@@ -519,3 +519,14 @@ def test_a_long_cookie_folded_over_lines_and_repeated_is_cached(tmp_path, folder
 
     assert cached == expected
     assert b"KwJ1K47OHX4n2TZN8bMW37yKzKyK" not in readcache.entry_path(folder, path).read_bytes()
+
+
+def test_a_vcrpy_cassette_written_in_json_is_not_cached(tmp_path, folder):
+    from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    convert_vcr_yaml(path)
+
+    _fresh_read(path)
+
+    assert _entries(folder) == []
