@@ -286,18 +286,38 @@ def _fit_cassetter(work: Path, size: int, found: list[Variant], python: str) -> 
 
 #: The shared corpus of real vcrpy cassettes, beside the checkout.
 DEFAULT_CORPUS = traffic.ROOT.parent / "shared" / "corpus"
-#: The reads of the corpus: (label, worker kind, pytest's cache, python: ours or cassetter's).
+#: The reads of the corpus: (label, worker kind, pytest's cache, python: ours or
+#: cassetter's, files: as they are or "converted" by ``convert_vcr_yaml``).
 CORPUS_KINDS = (
-    ("pytest-agentctx load_cassette, no cache", "store", "off", "ours"),
-    ("pytest-agentctx load_cassette, first read", "store", "first", "ours"),
-    ("pytest-agentctx load_cassette, cache hit", "store", "hit", "ours"),
-    ("pytest-agentctx Cassette, no cache", "cassette", "off", "ours"),
-    ("pytest-agentctx Cassette, first read", "cassette", "first", "ours"),
-    ("pytest-agentctx Cassette, cache hit", "cassette", "hit", "ours"),
-    ("vcrpy Cassette.load", "vcrpy", "off", "ours"),
-    ("cassetter (Rust loader)", "cassetter-core", "off", "cassetter"),
-    ("cassetter Cassette.load", "cassetter-full", "off", "cassetter"),
+    ("pytest-agentctx load_cassette, no cache", "store", "off", "ours", "yaml"),
+    ("pytest-agentctx load_cassette, first read", "store", "first", "ours", "yaml"),
+    ("pytest-agentctx load_cassette, cache hit", "store", "hit", "ours", "yaml"),
+    ("pytest-agentctx Cassette, no cache", "cassette", "off", "ours", "yaml"),
+    ("pytest-agentctx Cassette, first read", "cassette", "first", "ours", "yaml"),
+    ("pytest-agentctx Cassette, cache hit", "cassette", "hit", "ours", "yaml"),
+    ("pytest-agentctx load_cassette, converted, first read", "store", "first", "ours", "converted"),
+    ("pytest-agentctx Cassette, converted, first read", "cassette", "first", "ours", "converted"),
+    ("vcrpy Cassette.load", "vcrpy", "off", "ours", "yaml"),
+    ("vcrpy Cassette.load, converted", "vcrpy", "off", "ours", "converted"),
+    ("cassetter (Rust loader)", "cassetter-core", "off", "cassetter", "yaml"),
+    ("cassetter Cassette.load", "cassetter-full", "off", "cassetter", "yaml"),
 )
+
+
+def _converted(paths: list[Path], folder: Path) -> tuple[list[Path], int]:
+    """Copies of ``paths`` in ``folder``, rewritten in JSON where ``convert_vcr_yaml``
+    can (what the migrate command does once); how many were."""
+    import shutil
+
+    from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+
+    folder.mkdir()
+    copies = []
+    for path in paths:
+        copy = folder / path.name
+        shutil.copyfile(path, copy)
+        copies.append(copy)
+    return copies, sum(convert_vcr_yaml(copy) for copy in copies)
 
 
 def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None) -> None:
@@ -313,18 +333,23 @@ def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None
             "run benchmarks/bench_cassettes.py --setup-cassetter first"
         )
     versions = traffic._run_worker(cassetter, "versions", {}, 60)
-    found: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in CORPUS_KINDS}
+    found: dict[str, list[dict[str, Any]]] = {kind[0]: [] for kind in CORPUS_KINDS}
     with tempfile.TemporaryDirectory(prefix="bench-corpus-read-") as temp:
         work = Path(temp)
+        converted, count = _converted(paths, work / "converted")
+        files = {"yaml": paths, "converted": converted}
         runs = iter(range(10**6))
         for round_index in range(rounds):
             shift = round_index % len(CORPUS_KINDS)
-            for label, kind, cache, python in CORPUS_KINDS[shift:] + CORPUS_KINDS[:shift]:
-                payload: dict[str, Any] = {"kind": kind, "paths": [str(p) for p in paths]}
+            for label, kind, cache, python, source in CORPUS_KINDS[shift:] + CORPUS_KINDS[:shift]:
+                payload: dict[str, Any] = {
+                    "kind": kind,
+                    "paths": [str(p) for p in files[source]],
+                }
                 if cache == "first":
                     payload["cache"] = str(work / f"first-{next(runs)}")
                 elif cache == "hit":
-                    payload["cache"] = str(work / f"hit-{kind}")
+                    payload["cache"] = str(work / f"hit-{kind}-{source}")
                     if round_index == 0:  # filled once, by a read before
                         _run(sys.executable, payload, kind="corpus")
                 runner = cassetter if python == "cassetter" else sys.executable
@@ -336,6 +361,7 @@ def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None
             "corpus",
             f"{folder}: {len(paths)} files, {sum(p.stat().st_size for p in paths):,} B",
         ),
+        ("converted", f"{count} of {len(paths)} files (the others hold !!binary bodies)"),
         ("rounds", str(rounds)),
         ("load average before / after", f"{load_before} / {traffic._load_average()}"),
         ("elapsed", f"{time.perf_counter() - started:.0f} s"),

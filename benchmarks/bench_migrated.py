@@ -15,7 +15,10 @@ then stopped; the vcrpy cassettes (``cassettes/<module>/<test>.yaml``, the
   fresh checkout, CI's first run): every cassette read from its YAML;
 - **pytest-agentctx, later runs**: the same with the ``.pytest_cache`` the run before left
   (a developer's next run, a CI job that keeps the cache and sets
-  ``PYTEST_AGENTCTX_CACHE_KEY``): every cassette read from the read cache.
+  ``PYTEST_AGENTCTX_CACHE_KEY``): every cassette read from the read cache;
+- both tools again on a copy of the project whose cassettes ``convert_vcr_yaml`` rewrote
+  in JSON (what the migrate command does once): pytest-recording still replays them,
+  pytest-agentctx reads them with orjson from its first run.
 
 The test files are the pytest-recording suite's, untouched; the project's conftest points
 each test at its pytest-recording cassette with ``@pytest.mark.agent(cassette=...)`` when
@@ -134,12 +137,25 @@ def run_pytest(root: Path, args: Sequence[str], url: str) -> dict[str, Any]:
     return {"wall": wall, "cpu": cpu, "summary": summary}
 
 
-#: (label, pytest arguments, whether .pytest_cache is removed first) of each replay.
+_VCR = ["-p", "no:agentctx", "--record-mode=none"]
+_OURS = ["-p", "no:recording"]
+#: (label, pytest arguments) of each replay; a key ending in ``-first`` starts with no
+#: ``.pytest_cache``, one starting with ``converted-`` runs the copy of the project whose
+#: cassettes ``convert_vcr_yaml`` rewrote in JSON (what the migrate command does once).
 VARIANTS = {
-    "vcr": ("pytest-recording `--record-mode=none`", ["-p", "no:agentctx", "--record-mode=none"]),
-    "ours-first": ("pytest-agentctx, first run (no .pytest_cache)", ["-p", "no:recording"]),
-    "ours-later": ("pytest-agentctx, later run (read cache filled)", ["-p", "no:recording"]),
+    "vcr": ("pytest-recording `--record-mode=none`", _VCR),
+    "ours-first": ("pytest-agentctx, first run (no .pytest_cache)", _OURS),
+    "ours-later": ("pytest-agentctx, later run (read cache filled)", _OURS),
+    "converted-vcr": ("pytest-recording, cassettes converted to JSON", _VCR),
+    "converted-ours-first": ("pytest-agentctx, cassettes converted, first run", _OURS),
 }
+
+
+def _convert(root: Path) -> int:
+    """The cassettes of the project at ``root`` rewritten in JSON; how many were."""
+    from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+
+    return sum(convert_vcr_yaml(path) for path in root.glob("cassettes/*/*.yaml"))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -161,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             recorded = run_pytest(root, ["-p", "no:agentctx", "--record-mode=once"], url)
         cassettes = sorted(root.glob("cassettes/*/*.yaml"))
         interactions = traffic._count_interactions(cassettes)
+        other = Path(temp) / "converted"
+        shutil.copytree(root, other)
+        converted = _convert(other)
+        roots = {key: other if key.startswith("converted-") else root for key in VARIANTS}
         # The read cache's key: made once, in this run's own folder.
         os.environ["XDG_CONFIG_HOME"] = str(Path(temp) / "config")
         run_pytest(root, VARIANTS["ours-later"][1], url)  # warm-up; fills the cache
@@ -168,9 +188,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             order = list(VARIANTS)
             order = order[index % len(order) :] + order[: index % len(order)]
             for key in order:
-                if key == "ours-first":
-                    shutil.rmtree(root / ".pytest_cache", ignore_errors=True)
-                results[key].append(run_pytest(root, VARIANTS[key][1], url))
+                if key.endswith("-first"):
+                    shutil.rmtree(roots[key] / ".pytest_cache", ignore_errors=True)
+                results[key].append(run_pytest(roots[key], VARIANTS[key][1], url))
             print(f"  round {index + 1} of {rounds}", file=sys.stderr)
     base = traffic._median([run["wall"] for run in results["vcr"]])
     rows = []
@@ -197,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(traffic._table(header, rows) + "\n")
     facts = [
         ("recorded by", f"pytest-recording, `--record-mode=once`: {recorded['summary']}"),
+        ("converted", f"{converted} of {len(cassettes)} cassettes, by `convert_vcr_yaml`"),
         ("rounds", str(rounds)),
         ("load average before / after", f"{load_before} / {traffic._load_average()}"),
         ("elapsed", f"{time.perf_counter() - started:.0f} s"),
