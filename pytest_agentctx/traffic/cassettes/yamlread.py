@@ -111,11 +111,9 @@ def dump_json(value: object) -> str | None:
 
 
 #: Characters a YAML file cannot hold as they are (libyaml refuses them), and line breaks
-#: other than ``\n`` (which YAML would fold inside a string). JSON escapes those below
-#: ``\x20`` itself; the ``\n`` allowed is the one that ends the line.
-_NOT_IN_YAML = re.compile(
-    "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
-)
+#: other than ``\n`` (which YAML would fold inside a string). orjson escapes those below
+#: ``\x20`` and never writes a lone surrogate, so these are the ones its text can hold.
+_NOT_IN_YAML = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 #: A number with an exponent: YAML 1.1 reads ``1e-7`` or ``1e20`` as a string.
 _EXPONENT = re.compile(r"[0-9][eE]")
 _BRACKETS = re.compile(r"[\[\]{}]")
@@ -129,7 +127,7 @@ def _yaml_reads_as_json(text: str) -> bool:
     subset, strings are double-quoted scalars with JSON's escapes, and ``true``,
     ``false``, ``null``, integers and floats with a point are YAML 1.1's too."""
     if "\x7f" in text or (not text.isascii() and _NOT_IN_YAML.search(text)):
-        return False
+        return False  # (an ASCII text is searched for DEL only: faster)
     # outside strings: with escaped backslashes and quotes gone, every quote left opens
     # or closes a string
     rest = "".join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
