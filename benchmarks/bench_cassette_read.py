@@ -355,7 +355,9 @@ def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None
                 runner = cassetter if python == "cassetter" else sys.executable
                 found[label].append(_run(runner, payload, kind="corpus"))
             print(f"  corpus: round {round_index + 1} of {rounds}", file=sys.stderr)
+        json_names = {p.name for p in converted if p.read_bytes().startswith(b"{")}
     print(_corpus_report(paths, found, rounds))
+    print(_converted_report(found, json_names))
     extra = [
         (
             "corpus",
@@ -369,6 +371,26 @@ def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None
     print(traffic._facts(versions, extra))
     if raw:
         Path(raw).write_text(json.dumps(found, indent=2) + "\n")
+
+
+def _converted_report(found: dict[str, list[dict[str, Any]]], names: set[str]) -> str:
+    """The sums over the files ``convert_vcr_yaml`` rewrote in JSON only."""
+    base_runs = found["cassetter (Rust loader)"]
+    rows = []
+    for label in (
+        "pytest-agentctx load_cassette, no cache",
+        "pytest-agentctx load_cassette, converted, first read",
+        "pytest-agentctx Cassette, converted, first read",
+        "cassetter (Rust loader)",
+    ):
+        runs = found[label]
+        read = [n for n in sorted(names) if all(n in run["times"] for run in runs + base_runs)]
+        total = sum(traffic._median([run["times"][n] for run in runs]) for n in read)
+        base = sum(traffic._median([run["times"][n] for run in base_runs]) for n in read)
+        rows.append([label, str(len(read)), traffic._ms(total), traffic._ratio(total, base)])
+    header = ["read", "files", "sum of the files' times", "/ cassetter (same files)"]
+    title = f"### The {len(names)} files converted to JSON only\n"
+    return "\n".join([title, traffic._table(header, rows), ""])
 
 
 def _corpus_report(paths: list[Path], found: dict[str, list[dict[str, Any]]], rounds: int) -> str:
