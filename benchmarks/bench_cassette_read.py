@@ -116,6 +116,52 @@ def worker_read(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _corpus_reader(kind: str, path: Path) -> Callable[[], int]:
+    """The read of ``kind`` (one of :data:`CORPUS_KINDS`), in this virtualenv."""
+    if kind == "cassetter-core":
+        from cassetter._core import Cassette as RustCassette
+
+        return lambda: len(RustCassette.load(str(path)).interactions)
+    if kind == "cassetter-full":
+        from cassetter.cassette import Cassette as CassetterCassette
+        from cassetter.recording import RecordMode
+
+        def full() -> int:
+            cassette = CassetterCassette(str(path), record_mode=RecordMode.NONE)
+            cassette.load()
+            return len(cassette.interactions)
+
+        return full
+    return _reader(kind, path)
+
+
+def worker_corpus(payload: dict[str, Any]) -> dict[str, Any]:
+    """Each file of ``paths`` read once, cold (the first read of it in this process), by
+    ``kind``, with pytest's cache folder ``cache`` (or none): the time of each read, or
+    the error of a file the reader refused."""
+    paths = [Path(path) for path in payload["paths"]]
+    reads = {path: _corpus_reader(payload["kind"], path) for path in paths}
+    if payload.get("cache"):
+        from pytest_agentctx.redaction.active import SessionSecrets, set_active
+        from pytest_agentctx.traffic.cassettes import readcache
+
+        folder = Path(payload["cache"])
+        readcache.use_folder(lambda: folder)  # as the plugin sets it in a session
+        set_active(SessionSecrets())
+    times: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    gc.collect()
+    for path, read in reads.items():
+        started = time.perf_counter()
+        try:
+            read()
+        except Exception as exc:  # a file this reader refuses: noted, not timed
+            errors[path.name] = f"{type(exc).__name__}: {exc}"[:200]
+            continue
+        times[path.name] = time.perf_counter() - started
+    return {"times": times, "errors": errors}
+
+
 def _run(python: str, payload: dict[str, Any], script: Path = THIS, kind: str = "read") -> Any:
     """A worker's answer: ``kind`` run by ``script`` in a fresh ``python``."""
     command = [python, str(script), "--worker", kind]
@@ -236,6 +282,175 @@ def _fit_cassetter(work: Path, size: int, found: list[Variant], python: str) -> 
         variant.name += "*"
 
 
+# -- the corpus of real cassettes ----------------------------------------------------------
+
+#: The shared corpus of real vcrpy cassettes, beside the checkout.
+DEFAULT_CORPUS = traffic.ROOT.parent / "shared" / "corpus"
+#: The reads of the corpus: (label, worker kind, pytest's cache, python: ours or
+#: cassetter's, files: as they are or "converted" by ``convert_vcr_yaml``).
+CORPUS_KINDS = (
+    ("pytest-agentctx load_cassette, no cache", "store", "off", "ours", "yaml"),
+    ("pytest-agentctx load_cassette, first read", "store", "first", "ours", "yaml"),
+    ("pytest-agentctx load_cassette, cache hit", "store", "hit", "ours", "yaml"),
+    ("pytest-agentctx Cassette, no cache", "cassette", "off", "ours", "yaml"),
+    ("pytest-agentctx Cassette, first read", "cassette", "first", "ours", "yaml"),
+    ("pytest-agentctx Cassette, cache hit", "cassette", "hit", "ours", "yaml"),
+    ("pytest-agentctx load_cassette, converted, first read", "store", "first", "ours", "converted"),
+    ("pytest-agentctx Cassette, converted, first read", "cassette", "first", "ours", "converted"),
+    ("vcrpy Cassette.load", "vcrpy", "off", "ours", "yaml"),
+    ("vcrpy Cassette.load, converted", "vcrpy", "off", "ours", "converted"),
+    ("cassetter (Rust loader)", "cassetter-core", "off", "cassetter", "yaml"),
+    ("cassetter Cassette.load", "cassetter-full", "off", "cassetter", "yaml"),
+)
+
+
+def _converted(paths: list[Path], folder: Path) -> tuple[list[Path], int]:
+    """Copies of ``paths`` in ``folder``, rewritten in JSON where ``convert_vcr_yaml``
+    can (what the migrate command does once); how many were."""
+    import shutil
+
+    from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+
+    folder.mkdir()
+    copies = []
+    for path in paths:
+        copy = folder / path.name
+        shutil.copyfile(path, copy)
+        copies.append(copy)
+    return copies, sum(convert_vcr_yaml(copy) for copy in copies)
+
+
+def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None) -> None:
+    """Every file of ``folder`` read cold by each of :data:`CORPUS_KINDS`, ``rounds``
+    times interleaved; prints the table."""
+    started, load_before = time.perf_counter(), traffic._load_average()
+    paths = sorted(folder.glob("*.yaml"))
+    if not paths:
+        raise SystemExit(f"{folder}: no .yaml cassettes; give the corpus with --corpus DIR")
+    if not (cassetter and Path(cassetter).exists()):
+        raise SystemExit(
+            f"cassetter's virtualenv {cassetter} is missing: "
+            "run benchmarks/bench_cassettes.py --setup-cassetter first"
+        )
+    versions = traffic._run_worker(cassetter, "versions", {}, 60)
+    found: dict[str, list[dict[str, Any]]] = {kind[0]: [] for kind in CORPUS_KINDS}
+    with tempfile.TemporaryDirectory(prefix="bench-corpus-read-") as temp:
+        work = Path(temp)
+        converted, count = _converted(paths, work / "converted")
+        files = {"yaml": paths, "converted": converted}
+        runs = iter(range(10**6))
+        for round_index in range(rounds):
+            shift = round_index % len(CORPUS_KINDS)
+            for label, kind, cache, python, source in CORPUS_KINDS[shift:] + CORPUS_KINDS[:shift]:
+                payload: dict[str, Any] = {
+                    "kind": kind,
+                    "paths": [str(p) for p in files[source]],
+                }
+                if cache == "first":
+                    payload["cache"] = str(work / f"first-{next(runs)}")
+                elif cache == "hit":
+                    payload["cache"] = str(work / f"hit-{kind}-{source}")
+                    if round_index == 0:  # filled once, by a read before
+                        _run(sys.executable, payload, kind="corpus")
+                runner = cassetter if python == "cassetter" else sys.executable
+                found[label].append(_run(runner, payload, kind="corpus"))
+            print(f"  corpus: round {round_index + 1} of {rounds}", file=sys.stderr)
+        json_names = {p.name for p in converted if p.read_bytes().startswith(b"{")}
+    print(_corpus_report(paths, found, rounds))
+    print(_converted_report(found, json_names))
+    extra = [
+        (
+            "corpus",
+            f"{folder}: {len(paths)} files, {sum(p.stat().st_size for p in paths):,} B",
+        ),
+        ("converted", f"{count} of {len(paths)} files (the others hold !!binary bodies)"),
+        ("rounds", str(rounds)),
+        ("load average before / after", f"{load_before} / {traffic._load_average()}"),
+        ("elapsed", f"{time.perf_counter() - started:.0f} s"),
+    ]
+    print(traffic._facts(versions, extra))
+    if raw:
+        Path(raw).write_text(json.dumps(found, indent=2) + "\n")
+
+
+def _converted_report(found: dict[str, list[dict[str, Any]]], names: set[str]) -> str:
+    """The sums over the files ``convert_vcr_yaml`` rewrote in JSON only."""
+    base_runs = found["cassetter (Rust loader)"]
+    rows = []
+    for label in (
+        "pytest-agentctx load_cassette, no cache",
+        "pytest-agentctx load_cassette, converted, first read",
+        "pytest-agentctx Cassette, converted, first read",
+        "cassetter (Rust loader)",
+    ):
+        runs = found[label]
+        read = [n for n in sorted(names) if all(n in run["times"] for run in runs + base_runs)]
+        total = sum(traffic._median([run["times"][n] for run in runs]) for n in read)
+        base = sum(traffic._median([run["times"][n] for run in base_runs]) for n in read)
+        rows.append([label, str(len(read)), traffic._ms(total), traffic._ratio(total, base)])
+    header = ["read", "files", "sum of the files' times", "/ cassetter (same files)"]
+    title = f"### The {len(names)} files converted to JSON only\n"
+    return "\n".join([title, traffic._table(header, rows), ""])
+
+
+def _corpus_report(paths: list[Path], found: dict[str, list[dict[str, Any]]], rounds: int) -> str:
+    """The table: per reader, the sum over the files every reader read of each file's
+    median time, its ratio to cassetter's Rust loader, and the per-file ratios."""
+    # the files that pytest-agentctx and cassetter both read (vcrpy's refusals are its own)
+    refused = {
+        name
+        for label, runs in found.items()
+        if not label.startswith("vcrpy")
+        for run in runs
+        for name in run["errors"]
+    }
+    common = [p.name for p in paths if p.name not in refused]
+    medians = {
+        label: {
+            name: traffic._median([run["times"][name] for run in runs])
+            for name in common
+            if all(name in run["times"] for run in runs)
+        }
+        for label, runs in found.items()
+    }
+    base = medians["cassetter (Rust loader)"]
+    rows = []
+    for label, per_file in medians.items():
+        total = sum(per_file.values())
+        ratios = sorted(per_file[name] / base[name] for name in per_file)
+        missing = len(common) - len(per_file)
+        rows.append(
+            [
+                label,
+                f"{len(per_file)}" + (f" ({missing} refused)" if missing else ""),
+                traffic._ms(total),
+                traffic._ratio(total, sum(base[name] for name in per_file)),
+                f"{traffic._median(ratios):.2f}x",
+                str(sum(1 for name in per_file if per_file[name] <= base[name])),
+            ]
+        )
+    header = [
+        "read (each file cold, fresh process)",
+        "files read",
+        "sum of the files' times",
+        "/ cassetter (same files)",
+        "median file ratio",
+        "files no slower",
+    ]
+    notes = [
+        f"- {name}: refused by {label}: {run['errors'][name]}"
+        for label, runs in found.items()
+        for name in sorted({n for run in runs for n in run["errors"]})
+        for run in runs[:1]
+        if name in run["errors"]
+    ]
+    title = (
+        f"## Reading the corpus cold: {len(common)} of {len(paths)} real vcrpy cassettes "
+        f"(each file's median of {rounds} rounds)\n"
+    )
+    return "\n".join([title, traffic._table(header, rows), "", *notes, ""])
+
+
 # -- the report ----------------------------------------------------------------------------
 
 
@@ -300,10 +515,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cassetter-python", default=traffic.DEFAULT_CASSETTER_PYTHON)
     parser.add_argument("--json", metavar="PATH", help="also write the raw figures here")
+    parser.add_argument(
+        "--corpus",
+        metavar="DIR",
+        nargs="?",
+        const=str(DEFAULT_CORPUS),
+        help=f"read the vcrpy cassettes of DIR instead (default {DEFAULT_CORPUS})",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        traffic._emit(worker_read(json.loads(args.worker[1])))
+        worker = worker_corpus if args.worker[0] == "corpus" else worker_read
+        traffic._emit(worker(json.loads(args.worker[1])))
+        return
+    if args.corpus:
+        run_corpus(Path(args.corpus), args.rounds, args.cassetter_python, args.json)
         return
     started, load_before = time.perf_counter(), traffic._load_average()
     sizes, rounds = ((1000,), 2) if args.quick else (SIZES, args.rounds)

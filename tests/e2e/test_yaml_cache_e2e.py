@@ -117,3 +117,26 @@ def test_an_edited_cassette_is_read_from_its_yaml_again(project, monkeypatch):
 
     result.assert_outcomes(errors=1)  # the cassette is loaded when the test is set up
     result.stdout.fnmatch_lines(["*test_paris.yaml was parsed again*"])
+
+
+def test_a_cassette_that_kept_its_authorization_is_read_from_the_cache(project, monkeypatch):
+    legacy = project.path / "cassettes" / "legacy" / "test_paris.yaml"
+    legacy.write_text(VCR_CASSETTE.replace("REDACTED", "Bearer sk-proj-kept-by-vcrpy-0123456789"))
+    project.runpytest_subprocess(timeout=120).assert_outcomes(passed=1)
+    monkeypatch.setenv("NO_YAML", "1")
+
+    result = project.runpytest_subprocess(timeout=120)
+
+    result.assert_outcomes(passed=1)
+    folder = project.path / ".pytest_cache" / "d" / "agentctx-cassettes"
+    assert [b"sk-proj-kept" in p.read_bytes() for p in folder.iterdir()] == [False]
+
+
+def test_a_cassette_converted_to_json_is_replayed_with_no_cache_entry(project):
+    from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+
+    assert convert_vcr_yaml(project.path / "cassettes" / "legacy" / "test_paris.yaml")
+
+    project.runpytest_subprocess(timeout=120).assert_outcomes(passed=1)
+
+    assert _entries(project) == []

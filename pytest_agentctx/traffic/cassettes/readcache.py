@@ -18,10 +18,16 @@ reads that JSON instead.
 - **Nothing the cassette does not hold.** An entry is written only when the JSON gives back
   exactly the interactions the YAML gave (a YAML date, a binary value or an integer key,
   which JSON would change, keeps the cassette out of the cache), and only when the
-  session's redactor finds nothing in it to hide (a secret value, a secret header that is
-  not ``REDACTED``): such a cassette is not copied anywhere.
-  The redactor is the test's (its ``redact_values`` included), so a value only one test
-  calls secret keeps that cassette out of the cache too.
+  session's redactor finds nothing in it to hide (a secret value): such a cassette is not
+  copied anywhere. The redactor is the test's (its ``redact_values`` included), so a value
+  only one test calls secret keeps that cassette out of the cache too.
+- **Secret headers by reference.** A secret header that is not ``REDACTED`` (the
+  ``Authorization`` that vcrpy keeps by default) is written ``REDACTED`` in the entry,
+  beside where its value is in the cassette's bytes (an offset and a length, under the
+  MAC); reading the entry takes the value from the cassette itself. So the entry holds no
+  secret and still gives the cassette's own headers. A value not in the file as it is
+  (written with escapes), or also elsewhere in the entry (a body that echoes it), keeps
+  the cassette out.
 - **Never a different answer.** An entry is bound to the bytes of its cassette by a keyed
   MAC (HMAC-SHA-256 over the cassette's key and the entry's JSON) under a secret that is
   never in the cache folder: the ``PYTEST_AGENTCTX_CACHE_KEY`` environment variable when
@@ -62,7 +68,7 @@ if TYPE_CHECKING:
 FOLDER_NAME = "agentctx-cassettes"
 #: The version of the conversion from YAML: part of every key, so that entries written by
 #: a reader that converted differently are never used.
-READER = "pytest-agentctx-read-2"
+READER = "pytest-agentctx-read-3"
 #: The environment variable holding the key of the entries' MACs, if not the machine's.
 KEY_ENV = "PYTEST_AGENTCTX_CACHE_KEY"
 
@@ -92,10 +98,17 @@ def use_folder(folder: Callable[[], Path] | None, root: Path | None = None) -> S
     return previous
 
 
-def _cached(path: Path) -> bool:
-    """Whether the cassette at ``path`` is cached: a cache is set and holds its folder
-    (the cassettes of a test's temporary folder are not: they would only pile up)."""
-    return _folder is not None and (_root is None or path.absolute().is_relative_to(_root))
+def _cached(path: Path, raw: bytes = b"") -> bool:
+    """Whether the cassette at ``path`` (whose bytes are ``raw``) is cached: a cache is set
+    and holds its folder (the cassettes of a test's temporary folder are not: they would
+    only pile up), and it is not written in JSON (a vcrpy cassette converted by
+    :func:`~pytest_agentctx.traffic.cassettes.vcr.convert_vcr_yaml` reads as fast as an
+    entry)."""
+    return (
+        _folder is not None
+        and not raw.startswith(b"{")
+        and (_root is None or path.absolute().is_relative_to(_root))
+    )
 
 
 def _folder_path() -> Path:
@@ -194,14 +207,144 @@ def _new_or_read_key(path: Path) -> bytes | None:
         return None
 
 
-def _mac(source: str, payload: bytes) -> str | None:
-    """The MAC binding ``payload`` to the cassette bytes whose key is ``source``."""
+def _mac(source: str, payload: bytes, refs: bytes = b"[]") -> str | None:
+    """The MAC binding ``payload`` and ``refs`` (the secret headers' places, JSON) to the
+    cassette bytes whose key is ``source``."""
     key = _machine_key()
     if key is None:
         return None
-    mac = hmac.new(key, source.encode() + b"\n", hashlib.sha256)
+    mac = hmac.new(key, source.encode() + b"\n" + refs + b"\n", hashlib.sha256)
     mac.update(payload)  # not joined to the source: no copy of the payload
     return mac.hexdigest()
+
+
+#: A secret header kept by reference: the interaction's index, its side ("request" or
+#: "response"), the header's name, and its value's parts: each word a place in the
+#: cassette's bytes (``[start, length]`` of its UTF-8), the text between words as it is
+#: (spaces, commas and semicolons only: how YAML folds a long value and how the values of
+#: a repeated header are joined).
+Ref = tuple[int, str, str, list[object]]
+#: Where a header's value is cut into words and the text between them.
+_GAPS = re.compile(r"([\s,;]+)")
+
+
+def _refs_bytes(refs: list[Ref]) -> bytes:
+    return json.dumps(refs, separators=(",", ":")).encode()
+
+
+def _places(raw: bytes, value: str, found: dict[str, int]) -> list[object] | None:
+    """The parts of ``value`` (see :data:`Ref`), or ``None`` when a word is not in
+    ``raw`` as it is (written with escapes); ``found``: where each word was found before
+    (the same values repeat from interaction to interaction)."""
+    parts: list[object] = []
+    for index, piece in enumerate(_GAPS.split(value)):
+        if index % 2:
+            parts.append(piece)
+        elif piece:
+            word = piece.encode("utf-8", "surrogatepass")
+            start = found.get(piece)
+            if start is None:
+                start = found[piece] = raw.find(word)
+            if start < 0:
+                return None
+            parts.append([start, len(word)])
+    return parts
+
+
+def _by_reference(
+    raw: bytes, interactions: list[Interaction], redactor: Redactor
+) -> tuple[list[Interaction], list[Ref]] | None:
+    """``interactions`` with the value of each secret header that is not ``REDACTED``
+    (``Authorization``, which vcrpy keeps by default; a cookie) replaced by ``REDACTED``,
+    and where each value is in the cassette's bytes ``raw``: the entry holds the places,
+    never the value, and the value is read back from the cassette itself. ``None`` when a
+    value is not in ``raw`` as it is."""
+    import dataclasses
+
+    from pytest_agentctx.redaction.redactor import REDACTED
+
+    kept: list[Interaction] = []
+    refs: list[Ref] = []
+    found: dict[str, int] = {}
+    for index, interaction in enumerate(interactions):
+        changes: dict[str, dict[str, str]] = {}
+        for side in ("request", "response"):
+            headers: dict[str, str] = getattr(interaction, f"{side}_headers")
+            secret = [
+                name
+                for name, value in headers.items()
+                if value != REDACTED and redactor.is_secret_header(name, value)
+            ]
+            if not secret:
+                continue
+            for name in secret:
+                parts = _places(raw, headers[name], found)
+                if parts is None:
+                    return None
+                refs.append((index, side, name, parts))
+            changes[side] = {
+                name: REDACTED if name in secret else value for name, value in headers.items()
+            }
+        if changes:
+            interaction = dataclasses.replace(
+                interaction,
+                request_headers=changes.get("request", interaction.request_headers),
+                response_headers=changes.get("response", interaction.response_headers),
+            )
+        kept.append(interaction)
+    return kept, refs
+
+
+def _value(raw: bytes, parts: object) -> str:
+    """A header's value from its parts (:func:`_places`); ``ValueError`` for parts that
+    are not such."""
+    if not isinstance(parts, list):
+        raise ValueError("parts")
+    out = []
+    for part in parts:
+        if isinstance(part, str) and not _GAPS.sub("", part):
+            out.append(part)
+            continue
+        start, length = part
+        if not (type(start) is int and type(length) is int and start >= 0 and length > 0):
+            raise ValueError("place")
+        out.append(raw[start : start + length].decode("utf-8"))
+    return "".join(out)
+
+
+def _restore(interactions: list[Interaction], raw: bytes, refs: object) -> list[Interaction]:
+    """``interactions`` read from an entry with their secret headers' values read back from
+    the cassette's bytes ``raw`` (``refs``: :func:`_by_reference`'s places); ``ValueError``
+    for places that are not such."""
+    if not isinstance(refs, list):
+        raise ValueError("refs")
+    for index, side, name, parts in refs:
+        if side not in ("request", "response") or type(index) is not int or index < 0:
+            raise ValueError("ref")
+        headers: dict[str, str] = getattr(interactions[index], f"{side}_headers")
+        if name not in headers:
+            raise ValueError("ref")
+        headers[name] = _value(raw, parts)
+    return interactions
+
+
+def _mentions(payload: bytes, raw: bytes, refs: list[Ref]) -> bool:
+    """Whether a token of a value kept by reference (a word of :data:`_LONG_WORD`
+    characters or more, not a number nor a date) is also elsewhere in the entry's
+    ``payload`` (a body that echoes it); each token looked for once."""
+    tokens: set[bytes] = set()
+    for _, _, _, parts in refs:
+        for word in _GAPS.split(_value(raw, parts))[::2]:
+            if len(word) >= _LONG_WORD and not _NOT_TOKEN.fullmatch(word):
+                tokens.add(word.encode("utf-8", "surrogatepass"))
+                tokens.add(json.dumps(word, ensure_ascii=False)[1:-1].encode())
+    return any(token in payload for token in tokens)
+
+
+#: The words of a secret header's value that must not be elsewhere in an entry: those
+#: this long (a token; not ``Bearer``, ``path=/`` or a date).
+_LONG_WORD = 16
+_NOT_TOKEN = re.compile(r"[0-9:.+\-TZ]+")
 
 
 def entry_path(folder: Path, path: Path) -> Path:
@@ -213,7 +356,7 @@ def entry_path(folder: Path, path: Path) -> Path:
 def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
     """The interactions cached for the cassette at ``path`` whose bytes are ``raw``, or
     ``None`` (no cache, no entry, an entry of other bytes, or one that is damaged)."""
-    if not _cached(path):
+    if not _cached(path, raw):
         return None
     from pytest_agentctx.traffic.cassettes.fileformat import from_native
     from pytest_agentctx.traffic.cassettes.matcher import read_json
@@ -224,10 +367,12 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
         data = read_untrusted(entry)
         head, _, payload = data.partition(b"\n")
         header, key = json.loads(head), _key(raw)
-        mac = None if key is None else _mac(key, payload)
+        if not isinstance(header, dict):
+            return None
+        refs = header.get("refs", [])
+        mac = None if key is None else _mac(key, payload, _refs_bytes(refs))
         if (
             mac is None
-            or not isinstance(header, dict)
             or header.get("reader") != READER
             or header.get("source") != key
             or not isinstance(header.get("mac"), str)
@@ -237,7 +382,7 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
         document = read_json(payload)[0]
         if not isinstance(document, Mapping):
             return None  # not JSON (or not a document): a damaged entry
-        interactions = from_native(document, str(path))
+        interactions = _restore(from_native(document, str(path)), raw, refs)
         os.utime(entry)  # now the most recently used
         return interactions
     except (
@@ -245,6 +390,7 @@ def read_entry(path: Path, raw: bytes) -> list[Interaction] | None:
         ValueError,
         TypeError,
         KeyError,
+        IndexError,
         RecursionError,
         CassetteFormatError,
         LimitExceeded,
@@ -258,23 +404,38 @@ def write_entry(
     """Cache ``interactions``, read from the cassette at ``path`` whose bytes are ``raw``;
     whether an entry was written (see the module's rules for when it is not). ``redactor``:
     the reading test's (the session's active one when ``None``)."""
-    if not _cached(path):
+    if not _cached(path, raw):
         return False
+    from pytest_agentctx.redaction.active import active
+
+    redactor = redactor or active()
+    if redactor is None:
+        return False  # outside a session, nothing tells what is secret: write nothing
     key = _key(raw)
-    payload = _payload(interactions)
-    if key is None or payload is None or not _clean(payload, interactions, redactor):
+    by_reference = _by_reference(raw, interactions, redactor)
+    if key is None or by_reference is None:
+        return False
+    kept, refs = by_reference
+    payload = _payload(kept)
+    if payload is None or not _clean(payload, kept, redactor) or _mentions(payload, raw, refs):
         return False
     from pytest_agentctx._files import atomic_write_bytes
     from pytest_agentctx.traffic.cassettes.fileformat import from_native
     from pytest_agentctx.traffic.cassettes.matcher import read_json
 
     document = read_json(payload)[0]
-    if not isinstance(document, Mapping) or from_native(document, str(path)) != interactions:
+    if not isinstance(document, Mapping):
+        return False
+    try:
+        back = _restore(from_native(document, str(path)), raw, [list(ref) for ref in refs])
+    except (ValueError, TypeError):  # pragma: no cover - the places were just found
+        return False
+    if back != interactions:
         return False  # JSON would change a value (a date, bytes, an integer key...)
-    mac = _mac(key, payload)
+    mac = _mac(key, payload, _refs_bytes(refs))
     if mac is None:
         return False  # no key, none can be made: nothing is cached
-    header = {"reader": READER, "source": key, "mac": mac}
+    header = {"reader": READER, "source": key, "mac": mac, "refs": refs}
     try:
         entry = entry_path(_folder_path(), path)
         # Not flushed to disk: a torn entry (a power cut) fails its checksum and is ignored.
@@ -326,18 +487,12 @@ def _payload(interactions: list[Interaction]) -> bytes | None:
         return None  # a value JSON has no form for (bytes, a date, a set...)
 
 
-def _clean(
-    payload: bytes, interactions: list[Interaction], redactor: Redactor | None = None
-) -> bool:
-    """Whether ``redactor`` (the reading test's; the session's active one when ``None``)
-    leaves every part of the entry as it is: its text, its JSON strings, its URLs, secret
-    headers (``REDACTED`` already) and binary bodies."""
-    from pytest_agentctx.redaction.active import active
+def _clean(payload: bytes, interactions: list[Interaction], redactor: Redactor) -> bool:
+    """Whether ``redactor`` (the reading test's, or the session's) leaves every part of the
+    entry as it is: its text, its JSON strings, its URLs, secret headers (``REDACTED``
+    already) and binary bodies."""
     from pytest_agentctx.redaction.redactor import REDACTED
 
-    redactor = redactor or active()
-    if redactor is None:
-        return False  # outside a session, nothing tells what is secret: write nothing
     text = payload.decode("utf-8")
     if redactor.text(text) != text:
         return False

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from http import HTTPStatus
+from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from pytest_agentctx._untrusted import LimitExceeded
@@ -215,3 +216,30 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
         check_encoded(interaction)
         out.append(interaction)
     return out
+
+
+# -- converting -------------------------------------------------------------------
+
+
+def convert_vcr_yaml(path: Path) -> bool:
+    """Rewrite the vcrpy cassette at ``path`` as the same document written in JSON, the
+    subset of YAML that vcrpy, pytest-recording and PyYAML read as they read the YAML,
+    and that this package reads at JSON's speed; whether it was rewritten. A cassette
+    JSON cannot say as YAML reads it back (a ``!!binary`` body, a date, a float YAML
+    1.1 reads as a string), one already converted, or a file that is no vcrpy cassette is
+    left as it is. The file keeps its name, so every tool still finds it."""
+    from pytest_agentctx._files import atomic_write_bytes
+    from pytest_agentctx._untrusted import read_untrusted
+    from pytest_agentctx.traffic.cassettes import yamlread
+
+    text = read_untrusted(path).decode("utf-8")
+    if text.startswith("{") and yamlread.json_document(text) is not None:
+        return False  # converted already
+    document = yamlread.load(text, str(path))
+    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
+        return False
+    converted = yamlread.dump_json(document)
+    if converted is None or yamlread.safe_load(converted) != document:
+        return False
+    atomic_write_bytes(path, converted.encode("utf-8"))
+    return True

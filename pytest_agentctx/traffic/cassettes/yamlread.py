@@ -25,6 +25,7 @@ before the safe loader builds it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
 
@@ -78,6 +79,10 @@ def load(text: str, where: str = "YAML document") -> object:
     if loader is None or not _stock(loader):
         check_bounds(text, where)
         return safe_load(text)
+    if text.startswith("{"):
+        found = json_document(text)
+        if found is not None:
+            return found
     try:
         return _Builder(loader, where).document(yaml._yaml.CParser(text).get_event)
     except LimitExceeded:
@@ -85,6 +90,66 @@ def load(text: str, where: str = "YAML document") -> object:
     except Exception:
         check_bounds(text, where)
         return safe_load(text)
+
+
+# -- documents written in JSON, YAML's subset ---------------------------------------
+
+
+def dump_json(value: object) -> str | None:
+    """``value`` as one line of JSON that PyYAML's safe loader reads as ``value`` (and
+    :func:`json_document` reads at JSON's speed), or ``None`` when JSON cannot say it so:
+    bytes, dates, a float YAML 1.1 reads as a string (``1e-07``, ``NaN``), an integer past
+    64 bits, a character a YAML file cannot hold as it is, nesting past the ``depth``
+    limit."""
+    import orjson
+
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_PASSTHROUGH_DATETIME).decode() + "\n"
+    except TypeError:  # orjson.JSONEncodeError is one
+        return None
+    return text if _yaml_reads_as_json(text) else None
+
+
+#: Characters a YAML file cannot hold as they are (libyaml refuses them), and line breaks
+#: other than ``\n`` (which YAML would fold inside a string). orjson escapes those below
+#: ``\x20`` and never writes a lone surrogate, so these are the ones its text can hold.
+_NOT_IN_YAML = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+#: A number with an exponent: YAML 1.1 reads ``1e-7`` or ``1e20`` as a string.
+_EXPONENT = re.compile(r"[0-9][eE]")
+_BRACKETS = re.compile(r"[\[\]{}]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _yaml_reads_as_json(text: str) -> bool:
+    """Whether the YAML safe loader reads the JSON ``text`` (orjson's, canonical) as JSON
+    does: no character YAML refuses or folds, no float with an exponent, nesting within the
+    ``depth`` limit (a YAML document nested deeper is refused: so is this one). In JSON's
+    subset, strings are double-quoted scalars with JSON's escapes, and ``true``,
+    ``false``, ``null``, integers and floats with a point are YAML 1.1's too."""
+    if "\x7f" in text or (not text.isascii() and _NOT_IN_YAML.search(text)):
+        return False  # (an ASCII text is searched for DEL only: faster)
+    # outside strings: with escaped backslashes and quotes gone, every quote left opens
+    # or closes a string
+    rest = "".join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
+    if _EXPONENT.search(rest):
+        return False
+    steps = map(_STEP.__getitem__, _BRACKETS.findall(rest))
+    return max(itertools.accumulate(steps), default=0) <= current_limits().depth
+
+
+def json_document(text: str) -> object | None:
+    """The document in ``text`` when it is what :func:`dump_json` writes (so the safe
+    loader reads the same), read with orjson; else ``None``."""
+    import orjson
+
+    try:
+        value = orjson.loads(text)
+        again = orjson.dumps(value)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if again.decode() + "\n" != text:
+        return None
+    return value if _yaml_reads_as_json(text) else None
 
 
 def _events(text: str) -> Iterator[Event]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytest_agentctx.redaction.active import SessionSecrets, set_active
@@ -184,7 +185,7 @@ def _valid_but_not_a_cassette(data: bytes) -> bytes:
         pytest.param(lambda data: b"", id="empty"),
         pytest.param(lambda data: b"\x00\xff garbage", id="garbage"),
         pytest.param(_damage_payload, id="edited payload"),
-        pytest.param(lambda data: data.replace(b"read-2", b"read-1", 1), id="other reader"),
+        pytest.param(lambda data: data.replace(b"read-3", b"read-2", 1), id="other reader"),
         pytest.param(lambda data: data.partition(b"\n")[2], id="no header"),
         pytest.param(_valid_but_not_a_cassette, id="not a cassette"),
     ],
@@ -213,13 +214,62 @@ def test_a_cassette_holding_a_secret_value_is_not_cached(tmp_path, folder, monke
     assert _entries(folder) == []
 
 
-def test_a_secret_header_not_redacted_keeps_the_cassette_out(tmp_path, folder):
-    headers = {"content-type": "application/json", "authorization": "Bearer abc"}
+_BEARER = "Bearer sk-live-0123456789abcdef"
+
+
+def test_a_secret_header_not_redacted_is_cached_without_its_value(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
     path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
 
     _fresh_read(path)
 
+    entry = readcache.entry_path(folder, path).read_bytes()
+    assert b"sk-live" not in entry
+    assert b'"authorization":"REDACTED"' in entry
+
+
+def test_a_secret_header_is_read_back_from_the_cassette(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+    expected = _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached == expected
+    assert [i.request_headers["authorization"] for i in cached or []] == [_BEARER]
+
+
+def test_a_secret_header_echoed_in_a_body_keeps_the_cassette_out(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    body = {"json": {"echo": _BEARER}}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers, response_body=body))
+
+    _fresh_read(path)
+
     assert _entries(folder) == []
+
+
+def test_a_secret_header_written_with_escapes_keeps_the_cassette_out(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+    escaped = '"Bearer sk-live-\\x30123456789abcdef"'  # the same value, "0" escaped
+    path.write_text(path.read_text(encoding="utf-8").replace(_BEARER, escaped), "utf-8")
+
+    assert _fresh_read(path)[0].request_headers["authorization"] == _BEARER
+    assert _entries(folder) == []
+
+
+def test_an_entry_whose_header_places_are_moved_is_not_believed(tmp_path, folder):
+    headers = {"content-type": "application/json", "authorization": _BEARER}
+    path = _write(tmp_path / "c.yaml", _interaction(request_headers=headers))
+    _fresh_read(path)
+    entry = readcache.entry_path(folder, path)
+    head, _, payload = entry.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    header["refs"][0][3][-1][0] += 1  # the place of the token
+    entry.write_bytes(json.dumps(header).encode() + b"\n" + payload)
+
+    assert readcache.read_entry(path, path.read_bytes()) is None
 
 
 def test_a_key_in_a_url_keeps_the_cassette_out(tmp_path, folder):
@@ -425,5 +475,58 @@ def test_a_value_only_the_reading_test_calls_secret_keeps_the_cassette_out(tmp_p
     store._cache.clear()
 
     load_cassette(path, redactor=Redactor(extra_values=[secret]))
+
+    assert _entries(folder) == []
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    value=st.lists(
+        st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=120),
+        min_size=1,
+        max_size=3,
+    ),
+    name=st.sampled_from(["authorization", "set-cookie", "x-api-key"]),
+)
+def test_a_secret_header_read_from_an_entry_is_the_one_read_from_the_yaml(
+    tmp_path, folder, value, name
+):
+    path = tmp_path / "vcr.yaml"
+    _write(path, _interaction(request_headers={"content-type": "text/plain", name: "x"}))
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["interactions"][0]["request"]["headers"][name] = value  # a list: joined
+    path.write_text(yaml.safe_dump(document, width=40), encoding="utf-8")
+    from_yaml = store.parse_cassette(path.read_text(encoding="utf-8"), path)
+    _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached in (None, from_yaml)
+
+
+def test_a_long_cookie_folded_over_lines_and_repeated_is_cached(tmp_path, folder):
+    cookie = "__cf_bm=KwJ1K47OHX4n2TZN8bMW37yKzKyK-1752842800; path=/; HttpOnly; Secure"
+    path = tmp_path / "vcr.yaml"
+    _write(path, _interaction(response_headers={"content-type": "text/plain"}))
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["interactions"][0]["response"]["headers"]["set-cookie"] = [cookie, "_cfuvid=abc"]
+    path.write_text(yaml.safe_dump(document, width=40), encoding="utf-8")
+    expected = _fresh_read(path)
+
+    cached = readcache.read_entry(path, path.read_bytes())
+
+    assert cached == expected
+    assert b"KwJ1K47OHX4n2TZN8bMW37yKzKyK" not in readcache.entry_path(folder, path).read_bytes()
+
+
+def test_a_vcrpy_cassette_written_in_json_is_not_cached(tmp_path, folder):
+    from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+
+    path = _write(tmp_path / "c.yaml", _interaction("Sunny."))
+    convert_vcr_yaml(path)
+
+    _fresh_read(path)
 
     assert _entries(folder) == []

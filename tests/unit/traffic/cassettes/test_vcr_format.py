@@ -16,6 +16,7 @@ from pytest_agentctx.traffic.cassettes.store import (
     parse_cassette,
     write_cassette,
 )
+from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
 
 
 def _interaction(**changes: object) -> Interaction:
@@ -145,3 +146,58 @@ def test_any_json_exchange_reads_back_as_it_was_written(request, response, statu
         status,
         interaction.response_headers,
     )
+
+
+# -- converting to JSON -----------------------------------------------------------------------
+
+
+def _vcr_file(tmp_path: Path, *interactions: Interaction) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(dump_cassette(list(interactions), path, style="vcr"), encoding="utf-8")
+    return path
+
+
+def test_a_converted_cassette_is_read_as_before(tmp_path):
+    path = _vcr_file(tmp_path, _interaction(), _interaction(status=404))
+    before = parse_cassette(path.read_text(encoding="utf-8"), path)
+
+    assert convert_vcr_yaml(path)
+
+    assert path.read_text(encoding="utf-8").startswith('{"interactions":')
+    assert parse_cassette(path.read_text(encoding="utf-8"), path) == before
+
+
+def test_a_converted_cassette_is_the_same_document_for_vcrpy(tmp_path):
+    path = _vcr_file(tmp_path, _interaction())
+    loader = getattr(yaml, "CLoader", yaml.Loader)  # vcrpy's
+    before = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+
+    convert_vcr_yaml(path)
+
+    assert yaml.load(path.read_text(encoding="utf-8"), Loader=loader) == before
+
+
+def test_a_cassette_with_a_binary_body_is_left_as_it_is(tmp_path):
+    body = {"base64": base64.b64encode(b"\x1f\x8b\x00\xff").decode()}
+    path = _vcr_file(tmp_path, _interaction(response_body=body))
+    text = path.read_text(encoding="utf-8")
+
+    assert not convert_vcr_yaml(path)
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_a_converted_cassette_is_not_converted_again(tmp_path):
+    path = _vcr_file(tmp_path, _interaction())
+    convert_vcr_yaml(path)
+    text = path.read_text(encoding="utf-8")
+
+    assert not convert_vcr_yaml(path)
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_a_file_that_is_no_vcrpy_cassette_is_left_as_it_is(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("just: a mapping\n", encoding="utf-8")
+
+    assert not convert_vcr_yaml(path)
+    assert path.read_text(encoding="utf-8") == "just: a mapping\n"

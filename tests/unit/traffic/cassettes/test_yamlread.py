@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
@@ -327,3 +328,79 @@ def test_without_libyaml_the_limits_hold_too(monkeypatch):
 
     with pytest.raises(LimitExceeded, match="agent_max_alias_nodes"):
         yamlread.load(_laughs(10), "c.yaml")
+
+
+# -- documents written in JSON ---------------------------------------------------------------
+
+_JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats()
+    | st.text()
+    | st.sampled_from(["\x7f", "\x85", "\u2028", "\ufeff", "\ud800", 'a\\"b', "[{", "]}"])
+)
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON_VALUES)
+def test_any_json_text_loads_or_fails_as_with_the_safe_loader(value):
+    try:
+        text = orjson.dumps(value).decode() + "\n"
+    except TypeError:  # a lone surrogate: no JSON text
+        return
+
+    assert _agrees(text), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES)
+def test_a_value_dump_json_writes_loads_as_with_the_safe_loader(value):
+    text = yamlread.dump_json(value)
+    if text is None:  # bytes, a date, a float YAML reads as a string...
+        return
+
+    assert _agrees(text), text
+    assert _same(yamlread.json_document(text), yamlread.safe_load(text))
+
+
+def test_a_document_nested_past_the_limit_in_json_is_refused_as_in_yaml():
+    text = '{"a":' * 6 + "1" + "}" * 6 + "\n"
+    previous = use_limits(Limits(depth=5))
+    try:
+        with pytest.raises(LimitExceeded):
+            yamlread.load(text, "c.yaml")
+    finally:
+        use_limits(previous)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param('{"a":1e-07,"b":[1e20]}\n', id="exponent floats"),
+        pytest.param('{"a":"x\\u0085y"}\n', id="escaped line break"),
+        pytest.param('{"a":"\x85"}\n', id="raw line break"),
+        pytest.param('{"a": 1}\n', id="not orjson's spacing"),
+        pytest.param('{"a":1,"a":2}\n', id="duplicate keys"),
+        pytest.param('{"a":"]]]","b":[[[1]]]}\n', id="brackets in strings"),
+        pytest.param('{"a":"\\\\\\"[","b":1.5}\n', id="escaped quotes"),
+        pytest.param('{"a":18446744073709551616}\n', id="integer past 64 bits"),
+    ],
+)
+def test_a_json_edge_case_loads_or_fails_as_with_the_safe_loader(text):
+    assert _agrees(text)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[path.name for path in CORPUS])
+def test_a_corpus_cassette_written_in_json_loads_as_with_the_safe_loader(path):
+    text = yamlread.dump_json(yamlread.safe_load(path.read_text(encoding="utf-8")))
+    if text is None:  # a !!binary body: JSON cannot say it
+        pytest.skip("not written in JSON")
+
+    assert _agrees(text)
+    assert yamlread.json_document(text) is not None
