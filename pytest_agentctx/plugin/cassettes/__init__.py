@@ -81,6 +81,7 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         verbosity=config.get_verbosity(),
         live=bool(config.getoption("agent_live", False)),
         placeholder_keys=_ini_bool(config, "agent_placeholder_keys"),
+        migration_until=str(config.getini("agent_migration_until")),
     )
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.errors import CassetteConfigError
+
+if TYPE_CHECKING:
+    from datetime import date
 
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
 AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
@@ -55,6 +58,11 @@ class CassetteSettings(NamedTuple):
     #: Whether unset provider API keys get placeholders while a test replays only or uses
     #: ``fake_llm`` (``agent_placeholder_keys``).
     placeholder_keys: bool = True
+    #: ``agent_migration_until`` as written (``YYYY-MM-DD``), or ``""`` when not set.
+    migration_until: str = ""
+    #: Whether the run's local date is on or before :attr:`migration_until`: unused
+    #: recordings and misses the code caught are then reported, not failed on.
+    migrating: bool = False
 
     @classmethod
     def build(
@@ -75,6 +83,8 @@ class CassetteSettings(NamedTuple):
         verbosity: int = 0,
         live: bool = False,
         placeholder_keys: bool = True,
+        migration_until: str = "",
+        today: date | None = None,
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -105,6 +115,7 @@ class CassetteSettings(NamedTuple):
         if live:
             mode = RecordMode.REWRITE
         path = Path(directory)
+        until, migrating = migration_period(migration_until, today=today)
         return cls(
             directory=path if path.is_absolute() else rootpath / path,
             mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
@@ -121,7 +132,32 @@ class CassetteSettings(NamedTuple):
             run_id=run_id,
             verbosity=verbosity,
             placeholder_keys=placeholder_keys,
+            migration_until=until,
+            migrating=migrating,
         )
+
+
+def migration_period(value: str, *, today: date | None = None) -> tuple[str, bool]:
+    """``agent_migration_until`` checked: the date as written (``""`` when not set) and
+    whether ``today`` (the local date of the run by default) is on or before it; a value
+    that is not a ``YYYY-MM-DD`` date raises :class:`CassetteConfigError` naming it."""
+    import datetime
+    import re
+
+    text = value.strip()
+    if not text:
+        return "", False
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
+        until = datetime.date.fromisoformat(text)
+    except ValueError:
+        raise CassetteConfigError(
+            f"agent_migration_until = {value!r} is not a date; expected YYYY-MM-DD (the last "
+            "day unused recordings and caught misses do not fail tests), e.g. "
+            "agent_migration_until = 2026-12-31. Fix it in your pytest ini file."
+        ) from None
+    return text, (today or datetime.date.today()) <= until
 
 
 def _secret_env(names: Iterable[str]) -> tuple[str, ...]:

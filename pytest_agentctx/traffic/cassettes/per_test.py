@@ -382,6 +382,8 @@ def build_cassette(
         run_id=settings.run_id,
         verbosity=settings.verbosity,
         style=settings.style,
+        migration_until=settings.migration_until,
+        migrating=settings.migrating,
     )
     guard = (
         NetworkGuard(
