@@ -3,11 +3,11 @@
 ``report merge``, ``report html``, ``gate``, ``cassettes check``, ``cassettes show``,
 ``cassettes unused`` and ``cassettes prune`` (docs/cli.md). Exit codes: 0 clean, 1
 findings (a failed gate, failed tests, cassette findings), 2 a usage error (bad arguments,
-a file that is not a report or a cassette, or one past a limit). Every line it prints passes the package's redactor, then
-:func:`~pytest_agentctx._untrusted.visible`: the reports and cassettes it reads may come
-from strangers, and their control characters are shown as escapes, never sent to the
-terminal. The files are read within the limits of :mod:`pytest_agentctx._untrusted`,
-raised by the same ini options as in a pytest session.
+a file that is not a report or a cassette, or one past a limit). Every line it prints
+passes the package's redactor, then :func:`~pytest_agentctx._untrusted.visible`: the
+reports and cassettes it reads may come from strangers, and their control characters are
+shown as escapes, never sent to the terminal. The files are read within the limits of
+:mod:`pytest_agentctx._untrusted`, raised by the same ini options as in a pytest session.
 """
 
 from __future__ import annotations

@@ -161,4 +161,3 @@ def prune(
             "suite again (pytest) and review the change (git diff)."
         )
     return 0
-
