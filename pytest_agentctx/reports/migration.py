@@ -58,11 +58,9 @@ def eased_lines(report: Mapping[str, Any], *, report_path: str | None) -> list[s
         lines.append(f"{nodeid}: {', '.join(what)} in {cassette['path']}")
     report_arg = report_path or "agentctx-report.json"
     written = "" if report_path else f"pytest --agent-report={report_arg}, then "
-    lines.append(
-        f"These pass until {_until(tests)} (agent_migration_until), then fail. List them: "
-        f"{written}pytest-agentctx cassettes unused {report_arg}; drop the unused "
-        f"recordings: pytest-agentctx cassettes prune {report_arg}"
-        + ("; re-record the tests with misses: pytest --agent-record TEST_ID" if misses else "")
-        + "."
-    )
+    lines.append(f"These pass until {_until(tests)} (agent_migration_until), then fail:")
+    lines.append(f"  list them: {written}pytest-agentctx cassettes unused {report_arg}")
+    lines.append(f"  drop the unused recordings: pytest-agentctx cassettes prune {report_arg}")
+    if misses:
+        lines.append('  re-record the tests with misses: pytest --agent-record "TEST_ID"')
     return lines
