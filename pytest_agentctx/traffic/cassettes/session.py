@@ -366,6 +366,9 @@ class Cassette:
                 raise errors[0]
         if self.overread:
             raise PartialRecording(self._partial_message(self.overread[0]))
+        if self.misses and self.migrating:
+            self.eased_misses = len(self.misses)
+            return  # its unused recordings are not judged: a miss may have wanted them
         if self.misses:
             first = self.miss_message(self.misses[0])
             more = (
@@ -373,9 +376,6 @@ class Cassette:
                 if len(self.misses) > 1
                 else ""
             )
-            if self.migrating:
-                self.eased_misses = len(self.misses)
-                return  # its unused recordings are not judged: a miss may have wanted them
             raise CassetteMiss(first + more + self._period_ended(misses=True))
         if self.mode is not RecordMode.NONE or self.allow_unused or self.shared:
             return
