@@ -4,8 +4,8 @@ A report lists, for each test's cassette, the recordings the test left unused, b
 with a digest of each one's request (:func:`request_digest`: method, URL and body as
 stored, no header). :func:`plan_prune` reads the file as it is now and checks that each
 listed index still holds a request of that digest: a file changed since the report (re-
-recorded, edited, pruned already) is refused with :class:`StaleReport` rather than pruned
-wrongly. :func:`apply_prune` writes the file without them, atomically, under the
+recorded, edited, pruned already) is refused with a
+:class:`~pytest_agentctx.exceptions.UsageError` rather than pruned wrongly. :func:`apply_prune` writes the file without them, atomically, under the
 cassette's lock, in the file's own format (the package's JSON or YAML, vcrpy's YAML or
 JSON), every interaction kept scrubbed by the redactor as a recording is, in its order.
 """
@@ -20,14 +20,11 @@ from pathlib import Path
 
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx._untrusted import LimitExceeded, read_untrusted
+from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.traffic.cassettes.fileformat import FORMAT_NAME, Interaction
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.store import forget, parse_cassette, write_cassette
-from pytest_agentctx.traffic.errors import CassetteError, CassetteFormatError
-
-
-class StaleReport(CassetteError):
-    """The cassette file no longer holds what the report says of it: nothing is pruned."""
+from pytest_agentctx.traffic.errors import CassetteFormatError
 
 
 def request_digest(interaction: Interaction) -> str:
@@ -86,8 +83,9 @@ def read_cassette_file(path: Path) -> tuple[str, list[Interaction]]:
 
 def plan_prune(path: Path, dead: Mapping[int, str], *, report: str) -> PrunePlan:
     """The plan of dropping the interactions ``dead`` (position: request digest, from the
-    report ``report``) from the cassette at ``path``; :class:`StaleReport` naming the
-    first position that does not hold that request any more."""
+    report ``report``) from the cassette at ``path``; a
+    :class:`~pytest_agentctx.exceptions.UsageError` naming the first position that does not
+    hold that request any more."""
     style, interactions = read_cassette_file(path)
     for position, digest in sorted(dead.items()):
         if position >= len(interactions):
@@ -96,7 +94,7 @@ def plan_prune(path: Path, dead: Mapping[int, str], *, report: str) -> PrunePlan
             found = f"interaction #{position} is another request now"
         else:
             continue
-        raise StaleReport(
+        raise UsageError(
             f"Cassette {path} changed since the report {report} (the report lists "
             f"interaction #{position} as unused, but {found}): nothing was pruned. Run the "
             f"suite again with --agent-report={report}, then prune with that report."
@@ -115,7 +113,7 @@ def apply_prune(plan: PrunePlan, redactor: Redactor, *, report: str) -> None:
         dead = {p: request_digest(plan.interactions[p]) for p in plan.dropped}
         again = plan_prune(plan.path, dead, report=report)
         if again.interactions != plan.interactions:
-            raise StaleReport(
+            raise UsageError(
                 f"Cassette {plan.path} changed while it was being pruned: nothing was "
                 f"pruned. Run the suite again with --agent-report={report}, then prune "
                 "with that report."

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.prune import (
-    StaleReport,
     apply_prune,
     plan_prune,
     read_cassette_file,
@@ -136,7 +136,7 @@ def test_a_file_whose_interaction_changed_since_the_report_is_refused(tmp_path):
     digest = request_digest(_interaction("a"))
     write_cassette(path, [_interaction("c"), _interaction("b")])  # re-recorded since
 
-    with pytest.raises(StaleReport) as caught:
+    with pytest.raises(UsageError) as caught:
         plan_prune(path, {0: digest}, report="r.json")
 
     assert str(caught.value) == (
@@ -150,7 +150,7 @@ def test_a_file_shorter_than_the_report_says_is_refused(tmp_path):
     path = tmp_path / "c.json"
     write_cassette(path, [_interaction("a")])
 
-    with pytest.raises(StaleReport, match="but it holds 1 interaction"):
+    with pytest.raises(UsageError, match="but it holds 1 interaction"):
         plan_prune(path, {3: request_digest(_interaction("a"))}, report="r.json")
 
 
@@ -161,7 +161,7 @@ def test_a_file_changed_between_the_plan_and_the_write_is_left_alone(tmp_path):
     write_cassette(path, [_interaction("a"), _interaction("b"), _interaction("c")])
     text = path.read_text()
 
-    with pytest.raises(StaleReport, match="changed while it was being pruned"):
+    with pytest.raises(UsageError, match="changed while it was being pruned"):
         apply_prune(plan, Redactor(env=()), report="r.json")
 
     assert path.read_text() == text
