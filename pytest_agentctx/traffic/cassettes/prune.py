@@ -5,9 +5,10 @@ with a digest of each one's request (:func:`request_digest`: method, URL and bod
 stored, no header). :func:`plan_prune` reads the file as it is now and checks that each
 listed index still holds a request of that digest: a file changed since the report (re-
 recorded, edited, pruned already) is refused with a
-:class:`~pytest_agentctx.exceptions.UsageError` rather than pruned wrongly. :func:`apply_prune` writes the file without them, atomically, under the
-cassette's lock, in the file's own format (the package's JSON or YAML, vcrpy's YAML or
-JSON), every interaction kept scrubbed by the redactor as a recording is, in its order.
+:class:`~pytest_agentctx.exceptions.UsageError` rather than pruned wrongly.
+:func:`apply_prune` writes the file without them, atomically, under the cassette's lock,
+in the file's own format (the package's JSON or YAML, vcrpy's YAML or JSON), every
+interaction kept scrubbed by the redactor as a recording is, in its order.
 """
 
 from __future__ import annotations
