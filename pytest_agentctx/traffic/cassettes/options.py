@@ -141,12 +141,12 @@ def migration_period(value: str, *, today: date | None = None) -> tuple[str, boo
     """``agent_migration_until`` checked: the date as written (``""`` when not set) and
     whether ``today`` (the local date of the run by default) is on or before it; a value
     that is not a ``YYYY-MM-DD`` date raises :class:`CassetteConfigError` naming it."""
-    import datetime
-    import re
-
     text = value.strip()
     if not text:
         return "", False
+    import datetime
+    import re
+
     try:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             raise ValueError(text)
