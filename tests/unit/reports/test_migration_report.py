@@ -103,7 +103,7 @@ def _eased_report(**eased: int) -> dict[str, Any]:
         "cassette": cassette,
         "budget": None,
     }
-    test.update(repeat=None, runs=[], stats=build_record(runs=())["stats"])
+    test.update(repeat=None, runs=[], stats=build_record(runs=())["stats"], suite="unit")
     return {"tests": [test]}
 
 
@@ -137,3 +137,12 @@ def test_the_table_marks_a_cassette_let_pass() -> None:
     lines = table_lines(_eased_report(misses=0, unused=1), width=120)
 
     assert lines[1].endswith("unused (eased)")
+
+
+def test_the_html_page_says_a_cassette_was_let_pass() -> None:
+    from pytest_agentctx.reports.html import render_html
+    from pytest_agentctx.reports.session_report import assemble_report
+
+    report = assemble_report(_eased_report(misses=0, unused=1)["tests"])
+
+    assert "let pass until 2026-12-31 (agent_migration_until)" in render_html(report)
