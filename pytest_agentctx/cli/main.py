@@ -1,13 +1,13 @@
 """The ``pytest-agentctx`` command: reports and cassettes outside a pytest session.
 
-``report merge``, ``report html``, ``gate``, ``cassettes check``, ``cassettes show`` and
-``migrate`` (docs/cli.md). Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette
-findings), 2 a usage error (bad arguments, a file that is not a report or a cassette, or
-one past a limit). Every line it prints passes the package's redactor, then
-:func:`~pytest_agentctx._untrusted.visible`: the reports and cassettes it reads may come
-from strangers, and their control characters are shown as escapes, never sent to the
-terminal. The files are read within the limits of :mod:`pytest_agentctx._untrusted`,
-raised by the same ini options as in a pytest session.
+``report merge``, ``report html``, ``gate``, ``cassettes check``, ``cassettes show``,
+``cassettes unused``, ``cassettes prune`` and ``migrate`` (docs/cli.md). Exit codes: 0 clean, 1
+findings (a failed gate, failed tests, cassette findings), 2 a usage error (bad arguments,
+a file that is not a report or a cassette, or one past a limit). Every line it prints
+passes the package's redactor, then :func:`~pytest_agentctx._untrusted.visible`: the
+reports and cassettes it reads may come from strangers, and their control characters are
+shown as escapes, never sent to the terminal. The files are read within the limits of
+:mod:`pytest_agentctx._untrusted`, raised by the same ini options as in a pytest session.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
             metavar="VALUE",
             help=f"allowed change of {name}: {example} (ini: agent_baseline_{name})",
         )
-    cassettes = commands.add_parser("cassettes", help="check or show cassettes")
+    cassettes = commands.add_parser("cassettes", help="check, show or prune cassettes")
     actions = cassettes.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser("check", help="unused, old and retired-model cassettes")
     check.add_argument(
@@ -85,6 +85,17 @@ def _parser() -> argparse.ArgumentParser:
         "--retired-models",
         metavar="FILE",
         help="more retired models, 'model = YYYY-MM-DD' a line (ini: agent_retired_models)",
+    )
+    unused = actions.add_parser(
+        "unused", help="the unused recordings and let-pass misses a report lists"
+    )
+    unused.add_argument("report", metavar="REPORT.json", help="a report (--agent-report)")
+    prune = actions.add_parser(
+        "prune", help="drop the unused recordings a report lists from their cassettes"
+    )
+    prune.add_argument("report", metavar="REPORT.json", help="a report (--agent-report)")
+    prune.add_argument(
+        "--dry-run", action="store_true", help="print what would be dropped, change nothing"
     )
     show = actions.add_parser("show", help="print one cassette readably")
     show.add_argument("path", metavar="PATH")
@@ -156,6 +167,15 @@ def _run(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
         return run_gate(args, ini, out)
     if args.action == "check":
         return _check(args, ini, out)
+    if args.action in ("unused", "prune"):
+        from pytest_agentctx.cli.prune import list_unused, prune
+
+        if args.action == "unused":
+            return list_unused(args.report, out)
+        secret_env = ini.lines("agent_secret_env")
+        return prune(
+            args.report, rootdir=ini.rootdir, secret_env=secret_env, dry_run=args.dry_run, out=out
+        )
     from pytest_agentctx.cli.show import show_cassette
 
     for line in show_cassette(Path(args.path)):

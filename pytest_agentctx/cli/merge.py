@@ -32,6 +32,7 @@ from pytest_agentctx.reports.session_report import (
     assemble_report,
     check_report,
     dumps_report,
+    judged_digests,
     report_bytes,
     report_json,
 )
@@ -299,6 +300,9 @@ def _judge_shared_cassettes(entries: Sequence[Entry]) -> None:
         for entry in group:
             cassette = dict(entry.light["cassette"])
             cassette["unused"] = sorted(common)
+            digests = judged_digests(cassette.pop("digests", None), common)
+            if digests:
+                cassette["digests"] = digests
             if cassette["status"] in ("replayed", "unused"):
                 cassette["status"] = "unused" if common else "replayed"
             if cassette != entry.light["cassette"]:

@@ -104,6 +104,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
     )
     parser.addini(
+        "agent_migration_until",
+        "Last day (YYYY-MM-DD) unused recordings and caught cassette misses are reported "
+        "without failing tests.",
+        default="",
+    )
+    parser.addini(
         "agent_allowed_hosts",
         "Hosts (names or addresses) agent tests may reach while replaying or using fake_llm.",
         type="linelist",

@@ -284,6 +284,12 @@ class _Page:
             )
             if unused:
                 w(f' · <span class="bad">unused interactions: {esc(", ".join(unused))}</span>')
+            eased = as_map(cassette.get("eased"))
+            if eased:
+                w(
+                    f' · <span class="bad">let pass until {esc(eased.get("until", ""))} '
+                    "(agent_migration_until)</span>"
+                )
             w("</div>\n")
         budget = as_map(test.get("budget"))
         if budget:

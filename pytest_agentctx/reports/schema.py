@@ -42,9 +42,20 @@ class RunEntry(TypedDict):
     context: NotRequired[dict[str, object]]
 
 
+class EasedEntry(TypedDict):
+    """What the migration period (``agent_migration_until``, the last day: ``until``) let
+    a passing test get away with: misses its code caught, recordings it left unused."""
+
+    until: str
+    misses: int
+    unused: int
+
+
 class CassetteEntry(TypedDict):
     """A test's cassette after the test ran (``shared``: used by several tests, dropped
-    from the report once the collector judged it)."""
+    from the report once the collector judged it). ``digests``: a digest of the request of
+    each unused recording, by its index (as a string), that ``pytest-agentctx cassettes
+    prune`` checks the file against; ``eased``: what the migration period let pass."""
 
     path: str
     mode: str
@@ -52,6 +63,8 @@ class CassetteEntry(TypedDict):
     interactions: int
     unused: list[int]
     shared: NotRequired[bool]
+    digests: NotRequired[dict[str, str]]
+    eased: NotRequired[EasedEntry]
 
 
 class ExceededEntry(TypedDict):

@@ -124,10 +124,10 @@ def cassette_entry(
         status = "missing"
     elif unused and not cassette.shared:
         fails = cassette.mode is RecordMode.NONE and not cassette.allow_unused
-        status = "stale" if fails else "unused"
+        status = "stale" if fails and not cassette.eased_unused else "unused"
     else:
         status = "replayed"
-    return {
+    entry: CassetteEntry = {
         "path": _relative(cassette.path, rootpath),
         "mode": cassette.mode.value,
         "status": status,
@@ -135,6 +135,17 @@ def cassette_entry(
         "unused": unused,
         "shared": cassette.shared,
     }
+    if unused:  # what `pytest-agentctx cassettes prune` checks the file against
+        from pytest_agentctx.traffic.cassettes.prune import request_digest
+
+        entry["digests"] = {str(i): request_digest(cassette.loaded[i]) for i in unused}
+    if cassette.eased_misses or cassette.eased_unused:
+        entry["eased"] = {
+            "until": cassette.migration_until,
+            "misses": cassette.eased_misses,
+            "unused": cassette.eased_unused,
+        }
+    return entry
 
 
 def per_run_figures(
@@ -278,8 +289,21 @@ def _judge_shared_cassettes(tests: list[ReportEntry]) -> None:
             common &= set(cassette["unused"])
         for cassette in cassettes:
             cassette["unused"] = sorted(common)
+            digests = judged_digests(cassette.pop("digests", None), common)
+            if digests:
+                cassette["digests"] = digests
             if common and cassette["status"] == "replayed":
                 cassette["status"] = "unused"
+
+
+def judged_digests(
+    digests: Mapping[str, str] | None, unused: Collection[int]
+) -> dict[str, str] | None:
+    """The request digests of the recordings ``unused`` only, once a cassette's unused
+    list was judged again over the tests that share it (``None`` when there are none)."""
+    if not digests or not unused:
+        return None
+    return {str(i): digests[str(i)] for i in sorted(unused) if str(i) in digests}
 
 
 def dumps_report(report: Mapping[str, object]) -> str:
@@ -422,6 +446,11 @@ def summary_line(report: Mapping[str, Any]) -> str | None:
             " (a failing test's recording is not kept: fix the test and record again, or "
             "keep it with --agent-record-failing)"
         )
+    from pytest_agentctx.reports.migration import eased_note
+
+    eased = eased_note(report)
+    if eased:
+        line += f"; {eased}"
     unmeasured = sum(not is_measured(test) for test in agents)
     if unmeasured:
         line += (

@@ -172,6 +172,13 @@ def _money(cost: float | None) -> str:
     return "n/a" if cost is None else f"${cost:.6f}"
 
 
+def _cassette_cell(cassette: Mapping[str, Any] | None) -> str:
+    """A test's cassette status; ``(eased)`` when the migration period let it pass."""
+    if cassette is None:
+        return "-"
+    return f"{cassette['status']} (eased)" if cassette.get("eased") else str(cassette["status"])
+
+
 def _columns(shown: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """The cells of every column but the outcome and the name, by title, in table order."""
     columns: dict[str, list[str]] = {title: [] for title in (*_FIGURES, "cassette")}
@@ -186,7 +193,7 @@ def _columns(shown: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
         for title, cell in zip(_FIGURES, figures, strict=True):
             columns[title].append(cell if is_measured(test) else "?")
         cassette = test["cassette"]
-        columns["cassette"].append("-" if cassette is None else cassette["status"])
+        columns["cassette"].append(_cassette_cell(cassette))
     if any(test["budget"] is not None for test in shown):
         columns["budget"] = [_budget(test["budget"]) for test in shown]
     if any(test["repeat"] is not None for test in shown):

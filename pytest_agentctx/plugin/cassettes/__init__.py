@@ -97,6 +97,7 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         placeholder_keys=_ini_bool(config, "agent_placeholder_keys"),
         names=str(config.getini("agent_cassette_names")),
         ignore_hosts=[str(h) for h in config.getini("agent_ignore_hosts")],
+        migration_until=str(config.getini("agent_migration_until")),
     )
 
 

@@ -112,6 +112,15 @@ def summarise(
             terminalreporter.write_sep("-", "agentctx")
             for row in table:
                 terminalreporter.write_line(visible(row))
+    from pytest_agentctx.reports.migration import eased_lines
+
+    eased = eased_lines(
+        report, report_path=None if reports.json_path is None else str(reports.json_path)
+    )
+    if eased:
+        terminalreporter.write_sep("-", "agentctx: let pass under agent_migration_until")
+        for line in eased:
+            terminalreporter.write_line(visible(line), yellow=True)
     totals = summary_line(report)
     if totals is not None:
         terminalreporter.write_line(visible(totals))

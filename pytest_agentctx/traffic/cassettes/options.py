@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pytest_agentctx.traffic.cassettes.defaults import DEFAULT_IGNORED_FIELDS, RecordMode
 from pytest_agentctx.traffic.errors import CassetteConfigError
+
+if TYPE_CHECKING:
+    from datetime import date
 
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
 AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context"})
@@ -68,6 +71,12 @@ class CassetteSettings(NamedTuple):
         marker makes a test an agent test)."""
         return self.names != "agentctx"
 
+    #: ``agent_migration_until`` as written (``YYYY-MM-DD``), or ``""`` when not set.
+    migration_until: str = ""
+    #: Whether the run's local date is on or before :attr:`migration_until`: unused
+    #: recordings and misses the code caught are then reported, not failed on.
+    migrating: bool = False
+
     @classmethod
     def build(
         cls,
@@ -89,6 +98,8 @@ class CassetteSettings(NamedTuple):
         placeholder_keys: bool = True,
         names: str = "agentctx",
         ignore_hosts: Iterable[str] = (),
+        migration_until: str = "",
+        today: date | None = None,
     ) -> CassetteSettings:
         """The settings from the option values; a bad value raises :class:`CassetteError`
         naming the option, the value and a right one."""
@@ -124,6 +135,7 @@ class CassetteSettings(NamedTuple):
             from pytest_agentctx.traffic.cassettes.vcr_names import parse_naming
 
             naming = parse_naming(names)
+        until, migrating = migration_period(migration_until, today=today)
         return cls(
             directory=path if path.is_absolute() else rootpath / path,
             mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
@@ -142,6 +154,8 @@ class CassetteSettings(NamedTuple):
             placeholder_keys=placeholder_keys,
             names=naming,
             ignore_hosts=_ignore_hosts(ignore_hosts),
+            migration_until=until,
+            migrating=migrating,
         )
 
 
@@ -163,6 +177,29 @@ def _ignore_hosts(entries: Iterable[str]) -> tuple[str, ...]:
                 "file."
             )
     return checked
+
+
+def migration_period(value: str, *, today: date | None = None) -> tuple[str, bool]:
+    """``agent_migration_until`` checked: the date as written (``""`` when not set) and
+    whether ``today`` (the local date of the run by default) is on or before it; a value
+    that is not a ``YYYY-MM-DD`` date raises :class:`CassetteConfigError` naming it."""
+    text = value.strip()
+    if not text:
+        return "", False
+    import datetime
+    import re
+
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
+        until = datetime.date.fromisoformat(text)
+    except ValueError:
+        raise CassetteConfigError(
+            f"agent_migration_until = {value!r} is not a date; expected YYYY-MM-DD (the last "
+            "day unused recordings and caught misses do not fail tests), e.g. "
+            "agent_migration_until = 2026-12-31. Fix it in your pytest ini file."
+        ) from None
+    return text, (today or datetime.date.today()) <= until
 
 
 def _secret_env(names: Iterable[str]) -> tuple[str, ...]:

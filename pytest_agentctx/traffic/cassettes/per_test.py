@@ -496,6 +496,8 @@ def build_cassette(
         verbosity=settings.verbosity,
         style=settings.style,
         match_on=resolved if match_on is not None else None,
+        migration_until=settings.migration_until,
+        migrating=settings.migrating,
     )
     guard = (
         NetworkGuard(
@@ -530,7 +532,9 @@ def call_failure(
 def verify_call(cassette: Cassette | None, guard: NetworkGuard | None) -> None:
     """After a test's call passed: finish the streams the agent stopped reading (while its
     client is open), then fail on a request no concurrent run owned or the cassette missed,
-    a connection the guard refused, and recordings left unused."""
+    a connection the guard refused, and recordings left unused (the misses and unused
+    recordings only counted while ``agent_migration_until``'s period runs: see
+    :meth:`~.session.Cassette.check`)."""
     __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
     if cassette is not None:
         cassette.finish_streams()

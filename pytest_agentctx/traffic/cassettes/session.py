@@ -127,6 +127,8 @@ class Cassette:
         verbosity: int = 0,
         style: str = "native",
         match_on: Sequence[tuple[str, Matcher]] | None = None,
+        migration_until: str = "",
+        migrating: bool = False,
     ) -> None:
         self.path = path
         #: vcrpy's matchers, with their names, when they replace the package's matching
@@ -143,6 +145,13 @@ class Cassette:
         self._keys = RequestKeys(self.redactor, self.ignored, body_hook)
         self.allow_unused = allow_unused
         self.shared = shared
+        #: ``agent_migration_until`` (``""``: not set) and whether its period still runs:
+        #: then unused recordings and misses the code caught are counted, not failed on.
+        self.migration_until = migration_until
+        self.migrating = migrating and bool(migration_until)
+        #: What the migration period let pass (see :meth:`check`): misses, unused recordings.
+        self.eased_misses = 0
+        self.eased_unused = 0
         self.existed = path.exists()
         sweep_folder(path.parent)
         # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
@@ -428,13 +437,21 @@ class Cassette:
 
     def check(self) -> None:
         """Raise for requests no concurrent run owned (:attr:`refused`), responses not
-        recorded (unscrubbable), misses, then unused recordings (unless allowed)."""
+        recorded (unscrubbable), misses, then unused recordings (unless allowed).
+
+        Called once the test passed: its misses are ones the code caught. While the
+        migration period of ``agent_migration_until`` runs (:attr:`migrating`), those
+        misses and the unused recordings are counted (:attr:`eased_misses`,
+        :attr:`eased_unused`) for the reports instead; once it ended, the error says so."""
         __tracebackhide__ = True  # the messages say it all: pytest shows no frame of this
         for errors in (self._interceptor.refused, self.unscrubbable, self.unreadable):
             if errors:
                 raise errors[0]
         if self.overread:
             raise PartialRecording(self._partial_message(self.overread[0]))
+        if self.misses and self.migrating:
+            self.eased_misses = len(self.misses)
+            return  # its unused recordings are not judged: a miss may have wanted them
         if self.misses:
             first = self.miss_message(self.misses[0])
             more = (
@@ -442,14 +459,34 @@ class Cassette:
                 if len(self.misses) > 1
                 else ""
             )
-            raise CassetteMiss(first + more)
+            raise CassetteMiss(first + more + self._period_ended(misses=True))
         if self.mode is not RecordMode.NONE or self.allow_unused or self.shared:
             return
         unused = self.unused()
-        if unused:
-            raise StaleCassette(
-                stale_message(self._replays, unused, path=self.path, command=self.record_command())
+        if unused and self.migrating:
+            self.eased_unused = len(unused)
+        elif unused:
+            message = stale_message(
+                self._replays, unused, path=self.path, command=self.record_command()
             )
+            raise StaleCassette(message + self._period_ended(misses=False))
+
+    def _period_ended(self, *, misses: bool) -> str:
+        """What the failure of a suite whose migration period ended adds: that it ended,
+        and what to do."""
+        if not self.migration_until or self.migrating:
+            return ""
+        fix = (
+            f"re-record the test ({self.record_command()})"
+            if misses
+            else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
+            "pytest-agentctx cassettes prune agentctx-report.json)"
+        )
+        return (
+            f"\nThe migration period of agent_migration_until ended on "
+            f"{self.migration_until}, so this fails again: {fix}, or move "
+            "agent_migration_until to a later date in your pytest ini file."
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
