@@ -396,11 +396,36 @@ def test_a_json_edge_case_loads_or_fails_as_with_the_safe_loader(text):
     assert _agrees(text)
 
 
+#: The corpus cassettes JSON cannot say as the safe loader reads them: gzip bodies stored as
+#: ``!!binary`` (bytes), and pydantic-ai's ``3.9e-06`` floats (YAML 1.1 reads an exponent
+#: without a point as a string).
+NOT_JSON = {
+    "langsmith__openai_anthropic_mixed_24_gzip.yaml",
+    "llm-anthropic__anthropic_tools_stream_gzip.yaml",
+    "llm__openai_chat_tool_chain_gzip.yaml",
+    "llm__openai_responses_reasoning_tools_4_gzip.yaml",
+    "llm__openai_responses_tool_use_gzip.yaml",
+    "openllmetry__anthropic_tools_history_gzip.yaml",
+    "openllmetry__openai_assistants_polling_25_gzip.yaml",
+    "pydantic-ai__gemini_then_openai_chat_tools.yaml",
+}
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=[path.name for path in CORPUS])
+def test_a_corpus_cassette_is_written_in_json_unless_json_cannot_say_it(path):
+    document = yamlread.safe_load(path.read_text(encoding="utf-8"))
+
+    assert (yamlread.dump_json(document) is None) == (path.name in NOT_JSON)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in CORPUS if path.name not in NOT_JSON],
+    ids=[path.name for path in CORPUS if path.name not in NOT_JSON],
+)
 def test_a_corpus_cassette_written_in_json_loads_as_with_the_safe_loader(path):
     text = yamlread.dump_json(yamlread.safe_load(path.read_text(encoding="utf-8")))
-    if text is None:  # a !!binary body: JSON cannot say it
-        pytest.skip("not written in JSON")
 
+    assert text is not None
     assert _agrees(text)
     assert yamlread.json_document(text) is not None
