@@ -396,7 +396,7 @@ def test_a_json_edge_case_loads_or_fails_as_with_the_safe_loader(text):
     assert _agrees(text)
 
 
-#: The corpus cassettes JSON cannot say as the safe loader reads them: gzip bodies stored as
+#: The corpus cassettes (the shared corpus and tests/integration/corpus) JSON cannot say as the safe loader reads them: gzip bodies stored as
 #: ``!!binary`` (bytes), and pydantic-ai's ``3.9e-06`` floats (YAML 1.1 reads an exponent
 #: without a point as a string).
 NOT_JSON = {
@@ -405,6 +405,7 @@ NOT_JSON = {
     "llm__openai_chat_tool_chain_gzip.yaml",
     "llm__openai_responses_reasoning_tools_4_gzip.yaml",
     "llm__openai_responses_tool_use_gzip.yaml",
+    "openllmetry__anthropic_prompt_caching.yaml",
     "openllmetry__anthropic_tools_history_gzip.yaml",
     "openllmetry__openai_assistants_polling_25_gzip.yaml",
     "pydantic-ai__gemini_then_openai_chat_tools.yaml",
