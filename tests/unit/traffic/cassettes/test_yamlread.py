@@ -396,9 +396,9 @@ def test_a_json_edge_case_loads_or_fails_as_with_the_safe_loader(text):
     assert _agrees(text)
 
 
-#: The corpus cassettes (the shared corpus and tests/integration/corpus) JSON cannot say as the safe loader reads them: gzip bodies stored as
-#: ``!!binary`` (bytes), and pydantic-ai's ``3.9e-06`` floats (YAML 1.1 reads an exponent
-#: without a point as a string).
+#: The corpus cassettes (the shared corpus and tests/integration/corpus) that JSON cannot
+#: say as the safe loader reads them: gzip bodies stored as ``!!binary`` (bytes), and
+#: pydantic-ai's ``3.9e-06`` floats (YAML 1.1 reads an exponent without a point as a string).
 NOT_JSON = {
     "langsmith__openai_anthropic_mixed_24_gzip.yaml",
     "llm-anthropic__anthropic_tools_stream_gzip.yaml",
