@@ -140,20 +140,29 @@ def _yaml_reads_as_json(text: str, value: object) -> bool:
 def _plain_within(value: object, depth: int) -> bool:
     """Whether ``value``'s lists and mappings nest no deeper than ``depth`` and orjson
     writes none of its floats with an exponent. Walks the containers of the value (a
-    cassette's are few: its bodies are strings), not its text."""
-    if not isinstance(value, dict | list | tuple):
-        return not (isinstance(value, float) and b"e" in orjson.dumps(value))
+    cassette's are few: its bodies are strings), not its text; ``value`` holds the types
+    orjson reads and writes as JSON only (:data:`_ORJSON_PLAIN`)."""
+    if type(value) not in _CONTAINERS:
+        return type(value) is not float or b"e" not in orjson.dumps(value)
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
         if level > depth:
             return False
-        for item in node.values() if isinstance(node, dict) else node:  # type: ignore[attr-defined]
-            if isinstance(item, dict | list | tuple):
-                stack.append((item, level + 1))
-            elif isinstance(item, float) and b"e" in orjson.dumps(item):
+        for item in node.values() if type(node) is dict else node:  # type: ignore[attr-defined]
+            kind = type(item)
+            if kind in _CONTAINERS:
+                if item:
+                    stack.append((item, level + 1))
+                elif level + 1 > depth:
+                    return False
+            elif kind is float and b"e" in orjson.dumps(item):
                 return False
     return True
+
+
+#: The types orjson writes as JSON objects or arrays.
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def json_document(text: str) -> object | None:
