@@ -221,25 +221,59 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
 # -- converting -------------------------------------------------------------------
 
 
+#: Why :func:`vcr_json` left a cassette as it is: it is JSON already, or JSON cannot
+#: say one of its values as YAML reads it back.
+ALREADY_JSON = "written in JSON already"
+HOLDS_BYTES = "it holds bytes (!!binary bodies, such as gzip responses), which JSON cannot hold"
+NOT_IN_JSON = (
+    "it holds a value JSON cannot say as YAML reads it back (a date, a float written with "
+    "an exponent, a character YAML does not keep, or nesting past agent_max_depth)"
+)
+
+
+def vcr_json(path: Path) -> tuple[str | None, str]:
+    """The vcrpy cassette at ``path`` written in JSON (see :func:`convert_vcr_yaml`), or
+    ``None`` and why not (:data:`ALREADY_JSON`, :data:`HOLDS_BYTES`, :data:`NOT_IN_JSON`,
+    ``""`` for a file that is no vcrpy cassette). Writes nothing; raises what reading
+    the file raises (:class:`OSError`, :class:`UnicodeDecodeError`, a YAML error,
+    :class:`~pytest_agentctx._untrusted.LimitExceeded`)."""
+    from pytest_agentctx._untrusted import read_untrusted
+    from pytest_agentctx.traffic.cassettes import yamlread
+
+    text = read_untrusted(path).decode("utf-8")
+    if text.startswith("{") and yamlread.json_document(text) is not None:
+        return None, ALREADY_JSON
+    document = yamlread.load(text, str(path))
+    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
+        return None, ""
+    converted = yamlread.dump_json(document)
+    if converted is None or yamlread.safe_load(converted) != document:
+        return None, HOLDS_BYTES if _holds_bytes(document) else NOT_IN_JSON
+    return converted, ""
+
+
+def _holds_bytes(value: object) -> bool:
+    if isinstance(value, bytes):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_bytes(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_bytes(item) for item in value)
+    return False
+
+
 def convert_vcr_yaml(path: Path) -> bool:
     """Rewrite the vcrpy cassette at ``path`` as the same document written in JSON, the
     subset of YAML that vcrpy, pytest-recording and PyYAML read as they read the YAML,
     and that this package reads at JSON's speed; whether it was rewritten. A cassette
     JSON cannot say as YAML reads it back (a ``!!binary`` body, a date, a float YAML
     1.1 reads as a string), one already converted, or a file that is no vcrpy cassette is
-    left as it is. The file keeps its name, so every tool still finds it."""
+    left as it is (:func:`vcr_json` says why). The file keeps its name, so every tool
+    still finds it."""
     from pytest_agentctx._files import atomic_write_bytes
-    from pytest_agentctx._untrusted import read_untrusted
-    from pytest_agentctx.traffic.cassettes import yamlread
 
-    text = read_untrusted(path).decode("utf-8")
-    if text.startswith("{") and yamlread.json_document(text) is not None:
-        return False  # converted already
-    document = yamlread.load(text, str(path))
-    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
-        return False
-    converted = yamlread.dump_json(document)
-    if converted is None or yamlread.safe_load(converted) != document:
+    converted, _ = vcr_json(path)
+    if converted is None:
         return False
     atomic_write_bytes(path, converted.encode("utf-8"))
     return True
