@@ -291,6 +291,10 @@ def parse_sse(text: str, *, fast: bool | None = None) -> list[dict[str, object]]
     for block in normalised.split("\n\n"):
         if not block.strip():
             continue
+        simple = _simple_event(block, fast)  # most events: a data line, an event line before
+        if simple is not None:
+            events.append(simple)
+            continue
         event: dict[str, object] = {}
         data: list[str] = []
         comments: list[str] = []
@@ -314,13 +318,31 @@ def parse_sse(text: str, *, fast: bool | None = None) -> list[dict[str, object]]
     return events
 
 
+def _simple_event(block: str, fast: bool) -> dict[str, object] | None:
+    """The event of ``block`` when it is one ``data`` line, maybe after one ``event``
+    line (what :func:`parse_sse` makes of it, sooner); else ``None``."""
+    event: dict[str, object] = {}
+    if block[:6] == "event:":
+        name, _, block = block.partition("\n")
+        event["event"] = name[7:] if name[6:7] == " " else name[6:]
+    if block[:5] != "data:" or "\n" in block:
+        return None
+    event["data"] = _maybe_json(block[6:] if block[5:6] == " " else block[5:], fast)
+    return event
+
+
 def _maybe_json(text: str, fast: bool) -> object:
-    if text.lstrip().startswith(("{", "[")):
+    head = text[:1]
+    if head in _JSON_STARTS or (head.isspace() and text.lstrip()[:1] in _JSON_STARTS):
         try:
             return loads_json(text, fast)
         except json.JSONDecodeError:
             return text
     return text
+
+
+#: The first characters of the JSON texts an event's data is read as (objects, arrays).
+_JSON_STARTS = ("{", "[")
 
 
 def format_sse_event(event: Mapping[str, object]) -> bytes:

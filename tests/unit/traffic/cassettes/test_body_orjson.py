@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from pytest_agentctx.traffic.cassettes import body
 from pytest_agentctx.traffic.cassettes.body import encode_body
 
-LAWS = settings(max_examples=300, derandomize=True, database=None, deadline=None)
+LAWS = settings(
+    max_examples=300,
+    derandomize=True,
+    database=None,
+    deadline=None,
+)
 
 _LEAVES = (
     st.none()
@@ -87,3 +94,33 @@ def test_an_integer_past_64_bits_stays_an_integer():
     stored = encode_body(text.encode(), "application/json")
 
     assert stored == {"json": {"id": 123456789012345678901234567890, "n": -9223372036854775809}}
+
+
+_LINES = st.sampled_from(
+    [
+        "event: delta",
+        "event:delta",
+        "event: ",
+        'data: {"a": 1}',
+        "data:[1, 2]",
+        "data:  [DONE]",
+        "data: text",
+        "data:",
+        "id: 7",
+        ": keep-alive",
+        "retry: 10",
+    ]
+)
+
+
+@LAWS
+@given(blocks=st.lists(st.lists(_LINES, min_size=1, max_size=3), max_size=5))
+def test_the_short_way_through_common_events_gives_what_the_long_way_gives(blocks):
+    text = "".join("\n".join(lines) + "\n\n" for lines in blocks)
+    short = body.parse_sse(text)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(body, "_simple_event", lambda block, fast: None)
+        long = body.parse_sse(text)
+
+    assert _exact(short) == _exact(long)
