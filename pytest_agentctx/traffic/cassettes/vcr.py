@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from http import HTTPStatus
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING
 
 from pytest_agentctx._untrusted import LimitExceeded
 from pytest_agentctx.traffic.cassettes.body import (
@@ -67,41 +66,43 @@ def _vcr_body(body: Body) -> str | bytes | None:
 
 
 def _reason(status: int) -> str:
+    from http import HTTPStatus  # written only: reading a cassette needs no http
+
     try:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
 
 
-class VcrRequest(TypedDict):
-    """A request as vcrpy writes it."""
+if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports no typing
+    from typing import NotRequired, TypedDict
 
-    body: str | bytes | None
-    headers: dict[str, list[str]]
-    method: str
-    uri: str
+    class VcrRequest(TypedDict):
+        """A request as vcrpy writes it."""
 
+        body: str | bytes | None
+        headers: dict[str, list[str]]
+        method: str
+        uri: str
 
-class VcrStatus(TypedDict):
-    code: int
-    message: str
+    class VcrStatus(TypedDict):
+        code: int
+        message: str
 
+    class VcrResponse(TypedDict):
+        """A response as vcrpy writes it."""
 
-class VcrResponse(TypedDict):
-    """A response as vcrpy writes it."""
+        body: dict[str, str | bytes]
+        headers: dict[str, list[str]]
+        status: VcrStatus
 
-    body: dict[str, str | bytes]
-    headers: dict[str, list[str]]
-    status: VcrStatus
+    class VcrInteraction(TypedDict):
+        """An interaction as vcrpy writes it, with this package's keys vcrpy ignores."""
 
-
-class VcrInteraction(TypedDict):
-    """An interaction as vcrpy writes it, with this package's keys vcrpy ignores."""
-
-    request: VcrRequest
-    response: VcrResponse
-    test_id: NotRequired[str]
-    partial: NotRequired[bool]
+        request: VcrRequest
+        response: VcrResponse
+        test_id: NotRequired[str]
+        partial: NotRequired[bool]
 
 
 def vcr_interaction(interaction: Interaction) -> VcrInteraction:
