@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_corpus_instructions.py            # shared/corpus
     .venv/bin/python benchmarks/bench_corpus_instructions.py --corpus DIR
+    .venv/bin/python benchmarks/bench_corpus_instructions.py --checkout ../other-worktree
 
 The corpus's vcrpy cassettes are copied and rewritten in JSON by ``convert_vcr_yaml`` (the
 files JSON cannot hold stay YAML and are left out); each of the converted files is then
@@ -73,6 +74,7 @@ def count(python: str, args: Sequence[str], env: dict[str, str]) -> int:
                 *args,
             ],
             env={**env, "PYTHONHASHSEED": "0"},
+            cwd=temp,  # python -c puts its folder first on sys.path: not a checkout
             capture_output=True,
             text=True,
             timeout=900,
@@ -87,12 +89,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--cassetter-python", default=traffic.DEFAULT_CASSETTER_PYTHON)
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        default=traffic.ROOT,
+        help="the checkout whose package reads (default: this one), to count another commit",
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: apt-get install valgrind")
     from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
 
-    ours_env = {**os.environ, "PYTHONPATH": str(traffic.ROOT)}
+    ours_env = {**os.environ, "PYTHONPATH": str(args.checkout)}
     theirs_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with tempfile.TemporaryDirectory(prefix="bench-instructions-corpus-") as temp:
         folder, cache = Path(temp) / "converted", Path(temp) / "cache"
@@ -123,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             rows.append((label, read - idle))
     base = rows[-1][1]
     print(f"## The {files} converted corpus files, each read once: instructions (callgrind)\n")
+    print(f"checkout: {args.checkout}\n")
     print("| read | instructions | / cassetter |")
     print("|---|---:|---:|")
     for label, instructions in rows:
