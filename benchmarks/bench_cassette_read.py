@@ -363,7 +363,11 @@ def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None
             "corpus",
             f"{folder}: {len(paths)} files, {sum(p.stat().st_size for p in paths):,} B",
         ),
-        ("converted", f"{count} of {len(paths)} files (the others hold !!binary bodies)"),
+        (
+            "converted",
+            f"{count} of {len(paths)} files (the others: !!binary bodies, or floats YAML 1.1 "
+            "reads as strings)",
+        ),
         ("rounds", str(rounds)),
         ("load average before / after", f"{load_before} / {traffic._load_average()}"),
         ("elapsed", f"{time.perf_counter() - started:.0f} s"),

@@ -20,11 +20,12 @@ then stopped; the vcrpy cassettes (``cassettes/<module>/<test>.yaml``, the
   in JSON (what the migrate command does once): pytest-recording still replays them,
   pytest-agentctx reads them with orjson from its first run.
 
-The test files are the pytest-recording suite's, untouched; the project's conftest points
-each test at its pytest-recording cassette with ``@pytest.mark.agent(cassette=...)`` when
-pytest-agentctx runs (what ``agent_cassette_names = pytest-recording`` in the ini does
-without a conftest). Rounds are interleaved and the order rotates; the table shows the
-median wall time of the whole pytest process and the CPU time of its children.
+The test files are the pytest-recording suite's, untouched, with no conftest: the ini's
+``agent_cassette_names = pytest-recording`` makes pytest-agentctx take the tests marked
+``@pytest.mark.vcr`` as agent tests and find each one's cassette where pytest-recording
+put it (pytest-recording ignores the option). Rounds are interleaved and the order
+rotates; the table shows the median wall time of the whole pytest process and the CPU time
+of its children.
 """
 
 from __future__ import annotations
@@ -56,24 +57,8 @@ _INI = """\
 [pytest]
 markers =
     vcr: pytest-recording's marker
-    agent: pytest-agentctx's marker
+agent_cassette_names = pytest-recording
 """
-
-_CONFTEST = '''\
-"""Points each test at the cassette pytest-recording recorded for it, when pytest-agentctx
-runs (``agent_cassette_names = pytest-recording`` does the same from the ini)."""
-
-import pytest
-
-
-def pytest_collection_modifyitems(config, items):
-    if not config.pluginmanager.has_plugin("agentctx"):
-        return
-    for item in items:
-        module = item.path
-        cassette = module.parent / "cassettes" / module.stem / f"{item.name}.yaml"
-        item.add_marker(pytest.mark.agent(cassette=str(cassette)))
-'''
 
 _MODULE = """\
 import os
@@ -102,7 +87,6 @@ def ask(test: str, requests: int) -> None:
 def write_project(root: Path, tests: int, requests: int) -> None:
     root.mkdir(parents=True)
     (root / "pytest.ini").write_text(_INI)
-    (root / "conftest.py").write_text(_CONFTEST)
     for module in range(MODULES):
         text = _MODULE.format(api_key=traffic.API_KEY, url_env=URL_ENV)
         for test in range(module, tests, MODULES):

@@ -115,6 +115,12 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan and the edits, write nothing"
     )
     migrate.add_argument(
+        "--convert-json",
+        action="store_true",
+        help="also rewrite the vcrpy cassettes as the same documents in JSON, which vcrpy "
+        "still reads and the plugin reads faster (those holding bytes stay YAML)",
+    )
+    migrate.add_argument(
         "--rename",
         nargs=2,
         metavar=("OLD.json", "NEW.json"),

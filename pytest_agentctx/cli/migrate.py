@@ -16,7 +16,8 @@ into the configuration:
 
 It then prints what it could not do, each with its file, line and what to write instead.
 ``--dry-run`` prints the same plan and the edits as a diff, and writes nothing. A second run
-changes nothing: an option already set is kept.
+changes nothing: an option already set is kept. ``--convert-json`` also rewrites the
+project's vcrpy cassettes in JSON (:mod:`.migrate_convert`).
 """
 
 from __future__ import annotations
@@ -313,7 +314,7 @@ def _plugin_args(tokens: Sequence[str]) -> set[str]:
     return names
 
 
-def _report(plan: Plan, dry_run: bool, out: Print) -> None:
+def _report(plan: Plan, dry_run: bool, out: Print, converted: bool = False) -> None:
     config = plan.config
     name = _shown(config.path)
     out(f"pytest-agentctx migrate: a {plan.tool} suite ({'; '.join(plan.why)})")
@@ -342,6 +343,11 @@ def _report(plan: Plan, dry_run: bool, out: Print) -> None:
         "  pytest-agentctx cassettes prune agent-report.json  (drops the recordings no "
         "test replayed, before agent_migration_until)"
     )
+    if not converted:
+        out(
+            "  pytest-agentctx migrate --convert-json  (rewrites the vcrpy cassettes as the "
+            "same documents in JSON, which vcrpy still reads: a faster first read)"
+        )
     out(
         "  later, the package's own cassette names: pytest-agentctx migrate --rename "
         "OLD.json NEW.json (docs/migrating.md, 'Moving to the package's own names later')"
@@ -349,7 +355,8 @@ def _report(plan: Plan, dry_run: bool, out: Print) -> None:
 
 
 def run_migrate(args: argparse.Namespace, out: Print) -> int:
-    """``pytest-agentctx migrate [DIR] [--from TOOL] [--dry-run] [--rename OLD NEW]``: 0
+    """``pytest-agentctx migrate [DIR] [--from TOOL] [--dry-run] [--convert-json]
+    [--rename OLD NEW]``: 0
     when everything was done, 1 when lines are left to change by hand."""
     directory = Path(args.directory or os.curdir)
     if args.rename:
@@ -361,5 +368,10 @@ def run_migrate(args: argparse.Namespace, out: Print) -> int:
     plan = plan_migration(directory, args.source, dt.date.today())
     if plan.changed and not args.dry_run:
         atomic_write_text(plan.config.path, plan.config.text)
-    _report(plan, args.dry_run, out)
+    convert = getattr(args, "convert_json", False)
+    if convert:
+        from pytest_agentctx.cli.migrate_convert import convert_cassettes
+
+        convert_cassettes(plan.config.path.parent, dry_run=args.dry_run, out=out)
+    _report(plan, args.dry_run, out, convert)
     return 1 if plan.findings else 0

@@ -98,6 +98,12 @@ class Scan:
 
 def python_files(root: Path) -> Iterator[Path]:
     """The project's ``.py`` files under ``root``, in a stable order."""
+    return project_files(root, (".py",))
+
+
+def project_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    """The project's files under ``root`` whose names end with one of ``suffixes``, in a
+    stable order."""
     count = 0
     stack = [root]
     while stack and count < _MAX_FILES:
@@ -112,7 +118,7 @@ def python_files(root: Path) -> Iterator[Path]:
             if child.is_dir():
                 if _project_folder(child):
                     stack.append(child)
-            elif child.suffix == ".py" and child.is_file():
+            elif child.suffix in suffixes and child.is_file():
                 count += 1
                 yield child
 

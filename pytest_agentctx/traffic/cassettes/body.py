@@ -25,9 +25,37 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
+import orjson
+
 from pytest_agentctx._untrusted import current_limits
 
 Body = dict[str, Any] | None
+
+#: Every digit made ``0`` and every other byte a space: 19 zeros in a row in a text so
+#: translated are 19 digits in a row, maybe an integer past 64 bits, which orjson would
+#: read as a float. (A regular expression takes ten times as long on a 2 KB body.)
+DIGITS_AS_ZEROS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+LONG_NUMBER = b"0" * 19
+
+
+def orjson_reads(raw: bytes) -> bool:
+    """Whether orjson reads every JSON text in ``raw`` as :mod:`json` does when it reads
+    it at all: no 19 digits in a row (maybe an integer past 64 bits, which orjson reads
+    as a float). Where orjson refuses a text (``NaN``, infinities, lone surrogates),
+    :func:`loads_json` lets :mod:`json` read it."""
+    return LONG_NUMBER not in raw.translate(DIGITS_AS_ZEROS)
+
+
+def loads_json(text: str | bytes, fast: bool) -> object:
+    """``json.loads(text)`` (``text``: str, or UTF-8 bytes), by orjson when ``fast``
+    (:func:`orjson_reads` said so) and it reads ``text``; :class:`json.JSONDecodeError`
+    when :mod:`json` refuses it."""
+    if fast:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
 
 
 #: What a client can ask for instead of an encoding this package cannot undo.
@@ -253,12 +281,19 @@ def decompress(raw: bytes, encoding: str | None) -> tuple[bytes, bool]:
         return raw, False
 
 
-def parse_sse(text: str) -> list[dict[str, object]]:
-    """Split server-sent events into ``{"event": ..., "data": ...}`` dicts, in order."""
+def parse_sse(text: str, *, fast: bool | None = None) -> list[dict[str, object]]:
+    """Split server-sent events into ``{"event": ..., "data": ...}`` dicts, in order
+    (``fast``: :func:`orjson_reads` of the text's bytes, when known)."""
+    if fast is None:
+        fast = orjson_reads(text.encode("utf-8", "surrogatepass"))
     events: list[dict[str, object]] = []
-    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    normalised = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
     for block in normalised.split("\n\n"):
         if not block.strip():
+            continue
+        simple = _simple_event(block, fast)  # most events: a data line, an event line before
+        if simple is not None:
+            events.append(simple)
             continue
         event: dict[str, object] = {}
         data: list[str] = []
@@ -278,19 +313,36 @@ def parse_sse(text: str) -> list[dict[str, object]]:
             continue
         if data:
             text_data = "\n".join(data)
-            event["data"] = _maybe_json(text_data)
+            event["data"] = _maybe_json(text_data, fast)
         events.append(event)
     return events
 
 
-def _maybe_json(text: str) -> object:
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+def _simple_event(block: str, fast: bool) -> dict[str, object] | None:
+    """The event of ``block`` when it is one ``data`` line, maybe after one ``event``
+    line (what :func:`parse_sse` makes of it, sooner); else ``None``."""
+    event: dict[str, object] = {}
+    if block[:6] == "event:":
+        name, _, block = block.partition("\n")
+        event["event"] = name[7:] if name[6:7] == " " else name[6:]
+    if block[:5] != "data:" or "\n" in block:
+        return None
+    event["data"] = _maybe_json(block[6:] if block[5:6] == " " else block[5:], fast)
+    return event
+
+
+def _maybe_json(text: str, fast: bool) -> object:
+    head = text[:1]
+    if head in _JSON_STARTS or (head.isspace() and text.lstrip()[:1] in _JSON_STARTS):
         try:
-            return json.loads(text)
+            return loads_json(text, fast)
         except json.JSONDecodeError:
             return text
     return text
+
+
+#: The first characters of the JSON texts an event's data is read as (objects, arrays).
+_JSON_STARTS = ("{", "[")
 
 
 def format_sse_event(event: Mapping[str, object]) -> bytes:
@@ -330,11 +382,12 @@ def encode_body(raw: bytes, content_type: str | None = None) -> Body:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return {"base64": base64.b64encode(raw).decode("ascii")}
+    fast = orjson_reads(raw)
     if _is_sse(raw, kind):
-        return {"sse": parse_sse(text)}
+        return {"sse": parse_sse(text, fast=fast)}
     if "json" in kind or text.lstrip().startswith(("{", "[")):
         try:
-            return {"json": json.loads(text)}
+            return {"json": loads_json(raw, fast)}
         except json.JSONDecodeError:
             pass
     return {"text": text}

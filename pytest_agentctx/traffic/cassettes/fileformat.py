@@ -151,7 +151,9 @@ def read_headers(raw: object) -> dict[str, str]:
 
 def _header_text(value: object) -> str:
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+        if len(value) == 1 and type(value[0]) is str:  # vcrpy's usual one value
+            return value[0]
+        return ", ".join(map(str, value))
     return "" if value is None else str(value)
 
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from http import HTTPStatus
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING
 
 from pytest_agentctx._untrusted import LimitExceeded
 from pytest_agentctx.traffic.cassettes.body import (
@@ -67,41 +66,43 @@ def _vcr_body(body: Body) -> str | bytes | None:
 
 
 def _reason(status: int) -> str:
+    from http import HTTPStatus  # written only: reading a cassette needs no http
+
     try:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
 
 
-class VcrRequest(TypedDict):
-    """A request as vcrpy writes it."""
+if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports no typing
+    from typing import NotRequired, TypedDict
 
-    body: str | bytes | None
-    headers: dict[str, list[str]]
-    method: str
-    uri: str
+    class VcrRequest(TypedDict):
+        """A request as vcrpy writes it."""
 
+        body: str | bytes | None
+        headers: dict[str, list[str]]
+        method: str
+        uri: str
 
-class VcrStatus(TypedDict):
-    code: int
-    message: str
+    class VcrStatus(TypedDict):
+        code: int
+        message: str
 
+    class VcrResponse(TypedDict):
+        """A response as vcrpy writes it."""
 
-class VcrResponse(TypedDict):
-    """A response as vcrpy writes it."""
+        body: dict[str, str | bytes]
+        headers: dict[str, list[str]]
+        status: VcrStatus
 
-    body: dict[str, str | bytes]
-    headers: dict[str, list[str]]
-    status: VcrStatus
+    class VcrInteraction(TypedDict):
+        """An interaction as vcrpy writes it, with this package's keys vcrpy ignores."""
 
-
-class VcrInteraction(TypedDict):
-    """An interaction as vcrpy writes it, with this package's keys vcrpy ignores."""
-
-    request: VcrRequest
-    response: VcrResponse
-    test_id: NotRequired[str]
-    partial: NotRequired[bool]
+        request: VcrRequest
+        response: VcrResponse
+        test_id: NotRequired[str]
+        partial: NotRequired[bool]
 
 
 def vcr_interaction(interaction: Interaction) -> VcrInteraction:
@@ -221,25 +222,59 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
 # -- converting -------------------------------------------------------------------
 
 
+#: Why :func:`vcr_json` left a cassette as it is: it is JSON already, or JSON cannot
+#: say one of its values as YAML reads it back.
+ALREADY_JSON = "written in JSON already"
+HOLDS_BYTES = "it holds bytes (!!binary bodies, such as gzip responses), which JSON cannot hold"
+NOT_IN_JSON = (
+    "it holds a value JSON cannot say as YAML reads it back (a date, a float written with "
+    "an exponent, a character YAML does not keep, or nesting past agent_max_depth)"
+)
+
+
+def vcr_json(path: Path) -> tuple[str | None, str]:
+    """The vcrpy cassette at ``path`` written in JSON (see :func:`convert_vcr_yaml`), or
+    ``None`` and why not (:data:`ALREADY_JSON`, :data:`HOLDS_BYTES`, :data:`NOT_IN_JSON`,
+    ``""`` for a file that is no vcrpy cassette). Writes nothing; raises what reading
+    the file raises (:class:`OSError`, :class:`UnicodeDecodeError`, a YAML error,
+    :class:`~pytest_agentctx._untrusted.LimitExceeded`)."""
+    from pytest_agentctx._untrusted import read_untrusted
+    from pytest_agentctx.traffic.cassettes import yamlread
+
+    text = read_untrusted(path).decode("utf-8")
+    if text.startswith("{") and yamlread.json_document(text) is not None:
+        return None, ALREADY_JSON
+    document = yamlread.load(text, str(path))
+    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
+        return None, ""
+    converted = yamlread.dump_json(document)
+    if converted is None or yamlread.safe_load(converted) != document:
+        return None, HOLDS_BYTES if _holds_bytes(document) else NOT_IN_JSON
+    return converted, ""
+
+
+def _holds_bytes(value: object) -> bool:
+    if isinstance(value, bytes):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_bytes(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_bytes(item) for item in value)
+    return False
+
+
 def convert_vcr_yaml(path: Path) -> bool:
     """Rewrite the vcrpy cassette at ``path`` as the same document written in JSON, the
     subset of YAML that vcrpy, pytest-recording and PyYAML read as they read the YAML,
     and that this package reads at JSON's speed; whether it was rewritten. A cassette
     JSON cannot say as YAML reads it back (a ``!!binary`` body, a date, a float YAML
     1.1 reads as a string), one already converted, or a file that is no vcrpy cassette is
-    left as it is. The file keeps its name, so every tool still finds it."""
+    left as it is (:func:`vcr_json` says why). The file keeps its name, so every tool
+    still finds it."""
     from pytest_agentctx._files import atomic_write_bytes
-    from pytest_agentctx._untrusted import read_untrusted
-    from pytest_agentctx.traffic.cassettes import yamlread
 
-    text = read_untrusted(path).decode("utf-8")
-    if text.startswith("{") and yamlread.json_document(text) is not None:
-        return False  # converted already
-    document = yamlread.load(text, str(path))
-    if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
-        return False
-    converted = yamlread.dump_json(document)
-    if converted is None or yamlread.safe_load(converted) != document:
+    converted, _ = vcr_json(path)
+    if converted is None:
         return False
     atomic_write_bytes(path, converted.encode("utf-8"))
     return True

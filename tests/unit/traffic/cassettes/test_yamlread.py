@@ -380,6 +380,27 @@ def test_a_document_nested_past_the_limit_in_json_is_refused_as_in_yaml():
 
 
 @pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        pytest.param('{"a":[[[[]]]]}\n', False, id="empty list at the limit"),
+        pytest.param('{"a":[[[[[]]]]]}\n', True, id="empty list past the limit"),
+        pytest.param('{"a":[[[{"b":1}]]]}\n', False, id="mapping at the limit"),
+        pytest.param('{"a":[[[[{}]]]]}\n', True, id="empty mapping past the limit"),
+    ],
+)
+def test_json_nesting_is_counted_to_its_innermost_container(text, refused):
+    previous = use_limits(Limits(depth=5))
+    try:
+        if refused:
+            with pytest.raises(LimitExceeded):
+                yamlread.load(text, "c.yaml")
+        else:
+            assert yamlread.load(text, "c.yaml") == yamlread.json_document(text) is not None
+    finally:
+        use_limits(previous)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         pytest.param('{"a":1e-07,"b":[1e20]}\n', id="exponent floats"),
