@@ -524,8 +524,7 @@ async def test_fail_raises_the_openai_status_error_without_retrying(
     [
         (429, anthropic.RateLimitError),
         (500, anthropic.InternalServerError),
-        # the SDKs before 0.12x have no OverloadedError: a 529 is one of their 5xx errors
-        (529, getattr(anthropic, "OverloadedError", anthropic.InternalServerError)),
+        (529, anthropic.OverloadedError),
     ],
 )
 async def test_fail_raises_the_anthropic_status_error_without_retrying(
