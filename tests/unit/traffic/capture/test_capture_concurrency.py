@@ -10,6 +10,7 @@ recorded Responses cassettes of the compatibility corpus (output items with an `
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import openai
@@ -86,11 +87,50 @@ async def test_two_agents_run_concurrently_are_two_top_level_runs():
     with fake, capture_contexts() as runs:
         async with _client() as client:
             await asyncio.gather(
-                _Agent(client, "Weather in Paris?").run(gate),
-                _Agent(client, "Weather in Rome?").run(gate),
+                _Agent(client, "Weather here?").run(gate),
+                _Agent(client, "Weather there?").run(gate),
             )
 
     # which agent's second call comes first is the scheduler's choice
+    assert sorted(len(ctx.iterations) for ctx in runs) == [2, 2]
+    assert [path for ctx in runs for path, _ in nested_runs(ctx)] == []
+
+
+def _sync_agent(question: str, gate: threading.Barrier) -> None:
+    """The tool-calling agent of :class:`_Agent` on the sync SDK, for a thread."""
+    with openai.OpenAI(
+        api_key="sk-test", base_url="http://127.0.0.1:9/v1", max_retries=0
+    ) as client:
+        history: list[Any] = [{"role": "user", "content": question}]
+        message = client.chat.completions.create(model="m", messages=history).choices[0].message
+        assert message.tool_calls
+        history.append(message.model_dump(exclude_none=True))
+        gate.wait()  # both agents wait for a tool at once
+        call = message.tool_calls[0]
+        history.append({"role": "tool", "tool_call_id": call.id, "content": "18C"})
+        client.chat.completions.create(model="m", messages=history)
+
+
+def test_two_agents_run_on_two_threads_are_two_top_level_runs():
+    fake = (
+        FakeLLM()
+        .reply_tool_call("get_weather", city="Paris")
+        .reply_tool_call("get_weather", city="Rome")
+        .reply("Sunny.")
+        .reply("Rainy.")
+    )
+    gate = threading.Barrier(2, timeout=30)
+    with fake, capture_contexts() as runs:
+        threads = [
+            threading.Thread(target=_sync_agent, args=(question, gate))
+            # the fake answers in arrival order: no question may quote the other's call
+            for question in ("Weather here?", "Weather there?")
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+
     assert sorted(len(ctx.iterations) for ctx in runs) == [2, 2]
     assert [path for ctx in runs for path, _ in nested_runs(ctx)] == []
 
