@@ -54,12 +54,14 @@ test: lint typecheck docs
 # the run tests the working tree. The frameworks of examples/ are not installed (they need
 # newer SDKs than the lowest; make test runs their docs pages), so their pages are deselected.
 # google-genai needs a newer pydantic than the package's floor: the tests run first with
-# the floor and without google-genai (the gemini tests left out), then the gemini tests
-# with google-genai's floor and the lowest pydantic it takes (LOWEST_GEMINI_PYDANTIC).
+# the floor and without google-genai (the gemini tests and the docs page with a Gemini
+# agent, LOWEST_GEMINI, left out), then those with google-genai's floor and the lowest
+# pydantic it takes (LOWEST_GEMINI_PYDANTIC).
 LOWEST_VENV := .venv-lowest
 LOWEST_BIN := $(LOWEST_VENV)/bin
 LOWEST_STAMP := $(LOWEST_VENV)/.installed-stamp
 LOWEST_DESELECT := not pydantic-ai.md and not openai-agents.md and not langchain.md
+LOWEST_GEMINI := gemini or runtime.md
 LOWEST_GEMINI_PYDANTIC := 2.12.5
 LOWEST_PIP := $(LOWEST_BIN)/python -m pip --quiet --disable-pip-version-check
 
@@ -77,11 +79,11 @@ test-lowest: $(LOWEST_STAMP)
 	$(LOWEST_BIN)/python -m pip freeze --disable-pip-version-check \
 		| grep -iE '^(pytest|pytest-asyncio|pydantic|httpx2|freezegun|pyyaml|syrupy|filelock|orjson|openai|anthropic|tiktoken|brotli|zstandard)=='
 	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 --ignore-glob='*gemini*' \
-		-k 'not gemini and $(LOWEST_DESELECT)' $(PYTEST_ARGS)
+		-k 'not ($(LOWEST_GEMINI)) and $(LOWEST_DESELECT)' $(PYTEST_ARGS)
 	$(LOWEST_PIP) install "pydantic==$(LOWEST_GEMINI_PYDANTIC)" \
 		"$$(grep -i '^google-genai==' constraints/lowest.txt)"
 	$(LOWEST_BIN)/python -m pip freeze --disable-pip-version-check | grep -iE '^(pydantic|google-genai)=='
-	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 -k 'gemini and $(LOWEST_DESELECT)'
+	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 -k '($(LOWEST_GEMINI)) and $(LOWEST_DESELECT)'
 
 # Runs the example agents' test suites offline and shows their results.
 demo: $(STAMP)
