@@ -26,7 +26,6 @@ from importlib import import_module
 from pathlib import Path
 
 import pytest
-from _pytest.fixtures import FixtureFunctionDefinition
 
 import pytest_agentctx
 import pytest_agentctx.testing
@@ -481,10 +480,20 @@ def test_the_plugin_modules_have_these_hooks_only(pytestconfig: pytest.Config) -
         assert pytestconfig.pluginmanager.get_plugin(name) is import_module(name)
 
 
+def _is_fixture(value: object) -> bool:
+    """Whether ``value`` is what ``@pytest.fixture`` made: a ``FixtureFunctionDefinition``
+    from pytest 8.4 on, before it the function marked with ``_pytestfixturefunction``."""
+    try:
+        from _pytest.fixtures import FixtureFunctionDefinition
+    except ImportError:  # pytest before 8.4
+        return hasattr(value, "_pytestfixturefunction")
+    return isinstance(value, FixtureFunctionDefinition)
+
+
 @pytest.mark.parametrize("fixture", PLUGIN_FIXTURES)
 def test_the_plugin_module_has_its_fixture(fixture: str) -> None:
     # pytest finds a plugin's fixtures among the attributes of the modules it registered
     definitions = [getattr(module, fixture, None) for module in plugin_modules().values()]
-    found = [d for d in definitions if isinstance(d, FixtureFunctionDefinition)]
+    found = [d for d in definitions if _is_fixture(d)]
 
     assert len(found) == 1

@@ -267,7 +267,8 @@ def _defaults(cls: type) -> dict[str, Any]:
     found = {}
     if issubclass(cls, BaseModel):
         for name, info in cls.model_fields.items():
-            if info.is_required() or info.default_factory_takes_validated_data:
+            # pydantic before 2.10 has no default factory that takes the validated data
+            if info.is_required() or getattr(info, "default_factory_takes_validated_data", False):
                 found[name] = _REQUIRED  # a default computed from other fields: always set
             else:
                 found[name] = info.get_default(call_default_factory=True)

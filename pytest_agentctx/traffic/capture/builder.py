@@ -9,7 +9,9 @@ each conversation's last request (an index), then checked by comparing the items
 stops at the first difference: a request costs about what reading it costs, so a long
 conversation that repeats its history in every request stays linear in what it sends. A
 request that continues no conversation starts one. When it starts while another
-conversation waits for a tool result, it is that tool call's sub-agent.
+conversation waits for a tool result, it is linked to that tool call as its sub-agent; the
+link stays only where the traffic shows the call started it (:mod:`.nesting`), so agents
+run concurrently by one test stay apart.
 
 Each model call is one iteration: the messages new in its request (the echo of the
 previous reply is left out: the reply itself is kept from the response), the assistant
@@ -36,6 +38,7 @@ from pytest_agentctx.traffic.capture.items import (
     tools_hash,
     without_annotations,
 )
+from pytest_agentctx.traffic.capture.nesting import first_user_texts, quotes_arguments, top_level
 from pytest_agentctx.traffic.capture.replies import (
     UNREADABLE,
     CallError,
@@ -80,7 +83,6 @@ class _Builder:
     def __init__(self, start: datetime, step: timedelta) -> None:
         self.clock = StepClock(start, step)
         self.conversations: list[Conversation] = []
-        self.top: list[Conversation] = []
         #: Conversations by the item count of their last request, then by the hash of
         #: its last item: a request looks up each count it could continue.
         self.by_size: dict[int, dict[int, list[Conversation]]] = {}
@@ -94,6 +96,7 @@ class _Builder:
         #: Compaction items (by id) returned for a conversation's history.
         self.compactions: dict[str, Conversation] = {}
         self._child_first_request: tuple[IterationState, Conversation] | None = None
+        self.requests = 0
 
     # -- one exchange --------------------------------------------------------------
 
@@ -126,12 +129,14 @@ class _Builder:
             return
         tools_key = tools_hash(body.get("tools"))
         started = self.clock.now()
+        self.requests += 1
         conversation = _choose(candidates, messages, tools_key) if candidates else None
         if conversation is None:
             conversation = self._start(codec.name, tools_key, started)
         else:
             self._unindex(conversation)
             conversation.tools_key = tools_key
+        conversation.last_request = self.requests
         self._take_request(conversation, messages, started)
         self._take_response(conversation, codec, exchange, decoded.model, decoded.stream)
         conversation.last_items = items
@@ -190,9 +195,7 @@ class _Builder:
         conversation = Conversation(len(self.conversations) + 1, wire_format, tools_key)
         parent = self._waiting_parent()
         self.conversations.append(conversation)
-        if parent is None:
-            self.top.append(conversation)
-        else:
+        if parent is not None:
             conversation.parent = parent
             self._link(parent, conversation)
         return conversation
@@ -232,6 +235,7 @@ class _Builder:
                     message = message.model_copy(update={"name": call.name})
                 last.messages.append(message)
                 del conversation.pending[call.id]
+                conversation.answers[call.id] = (self.requests, message.content)
             elif _echoes(message, echoed):
                 continue
             else:
@@ -254,7 +258,7 @@ class _Builder:
     def _retarget(self, iteration: IterationState, child: Conversation) -> None:
         """Link a sub-agent to the pending call whose arguments its first user message
         quotes, when there is one (several sub-agents started in parallel)."""
-        texts = [m.content for m in child.iterations[0].messages if m.role == "user" and m.content]
+        texts = first_user_texts(child)
         if not texts:
             return
         parent = child.parent
@@ -264,8 +268,7 @@ class _Builder:
         for call in iteration.tool_calls:
             if call.id in taken or call.id not in parent.pending:
                 continue
-            values = [v for v in call.arguments.values() if isinstance(v, str) and v]
-            if any(value in text for value in values for text in texts):
+            if quotes_arguments(call, texts):
                 iteration.children = [
                     (call.id if c is child else call_id, c) for call_id, c in iteration.children
                 ]
@@ -481,4 +484,4 @@ def build(
     builder = _Builder(start, step)
     for exchange in exchanges:
         builder.add(exchange)
-    return Built(builder.top, builder.non_llm, builder.reasons)
+    return Built(top_level(builder.conversations), builder.non_llm, builder.reasons)

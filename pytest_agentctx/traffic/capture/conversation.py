@@ -49,6 +49,11 @@ class Conversation:
     last_event: int = 0
     parent: Conversation | None = None
     last_time: datetime | None = None
+    #: The number of the conversation's last model call among all the exchanges' (1, 2...).
+    last_request: int = 0
+    #: The result each tool call got: the number of the model call that brought it, and
+    #: its content.
+    answers: dict[str, tuple[int, str | None]] = field(default_factory=dict)
 
     @property
     def created_at(self) -> datetime:

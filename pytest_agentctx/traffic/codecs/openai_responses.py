@@ -132,6 +132,24 @@ def _separate_texts(content: object) -> list[object]:
     ]
 
 
+def _calls_by_item_id(items: object) -> dict[str, str]:
+    """The ``call_id`` of each echoed ``function_call`` item, by the item's own ``id``
+    (``fc_...``), for the clients that answer a call with its item's id as ``call_id``;
+    an id that is some call's ``call_id`` stays that call's."""
+    calls = [
+        raw
+        for raw in each(items)
+        if isinstance(raw, Mapping) and raw.get("type") == "function_call"
+    ]
+    call_ids = {item.get("call_id") for item in calls}
+    found: dict[str, str] = {}
+    for item in calls:
+        item_id, call_id = item.get("id"), item.get("call_id")
+        if isinstance(item_id, str) and isinstance(call_id, str) and item_id not in call_ids:
+            found[item_id] = call_id
+    return found
+
+
 def decode_request(body: Mapping[str, object]) -> DecodedRequest:
     """A Responses request body in neutral form (reasoning items join the assistant).
 
@@ -149,6 +167,7 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
         messages.append({"role": "system", "content": _text_parts(body["instructions"])})
     items = [{"role": "user", "content": raw_input}] if isinstance(raw_input, str) else raw_input
     assistant: NeutralMessage | None = None
+    item_calls = _calls_by_item_id(items)
 
     def current_assistant() -> NeutralMessage:
         nonlocal assistant
@@ -188,11 +207,14 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
         elif kind == "function_call_output":
             assistant = None
             output = item.get("output")
+            call_id = item.get("call_id")
             messages.append(
                 {
                     "role": "tool",
                     "content": output if isinstance(output, str) else _text_parts(output),
-                    "tool_call_id": item.get("call_id"),
+                    "tool_call_id": item_calls.get(call_id, call_id)
+                    if isinstance(call_id, str)
+                    else call_id,
                 }
             )
     tools: list[NeutralTool] = [

@@ -238,6 +238,25 @@ def test_decode_request_of_a_pydantic_ai_tool_round_trip():
     )
 
 
+def test_decode_request_joins_a_result_answered_by_the_items_id_to_its_call():
+    # The recorded round trip, from a client that echoes the reply's output item as it
+    # came (id fc_..., call_id call_...) and answers it with the item's id.
+    body = request_body("pydantic-ai__openai_responses_tool_call.yaml", 1)
+    (item,) = response_body("pydantic-ai__openai_responses_tool_call.yaml", 0)["output"]
+    body["input"][1:] = [
+        item,
+        {"type": "function_call_output", "call_id": item["id"], "output": "Potato City"},
+    ]
+
+    decoded = openai_responses.decode_request(body)
+
+    assert [(m["role"], m.get("tool_call_id")) for m in decoded.messages] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "call_YfwRsW8sUxDKipwyhWTzOXCA"),
+    ]
+
+
 def test_system_messages_are_joined_into_the_instructions():
     body = openai_responses.encode_request(
         model="gpt-4.1",
