@@ -367,7 +367,11 @@ _JSON = st.recursive(
 _BODIES = st.one_of(
     st.none(),
     st.dictionaries(st.text(max_size=8), _JSON, min_size=1, max_size=4).map(lambda v: {"json": v}),
-    st.text(min_size=1, max_size=30).map(lambda v: {"text": v}),
+    # a text that JSON reads as NaN or an infinity is never cached (NaN equals nothing, so the
+    # entry cannot be checked against the cassette): its reading from the YAML is the law
+    st.text(min_size=1, max_size=30)
+    .filter(lambda v: v.strip().lstrip("+-") not in ("NaN", "Infinity"))
+    .map(lambda v: {"text": v}),
     st.binary(min_size=1, max_size=30).map(lambda v: {"base64": base64.b64encode(v).decode()}),
 )
 
