@@ -199,7 +199,7 @@ _TRUSTED_READS = {
     "pytest_agentctx/runtime/prompts.py": "prompt templates of the user's own project",
     "pytest_agentctx/plugin/suites/_scheduling.py": "the file an xdist worker wrote this session",
     "pytest_agentctx/cli/config.py": "the project's own pytest configuration",
-    "pytest_agentctx/cli/migrate.py": "the project's own dependency files (requirements, pyproject)",
+    "pytest_agentctx/cli/migrate.py": "the project's own dependency files",
     "pytest_agentctx/cli/migrate_config.py": "the project's own pytest configuration",
     "pytest_agentctx/cli/migrate_scan.py": "the project's own test sources and conftests",
     "pytest_agentctx/traffic/cassettes/readcache.py": "the package's own modules, hashed",
