@@ -365,8 +365,8 @@ def run_corpus(folder: Path, rounds: int, cassetter: str | None, raw: str | None
         ),
         (
             "converted",
-            f"{count} of {len(paths)} files (the others: !!binary bodies, or floats YAML 1.1 "
-            "reads as strings)",
+            f"{count} of {len(paths)} files (the others: !!binary bodies that are no UTF-8 "
+            "text once decoded, or values JSON cannot say as YAML reads them)",
         ),
         ("rounds", str(rounds)),
         ("load average before / after", f"{load_before} / {traffic._load_average()}"),

@@ -4,8 +4,9 @@ YAML, and which the plugin reads many times faster the first time (docs/migratin
 
 Each YAML file of the project (:func:`~.migrate_scan.project_files`) that holds a vcrpy
 cassette is rewritten in place, under its name, by
-:func:`~pytest_agentctx.traffic.cassettes.vcr.vcr_json`; one JSON cannot say as YAML reads
-it back (bytes of a gzip body, a date...) stays YAML and is listed with the reason. Files
+:func:`~pytest_agentctx.traffic.cassettes.vcr.vcr_json` (a gzip body that is text written
+decoded, as vcrpy hands it to the client); one JSON cannot say as YAML reads it back (bytes
+that are no text, a date...) stays YAML and is listed with the reason. Files
 written in JSON already are counted, not rewritten: a second run changes nothing.
 """
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import inspect
 import re
+import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,9 +36,11 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from vcr.serializers import compat, yamlserializer
 
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction, NetworkGuard
-from pytest_agentctx.traffic.cassettes.body import body_bytes
+from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
+from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml, vcr_json
 from pytest_agentctx.traffic.codecs import Completion, codec_for_path
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -451,9 +454,7 @@ async def _replay_async(clients: Clients, cassette: Cassette, position: int) -> 
 # -- the tests -----------------------------------------------------------------------
 
 
-@pytest.mark.filterwarnings(r"ignore:The model '[^']*' is deprecated:DeprecationWarning")
-@pytest.mark.parametrize("path", PARAMS + OWN_PARAMS)
-def test_cassette_replays_through_the_sdks(path: Path, clients: Clients) -> None:
+def _replays_through_the_sdks(path: Path, clients: Clients) -> None:
     cassette = Cassette(path)
     guard = NetworkGuard(reason="replaying the corpus")
     problems: list[str] = []
@@ -473,6 +474,56 @@ def test_cassette_replays_through_the_sdks(path: Path, clients: Clients) -> None
     assert cassette.unused() == []
     assert cassette.played == list(range(len(cassette.loaded)))
     assert guard.blocked == []
+
+
+@pytest.mark.filterwarnings(r"ignore:The model '[^']*' is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("path", PARAMS + OWN_PARAMS)
+def test_cassette_replays_through_the_sdks(path: Path, clients: Clients) -> None:
+    _replays_through_the_sdks(path, clients)
+
+
+def _converted(path: Path, tmp_path: Path) -> Path:
+    """A copy of ``path`` as ``migrate --convert-json`` rewrites it."""
+    copy = tmp_path / path.name
+    shutil.copyfile(path, copy)
+    assert convert_vcr_yaml(copy), vcr_json(path)[1]
+    return copy
+
+
+@pytest.mark.filterwarnings(r"ignore:The model '[^']*' is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("path", PARAMS + OWN_PARAMS)
+def test_a_converted_cassette_replays_as_the_yaml(
+    path: Path, clients: Clients, tmp_path: Path
+) -> None:
+    copy = _converted(path, tmp_path)
+
+    def stored(cassette: Cassette) -> list[Interaction]:
+        return [replace(interaction, origin="") for interaction in cassette.loaded]
+
+    assert stored(Cassette(copy)) == stored(Cassette(path))
+    _replays_through_the_sdks(copy, clients)
+
+
+def _vcrpy_sees(path: Path) -> list[tuple[object, int, object]]:
+    """Each recording as vcrpy's own loader gives it (its YAML serializer, then the
+    conversion of each response it makes): the request, the status, and the body handed
+    to the client with its content-encoding undone as an HTTP client undoes it (or
+    pydantic-ai's ``parsed_body``, which its own serializer reads)."""
+    data = yamlserializer.deserialize(path.read_text(encoding="utf-8"))
+    seen: list[tuple[object, int, object]] = []
+    for item in data["interactions"]:
+        response = compat.convert_to_bytes(item["response"])
+        headers = {name.lower(): value for name, value in response["headers"].items()}
+        body = response.get("body", {}).get("string", response.get("parsed_body"))
+        if isinstance(body, bytes):
+            body = decode_content(body, ", ".join(headers.get("content-encoding", [])))
+        seen.append((item["request"], response["status"]["code"], body))
+    return seen
+
+
+@pytest.mark.parametrize("path", PARAMS + OWN_PARAMS)
+def test_vcrpy_reads_a_converted_cassette_as_the_yaml(path: Path, tmp_path: Path) -> None:
+    assert _vcrpy_sees(_converted(path, tmp_path)) == _vcrpy_sees(path)
 
 
 @pytest.mark.skipif(not FILES, reason=SKIP_REASON)

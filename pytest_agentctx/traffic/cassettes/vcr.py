@@ -225,10 +225,13 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
 #: Why :func:`vcr_json` left a cassette as it is: it is JSON already, or JSON cannot
 #: say one of its values as YAML reads it back.
 ALREADY_JSON = "written in JSON already"
-HOLDS_BYTES = "it holds bytes (!!binary bodies, such as gzip responses), which JSON cannot hold"
+HOLDS_BYTES = (
+    "it holds bytes JSON cannot hold (a !!binary body that is not UTF-8 text, once its "
+    "content-encoding is undone)"
+)
 NOT_IN_JSON = (
-    "it holds a value JSON cannot say as YAML reads it back (a date, a float written with "
-    "an exponent, a character YAML does not keep, or nesting past agent_max_depth)"
+    "it holds a value JSON cannot say as YAML reads it back (a date, NaN or an infinity, "
+    "a character YAML does not keep, or nesting past agent_max_depth)"
 )
 
 
@@ -237,7 +240,12 @@ def vcr_json(path: Path) -> tuple[str | None, str]:
     ``None`` and why not (:data:`ALREADY_JSON`, :data:`HOLDS_BYTES`, :data:`NOT_IN_JSON`,
     ``""`` for a file that is no vcrpy cassette). Writes nothing; raises what reading
     the file raises (:class:`OSError`, :class:`UnicodeDecodeError`, a YAML error,
-    :class:`~pytest_agentctx._untrusted.LimitExceeded`)."""
+    :class:`~pytest_agentctx._untrusted.LimitExceeded`).
+
+    A response body vcrpy wrote as bytes (``!!binary``) is written as this package's vcr
+    writer writes one: as text, its ``content-encoding`` undone, with no
+    ``content-encoding``, ``content-length`` nor ``transfer-encoding`` header, so that
+    vcrpy hands the client the same body, decoded (:func:`_text_bodies`)."""
     from pytest_agentctx._untrusted import read_untrusted
     from pytest_agentctx.traffic.cassettes import yamlread
 
@@ -247,10 +255,46 @@ def vcr_json(path: Path) -> tuple[str | None, str]:
     document = yamlread.load(text, str(path))
     if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
         return None, ""
+    _text_bodies(document["interactions"])
     converted = yamlread.dump_json(document)
     if converted is None or yamlread.safe_load(converted) != document:
         return None, HOLDS_BYTES if _holds_bytes(document) else NOT_IN_JSON
     return converted, ""
+
+
+def _text_bodies(interactions: list[object]) -> None:
+    """Put, in place, each response body held as bytes that is UTF-8 text once its
+    ``content-encoding`` is undone (as :func:`from_vcr` undoes it) as that text, and
+    drop the headers that describe its encoding when it had one. vcrpy encodes a text
+    body in UTF-8: the client gets the bytes it got from the encoded body once decoded,
+    and this package reads the same interaction. Any other body is left as it is."""
+    for item in interactions:
+        response = item.get("response") if isinstance(item, dict) else None
+        if isinstance(response, dict):
+            _text_body(response)
+
+
+def _text_body(response: dict[object, object]) -> None:
+    body, headers = response.get("body"), response.get("headers")
+    if not isinstance(body, dict) or not isinstance(body.get("string"), bytes):
+        return
+    try:
+        encoding = read_headers(headers).get("content-encoding")
+    except (TypeError, ValueError):
+        return
+    if encoding is not None and not isinstance(headers, dict):
+        return  # headers of a shape vcrpy does not write: left as they are
+    try:
+        decoded, ok = decompress(body["string"], encoding)
+        body["string"] = decoded.decode("utf-8") if ok else body["string"]
+    except (BodyTooLarge, UnicodeDecodeError):
+        return
+    if ok and encoding is not None and isinstance(headers, dict):
+        response["headers"] = {
+            name: value
+            for name, value in headers.items()
+            if str(name).lower() not in _ENCODING_HEADERS
+        }
 
 
 def _holds_bytes(value: object) -> bool:
@@ -267,10 +311,11 @@ def convert_vcr_yaml(path: Path) -> bool:
     """Rewrite the vcrpy cassette at ``path`` as the same document written in JSON, the
     subset of YAML that vcrpy, pytest-recording and PyYAML read as they read the YAML,
     and that this package reads at JSON's speed; whether it was rewritten. A cassette
-    JSON cannot say as YAML reads it back (a ``!!binary`` body, a date, a float YAML
-    1.1 reads as a string), one already converted, or a file that is no vcrpy cassette is
-    left as it is (:func:`vcr_json` says why). The file keeps its name, so every tool
-    still finds it."""
+    JSON cannot say as YAML reads it back (a ``!!binary`` body that is no text, a date,
+    ``NaN``), one already converted, or a file that is no vcrpy cassette is
+    left as it is (:func:`vcr_json` says why); a ``!!binary`` response body that is UTF-8
+    text once decoded is written decoded, as this package's vcr writer writes one. The
+    file keeps its name, so every tool still finds it."""
     from pytest_agentctx._files import atomic_write_bytes
 
     converted, _ = vcr_json(path)

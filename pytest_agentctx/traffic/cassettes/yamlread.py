@@ -98,14 +98,15 @@ def load(text: str, where: str = "YAML document") -> object:
 def dump_json(value: object) -> str | None:
     """``value`` as one line of JSON that PyYAML's safe loader reads as ``value`` (and
     :func:`json_document` reads at JSON's speed), or ``None`` when JSON cannot say it so:
-    bytes, dates, a float YAML 1.1 reads as a string (``1e-07``, ``NaN``), an integer past
-    64 bits, a character a YAML file cannot hold as it is, nesting past the ``depth``
-    limit."""
+    bytes, dates, ``NaN`` and the infinities, an integer past 64 bits, a character a YAML
+    file cannot hold as it is, nesting past the ``depth`` limit. A float is written as
+    orjson writes it, with a point before its exponent when it has none (``1.0e-7``, not
+    ``1e-7``, which YAML 1.1 reads as a string)."""
     try:
-        text = orjson.dumps(value, option=_ORJSON_PLAIN).decode() + "\n"
+        text = _json_text(value)
     except TypeError:  # orjson.JSONEncodeError is one
         return None
-    return text if _yaml_reads_as_json(text, value) else None
+    return text if text is not None and _yaml_keeps(text) else None
 
 
 #: orjson writing the JSON types, and the containers it writes as arrays, only: a
@@ -122,43 +123,88 @@ _ORJSON_PLAIN = (
 _NOT_IN_YAML = "".join(map(chr, range(0x7F, 0xA0))) + "\u2028\u2029\ufeff\ufffe\uffff"
 
 
-def _yaml_reads_as_json(text: str, value: object) -> bool:
-    """Whether the YAML safe loader reads ``text``, orjson's canonical JSON of ``value``,
-    as JSON does: no character YAML refuses or folds, no float with an exponent (YAML 1.1
-    reads ``1e-7`` or ``1e20`` as a string), nesting within the ``depth`` limit (a YAML
-    document nested deeper is refused: so is this one). In JSON's subset, strings are
-    double-quoted scalars with JSON's escapes, and ``true``, ``false``, ``null``, integers
-    and floats with a point are YAML 1.1's too."""
+def _json_text(value: object) -> str | None:
+    """The one text :func:`dump_json` writes for ``value`` (the types orjson writes as
+    JSON only, :data:`_ORJSON_PLAIN`; else :class:`TypeError`), before its characters are
+    checked: ``None`` when it nests past the ``depth`` limit or holds a float JSON has no
+    number for (orjson would write ``NaN`` as ``null``)."""
+    kept = _floats_kept(value, current_limits().depth)
+    if kept is None:
+        return None
+    if not kept:  # a float orjson writes with no point before its exponent
+        value = _with_points(value)
+    return orjson.dumps(value, option=_ORJSON_PLAIN).decode() + "\n"
+
+
+def _yaml_keeps(text: str) -> bool:
+    """Whether YAML reads every character of ``text`` as JSON does: none YAML refuses or
+    folds. In JSON's subset, strings are double-quoted scalars with JSON's escapes, and
+    ``true``, ``false``, ``null``, integers and the floats :func:`_json_text` writes are
+    YAML 1.1's too."""
     if text.isascii():
-        if "\x7f" in text:
-            return False
-    elif any(char in text for char in _NOT_IN_YAML):
-        return False
-    return _plain_within(value, current_limits().depth)
+        return "\x7f" not in text
+    return not any(char in text for char in _NOT_IN_YAML)
 
 
-def _plain_within(value: object, depth: int) -> bool:
-    """Whether ``value``'s lists and mappings nest no deeper than ``depth`` and orjson
-    writes none of its floats with an exponent. Walks the containers of the value (a
-    cassette's are few: its bodies are strings), not its text; ``value`` holds the types
-    orjson reads and writes as JSON only (:data:`_ORJSON_PLAIN`)."""
+def _float_kept(value: float) -> bool | None:
+    """Whether YAML 1.1 reads orjson's text of ``value`` as that float: it does when the
+    text has no exponent, or a point before it (orjson always signs an exponent, and
+    YAML 1.1's float needs both); ``False`` for an exponent with no point (``1e-7``),
+    which :func:`_pointed` writes as YAML reads it; ``None`` for ``NaN`` and the
+    infinities, which JSON has no number for."""
+    if value - value != 0.0:  # NaN or an infinity
+        return None
+    text = orjson.dumps(value)
+    return b"e" not in text or b"." in text
+
+
+def _pointed(value: float) -> orjson.Fragment:
+    """``value`` as orjson writes it, with ``.0`` after a mantissa with no point: a
+    number JSON and YAML 1.1 both read as ``value`` (``1e-7`` as ``1.0e-7``)."""
+    mantissa, _, exponent = orjson.dumps(value).partition(b"e")
+    return orjson.Fragment(mantissa + b".0e" + exponent)
+
+
+def _floats_kept(value: object, depth: int) -> bool | None:
+    """``None`` when ``value``'s lists and mappings nest deeper than ``depth`` or it holds
+    ``NaN`` or an infinity; else whether orjson writes each of its floats as YAML 1.1
+    reads it (:func:`_float_kept`). Walks the containers of the value (a cassette's are
+    few: its bodies are strings), not its text; ``value`` holds the types orjson reads and
+    writes as JSON only (:data:`_ORJSON_PLAIN`)."""
     if type(value) not in _CONTAINERS:
-        return type(value) is not float or b"e" not in orjson.dumps(value)
+        return _float_kept(value) if type(value) is float else True
+    kept = True
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
         if level > depth:
-            return False
+            return None
         for item in node.values() if type(node) is dict else node:  # type: ignore[attr-defined]
             kind = type(item)
             if kind in _CONTAINERS:
                 if item:
                     stack.append((item, level + 1))
                 elif level + 1 > depth:
-                    return False
-            elif kind is float and b"e" in orjson.dumps(item):
-                return False
-    return True
+                    return None
+            elif kind is float:
+                one = _float_kept(item)
+                if one is None:
+                    return None
+                kept = kept and one
+    return kept
+
+
+def _with_points(value: object) -> object:
+    """``value`` with each float orjson would write with no point before its exponent
+    put as :func:`_pointed` writes it (nesting within the limit: it has been walked)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _with_points(item) for key, item in value.items()}  # type: ignore[attr-defined]
+    if kind in _CONTAINERS:
+        return [_with_points(item) for item in value]  # type: ignore[attr-defined]
+    if kind is float and not _float_kept(value):  # type: ignore[arg-type]
+        return _pointed(value)  # type: ignore[arg-type]
+    return value
 
 
 #: The types orjson writes as JSON objects or arrays.
@@ -170,12 +216,12 @@ def json_document(text: str) -> object | None:
     loader reads the same), read with orjson; else ``None``."""
     try:
         value = orjson.loads(text)
-        again = orjson.dumps(value)
+        again = _json_text(value)
     except (orjson.JSONDecodeError, TypeError):
         return None
-    if again.decode() + "\n" != text:
+    if again != text:
         return None
-    return value if _yaml_reads_as_json(text, value) else None
+    return value if _yaml_keeps(text) else None
 
 
 def _events(text: str) -> Iterator[Event]:

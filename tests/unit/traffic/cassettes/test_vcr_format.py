@@ -4,10 +4,17 @@ read back by this package and by vcrpy itself."""
 from __future__ import annotations
 
 import base64
+import gzip
+import json
+import zlib
 from pathlib import Path
 
+import brotli
+import pytest
 import yaml
 from hypothesis import given, strategies as st
+from vcr.serialize import deserialize as vcr_deserialize
+from vcr.serializers import yamlserializer
 
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import (
@@ -16,7 +23,7 @@ from pytest_agentctx.traffic.cassettes.store import (
     parse_cassette,
     write_cassette,
 )
-from pytest_agentctx.traffic.cassettes.vcr import convert_vcr_yaml
+from pytest_agentctx.traffic.cassettes.vcr import HOLDS_BYTES, convert_vcr_yaml, vcr_json
 
 
 def _interaction(**changes: object) -> Interaction:
@@ -201,3 +208,130 @@ def test_a_file_that_is_no_vcrpy_cassette_is_left_as_it_is(tmp_path):
 
     assert not convert_vcr_yaml(path)
     assert path.read_text(encoding="utf-8") == "just: a mapping\n"
+
+
+# -- converting bodies vcrpy wrote as bytes ----------------------------------------------------
+
+_TEXT = '{"id": "chatcmpl-1", "choices": [{"message": {"content": "h\u00e9llo"}}]}'
+_ENCODERS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "br": brotli.compress,
+}
+
+
+def _vcrpy_file(tmp_path: Path, body: bytes, headers: dict[str, list[str]]) -> Path:
+    """A cassette as vcrpy writes one: a response body held as bytes (``!!binary``)."""
+    document = {
+        "interactions": [
+            {
+                "request": {
+                    "body": '{"model": "gpt-4o-mini"}',
+                    "headers": {"Content-Type": ["application/json"]},
+                    "method": "POST",
+                    "uri": "https://api.openai.com/v1/chat/completions",
+                },
+                "response": {
+                    "body": {"string": body},
+                    "headers": headers,
+                    "status": {"code": 200, "message": "OK"},
+                },
+            }
+        ],
+        "version": 1,
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def _encoded_headers(encoding: str, body: bytes) -> dict[str, list[str]]:
+    return {
+        "Content-Encoding": [encoding],
+        "Content-Length": [str(len(body))],
+        "Content-Type": ["application/json"],
+        "Transfer-Encoding": ["chunked"],
+        "x-request-id": ["req-1"],
+    }
+
+
+def _vcrpy_bodies(path: Path) -> list[bytes]:
+    """The bodies vcrpy's own loader gives the client, with their content-encoding undone
+    as an HTTP client undoes it."""
+    _, responses = vcr_deserialize(path.read_text(encoding="utf-8"), yamlserializer)
+    decoded = []
+    for response in responses:
+        headers = {name.lower(): value for name, value in response["headers"].items()}
+        body = response["body"]["string"]
+        for encoding in headers.get("content-encoding", []):
+            body = {"gzip": gzip.decompress, "deflate": zlib.decompress}.get(
+                encoding, brotli.decompress
+            )(body)
+        decoded.append(body)
+    return decoded
+
+
+@pytest.mark.parametrize("encoding", sorted(_ENCODERS))
+def test_an_encoded_text_body_is_converted_decoded(tmp_path, encoding):
+    raw = _ENCODERS[encoding](_TEXT.encode())
+    path = _vcrpy_file(tmp_path, raw, _encoded_headers(encoding, raw))
+
+    assert convert_vcr_yaml(path)
+
+    response = json.loads(path.read_text(encoding="utf-8"))["interactions"][0]["response"]
+    assert response["body"] == {"string": _TEXT}
+    assert response["headers"] == {
+        "Content-Type": ["application/json"],
+        "x-request-id": ["req-1"],
+    }
+
+
+@pytest.mark.parametrize("encoding", sorted(_ENCODERS))
+def test_vcrpy_hands_the_client_the_same_decoded_body_after_conversion(tmp_path, encoding):
+    raw = _ENCODERS[encoding](_TEXT.encode())
+    path = _vcrpy_file(tmp_path, raw, _encoded_headers(encoding, raw))
+    before = _vcrpy_bodies(path)
+
+    assert convert_vcr_yaml(path)
+
+    assert _vcrpy_bodies(path) == before == [_TEXT.encode()]
+
+
+@pytest.mark.parametrize("encoding", sorted(_ENCODERS))
+def test_an_encoded_text_body_converted_is_read_by_this_package_as_before(tmp_path, encoding):
+    raw = _ENCODERS[encoding](_TEXT.encode())
+    path = _vcrpy_file(tmp_path, raw, _encoded_headers(encoding, raw))
+    before = parse_cassette(path.read_text(encoding="utf-8"), path)
+
+    assert convert_vcr_yaml(path)
+
+    assert parse_cassette(path.read_text(encoding="utf-8"), path) == before
+
+
+def test_a_text_body_held_as_bytes_with_no_encoding_is_converted_as_text(tmp_path):
+    headers = {"Content-Type": ["application/json"], "Content-Length": ["70"]}
+    path = _vcrpy_file(tmp_path, _TEXT.encode(), headers)
+    before = _vcrpy_bodies(path)
+
+    assert convert_vcr_yaml(path)
+
+    response = json.loads(path.read_text(encoding="utf-8"))["interactions"][0]["response"]
+    assert (response["body"], response["headers"]) == ({"string": _TEXT}, headers)
+    assert _vcrpy_bodies(path) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        pytest.param(gzip.compress(b"\x89PNG\r\n\x1a\n\xff"), "gzip", id="gzip of no text"),
+        pytest.param(b"\x1f\x8b\x08\x00broken", "gzip", id="gzip that does not decode"),
+        pytest.param(zlib.compress(_TEXT.encode()), "compress", id="an unknown coding"),
+    ],
+)
+def test_an_encoded_body_that_is_no_text_once_decoded_stays_yaml(tmp_path, body, encoding):
+    path = _vcrpy_file(tmp_path, body, _encoded_headers(encoding, body))
+    text = path.read_text(encoding="utf-8")
+
+    assert vcr_json(path) == (None, HOLDS_BYTES)
+    assert not convert_vcr_yaml(path)
+    assert path.read_text(encoding="utf-8") == text
