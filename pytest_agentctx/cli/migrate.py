@@ -370,8 +370,12 @@ def run_migrate(args: argparse.Namespace, out: Print) -> int:
         atomic_write_text(plan.config.path, plan.config.text)
     convert = getattr(args, "convert_json", False)
     if convert:
+        from pytest_agentctx.cli.config import find_ini
         from pytest_agentctx.cli.migrate_convert import convert_cassettes
 
-        convert_cassettes(plan.config.path.parent, dry_run=args.dry_run, out=out)
+        secret_env = find_ini(plan.config.path.parent).lines("agent_secret_env")
+        convert_cassettes(
+            plan.config.path.parent, dry_run=args.dry_run, out=out, secret_env=secret_env
+        )
     _report(plan, args.dry_run, out, convert)
     return 1 if plan.findings else 0

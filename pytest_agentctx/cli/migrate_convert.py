@@ -12,7 +12,7 @@ written in JSON already are counted, not rewritten: a second run changes nothing
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 Print = Callable[[str], None]
@@ -25,23 +25,31 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-def convert_cassettes(root: Path, *, dry_run: bool, out: Print) -> int:
+def convert_cassettes(
+    root: Path, *, dry_run: bool, out: Print, secret_env: Sequence[str] = ()
+) -> int:
     """Convert the vcrpy cassettes under ``root`` (``dry_run``: say which, write nothing),
     printing each file converted and each left as YAML with why; how many were (or
-    would be) converted."""
+    would be) converted. What is written passes the package's redactor (the secret
+    headers, key-like query parameters and the values of the default secret variables and
+    of ``secret_env``, the project's ``agent_secret_env``), as every file the plugin
+    writes does."""
     import yaml
 
     from pytest_agentctx._files import atomic_write_bytes
     from pytest_agentctx._untrusted import LimitExceeded
     from pytest_agentctx.cli.migrate_scan import project_files
+    from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, Redactor
     from pytest_agentctx.traffic.cassettes.vcr import ALREADY_JSON, vcr_json
+
+    redactor = Redactor(env=(*DEFAULT_SECRET_ENV, *secret_env))
 
     converted: list[str] = []
     kept: list[tuple[str, str]] = []
     already = 0
     for path in project_files(root, (".yaml", ".yml")):
         try:
-            text, why = vcr_json(path)
+            text, why = vcr_json(path, redactor)
         except (OSError, ValueError, yaml.YAMLError, LimitExceeded, RecursionError) as exc:
             kept.append((_shown(path, root), f"it cannot be read as YAML ({exc})"))
             continue

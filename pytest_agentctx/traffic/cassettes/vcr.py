@@ -77,6 +77,8 @@ def _reason(status: int) -> str:
 if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports no typing
     from typing import NotRequired, TypedDict
 
+    from pytest_agentctx.redaction.redactor import Redactor as BaseRedactor
+
     class VcrRequest(TypedDict):
         """A request as vcrpy writes it."""
 
@@ -235,7 +237,7 @@ NOT_IN_JSON = (
 )
 
 
-def vcr_json(path: Path) -> tuple[str | None, str]:
+def vcr_json(path: Path, redactor: BaseRedactor | None = None) -> tuple[str | None, str]:
     """The vcrpy cassette at ``path`` written in JSON (see :func:`convert_vcr_yaml`), or
     ``None`` and why not (:data:`ALREADY_JSON`, :data:`HOLDS_BYTES`, :data:`NOT_IN_JSON`,
     ``""`` for a file that is no vcrpy cassette). Writes nothing; raises what reading
@@ -245,7 +247,10 @@ def vcr_json(path: Path) -> tuple[str | None, str]:
     A response body vcrpy wrote as bytes (``!!binary``) is written as this package's vcr
     writer writes one: as text, its ``content-encoding`` undone, with no
     ``content-encoding``, ``content-length`` nor ``transfer-encoding`` header, so that
-    vcrpy hands the client the same body, decoded (:func:`_text_bodies`)."""
+    vcrpy hands the client the same body, decoded (:func:`_text_bodies`). With a
+    ``redactor``, what is written passes it (:func:`_redact_document`): secret headers,
+    key-like query parameters and known secret values are written ``REDACTED``, as in a
+    cassette this package records."""
     from pytest_agentctx._untrusted import read_untrusted
     from pytest_agentctx.traffic.cassettes import yamlread
 
@@ -256,10 +261,50 @@ def vcr_json(path: Path) -> tuple[str | None, str]:
     if not isinstance(document, dict) or not isinstance(document.get("interactions"), list):
         return None, ""
     _text_bodies(document["interactions"])
+    if redactor is not None:
+        _redact_document(document["interactions"], redactor)
     converted = yamlread.dump_json(document)
     if converted is None or yamlread.safe_load(converted) != document:
         return None, HOLDS_BYTES if _holds_bytes(document) else NOT_IN_JSON
     return converted, ""
+
+
+def _redact_document(interactions: list[object], redactor: BaseRedactor) -> None:
+    """Pass, in place, what each vcrpy interaction writes through ``redactor``: the URI,
+    every header (a secret header's value becomes ``REDACTED``) and every text body."""
+    for item in interactions:
+        if not isinstance(item, dict):
+            continue
+        for side in ("request", "response"):
+            part = item.get(side)
+            if isinstance(part, dict):
+                _redact_part(part, redactor)
+
+
+def _redact_part(part: dict[object, object], redactor: BaseRedactor) -> None:
+    if isinstance(part.get("uri"), str):
+        part["uri"] = redactor.url(str(part["uri"]))
+    headers = part.get("headers")
+    if isinstance(headers, dict):
+        part["headers"] = {
+            name: [_header_value(redactor, str(name), value) for value in values]
+            if isinstance(values, list)
+            else _header_value(redactor, str(name), values)
+            for name, values in headers.items()
+        }
+    body = part.get("body")
+    if isinstance(body, str):
+        part["body"] = redactor.text(body)
+    elif isinstance(body, dict) and isinstance(body.get("string"), str):
+        body["string"] = redactor.text(str(body["string"]))
+
+
+def _header_value(redactor: BaseRedactor, name: str, value: object) -> object:
+    from pytest_agentctx.redaction.redactor import REDACTED
+
+    if not isinstance(value, str):
+        return value
+    return REDACTED if redactor.is_secret_header(name, value) else redactor.text(value)
 
 
 def _text_bodies(interactions: list[object]) -> None:

@@ -121,3 +121,41 @@ def test_without_the_flag_nothing_is_converted_and_the_flag_is_named(project, ca
 
     assert _plain(project).read_text() == before
     assert any(line.startswith("  pytest-agentctx migrate --convert-json") for line in lines)
+
+
+def _with_secrets(key: str) -> dict[str, object]:
+    cassette = _cassette(f'{{"echo": "{key}"}}')
+    interaction = cassette["interactions"][0]  # type: ignore[index]
+    interaction["request"]["headers"]["Authorization"] = [f"Bearer {key}"]
+    interaction["request"]["uri"] += "?api_key=query-secret-0123456789"
+    return cassette
+
+
+def test_a_converted_cassette_passes_the_redactor(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-proj-converted-secret-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    path = project / "tests" / "cassettes" / "test_ask" / "test_secret.yaml"
+    path.write_text(yaml.safe_dump(_with_secrets(key)))
+
+    migrate(capsys, "--convert-json")
+
+    text = path.read_text()
+    loaded = yaml.safe_load(text)["interactions"][0]
+    assert (key not in text, "query-secret-0123456789" not in text) == (True, True)
+    assert loaded["request"]["headers"]["Authorization"] == ["REDACTED"]
+    assert loaded["response"]["body"]["string"] == '{"echo": "REDACTED"}'
+
+
+def test_a_converted_cassette_is_redacted_of_the_projects_secret_env(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tenant-token-0123456789")
+    (project / "pytest.ini").write_text("[pytest]\nagent_secret_env = MY_SERVICE_TOKEN\n")
+    path = project / "tests" / "cassettes" / "test_ask" / "test_token.yaml"
+    path.write_text(yaml.safe_dump(_cassette('{"token": "tenant-token-0123456789"}')))
+
+    migrate(capsys, "--convert-json")
+
+    assert "tenant-token-0123456789" not in path.read_text()
