@@ -355,13 +355,19 @@ def test_an_entry_that_cannot_be_written_leaves_no_temporary_file(tmp_path, fold
     )
 
 
+def _nested(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    """Lists and dicts of ``inner`` (a named function: hypothesis reads whether a lambda
+    uses its argument from its source, and misreads it where two lambdas share a line)."""
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner)
+
+
 _JSON = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)  # as in JSON
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    _nested,
     max_leaves=10,
 )
 _BODIES = st.one_of(
