@@ -18,8 +18,6 @@ import pytest
 import requests
 import yaml
 
-from tests.conftest import INI
-
 URL = "https://files.example/v1/upload"
 FILES = {"file": ("notes.txt", b"hello", "text/plain")}
 DATA = {"purpose": "assistants"}
@@ -114,7 +112,12 @@ def _uploads(tester: pytest.Pytester) -> None:
 
 @pytest.fixture
 def tester(agent_pytester: pytest.Pytester) -> pytest.Pytester:
-    agent_pytester.makeini(INI + "agent_all_tests = true\nagent_cassette_format = yaml\n")
+    # the ini agent_pytester wrote (importing tests.conftest would make the repository's
+    # tests folder a package for the inner runs of later tests)
+    ini = (agent_pytester.path / "tox.ini").read_text(encoding="utf-8")
+    agent_pytester.makeini(
+        ini.rstrip("\n") + "\nagent_all_tests = true\nagent_cassette_format = yaml\n"
+    )
     return agent_pytester
 
 
