@@ -148,21 +148,26 @@ def _yaml_keeps(text: str) -> bool:
 
 def _float_kept(value: float) -> bool | None:
     """Whether YAML 1.1 reads orjson's text of ``value`` as that float: it does when the
-    text has no exponent, or a point before it (orjson always signs an exponent, and
-    YAML 1.1's float needs both); ``False`` for an exponent with no point (``1e-7``),
-    which :func:`_pointed` writes as YAML reads it; ``None`` for ``NaN`` and the
-    infinities, which JSON has no number for."""
+    text has no exponent, or a point before a signed exponent (YAML 1.1's float needs
+    both); ``False`` for an exponent with no point (``1e-7``) or no sign (``1e20``, as
+    older orjson releases write it), which :func:`_pointed` writes as YAML reads it;
+    ``None`` for ``NaN`` and the infinities, which JSON has no number for."""
     if value - value != 0.0:  # NaN or an infinity
         return None
-    text = orjson.dumps(value)
-    return b"e" not in text or b"." in text
+    mantissa, _, exponent = orjson.dumps(value).partition(b"e")
+    return not exponent or (b"." in mantissa and exponent[:1] in (b"+", b"-"))
 
 
 def _pointed(value: float) -> orjson.Fragment:
-    """``value`` as orjson writes it, with ``.0`` after a mantissa with no point: a
-    number JSON and YAML 1.1 both read as ``value`` (``1e-7`` as ``1.0e-7``)."""
+    """``value`` as orjson writes it, with ``.0`` after a mantissa with no point and ``+``
+    before an exponent with no sign: a number JSON and YAML 1.1 both read as ``value``
+    (``1e-7`` as ``1.0e-7``, ``1e20`` as ``1.0e+20``)."""
     mantissa, _, exponent = orjson.dumps(value).partition(b"e")
-    return orjson.Fragment(mantissa + b".0e" + exponent)
+    if b"." not in mantissa:
+        mantissa += b".0"
+    if exponent[:1] not in (b"+", b"-"):
+        exponent = b"+" + exponent
+    return orjson.Fragment(mantissa + b"e" + exponent)
 
 
 def _floats_kept(value: object, depth: int) -> bool | None:
