@@ -218,10 +218,11 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
         raise pytest.fail.Exception(f"{type(unsaved).__name__}: {unsaved}", pytrace=False)
 
 
-def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
-    """The guard that keeps a fake_llm test offline, allowing the hosts that
-    ``agent_allowed_hosts``, the ``agent`` marker and ``agent_cassette_config`` allow."""
-    from pytest_agentctx.traffic.cassettes.network import NetworkGuard
+def _fake_llm_options(
+    request: pytest.FixtureRequest,
+) -> tuple[CassetteSettings, TestOptions, CassetteConfig]:
+    """A fake_llm test's session settings, its ``agent`` markers' options (the closest
+    marker's value of an option winning) and its checked ``agent_cassette_config``."""
     from pytest_agentctx.traffic.cassettes.per_test import TestOptions, cassette_config
 
     marker_kwargs: dict[str, object] = {}
@@ -235,28 +236,25 @@ def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
         where=where,
         matchers=request.config.stash.get(VCR_MATCHERS_KEY, {}),
     )
+    return settings, options, config
+
+
+def fake_llm_guard(request: pytest.FixtureRequest) -> NetworkGuard:
+    """The guard that keeps a fake_llm test offline, allowing the hosts that
+    ``agent_allowed_hosts``, the ``agent`` marker and ``agent_cassette_config`` allow."""
+    from pytest_agentctx.traffic.cassettes.network import NetworkGuard
+
+    _, options, config = _fake_llm_options(request)
     return NetworkGuard.for_fake_llm((*options.allowed_hosts, *config.get("allowed_hosts", ())))
 
 
 def fake_llm_ignoring(request: pytest.FixtureRequest) -> contextlib.AbstractContextManager[None]:
     """While a fake_llm test runs: its own ``ignore_hosts`` (marker, ``agent_cassette_config``)
     are ignored, and the ignored requests not sent are its own, as a cassette test's."""
-    from pytest_agentctx.traffic.cassettes.per_test import TestOptions, cassette_config
-
-    marker_kwargs: dict[str, object] = {}
-    for marker in reversed(list(request.node.iter_markers("agent"))):
-        marker_kwargs.update(marker.kwargs)
-    where = request.node.nodeid
-    settings = request.config.stash[CASSETTE_SETTINGS_KEY]
-    options = TestOptions.resolve(settings, marker_kwargs, where=where)
-    config = cassette_config(
-        request.getfixturevalue("agent_cassette_config"),
-        where=where,
-        matchers=request.config.stash.get(VCR_MATCHERS_KEY, {}),
-    )
+    settings, options, config = _fake_llm_options(request)
     own = (*options.ignore_hosts, *config.get("ignore_hosts", ()))
     if not own and not settings.ignore_hosts:
         return contextlib.nullcontext()
     from pytest_agentctx.traffic import ignore
 
-    return ignore.during_test(where, own)
+    return ignore.during_test(request.node.nodeid, own)
