@@ -31,6 +31,12 @@ from typing import Any
 from pytest_agentctx.context.clock import DEFAULT_START, StepClock
 from pytest_agentctx.context.model import Message, ToolCall
 from pytest_agentctx.traffic.capture.conversation import Conversation, IterationState
+from pytest_agentctx.traffic.capture.crossing import (
+    Crossings,
+    provider_error,
+    provider_errors,
+    renamed,
+)
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.capture.items import (
     item_hash,
@@ -97,6 +103,8 @@ class _Builder:
         self.compactions: dict[str, Conversation] = {}
         self._child_first_request: tuple[IterationState, Conversation] | None = None
         self.requests = 0
+        #: The conversations a request of another wire format may join (see :mod:`.crossing`).
+        self.crossings = Crossings()
 
     # -- one exchange --------------------------------------------------------------
 
@@ -130,6 +138,13 @@ class _Builder:
         tools_key = tools_hash(body.get("tools"))
         started = self.clock.now()
         self.requests += 1
+        whole = not candidates
+        joined = self.crossings.join(codec, decoded.messages) if whole else None
+        if joined is not None:  # a retry or continuation on another wire format
+            messages = renamed(messages[joined.offset :], joined.ids)
+            candidates = [joined.conversation]
+            provider_errors(joined.conversation, _PROVIDERS[joined.conversation.wire_format])
+            joined.conversation.wire_format = codec.name
         conversation = _choose(candidates, messages, tools_key) if candidates else None
         if conversation is None:
             conversation = self._start(codec.name, tools_key, started)
@@ -141,6 +156,7 @@ class _Builder:
         self._take_response(conversation, codec, exchange, decoded.model, decoded.stream)
         conversation.last_items = items
         conversation.last_system = system
+        self.crossings.note(conversation, codec, body, decoded.messages if whole else None)
         if items:
             conversation.last_key = (len(items), item_hash(items[-1]))
             bucket = self.by_size.setdefault(len(items), {})
@@ -298,7 +314,7 @@ class _Builder:
         if completion is None:
             previous = iteration.metadata.get("errors")
             errors = list(previous) if isinstance(previous, list) else []
-            errors.append(error)
+            errors.append(provider_error(errors, error, _PROVIDERS[codec.name]))
             iteration.metadata["errors"] = errors
             conversation.last_ok = False
             return
