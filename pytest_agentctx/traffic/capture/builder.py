@@ -8,10 +8,11 @@ failed (a retry). The prefix is found by the item count and the hash of the last
 each conversation's last request (an index), then checked by comparing the items, which
 stops at the first difference: a request costs about what reading it costs, so a long
 conversation that repeats its history in every request stays linear in what it sends. A
-request that continues no conversation starts one. When it starts while another
-conversation waits for a tool result, it is linked to that tool call as its sub-agent; the
-link stays only where the traffic shows the call started it (:mod:`.nesting`), so agents
-run concurrently by one test stay apart.
+request that continues no conversation of its wire format may retry or continue one of
+another format, compared by its messages (:mod:`.crossing`); else it starts one. When it
+starts while another conversation waits for a tool result, it is linked to that tool call
+as its sub-agent; the link stays only where the traffic shows the call started it
+(:mod:`.nesting`), so agents run concurrently by one test stay apart.
 
 Each model call is one iteration: the messages new in its request (the echo of the
 previous reply is left out: the reply itself is kept from the response), the assistant

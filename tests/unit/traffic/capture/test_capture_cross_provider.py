@@ -361,6 +361,21 @@ def test_a_request_that_does_not_carry_the_answer_starts_its_own_conversation():
     assert len(build_contexts(exchanges).contexts) == 2
 
 
+def test_a_sub_agent_on_another_provider_is_linked_to_the_call_that_started_it():
+    parent = Run().user("Research Lisbon.")
+    exchanges = [parent.call("openai_chat", None, ("research", {"topic": "Lisbon"}))]
+    child = Run(system="You research.").user("Lisbon")
+    exchanges.append(child.call("anthropic_messages", "Lisbon is the capital of Portugal."))
+    parent.results("Lisbon is the capital of Portugal.")
+    exchanges.append(parent.call("openai_chat", "Done."))
+
+    runs = build_contexts(exchanges)
+
+    (context,) = runs.contexts
+    (subagent,) = context.iterations[0].metadata["subagents"].values()
+    assert subagent["context"]["iterations"][0]["metadata"]["provider"] == "anthropic"
+
+
 # -- the law --------------------------------------------------------------------------------
 
 #: One model call of a scripted run: its wire format, and whether it asks for a tool.
