@@ -11,8 +11,8 @@ codec's ``decode_request`` gives), keeping only what survives a conversion:
   read as one (formats split and merge them differently), and texts compared without
   their whitespace;
 * the tool calls' names and arguments (numbers compared by value: ``1`` is ``1.0``);
-* the tool results' contents, and which call each one answers by its position in the
-  request (tool call ids differ between formats: ``call_...``, ``toolu_...``, Gemini's
+* the tool results' contents (a JSON one compared by value), and which call each one
+  answers by its position in the request (tool call ids differ between formats: ``call_...``, ``toolu_...``, Gemini's
   synthetic ids).
 
 A request ``new`` of wire format F joins a conversation of another format whose last
@@ -245,6 +245,8 @@ def _turn(message: Mapping[str, Any], end: int) -> _Turn:
     role = str(message.get("role"))
     content = message.get("content")
     text = content if isinstance(content, str) else "" if content is None else str(content)
+    if role == "tool" and text[:1] in ("{", "["):
+        text = _json_text(text)
     calls = tuple(
         (str(call.get("name")), _canonical(call.get("arguments")))
         for call in message.get("tool_calls") or ()
@@ -255,6 +257,15 @@ def _turn(message: Mapping[str, Any], end: int) -> _Turn:
 def _opening(turns: Sequence[_Turn]) -> str | None:
     """The index key of a request: its first user text."""
     return next((t.text for t in turns if t.role == "user" and t.text), None)
+
+
+def _json_text(text: str) -> str:
+    """A tool result that is JSON, written canonically (formats that carry a result as an
+    object give it back with its keys sorted); any other text as it is."""
+    try:
+        return _canonical(json.loads(text))
+    except ValueError:
+        return text
 
 
 def _canonical(value: object) -> str:

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 
 from pytest_agentctx import AgentContext, Exchange, Iteration, Message, ToolCall, build_contexts
 from pytest_agentctx.context.tools import ToolSpec
+from pytest_agentctx.traffic.capture import crossing
 from pytest_agentctx.traffic.codecs import Completion, Usage, get_codec
 
 URLS = {
@@ -313,6 +314,27 @@ def test_the_next_call_on_the_new_provider_continues_by_its_items():
     assert _joined(context)
 
 
+def test_a_json_tool_result_is_compared_by_value_across_formats():
+    run = Run().user("Weather in Paris?")
+    exchanges = [run.call("gemini", None, ("get_weather", {"city": "Paris"}))]
+    run.results('{"temp": 20, "sky": "clear"}')
+    second = run.call("gemini", "Clear, 20 degrees.")
+    assert second.request is not None
+    (part,) = second.request["json"]["contents"][-1]["parts"]
+    part["functionResponse"]["response"] = {"temp": 20, "sky": "clear"}  # an object
+    exchanges.append(second)
+    run.user("Thanks!")
+    exchanges.append(run.call("anthropic_messages", "You're welcome."))
+
+    context = build_contexts(exchanges).context
+
+    assert [it.metadata["provider"] for it in context.iterations] == [
+        "google",
+        "google",
+        "anthropic",
+    ]
+
+
 # -- what never joins ----------------------------------------------------------------------
 
 
@@ -374,6 +396,26 @@ def test_a_sub_agent_on_another_provider_is_linked_to_the_call_that_started_it()
     (context,) = runs.contexts
     (subagent,) = context.iterations[0].metadata["subagents"].values()
     assert subagent["context"]["iterations"][0]["metadata"]["provider"] == "anthropic"
+
+
+def test_conversations_with_other_first_messages_are_not_compared_across_formats(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    compared: list[int] = []
+    continues = crossing._continues
+
+    def counted(*args: Any) -> Any:
+        compared.append(1)
+        return continues(*args)
+
+    monkeypatch.setattr(crossing, "_continues", counted)
+    exchanges = [
+        Run().user(f"Question {n}").call(WIRE_FORMATS[n % len(WIRE_FORMATS)], f"Answer {n}")
+        for n in range(100)
+    ]
+
+    assert len(build_contexts(exchanges)) == 100
+    assert compared == []
 
 
 # -- the law --------------------------------------------------------------------------------
