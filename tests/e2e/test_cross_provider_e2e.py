@@ -3,8 +3,10 @@
 Agents on the real SDKs against a :class:`~pytest_agentctx.LoopbackProvider` the test
 starts (one script, each reply in the wire format of the path asked): an OpenAI call that
 fails with 401 and falls back to Anthropic, and a conversation started on Gemini and
-resumed on Anthropic with its tool call converted. Each is recorded (``--agent-record``),
-then replayed offline, and ``agent_context`` shows one conversation both times.
+resumed on Anthropic with its tool call converted; and pydantic-ai's ``FallbackModel``
+(OpenAI, then Anthropic), which converts the history itself and tries OpenAI again on the
+next request. Each is recorded (``--agent-record``), then replayed offline, and
+``agent_context`` shows one conversation both times.
 """
 
 from __future__ import annotations
@@ -155,3 +157,63 @@ def test_a_provider_change_is_one_conversation_recorded_and_replayed(
 
     replayed = agent_pytester.runpytest("-p", "no:cacheprovider")
     replayed.assert_outcomes(passed=2)
+
+
+FALLBACK_PROJECT = """
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from pytest_agentctx import LoopbackProvider, RecordMode
+
+
+@pytest.fixture
+def server(agent_cassette):
+    with LoopbackProvider() as provider:
+        yield provider
+        if agent_cassette.mode is RecordMode.NONE:
+            assert provider.exchanges == []
+        else:
+            provider.verify()
+
+
+@pytest.mark.agent
+def test_fallback_model(server, agent_context):
+    server.fail(401, "Incorrect API key provided.")
+    server.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
+    primary = OpenAIChatModel(
+        "gpt-4o-mini", provider=OpenAIProvider(base_url=server.openai_base_url, api_key="k")
+    )
+    backup = AnthropicModel(
+        "claude-test-model",
+        provider=AnthropicProvider(base_url=server.anthropic_base_url, api_key="k"),
+    )
+    agent = Agent(FallbackModel(primary, backup), system_prompt="Be brief.")
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        return f"Sunny in {city}"
+
+    assert agent.run_sync("Weather in Paris?").output == "Sunny in Paris."
+
+    first, second = agent_context.context.iterations
+    assert [(e["status"], e["provider"]) for e in first.metadata["errors"]] == [(401, "openai")]
+    # FallbackModel tries OpenAI first on every request: the answer came from there
+    assert (first.metadata["provider"], second.metadata["provider"]) == ("anthropic", "openai")
+    assert first.messages[-1].tool_call_id == first.tool_calls[0].id
+"""
+
+
+def test_pydantic_ai_fallback_model_is_one_conversation_recorded_and_replayed(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makepyfile(test_fallback_agent=FALLBACK_PROJECT)
+
+    recorded = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record")
+    recorded.assert_outcomes(passed=1)
+    replayed = agent_pytester.runpytest("-p", "no:cacheprovider")
+    replayed.assert_outcomes(passed=1)
