@@ -12,8 +12,8 @@ codec's ``decode_request`` gives), keeping only what survives a conversion:
   their whitespace;
 * the tool calls' names and arguments (numbers compared by value: ``1`` is ``1.0``);
 * the tool results' contents (a JSON one compared by value), and which call each one
-  answers by its position in the request (tool call ids differ between formats: ``call_...``, ``toolu_...``, Gemini's
-  synthetic ids).
+  answers by its position in the request (tool call ids differ between formats:
+  ``call_...``, ``toolu_...``, Gemini's own ids).
 
 A request ``new`` of wire format F joins a conversation of another format whose last
 request ``old`` it continues, in one of two ways only:
@@ -30,6 +30,10 @@ the other sends exactly its messages. Candidates are found by their first user t
 index), so requests that start conversations are not compared with every other one. The
 ids of the continued conversation are kept: the tool calls the new request echoes, and the
 results it brings, are renamed to the ids the conversation's reply gave them.
+
+Only a request that continues no conversation of its own wire format comes here. Requests
+are read only through the codecs' ``decode_request``, so a new wire format takes part
+without a change here.
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ class Crossings:
     def __init__(self) -> None:
         self._by_opening: dict[str, list[Conversation]] = {}
         self._last: dict[int, _Last] = {}
+        #: The messages :meth:`join` read last and their turns, for :meth:`note` to reuse.
+        self._read: tuple[Sequence[Mapping[str, Any]], list[_Turn]] | None = None
 
     def note(
         self,
@@ -108,7 +114,7 @@ class Crossings:
         messages: Sequence[Mapping[str, Any]] | None,
     ) -> None:
         """``conversation`` sent ``body`` (``messages``: all of it decoded, when it was)."""
-        turns = _turns(messages) if messages is not None else None
+        turns = None if messages is None else self._turns(messages)
         if conversation.number not in self._last and turns is not None:
             opening = _opening(turns)
             if opening is not None:
@@ -119,7 +125,7 @@ class Crossings:
         """The conversation of another wire format that ``messages`` (a whole request of
         ``codec``, decoded) retries or continues, if any: the latest one, or the one whose
         tool calls it answers."""
-        new = _turns(messages)
+        new = self._turns(messages)
         opening = _opening(new)
         found: list[Join] = []
         for conversation in self._by_opening.get(opening or "", ()):
@@ -138,6 +144,13 @@ class Crossings:
                 j.conversation.last_request,
             ),
         )
+
+    def _turns(self, messages: Sequence[Mapping[str, Any]]) -> list[_Turn]:
+        if self._read is not None and self._read[0] is messages:
+            return self._read[1]
+        turns = _turns(messages)
+        self._read = (messages, turns)
+        return turns
 
     def _old_turns(self, conversation: Conversation) -> list[_Turn] | None:
         last = self._last.get(conversation.number)
