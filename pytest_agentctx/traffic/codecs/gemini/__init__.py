@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from pytest_agentctx.traffic.codecs.gemini.parts import (
     SYNTHETIC_ID_PREFIX as SYNTHETIC_ID_PREFIX,
+    is_synthetic as is_synthetic,
+    model_turns as model_turns,
     synthetic_call_id as synthetic_call_id,
 )
 from pytest_agentctx.traffic.codecs.gemini.request import (
@@ -48,8 +50,10 @@ from pytest_agentctx.traffic.codecs.gemini.response import (
     encode_response as encode_response,
 )
 from pytest_agentctx.traffic.codecs.gemini.stream import (
+    array_chunks as array_chunks,
     decode_stream as decode_stream,
     encode_stream as encode_stream,
+    is_array_stream as is_array_stream,
 )
 
 #: The codec's name (see :mod:`~pytest_agentctx.traffic.codecs.base`).

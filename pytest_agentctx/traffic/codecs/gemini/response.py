@@ -32,11 +32,12 @@ def _decode_usage(data: object) -> Usage | None:
     )
 
 
-def decode_response(body: Mapping[str, object]) -> Completion:
+def decode_response(body: Mapping[str, object], *, turn: int = 0) -> Completion:
     """A ``generateContent`` response body as a :class:`Completion` (its first candidate).
 
     A response without candidates whose prompt was blocked is an empty reply whose stop
-    reason is the block reason (``SAFETY``...).
+    reason is the block reason (``SAFETY``...). ``turn``: the number of model turns in the
+    request (:func:`~.parts.model_turns`), for the synthetic ids of function calls.
     """
     where = "gemini.decode_response"
     if not isinstance(body, Mapping):
@@ -57,7 +58,7 @@ def decode_response(body: Mapping[str, object]) -> Completion:
         stop_reason = text_or_none(get(candidate, "finishReason"))
         content = candidate.get("content") or {}
         parts = turn_parts(content, f"{where}: candidates[0].content")
-    completion = completion_of(parts, where)
+    completion = completion_of(parts, where, turn)
     return replace(
         completion,
         model=text_or_none(get(body, "modelVersion")),
