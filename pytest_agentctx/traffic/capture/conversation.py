@@ -56,9 +56,7 @@ class Conversation:
     #: its content.
     answers: dict[str, tuple[int, str | None]] = field(default_factory=dict)
 
-    def adopt_client_ids(
-        self, echo: Sequence[Message], made_up: Callable[[object], bool]
-    ) -> None:
+    def adopt_client_ids(self, echo: Sequence[Message], made_up: Callable[[object], bool]) -> None:
         """Give the last reply's tool calls whose ids capture made up (``made_up``: a
         Gemini call without an id) the ids the client put on them in ``echo``, its
         request's copy of that reply, where the client assigned ids: the same call (name

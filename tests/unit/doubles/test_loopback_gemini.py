@@ -144,6 +144,7 @@ def test_a_stream_asked_without_alt_sse_is_one_json_array_flushed_chunk_by_chunk
     assert response.headers["content-type"].startswith("application/json")
     assert len(pieces) > 1
     raw = b"".join(pieces)
-    assert raw.startswith(b"[{") and raw.endswith(b"]")
+    assert raw.startswith(b"[{")
+    assert raw.endswith(b"]")
     assert gemini.decode_stream(raw).content == "Sunny in Paris, 21 degrees."
     assert [exchange.streamed for exchange in provider.exchanges] == [True]

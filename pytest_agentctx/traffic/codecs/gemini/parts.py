@@ -35,9 +35,7 @@ def get(data: Mapping[str, object], key: str, default: object = None) -> object:
     return data.get(_CAMEL_HUMP.sub(r"_\1", key).lower(), default)
 
 
-def synthetic_call_id(
-    name: str, arguments: Mapping[str, object], index: int, turn: int = 0
-) -> str:
+def synthetic_call_id(name: str, arguments: Mapping[str, object], index: int, turn: int = 0) -> str:
     """The id given to the ``index``-th function call of the ``turn``-th model turn of a
     conversation (0: the first) when it has none.
 
@@ -123,9 +121,7 @@ def model_parts(message: Mapping[str, object]) -> list[dict[str, object]]:
     return parts
 
 
-def completion_of(
-    parts: Sequence[Mapping[str, object]], where: str, turn: int = 0
-) -> Completion:
+def completion_of(parts: Sequence[Mapping[str, object]], where: str, turn: int = 0) -> Completion:
     """Text, function calls and reasoning items of the ``turn``-th model turn's parts."""
     texts: list[str] = []
     calls: list[ToolCall] = []

@@ -277,6 +277,7 @@ def as_array_stream(exchanges: list[Exchange], *, parsed: bool) -> list[Exchange
     (``{"json": [...]}``) or as the text that came."""
     out = []
     for number, exchange in enumerate(exchanges):
+        assert exchange.response is not None
         completion = gemini.decode_response(exchange.response["json"])
         events = gemini.encode_stream(completion, response_id=f"r{number}")
         raw = b"".join(gemini.array_chunks(events))
@@ -329,7 +330,11 @@ def client_id_run(*, echo_ids: bool) -> list[Exchange]:
     }
     return [
         Exchange(
-            "POST", f"{API}:generateContent", 200, {"json": {"contents": [question]}}, {"json": first}
+            "POST",
+            f"{API}:generateContent",
+            200,
+            {"json": {"contents": [question]}},
+            {"json": first},
         ),
         Exchange("POST", f"{API}:generateContent", 200, {"json": second_request}, {"json": final}),
     ]
@@ -369,9 +374,7 @@ def test_identical_calls_in_two_turns_get_distinct_ids_and_each_its_result():
         body = gemini.encode_request(model="gemini-2.5-flash", messages=history, tools=[WEATHER])
         del body["model"]
         response = {"json": gemini.encode_response(completion, response_id=f"r{number}")}
-        exchanges.append(
-            Exchange("POST", f"{API}:generateContent", 200, {"json": body}, response)
-        )
+        exchanges.append(Exchange("POST", f"{API}:generateContent", 200, {"json": body}, response))
         history.append({"role": "assistant", "content": None, "tool_calls": [call.model_dump()]})
         result = f"Sunny ({number})"
         history.append({"role": "tool", "content": result, "tool_call_id": call.id})

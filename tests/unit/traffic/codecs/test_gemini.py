@@ -629,8 +629,11 @@ ARRAY_REPLY = Completion(
     [
         ("/v1beta/models/m:streamGenerateContent", True),
         ("https://h/v1beta/models/m:streamGenerateContent?key=k", True),
-        ("/v1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent"
-         "?%24alt=json%3Benum-encoding%3Dint", True),
+        (
+            "/v1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent"
+            "?%24alt=json%3Benum-encoding%3Dint",
+            True,
+        ),
         ("/v1beta/models/m:streamGenerateContent?alt=sse", False),
         ("/v1beta/models/m:generateContent", False),
     ],
@@ -643,7 +646,8 @@ def test_array_chunks_lay_the_stream_out_as_one_json_array():
     pieces = gemini.array_chunks(gemini.encode_stream(ARRAY_REPLY, response_id="r1"))
 
     raw = b"".join(pieces)
-    assert raw.startswith(b"[{") and raw.endswith(b"\n]")
+    assert raw.startswith(b"[{")
+    assert raw.endswith(b"\n]")
     assert all(piece.startswith(b"\n,\r\n{") for piece in pieces[1:])
     assert [json.dumps(c) for c in json.loads(raw)] == [
         json.dumps(json.loads(event.data))
@@ -671,7 +675,7 @@ def test_decode_stream_keeps_the_chunks_of_an_array_cut_short():
 
 
 def test_decode_stream_raises_for_an_error_in_the_array():
-    with pytest.raises(CodecError, match="reports an error.*overloaded"):
+    with pytest.raises(CodecError, match=r"reports an error.*overloaded"):
         gemini.decode_stream('[{"error": {"code": 503, "message": "overloaded"}}]')
 
 
