@@ -21,6 +21,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     decode_recorded,
     decompress,
     encode_body,
+    kept_whole,
     whole_events,
 )
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
@@ -126,7 +127,7 @@ class Recorder:
                 if not complete:  # cut short: up to the end of its last whole event
                     decoded = whole_events(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
-                stored = _kept_whole(url, stored, decoded)
+                stored = kept_whole(url, stored, decoded)
                 body = self.scrubs.response(slot, stored, decoded)
             except UndecodableBody as exc:
                 self._on_unscrubbable(exc, request, url, False)
@@ -214,16 +215,3 @@ class Recorder:
             self._cut_short.update(slot for recorded, slot in still_open if recorded)
         for stream in still_open.values():
             stream.finish(seconds=STREAM_FINISH_SECONDS, max_bytes=STREAM_FINISH_BYTES)
-
-
-def _kept_whole(url: str, stored: Body, raw: bytes) -> Body:
-    """``stored``, or its text when it is a Gemini stream asked for without ``alt=sse``
-    (one JSON array, written out chunk by chunk): replayed byte for byte as it came,
-    where parsed JSON would be written back in another layout."""
-    if stored is None or not isinstance(stored.get("json"), list):
-        return stored
-    from pytest_agentctx.traffic.codecs import gemini
-
-    if not gemini.is_array_stream(url):
-        return stored
-    return {"text": raw.decode("utf-8")}
