@@ -65,8 +65,9 @@ def _array_items(text: str, where: str) -> list[object]:
         try:
             item, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError as exc:
-            if exc.msg.startswith("Unterminated") or exc.pos >= len(text.rstrip()) - 1:
-                return items  # cut short inside the last chunk
+            end = text.rstrip()
+            if not end.endswith("]") or exc.pos >= len(end) - 1:
+                return items  # cut short inside the last chunk: the array never closed
             raise CodecError(
                 f"{where}: item #{len(items)} of the JSON array is not JSON ({exc}). Is this "
                 "a Gemini stream (streamGenerateContent without alt=sse)?"

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 from google import genai
 from google.genai import types
+from hypothesis import given, settings, strategies as st
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
@@ -727,3 +728,41 @@ def test_a_function_response_with_an_id_only_the_client_knows_answers_the_bare_c
     call, result = gemini.decode_request({"contents": contents}).messages
 
     assert result["tool_call_id"] == call["tool_calls"][0]["id"]
+
+
+_ARGUMENTS = st.dictionaries(
+    st.sampled_from(["city", "n", "ok"]),
+    st.one_of(st.integers(), st.booleans(), st.none(), st.text(max_size=6)),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(max_size=30),
+    calls=st.lists(st.tuples(st.sampled_from(["get_weather", "book"]), _ARGUMENTS), max_size=3),
+    turn=st.integers(0, 4),
+    cut=st.floats(0, 1),
+)
+def test_an_array_stream_reads_as_its_events_and_a_cut_one_as_what_arrived(text, calls, turn, cut):
+    completion = Completion(
+        content=text or None,
+        tool_calls=tuple(
+            ToolCall(
+                id=gemini.synthetic_call_id(name, arguments, index, turn),
+                name=name,
+                arguments=arguments,
+            )
+            for index, (name, arguments) in enumerate(calls)
+        ),
+        model=MODEL,
+        usage=Usage(3, 4),
+        response_id="r",
+    )
+    events = gemini.encode_stream(completion, response_id="r")
+    raw = b"".join(gemini.array_chunks(events)).decode()
+
+    assert gemini.decode_stream(raw, turn=turn) == gemini.decode_stream(events, turn=turn)
+    cut_short = gemini.decode_stream(raw[: int(len(raw) * cut)], turn=turn)
+    assert all(call in completion.tool_calls for call in cut_short.tool_calls)
+    assert (completion.content or "").startswith(cut_short.content or "")
