@@ -18,6 +18,7 @@ from pytest_agentctx.traffic.cassettes.diffs import one_line
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.codecs.base import Codec, Completion, codec_for_path
+from pytest_agentctx.traffic.codecs.gemini.stream import is_array_stream
 from pytest_agentctx.traffic.errors import CassetteFormatError, CodecError
 
 _WIDTH = 100
@@ -72,6 +73,13 @@ def _decoded(codec: Codec, interaction: Interaction) -> list[str]:
         stream = getattr(codec, "decode_stream", None)
         if stream is not None:
             lines.append(f"  reply (stream): {_reply(stream(body_bytes(response)))}")
+    elif codec.name == "gemini" and is_array_stream(interaction.url):
+        # streamGenerateContent without alt=sse: one JSON array of chunks
+        from pytest_agentctx.traffic.capture.exchange import Exchange
+        from pytest_agentctx.traffic.capture.replies import decode_reply
+
+        completion = decode_reply(codec, Exchange.from_interaction(interaction), True)
+        lines.append(f"  reply (stream): {_reply(completion)}")
     return lines
 
 

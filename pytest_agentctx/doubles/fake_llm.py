@@ -154,6 +154,11 @@ class FakeLLM(ScriptedModel):
                 answer.status, answer.error or "scripted failure", answer.codec.name
             )
         if answer.request is not None and answer.request.stream:
+            array = _array_stream(str(request.url), answer)
+            if array is not None:
+                return make_response(
+                    200, chunks=array, headers={"content-type": "application/json; charset=UTF-8"}
+                )
             # A client that asked for a stream reads server-sent events; JSON would reach
             # it as an empty stream.
             return make_response(
@@ -240,6 +245,18 @@ class FakeLLM(ScriptedModel):
 
     def __repr__(self) -> str:
         return f"FakeLLM({len(self._script)} scripted, {len(self.calls)} served)"
+
+
+def _array_stream(url: str, answer: ScriptedAnswer) -> list[bytes] | None:
+    """The chunks of the JSON array a Gemini stream asked for without ``alt=sse`` (as the
+    API answers it), else ``None`` (server-sent events)."""
+    if answer.codec.name != "gemini":
+        return None
+    from pytest_agentctx.traffic.codecs import gemini
+
+    if not gemini.is_array_stream(url):
+        return None
+    return gemini.array_chunks(answer.stream_events())
 
 
 def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, object]:

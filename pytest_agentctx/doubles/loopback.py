@@ -6,7 +6,9 @@ background thread) that answers the official SDKs as the real APIs do:
 in the OpenAI Responses format, ``POST /v1/messages`` in the Anthropic Messages format and
 ``POST /{version}/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``) in
 the Google Gemini format, as one JSON response or, when the request asks
-(``"stream": true``, or Gemini's streaming URL), as server-sent events flushed one by one.
+(``"stream": true``, or Gemini's streaming URL), as server-sent events flushed one by one
+(Gemini's ``:streamGenerateContent`` without ``alt=sse``: one JSON array of chunks, flushed
+chunk by chunk, as the API answers it).
 Its replies come from the same script as :class:`~pytest_agentctx.doubles.fake_llm.FakeLLM`'s
 (``reply``, ``reply_tool_call``, ``fail``), encoded by the same codecs.
 
@@ -416,6 +418,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if answer.request is not None and answer.request.stream:
             log(200, streamed=True)
+            if wire == "gemini" and gemini.is_array_stream(self.path):
+                self._send_chunks(
+                    gemini.array_chunks(answer.stream_events()),
+                    "application/json; charset=UTF-8",
+                    provider,
+                    gzipped,
+                )
+                return
             self._send_stream(answer.stream_events(), provider, gzipped, anthropic)
             return
         log(200)
@@ -489,8 +499,21 @@ class _Handler(BaseHTTPRequestHandler):
         gzipped: bool,
         anthropic: bool,
     ) -> None:
+        chunks = [format_sse([event]) for event in events]
+        self._send_chunks(chunks, "text/event-stream; charset=utf-8", provider, gzipped, anthropic)
+
+    def _send_chunks(
+        self,
+        chunks: list[bytes],
+        content_type: str,
+        provider: LoopbackProvider,
+        gzipped: bool,
+        anthropic: bool = False,
+    ) -> None:
+        """A streamed response: ``chunks`` (events, or the pieces of Gemini's JSON array)
+        flushed one by one."""
         headers = [
-            ("content-type", "text/event-stream; charset=utf-8"),
+            ("content-type", content_type),
             ("cache-control", "no-cache"),
             ("transfer-encoding", "chunked"),
         ]
@@ -498,9 +521,8 @@ class _Handler(BaseHTTPRequestHandler):
             headers.append(("content-encoding", "gzip"))
         self._head(200, headers, provider, anthropic)
         compressor = zlib.compressobj(wbits=31) if gzipped else None  # 31: gzip framing
-        for event in events:
+        for data in chunks:
             provider._wait()
-            data = format_sse([event])
             if compressor is not None:
                 data = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
             self._write_chunk(data)

@@ -300,11 +300,13 @@ class ScriptedModel:
         # A format whose calls come without ids (Gemini) gets its codec's synthetic ones,
         # which it leaves out of the reply, as the real API does.
         synthetic = getattr(codec, "synthetic_call_id", None)
+        turns = getattr(codec, "model_turns", None)  # the ids count the model's turns
+        turn = turns(body.get("contents")) if turns is not None else 0
         calls = tuple(
             ToolCall(
                 id=call.id
                 or (
-                    synthetic(call.name, call.arguments, index)
+                    synthetic(call.name, call.arguments, index, turn)
                     if synthetic is not None
                     else self._ids(call_prefix)
                 ),

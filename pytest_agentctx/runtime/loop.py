@@ -28,7 +28,7 @@ Around that loop:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pytest_agentctx.context.clock import Clock, SystemClock
@@ -282,9 +282,14 @@ class AgentRuntime:
 
     @staticmethod
     async def _complete(provider: Provider, body: dict[str, object], *, stream: bool) -> Completion:
-        """One model call; streamed calls are decoded from their events by the same codec."""
+        """One model call; streamed calls are decoded from their events by the same codec
+        (Gemini's: told the model turn the reply is, for the ids of bare function calls)."""
+        turns = getattr(provider.codec, "model_turns", None)
+        turn = {} if turns is None else {"turn": turns(body.get("contents"))}
         if not stream:
-            return provider.codec.decode_response(await provider.send(body))
+            decode: Callable[..., Completion] = provider.codec.decode_response
+            reply: Completion = decode(await provider.send(body), **turn)
+            return reply
         body = {**body, "stream": True}
         if provider.codec.name == "openai_chat":
             # without it the stream carries no usage, and the context would differ
@@ -297,7 +302,7 @@ class AgentRuntime:
                 f"The provider for codec {codec.name!r} cannot stream (it needs send_stream() "
                 "and a codec with decode_stream()). Use Agent(stream=False) with it."
             )
-        completion: Completion = decode_stream(await send_stream(body))
+        completion: Completion = decode_stream(await send_stream(body), **turn)
         return completion
 
     @staticmethod

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from test_gate_e2e import QUIET, RESEARCH_TESTS, _gate_block
@@ -336,6 +337,19 @@ def test_cassettes_show_of_a_recorded_cassette(echo, capsys) -> None:
         "  reply: 'fine'; tokens 10 in, 5 out",
     ]
     assert lines[1].startswith("#0 POST http://127.0.0.1:")
+
+
+def test_cassettes_show_reads_a_gemini_stream_sent_as_one_json_array(capsys) -> None:
+    corpus = Path(__file__).resolve().parents[1] / "integration" / "corpus"
+    path = corpus / "otel-contrib__vertexai_gemini_array_stream_parallel_calls.yaml"
+
+    code, lines = command(capsys, "cassettes", "show", str(path))
+
+    assert code == 0
+    assert lines[-1] == (
+        '  reply (stream): tool call get_current_weather({"location": "New Delhi"}); '
+        'tool call get_current_weather({"location": "San Francisco"}); tokens 72 in, 16 out'
+    )
 
 
 def test_cassettes_show_of_a_missing_file_is_a_usage_error(echo, capsys) -> None:

@@ -221,7 +221,9 @@ def _call(clients: Clients, interaction: Interaction) -> Call:
     parts = urlsplit(interaction.url)
     body = _json_body(interaction)
     stream = isinstance(body, dict) and bool(body.get("stream"))
-    if parts.hostname == "generativelanguage.googleapis.com":
+    if parts.hostname == "generativelanguage.googleapis.com" or (parts.hostname or "").endswith(
+        "aiplatform.googleapis.com"
+    ):  # Gemini, on the Gemini API or Vertex AI
         return _http_call(clients, interaction)
     if parts.hostname == "api.anthropic.com":
         return _anthropic_call(clients, interaction, body, stream)

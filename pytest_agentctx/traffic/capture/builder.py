@@ -49,6 +49,7 @@ from pytest_agentctx.traffic.capture.nesting import first_user_texts, quotes_arg
 from pytest_agentctx.traffic.capture.replies import (
     UNREADABLE,
     CallError,
+    decode_items,
     decode_reply,
     error_of,
     in_background,
@@ -131,7 +132,7 @@ class _Builder:
             trimmed[items_key] = items[offset:]
             sliced = trimmed
         try:
-            decoded = codec.decode_request(sliced)
+            decoded = decode_items(codec, sliced, items[:offset] if candidates else ())
             messages = [_message(raw) for raw in decoded.messages]
         except UNREADABLE as exc:
             self._skip(exchange, f"the request does not decode: {exc}")
@@ -153,7 +154,7 @@ class _Builder:
             self._unindex(conversation)
             conversation.tools_key = tools_key
         conversation.last_request = self.requests
-        self._take_request(conversation, messages, started)
+        self._take_request(conversation, messages, started, codec)
         self._take_response(conversation, codec, exchange, decoded.model, decoded.stream)
         conversation.last_items = items
         conversation.last_system = system
@@ -232,7 +233,7 @@ class _Builder:
     # -- the request: new messages, tool results ---------------------------------
 
     def _take_request(
-        self, conversation: Conversation, messages: list[Message], at: datetime
+        self, conversation: Conversation, messages: list[Message], at: datetime, codec: Codec
     ) -> None:
         start = 0
         last = conversation.iterations[-1] if conversation.iterations else None
@@ -241,6 +242,9 @@ class _Builder:
             # The echo of the previous reply: kept from the response, not repeated.
             while start < len(messages) and messages[start].role == "assistant":
                 start += 1
+            made_up = getattr(codec, "is_synthetic", None)
+            if made_up is not None:  # Gemini: ids the client gave calls the model sent bare
+                conversation.adopt_client_ids(messages[:start], made_up)
             # A client may answer parallel calls one by one (call 1, result 1, call 2,
             # result 2): the later calls are the echo too, until something new comes.
             echoed = {call.id for call in last.tool_calls}

@@ -7,6 +7,7 @@ the metadata of the iteration whose tool call started them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -54,6 +55,42 @@ class Conversation:
     #: The result each tool call got: the number of the model call that brought it, and
     #: its content.
     answers: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+
+    def adopt_client_ids(self, echo: Sequence[Message], made_up: Callable[[object], bool]) -> None:
+        """Give the last reply's tool calls whose ids capture made up (``made_up``: a
+        Gemini call without an id) the ids the client put on them in ``echo``, its
+        request's copy of that reply, where the client assigned ids: the same call (name
+        and arguments) at the same place. The tool results that carry those ids then join
+        their calls, and the context shows the ids the client used."""
+        if not self.iterations:
+            return
+        iteration = self.iterations[-1]
+        echoed = [call for message in echo for call in message.tool_calls]
+        renamed: dict[str, str] = {}
+        for call, copy in zip(iteration.tool_calls, echoed, strict=False):
+            if (
+                made_up(call.id)
+                and not made_up(copy.id)
+                and copy.id != call.id
+                and (copy.name, copy.arguments) == (call.name, call.arguments)
+            ):
+                renamed[call.id] = copy.id
+        if not renamed:
+            return
+
+        def rename(call: ToolCall) -> ToolCall:
+            new = renamed.get(call.id)
+            return call if new is None else call.model_copy(update={"id": new})
+
+        iteration.tool_calls = [rename(call) for call in iteration.tool_calls]
+        iteration.messages = [
+            message.model_copy(update={"tool_calls": [rename(c) for c in message.tool_calls]})
+            if message.role == "assistant" and any(c.id in renamed for c in message.tool_calls)
+            else message
+            for message in iteration.messages
+        ]
+        iteration.children = [(renamed.get(key, key), child) for key, child in iteration.children]
+        self.pending = {renamed.get(key, key): rename(call) for key, call in self.pending.items()}
 
     @property
     def created_at(self) -> datetime:

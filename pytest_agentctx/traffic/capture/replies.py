@@ -4,16 +4,23 @@ A reply is a JSON body or a stream of server-sent events (stored parsed, or as t
 a failed call (status 400 or above) gives its error's status and message instead. An
 OpenAI Responses reply made in the background (``background: true``) is not done until
 a retrieval finds it so (:func:`in_background`).
+
+Gemini streams without ``alt=sse`` come as one JSON array of chunks (stored as
+``{"json": [...]}`` or as text): read as the stream they are. Gemini's synthetic call ids
+count the model turns before the call (:func:`~pytest_agentctx.traffic.codecs.gemini.
+synthetic_call_id`): a reply's turn is the number of model turns in its request, and a
+request decoded from its new items only (:func:`decode_items`) is told how many came
+before them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypedDict
 
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.codecs import Completion
-from pytest_agentctx.traffic.codecs.base import Codec
+from pytest_agentctx.traffic.codecs.base import Codec, DecodedRequest
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 from pytest_agentctx.traffic.errors import CodecError
 
@@ -48,25 +55,51 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _turn_of(codec: Codec, items: object) -> dict[str, int]:
+    """The keyword that tells a codec counting model turns (Gemini) how many ``items``
+    hold; nothing for the other codecs."""
+    count = getattr(codec, "model_turns", None)
+    return {} if count is None else {"turn": count(items)}
+
+
+def decode_items(
+    codec: Codec, body: Mapping[str, object], before: Sequence[object]
+) -> DecodedRequest:
+    """``codec.decode_request(body)`` of a request ``body`` that holds only the items
+    following ``before`` (the conversation so far)."""
+    decode: Callable[..., DecodedRequest] = codec.decode_request
+    turn = _turn_of(codec, before)
+    return decode(body, first_turn=turn["turn"]) if turn else decode(body)
+
+
 def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
     """The model's reply in ``exchange`` (JSON or a stream), through the codec."""
     body = exchange.response
+    is_stream_path = getattr(codec, "is_stream_path", None)
+    stream = stream or (is_stream_path is not None and bool(is_stream_path(exchange.path)))
+    request = exchange.request_json()
+    turn = _turn_of(codec, request.get("contents") if isinstance(request, Mapping) else None)
+    decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
+    decode_response: Callable[..., Completion] = codec.decode_response
     if body is not None and "sse" in body:
-        decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
-        completion: Completion = decode_stream(_events(body["sse"]))
+        completion: Completion = decode_stream(_events(body["sse"]), **turn)
         return completion
     if body is not None and "json" in body:
         data = body["json"]
+        if isinstance(data, list) and stream:  # Gemini's JSON array stream
+            completion = decode_stream(data, **turn)
+            return completion
         if not isinstance(data, Mapping):
             raise CodecError(f"the response is a JSON {type(data).__name__}, not an object")
-        return codec.decode_response(data)
+        completion = decode_response(data, **turn)
+        return completion
     if body is not None and "text" in body and stream:
-        decode_stream = getattr(codec, "decode_stream")  # noqa: B009
-        completion = decode_stream(str(body["text"]))
+        completion = decode_stream(str(body["text"]), **turn)
         return completion
     data = exchange.response_json()
     if isinstance(data, Mapping):
-        return codec.decode_response(data)
+        completion = decode_response(data, **turn)
+        return completion
     raise CodecError(
         f"the response body ({sorted(body) if body else 'empty'}) is neither JSON nor a "
         "stream of events"
@@ -76,6 +109,8 @@ def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
 def error_of(exchange: Exchange) -> CallError:
     """The status and message of the failed model call ``exchange``."""
     data: object = exchange.response_json()
+    if isinstance(data, list) and data and isinstance(data[0], Mapping):
+        data = data[0]  # a Gemini stream without alt=sse reports its error in an array
     message: object = None
     if isinstance(data, Mapping):
         error = data.get("error")

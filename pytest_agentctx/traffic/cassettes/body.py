@@ -393,6 +393,18 @@ def encode_body(raw: bytes, content_type: str | None = None) -> Body:
     return {"text": text}
 
 
+def kept_whole(url: str, stored: Body, raw: bytes) -> Body:
+    """``stored`` (:func:`encode_body` of ``raw``), or ``raw``'s text when ``url`` is a
+    Gemini stream asked for without ``alt=sse``: one JSON array written out chunk by chunk,
+    kept as it came so that replay serves it byte for byte, where parsed JSON would be
+    written back in another layout."""
+    if stored is None or not isinstance(stored.get("json"), list):
+        return stored
+    from pytest_agentctx.traffic.codecs.gemini.stream import is_array_stream
+
+    return {"text": raw.decode("utf-8")} if is_array_stream(url) else stored
+
+
 def body_chunks(body: Body) -> list[bytes]:
     """Wire bytes of a stored body, one chunk per server-sent event."""
     if body is None:

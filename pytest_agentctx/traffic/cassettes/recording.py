@@ -21,6 +21,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     decode_recorded,
     decompress,
     encode_body,
+    kept_whole,
     whole_events,
 )
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
@@ -126,6 +127,7 @@ class Recorder:
                 if not complete:  # cut short: up to the end of its last whole event
                     decoded = whole_events(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
+                stored = kept_whole(url, stored, decoded)
                 body = self.scrubs.response(slot, stored, decoded)
             except UndecodableBody as exc:
                 self._on_unscrubbable(exc, request, url, False)

@@ -32,6 +32,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     body_bytes,
     decompress,
     encode_body,
+    kept_whole,
 )
 from pytest_agentctx.traffic.cassettes.fileformat import (
     Interaction,
@@ -155,8 +156,11 @@ def _as_bytes(value: object) -> bytes:
     return str(value).encode("utf-8")
 
 
-def _read_body(container: object, headers: dict[str, str], is_response: bool) -> tuple[Body, bool]:
-    """The stored form of a vcrpy body, and whether its ``content-encoding`` was undone."""
+def _read_body(
+    container: object, headers: dict[str, str], is_response: bool, url: str = ""
+) -> tuple[Body, bool]:
+    """The stored form of a vcrpy body, and whether its ``content-encoding`` was undone
+    (a response's ``url`` says whether it is kept as its text, see :func:`kept_whole`)."""
     if not isinstance(container, Mapping):
         raise TypeError(f"'{type(container).__name__}' object has no attribute 'get'")
     if "parsed_body" in container:  # pydantic-ai's serializer
@@ -168,7 +172,7 @@ def _read_body(container: object, headers: dict[str, str], is_response: bool) ->
     decoded, ok = decompress(raw, headers.get("content-encoding"))
     if not ok:
         return {"base64": base64.b64encode(raw).decode("ascii")}, False
-    return encode_body(decoded, headers.get("content-type")), True
+    return kept_whole(url, encode_body(decoded, headers.get("content-type")), decoded), True
 
 
 def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
@@ -185,12 +189,13 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
             response_headers = read_headers(optional_field(response, "headers"))
             status = field_of(response, "status")
             code = read_status(status["code"] if isinstance(status, Mapping) else status)
-            response_body, decoded = _read_body(response, response_headers, True)
+            url = str(field_of(request, "uri"))
+            response_body, decoded = _read_body(response, response_headers, True, url)
             # A body that could not be decoded is kept as it was sent, with its encoding.
             keep = set() if decoded else {"content-encoding"}
             interaction = Interaction(
                 method=str(field_of(request, "method")).upper(),
-                url=str(field_of(request, "uri")),
+                url=url,
                 request_headers={
                     k: v for k, v in request_headers.items() if k not in _ENCODING_HEADERS
                 },

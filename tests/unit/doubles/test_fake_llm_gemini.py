@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx2
 import pytest
 from google import genai
 from google.genai import errors, types
@@ -234,3 +235,16 @@ def test_the_fake_llm_fixture_gives_the_sdk_a_placeholder_key(
     result = agent_pytester.runpytest("-p", "no:cacheprovider")
 
     result.assert_outcomes(passed=1)
+
+
+def test_a_stream_asked_without_alt_sse_is_answered_with_one_json_array(fake):
+    fake.reply_tool_call("get_weather", city="Paris")
+    url = f"https://generativelanguage.googleapis.com/v1beta/models/{MODEL}:streamGenerateContent"
+    body = {"contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]}
+
+    response = httpx2.post(url, json=body, headers={"x-goog-api-key": "test-key"})
+
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.content.startswith(b"[{")
+    call = gemini.decode_stream(response.json()).tool_calls[0]
+    assert (call.name, call.arguments) == ("get_weather", {"city": "Paris"})

@@ -131,3 +131,20 @@ def test_the_request_is_served_to_the_codec_as_sent(provider):
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Hi"},
     ]
+
+
+def test_a_stream_asked_without_alt_sse_is_one_json_array_flushed_chunk_by_chunk(provider):
+    provider.reply("Sunny in Paris, 21 degrees.")
+    url = f"{provider.base_url}/v1beta/models/{MODEL}:streamGenerateContent"
+    body = {"contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]}
+
+    with httpx2.stream("POST", url, json=body) as response:
+        pieces = list(response.iter_raw())
+
+    assert response.headers["content-type"].startswith("application/json")
+    assert len(pieces) > 1
+    raw = b"".join(pieces)
+    assert raw.startswith(b"[{")
+    assert raw.endswith(b"]")
+    assert gemini.decode_stream(raw).content == "Sunny in Paris, 21 degrees."
+    assert [exchange.streamed for exchange in provider.exchanges] == [True]

@@ -243,3 +243,19 @@ async def test_an_owned_client_is_closed_and_made_again(fake):
     assert provider.client is not first
     await provider.send(body)
     await provider.aclose()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_the_same_call_in_two_turns_gets_two_ids(keys, stream):
+    with FakeLLM() as fake:
+        fake.reply_tool_call("get_weather", city="Paris")
+        fake.reply_tool_call("get_weather", city="Paris")
+        fake.reply("Sunny twice.")
+
+        result = await runtime().run(weather_agent(stream=stream), QUESTION)
+
+    first, second = (it.tool_calls[0].id for it in result.context.iterations[:2])
+    assert first != second
+    assert [
+        m.tool_call_id for it in result.context.iterations for m in it.messages if m.tool_call_id
+    ] == [first, second]

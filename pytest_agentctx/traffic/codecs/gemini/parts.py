@@ -35,14 +35,28 @@ def get(data: Mapping[str, object], key: str, default: object = None) -> object:
     return data.get(_CAMEL_HUMP.sub(r"_\1", key).lower(), default)
 
 
-def synthetic_call_id(name: str, arguments: Mapping[str, object], index: int) -> str:
-    """The id given to the ``index``-th function call of a turn when it has none.
+def synthetic_call_id(name: str, arguments: Mapping[str, object], index: int, turn: int = 0) -> str:
+    """The id given to the ``index``-th function call of the ``turn``-th model turn of a
+    conversation (0: the first) when it has none.
 
     Deterministic, so a call read from a response and from the next request's echo of it
-    get the same id.
+    get the same id; two identical calls in different turns get different ones. The first
+    turn's ids depend on the index, the name and the arguments only (the ids recorded
+    before the turn counted are kept).
     """
-    key = json.dumps([index, name, arguments], sort_keys=True, ensure_ascii=False, default=str)
+    shown: list[object] = [index, name, arguments]
+    if turn:
+        shown.insert(0, turn)
+    key = json.dumps(shown, sort_keys=True, ensure_ascii=False, default=str)
     return SYNTHETIC_ID_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def model_turns(contents: object) -> int:
+    """How many model turns a request's ``contents`` hold: the turn number of the reply it
+    asks for (see :func:`synthetic_call_id`)."""
+    if not isinstance(contents, Sequence) or isinstance(contents, str):
+        return 0
+    return sum(1 for turn in contents if isinstance(turn, Mapping) and turn.get("role") == "model")
 
 
 def is_synthetic(call_id: object) -> bool:
@@ -107,8 +121,8 @@ def model_parts(message: Mapping[str, object]) -> list[dict[str, object]]:
     return parts
 
 
-def completion_of(parts: Sequence[Mapping[str, object]], where: str) -> Completion:
-    """Text, function calls and reasoning items of a model turn's parts."""
+def completion_of(parts: Sequence[Mapping[str, object]], where: str, turn: int = 0) -> Completion:
+    """Text, function calls and reasoning items of the ``turn``-th model turn's parts."""
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[dict[str, object]] = []
@@ -126,7 +140,7 @@ def completion_of(parts: Sequence[Mapping[str, object]], where: str) -> Completi
             arguments = parse_arguments(call.get("args"))
             index = len(calls)
             tool = str(call.get("name") or "")
-            call_id = call.get("id") or synthetic_call_id(tool, arguments, index)
+            call_id = call.get("id") or synthetic_call_id(tool, arguments, index, turn)
             calls.append(
                 ToolCall.model_validate({"id": call_id, "name": tool, "arguments": arguments})
             )

@@ -180,13 +180,16 @@ def _response_content(response: object) -> tuple[str, bool]:
 class _Turns:
     """Reads request turns into neutral messages, joining responses to calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_turn: int = 0) -> None:
         self.messages: list[NeutralMessage] = []
         #: The ids of the last model turn's calls not answered yet, by function name.
         self.unanswered: dict[str, list[str]] = {}
+        #: The number of the next model turn in the whole conversation (0: the first).
+        self.turn = first_turn
 
     def model_turn(self, parts: list[Mapping[str, object]], where: str) -> None:
-        completion = completion_of(parts, where)
+        completion = completion_of(parts, where, self.turn)
+        self.turn += 1
         message: NeutralMessage = {"role": "assistant", "content": completion.content}
         if completion.tool_calls:
             message["tool_calls"] = [_neutral_call(call) for call in completion.tool_calls]
@@ -209,7 +212,7 @@ class _Turns:
                 raise CodecError(f"{where}.parts[{index}]: functionResponse is not an object.")
             self._flush(texts)
             tool = str(response.get("name") or "")
-            call_id = response.get("id") or self._answered(tool, index)
+            call_id = self._answered(tool, index, response.get("id"))
             content, is_error = _response_content(response.get("response"))
             message: NeutralMessage = {
                 "role": "tool",
@@ -222,11 +225,24 @@ class _Turns:
             self.messages.append(message)
         self._flush(texts)
 
-    def _answered(self, tool: str, index: int) -> str:
-        waiting = self.unanswered.get(tool)
+    def _answered(self, tool: str, index: int, given: object) -> str:
+        """The id of the call a function response answers: the id it gives when a call of
+        the model turn before has it; else (no id, or one only the client knows) the first
+        unanswered call of its name whose id was made up."""
+        waiting = self.unanswered.get(tool) or []
+        if isinstance(given, str) and given:
+            for ids in self.unanswered.values():
+                if given in ids:
+                    ids.remove(given)
+                    return given
+            made_up = next((call_id for call_id in waiting if is_synthetic(call_id)), None)
+            if made_up is None:
+                return given
+            waiting.remove(made_up)
+            return made_up
         if waiting:
             return waiting.pop(0)
-        return synthetic_call_id(tool, {}, index)
+        return synthetic_call_id(tool, {}, index, self.turn)
 
     def _flush(self, texts: list[str]) -> None:
         if texts:
@@ -263,16 +279,19 @@ def _declarations(tools: object) -> list[NeutralTool]:
     return declared
 
 
-def decode_request(body: Mapping[str, object]) -> DecodedRequest:
+def decode_request(body: Mapping[str, object], *, first_turn: int = 0) -> DecodedRequest:
     """A ``generateContent`` body in neutral form (function responses become ``tool``
     messages, joined to their calls).
+
+    ``first_turn``: how many model turns came before the first of ``contents`` (when they
+    are the end of a longer conversation), for the synthetic ids of its function calls.
 
     The body names no model and does not say whether it streams: the URL does (see
     :func:`request_for_path`). A ``model`` key, as :func:`encode_request` adds, is read.
     """
     where = "gemini.decode_request"
     contents = require_list(body, "contents", where)
-    turns = _Turns()
+    turns = _Turns(first_turn)
     system = get(body, "systemInstruction")
     if system:
         turns.messages.append({"role": "system", "content": text_of(system, where)})

@@ -32,11 +32,35 @@ def _decode_usage(data: object) -> Usage | None:
     )
 
 
-def decode_response(body: Mapping[str, object]) -> Completion:
+#: The names of the finish reasons a client asking for ``enum-encoding=int`` (Vertex AI's
+#: REST transport) is sent as numbers.
+_FINISH_REASONS = (
+    "FINISH_REASON_UNSPECIFIED",
+    "STOP",
+    "MAX_TOKENS",
+    "SAFETY",
+    "RECITATION",
+    "OTHER",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "MALFORMED_FUNCTION_CALL",
+)
+
+
+def _finish_reason(value: object) -> str | None:
+    """A finish reason by its name, also when it came as its number."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(_FINISH_REASONS):
+        return _FINISH_REASONS[value]
+    return text_or_none(value)
+
+
+def decode_response(body: Mapping[str, object], *, turn: int = 0) -> Completion:
     """A ``generateContent`` response body as a :class:`Completion` (its first candidate).
 
     A response without candidates whose prompt was blocked is an empty reply whose stop
-    reason is the block reason (``SAFETY``...).
+    reason is the block reason (``SAFETY``...). ``turn``: the number of model turns in the
+    request (:func:`~.parts.model_turns`), for the synthetic ids of function calls.
     """
     where = "gemini.decode_response"
     if not isinstance(body, Mapping):
@@ -54,10 +78,10 @@ def decode_response(body: Mapping[str, object]) -> Completion:
                 f"{where}: 'candidates' holds no candidate object ({candidates!r:.80}). Is "
                 "this a complete generateContent response?"
             )
-        stop_reason = text_or_none(get(candidate, "finishReason"))
+        stop_reason = _finish_reason(get(candidate, "finishReason"))
         content = candidate.get("content") or {}
         parts = turn_parts(content, f"{where}: candidates[0].content")
-    completion = completion_of(parts, where)
+    completion = completion_of(parts, where, turn)
     return replace(
         completion,
         model=text_or_none(get(body, "modelVersion")),

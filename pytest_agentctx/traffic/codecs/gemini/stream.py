@@ -1,21 +1,108 @@
-"""Gemini streams (``:streamGenerateContent?alt=sse``): data-only server-sent events,
-each a whole ``GenerateContentResponse`` with the next parts, encoded from a
-:class:`Completion` and decoded back into one.
+"""Gemini streams, encoded from a :class:`Completion` and decoded back into one.
+
+``:streamGenerateContent?alt=sse`` sends data-only server-sent events, each a whole
+``GenerateContentResponse`` with the next parts. Without ``alt=sse`` the same chunks come
+as one JSON array, written out as they are made (``[{...}`` then ``,\r\n{...}`` for each
+next chunk, then ``]``; :func:`is_array_stream` tells which a URL asks for,
+:func:`array_chunks` writes the array, :func:`decode_stream` reads both).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import parse_qsl, urlsplit
 
 from pytest_agentctx.traffic.codecs.base import Completion, concat_text, first
 from pytest_agentctx.traffic.codecs.gemini.parts import get, turn_parts
+from pytest_agentctx.traffic.codecs.gemini.request import is_stream_path
 from pytest_agentctx.traffic.codecs.gemini.response import (
     decode_response,
     reply_parts,
     response_body,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, event_chunk, parse_sse, split_text
+from pytest_agentctx.traffic.errors import CodecError
+
+#: What a stream can be given as: its events, its chunks (a JSON array's items), or the
+#: raw body (server-sent events or a JSON array).
+StreamInput = Iterable[SSEEvent | Mapping[str, object]] | bytes | str
+
+
+def is_array_stream(url: str) -> bool:
+    """Whether ``url`` (or a path with its query) asks for a stream as one JSON array:
+    ``:streamGenerateContent`` without ``alt=sse``."""
+    parts = urlsplit(url)
+    if not is_stream_path(parts.path):
+        return False
+    return not any(k == "alt" and v == "sse" for k, v in parse_qsl(parts.query))
+
+
+def array_chunks(events: Sequence[SSEEvent]) -> list[bytes]:
+    """The stream ``events`` (:func:`encode_stream`'s) as the JSON array the API sends
+    without ``alt=sse``, one piece per chunk, laid out as the API lays it out."""
+    pieces = []
+    for number, item in enumerate(events):
+        chunk = json.dumps(json.loads(item.data), ensure_ascii=False, indent=2)
+        pieces.append(("[" if number == 0 else "\n,\r\n") + chunk)
+    if not pieces:
+        return [b"[]"]
+    pieces[-1] += "\n]"
+    return [piece.encode() for piece in pieces]
+
+
+def _array_items(text: str, where: str) -> list[object]:
+    """The items of a JSON array stream, read one by one: a stream cut short keeps the
+    items that arrived whole."""
+    decoder = json.JSONDecoder()
+    items: list[object] = []
+    at = text.index("[") + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] == "]":
+            return items
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            end = text.rstrip()
+            if not end.endswith("]") or exc.pos >= len(end) - 1:
+                return items  # cut short inside the last chunk: the array never closed
+            raise CodecError(
+                f"{where}: item #{len(items)} of the JSON array is not JSON ({exc}). Is this "
+                "a Gemini stream (streamGenerateContent without alt=sse)?"
+            ) from None
+        items.append(item)
+
+
+def _stream_items(events: StreamInput) -> Iterable[SSEEvent | Mapping[str, object] | object]:
+    """What :func:`decode_stream` reads, one event or chunk at a time."""
+    if isinstance(events, bytes):
+        try:
+            events = events.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CodecError(f"gemini.decode_stream: the body is not UTF-8 ({exc}).") from None
+    if isinstance(events, str):
+        if events.lstrip().startswith("["):
+            return _array_items(events, "gemini.decode_stream")
+        return parse_sse(events)
+    return events
+
+
+def _chunk_of(item: object, where: str) -> Mapping[str, object] | None:
+    """The chunk an event or an array item holds (``None`` for an event without data)."""
+    if isinstance(item, SSEEvent):
+        if not item.data:
+            return None
+        return event_chunk(item.data, where, "Gemini stream (alt=sse)")
+    if not isinstance(item, Mapping):
+        raise CodecError(
+            f"{where}: expected a JSON object (a GenerateContentResponse), got "
+            f"{type(item).__name__}."
+        )
+    if item.get("error"):
+        raise CodecError(f"{where}: the stream reports an error: {item['error']!r}.")
+    return item
 
 
 def _event(data: Mapping[str, object]) -> SSEEvent:
@@ -80,23 +167,23 @@ def _merge(parts: list[dict[str, object]], new: Iterable[Mapping[str, object]]) 
             parts.append(dict(part))
 
 
-def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
-    """A streamed response (its events, or the raw body) as a :class:`Completion`.
+def decode_stream(events: StreamInput, *, turn: int = 0) -> Completion:
+    """A streamed response as a :class:`Completion`, however it arrives: its server-sent
+    events, the chunks of its JSON array (parsed), or the raw body of either kind.
 
-    Each event is a whole response with the next parts: their texts are joined, function
-    calls taken as they come; the finish reason, usage, model and response id are the last
-    ones sent. An event with an ``error`` raises :class:`CodecError`.
+    Each event or chunk is a whole response with the next parts: their texts are joined,
+    function calls taken as they come; the finish reason, usage, model and response id are
+    the last ones sent. A chunk with an ``error`` raises :class:`CodecError`. ``turn``: as
+    for :func:`~.response.decode_response`.
     """
-    if isinstance(events, (bytes, str)):
-        events = parse_sse(events)
     parts: list[dict[str, object]] = []
     merged: dict[str, object] = {}
     stop_reason: object = None
-    for position, item in enumerate(events):
-        if not item.data:
-            continue
+    for position, item in enumerate(_stream_items(events)):
         where = f"gemini.decode_stream event #{position}"
-        chunk = event_chunk(item.data, where, "Gemini stream (alt=sse)")
+        chunk = _chunk_of(item, where)
+        if chunk is None:
+            continue
         for key in ("usageMetadata", "modelVersion", "responseId", "promptFeedback"):
             value = get(chunk, key)
             if value:
@@ -112,4 +199,4 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
         if stop_reason:
             candidate_out["finishReason"] = stop_reason
         merged["candidates"] = [candidate_out]
-    return decode_response(merged)
+    return decode_response(merged, turn=turn)

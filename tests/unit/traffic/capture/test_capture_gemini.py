@@ -7,6 +7,7 @@ replay runs with the network blocked and must not reach it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,124 @@ def test_a_google_genai_agent_is_recorded_and_replayed_offline(
 
     replayed = agent_pytester.runpytest("-p", "no:cacheprovider")
     replayed.assert_outcomes(passed=2)
+
+
+# -- streams as one JSON array, ids the client assigns, identical calls in two turns --------
+
+
+def as_array_stream(exchanges: list[Exchange], *, parsed: bool) -> list[Exchange]:
+    """The same run streamed without ``alt=sse``: one JSON array of chunks, stored parsed
+    (``{"json": [...]}``) or as the text that came."""
+    out = []
+    for number, exchange in enumerate(exchanges):
+        assert exchange.response is not None
+        completion = gemini.decode_response(exchange.response["json"])
+        events = gemini.encode_stream(completion, response_id=f"r{number}")
+        raw = b"".join(gemini.array_chunks(events))
+        response = {"json": json.loads(raw)} if parsed else {"text": raw.decode()}
+        url = exchange.url.replace(":generateContent", ":streamGenerateContent")
+        out.append(Exchange("POST", url, 200, exchange.request, response))
+    return out
+
+
+@pytest.mark.parametrize("parsed", [True, False], ids=["stored-as-json", "stored-as-text"])
+def test_a_stream_sent_as_one_json_array_rebuilds_the_same_context(parsed):
+    runs = build_contexts(as_array_stream(weather_run(API), parsed=parsed))
+
+    assert runs.non_llm == []
+    assert runs.context == build_contexts(weather_run(API)).context
+    assert "errors" not in runs.context.iterations[0].metadata
+
+
+def test_an_error_sent_in_a_json_array_is_the_iterations_error():
+    request = weather_run(API)[0].request
+    error = {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}
+    failed = Exchange("POST", f"{API}:streamGenerateContent", 503, request, {"json": [error]})
+
+    iteration = build_contexts([failed]).context.iterations[0]
+
+    assert iteration.metadata["errors"] == [{"status": 503, "message": "The model is overloaded."}]
+
+
+def client_id_run(*, echo_ids: bool) -> list[Exchange]:
+    """A tool loop whose client gives the model's bare function call an id of its own: on
+    the function response, and (``echo_ids``) on its echo of the call."""
+    question = {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+    call: dict[str, Any] = {"name": "get_weather", "args": {"city": "Paris"}}
+    first = {
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}}],
+        "modelVersion": "gemini-2.5-flash",
+    }
+    echoed = {**call, "id": "client-1"} if echo_ids else call
+    answer = {"name": "get_weather", "id": "client-1", "response": {"result": "Sunny"}}
+    second_request = {
+        "contents": [
+            question,
+            {"role": "model", "parts": [{"functionCall": echoed}]},
+            {"role": "user", "parts": [{"functionResponse": answer}]},
+        ]
+    }
+    final = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Sunny in Paris."}]}}],
+        "modelVersion": "gemini-2.5-flash",
+    }
+    return [
+        Exchange(
+            "POST",
+            f"{API}:generateContent",
+            200,
+            {"json": {"contents": [question]}},
+            {"json": first},
+        ),
+        Exchange("POST", f"{API}:generateContent", 200, {"json": second_request}, {"json": final}),
+    ]
+
+
+def test_a_call_takes_the_id_the_client_gives_it_and_its_result_joins_it():
+    context = build_contexts(client_id_run(echo_ids=True)).context
+
+    first, second = context.iterations
+    assert [m.role for m in first.messages] == ["user", "assistant", "tool"]
+    assert [call.id for call in first.tool_calls] == ["client-1"]
+    assert first.messages[1].tool_calls[0].id == "client-1"
+    assert first.messages[2].tool_call_id == "client-1"
+    assert [m.role for m in second.messages] == ["assistant"]
+
+
+def test_a_result_whose_id_only_the_client_knows_joins_the_bare_call_of_its_name():
+    context = build_contexts(client_id_run(echo_ids=False)).context
+
+    first, second = context.iterations
+    assert [m.role for m in first.messages] == ["user", "assistant", "tool"]
+    assert first.messages[2].tool_call_id == first.tool_calls[0].id
+    assert [m.role for m in second.messages] == ["assistant"]
+
+
+def test_identical_calls_in_two_turns_get_distinct_ids_and_each_its_result():
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris, twice?"}]
+    exchanges = []
+    for number in range(3):
+        turn = sum(1 for message in history if message["role"] == "assistant")
+        call = ToolCall(
+            id=gemini.synthetic_call_id("get_weather", {"city": "Paris"}, 0, turn),
+            name="get_weather",
+            arguments={"city": "Paris"},
+        )
+        completion = Completion(tool_calls=(call,)) if number < 2 else Completion(content="Sunny.")
+        body = gemini.encode_request(model="gemini-2.5-flash", messages=history, tools=[WEATHER])
+        del body["model"]
+        response = {"json": gemini.encode_response(completion, response_id=f"r{number}")}
+        exchanges.append(Exchange("POST", f"{API}:generateContent", 200, {"json": body}, response))
+        history.append({"role": "assistant", "content": None, "tool_calls": [call.model_dump()]})
+        result = f"Sunny ({number})"
+        history.append({"role": "tool", "content": result, "tool_call_id": call.id})
+
+    first, second, _ = build_contexts(exchanges).context.iterations
+
+    assert first.tool_calls[0].id != second.tool_calls[0].id
+    assert [(m.tool_call_id, m.content) for m in first.messages if m.role == "tool"] == [
+        (first.tool_calls[0].id, "Sunny (0)")
+    ]
+    assert [(m.tool_call_id, m.content) for m in second.messages if m.role == "tool"] == [
+        (second.tool_calls[0].id, "Sunny (1)")
+    ]

@@ -16,6 +16,7 @@ from hypothesis import given, strategies as st
 from vcr.serialize import deserialize as vcr_deserialize
 from vcr.serializers import yamlserializer
 
+from pytest_agentctx.traffic.cassettes.body import body_bytes
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import (
     dump_cassette,
@@ -76,6 +77,32 @@ def test_a_stream_reads_back_as_the_same_events():
     )
 
     assert _round_trip(stream).response_body == {"sse": events}
+
+
+@pytest.mark.parametrize(
+    ("query", "kept_as_text"), [("", True), ("?key=k", True), ("?alt=sse", False)]
+)
+def test_a_gemini_stream_sent_as_one_json_array_replays_byte_for_byte(query, kept_as_text):
+    sent = '[{\n  "candidates": [{"content": {"parts": [{"text": "Hi"}]}}]\n}\n,\r\n{}\n]'
+    url = f"https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent{query}"
+    document = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {"method": "POST", "uri": url, "body": "{}", "headers": {}},
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"Content-Type": ["application/json; charset=UTF-8"]},
+                    "body": {"string": sent},
+                },
+            }
+        ],
+    }
+
+    (interaction,) = parse_cassette(yaml.safe_dump(document), Path("c.yaml"))
+
+    assert (body_bytes(interaction.response_body) == sent.encode()) is kept_as_text
+    assert ("text" in (interaction.response_body or {})) is kept_as_text
 
 
 def test_a_binary_body_is_yaml_binary_and_reads_back_as_the_same_bytes():

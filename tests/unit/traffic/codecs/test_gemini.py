@@ -19,6 +19,7 @@ import httpx2
 import pytest
 from google import genai
 from google.genai import types
+from hypothesis import given, settings, strategies as st
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.context.tools import ToolSpec
@@ -604,3 +605,164 @@ def test_what_the_sdk_sends_decodes_to_the_conversation():
             {"role": "tool", "content": "Sunny", "tool_call_id": PARIS.id, "name": "get_weather"},
         ],
     )
+
+
+# -- streams as one JSON array (streamGenerateContent without alt=sse) ------------------
+
+ARRAY_REPLY = Completion(
+    content="Sunny in Paris, of course.",
+    tool_calls=(
+        ToolCall(
+            id=gemini.synthetic_call_id("get_weather", {"city": "Paris"}, 0, 1),
+            name="get_weather",
+            arguments={"city": "Paris"},
+        ),
+    ),
+    model=MODEL,
+    usage=Usage(12, 7),
+    stop_reason="STOP",
+    response_id="r1",
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "array"),
+    [
+        ("/v1beta/models/m:streamGenerateContent", True),
+        ("https://h/v1beta/models/m:streamGenerateContent?key=k", True),
+        (
+            "/v1/projects/p/locations/l/publishers/google/models/m:streamGenerateContent"
+            "?%24alt=json%3Benum-encoding%3Dint",
+            True,
+        ),
+        ("/v1beta/models/m:streamGenerateContent?alt=sse", False),
+        ("/v1beta/models/m:generateContent", False),
+    ],
+)
+def test_is_array_stream_tells_a_stream_without_alt_sse(url, array):
+    assert gemini.is_array_stream(url) is array
+
+
+def test_array_chunks_lay_the_stream_out_as_one_json_array():
+    pieces = gemini.array_chunks(gemini.encode_stream(ARRAY_REPLY, response_id="r1"))
+
+    raw = b"".join(pieces)
+    assert raw.startswith(b"[{")
+    assert raw.endswith(b"\n]")
+    assert all(piece.startswith(b"\n,\r\n{") for piece in pieces[1:])
+    assert [json.dumps(c) for c in json.loads(raw)] == [
+        json.dumps(json.loads(event.data))
+        for event in gemini.encode_stream(ARRAY_REPLY, response_id="r1")
+    ]
+
+
+@pytest.mark.parametrize("form", ["bytes", "text", "parsed"])
+def test_decode_stream_reads_the_json_array_as_the_events(form):
+    events = gemini.encode_stream(ARRAY_REPLY, response_id="r1")
+    raw = b"".join(gemini.array_chunks(events))
+    given: Any = {"bytes": raw, "text": raw.decode(), "parsed": json.loads(raw)}[form]
+
+    assert gemini.decode_stream(given, turn=1) == gemini.decode_stream(events, turn=1)
+    assert gemini.decode_stream(given, turn=1) == ARRAY_REPLY
+
+
+def test_decode_stream_keeps_the_chunks_of_an_array_cut_short():
+    raw = b"".join(gemini.array_chunks(gemini.encode_stream(ARRAY_REPLY, response_id="r1")))
+
+    completion = gemini.decode_stream(raw[: raw.index(b"\n,\r\n", 10) + 20])
+
+    assert completion.content == "Sunny"
+    assert completion.stop_reason is None
+
+
+def test_decode_stream_raises_for_an_error_in_the_array():
+    with pytest.raises(CodecError, match=r"reports an error.*overloaded"):
+        gemini.decode_stream('[{"error": {"code": 503, "message": "overloaded"}}]')
+
+
+def test_a_finish_reason_sent_as_its_number_is_read_by_name():
+    body = {"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": 2}]}
+
+    assert gemini.decode_response(body).stop_reason == "MAX_TOKENS"
+
+
+# -- synthetic ids: the turn counts ------------------------------------------------------
+
+
+def test_identical_calls_of_two_turns_get_distinct_synthetic_ids():
+    first = gemini.synthetic_call_id("get_weather", {"city": "Paris"}, 0, 0)
+    later = gemini.synthetic_call_id("get_weather", {"city": "Paris"}, 0, 1)
+
+    assert first != later
+    assert first == gemini.synthetic_call_id("get_weather", {"city": "Paris"}, 0)
+
+
+def test_a_reply_and_its_echo_get_the_same_id_in_any_turn():
+    call = {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
+    reply = {"candidates": [{"content": {"role": "model", "parts": [call]}}]}
+    earlier = [
+        {"role": "user", "parts": [{"text": "Weather?"}]},
+        {"role": "model", "parts": [call]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {}}}]},
+    ]
+    echo = [*earlier, {"role": "model", "parts": [call]}]
+
+    from_reply = gemini.decode_response(reply, turn=gemini.model_turns(earlier)).tool_calls[0]
+    whole = gemini.decode_request({"contents": echo}).messages
+    sliced = gemini.decode_request({"contents": echo[3:]}, first_turn=1).messages
+
+    assert whole[-1]["tool_calls"][0]["id"] == from_reply.id
+    assert sliced[-1]["tool_calls"][0]["id"] == from_reply.id
+    assert whole[1]["tool_calls"][0]["id"] != from_reply.id
+
+
+def test_a_function_response_with_an_id_only_the_client_knows_answers_the_bare_call():
+    contents = [
+        {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {}}}]},
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"name": "get_weather", "id": "c-1", "response": {}}}],
+        },
+    ]
+
+    call, result = gemini.decode_request({"contents": contents}).messages
+
+    assert result["tool_call_id"] == call["tool_calls"][0]["id"]
+
+
+_ARGUMENTS = st.dictionaries(
+    st.sampled_from(["city", "n", "ok"]),
+    st.one_of(st.integers(), st.booleans(), st.none(), st.text(max_size=6)),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(max_size=30),
+    calls=st.lists(st.tuples(st.sampled_from(["get_weather", "book"]), _ARGUMENTS), max_size=3),
+    turn=st.integers(0, 4),
+    cut=st.floats(0, 1),
+)
+def test_an_array_stream_reads_as_its_events_and_a_cut_one_as_what_arrived(text, calls, turn, cut):
+    completion = Completion(
+        content=text or None,
+        tool_calls=tuple(
+            ToolCall(
+                id=gemini.synthetic_call_id(name, arguments, index, turn),
+                name=name,
+                arguments=arguments,
+            )
+            for index, (name, arguments) in enumerate(calls)
+        ),
+        model=MODEL,
+        usage=Usage(3, 4),
+        response_id="r",
+    )
+    events = gemini.encode_stream(completion, response_id="r")
+    raw = b"".join(gemini.array_chunks(events)).decode()
+
+    assert gemini.decode_stream(raw, turn=turn) == gemini.decode_stream(events, turn=turn)
+    cut_short = gemini.decode_stream(raw[: int(len(raw) * cut)], turn=turn)
+    assert all(call in completion.tool_calls for call in cut_short.tool_calls)
+    assert (completion.content or "").startswith(cut_short.content or "")
