@@ -115,7 +115,8 @@ def test_get_codec_unknown_name_lists_the_codecs():
     with pytest.raises(
         CodecError,
         match=r"No codec called 'mistral'; the codecs are "
-        r"\['anthropic_messages', 'gemini', 'openai_chat', 'openai_responses'\]\.$",
+        r"\['anthropic_messages', 'cohere_chat', 'gemini', 'ollama_chat', 'openai_chat', "
+        r"'openai_responses'\]\.$",
     ):
         get_codec("mistral")
 
