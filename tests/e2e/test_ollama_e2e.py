@@ -6,8 +6,8 @@ The server answers as Ollama does: a tool call without an id (arguments as an ob
 while the last message is the user's, the answer once the tool's result is there; a JSON
 reply for ``"stream": false`` and an NDJSON stream (``application/x-ndjson``, one object
 per line, flushed one by one, the last with ``done: true`` and the counts) otherwise
-(Ollama's default; the SDK always says which it wants). The agent loops until the model stops calling tools, sync and async,
-streamed and not.
+(Ollama's default; the SDK always says which it wants). The agent loops until the model
+stops calling tools, sync and async, streamed and not.
 """
 
 from __future__ import annotations

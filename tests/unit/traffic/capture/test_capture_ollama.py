@@ -97,6 +97,7 @@ def test_a_stream_of_one_line_is_stored_as_json_and_still_read():
     request = {"json": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]}}
     exchange = Exchange("POST", URL, 200, request, encode_body(raw, NDJSON))
 
+    assert exchange.response is not None
     assert "json" in exchange.response
     assert build_contexts([exchange]).context.final_output == "Hi."
 

@@ -4,6 +4,8 @@ usage counts and the stream's events."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_agentctx import Usage
@@ -54,7 +56,7 @@ def test_a_tool_result_of_documents_reads_as_their_json():
 
 
 def test_the_echo_of_a_tool_plan_reads_as_the_reply_it_echoes():
-    reply = {
+    reply: dict[str, Any] = {
         "id": "r1",
         "message": {
             "role": "assistant",

@@ -4,6 +4,8 @@ tool results joined to id-less calls by name and order, and the NDJSON stream.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_agentctx import Completion, ToolCall, Usage
@@ -67,7 +69,7 @@ def test_tool_results_answer_the_calls_by_name_then_order():
 
 
 def test_a_reply_and_its_echo_give_a_call_the_same_synthetic_id():
-    reply = {
+    reply: dict[str, Any] = {
         "model": "llama3.1",
         "message": {"role": "assistant", "content": "", "tool_calls": [_call("f", x=1)]},
         "done": True,
@@ -102,13 +104,15 @@ def test_ids_ollama_gives_are_kept_and_answered_by_tool_call_id():
 def test_synthetic_ids_are_never_sent():
     call = ToolCall(id=ollama_chat.synthetic_call_id("f", {}, 0), name="f", arguments={})
 
-    body = ollama_chat.encode_response(Completion(tool_calls=(call,)), response_id="r")
+    body: dict[str, Any] = ollama_chat.encode_response(
+        Completion(tool_calls=(call,)), response_id="r"
+    )
 
     assert body["message"]["tool_calls"] == [{"function": {"name": "f", "arguments": {}}}]
 
 
 def test_decode_stream_joins_tool_calls_sent_in_several_objects():
-    chunks = [
+    chunks: list[dict[str, Any]] = [
         {"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [_call("a")]}},
         {"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [_call("b")]}},
         {
