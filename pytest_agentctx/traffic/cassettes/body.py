@@ -426,8 +426,8 @@ def not_json(body: Body, content_type: str | None) -> str | None:
     kind = (content_type or "").lower()
     if "text" in body and any(name in kind for name in ("ndjson", "jsonl", "json-seq")):
         why = f"though its content-type ({content_type}) says each line is"  # Ollama's stream
-        lines = enumerate(str(body["text"]).splitlines())
-        found = (_parse_problem(f"line #{n} of its body", line, why) for n, line in lines if line)
+        lines = enumerate(str(body["text"]).split("\n"))
+        found = (_parse_problem(f"line #{n} of its body", s, why) for n, s in lines if s.strip())
         return next((problem for problem in found if problem), None)
     if "text" in body and "json" in kind:
         why = f"though its content-type ({content_type}) says it is"

@@ -365,7 +365,8 @@ def _chunks(stream: Iterable[Mapping[str, object] | SSEEvent] | bytes | str) -> 
                 "is UTF-8 text. Was it compressed? Decode its content-encoding first."
             ) from None
     if isinstance(stream, str):
-        lines = [line for line in stream.splitlines() if line.strip()]
+        # NDJSON lines end with \n only: a U+2028 or U+0085 in a string stays in its line
+        lines = [line for line in stream.split("\n") if line.strip()]
         parsed: list[object] = []
         for number, line in enumerate(lines):
             try:

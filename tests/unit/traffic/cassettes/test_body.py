@@ -232,8 +232,18 @@ def test_a_body_of_an_unknown_kind_is_a_clear_error():
         ({"sse": [{"event": "ping", "data": "keep-alive"}]}, "text/event-stream"),
         (None, "application/json"),
         ({"text": '{"done": false}\n\n{"done": true}\n'}, "application/x-ndjson"),
+        ({"text": '{"text": "a\u2028b\x85c"}\r\n'}, "application/x-ndjson"),
     ],
-    ids=["json", "html", "text-that-parses", "sse", "sse-text-data", "empty", "ndjson"],
+    ids=[
+        "json",
+        "html",
+        "text-that-parses",
+        "sse",
+        "sse-text-data",
+        "empty",
+        "ndjson",
+        "ndjson-line-separators-in-a-string",
+    ],
 )
 def test_a_body_its_client_can_read_has_no_json_problem(body, content_type):
     assert not_json(body, content_type) is None
