@@ -15,13 +15,14 @@ of the message, the last with ``"done": true``, the stop reason and the counts.
 :func:`encode_stream` gives the objects, :func:`format_ndjson` their wire bytes.
 
 Tool calls: ``{"function": {"name", "arguments"}}`` with the arguments as a JSON object
-and, before Ollama 0.12, no ``id``. A call without an id gets a deterministic one
+and no id from Ollama, while some clients add one of their own to the echo of the call
+(``"id"``) and to its result (``"tool_call_id"``). Every call gets a deterministic id
 (:func:`synthetic_call_id`: from its position in the reply, its name and its arguments),
-the same when read from a reply and from the next request's echo of it; a tool message
-without a ``tool_call_id`` answers the first call not answered yet in the assistant
-message before it with its ``tool_name`` (or the first such call when it names none).
-Synthetic ids are never sent on the wire. ``thinking`` is a reasoning item
-``{"type": "thinking", "thinking": ...}``.
+the same when read from a reply and from the next request's echo of it, whatever id the
+echo carries; a tool message answers the call whose echo carries its ``tool_call_id``,
+else the first call not answered yet in the assistant message before it with its
+``tool_name`` (or the first such call when it names none). Synthetic ids are never sent
+on the wire. ``thinking`` is a reasoning item ``{"type": "thinking", "thinking": ...}``.
 """
 
 from __future__ import annotations
@@ -76,15 +77,21 @@ def _is_synthetic(call_id: object) -> bool:
     return not call_id or (isinstance(call_id, str) and call_id.startswith(SYNTHETIC_ID_PREFIX))
 
 
-def _calls(raw_calls: object, where: str) -> list[ToolCall]:
-    """The tool calls of a message, each with its id or a synthetic one."""
-    calls: list[ToolCall] = []
+def _calls(raw_calls: object, where: str) -> list[tuple[object, ToolCall]]:
+    """The tool calls of a message, each with its deterministic id, beside the id the wire
+    gave it (``None`` for none)."""
+    calls: list[tuple[object, ToolCall]] = []
     for index, call in enumerate(each(raw_calls)):
         function = require_object(call, "function", f"{where}[{index}]")
         arguments = parse_arguments(function.get("arguments"))
         tool = str(function.get("name") or "")
-        call_id = fields(call).get("id") or synthetic_call_id(tool, arguments, index)
-        calls.append(ToolCall.model_validate({"id": call_id, "name": tool, "arguments": arguments}))
+        call_id = synthetic_call_id(tool, arguments, index)
+        calls.append(
+            (
+                fields(call).get("id"),
+                ToolCall.model_validate({"id": call_id, "name": tool, "arguments": arguments}),
+            )
+        )
     return calls
 
 
@@ -165,14 +172,20 @@ def encode_request(
     return body
 
 
-def _answer(message: Mapping[str, object], unanswered: list[ToolCall]) -> object:
-    """The id of the call a tool message answers: its ``tool_call_id``, else the first
-    unanswered call of its ``tool_name`` (or the first unanswered call); taken from
-    ``unanswered``."""
+def _answer(
+    message: Mapping[str, object], unanswered: list[ToolCall], given_ids: Mapping[object, str]
+) -> object:
+    """The id of the call a tool message answers: the call whose echo carries its
+    ``tool_call_id``, else the first unanswered call of its ``tool_name`` (or the first
+    unanswered call); taken from ``unanswered``."""
     given = message.get("tool_call_id")
+    if given and given in given_ids:
+        found = given_ids[given]
+        unanswered[:] = [call for call in unanswered if call.id != found]
+        return found
     tool = message.get("tool_name") or message.get("name")
     for position, call in enumerate(unanswered):
-        if (given and call.id == given) or (not given and (not tool or call.name == tool)):
+        if not tool or call.name == tool:
             del unanswered[position]
             return call.id
     return given
@@ -190,6 +203,7 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
         )
     messages: list[NeutralMessage] = []
     unanswered: list[ToolCall] = []
+    given_ids: dict[object, str] = {}
     for index, raw in enumerate(raw_messages):
         if not isinstance(raw, Mapping):
             raise CodecError(
@@ -201,17 +215,19 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
         message: NeutralMessage = {"role": role, "content": content}
         if role == "assistant":
             message["content"] = content or None
-            calls = _calls(raw.get("tool_calls"), f"ollama_chat messages[{index}].tool_calls")
+            pairs = _calls(raw.get("tool_calls"), f"ollama_chat messages[{index}].tool_calls")
+            calls = [call for _, call in pairs]
             if calls:
                 message["tool_calls"] = [
                     {"id": call.id, "name": call.name, "arguments": call.arguments}
                     for call in calls
                 ]
+            given_ids.update((given, call.id) for given, call in pairs if given)
             unanswered = calls
             if raw.get("thinking"):
                 message["reasoning"] = [{"type": _THINKING, _THINKING: raw["thinking"]}]
         elif role == "tool":
-            message["tool_call_id"] = _answer(raw, unanswered)
+            message["tool_call_id"] = _answer(raw, unanswered, given_ids)
             if raw.get("tool_name"):
                 message["name"] = raw["tool_name"]
         messages.append(message)
@@ -250,7 +266,9 @@ def decode_response(body: Mapping[str, object]) -> Completion:
     thinking = message.get("thinking")
     return Completion(
         content=text_or_none(message.get("content")) or None,
-        tool_calls=tuple(_calls(message.get("tool_calls"), "ollama_chat message.tool_calls")),
+        tool_calls=tuple(
+            call for _, call in _calls(message.get("tool_calls"), "ollama_chat message.tool_calls")
+        ),
         model=text_or_none(body.get("model")),
         usage=_decode_usage(body),
         stop_reason=text_or_none(body.get("done_reason")),
@@ -406,7 +424,7 @@ def decode_stream(stream: Iterable[Mapping[str, object] | SSEEvent] | bytes | st
     joined_thinking = join_texts(thinking)
     return Completion(
         content=join_texts(texts) or None,
-        tool_calls=tuple(_calls(raw_calls, "ollama_chat.decode_stream tool_calls")),
+        tool_calls=tuple(call for _, call in _calls(raw_calls, "ollama_chat.decode_stream calls")),
         model=model,
         usage=_decode_usage(last),
         stop_reason=text_or_none(last.get("done_reason")),

@@ -160,3 +160,23 @@ def test_a_conversation_started_during_an_ollama_tool_call_is_its_sub_agent():
 
     assert len(runs.contexts) == 1
     assert list(runs.context.iterations[0].metadata["subagents"]) == [PARIS.id]
+
+
+def test_a_result_answering_the_client_s_own_call_id_joins_the_call():
+    first, _ = weather_run()
+    assert first.request is not None
+    echo = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "lc-7f3a", "function": {"name": "get_weather", "arguments": PARIS.arguments}}
+        ],
+    }
+    result = {"role": "tool", "content": "Sunny", "tool_call_id": "lc-7f3a"}
+    body = {"model": MODEL, "messages": [*first.request["json"]["messages"], echo, result]}
+    reply = {"json": ollama_chat.encode_response(REPLIES[1], response_id="")}
+    second = Exchange("POST", URL, 200, {"json": {**body, "stream": False}}, reply)
+
+    iteration = build_contexts([first, second]).context.iterations[0]
+
+    assert iteration.messages[-1].tool_call_id == PARIS.id

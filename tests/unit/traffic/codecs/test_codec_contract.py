@@ -492,10 +492,6 @@ WIRES += [
                 usage=Usage(12, 30),
                 reasoning=({"type": "thinking", "thinking": "Six times seven."},),
             ),
-            "calls-with-a-given-id": Completion(
-                tool_calls=(ToolCall(id="call_abc", name="get_time", arguments={}),),
-                model="llama3.1",
-            ),
         },
         keeps_response_id=False,
         usage_fields=("prompt_eval_count", "eval_count"),

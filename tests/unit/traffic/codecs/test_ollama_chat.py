@@ -84,20 +84,24 @@ def test_a_reply_and_its_echo_give_a_call_the_same_synthetic_id():
     assert call.id.startswith(ollama_chat.SYNTHETIC_ID_PREFIX)
 
 
-def test_ids_ollama_gives_are_kept_and_answered_by_tool_call_id():
+def test_ids_a_client_adds_to_the_echo_and_its_result_join_the_deterministic_id():
+    # Ollama's reply has no id; the client's echo of it and the tool result carry its own
     body = {
         "model": "llama3.1",
         "messages": [
-            {"role": "assistant", "tool_calls": [{"id": "call_1", **_call("f")}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+            {"role": "assistant", "tool_calls": [{"id": "lc-uuid-1", **_call("f", x=1)}]},
+            {"role": "user", "content": "and?"},
+            {"role": "tool", "tool_call_id": "lc-uuid-1", "content": "done"},
         ],
     }
+    reply = {"message": {"role": "assistant", "tool_calls": [_call("f", x=1)]}, "done": True}
 
     messages = ollama_chat.decode_request(body).messages
+    (call,) = ollama_chat.decode_response(reply).tool_calls
 
-    assert (messages[0]["tool_calls"][0]["id"], messages[1]["tool_call_id"]) == (
-        "call_1",
-        "call_1",
+    assert (messages[0]["tool_calls"][0]["id"], messages[2]["tool_call_id"]) == (
+        call.id,
+        call.id,
     )
 
 
