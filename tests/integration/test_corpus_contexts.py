@@ -298,7 +298,7 @@ def test_the_text_parts_of_a_responses_user_message_stay_apart() -> None:
 
 
 def test_a_cohere_agent_s_tool_results_join_the_calls_of_its_replies() -> None:
-    runs = _own("langchain-cohere__cohere_v2_chat_langgraph_tool_loop.yaml")
+    runs = _own("langchain-cohere__cohere_v2_chat_langgraph_tool_loop_gzip.yaml")
 
     first = runs.contexts[0]
     assert _shape(runs)[0] == [
