@@ -153,6 +153,14 @@ class FakeLLM(ScriptedModel):
             return _error_response(
                 answer.status, answer.error or "scripted failure", answer.codec.name
             )
+        frame_ndjson = getattr(answer.codec, "format_ndjson", None)
+        if answer.request is not None and answer.request.stream and frame_ndjson is not None:
+            # Ollama streams NDJSON (one JSON object per line), not server-sent events.
+            return make_response(
+                200,
+                chunks=[frame_ndjson([chunk]) for chunk in answer.stream_events()],
+                headers={"content-type": "application/x-ndjson"},
+            )
         if answer.request is not None and answer.request.stream:
             array = _array_stream(str(request.url), answer)
             if array is not None:

@@ -295,3 +295,28 @@ def test_the_text_parts_of_a_responses_user_message_stay_apart() -> None:
         assert (catalogue.role, question.role, answer.role) == ("user", "user", "assistant")
         assert (catalogue.content or "").endswith("catalogued under subject heading 5.")
         assert (question.content, answer.content) == ("Reply with exactly: OK", "OK")
+
+
+def test_a_cohere_agent_s_tool_results_join_the_calls_of_its_replies() -> None:
+    runs = _own("langchain-cohere__cohere_v2_chat_langgraph_tool_loop_gzip.yaml")
+
+    first = runs.contexts[0]
+    assert _shape(runs)[0] == [
+        ["system", "user", "assistant", "tool"],
+        ["assistant", "tool"],
+        ["assistant"],
+        ["user", "assistant", "tool"],
+        ["assistant"],
+    ]
+    assert first.iterations[0].messages[3].tool_call_id == "web_search_eyqpk2grf0f7"
+    assert first.iterations[0].messages[3].content == '{"output": "60"}'
+    assert {it.metadata["provider"] for it in first.iterations} == {"cohere"}
+
+
+def test_an_ollama_tool_result_without_a_name_joins_the_call_before_it() -> None:
+    runs = _own("openllmetry__ollama_api_chat_tool_result.yaml")
+
+    call, result, answer = runs.context.iterations[0].messages
+    assert result.tool_call_id == call.tool_calls[0].id
+    assert runs.context.iterations[0].metadata["usage"]["input_tokens"] == 44
+    assert answer.role == "assistant"

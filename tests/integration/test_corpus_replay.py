@@ -225,6 +225,10 @@ def _call(clients: Clients, interaction: Interaction) -> Call:
         "aiplatform.googleapis.com"
     ):  # Gemini, on the Gemini API or Vertex AI
         return _http_call(clients, interaction)
+    codec = codec_for_path(parts.path)
+    if codec is not None and codec.name in ("cohere_chat", "ollama_chat"):
+        # no SDK of these two among the test dependencies: sent as recorded
+        return _http_call(clients, interaction)
     if parts.hostname == "api.anthropic.com":
         return _anthropic_call(clients, interaction, body, stream)
     found = _OPENAI_ENDPOINT.match(parts.path)

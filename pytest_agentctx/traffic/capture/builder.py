@@ -64,6 +64,8 @@ _ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "anthropic_messages": ("messages", ("system",)),
     "openai_responses": ("input", ("instructions",)),
     "gemini": ("contents", ("systemInstruction", "system_instruction")),
+    "cohere_chat": ("messages", ()),
+    "ollama_chat": ("messages", ()),
 }
 #: The runtime's provider name for each wire format (``metadata["provider"]``).
 _PROVIDERS = {
@@ -71,10 +73,15 @@ _PROVIDERS = {
     "anthropic_messages": "anthropic",
     "openai_responses": "openai-responses",
     "gemini": "google",
+    "cohere_chat": "cohere",
+    "ollama_chat": "ollama",
 }
 #: Stop reasons after which the model's tool calls are not waiting for a result (a call
 #: forced by ``tool_choice`` to get structured output ends with ``stop``).
 _FINAL_STOPS = frozenset({"stop", "end_turn", "stop_sequence", "max_tokens", "length"})
+#: Wire formats whose stop reason does not say whether tool calls wait for results (Ollama
+#: ends every reply with ``stop``, tool calls or not): their tool calls always wait.
+_CALLS_ALWAYS_WAIT = frozenset({"ollama_chat"})
 
 
 @dataclass
@@ -366,7 +373,9 @@ class _Builder:
         if not calls:
             iteration.completed_at = at
         conversation.pending = {call.id: call for call in calls}
-        conversation.waits_for_tools = bool(calls) and completion.stop_reason not in _FINAL_STOPS
+        conversation.waits_for_tools = bool(calls) and (
+            codec.name in _CALLS_ALWAYS_WAIT or completion.stop_reason not in _FINAL_STOPS
+        )
         if completion.response_id:
             conversation.last_response_id = completion.response_id
             self.by_response[completion.response_id] = conversation

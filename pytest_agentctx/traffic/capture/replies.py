@@ -1,6 +1,7 @@
 """The model's reply in an exchange: decoded through its codec, or the error it reports.
 
-A reply is a JSON body or a stream of server-sent events (stored parsed, or as text);
+A reply is a JSON body or a stream of server-sent events (stored parsed, or as text), or
+Ollama's NDJSON stream (stored as text; one line alone is stored as JSON, a whole reply);
 a failed call (status 400 or above) gives its error's status and message instead. An
 OpenAI Responses reply made in the background (``background: true``) is not done until
 a retrieval finds it so (:func:`in_background`).

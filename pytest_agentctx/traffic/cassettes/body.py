@@ -435,7 +435,13 @@ def not_json(body: Body, content_type: str | None) -> str | None:
     response that parsed is never such a body."""
     if not body:
         return None
-    if "text" in body and "json" in (content_type or "").lower():
+    kind = (content_type or "").lower()
+    if "text" in body and any(name in kind for name in ("ndjson", "jsonl", "json-seq")):
+        why = f"though its content-type ({content_type}) says each line is"  # Ollama's stream
+        lines = enumerate(str(body["text"]).split("\n"))
+        found = (_parse_problem(f"line #{n} of its body", s, why) for n, s in lines if s.strip())
+        return next((problem for problem in found if problem), None)
+    if "text" in body and "json" in kind:
         why = f"though its content-type ({content_type}) says it is"
         return _parse_problem("its body", str(body["text"]), why)
     for index, event in enumerate(body.get("sse") or ()):

@@ -137,6 +137,8 @@ _CODECS = {
     "anthropic_messages": "pytest_agentctx.traffic.codecs.anthropic_messages",
     "openai_responses": "pytest_agentctx.traffic.codecs.openai_responses",
     "gemini": "pytest_agentctx.traffic.codecs.gemini",
+    "cohere_chat": "pytest_agentctx.traffic.codecs.cohere_chat",
+    "ollama_chat": "pytest_agentctx.traffic.codecs.ollama_chat",
 }
 
 # The endpoints of each wire format: (a regular expression that the end of a URL's path
@@ -162,6 +164,13 @@ _PATHS: tuple[tuple[str, str], ...] = (
     # stream is :streamGenerateContent?alt=sse.
     (":generateContent", "gemini"),
     (":streamGenerateContent", "gemini"),
+    # Cohere v2 chat (the v1 ``/v1/chat`` is another format, not read); Cohere on Azure
+    # and other hosts serves the same body under ``/v2/chat``.
+    (r"/v2/chat", "cohere_chat"),
+    # Ollama's native chat (its OpenAI-compatible ``/v1/chat/completions`` is openai_chat).
+    # Many web apps have an ``/api/chat`` of their own: the codec refuses a body without a
+    # ``model`` string and a ``messages`` list, so capture keeps those as non-LLM.
+    (r"/api/chat", "ollama_chat"),
 )
 #: The patterns of ``_PATHS``, compiled to match the end of a path.
 _ENDPOINTS = tuple((re.compile(f"(?:{pattern})$"), name) for pattern, name in _PATHS)

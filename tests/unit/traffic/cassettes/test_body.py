@@ -231,8 +231,19 @@ def test_a_body_of_an_unknown_kind_is_a_clear_error():
         ({"sse": [{"data": {"id": 1}}, {"data": "[DONE]"}]}, "text/event-stream"),
         ({"sse": [{"event": "ping", "data": "keep-alive"}]}, "text/event-stream"),
         (None, "application/json"),
+        ({"text": '{"done": false}\n\n{"done": true}\n'}, "application/x-ndjson"),
+        ({"text": '{"text": "a\u2028b\x85c"}\r\n'}, "application/x-ndjson"),
     ],
-    ids=["json", "html", "text-that-parses", "sse", "sse-text-data", "empty"],
+    ids=[
+        "json",
+        "html",
+        "text-that-parses",
+        "sse",
+        "sse-text-data",
+        "empty",
+        "ndjson",
+        "ndjson-line-separators-in-a-string",
+    ],
 )
 def test_a_body_its_client_can_read_has_no_json_problem(body, content_type):
     assert not_json(body, content_type) is None
@@ -245,6 +256,16 @@ def test_a_text_body_of_a_json_content_type_is_not_json():
     assert problem.startswith(
         "its body is not JSON, though its content-type (application/json; charset=utf-8) says "
         "it is (Expecting value: line 1 column 1 (char 0)): '<html>502</html>'"
+    )
+
+
+def test_an_ndjson_line_cut_short_is_named_by_its_number():
+    problem = not_json({"text": '{"done": false}\n{"done": tr\n'}, "application/x-ndjson")
+
+    assert problem is not None
+    assert problem.startswith(
+        "line #1 of its body is not JSON, though its content-type (application/x-ndjson) says "
+        "each line is ("
     )
 
 

@@ -456,6 +456,8 @@ def test_a_json_edge_case_loads_or_fails_as_with_the_safe_loader(text):
 #: say as the safe loader reads them: gzip bodies stored as ``!!binary`` (bytes; the
 #: conversion, ``vcr.vcr_json``, writes them decoded first).
 NOT_JSON = {
+    "langchain-cohere__cohere_v2_chat_langgraph_tool_loop_gzip.yaml",
+    "langchain-cohere__cohere_v2_chat_thinking_tool_call_gzip.yaml",
     "langsmith__openai_anthropic_mixed_24_gzip.yaml",
     "llm-anthropic__anthropic_tools_stream_gzip.yaml",
     "llm__openai_chat_tool_chain_gzip.yaml",

@@ -3,7 +3,9 @@ each codec refuses, with the message it says, and real recorded streams with the
 reply each one is.
 
 Each row names its codec (``openai_chat``, ``openai_responses``, ``anthropic_messages``,
-``gemini``); a row's id starts with that name.
+``gemini``, ``cohere_chat``, ``ollama_chat``); a row's id starts with that name. Ollama's
+streams are NDJSON, not server-sent events: its recorded streams are in
+``RECORDED_NDJSON_STREAMS``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,32 @@ MALFORMED_REQUESTS = [
         id="anthropic_messages-content-block-not-an-object",
     ),
     pytest.param("gemini", {"messages": []}, "no 'contents' field", id="gemini-without-contents"),
+    pytest.param(
+        "cohere_chat",
+        {"model": "command-a-03-2025", "message": "hi"},
+        r"^cohere_chat\.decode_request: the body has no 'messages' list \(it has "
+        r"\['message', 'model'\]\)\. Is this a Cohere v2 chat request\?$",
+        id="cohere_chat-v1-body-without-messages",
+    ),
+    pytest.param(
+        "cohere_chat",
+        {"model": "command-a-03-2025", "messages": ["hi"]},
+        r"cohere_chat\.decode_request: messages\[0\] is a str, expected a JSON object",
+        id="cohere_chat-message-not-an-object",
+    ),
+    pytest.param(
+        "ollama_chat",
+        {"messages": [{"role": "user", "content": "hi"}], "userId": "u1"},
+        r"^ollama_chat\.decode_request: expected a 'model' string and a 'messages' list, the "
+        r"body has \['messages', 'userId'\]\. Is this a request to Ollama's /api/chat\?$",
+        id="ollama_chat-a-web-app-body-without-model",
+    ),
+    pytest.param(
+        "ollama_chat",
+        {"model": "llama3.1", "messages": [{"role": "user", "content": "hi"}, 3]},
+        r"ollama_chat\.decode_request: messages\[1\] is a int, expected a JSON object",
+        id="ollama_chat-message-not-an-object",
+    ),
     pytest.param(
         "gemini",
         {"contents": [{"role": "user", "parts": ["hi"]}]},
@@ -189,6 +217,32 @@ MALFORMED_RESPONSES = [
         {"candidates": []},
         "'candidates' holds no candidate object",
         id="gemini-no-candidate",
+    ),
+    pytest.param(
+        "cohere_chat",
+        # what Cohere answers to a bad request (status 400)
+        {"id": "5b1f", "message": "invalid request: model 'command-z' not found"},
+        r"^cohere_chat\.decode_response: field 'message' is a str, expected Mapping",
+        id="cohere_chat-error-body",
+    ),
+    pytest.param(
+        "cohere_chat",
+        {"id": "c1", "finish_reason": "COMPLETE"},
+        r"^cohere_chat\.decode_response: the JSON has no 'message' field",
+        id="cohere_chat-without-message",
+    ),
+    pytest.param(
+        "ollama_chat",
+        # what Ollama answers for a model it does not have (status 404)
+        {"error": "model 'llama9' not found"},
+        r"^ollama_chat\.decode_response: the reply is an error: \"model 'llama9' not found\"\.$",
+        id="ollama_chat-error-body",
+    ),
+    pytest.param(
+        "ollama_chat",
+        {"model": "llama3.1", "response": "Hi", "done": True},
+        r"^ollama_chat\.decode_response: the JSON has no 'message' field",
+        id="ollama_chat-generate-reply-without-message",
     ),
 ]
 
@@ -402,6 +456,46 @@ RECORDED_STREAMS: dict[str, tuple[str, Callable[[], bytes], Completion]] = {
 }
 
 
+RECORDED_STREAMS.update(
+    {
+        "cohere_chat-tool-plan-and-tool-call": (
+            "cohere_chat",
+            _file("cohere_tool_plan_and_tool_call.sse"),
+            Completion(
+                # the tool plan stands for the text; the arguments joined from 16 pieces
+                content="I will use the Person tool to create a person with the name Erick "
+                "and age 27, and then relay this information to the user.",
+                tool_calls=(
+                    ToolCall(
+                        id="Person_2fnrphbsnr66",
+                        name="Person",
+                        arguments={"name": "Erick", "age": 27},
+                    ),
+                ),
+                usage=Usage(input_tokens=906, output_tokens=77),
+                stop_reason="TOOL_CALL",
+                response_id="35c028fc-0223-47b6-8fae-ebd3255e9a63",
+            ),
+        ),
+    }
+)
+# Real recorded NDJSON streams (Ollama), in the same form.
+RECORDED_NDJSON_STREAMS: dict[str, tuple[str, Callable[[], bytes], Completion]] = {
+    "ollama_chat-text": (
+        "ollama_chat",
+        _file("ollama_text.ndjson"),
+        Completion(
+            content="Why did the OpenTelemetry agent go to therapy?\n\nBecause it was feeling "
+            "traced out and needed some instrumentation in its life!\n\n(Sorry, I know it's a "
+            "bit of a stretch, but I hope it brought a smile to your face!)",
+            model="llama3",
+            usage=Usage(input_tokens=17, output_tokens=50),
+            stop_reason="stop",
+        ),
+    ),
+}
+
+
 def _anthropic_event(kind: str, **fields: Any) -> SSEEvent:
     return SSEEvent(kind, json.dumps({"type": kind, **fields}))
 
@@ -514,5 +608,43 @@ MALFORMED_STREAMS = [
         b"data: [DONE]\n\n",
         r"not JSON.*Is this a Gemini stream \(alt=sse\)\?",
         id="gemini-not-json",
+    ),
+    pytest.param(
+        "cohere_chat",
+        [SSEEvent("message-start", "{not json")],
+        r"^cohere_chat\.decode_stream event #0: the data is not JSON .*Is this a Cohere v2 chat "
+        r"stream\?$",
+        id="cohere_chat-not-json",
+    ),
+    pytest.param(
+        "cohere_chat",
+        [
+            SSEEvent(
+                "message-end",
+                '{"type":"message-end","delta":{"error":"overloaded","finish_reason":"ERROR"}}',
+            )
+        ],
+        r"^cohere_chat\.decode_stream event #0: the stream reports an error: 'overloaded'\.$",
+        id="cohere_chat-message-end-with-error",
+    ),
+    pytest.param(
+        "ollama_chat",
+        b'{"model":"llama3","message":{"role":"assistant","content":"Hi"},"done":false}\n'
+        b'{"error":"an error was encountered while running the model"}\n',
+        r"^ollama_chat\.decode_stream object #1: the stream reports an error: 'an error was "
+        r"encountered while running the model'\.$",
+        id="ollama_chat-error-line",
+    ),
+    pytest.param(
+        "ollama_chat",
+        "data: {}\n\n",
+        r"^ollama_chat\.decode_stream line #0: not JSON .*Is this an Ollama NDJSON stream\?$",
+        id="ollama_chat-sse-is-not-ndjson",
+    ),
+    pytest.param(
+        "ollama_chat",
+        b"[1]\n",
+        r"^ollama_chat\.decode_stream object #0: expected a JSON object, got list\.$",
+        id="ollama_chat-not-an-object",
     ),
 ]

@@ -115,7 +115,8 @@ def test_get_codec_unknown_name_lists_the_codecs():
     with pytest.raises(
         CodecError,
         match=r"No codec called 'mistral'; the codecs are "
-        r"\['anthropic_messages', 'gemini', 'openai_chat', 'openai_responses'\]\.$",
+        r"\['anthropic_messages', 'cohere_chat', 'gemini', 'ollama_chat', 'openai_chat', "
+        r"'openai_responses'\]\.$",
     ):
         get_codec("mistral")
 
@@ -196,7 +197,9 @@ def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected
         "/v1/survey_responses",
         "/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict",
         "/model/anthropic.claude-3-haiku-20240307-v1:0/invoke",
-        "/api/chat",
+        # Ollama's other endpoints (its /api/chat is ollama_chat), Cohere's v1 chat
+        "/api/generate",
+        "/v1/chat",
         "/v1/models",
         "/v1/messages/count_tokens",
         "/v1/messages/batches",

@@ -1,6 +1,7 @@
 """The contract every wire-format codec keeps, checked once for each of them.
 
-Each codec (``openai_chat``, ``openai_responses``, ``anthropic_messages``, ``gemini``)
+Each codec (``openai_chat``, ``openai_responses``, ``anthropic_messages``, ``gemini``,
+``cohere_chat``, ``ollama_chat``)
 writes neutral messages as a request and reads them back, writes a :class:`Completion` as a
 response, whole or streamed, and reads it back, and refuses JSON of another shape with a
 :class:`CodecError` that names the codec and what is wrong. The table ``WIRES`` holds what
@@ -20,6 +21,7 @@ from codec_examples import (
     MALFORMED_REQUESTS,
     MALFORMED_RESPONSES,
     MALFORMED_STREAMS,
+    RECORDED_NDJSON_STREAMS,
     RECORDED_STREAMS,
 )
 
@@ -28,7 +30,9 @@ from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY
 from pytest_agentctx.traffic.codecs import (
     DecodedRequest,
     anthropic_messages,
+    cohere_chat,
     gemini,
+    ollama_chat,
     openai_chat,
     openai_responses,
 )
@@ -58,9 +62,9 @@ class StreamingCodec(Protocol):
 
     def encode_stream(
         self, completion: Completion, *, response_id: str, created: int = 0
-    ) -> list[SSEEvent]: ...
+    ) -> list[Any]: ...
 
-    def decode_stream(self, events: Iterable[SSEEvent] | bytes | str) -> Completion: ...
+    def decode_stream(self, events: Iterable[Any] | bytes | str) -> Completion: ...
 
 
 WEATHER_SCHEMA: dict[str, Any] = {
@@ -80,6 +84,10 @@ REASONING = {
 
 def _gemini_call_id(name: str, arguments: dict[str, Any], index: int) -> str:
     return gemini.synthetic_call_id(name, arguments, index)
+
+
+def _ollama_call_id(name: str, arguments: dict[str, Any], index: int) -> str:
+    return ollama_chat.synthetic_call_id(name, arguments, index)
 
 
 def _call_id(prefix: str) -> Callable[[str, dict[str, Any], int], str]:
@@ -109,20 +117,26 @@ class Wire:
     stream_options: dict[str, Any] = field(default_factory=dict)
     #: A request body that asks for a stream (None: the URL says it, not the body).
     stream_request: dict[str, Any] | None = None
-    #: The response field of the usage.
-    usage_field: str = "usage"
+    #: The response fields of the usage.
+    usage_fields: tuple[str, ...] = ("usage",)
     #: A reply whose one tool call has arguments that are not JSON, and those arguments.
     invalid_arguments: tuple[dict[str, Any], str] | None = None
     #: A stop reason of the wire's own, and where encode_response writes it.
     stop_reason: tuple[str, Callable[[dict[str, Any]], Any]] | None = None
     #: Completions of this wire only, for the round trips.
     extra_completions: dict[str, Completion] = field(default_factory=dict)
+    #: Whether a response names its model, and has an id (Cohere names no model, Ollama
+    #: gives no id: those come back as None).
+    keeps_model: bool = True
+    keeps_response_id: bool = True
+    #: The stream's wire bytes and the objects read back from them (None: SSE).
+    stream_bytes: Callable[[list[Any]], bytes] | None = None
 
     def call(self, name: str, arguments: dict[str, Any], index: int) -> ToolCall:
         return ToolCall(id=self.call_id(name, arguments, index), name=name, arguments=arguments)
 
-    def encode_stream(self, completion: Completion, response_id: str) -> list[SSEEvent]:
-        encode: Callable[..., list[SSEEvent]] = self.codec.encode_stream
+    def encode_stream(self, completion: Completion, response_id: str) -> list[Any]:
+        encode: Callable[..., list[Any]] = self.codec.encode_stream
         return encode(completion, response_id=response_id, **self.stream_options)
 
 
@@ -205,6 +219,48 @@ def _gemini_conversation() -> list[dict[str, Any]]:
         },
         {"role": "tool", "content": "Sunny", "tool_call_id": paris, "name": "get_weather"},
         {"role": "tool", "content": "Rainy", "tool_call_id": lyon, "name": "get_weather"},
+    ]
+
+
+def _cohere_conversation() -> list[dict[str, Any]]:
+    # the tool message's ``name`` has no place on the wire
+    return [
+        {"role": "system", "content": "You answer weather questions."},
+        {"role": "user", "content": "Weather in Paris and Lyon?"},
+        {
+            "role": "assistant",
+            "content": "I will look up both cities.",
+            "tool_calls": [
+                {"id": "get_weather_1", "name": "get_weather", "arguments": {"city": "Paris"}},
+                {"id": "get_weather_2", "name": "get_weather", "arguments": {"city": "Lyon"}},
+            ],
+            "reasoning": [{"type": "thinking", "thinking": "Two cities: two calls."}],
+        },
+        {"role": "tool", "content": "18 degrees celsius in Paris", "tool_call_id": "get_weather_1"},
+        {"role": "tool", "content": "Weather service down", "tool_call_id": "get_weather_2"},
+        {"role": "assistant", "content": "Paris: 18 degrees; Lyon: unknown."},
+    ]
+
+
+def _ollama_conversation() -> list[dict[str, Any]]:
+    # Ollama sends no call ids (the codec makes them); each tool result names its tool
+    paris = _ollama_call_id("get_weather", {"city": "Paris"}, 0)
+    lyon = _ollama_call_id("get_weather", {"city": "Lyon"}, 1)
+    return [
+        {"role": "system", "content": "You answer weather questions."},
+        {"role": "user", "content": "Weather in Paris and Lyon?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": paris, "name": "get_weather", "arguments": {"city": "Paris"}},
+                {"id": lyon, "name": "get_weather", "arguments": {"city": "Lyon"}},
+            ],
+            "reasoning": [{"type": "thinking", "thinking": "Two cities."}],
+        },
+        {"role": "tool", "content": "Sunny", "tool_call_id": paris, "name": "get_weather"},
+        {"role": "tool", "content": "Rainy", "tool_call_id": lyon, "name": "get_weather"},
+        {"role": "assistant", "content": "Sunny in Paris, rainy in Lyon."},
     ]
 
 
@@ -332,7 +388,7 @@ WIRES = [
         keeps_empty_text=False,
         foreign_role="developer",
         conversation=_gemini_conversation(),
-        usage_field="usageMetadata",
+        usage_fields=("usageMetadata",),
         invalid_arguments=(
             {
                 "candidates": [
@@ -358,6 +414,88 @@ WIRES = [
                 usage=Usage(20, 9),
             ),
         },
+    ),
+]
+WIRES += [
+    Wire(
+        codec=cohere_chat,
+        name="cohere_chat",
+        model="command-a-03-2025",
+        call_id=_call_id("get_weather_"),
+        text_stop="COMPLETE",
+        tool_stop="TOOL_CALL",
+        keeps_empty_text=True,
+        foreign_role="chatbot",
+        conversation=_cohere_conversation(),
+        request_options={"temperature": 0.3, "max_tokens": 256},
+        stream_request={"model": "command-a-03-2025", "messages": [], "stream": True},
+        invalid_arguments=(
+            {
+                "id": "c1",
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "f_1",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": '{"city": "Par'},
+                        }
+                    ],
+                },
+                "finish_reason": "TOOL_CALL",
+            },
+            '{"city": "Par',
+        ),
+        stop_reason=("MAX_TOKENS", lambda body: body["finish_reason"]),
+        extra_completions={
+            "thinking-and-tool-call": Completion(
+                content="I will check Paris.",
+                tool_calls=(
+                    ToolCall(id="get_weather_1", name="get_weather", arguments={"city": "Paris"}),
+                ),
+                usage=Usage(1494, 330),
+                reasoning=({"type": "thinking", "thinking": "Osaka is second."},),
+            ),
+        },
+        keeps_model=False,
+    ),
+    Wire(
+        codec=ollama_chat,
+        name="ollama_chat",
+        model="llama3.1",
+        call_id=_ollama_call_id,
+        text_stop="stop",
+        tool_stop="stop",
+        keeps_empty_text=False,
+        foreign_role="function",
+        conversation=_ollama_conversation(),
+        request_options={"temperature": 0.0, "max_tokens": 64},
+        # Ollama streams unless the body says "stream": false
+        stream_request={"model": "llama3.1", "messages": []},
+        invalid_arguments=(
+            {
+                "model": "llama3.1",
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"function": {"name": "f", "arguments": "{"}}],
+                },
+                "done": True,
+            },
+            "{",
+        ),
+        stop_reason=("length", lambda body: body["done_reason"]),
+        extra_completions={
+            "thinking-and-text": Completion(
+                content="42.",
+                model="qwen3",
+                usage=Usage(12, 30),
+                reasoning=({"type": "thinking", "thinking": "Six times seven."},),
+            ),
+        },
+        keeps_response_id=False,
+        usage_fields=("prompt_eval_count", "eval_count"),
+        stream_bytes=ollama_chat.format_ndjson,
     ),
 ]
 BY_NAME = {wire.name: wire for wire in WIRES}
@@ -403,10 +541,11 @@ def read_back(wire: Wire, completion: Completion, response_id: str) -> Completio
     return replace(
         completion,
         content=content,
+        model=completion.model if wire.keeps_model else None,
         usage=completion.usage or Usage(),
         stop_reason=completion.stop_reason
         or (wire.tool_stop if completion.tool_calls else wire.text_stop),
-        response_id=response_id,
+        response_id=response_id if wire.keeps_response_id else None,
     )
 
 
@@ -478,7 +617,8 @@ def test_decode_response_reads_back_what_encode_response_wrote(wire, name):
 @pytest.mark.parametrize("wire", EVERY_WIRE)
 def test_decode_response_without_usage_has_no_usage(wire):
     body = wire.codec.encode_response(Completion(content="YES"), response_id="resp_1")
-    del body[wire.usage_field]
+    for key in wire.usage_fields:
+        del body[key]
 
     assert wire.codec.decode_response(body).usage is None
 
@@ -554,7 +694,34 @@ RAW_STREAMS: dict[str, Callable[[], tuple[bytes, Completion]]] = {
     "openai_responses": _responses_stream,
     "anthropic_messages": _recorded("anthropic_messages-two-tool-uses-without-input"),
     "gemini": _recorded("gemini-text"),
+    "cohere_chat": _recorded("cohere_chat-tool-plan-and-tool-call"),
 }
+
+
+@pytest.mark.parametrize("stream", list(RECORDED_NDJSON_STREAMS))
+def test_decode_stream_of_a_recorded_ndjson_stream_gives_the_whole_completion(stream):
+    name, raw, completion = RECORDED_NDJSON_STREAMS[stream]
+
+    assert BY_NAME[name].codec.decode_stream(raw()) == completion
+
+
+NDJSON_ROUND_TRIPS = [
+    pytest.param(wire, name, id=f"{wire.name}-{name}")
+    for wire in WIRES
+    if wire.stream_bytes
+    for name in completions(wire)
+]
+
+
+@pytest.mark.parametrize(("wire", "name"), NDJSON_ROUND_TRIPS)
+def test_an_ndjson_stream_reads_the_same_as_bytes_text_and_objects(wire, name):
+    chunks = wire.encode_stream(completions(wire)[name], "resp_5")
+    assert wire.stream_bytes is not None
+    raw = wire.stream_bytes(chunks)
+
+    decoded = [wire.codec.decode_stream(form) for form in (raw, raw.decode(), chunks)]
+
+    assert decoded == [read_back(wire, completions(wire)[name], "resp_5")] * 3
 
 
 @pytest.mark.parametrize("as_type", [bytes, str, list], ids=["bytes", "str", "events"])
