@@ -1,0 +1,210 @@
+"""Multipart request bodies (uploads) read part by part, to be matched, redacted and shown.
+
+A multipart body gets a new random boundary on every request, so its bytes never match a
+recording's. It is matched by its parts instead (:func:`multipart_key`): each part by its
+name, its file name, its content type and a digest of its content, whatever the boundary,
+the order of the headers in a part, or their case. In a ``multipart/form-data`` body the
+order of parts of different names does not matter (a form is read by field name, and an
+SDK may put its fields in another order from one version to the next); parts that share a
+name keep their order (a list of values). In the other multipart types (``mixed``,
+``related``: a metadata part, then the media) the parts keep their order.
+
+A body whose boundary cannot be found (none in its content type, none as its first line,
+or one its bytes do not hold) is no multipart body here: it is matched byte for byte.
+The cassette stores the body's bytes as they were sent (secrets redacted, part by part:
+:func:`redact_parts`), so any tool, vcrpy included, reads it back whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_agentctx.traffic.cassettes.body import media_type
+
+#: A parameter of a header value (``name="file"``, ``filename=a.txt``), quotes escaped.
+_PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a multipart body: its ``name`` and ``filename`` (from its
+    ``content-disposition``; ``None`` when absent), its ``content_type`` (``""`` when
+    absent), its ``headers`` (lower-case names, in order) and its ``content``."""
+
+    name: str | None
+    filename: str | None
+    content_type: str
+    headers: tuple[tuple[str, str], ...]
+    content: bytes
+
+    @property
+    def text(self) -> str | None:
+        """The content as text when it is UTF-8, else ``None``."""
+        try:
+            return self.content.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    @property
+    def label(self) -> str:
+        """How a miss names the part: ``part "file" (notes.txt)``, or ``part #2``."""
+        named = f'part "{self.name}"' if self.name is not None else "part"
+        return named + (f" ({self.filename})" if self.filename is not None else "")
+
+
+def _boundary(raw: bytes, content_type: str) -> bytes | None:
+    """The boundary of ``raw``: its content type's, else its first line's, the first of
+    them whose delimiter the body holds (``None``: no multipart body)."""
+    found = []
+    for param, value in _PARAM.findall(";" + content_type.partition(";")[2]):
+        if param.lower() == "boundary" and value.strip().strip('"'):
+            found.append(value.strip().strip('"').encode("latin-1", "replace"))
+    if raw.startswith(b"--"):  # without a content type: a first line that is closed too
+        line = raw.split(b"\n", 1)[0][2:].rstrip(b"\r").rstrip()
+        if line and len(line) <= 200 and (found or b"--" + line + b"--" in raw):
+            found.append(line)
+    return next((b for b in found if b"--" + b in raw), None)
+
+
+def _unquoted(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+def _part(chunk: bytes) -> Part:
+    head, sep, content = chunk.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, content = chunk.partition(b"\n\n")
+    if not sep:  # no header block: all content
+        head, content = (b"", chunk[2:]) if chunk.startswith(b"\r\n") else (b"", chunk)
+    headers = []
+    for line in head.decode("utf-8", "replace").splitlines():
+        name, colon, value = line.partition(":")
+        if colon:
+            headers.append((name.strip().lower(), value.strip()))
+    found = dict(headers)
+    params = {
+        name.lower(): _unquoted(value)
+        for name, value in _PARAM.findall(found.get("content-disposition", ""))
+    }
+    kind = found.get("content-type", "")
+    return Part(
+        params.get("name"),
+        params.get("filename"),
+        "; ".join(piece.strip() for piece in kind.split(";") if piece.strip()).lower(),
+        tuple(headers),
+        content,
+    )
+
+
+def split_parts(raw: bytes, content_type: str | None) -> list[Part] | None:
+    """The parts of the multipart body ``raw``, in order, or ``None`` when it is none (see
+    the module docstring). CRLF and bare LF line ends are both read (a recording whose
+    line ends were changed still matches)."""
+    if not media_type(content_type).startswith("multipart/") and content_type:
+        return None
+    boundary = _boundary(raw, content_type or "")
+    if boundary is None:
+        return None
+    parts = []
+    for chunk in raw.split(b"--" + boundary)[1:]:
+        if chunk.startswith(b"--"):  # the closing delimiter
+            break
+        chunk = chunk[2:] if chunk.startswith(b"\r\n") else chunk.removeprefix(b"\n")
+        chunk = chunk[:-2] if chunk.endswith(b"\r\n") else chunk.removesuffix(b"\n")
+        parts.append(_part(chunk))
+    return parts
+
+
+def ordered(parts: list[Part], content_type: str | None) -> list[Part]:
+    """``parts`` in the order they are matched: a form's by name (parts that share a name
+    in their order), the others as they are."""
+    if media_type(content_type) in ("multipart/form-data", ""):
+        return sorted(parts, key=lambda part: part.name or "")
+    return list(parts)
+
+
+def digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def described(parts: list[Part]) -> list[dict[str, object]]:
+    """What is matched of each part, readable: name, file name, content type, size, the
+    digest of the content, and the content itself when it is text."""
+    out: list[dict[str, object]] = []
+    for part in parts:
+        shown: dict[str, object] = {"name": part.name}
+        if part.filename is not None:
+            shown["filename"] = part.filename
+        if part.content_type:
+            shown["content_type"] = part.content_type
+        text = part.text
+        if text is not None:
+            shown["text"] = text
+        else:
+            shown["size"] = len(part.content)
+            shown["sha256"] = digest(part.content)
+        out.append(shown)
+    return out
+
+
+def multipart_key(raw: bytes, content_type: str | None) -> list[list[object]] | None:
+    """What two multipart bodies must share to match (``None``: ``raw`` is no multipart
+    body, see :func:`split_parts`): for each part, in :func:`ordered` order, its name,
+    file name, content type and content digest."""
+    parts = split_parts(raw, content_type)
+    if parts is None:
+        return None
+    return [
+        [part.name, part.filename, part.content_type, digest(part.content)]
+        for part in ordered(parts, content_type)
+    ]
+
+
+def redact_parts(
+    raw: bytes,
+    content_type: str | None,
+    text: Callable[[str], str],
+    binary: Callable[[bytes], bytes],
+) -> bytes | None:
+    """``raw`` with each part redacted by what it is: its headers and a UTF-8 content by
+    ``text``, other content by ``binary`` (which overwrites a secret in place); the
+    boundary and every byte between the parts kept. ``None`` when ``raw`` is no
+    multipart body."""
+    boundary = _boundary(raw, content_type or "")
+    if boundary is None:
+        return None
+    delimiter = b"--" + boundary
+    chunks = raw.split(delimiter)
+    out = [_redact_bytes(chunks[0], text, binary)]  # the preamble
+    for chunk in chunks[1:]:
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            head, sep, content = chunk.partition(b"\n\n")
+        if not sep:
+            out.append(_redact_bytes(chunk, text, binary))
+            continue
+        tail = b""
+        for end in (b"\r\n", b"\n"):
+            if content.endswith(end):
+                content, tail = content[: -len(end)], end
+                break
+        out.append(
+            _redact_bytes(head, text, binary) + sep + _redact_bytes(content, text, binary) + tail
+        )
+    return delimiter.join(out)
+
+
+def _redact_bytes(
+    content: bytes, text: Callable[[str], str], binary: Callable[[bytes], bytes]
+) -> bytes:
+    try:
+        decoded = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return binary(content)
+    return text(decoded).encode()
