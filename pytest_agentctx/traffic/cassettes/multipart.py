@@ -17,12 +17,18 @@ The cassette stores the body's bytes as they were sent (secrets redacted, part b
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from pytest_agentctx.traffic.cassettes.body import media_type
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a ``content-type`` value, lower case, without its parameters."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
 
 #: A parameter of a header value (``name="file"``, ``filename=a.txt``), quotes escaped.
 _PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
@@ -208,3 +214,100 @@ def _redact_bytes(
     except UnicodeDecodeError:
         return binary(content)
     return text(decoded).encode()
+
+
+# -- the stored form -----------------------------------------------------------------
+
+
+def stored_multipart(raw: bytes, content_type: str | None) -> dict[str, Any] | None:
+    """The stored form of a multipart request body, readable part by part:
+    ``{"boundary": ..., "parts": [{"headers": ["Content-Disposition: ...", ...], "text":
+    ...}, {"headers": [...], "base64": ...}]}`` (a part's content as text when it is
+    UTF-8), from which :func:`multipart_bytes` gives back ``raw`` byte for byte. ``None``
+    for a body that is not so framed (a preamble, an epilogue, bare LF line ends, a header
+    that is not UTF-8): stored as text or base64 instead."""
+    if content_type and not media_type(content_type).startswith("multipart/"):
+        return None
+    boundary = _boundary(raw, content_type or "") if raw[:2] == b"--" else None
+    if boundary is None:
+        return None
+    delimiter = b"--" + boundary
+    closing = b"\r\n" + delimiter + b"--\r\n"
+    if not raw.startswith(delimiter + b"\r\n") or not raw.endswith(closing):
+        return None
+    inner = raw[len(delimiter) + 2 : -len(closing)]
+    parts: list[dict[str, Any]] = []
+    for chunk in inner.split(b"\r\n" + delimiter + b"\r\n"):
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            return None
+        try:
+            lines = head.decode("utf-8").split("\r\n") if head else []
+        except UnicodeDecodeError:
+            return None
+        part: dict[str, Any] = {"headers": lines}
+        try:
+            part["text"] = content.decode("utf-8")
+        except UnicodeDecodeError:
+            part["base64"] = base64.b64encode(content).decode("ascii")
+        parts.append(part)
+    try:
+        stored = {"boundary": boundary.decode("ascii"), "parts": parts}
+    except UnicodeDecodeError:
+        return None
+    return stored if multipart_bytes(stored) == raw else None
+
+
+def multipart_bytes(stored: Mapping[str, Any]) -> bytes:
+    """The wire bytes of a stored multipart body (:func:`stored_multipart`)."""
+    delimiter = b"--" + str(stored["boundary"]).encode("ascii")
+    out = []
+    for part in stored["parts"]:
+        head = "\r\n".join(str(line) for line in part["headers"]).encode()
+        if "base64" in part:
+            content = base64.b64decode(part["base64"])
+        else:
+            content = str(part["text"]).encode()
+        out.append(delimiter + b"\r\n" + head + b"\r\n\r\n" + content + b"\r\n")
+    return b"".join(out) + delimiter + b"--\r\n"
+
+
+def check_stored(value: object) -> dict[str, Any]:
+    """A stored multipart body as read from a file, checked (``ValueError`` saying what is
+    wrong)."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("boundary"), str):
+        raise ValueError("a multipart body is not {boundary: str, parts: [...]}")
+    parts = value.get("parts")
+    if not isinstance(parts, list):
+        raise ValueError("a multipart body's parts are not a list")
+    for index, part in enumerate(parts):
+        content = [key for key in ("text", "base64") if isinstance(part, Mapping) and key in part]
+        if (
+            not isinstance(part, Mapping)
+            or not isinstance(part.get("headers"), list)
+            or not all(isinstance(line, str) for line in part["headers"])
+            or len(content) != 1
+            or not isinstance(part[content[0]], str)
+        ):
+            raise ValueError(
+                f"multipart part #{index} is not {{headers: [str], text: str}} nor "
+                "{headers: [str], base64: str}"
+            )
+    return {"boundary": value["boundary"], "parts": [dict(part) for part in parts]}
+
+
+def redact_stored(
+    stored: Mapping[str, Any], text: Callable[[str], str], binary: Callable[[bytes], bytes]
+) -> dict[str, Any]:
+    """A stored multipart body with each part redacted: its headers and text by ``text``,
+    its bytes by ``binary``."""
+    parts = []
+    for part in stored["parts"]:
+        redacted: dict[str, Any] = {"headers": [text(line) for line in part["headers"]]}
+        if "base64" in part:
+            raw = base64.b64decode(part["base64"])
+            redacted["base64"] = base64.b64encode(binary(raw)).decode("ascii")
+        else:
+            redacted["text"] = text(part["text"])
+        parts.append(redacted)
+    return {"boundary": stored["boundary"], "parts": parts}
