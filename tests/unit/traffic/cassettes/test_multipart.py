@@ -38,7 +38,7 @@ from pytest_agentctx.traffic.cassettes.multipart import (
     stored_multipart,
 )
 from pytest_agentctx.traffic.cassettes.redact import REDACTED, Redactor
-from pytest_agentctx.traffic.cassettes.store import write_cassette
+from pytest_agentctx.traffic.cassettes.store import load_cassette, write_cassette
 
 LAWS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 URL = "http://127.0.0.1:9/v1/files"
@@ -479,3 +479,17 @@ def test_a_miss_on_an_upload_names_the_part_and_the_command(tmp_path: Path) -> N
         '  part "file".text: recorded "hello" != now "bye"',
     ]
     assert lines[-1].startswith("If the agent's requests changed on purpose, re-record")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_stored_upload_reads_back_byte_for_byte_from_a_cassette_file(
+    tmp_path: Path, suffix: str
+) -> None:
+    raw = build([Field("note", b"line 1\r\nline 2\r\n"), Field("f", b"\x00\xff", "a.bin")], "b1")
+    stored = stored_multipart(raw, FORM.format("b1"))
+    path = tmp_path / f"cassette{suffix}"
+    write_cassette(path, [_recorded(raw, FORM.format("b1"), {"multipart": stored})])
+
+    [interaction] = load_cassette(path)
+
+    assert body_bytes(interaction.request_body) == raw
