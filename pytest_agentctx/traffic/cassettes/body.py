@@ -411,7 +411,8 @@ def body_chunks(body: Body) -> list[bytes]:
 
         return [multipart_bytes(body["multipart"])]
     raise ValueError(
-        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64."
+        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64, "
+        "multipart."
     )
 
 

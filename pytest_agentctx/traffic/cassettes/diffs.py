@@ -241,15 +241,12 @@ def part_diffs(recorded: Compared, now: Compared) -> list[FieldDiff] | None:
     out: list[FieldDiff] = []
     for label in [*old, *(label for label in new if label not in old)]:
         was, now_part = old.get(label), new.get(label)
-        if was is None or now_part is None:
-            shown = described([was or now_part])[0]  # type: ignore[list-item]
-            out.append(
-                FieldDiff(
-                    label, MISSING if was is None else shown, MISSING if now_part is None else shown
-                )
-            )
-            continue
-        out.extend(_part_diffs(label, was, now_part))
+        if was is None:
+            out.append(FieldDiff(label, MISSING, described([new[label]])[0]))  # added
+        elif now_part is None:
+            out.append(FieldDiff(label, described([was])[0], MISSING))  # removed
+        else:
+            out.extend(_part_diffs(label, was, now_part))
     return out
 
 

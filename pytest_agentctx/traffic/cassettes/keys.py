@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from pytest_agentctx.traffic.cassettes.body import (
-    body_bytes,
-    decode_content,
-    header_of,
-    media_type,
-)
+from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content, header_of
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
@@ -28,7 +23,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     parse_json,
     read_json,
 )
-from pytest_agentctx.traffic.cassettes.multipart import redact_parts
+from pytest_agentctx.traffic.cassettes.multipart import may_be_multipart, redact_parts
 from pytest_agentctx.traffic.cassettes.redact import UNSTORED_REQUEST_HEADERS, Redactor
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
@@ -128,9 +123,7 @@ class RequestKeys:
         """A body that is not JSON, secrets redacted: as text, or in its bytes (binary); a
         multipart body part by part (a text field among binary files is redacted as
         text)."""
-        if media_type(content_type).startswith("multipart/") or (
-            not content_type and raw[:2] == b"--"
-        ):
+        if may_be_multipart(raw, content_type):
             parts = redact_parts(raw, content_type, self.redactor.text, self.redactor.binary)
             if parts is not None:
                 return parts

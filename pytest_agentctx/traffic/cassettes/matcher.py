@@ -44,6 +44,7 @@ from pytest_agentctx.traffic.cassettes.defaults import (
 )
 from pytest_agentctx.traffic.cassettes.multipart import (
     described,
+    may_be_multipart,
     multipart_key,
     ordered,
     split_parts,
@@ -214,13 +215,6 @@ def compared(
     return Compared(kind, value, raw, content_type, chosen is not None)
 
 
-def _maybe_multipart(raw: bytes, content_type: str) -> bool:
-    """Whether ``raw`` may be a multipart body (a cheap look, before it is split)."""
-    if content_type:
-        return media_type(content_type).startswith("multipart/")
-    return raw[:2] == b"--"
-
-
 def matched_bytes(
     body_json: object,
     raw: bytes,
@@ -268,7 +262,7 @@ def canonical_body(
             if chosen is not None:
                 value = chosen(hook_value(kind, raw, content_type))
                 return f"{kind}:" + hooked_canonical(value, chosen, kind)
-        parts = multipart_key(raw, content_type) if _maybe_multipart(raw, content_type) else None
+        parts = multipart_key(raw, content_type) if may_be_multipart(raw, content_type) else None
         if parts is not None:  # part by part, whatever the boundary (see .multipart)
             return "multipart:" + _hooked_canonical(parts)
         return "sha256:" + hashlib.sha256(raw).hexdigest()

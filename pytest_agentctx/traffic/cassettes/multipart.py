@@ -11,8 +11,13 @@ name keep their order (a list of values). In the other multipart types (``mixed`
 
 A body whose boundary cannot be found (none in its content type, none as its first line,
 or one its bytes do not hold) is no multipart body here: it is matched byte for byte.
-The cassette stores the body's bytes as they were sent (secrets redacted, part by part:
-:func:`redact_parts`), so any tool, vcrpy included, reads it back whole.
+
+A live upload is redacted part by part (:func:`redact_parts`: a text part as text, a
+binary one in its bytes). A recording stores it part by part (:func:`stored_multipart`:
+each part's header lines, its content as text or base64) when the parts give back its
+bytes exactly, which is how httpx, requests and the SDKs frame them; otherwise as text or
+base64, as any other body. Either way every byte is kept, never a digest only: vcrpy's
+format and ``match_on``'s matchers are given the bytes.
 """
 
 from __future__ import annotations
@@ -54,11 +59,13 @@ class Part:
         except UnicodeDecodeError:
             return None
 
-    @property
-    def label(self) -> str:
-        """How a miss names the part: ``part "file" (notes.txt)``, or ``part #2``."""
-        named = f'part "{self.name}"' if self.name is not None else "part"
-        return named + (f" ({self.filename})" if self.filename is not None else "")
+
+def may_be_multipart(raw: bytes, content_type: str | None) -> bool:
+    """Whether ``raw`` may be a multipart body, at a glance (before it is split): its
+    content type says so, or it has none and starts as a boundary line."""
+    if content_type:
+        return media_type(content_type).startswith("multipart/")
+    return raw[:2] == b"--"
 
 
 def _boundary(raw: bytes, content_type: str) -> bytes | None:
@@ -136,6 +143,7 @@ def ordered(parts: list[Part], content_type: str | None) -> list[Part]:
 
 
 def digest(content: bytes) -> str:
+    """The SHA-256 digest of ``content``, in hex: what the key holds of a part's content."""
     return hashlib.sha256(content).hexdigest()
 
 
