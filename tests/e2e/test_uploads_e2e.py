@@ -217,7 +217,8 @@ def test_a_changed_upload_misses_naming_the_part_that_differs(
     result.stdout.fnmatch_lines(
         [
             "*cannot answer POST 127.0.0.1/v1/audio/transcriptions*",
-            '*part "file".content: recorded 23 bytes of bytes, sha256 * != now 23 bytes of bytes*',
+            '*part "file".content: recorded 23 bytes, sha256 * != now 23 bytes, sha256 *, '
+            "first differs at byte offset 19",
         ]
     )
     assert "no field differs" not in result.stdout.str()

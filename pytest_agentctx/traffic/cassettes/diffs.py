@@ -277,13 +277,14 @@ def _part_diffs(label: str, was: Part, now: Part) -> list[FieldDiff]:
         if before is not None and after is not None:
             out.append(FieldDiff(f"{label}.text", before, after))
         else:
-            out.append(FieldDiff(f"{label}.content", _sized(was), _sized(now), plain=True))
+            at = _common_prefix(was.content.decode("latin-1"), now.content.decode("latin-1"))
+            after = f"{_sized(now)}, first differs at byte offset {at:,}"
+            out.append(FieldDiff(f"{label}.content", _sized(was), after, plain=True))
     return out
 
 
 def _sized(part: Part) -> str:
-    kind = "text" if part.text is not None else "bytes"
-    return f"{len(part.content):,} bytes of {kind}, sha256 {digest(part.content)[:16]}"
+    return f"{len(part.content):,} bytes, sha256 {digest(part.content)[:8]}"
 
 
 def _value_diffs(recorded: Compared, now: Compared) -> list[FieldDiff]:

@@ -397,8 +397,9 @@ def test_a_miss_shows_a_changed_binary_part_by_size_and_digest() -> None:
     [diff] = _diffs(was, now)
 
     assert diff.path == 'part "file".content'
-    assert str(diff.recorded).startswith("3 bytes of bytes, sha256 ")
-    assert str(diff.now).startswith("4 bytes of bytes, sha256 ")
+    assert str(diff.recorded).startswith("3 bytes, sha256 ")
+    assert str(diff.now).startswith("4 bytes, sha256 ")
+    assert str(diff.now).endswith(", first differs at byte offset 2")
 
 
 def test_a_miss_pairs_the_second_part_of_a_name_with_the_other_second() -> None:
