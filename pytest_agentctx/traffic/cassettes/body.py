@@ -1,8 +1,8 @@
 """Bodies as a cassette stores them: readable, decoded, and turned back into wire bytes.
 
 A stored body is one of ``None`` (empty), ``{"json": value}``, ``{"sse": [events]}``,
-``{"text": str}``, ``{"base64": str}`` or, for a request's upload, ``{"multipart": ...}``
-(see :mod:`.multipart`). Compressed bodies are stored decompressed, so a
+``{"text": str}``, ``{"base64": str}`` or an upload's ``{"multipart": ...}`` (:mod:`.multipart`).
+Compressed bodies are stored decompressed, so a
 cassette is readable in a diff (and can be scrubbed of secrets); on replay the body is
 served uncompressed, without the ``content-encoding`` header. Server-sent events keep their
 boundaries: each event is one chunk on replay, and an event's ``data`` is stored as JSON
@@ -411,8 +411,7 @@ def body_chunks(body: Body) -> list[bytes]:
 
         return [multipart_bytes(body["multipart"])]
     raise ValueError(
-        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64, "
-        "multipart."
+        f"A stored body has keys {sorted(body)}; expected json, sse, text, base64 or multipart."
     )
 
 
