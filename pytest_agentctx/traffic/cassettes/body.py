@@ -411,7 +411,7 @@ def body_chunks(body: Body) -> list[bytes]:
 
         return [multipart_bytes(body["multipart"])]
     raise ValueError(
-        f"A stored body has keys {sorted(body)}; expected json, sse, text, base64 or multipart."
+        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64, multipart"
     )
 
 
