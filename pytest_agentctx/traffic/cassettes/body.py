@@ -1,7 +1,8 @@
 """Bodies as a cassette stores them: readable, decoded, and turned back into wire bytes.
 
 A stored body is one of ``None`` (empty), ``{"json": value}``, ``{"sse": [events]}``,
-``{"text": str}`` or ``{"base64": str}``. Compressed bodies are stored decompressed, so a
+``{"text": str}``, ``{"base64": str}`` or an upload's ``{"multipart": ...}`` (:mod:`.multipart`).
+Compressed bodies are stored decompressed, so a
 cassette is readable in a diff (and can be scrubbed of secrets); on replay the body is
 served uncompressed, without the ``content-encoding`` header. Server-sent events keep their
 boundaries: each event is one chunk on replay, and an event's ``data`` is stored as JSON
@@ -417,8 +418,12 @@ def body_chunks(body: Body) -> list[bytes]:
         return [str(body["text"]).encode()]
     if "base64" in body:
         return [base64.b64decode(body["base64"])]
+    if "multipart" in body:
+        from pytest_agentctx.traffic.cassettes.multipart import multipart_bytes
+
+        return [multipart_bytes(body["multipart"])]
     raise ValueError(
-        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64."
+        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64, multipart"
     )
 
 

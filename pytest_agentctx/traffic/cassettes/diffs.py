@@ -7,9 +7,10 @@ difference, the same characters of both sides one above the other with ``...`` w
 text is left out, so that a word changed deep in a long system prompt is visible.
 :func:`unified_diff` is the complete diff of two bodies, pretty-printed with sorted keys.
 :func:`body_diffs` compares two bodies of any kind as they are matched
-(:class:`~.matcher.Compared`): JSON, form and multipart bodies by field (a multipart body
-whose parts are the same but for its boundary says so), text as a window around its first
-difference, bytes by their sizes and the offset of their first difference.
+(:class:`~.matcher.Compared`): JSON and form bodies by field, multipart bodies part by
+part (:func:`part_diffs`: a part added, removed, or changed in its file name, content type
+or content), text as a window around its first difference, bytes by their sizes and the
+offset of their first difference.
 
 Nothing here redacts: the caller passes bodies whose secrets are already redacted (a
 window may cut a text anywhere, so the redactor could no longer recognise a secret cut in
@@ -23,6 +24,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+
+from pytest_agentctx.traffic.cassettes.body import media_type
+from pytest_agentctx.traffic.cassettes.multipart import Part, described, digest, split_parts
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.matcher import Compared
@@ -212,21 +216,75 @@ def body_diffs(recorded: Compared, now: Compared) -> list[FieldDiff]:
         return [FieldDiff("(body)", _kind(recorded), _kind(now), plain=True)]
     if recorded.kind == "json":
         return field_diffs(recorded.value, now.value)
+    if recorded.kind == "multipart" and not recorded.hooked:
+        parts = part_diffs(recorded, now)
+        if parts is not None:
+            return parts
     out = _value_diffs(recorded, now)
     if out or recorded.hooked or recorded.raw == now.raw:
         return out
-    if recorded.kind == "multipart":
-        from pytest_agentctx.traffic.cassettes.body import multipart_boundary
-
-        before = multipart_boundary(recorded.raw, recorded.content_type)
-        after = multipart_boundary(now.raw, now.content_type)
-        if before != after:
-            return [FieldDiff(BOUNDARY, before, after, plain=True)]
     return [byte_diff(recorded.raw, now.raw, f"({recorded.kind} body bytes)")]
 
 
-#: The path of the one difference of two multipart bodies whose parts are the same.
-BOUNDARY = "(multipart boundary)"
+def part_diffs(recorded: Compared, now: Compared) -> list[FieldDiff] | None:
+    """How two multipart bodies differ, part by part (``None`` when one of them cannot be
+    split into parts): a part added or removed, and of a part both have, its file name,
+    content type, and content (a text as text, other content by size and digest). Parts
+    are paired as they are matched (:func:`~.multipart.ordered`): a form's by name (the
+    second part of a name with the other's second), the others by position."""
+    before = split_parts(recorded.raw, recorded.content_type)
+    after = split_parts(now.raw, now.content_type)
+    if before is None or after is None:
+        return None
+    by_name = media_type(recorded.content_type) in ("multipart/form-data", "")
+    old, new = _paired(before, by_name), _paired(after, by_name)
+    out: list[FieldDiff] = []
+    for label in [*old, *(label for label in new if label not in old)]:
+        was, now_part = old.get(label), new.get(label)
+        if was is None:
+            out.append(FieldDiff(label, MISSING, described([new[label]])[0]))  # added
+        elif now_part is None:
+            out.append(FieldDiff(label, described([was])[0], MISSING))  # removed
+        else:
+            out.extend(_part_diffs(label, was, now_part))
+    return out
+
+
+def _paired(parts: list[Part], by_name: bool) -> dict[str, Part]:
+    """``parts`` by the label a miss shows: ``part "file"`` (``#2`` for a name's second)
+    in a form, ``part 1`` (and its name) otherwise."""
+    out: dict[str, Part] = {}
+    seen: dict[str | None, int] = {}
+    for index, part in enumerate(parts):
+        if by_name:
+            count = seen[part.name] = seen.get(part.name, 0) + 1
+            label = f'part "{part.name}"' if part.name is not None else "part without a name"
+            out[label + (f" #{count}" if count > 1 else "")] = part
+        else:
+            named = f' "{part.name}"' if part.name is not None else ""
+            out[f"part {index + 1}{named}"] = part
+    return out
+
+
+def _part_diffs(label: str, was: Part, now: Part) -> list[FieldDiff]:
+    out = []
+    if was.filename != now.filename:
+        out.append(FieldDiff(f"{label}.filename", was.filename, now.filename))
+    if was.content_type != now.content_type:
+        out.append(FieldDiff(f"{label}.content_type", was.content_type, now.content_type))
+    if was.content != now.content:
+        before, after = was.text, now.text
+        if before is not None and after is not None:
+            out.append(FieldDiff(f"{label}.text", before, after))
+        else:
+            at = _common_prefix(was.content.decode("latin-1"), now.content.decode("latin-1"))
+            after = f"{_sized(now)}, first differs at byte offset {at:,}"
+            out.append(FieldDiff(f"{label}.content", _sized(was), after, plain=True))
+    return out
+
+
+def _sized(part: Part) -> str:
+    return f"{len(part.content):,} bytes, sha256 {digest(part.content)[:8]}"
 
 
 def _value_diffs(recorded: Compared, now: Compared) -> list[FieldDiff]:

@@ -157,7 +157,7 @@ def _header_text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-_BODY_KINDS = ("json", "sse", "text", "base64")
+_BODY_KINDS = ("json", "sse", "text", "base64", "multipart")
 
 
 def read_body(body: object) -> Body:
@@ -174,6 +174,10 @@ def read_body(body: object) -> Body:
         if not isinstance(value, list):
             raise ValueError(f"an sse body is {type(value).__name__}; expected a list of events")
         return {"sse": value}
+    if kind == "multipart":  # a request's upload, part by part
+        from pytest_agentctx.traffic.cassettes.multipart import check_stored
+
+        return {"multipart": check_stored(value)}
     if not isinstance(value, str):
         raise ValueError(f"a {kind} body is {type(value).__name__}; expected a string")
     return {"text": value} if kind == "text" else {"base64": value}
@@ -277,7 +281,8 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
             raise CassetteFormatError(
                 f"{where}: interaction #{index} is malformed ({type(exc).__name__}: {exc}); "
                 "each needs request.method, request.url and response.status, bodies of "
-                "the form {'json': ...}, {'sse': [...]}, {'text': ...} or {'base64': ...}, "
+                "the form {'json': ...}, {'sse': [...]}, {'text': ...}, {'base64': ...} or "
+                "{'multipart': {'boundary': ..., 'parts': [...]}}, "
                 "and, if it has one, a test_id that is a test's node id (a string) and a "
                 "partial flag that is true or false. "
                 "Fix the file or re-record it with pytest --agent-record."

@@ -23,6 +23,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     parse_json,
     read_json,
 )
+from pytest_agentctx.traffic.cassettes.multipart import may_be_multipart, redact_parts
 from pytest_agentctx.traffic.cassettes.redact import UNSTORED_REQUEST_HEADERS, Redactor
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
@@ -46,7 +47,7 @@ class RequestKeys:
         """The key of a recorded interaction, redacted like a live request."""
         url = self.redactor.url(interaction.url)
         body_json, raw = self.stored_body(interaction)
-        kind = header_of(interaction.request_headers, "content-type") if self.body_hook else ""
+        kind = header_of(interaction.request_headers, "content-type") if raw else ""
         return make_key(
             interaction.method,
             url,
@@ -69,7 +70,8 @@ class RequestKeys:
         body_json, raw = self.redactor.filter_post(interaction.method, body_json, raw)
         if body_json is not NO_JSON:
             return self.redactor.json(body_json), b""
-        return NO_JSON, self.redacted_raw(raw)
+        kind = header_of(interaction.request_headers, "content-type")
+        return NO_JSON, self.redacted_raw(raw, kind)
 
     def compared_interaction(self, interaction: Interaction) -> Compared:
         """What of a recorded request's body is matched (see :func:`~.matcher.compared`)."""
@@ -114,11 +116,17 @@ class RequestKeys:
         if body_json is not NO_JSON:
             body_json = self.redactor.json(body_json, raw=raw)  # strings scrubbed only
         else:
-            raw = self.redacted_raw(raw)
+            raw = self.redacted_raw(raw, headers.get("content-type", ""))
         return url, body_json, raw, finite
 
-    def redacted_raw(self, raw: bytes) -> bytes:
-        """A body that is not JSON, secrets redacted: as text, or in its bytes (binary)."""
+    def redacted_raw(self, raw: bytes, content_type: str = "") -> bytes:
+        """A body that is not JSON, secrets redacted: as text, or in its bytes (binary); a
+        multipart body part by part (a text field among binary files is redacted as
+        text)."""
+        if may_be_multipart(raw, content_type):
+            parts = redact_parts(raw, content_type, self.redactor.text, self.redactor.binary)
+            if parts is not None:
+                return parts
         try:
             return self.redactor.text(raw.decode("utf-8")).encode()
         except UnicodeDecodeError:  # secrets overwritten in place: offsets stay valid
@@ -135,7 +143,7 @@ class RequestKeys:
             ignored=self.ignored,
             hook=self.body_hook,
             finite=finite,
-            content_type=request.headers.get("content-type", "") if self.body_hook else "",
+            content_type=request.headers.get("content-type", "") if raw else "",
         )
         return key, url, body_json, raw
 

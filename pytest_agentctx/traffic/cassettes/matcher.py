@@ -16,10 +16,12 @@ bits (which orjson reads as floats), ``NaN`` and infinities (which orjson writes
 every body a body hook returned. Either way two bodies get the same key exactly when
 :mod:`json`'s canonical texts of them are equal.
 
-A body that is not JSON is matched byte for byte (its key holds a digest of them), unless a
-body hook takes its kind (:class:`BodyHooks`): a form, multipart, text or binary body is
-then given to the hook as :func:`~.body.hook_value` reads it, and what the hook returns is
-matched as canonical JSON (``bytes`` in it as their base64).
+A multipart body (an upload) is matched part by part, whatever its boundary
+(:func:`~.multipart.multipart_key`). Another body that is not JSON is matched byte for
+byte (its key holds a digest of them). A body hook that takes a body's kind
+(:class:`BodyHooks`) comes first: a form, multipart, text or binary body is then given to
+the hook as :func:`~.body.hook_value` reads it, and what the hook returns is matched as
+canonical JSON (``bytes`` in it as their base64).
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ import orjson
 from pytest_agentctx.traffic.cassettes.body import body_kind, hook_value, media_type, orjson_reads
 from pytest_agentctx.traffic.cassettes.defaults import (
     DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS,
+)
+from pytest_agentctx.traffic.cassettes.multipart import (
+    described,
+    may_be_multipart,
+    multipart_key,
+    ordered,
+    split_parts,
 )
 
 #: Query parameters that do not change what a request asks. Older ``anthropic`` SDKs (and
@@ -196,6 +205,10 @@ def compared(
         return Compared("empty", None, b"", content_type)
     kind = body_kind(raw, content_type, is_json=False)
     chosen = hooks.pick(kind, content_type) if hooks is not None else None
+    if chosen is None and kind == "multipart":
+        parts = split_parts(raw, content_type)
+        if parts is not None:  # what the key holds, readable (see .multipart)
+            return Compared(kind, described(ordered(parts, content_type)), raw, content_type)
     value = hook_value(kind, raw, content_type)
     if chosen is not None:
         value = chosen(value)
@@ -249,6 +262,9 @@ def canonical_body(
             if chosen is not None:
                 value = chosen(hook_value(kind, raw, content_type))
                 return f"{kind}:" + hooked_canonical(value, chosen, kind)
+        parts = multipart_key(raw, content_type) if may_be_multipart(raw, content_type) else None
+        if parts is not None:  # part by part, whatever the boundary (see .multipart)
+            return "multipart:" + _hooked_canonical(parts)
         return "sha256:" + hashlib.sha256(raw).hexdigest()
     if hook is None:
         return canonical_json(strip_fields(body_json, ignored), finite=finite)

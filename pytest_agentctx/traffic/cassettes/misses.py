@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, header_of, not_json
 from pytest_agentctx.traffic.cassettes.diffs import (
-    BOUNDARY,
     FieldDiff,
     body_diffs,
     field_lines,
@@ -230,7 +229,7 @@ def miss_message(
     lines = [first_line(miss, path=path)]
     found = closest(replays, miss, played=played, compare=compare) if replays.loaded else None
     if found is not None:
-        lines.extend(_closest_lines(replays, miss, found, verbosity, compare))
+        lines.extend(_closest_lines(replays, miss, found, verbosity, compare, path))
     lines.append(_advice(replays, command))
     return "\n".join(lines)
 
@@ -262,6 +261,7 @@ def _closest_lines(
     found: Closest,
     verbosity: int,
     compare: Compare,
+    path: Path,
 ) -> list[str]:
     """The closest recording, how it differs from ``miss``, and, with ``verbosity`` 2,
     the complete diff of their bodies."""
@@ -274,9 +274,13 @@ def _closest_lines(
         same = (
             "(the same request: every recording of it was used already)"
             if replays.keys[position] == miss.key
-            else "(they differ in what no field shows: compare them by hand)"
+            else "(they differ in what no field shows: pytest -vv shows the full diff of the "
+            f"bodies; pytest-agentctx cassettes show {path} prints the recording)"
         )
-        return [f"{heading}; no field differs:", f"  {same}"]
+        lines = [f"{heading}; no field differs:", f"  {same}"]
+        if verbosity >= 2 and replays.keys[position] != miss.key:
+            lines.extend(_full_diff(compare(replays.loaded[position]), compare(miss)))
+        return lines
     named = ", ".join(diff.path for diff in diffs[:FIELDS_NAMED])
     if len(diffs) > FIELDS_NAMED:
         named += f" and {len(diffs) - FIELDS_NAMED} more"
@@ -291,23 +295,23 @@ def _closest_lines(
         lines.extend(f"  {line}" for line in field)
     if len(shown) < len(diffs):
         lines.append(f"  (and {len(diffs) - len(shown)} more differing field(s))")
-    if any(diff.path == BOUNDARY for diff in diffs):
-        lines.append(
-            "  (the parts are the same: the client chose another boundary; compare multipart "
-            "bodies part by part with agent_cassette_config's "
-            "{'body_hook': {'multipart': lambda parts: parts}})"
-        )
     if verbose:
-        recorded, now = compare(replays.loaded[position]), compare(miss)
-        full = unified_diff(
-            recorded.value if recorded.kind != "bytes" else f"{len(recorded.raw):,} bytes",
-            now.value if now.kind != "bytes" else f"{len(now.raw):,} bytes",
-        )
-        lines.append("Full diff of the request bodies (- recorded, + now):")
-        lines.extend(f"  {line}" for line in full)
+        lines.extend(_full_diff(compare(replays.loaded[position]), compare(miss)))
     elif cut:
         lines.append("(pytest -vv shows every differing field and the full diff of the bodies)")
     return lines
+
+
+def _full_diff(recorded: Compared, now: Compared) -> list[str]:
+    """The complete diff of two request bodies as they are matched, under its heading."""
+    full = unified_diff(
+        recorded.value if recorded.kind != "bytes" else f"{len(recorded.raw):,} bytes",
+        now.value if now.kind != "bytes" else f"{len(now.raw):,} bytes",
+    )
+    return [
+        "Full diff of the request bodies (- recorded, + now):",
+        *(f"  {line}" for line in full),
+    ]
 
 
 def partial_message(replays: Replays, position: int, *, path: Path, command: str) -> str:

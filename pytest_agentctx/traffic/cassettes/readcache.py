@@ -513,6 +513,12 @@ def _clean(payload: bytes, interactions: list[Interaction], redactor: Redactor) 
                 raw = base64.b64decode(body["base64"])
                 if redactor.binary(raw) != raw:
                     return False
+            elif "multipart" in body:
+                from pytest_agentctx.traffic.cassettes.multipart import redact_stored
+
+                stored = body["multipart"]
+                if redact_stored(stored, redactor.text, redactor.binary) != stored:
+                    return False
             elif redactor.json(body) is not body:
                 return False
     return True

@@ -27,6 +27,7 @@ from pytest_agentctx.traffic.cassettes.body import (
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON
+from pytest_agentctx.traffic.cassettes.multipart import stored_multipart
 from pytest_agentctx.traffic.cassettes.redact import (
     UNSTORED_REQUEST_HEADERS,
     UNSTORED_RESPONSE_HEADERS,
@@ -107,7 +108,7 @@ class Recorder:
         if body_json is not NO_JSON:
             request_body = {"json": body_json}
         else:
-            request_body = encode_body(raw, request.headers.get("content-type"))
+            request_body = request_body_of(raw, request.headers.get("content-type"))
         request_headers = dict(
             self.redactor.header_items(
                 (name.lower(), value)
@@ -157,7 +158,7 @@ class Recorder:
         request_body: Body = (
             {"json": body_json}
             if body_json is not NO_JSON
-            else encode_body(raw, request.headers.get("content-type"))
+            else request_body_of(raw, request.headers.get("content-type"))
         )
         method = request.method.upper()
         with self._lock:
@@ -215,3 +216,11 @@ class Recorder:
             self._cut_short.update(slot for recorded, slot in still_open if recorded)
         for stream in still_open.values():
             stream.finish(seconds=STREAM_FINISH_SECONDS, max_bytes=STREAM_FINISH_BYTES)
+
+
+def request_body_of(raw: bytes, content_type: str | None) -> Body:
+    """The stored form of a request body that is not JSON (already redacted): a multipart
+    upload part by part when its parts give back its bytes (:mod:`.multipart`), other
+    bodies as :func:`~.body.encode_body` stores them."""
+    stored = stored_multipart(raw, content_type)
+    return {"multipart": stored} if stored is not None else encode_body(raw, content_type)

@@ -50,6 +50,7 @@ from pytest_agentctx.redaction.redactor import (
     json_text,
 )
 from pytest_agentctx.traffic.cassettes.body import Body, UndecodableBody
+from pytest_agentctx.traffic.cassettes.multipart import redact_stored
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
 if TYPE_CHECKING:
@@ -245,6 +246,8 @@ class Redactor(BaseRedactor):
             return {"text": self._lines(body["text"])}
         if "base64" in body:
             return {"base64": self._base64(body["base64"])}
+        if "multipart" in body:
+            return {"multipart": redact_stored(body["multipart"], self.text, self.binary)}
         return body
 
     def body_again(self, body: Body, *, raw: bytes | None, texts: list[str] | None) -> Body:

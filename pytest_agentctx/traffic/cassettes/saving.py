@@ -279,7 +279,7 @@ def _holds_none(
     ):
         if body is None:
             continue
-        if "text" in body or delta._straddles or not delta._clean(raw):
+        if "text" in body or "multipart" in body or delta._straddles or not delta._clean(raw):
             return False
         if "sse" in body and (texts is None or any(map(delta._found_in, texts))):
             return False

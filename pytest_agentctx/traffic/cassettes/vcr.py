@@ -62,7 +62,7 @@ def _vcr_body(body: Body) -> str | bytes | None:
     raw = body_bytes(body)
     try:
         return raw.decode("utf-8")
-    except UnicodeDecodeError:  # pragma: no cover - only base64 bodies hold non-UTF-8
+    except UnicodeDecodeError:  # an upload with a binary part
         return raw
 
 
