@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
@@ -489,3 +490,20 @@ def test_a_request_of_another_shape_is_a_codec_error(body, problem):
 def test_a_response_without_output_message_is_a_codec_error():
     with pytest.raises(CodecError, match="output: the JSON has no 'message' field"):
         bedrock.decode_response({"output": {}, "stopReason": "end_turn"})
+
+
+def test_a_recorded_reasoning_stream_keeps_the_thinking_with_its_signature():
+    # pydantic-ai's test_bedrock_model_thinking_part_stream (streams/README.md)
+    raw = (
+        Path(__file__).parent / "streams" / "bedrock_converse_reasoning.eventstream"
+    ).read_bytes()
+
+    completion = bedrock.decode_stream(raw)
+
+    assert completion.content == "Hello! It's nice to meet you. How can I help you today?"
+    (item,) = completion.reasoning
+    text = item["reasoningText"]
+    assert isinstance(text, dict)
+    assert text["text"].startswith('The user has greeted me with a simple "Hello".')
+    assert text["signature"].startswith("Eu0CCkgIBxABGAIqQJDccbDQkr81n7QjZ0Fi43umSvw0")
+    assert (completion.stop_reason, completion.usage) == ("end_turn", Usage(36, 73))
