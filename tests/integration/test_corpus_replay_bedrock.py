@@ -14,6 +14,7 @@ through the ``openai`` and ``anthropic`` SDKs.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterator
@@ -106,11 +107,25 @@ def transport() -> Iterator[Transport]:
         made.http.close()
 
 
+def _blobs(value: Any) -> Any:
+    """The recorded JSON as boto3's arguments: a document's or image's ``source.bytes``,
+    base64 on the wire, is given as the bytes it encodes (boto3 encodes them again)."""
+    if isinstance(value, list):
+        return [_blobs(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    found = {key: _blobs(item) for key, item in value.items()}
+    source = found.get("source")
+    if isinstance(source, dict) and isinstance(source.get("bytes"), str):
+        found["source"] = {**source, "bytes": base64.b64decode(source["bytes"])}
+    return found
+
+
 def _converse(transport: Transport, interaction: Interaction) -> tuple[dict[str, Any], bool]:
     """Send the recorded Converse request again; boto3's reply and whether it streamed."""
     found = _OPERATION.search(urlsplit(interaction.url).path)
     assert found is not None, interaction.url
-    body = json.loads(body_bytes(interaction.request_body))
+    body = _blobs(json.loads(body_bytes(interaction.request_body)))
     client = transport.client_for(interaction.url)
     model = unquote(found["model"])
     if found["operation"] == "converse-stream":
@@ -221,4 +236,4 @@ def test_json_cannot_hold_a_recorded_event_stream_so_it_is_not_converted(path: P
 
 
 def test_the_corpus_has_bedrock_files() -> None:
-    assert len(FILES) == 4
+    assert len(FILES) == 5

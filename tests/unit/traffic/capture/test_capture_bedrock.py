@@ -185,3 +185,29 @@ def test_the_request_body_of_a_recorded_bedrock_call_is_read_from_its_json_text(
     runs = build_contexts([Exchange("POST", url, 200, encode_body(raw, "application/json"), reply)])
 
     assert [m.content for m in runs.context.iterations[0].messages] == ["Hi", "Hey"]
+
+
+def test_a_cache_point_moved_to_the_newest_message_keeps_the_conversation_whole():
+    cache_point = {"cachePoint": {"type": "default"}}
+    first = {"messages": [{"role": "user", "content": [{"text": "Read this."}, cache_point]}]}
+    second = {
+        "messages": [
+            {"role": "user", "content": [{"text": "Read this."}]},
+            {"role": "assistant", "content": [{"text": "Done."}]},
+            {"role": "user", "content": [{"text": "How long is it?"}, cache_point]},
+        ]
+    }
+    url = f"{RUNTIME}{PATH_MODEL}/converse"
+    replies = [Completion(content="Done."), Completion(content="Short.")]
+
+    runs = build_contexts(
+        [
+            Exchange("POST", url, 200, {"json": body}, _stored(reply, "json"))
+            for body, reply in zip([first, second], replies, strict=True)
+        ]
+    )
+
+    assert [[m.content for m in it.messages] for it in runs.context.iterations] == [
+        ["Read this.", "Done."],
+        ["How long is it?", "Short."],
+    ]
