@@ -166,3 +166,17 @@ def from_views(
             data = entry["json"]
         out.append({"headers": headers, "json": data})
     return out
+
+
+def whole_messages(data: bytes, content_type: str | None) -> bytes:
+    """An AWS event stream cut short, up to the end of its last whole message (by the
+    lengths the messages announce; other bodies as they are)."""
+    if "vnd.amazon.eventstream" not in (content_type or "").lower():
+        return data
+    end = 0
+    while len(data) - end >= 12:
+        total = int.from_bytes(data[end : end + 4], "big")
+        if total < 16 or end + total > len(data):
+            break
+        end += total
+    return data[:end]

@@ -18,6 +18,7 @@ from hypothesis import given, strategies as st
 from pytest_agentctx.redaction.redactor import REDACTED
 from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
 from pytest_agentctx.traffic.cassettes.body import body_bytes, body_chunks, encode_body
+from pytest_agentctx.traffic.cassettes.eventbody import whole_messages
 from pytest_agentctx.traffic.cassettes.fileformat import read_body
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.vcr import from_vcr
@@ -205,3 +206,15 @@ def test_a_replayed_event_stream_reaches_the_client_one_message_per_chunk(tmp_pa
 
     assert chunks == [encode_message(message) for message in STREAM]
     assert "content-length" not in reply.headers
+
+
+def test_a_stream_recorded_in_part_keeps_its_whole_messages():
+    raw = encode_messages(STREAM)
+
+    kept = whole_messages(raw[:-3], CONTENT_TYPE)
+
+    assert kept == encode_messages(STREAM[:-1])
+    stored = encode_body(kept, CONTENT_TYPE)
+    assert stored is not None
+    assert len(stored["eventstream"]) == len(STREAM) - 1
+    assert whole_messages(raw[:-3], "application/json") == raw[:-3]
