@@ -21,7 +21,7 @@ from pytest_agentctx.traffic.cassettes.body import body_bytes, body_chunks, enco
 from pytest_agentctx.traffic.cassettes.eventbody import whole_messages
 from pytest_agentctx.traffic.cassettes.fileformat import read_body
 from pytest_agentctx.traffic.cassettes.redact import Redactor
-from pytest_agentctx.traffic.cassettes.vcr import from_vcr
+from pytest_agentctx.traffic.cassettes.vcr import dump_vcr, from_vcr
 from pytest_agentctx.traffic.codecs.eventstream import (
     EventMessage,
     decode_messages,
@@ -218,3 +218,13 @@ def test_a_stream_recorded_in_part_keeps_its_whole_messages():
     assert stored is not None
     assert len(stored["eventstream"]) == len(STREAM) - 1
     assert whole_messages(raw[:-3], "application/json") == raw[:-3]
+
+
+def test_an_event_stream_written_in_vcrpy_s_format_is_bytes_and_reads_back_the_same():
+    (interaction,) = from_vcr(_vcrpy_document(encode_messages(STREAM)), "cassette.yaml")
+
+    text = dump_vcr([interaction])
+
+    assert "!!binary" in text
+    (again,) = from_vcr(yaml.safe_load(text), "cassette.yaml")
+    assert again.response_body == interaction.response_body
