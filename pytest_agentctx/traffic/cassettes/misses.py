@@ -313,7 +313,8 @@ def _closest_lines(
 def partial_message(replays: Replays, position: int, *, path: Path, command: str) -> str:
     """The message of a partial recording, at ``position``, that the agent read past."""
     interaction = replays.loaded[position]
-    events = len((interaction.response_body or {}).get("sse") or [])
+    body = interaction.response_body or {}
+    events = len(body.get("sse") or body.get("eventstream") or [])
     return (
         f"Cassette {path}: interaction #{position} "
         f"({replays.keys[position].describe()}) is a partial recording of a stream "
