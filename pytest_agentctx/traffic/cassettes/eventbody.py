@@ -3,10 +3,13 @@ cassette stores them: ``{"eventstream": [entry, ...]}``, one entry per message, 
 ``{"headers": {...}, "json": payload}`` (the payload parsed) or ``{"headers": {...},
 "base64": payload}`` (a payload that is not compact JSON).
 
-Storing is lossless: a payload is kept as JSON only when writing it back gives its bytes
+Nothing is lost: a payload is kept as JSON only when writing it back gives its bytes
 (compact, as AWS sends it), and a body whose messages would not encode back to its bytes
-stays ``{"base64": ...}`` whole. On replay each message is one chunk, its CRCs computed
-again (a redacted payload changes them), so botocore reads the stream message by message.
+stays ``{"base64": ...}`` whole; read from a vcrpy cassette's ``!!binary`` body, the
+stored form gives back the same bytes. A cassette file of this package sorts its keys, so
+a payload read from one may list its keys in another order. On replay each message is one
+chunk, its CRCs computed again (a redacted or reordered payload changes them), so botocore
+reads the stream message by message, the same events.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pytest_agentctx.traffic.cassettes.body import body_bytes, body_chunks, enco
 from pytest_agentctx.traffic.cassettes.eventbody import whole_messages
 from pytest_agentctx.traffic.cassettes.fileformat import read_body
 from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.store import load_cassette, write_cassette
 from pytest_agentctx.traffic.cassettes.vcr import dump_vcr, from_vcr
 from pytest_agentctx.traffic.codecs.eventstream import (
     EventMessage,
@@ -228,3 +229,18 @@ def test_an_event_stream_written_in_vcrpy_s_format_is_bytes_and_reads_back_the_s
     assert "!!binary" in text
     (again,) = from_vcr(yaml.safe_load(text), "cassette.yaml")
     assert again.response_body == interaction.response_body
+
+
+@pytest.mark.parametrize("suffix", ["json", "yaml"])
+def test_a_cassette_file_keeps_every_message_of_an_event_stream(tmp_path: Path, suffix):
+    (interaction,) = from_vcr(_vcrpy_document(encode_messages(STREAM)), "cassette.yaml")
+    path = tmp_path / f"cassette.{suffix}"
+
+    write_cassette(path, [interaction])
+    (again,) = load_cassette(path)
+
+    assert again.response_body is not None
+    replayed = [decode_messages(chunk) for chunk in body_chunks(again.response_body)]
+    assert [(dict(m.headers), json.loads(m.payload)) for [m] in replayed] == [
+        (dict(m.headers), json.loads(m.payload)) for m in STREAM
+    ]
