@@ -69,8 +69,12 @@ def _decoded(codec: Codec, interaction: Interaction) -> list[str]:
         lines.append(f"  reply: error {_short(body_bytes(response).decode('utf-8', 'replace'))}")
     elif isinstance(response.get("json"), Mapping):
         lines.append(f"  reply: {_reply(codec.decode_response(response['json']))}")
-    elif "sse" in response or ("text" in response and hasattr(codec, "format_ndjson")):
-        stream = getattr(codec, "decode_stream", None)  # Ollama's NDJSON is stored as text
+    elif (
+        "sse" in response
+        or "eventstream" in response
+        or ("text" in response and hasattr(codec, "format_ndjson"))  # Ollama's NDJSON as text
+    ):
+        stream = getattr(codec, "decode_stream", None)
         if stream is not None:
             lines.append(f"  reply (stream): {_reply(stream(body_bytes(response)))}")
     elif codec.name == "gemini" and is_array_stream(interaction.url):

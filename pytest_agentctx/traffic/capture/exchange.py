@@ -2,8 +2,9 @@
 
 An :class:`Exchange` holds its bodies in the stored form of the cassettes (see
 :mod:`pytest_agentctx.traffic.cassettes.body`): ``{"json": ...}``, ``{"sse": [events]}``,
-``{"text": ...}``, ``{"base64": ...}`` or ``None``. A cassette's interactions convert to
-exchanges for free; :class:`TrafficRecorder` builds them from live traffic.
+``{"text": ...}``, ``{"base64": ...}``, ``{"eventstream": [messages]}`` or ``None``. A
+cassette's interactions convert to exchanges for free; :class:`TrafficRecorder` builds
+them from live traffic.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _json_of(body: Body) -> Any:
         return None
     if "json" in body:
         return body["json"]
-    if "sse" in body:
+    if "sse" in body or "eventstream" in body:
         return None
     try:
         return json.loads(body_bytes(body))

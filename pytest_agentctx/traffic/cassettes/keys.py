@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content, header_of
+from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
+from pytest_agentctx.traffic.cassettes.bodykinds import header_of
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,

@@ -20,7 +20,7 @@ A multipart body (an upload) is matched part by part, whatever its boundary
 (:func:`~.multipart.multipart_key`). Another body that is not JSON is matched byte for
 byte (its key holds a digest of them). A body hook that takes a body's kind
 (:class:`BodyHooks`) comes first: a form, multipart, text or binary body is then given to
-the hook as :func:`~.body.hook_value` reads it, and what the hook returns is matched as
+the hook as :func:`~.bodykinds.hook_value` reads it, and what the hook returns is matched as
 canonical JSON (``bytes`` in it as their base64).
 """
 
@@ -38,7 +38,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from pytest_agentctx.traffic.cassettes.body import body_kind, hook_value, media_type, orjson_reads
+from pytest_agentctx.traffic.cassettes.body import orjson_reads
+from pytest_agentctx.traffic.cassettes.bodykinds import body_kind, hook_value, media_type
 from pytest_agentctx.traffic.cassettes.defaults import (
     DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS,
 )
@@ -138,8 +139,8 @@ class BodyHooks:
     """The body hooks of a test, from its ``body_hook``: a function is given JSON bodies
     only (the parsed value, as it always was); a mapping picks a hook per body by the
     first of its keys that applies: the body's media type (``text/csv``), its major type
-    (``text/*``), its kind (one of :data:`~.body.BODY_KINDS`), then ``*/*``. Each hook is
-    given the body as its kind reads (:func:`~.body.hook_value`; the JSON value, ignored
+    (``text/*``), its kind (one of :data:`~.bodykinds.BODY_KINDS`), then ``*/*``. Each hook is
+    given the body as its kind reads (:func:`~.bodykinds.hook_value`; the JSON value, ignored
     fields removed, for ``json``) and returns what is matched."""
 
     __slots__ = ("given", "table")
@@ -175,7 +176,7 @@ def as_hooks(hook: BodyHook | Mapping[str, BodyHook] | BodyHooks | None) -> Body
 @dataclass(frozen=True)
 class Compared:
     """What of a request body is matched, for a miss message: its ``kind`` (one of
-    :data:`~.body.BODY_KINDS`, or ``empty``), the ``value`` compared (the JSON value
+    :data:`~.bodykinds.BODY_KINDS`, or ``empty``), the ``value`` compared (the JSON value
     without its ignored fields, a form's fields, a multipart body's parts, the text or
     the bytes; through the body hook when one takes it: ``hooked``), its ``raw`` bytes
     (``b""`` for a JSON body) and its content type."""

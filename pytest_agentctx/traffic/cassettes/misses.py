@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pytest_agentctx.traffic.cassettes.body import body_bytes, header_of, not_json
+from pytest_agentctx.traffic.cassettes.body import body_bytes, not_json
+from pytest_agentctx.traffic.cassettes.bodykinds import header_of
 from pytest_agentctx.traffic.cassettes.diffs import (
     FieldDiff,
     body_diffs,
@@ -317,7 +318,8 @@ def _full_diff(recorded: Compared, now: Compared) -> list[str]:
 def partial_message(replays: Replays, position: int, *, path: Path, command: str) -> str:
     """The message of a partial recording, at ``position``, that the agent read past."""
     interaction = replays.loaded[position]
-    events = len((interaction.response_body or {}).get("sse") or [])
+    body = interaction.response_body or {}
+    events = len(body.get("sse") or body.get("eventstream") or [])
     return (
         f"Cassette {path}: interaction #{position} "
         f"({replays.keys[position].describe()}) is a partial recording of a stream "

@@ -396,7 +396,7 @@ _HOOK_EXPECTED = (
 
 def _body_hook(value: object, source: _Source) -> BodyHook | Mapping[str, BodyHook]:
     """A checked ``body_hook``: a callable, or a mapping of names to callables."""
-    from pytest_agentctx.traffic.cassettes.body import BODY_KINDS
+    from pytest_agentctx.traffic.cassettes.bodykinds import BODY_KINDS
 
     if callable(value) and not isinstance(value, Mapping):
         return value

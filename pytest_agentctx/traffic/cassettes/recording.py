@@ -24,6 +24,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     kept_whole,
     whole_events,
 )
+from pytest_agentctx.traffic.cassettes.eventbody import whole_messages
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON
@@ -127,6 +128,7 @@ class Recorder:
                 decoded = decode_recorded(raw_body, headers.get("content-encoding"))
                 if not complete:  # cut short: up to the end of its last whole event
                     decoded = whole_events(decoded, headers.get("content-type"))
+                    decoded = whole_messages(decoded, headers.get("content-type"))
                 stored = encode_body(decoded, headers.get("content-type"))
                 stored = kept_whole(url, stored, decoded)
                 body = self.scrubs.response(slot, stored, decoded)

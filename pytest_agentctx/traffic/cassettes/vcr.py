@@ -59,6 +59,8 @@ def _vcr_body(body: Body) -> str | bytes | None:
         return None
     if "base64" in body:
         return base64.b64decode(body["base64"])
+    if "eventstream" in body:  # AWS's binary event stream, as vcrpy keeps it
+        return body_bytes(body)
     raw = body_bytes(body)
     try:
         return raw.decode("utf-8")

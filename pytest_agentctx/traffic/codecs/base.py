@@ -139,6 +139,7 @@ _CODECS = {
     "gemini": "pytest_agentctx.traffic.codecs.gemini",
     "cohere_chat": "pytest_agentctx.traffic.codecs.cohere_chat",
     "ollama_chat": "pytest_agentctx.traffic.codecs.ollama_chat",
+    "bedrock": "pytest_agentctx.traffic.codecs.bedrock",
 }
 
 # The endpoints of each wire format: (a regular expression that the end of a URL's path
@@ -171,6 +172,8 @@ _PATHS: tuple[tuple[str, str], ...] = (
     # Many web apps have an ``/api/chat`` of their own: the codec refuses a body without a
     # ``model`` string and a ``messages`` list, so capture keeps those as non-LLM.
     (r"/api/chat", "ollama_chat"),
+    # AWS Bedrock runtime: /model/<model id, percent-encoded>/<operation>.
+    (r"/model/[^/]+/(?:converse|converse-stream|invoke|invoke-with-response-stream)", "bedrock"),
 )
 #: The patterns of ``_PATHS``, compiled to match the end of a path.
 _ENDPOINTS = tuple((re.compile(f"(?:{pattern})$"), name) for pattern, name in _PATHS)

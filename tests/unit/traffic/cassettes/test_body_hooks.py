@@ -18,7 +18,7 @@ import httpx2
 import pytest
 
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction
-from pytest_agentctx.traffic.cassettes.body import body_kind, parse_form, parse_multipart
+from pytest_agentctx.traffic.cassettes.bodykinds import body_kind, parse_form, parse_multipart
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, BodyHooks, make_key, parse_json
 from pytest_agentctx.traffic.cassettes.store import write_cassette
 from pytest_agentctx.traffic.errors import CassetteConfigError
