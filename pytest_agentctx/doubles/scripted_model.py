@@ -7,17 +7,20 @@ scripted with ``reply``, ``reply_tool_call`` and ``fail``, logs every call it an
 (:class:`FakeModelCall`), checks with ``verify`` that the script was used up exactly, and
 turns a request body into the next scripted reply (:class:`ScriptedReply`) in the wire
 format of the endpoint called (:class:`ScriptedAnswer`): OpenAI chat completions or
-Responses, Anthropic Messages, Google Gemini, as one JSON response or as stream events.
+Responses, Anthropic Messages, Google Gemini, Amazon Bedrock (Converse, and InvokeModel with
+an Anthropic Messages body), as one JSON response or as stream events (server-sent events,
+or AWS event-stream messages for Bedrock's streaming endpoints).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.errors import FakeLLMError, UnexpectedModelCall, UnusedScriptedReplies
@@ -29,14 +32,22 @@ from pytest_agentctx.traffic.codecs.base import (
     DecodedRequest,
     Usage,
     codec_for_path,
+    get_codec,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 from pytest_agentctx.traffic.errors import CodecError
 
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.codecs.eventstream import EventMessage
+
 _ID_PREFIX = {
     "openai_chat": ("call", "chatcmpl"),
     "anthropic_messages": ("toolu", "msg"),
+    "bedrock": ("tooluse", "msg"),
 }
+
+#: Bedrock's InvokeModel endpoints: their body is the model's own format, not Converse.
+_BEDROCK_INVOKE = ("/invoke", "/invoke-with-response-stream")
 
 ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
 
@@ -103,6 +114,34 @@ class ScriptedAnswer:
     completion: Completion | None = None
     response: dict[str, object] | None = None
     error: str | None = None
+    #: The endpoint's path (Bedrock's says whether the body is Converse or InvokeModel's).
+    path: str = ""
+
+    @property
+    def eventstream(self) -> bool:
+        """Whether the answer goes as AWS event-stream messages (``event_messages``):
+        Bedrock's ``converse-stream`` and ``invoke-with-response-stream``."""
+        return self.codec.name == "bedrock" and self.request is not None and self.request.stream
+
+    def event_messages(self) -> list[EventMessage]:
+        """A 200 answer of Bedrock's streaming endpoints as the event-stream messages Bedrock
+        sends: ConverseStream's events, or InvokeModelWithResponseStream's ``chunk`` events,
+        each carrying one Anthropic Messages stream event (base64 JSON in ``bytes``)."""
+        from pytest_agentctx.traffic.codecs import anthropic_messages, eventstream
+
+        completion = self.completion
+        if completion is None:
+            raise FakeLLMError(f"a {self.status} answer has no reply to stream")
+        response_id = completion.response_id or ""
+        if not _is_invoke(self.path):
+            messages: list[EventMessage] = self.codec.encode_stream(  # type: ignore[attr-defined]
+                completion, response_id=response_id
+            )
+            return messages
+        return [
+            eventstream.event("chunk", {"bytes": base64.b64encode(event.data.encode()).decode()})
+            for event in anthropic_messages.encode_stream(completion, response_id=response_id)
+        ]
 
     def stream_events(self) -> list[SSEEvent]:
         """A 200 answer as the events of its endpoint's stream (for ``stream: true``).
@@ -252,10 +291,9 @@ class ScriptedModel:
         try:
             body = json.loads(content or b"{}")
             decoded = codec.decode_request(body)
-            # Gemini names the model, and whether it streams, in the URL.
-            for_path = getattr(codec, "request_for_path", None)
-            if for_path is not None:
-                decoded = for_path(path, decoded)
+            # Gemini and Bedrock name the model, and whether it streams, in the URL.
+            decoded = _request_for_path(codec, path, decoded)
+            reply_codec = _reply_codec(codec, path, body)
         except (ValueError, CodecError) as exc:
             return ScriptedAnswer(
                 400,
@@ -263,6 +301,7 @@ class ScriptedModel:
                 None,
                 None,
                 error=f"pytest-agentctx {self._name} could not read the request: {exc}",
+                path=path,
             )
         with self._lock:
             if self._position >= len(self._script):
@@ -276,18 +315,26 @@ class ScriptedModel:
                     f"#{len(self.calls) + len(self.unexpected)} was not scripted (only "
                     f"{len(self._script)} replies were). Script another reply with "
                     f"{self._name}.reply(...).",
+                    path=path,
                 )
             reply = self._script[self._position]
             self._position += 1
             if reply.status != 200:
                 self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, None))
                 return ScriptedAnswer(
-                    reply.status, codec, body, decoded, error=reply.error or "scripted failure"
+                    reply.status,
+                    codec,
+                    body,
+                    decoded,
+                    error=reply.error or "scripted failure",
+                    path=path,
                 )
-            completion = self._completion(codec, reply, decoded, body)
-            response = codec.encode_response(completion, response_id=completion.response_id or "")
+            completion = self._completion(reply_codec, reply, decoded, body)
+            response = reply_codec.encode_response(
+                completion, response_id=completion.response_id or ""
+            )
             self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, response))
-            return ScriptedAnswer(200, codec, body, decoded, completion, response)
+            return ScriptedAnswer(200, codec, body, decoded, completion, response, path=path)
 
     def _completion(
         self,
@@ -326,6 +373,43 @@ class ScriptedModel:
             usage=usage,
             response_id=self._ids(response_prefix),
         )
+
+
+def _is_invoke(path: str) -> bool:
+    return path.partition("?")[0].rstrip("/").endswith(_BEDROCK_INVOKE)
+
+
+def _request_for_path(codec: Codec, path: str, request: DecodedRequest) -> DecodedRequest:
+    """``request`` completed with what its URL says, for the formats whose URL names the
+    model and whether it streams (Gemini, Bedrock)."""
+    for_path = getattr(codec, "request_for_path", None)
+    if for_path is not None:
+        completed: DecodedRequest = for_path(path, request)
+        return completed
+    model_of_path = getattr(codec, "model_of_path", None)
+    is_stream_path = getattr(codec, "is_stream_path", None)
+    if model_of_path is None or is_stream_path is None:
+        return request
+    return replace(
+        request,
+        model=request.model or model_of_path(path),
+        stream=request.stream or bool(is_stream_path(path)),
+    )
+
+
+def _reply_codec(codec: Codec, path: str, body: object) -> Codec:
+    """The codec of the reply's body: Bedrock's InvokeModel answers in the format of the
+    request's body, which the fake speaks for Anthropic Messages (``anthropic_version``)."""
+    if codec.name != "bedrock" or not _is_invoke(path):
+        return codec
+    if not isinstance(body, Mapping) or "anthropic_version" not in body:
+        keys = sorted(body) if isinstance(body, Mapping) else type(body).__name__
+        raise CodecError(
+            f"an InvokeModel body with keys {keys} is not an Anthropic Messages body (it has "
+            "no 'anthropic_version'); the fake answers InvokeModel for Anthropic models only. "
+            "Call Converse (client.converse) for the other models."
+        )
+    return get_codec("anthropic_messages")
 
 
 def _prompt_text(body: Mapping[str, object], decoded: DecodedRequest) -> str:
@@ -367,3 +451,23 @@ def google_error(status: int, message: str) -> dict[str, object]:
     """An error body as Google's APIs send it (what the ``google-genai`` SDK reads)."""
     kind = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
     return {"error": {"code": status, "message": message, "status": kind}}
+
+
+#: The exception Bedrock names (``x-amzn-ErrorType``) for an HTTP status.
+_BEDROCK_ERRORS = {
+    400: "ValidationException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    408: "ModelTimeoutException",
+    424: "ModelErrorException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+}
+
+
+def bedrock_error_type(status: int) -> str:
+    """The ``x-amzn-ErrorType`` Bedrock sends with an error of ``status`` (botocore raises
+    a ``ClientError`` with that code and the body's ``message``)."""
+    default = "InternalServerException" if status >= 500 else "ValidationException"
+    return _BEDROCK_ERRORS.get(status, default)
