@@ -137,6 +137,7 @@ _CODECS = {
     "anthropic_messages": "pytest_agentctx.traffic.codecs.anthropic_messages",
     "openai_responses": "pytest_agentctx.traffic.codecs.openai_responses",
     "gemini": "pytest_agentctx.traffic.codecs.gemini",
+    "bedrock": "pytest_agentctx.traffic.codecs.bedrock",
 }
 
 # The endpoints of each wire format: (a regular expression that the end of a URL's path
@@ -162,6 +163,8 @@ _PATHS: tuple[tuple[str, str], ...] = (
     # stream is :streamGenerateContent?alt=sse.
     (":generateContent", "gemini"),
     (":streamGenerateContent", "gemini"),
+    # AWS Bedrock runtime: /model/<model id, percent-encoded>/<operation>.
+    (r"/model/[^/]+/(?:converse|converse-stream|invoke|invoke-with-response-stream)", "bedrock"),
 )
 #: The patterns of ``_PATHS``, compiled to match the end of a path.
 _ENDPOINTS = tuple((re.compile(f"(?:{pattern})$"), name) for pattern, name in _PATHS)

@@ -115,12 +115,14 @@ def test_get_codec_unknown_name_lists_the_codecs():
     with pytest.raises(
         CodecError,
         match=r"No codec called 'mistral'; the codecs are "
-        r"\['anthropic_messages', 'gemini', 'openai_chat', 'openai_responses'\]\.$",
+        r"\['anthropic_messages', 'bedrock', 'gemini', 'openai_chat', 'openai_responses'\]\.$",
     ):
         get_codec("mistral")
 
 
-@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "openai_responses"])
+@pytest.mark.parametrize(
+    "name", ["openai_chat", "anthropic_messages", "openai_responses", "gemini", "bedrock"]
+)
 def test_every_codec_provides_its_name_and_the_four_functions(name):
     codec = get_codec(name)
 
@@ -169,6 +171,15 @@ def test_every_codec_provides_its_name_and_the_four_functions(name):
             "claude-haiku-4-5:streamRawPredict",
             "anthropic_messages",
         ),
+        # AWS Bedrock runtime: the model id percent-encoded, or an inference profile's ARN
+        ("/model/us.anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse", "bedrock"),
+        ("/model/amazon.nova-micro-v1%3A0/converse-stream", "bedrock"),
+        ("/model/anthropic.claude-3-haiku-20240307-v1:0/invoke", "bedrock"),
+        (
+            "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2Fus.meta.llama3"
+            "/invoke-with-response-stream",
+            "bedrock",
+        ),
     ],
 )
 def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected):
@@ -195,7 +206,8 @@ def test_codec_for_path_finds_the_wire_format_of_a_model_endpoint(path, expected
         "/v1/chat/completions/chatcmpl-123",
         "/v1/survey_responses",
         "/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict",
-        "/model/anthropic.claude-3-haiku-20240307-v1:0/invoke",
+        "/model/anthropic.claude-3-haiku-20240307-v1%3A0/count-tokens",
+        "/guardrail/gr-1/version/1/apply",
         "/api/chat",
         "/v1/models",
         "/v1/messages/count_tokens",

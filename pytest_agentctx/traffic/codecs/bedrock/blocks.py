@@ -1,0 +1,160 @@
+"""The content blocks of a Converse message, read and written: text, ``toolUse``,
+``toolResult``, ``reasoningContent``, and the blocks kept only as a mention (``image``,
+``document``, ``video``, ``cachePoint``...).
+
+A Converse block is an object with one key naming its kind (``{"text": "..."}``,
+``{"toolUse": {"toolUseId": ..., "name": ..., "input": {...}}}``). Both directions of the
+codec use them: a request's assistant turns and a response's ``output.message`` hold the
+same blocks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from pytest_agentctx.context.model import ToolCall
+from pytest_agentctx.traffic.codecs.base import (
+    Completion,
+    Usage,
+    each,
+    fields,
+    member,
+    parse_arguments,
+    token_count,
+)
+from pytest_agentctx.traffic.errors import CodecError
+
+#: The reasoning item type of a ``reasoningContent`` block (kept verbatim after ``type``).
+REASONING = "bedrock_reasoning"
+
+#: Blocks that carry no text capture reads: a mention stands for them in a message.
+_MENTIONED = ("image", "document", "video", "audio")
+
+
+def blocks_of(turn: object, where: str) -> list[Mapping[str, object]]:
+    """The ``content`` blocks of a message, checked: a :class:`CodecError` names ``where``."""
+    if not isinstance(turn, Mapping):
+        raise CodecError(
+            f"{where}: expected a JSON object with 'role' and 'content', got {type(turn).__name__}."
+        )
+    content = turn.get("content") or []
+    if not isinstance(content, list) or not all(isinstance(b, Mapping) for b in content):
+        raise CodecError(
+            f"{where}: 'content' is not a list of content blocks (JSON objects): "
+            f"{content!r:.80}. Is this a Converse message?"
+        )
+    return [block for block in content if isinstance(block, Mapping)]
+
+
+def mention(block: Mapping[str, object]) -> str | None:
+    """``[image: png]``, ``[document: report (pdf)]``: what stands for a block with no text,
+    or ``None`` for any other block."""
+    for kind in _MENTIONED:
+        value = block.get(kind)
+        if isinstance(value, Mapping):
+            name = value.get("name")
+            form = value.get("format")
+            label = f"{name} ({form})" if name and form else name or form or ""
+            return f"[{kind}: {label}]" if label else f"[{kind}]"
+    return None
+
+
+def text_of(blocks: Sequence[object]) -> str:
+    """The text of a list of blocks (a ``system`` list, a ``toolResult``'s content):
+    ``text`` blocks as they are, ``json`` blocks as JSON, others mentioned, one per line."""
+    texts: list[str] = []
+    for block in each(blocks):
+        data = fields(block)
+        if "text" in data:
+            texts.append(str(data["text"]))
+        elif "json" in data:
+            texts.append(json.dumps(data["json"], ensure_ascii=False, sort_keys=True))
+        else:
+            said = mention(data)
+            if said is not None:
+                texts.append(said)
+    return "\n".join(texts)
+
+
+def tool_call(block: Mapping[str, object], where: str) -> ToolCall:
+    """The tool call of a ``toolUse`` block."""
+    use = block["toolUse"]
+    if not isinstance(use, Mapping):
+        raise CodecError(f"{where}: a toolUse block is a {type(use).__name__}, not an object.")
+    return ToolCall.model_validate(
+        {
+            "id": use.get("toolUseId") or "",
+            "name": use.get("name") or "",
+            "arguments": parse_arguments(use.get("input")),
+        }
+    )
+
+
+def reasoning_item(block: Mapping[str, object]) -> dict[str, object]:
+    """A ``reasoningContent`` block as a reasoning item: ``{"type": "bedrock_reasoning",
+    "reasoningText": {"text": ..., "signature": ...}}`` or ``{..., "redactedContent": ...}``."""
+    return {"type": REASONING, **fields(block["reasoningContent"])}
+
+
+def completion_of(blocks: Sequence[Mapping[str, object]], where: str) -> Completion:
+    """Text, tool calls and reasoning of an assistant message's blocks (texts joined)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[dict[str, object]] = []
+    for block in blocks:
+        if "text" in block:
+            texts.append(str(block["text"]))
+        elif "toolUse" in block:
+            calls.append(tool_call(block, where))
+        elif "reasoningContent" in block:
+            reasoning.append(reasoning_item(block))
+    return Completion(
+        content="".join(texts) or None, tool_calls=tuple(calls), reasoning=tuple(reasoning)
+    )
+
+
+def assistant_blocks(message: Mapping[str, object]) -> list[dict[str, object]]:
+    """The blocks of an assistant message: reasoning first (as the model sent it), text,
+    tool calls."""
+    blocks: list[dict[str, object]] = []
+    for item in each(message.get("reasoning")):
+        data = fields(item)
+        if data.get("type") == REASONING:
+            blocks.append({"reasoningContent": {k: v for k, v in data.items() if k != "type"}})
+    content = message.get("content")
+    if content:
+        blocks.append({"text": content})
+    for call in each(message.get("tool_calls")):
+        blocks.append(
+            {
+                "toolUse": {
+                    "toolUseId": member(call, "id"),
+                    "name": member(call, "name"),
+                    "input": fields(call).get("arguments") or {},
+                }
+            }
+        )
+    return blocks
+
+
+def decode_usage(data: object) -> Usage | None:
+    """Usage of a Converse response or stream: cache reads and writes count as input."""
+    if not isinstance(data, Mapping):
+        return None
+    return Usage(
+        input_tokens=token_count(data.get("inputTokens"))
+        + token_count(data.get("cacheReadInputTokens"))
+        + token_count(data.get("cacheWriteInputTokens")),
+        output_tokens=token_count(data.get("outputTokens")),
+    )
+
+
+def encode_usage(usage: Usage | None) -> dict[str, int]:
+    """The ``usage`` object of a Converse response."""
+    usage = usage or Usage()
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "totalTokens": usage.total_tokens,
+    }
