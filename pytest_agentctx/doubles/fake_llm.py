@@ -199,10 +199,11 @@ class FakeLLM(ScriptedModel):
         return _error_response(
             401,
             f"pytest-agentctx {self._name} answers model calls only (chat completions, "
-            f"Responses, Anthropic Messages, Gemini, Bedrock); this {request.method} {request.url.path} to "
-            f"{request.url.host} carries the placeholder {name} the fake set, so it was not "
-            "sent. Answer it in the test (respx, a fake client), or set a real key and "
-            "record it in a cassette without the fake.",
+            "Responses, Anthropic Messages, Gemini, Bedrock); this "
+            f"{request.method} {request.url.path} to {request.url.host} carries the "
+            f"placeholder {name} the fake set, so it was not sent. Answer it in the test "
+            "(respx, a fake client), or set a real key and record it in a cassette without "
+            "the fake.",
         )
 
     def _log(self, request: WireRequest, answer: ScriptedAnswer) -> None:

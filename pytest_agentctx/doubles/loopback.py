@@ -42,8 +42,7 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.doubles.errors import LoopbackError
 from pytest_agentctx.doubles.ids import IdFactory
-from pytest_agentctx.doubles.scripted_model import ScriptedModel, google_error
-from pytest_agentctx.doubles.scripted_model import bedrock_error_type
+from pytest_agentctx.doubles.scripted_model import ScriptedModel, bedrock_error_type, google_error
 from pytest_agentctx.traffic.codecs import bedrock, gemini
 from pytest_agentctx.traffic.codecs.eventstream import EventMessage, encode_message
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse

@@ -14,12 +14,11 @@ or AWS event-stream messages for Bedrock's streaming endpoints).
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pytest_agentctx.context.model import ToolCall
@@ -45,9 +44,6 @@ _ID_PREFIX = {
     "anthropic_messages": ("toolu", "msg"),
     "bedrock": ("tooluse", "msg"),
 }
-
-#: Bedrock's InvokeModel endpoints: their body is the model's own format, not Converse.
-_BEDROCK_INVOKE = ("/invoke", "/invoke-with-response-stream")
 
 ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
 
@@ -115,7 +111,7 @@ class ScriptedAnswer:
     response: dict[str, object] | None = None
     error: str | None = None
     #: The endpoint's path (Bedrock's says whether the body is Converse or InvokeModel's).
-    path: str = ""
+    path: str = field(default="", compare=False)
 
     @property
     def eventstream(self) -> bool:
@@ -127,21 +123,15 @@ class ScriptedAnswer:
         """A 200 answer of Bedrock's streaming endpoints as the event-stream messages Bedrock
         sends: ConverseStream's events, or InvokeModelWithResponseStream's ``chunk`` events,
         each carrying one Anthropic Messages stream event (base64 JSON in ``bytes``)."""
-        from pytest_agentctx.traffic.codecs import anthropic_messages, eventstream
+        from pytest_agentctx.traffic.codecs import bedrock
 
         completion = self.completion
         if completion is None:
             raise FakeLLMError(f"a {self.status} answer has no reply to stream")
         response_id = completion.response_id or ""
-        if not _is_invoke(self.path):
-            messages: list[EventMessage] = self.codec.encode_stream(  # type: ignore[attr-defined]
-                completion, response_id=response_id
-            )
-            return messages
-        return [
-            eventstream.event("chunk", {"bytes": base64.b64encode(event.data.encode()).decode()})
-            for event in anthropic_messages.encode_stream(completion, response_id=response_id)
-        ]
+        if bedrock.is_invoke_path(self.path):
+            return bedrock.encode_invoke_stream(completion, response_id=response_id)
+        return bedrock.encode_stream(completion, response_id=response_id)
 
     def stream_events(self) -> list[SSEEvent]:
         """A 200 answer as the events of its endpoint's stream (for ``stream: true``).
@@ -290,10 +280,7 @@ class ScriptedModel:
             return None
         try:
             body = json.loads(content or b"{}")
-            decoded = codec.decode_request(body)
-            # Gemini and Bedrock name the model, and whether it streams, in the URL.
-            decoded = _request_for_path(codec, path, decoded)
-            reply_codec = _reply_codec(codec, path, body)
+            decoded = _decode_request(codec, path, body)
         except (ValueError, CodecError) as exc:
             return ScriptedAnswer(
                 400,
@@ -329,6 +316,7 @@ class ScriptedModel:
                     error=reply.error or "scripted failure",
                     path=path,
                 )
+            reply_codec = _reply_codec(codec, path)
             completion = self._completion(reply_codec, reply, decoded, body)
             response = reply_codec.encode_response(
                 completion, response_id=completion.response_id or ""
@@ -375,41 +363,28 @@ class ScriptedModel:
         )
 
 
-def _is_invoke(path: str) -> bool:
-    return path.partition("?")[0].rstrip("/").endswith(_BEDROCK_INVOKE)
-
-
-def _request_for_path(codec: Codec, path: str, request: DecodedRequest) -> DecodedRequest:
-    """``request`` completed with what its URL says, for the formats whose URL names the
-    model and whether it streams (Gemini, Bedrock)."""
+def _decode_request(codec: Codec, path: str, body: Any) -> DecodedRequest:
+    """The request ``body`` sent to ``path`` in neutral form: Gemini and Bedrock name the
+    model, and whether it streams, in the URL (Bedrock's InvokeModel: the body of an
+    Anthropic model only, else a :class:`CodecError`)."""
+    decode_at = getattr(codec, "decode_request_at", None)
+    if decode_at is not None:
+        at_path: DecodedRequest = decode_at(path, body)
+        return at_path
+    decoded = codec.decode_request(body)
     for_path = getattr(codec, "request_for_path", None)
     if for_path is not None:
-        completed: DecodedRequest = for_path(path, request)
-        return completed
-    model_of_path = getattr(codec, "model_of_path", None)
-    is_stream_path = getattr(codec, "is_stream_path", None)
-    if model_of_path is None or is_stream_path is None:
-        return request
-    return replace(
-        request,
-        model=request.model or model_of_path(path),
-        stream=request.stream or bool(is_stream_path(path)),
-    )
+        decoded = for_path(path, decoded)
+    return decoded
 
 
-def _reply_codec(codec: Codec, path: str, body: object) -> Codec:
+def _reply_codec(codec: Codec, path: str) -> Codec:
     """The codec of the reply's body: Bedrock's InvokeModel answers in the format of the
-    request's body, which the fake speaks for Anthropic Messages (``anthropic_version``)."""
-    if codec.name != "bedrock" or not _is_invoke(path):
-        return codec
-    if not isinstance(body, Mapping) or "anthropic_version" not in body:
-        keys = sorted(body) if isinstance(body, Mapping) else type(body).__name__
-        raise CodecError(
-            f"an InvokeModel body with keys {keys} is not an Anthropic Messages body (it has "
-            "no 'anthropic_version'); the fake answers InvokeModel for Anthropic models only. "
-            "Call Converse (client.converse) for the other models."
-        )
-    return get_codec("anthropic_messages")
+    request's body, Anthropic Messages (the only one :func:`_decode_request` lets by)."""
+    is_invoke = getattr(codec, "is_invoke_path", None)
+    if is_invoke is not None and is_invoke(path):
+        return get_codec("anthropic_messages")
+    return codec
 
 
 def _prompt_text(body: Mapping[str, object], decoded: DecodedRequest) -> str:

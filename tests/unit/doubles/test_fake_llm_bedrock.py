@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -36,11 +37,11 @@ def fake(no_aws_keys: None) -> Iterator[FakeLLM]:
         yield started
 
 
-def bedrock():
+def bedrock() -> Any:
     """A client built as agents build it: credentials from the environment (the fake's
     placeholders), no retries so a scripted failure is seen once."""
     return boto3.client(
-        "bedrock-runtime", region_name="us-east-1", config=Config(retries={"max_attempts": 1})
+        "bedrock-runtime", region_name="us-east-1", config=Config(retries={"total_max_attempts": 1})
     )
 
 
@@ -52,7 +53,10 @@ def test_converse_is_answered_with_a_tool_use_then_text(fake):
     second = client.converse(modelId=MODEL, messages=QUESTION)
 
     (block,) = first["output"]["message"]["content"]
-    assert (block["toolUse"]["name"], block["toolUse"]["input"]) == ("get_weather", {"city": "Paris"})
+    assert (block["toolUse"]["name"], block["toolUse"]["input"]) == (
+        "get_weather",
+        {"city": "Paris"},
+    )
     assert (second["output"]["message"]["content"], second["stopReason"]) == (
         [{"text": "Sunny in Paris."}],
         "end_turn",
@@ -134,7 +138,10 @@ def test_the_fake_gives_boto3_placeholder_credentials_and_takes_them_out(no_aws_
     with FakeLLM():
         during = [os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")]
 
-    assert during == [PLACEHOLDER_KEYS["AWS_ACCESS_KEY_ID"], PLACEHOLDER_KEYS["AWS_SECRET_ACCESS_KEY"]]
+    assert during == [
+        PLACEHOLDER_KEYS["AWS_ACCESS_KEY_ID"],
+        PLACEHOLDER_KEYS["AWS_SECRET_ACCESS_KEY"],
+    ]
     assert os.environ.get("AWS_ACCESS_KEY_ID") is None
 
 

@@ -38,7 +38,7 @@ def client_of(provider: LoopbackProvider):
         endpoint_url=provider.bedrock_endpoint_url,
         aws_access_key_id="AKIDLOOPBACK",
         aws_secret_access_key="loopback-secret",
-        config=Config(retries={"max_attempts": 1}),
+        config=Config(retries={"total_max_attempts": 1}),
     )
 
 
@@ -99,7 +99,9 @@ def test_converse_stream_carries_a_tool_use(provider):
         ]
     )
 
-    starts = [e["contentBlockStart"]["start"]["toolUse"] for e in events if "contentBlockStart" in e]
+    starts = [
+        e["contentBlockStart"]["start"]["toolUse"] for e in events if "contentBlockStart" in e
+    ]
     arguments = "".join(
         e["contentBlockDelta"]["delta"]["toolUse"]["input"]
         for e in events

@@ -29,6 +29,7 @@ from pytest_agentctx.runtime.tools import tool
 MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
 SYSTEM = "You answer weather questions."
 QUESTION = "Weather in Paris?"
+CALL = {"id": "tooluse_paris", "name": "get_weather", "arguments": {"city": "Paris"}}
 
 
 @tool
@@ -61,10 +62,13 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
     with FakeLLM() as started:
-        started.reply_tool_call("get_weather", city="Paris").reply(
-            "Sunny, 18 degrees in Paris.", usage={"input_tokens": 80, "output_tokens": 8}
-        )
-        yield started
+        yield script(started)
+
+
+def script(fake: FakeLLM) -> FakeLLM:
+    return fake.reply(tool_calls=[CALL]).reply(
+        "Sunny, 18 degrees in Paris.", usage={"input_tokens": 80, "output_tokens": 8}
+    )
 
 
 async def test_a_bedrock_run_calls_the_tool_and_answers(fake):
@@ -86,7 +90,7 @@ async def test_the_model_goes_in_the_url_and_the_rest_in_the_converse_body(fake)
     await runtime().run(weather_agent(), QUESTION)
 
     second = fake.calls[1]
-    assert second.path == "/model/us.anthropic.claude-3-5-haiku-20241022-v1%3A0/converse"
+    assert (second.path, second.request.model) == (f"/model/{MODEL}/converse", MODEL)
     assert "modelId" not in second.body
     assert second.body["system"] == [{"text": SYSTEM}]
     (spec,) = second.body["toolConfig"]["tools"]
@@ -95,9 +99,7 @@ async def test_the_model_goes_in_the_url_and_the_rest_in_the_converse_body(fake)
 
 async def test_a_streamed_run_gives_the_same_context(fake):
     plain = await runtime().run(weather_agent(), QUESTION)
-    fake.reply_tool_call("get_weather", city="Paris").reply(
-        "Sunny, 18 degrees in Paris.", usage={"input_tokens": 80, "output_tokens": 8}
-    )
+    script(fake)
 
     streamed = await runtime().run(weather_agent(stream=True), QUESTION)
 
@@ -119,7 +121,7 @@ async def test_a_given_client_is_used_and_left_open():
             endpoint_url=server.bedrock_endpoint_url,
             aws_access_key_id="AKIDLOOPBACK",
             aws_secret_access_key="loopback-secret",
-            config=Config(retries={"max_attempts": 1}),
+            config=Config(retries={"total_max_attempts": 1}),
         )
         provider = BedrockProvider(client)
 
