@@ -47,7 +47,7 @@ from pytest_agentctx.traffic.capture.replies import (
     in_background,
 )
 from pytest_agentctx.traffic.codecs import Completion
-from pytest_agentctx.traffic.codecs.base import Codec, codec_for_path
+from pytest_agentctx.traffic.codecs.base import Codec, DecodedRequest, codec_for_path
 
 #: Where each wire format keeps the conversation's items, and the fields that hold the
 #: system prompt outside of them (left out when only the new items are decoded).
@@ -56,6 +56,7 @@ _ITEMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "anthropic_messages": ("messages", ("system",)),
     "openai_responses": ("input", ("instructions",)),
     "gemini": ("contents", ("systemInstruction", "system_instruction")),
+    "bedrock": ("messages", ("system",)),
 }
 #: The runtime's provider name for each wire format (``metadata["provider"]``).
 _PROVIDERS = {
@@ -63,6 +64,7 @@ _PROVIDERS = {
     "anthropic_messages": "anthropic",
     "openai_responses": "openai-responses",
     "gemini": "google",
+    "bedrock": "bedrock",
 }
 #: Stop reasons after which the model's tool calls are not waiting for a result (a call
 #: forced by ``tool_choice`` to get structured output ends with ``stop``).
@@ -112,7 +114,7 @@ class _Builder:
         if isinstance(items, str):
             items = [{"role": "user", "content": items}]
         if not isinstance(items, list) or not isinstance(body, Mapping):
-            self._skip(exchange, f"the request has no {items_key!r} list")
+            self._skip(exchange, _no_items(codec, exchange.path, body, items_key))
             return
         system = tuple(without_annotations(body.get(key)) for key in system_keys)
         candidates, offset = self._find(codec.name, body, items, system)
@@ -122,7 +124,7 @@ class _Builder:
             trimmed[items_key] = items[offset:]
             sliced = trimmed
         try:
-            decoded = codec.decode_request(sliced)
+            decoded = _decode_request(codec, exchange.path, sliced)
             messages = [_message(raw) for raw in decoded.messages]
         except UNREADABLE as exc:
             self._skip(exchange, f"the request does not decode: {exc}")
@@ -413,6 +415,28 @@ class _Builder:
         del self.background[segments[-1]]
         self._reply(conversation, codec, completion, request_model, self._reply_time(conversation))
         return True
+
+
+def _decode_request(codec: Codec, path: str, body: Mapping[str, object]) -> DecodedRequest:
+    """``body`` decoded by ``codec``, with what the URL ``path`` says when the codec reads
+    it (``decode_request_at``: Bedrock names the model and the operation in the path)."""
+    decode_at = getattr(codec, "decode_request_at", None)
+    if decode_at is None:
+        return codec.decode_request(body)
+    decoded: DecodedRequest = decode_at(path, body)
+    return decoded
+
+
+def _no_items(codec: Codec, path: str, body: object, items_key: str) -> str:
+    """Why a request without the ``items_key`` list is no model call: what the codec says
+    of it when it reads the URL too (a Bedrock InvokeModel body of a model family it does
+    not read), else that the list is missing."""
+    if isinstance(body, Mapping) and hasattr(codec, "decode_request_at"):
+        try:
+            _decode_request(codec, path, body)
+        except UNREADABLE as exc:
+            return f"the request does not decode: {exc}"
+    return f"the request has no {items_key!r} list"
 
 
 def _choose(

@@ -1,6 +1,7 @@
 """The model's reply in an exchange: decoded through its codec, or the error it reports.
 
-A reply is a JSON body or a stream of server-sent events (stored parsed, or as text);
+A reply is a JSON body or a stream of server-sent events (stored parsed, or as text) or
+of AWS event-stream messages (stored parsed, or as bytes);
 a failed call (status 400 or above) gives its error's status and message instead. An
 OpenAI Responses reply made in the background (``background: true``) is not done until
 a retrieval finds it so (:func:`in_background`).
@@ -51,6 +52,9 @@ def _dumps(value: object) -> str:
 def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
     """The model's reply in ``exchange`` (JSON or a stream), through the codec."""
     body = exchange.response
+    if body is not None and ("eventstream" in body or ("base64" in body and stream)):
+        # AWS's binary event stream: its stored messages, or its bytes as they came
+        return _event_stream(codec, body)
     if body is not None and "sse" in body:
         decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
         completion: Completion = decode_stream(_events(body["sse"]))
@@ -71,6 +75,18 @@ def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
         f"the response body ({sorted(body) if body else 'empty'}) is neither JSON nor a "
         "stream of events"
     )
+
+
+def _event_stream(codec: Codec, body: Mapping[str, object]) -> Completion:
+    from pytest_agentctx.traffic.cassettes.body import body_chunks
+    from pytest_agentctx.traffic.cassettes.eventbody import messages_of
+
+    decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
+    if "eventstream" in body:
+        completion: Completion = decode_stream(messages_of(body["eventstream"]))
+    else:
+        completion = decode_stream(b"".join(body_chunks(dict(body))))
+    return completion
 
 
 def error_of(exchange: Exchange) -> CallError:

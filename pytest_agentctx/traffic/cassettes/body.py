@@ -1,7 +1,8 @@
 """Bodies as a cassette stores them: readable, decoded, and turned back into wire bytes.
 
 A stored body is one of ``None`` (empty), ``{"json": value}``, ``{"sse": [events]}``,
-``{"text": str}`` or ``{"base64": str}``. Compressed bodies are stored decompressed, so a
+``{"text": str}``, ``{"base64": str}`` or ``{"eventstream": [messages]}`` (AWS's binary
+streams, see :mod:`.eventbody`). Compressed bodies are stored decompressed, so a
 cassette is readable in a diff (and can be scrubbed of secrets); on replay the body is
 served uncompressed, without the ``content-encoding`` header. Server-sent events keep their
 boundaries: each event is one chunk on replay, and an event's ``data`` is stored as JSON
@@ -28,6 +29,7 @@ from typing import Any
 import orjson
 
 from pytest_agentctx._untrusted import current_limits
+from pytest_agentctx.traffic.cassettes.eventbody import encode_eventstream, eventstream_chunks
 
 Body = dict[str, Any] | None
 
@@ -378,6 +380,8 @@ def encode_body(raw: bytes, content_type: str | None = None) -> Body:
     if not raw:
         return None
     kind = (content_type or "").lower()
+    if "vnd.amazon.eventstream" in kind:
+        return encode_eventstream(raw)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -405,8 +409,11 @@ def body_chunks(body: Body) -> list[bytes]:
         return [str(body["text"]).encode()]
     if "base64" in body:
         return [base64.b64decode(body["base64"])]
+    if "eventstream" in body:
+        return eventstream_chunks(body["eventstream"])
     raise ValueError(
-        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64."
+        f"A stored body has keys {sorted(body)}; expected one of json, sse, text, base64, "
+        "eventstream."
     )
 
 

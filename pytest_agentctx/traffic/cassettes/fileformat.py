@@ -118,7 +118,8 @@ class Interaction:
 
     @property
     def is_stream(self) -> bool:
-        return bool(self.response_body and "sse" in self.response_body)
+        body = self.response_body
+        return bool(body and ("sse" in body or "eventstream" in body))
 
 
 def native_document(interactions: list[Interaction]) -> NativeDocument:
@@ -157,7 +158,7 @@ def _header_text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-_BODY_KINDS = ("json", "sse", "text", "base64")
+_BODY_KINDS = ("json", "sse", "text", "base64", "eventstream")
 
 
 def read_body(body: object) -> Body:
@@ -170,10 +171,10 @@ def read_body(body: object) -> Body:
     kind, value = next(iter(body.items()))
     if kind == "json":
         return {"json": value}
-    if kind == "sse":
+    if kind in ("sse", "eventstream"):
         if not isinstance(value, list):
-            raise ValueError(f"an sse body is {type(value).__name__}; expected a list of events")
-        return {"sse": value}
+            raise ValueError(f"an {kind} body is {type(value).__name__}; expected a list of events")
+        return {kind: value}
     if not isinstance(value, str):
         raise ValueError(f"a {kind} body is {type(value).__name__}; expected a string")
     return {"text": value} if kind == "text" else {"base64": value}

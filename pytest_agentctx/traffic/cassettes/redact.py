@@ -19,6 +19,8 @@ bytes) with the bodies a cassette stores:
   Events of shapes not known here are joined by the path of each string in them; a
   secret that still shows in the concatenated data of the events is refused
   (:class:`~.body.UndecodableBody`), never written;
+* AWS event streams (:mod:`.eventbody`) as streams of events, their binary payloads as
+  bytes;
 * text bodies as text (JSON lines, NDJSON, as a stream of their lines, so a secret
   streamed in pieces over several lines is cut out as in server-sent events), and binary
   bodies (images, audio) as bytes.
@@ -51,6 +53,7 @@ from pytest_agentctx.redaction.redactor import (
     json_text,
 )
 from pytest_agentctx.traffic.cassettes.body import Body, UndecodableBody
+from pytest_agentctx.traffic.cassettes.eventbody import event_views, from_views
 from pytest_agentctx.traffic.errors import CassetteWriteError
 
 if TYPE_CHECKING:
@@ -276,6 +279,8 @@ class Redactor(BaseRedactor):
             return {"text": self._lines(body["text"])}
         if "base64" in body:
             return {"base64": self._base64(body["base64"])}
+        if "eventstream" in body:
+            return {"eventstream": self._eventstream(body["eventstream"], texts)}
         return body
 
     def body_again(self, body: Body, *, raw: bytes | None, texts: list[str] | None) -> Body:
@@ -321,6 +326,14 @@ class Redactor(BaseRedactor):
                 header="content-type",
             )
         return scrubbed
+
+    def _eventstream(self, entries: list[object], texts: list[str] | None) -> list[object]:
+        """Stored event-stream messages (:mod:`.eventbody`) scrubbed as a stream of events
+        (the events a ``chunk`` carries in base64 decoded), their headers as JSON and
+        binary payloads as bytes."""
+        views = event_views(entries)
+        scrubbed = self._stream(views, whole=True, texts=texts)
+        return from_views(entries, scrubbed, self._json, self._base64)
 
     def _lines(self, text: str) -> str:
         """A text body scrubbed; one of JSON lines (NDJSON, a stream of JSON chunks) as the

@@ -281,7 +281,8 @@ def _holds_none(
             continue
         if "text" in body or delta._straddles or not delta._clean(raw):
             return False
-        if "sse" in body and (texts is None or any(map(delta._found_in, texts))):
+        streamed = "sse" in body or "eventstream" in body
+        if streamed and (texts is None or any(map(delta._found_in, texts))):
             return False
     headers = (*interaction.request_headers.items(), *interaction.response_headers.items())
     # one look at all of them: a line each, so that no secret spans two

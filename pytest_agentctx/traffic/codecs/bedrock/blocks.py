@@ -28,6 +28,9 @@ from pytest_agentctx.traffic.errors import CodecError
 #: The reasoning item type of a ``reasoningContent`` block (kept verbatim after ``type``).
 REASONING = "bedrock_reasoning"
 
+#: The ``type`` of a ``toolUse`` block that the provider runs itself.
+SERVER_TOOL_USE = "server_tool_use"
+
 #: Blocks that carry no text capture reads: a mention stands for them in a message.
 _MENTIONED = ("image", "document", "video", "audio")
 
@@ -98,19 +101,33 @@ def reasoning_item(block: Mapping[str, object]) -> dict[str, object]:
 
 
 def completion_of(blocks: Sequence[Mapping[str, object]], where: str) -> Completion:
-    """Text, tool calls and reasoning of an assistant message's blocks (texts joined)."""
+    """Text, tool calls, reasoning and server tools of an assistant message's blocks
+    (texts joined).
+
+    A ``toolUse`` of ``"type": "server_tool_use"`` is a tool the provider ran itself
+    (``nova_code_interpreter``): a server tool, not a tool call; its ``toolResult`` in the
+    same message is the provider's too.
+    """
     texts: list[str] = []
     calls: list[ToolCall] = []
     reasoning: list[dict[str, object]] = []
+    server_tools: list[dict[str, object]] = []
     for block in blocks:
         if "text" in block:
             texts.append(str(block["text"]))
         elif "toolUse" in block:
-            calls.append(tool_call(block, where))
+            call = tool_call(block, where)
+            if fields(block["toolUse"]).get("type") == SERVER_TOOL_USE:
+                server_tools.append({"id": call.id, "name": call.name, "input": call.arguments})
+            else:
+                calls.append(call)
         elif "reasoningContent" in block:
             reasoning.append(reasoning_item(block))
     return Completion(
-        content="".join(texts) or None, tool_calls=tuple(calls), reasoning=tuple(reasoning)
+        content="".join(texts) or None,
+        tool_calls=tuple(calls),
+        reasoning=tuple(reasoning),
+        server_tools=tuple(server_tools),
     )
 
 

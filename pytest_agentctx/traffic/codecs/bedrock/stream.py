@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping
 
 from pytest_agentctx.traffic.codecs import anthropic_messages
-from pytest_agentctx.traffic.codecs.base import Completion, concat_text, fields
+from pytest_agentctx.traffic.codecs.base import Completion, concat_text, each, fields
 from pytest_agentctx.traffic.codecs.bedrock.blocks import (
     blocks_of,
     completion_of,
@@ -108,9 +108,13 @@ class _Blocks:
 
     def start(self, payload: Mapping[str, object]) -> None:
         index = int(str(payload.get("contentBlockIndex", 0)))
-        use = fields(fields(payload.get("start") or {}).get("toolUse") or {})
+        start = fields(payload.get("start") or {})
+        use = fields(start.get("toolUse") or {})
         if use:
             self.blocks[index] = {"toolUse": {**use, "input": ""}}
+        result = fields(start.get("toolResult") or {})
+        if result:
+            self.blocks[index] = {"toolResult": {**result, "content": []}}
 
     def delta(self, payload: Mapping[str, object]) -> None:
         index = int(str(payload.get("contentBlockIndex", 0)))
@@ -124,6 +128,10 @@ class _Blocks:
             block["toolUse"] = {**use, "input": concat_text(use.get("input") or "", piece)}
         elif "reasoningContent" in delta:
             self._reasoning(block, fields(delta["reasoningContent"]))
+        elif "toolResult" in delta:
+            result = fields(block.setdefault("toolResult", {}))
+            content = [*each(result.get("content")), *each(delta["toolResult"])]
+            block["toolResult"] = {**result, "content": content}
 
     @staticmethod
     def _reasoning(block: dict[str, object], delta: Mapping[str, object]) -> None:
@@ -197,4 +205,5 @@ def decode_stream(messages: Iterable[EventMessage] | bytes) -> Completion:
         usage=decode_usage(usage),
         stop_reason=stop_reason if isinstance(stop_reason, str) else None,
         reasoning=completion.reasoning,
+        server_tools=completion.server_tools,
     )

@@ -1,0 +1,168 @@
+"""AWS event-stream bodies (``application/vnd.amazon.eventstream``, Bedrock's streams) as a
+cassette stores them: ``{"eventstream": [entry, ...]}``, one entry per message, each
+``{"headers": {...}, "json": payload}`` (the payload parsed) or ``{"headers": {...},
+"base64": payload}`` (a payload that is not compact JSON).
+
+Storing is lossless: a payload is kept as JSON only when writing it back gives its bytes
+(compact, as AWS sends it), and a body whose messages would not encode back to its bytes
+stays ``{"base64": ...}`` whole. On replay each message is one chunk, its CRCs computed
+again (a redacted payload changes them), so botocore reads the stream message by message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pytest_agentctx.traffic.errors import CodecError
+
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.codecs.eventstream import EventMessage
+
+# The framing is imported where a body of this kind is met: importing it imports the
+# codecs package, which cassettes without event streams never need.
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def entry_of(message: EventMessage) -> dict[str, object]:
+    """The stored entry of one message."""
+    from pytest_agentctx.traffic.codecs.eventstream import headers_to_json
+
+    entry: dict[str, object] = {"headers": headers_to_json(message.headers)}
+    try:
+        value = json.loads(message.payload)
+    except (ValueError, UnicodeDecodeError):
+        value = None
+    else:
+        if _compact(value) == message.payload:
+            entry["json"] = value
+            return entry
+    entry["base64"] = base64.b64encode(message.payload).decode("ascii")
+    return entry
+
+
+def message_of(entry: object, index: int = 0) -> EventMessage:
+    """The message of a stored entry; :class:`ValueError` naming the entry for a malformed
+    one."""
+    from pytest_agentctx.traffic.codecs.eventstream import EventMessage, headers_from_json
+
+    where = f"the eventstream body's entry #{index}"
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("headers"), Mapping):
+        raise ValueError(f"{where} is {entry!r:.80}; expected {{'headers': {{...}}, 'json': ...}}")
+    payload_kinds = [kind for kind in ("json", "base64") if kind in entry]
+    if len(payload_kinds) != 1 or set(entry) != {"headers", payload_kinds[0]}:
+        raise ValueError(
+            f"{where} has keys {sorted(entry)}; expected 'headers' and one of 'json', 'base64'"
+        )
+    try:
+        headers = headers_from_json(entry["headers"])
+    except CodecError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    if "json" in entry:
+        return EventMessage(headers, _compact(entry["json"]))
+    value = entry["base64"]
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: 'base64' is a {type(value).__name__}; expected a string")
+    return EventMessage(headers, base64.b64decode(value))
+
+
+def messages_of(entries: object) -> list[EventMessage]:
+    """The messages of a stored ``eventstream`` list."""
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        raise ValueError(
+            f"an eventstream body is {type(entries).__name__}; expected a list of messages"
+        )
+    return [message_of(entry, index) for index, entry in enumerate(entries)]
+
+
+def encode_eventstream(raw: bytes) -> dict[str, object]:
+    """The stored form of an event-stream body: its messages, or ``{"base64": ...}`` for
+    bytes that are not a whole, well-formed stream (kept exactly as they came)."""
+    from pytest_agentctx.traffic.codecs.eventstream import decode_messages, encode_message
+
+    try:
+        messages = decode_messages(raw)
+    except CodecError:
+        messages = []
+    entries = [entry_of(message) for message in messages]
+    if not messages or b"".join(map(encode_message, messages_of(entries))) != raw:
+        return {"base64": base64.b64encode(raw).decode("ascii")}
+    return {"eventstream": entries}
+
+
+def eventstream_chunks(entries: object) -> list[bytes]:
+    """The wire bytes of a stored ``eventstream`` list, one chunk per message."""
+    from pytest_agentctx.traffic.codecs.eventstream import encode_message
+
+    return [encode_message(message) for message in messages_of(entries)]
+
+
+# -- the redactor's view ---------------------------------------------------------------
+
+
+def _chunk_json(entry: Mapping[str, object]) -> object:
+    """The JSON event an InvokeModelWithResponseStream ``chunk`` carries in base64, or
+    ``None`` when the entry is no such chunk."""
+    headers, payload = entry.get("headers"), entry.get("json")
+    if not isinstance(headers, Mapping) or headers.get(":event-type") != "chunk":
+        return None
+    inner = payload.get("bytes") if isinstance(payload, Mapping) else None
+    try:
+        return (
+            json.loads(base64.b64decode(inner, validate=True)) if isinstance(inner, str) else None
+        )
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
+
+
+def event_views(entries: Sequence[object]) -> list[object]:
+    """The stored messages as server-sent events (``{"event": type, "data": payload}``),
+    for the redactor to scrub as a stream: the deltas of a streamed text are joined
+    across messages. A ``chunk``'s data is the event its ``bytes`` hold, decoded."""
+    views: list[object] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or "json" not in entry:
+            views.append({})
+            continue
+        headers = entry.get("headers")
+        name = headers.get(":event-type") if isinstance(headers, Mapping) else None
+        inner = _chunk_json(entry)
+        views.append({"event": name, "data": entry["json"] if inner is None else inner})
+    return views
+
+
+def from_views(
+    entries: Sequence[object],
+    views: Sequence[object],
+    scrub: Callable[[object], object],
+    scrub_base64: Callable[[str], str],
+) -> list[object]:
+    """The stored messages again, with the data of their scrubbed ``views`` (a changed
+    chunk's event in base64 again), their headers scrubbed by ``scrub`` and binary
+    payloads by ``scrub_base64``."""
+    out: list[object] = []
+    for entry, view in zip(entries, views, strict=True):
+        if not isinstance(entry, Mapping) or not isinstance(view, Mapping):
+            out.append(scrub(entry))
+            continue
+        headers = scrub(entry.get("headers"))
+        if "json" not in entry:
+            value = entry.get("base64")
+            payload = scrub_base64(value) if isinstance(value, str) else scrub(value)
+            out.append({"headers": headers, "base64": payload})
+            continue
+        data = view.get("data")
+        inner = _chunk_json(entry)
+        if inner is not None and data != inner:
+            encoded = base64.b64encode(_compact(data)).decode("ascii")
+            outer = scrub(entry["json"])
+            data = {**outer, "bytes": encoded} if isinstance(outer, Mapping) else outer
+        elif inner is not None:
+            data = entry["json"]
+        out.append({"headers": headers, "json": data})
+    return out
