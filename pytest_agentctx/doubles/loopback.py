@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.doubles.errors import LoopbackError
 from pytest_agentctx.doubles.ids import IdFactory
-from pytest_agentctx.doubles.scripted_model import ScriptedModel, bedrock_error_type, google_error
+from pytest_agentctx.doubles.scripted_model import ScriptedModel, bedrock_error_type, wire_error
 from pytest_agentctx.traffic.codecs import bedrock, gemini
 from pytest_agentctx.traffic.codecs.eventstream import EventMessage, encode_message
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
@@ -63,16 +63,6 @@ _MODEL_PATHS = (
     "/responses",
     "/v1/messages",
 )
-
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
 
 
 @dataclass(frozen=True)
@@ -378,13 +368,13 @@ class _Handler(BaseHTTPRequestHandler):
         except _BadRequest as exc:
             self.close_connection = True
             message = f"pytest-agentctx loopback could not read the request body: {exc}"
-            self._send_json(400, _openai_error(400, message), provider, False, False)
+            self._send_json(400, wire_error("openai", 400, message), provider, False, False)
         except Exception as exc:
             provider.errors.append(f"{self.command} {self.path}: {type(exc).__name__}: {exc}")
             self.close_connection = True
             if not self._started:
                 message = f"pytest-agentctx loopback failed: {type(exc).__name__}: {exc}"
-                self._send_json(500, _openai_error(500, message), provider, False, False)
+                self._send_json(500, wire_error("openai", 500, message), provider, False, False)
 
     def _respond(self, provider: LoopbackProvider) -> None:
         body = self._read_body()
@@ -407,13 +397,13 @@ class _Handler(BaseHTTPRequestHandler):
                 ":streamGenerateContent) and Bedrock's /model/<model id>/converse (or "
                 "/converse-stream, /invoke, /invoke-with-response-stream)."
             )
-            self._send_json(404, _openai_error(404, message), provider, gzipped, False)
+            self._send_json(404, wire_error("openai", 404, message), provider, gzipped, False)
             return
         anthropic = wire == "anthropic"
         if self.command != "POST":
             log(405)
             message = f"pytest-agentctx loopback: {path} takes POST, not {self.command}."
-            self._send_json(405, _error(wire, 405, message), provider, gzipped, anthropic, wire)
+            self._send_json(405, wire_error(wire, 405, message), provider, gzipped, anthropic, wire)
             return
         # Model calls are logged (and their codec found) by their canonical /v1 path;
         # Gemini's and Bedrock's paths name the model (and Gemini's its version), and are kept.
@@ -424,7 +414,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise LoopbackError(f"no codec answers {path}, which the server routes to a model")
         if answer.status != 200 or answer.completion is None:
             log(answer.status)
-            error = _error(wire, answer.status, answer.error or "scripted failure")
+            error = wire_error(wire, answer.status, answer.error or "scripted failure")
             self._send_json(answer.status, error, provider, gzipped, anthropic, wire)
             return
         if answer.eventstream:
@@ -564,26 +554,3 @@ def _wire_of(path: str) -> str | None:
     if bedrock.model_of_path(path):
         return "bedrock"
     return None
-
-
-def _error(wire: str, status: int, message: str) -> dict[str, object]:
-    """An error body in the format of the API called."""
-    if wire == "anthropic":
-        return _anthropic_error(status, message)
-    if wire == "gemini":
-        return google_error(status, message)
-    if wire == "bedrock":
-        return {"message": message}
-    return _openai_error(status, message)
-
-
-def _openai_error(status: int, message: str) -> dict[str, object]:
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def _anthropic_error(status: int, message: str) -> dict[str, object]:
-    kind = _ANTHROPIC_ERROR_TYPES.get(
-        status, "api_error" if status >= 500 else "invalid_request_error"
-    )
-    return {"type": "error", "error": {"type": kind, "message": message}}

@@ -446,3 +446,30 @@ def bedrock_error_type(status: int) -> str:
     a ``ClientError`` with that code and the body's ``message``)."""
     default = "InternalServerException" if status >= 500 else "ValidationException"
     return _BEDROCK_ERRORS.get(status, default)
+
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def wire_error(wire: str, status: int, message: str) -> dict[str, object]:
+    """An error body as the API called sends it: ``wire`` is ``openai``, ``anthropic``,
+    ``gemini`` or ``bedrock`` (Bedrock's code goes in a header: :func:`bedrock_error_type`)."""
+    if wire == "anthropic":
+        kind = _ANTHROPIC_ERROR_TYPES.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
+        )
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if wire == "gemini":
+        return google_error(status, message)
+    if wire == "bedrock":
+        return {"message": message}
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
