@@ -1,5 +1,6 @@
 """End-to-end tests of Bedrock agents written on plain ``boto3``: Converse with a tool loop,
-ConverseStream with a tool loop, InvokeModel with Anthropic's Messages body.
+ConverseStream with a tool loop, InvokeModel and InvokeModelWithResponseStream with
+Anthropic's Messages body.
 
 Each inner agent sends through the real ``bedrock-runtime`` client (``urllib3`` and SigV4)
 to a :class:`~pytest_agentctx.LoopbackProvider` the inner test starts. The outer tests
@@ -150,7 +151,26 @@ def converse_stream_agent(endpoint_url):
         )
 
 
-def invoke_agent(endpoint_url):
+def read_anthropic_events(events):
+    """The Messages reply (content, stop_reason) of InvokeModelWithResponseStream's chunks."""
+    content, raw, stop = [], {}, None
+    for event in events:
+        if event["type"] == "content_block_start":
+            content.append(dict(event["content_block"]))
+        elif event["type"] == "content_block_delta":
+            delta = event["delta"]
+            if delta["type"] == "text_delta":
+                content[event["index"]]["text"] += delta["text"]
+            else:
+                raw[event["index"]] = raw.get(event["index"], "") + delta["partial_json"]
+        elif event["type"] == "message_delta":
+            stop = event["delta"]["stop_reason"]
+    for index, text in raw.items():
+        content[index]["input"] = json.loads(text or "{}")
+    return {"content": content, "stop_reason": stop}
+
+
+def invoke_agent(endpoint_url, stream=False):
     bedrock = client(endpoint_url)
     messages = [{"role": "user", "content": QUESTION}]
     tool = {
@@ -165,8 +185,16 @@ def invoke_agent(endpoint_url):
             "messages": messages,
             "tools": [tool],
         }
-        response = bedrock.invoke_model(modelId=MODEL, body=json.dumps(body))
-        reply = json.loads(response["body"].read())
+        if stream:
+            response = bedrock.invoke_model_with_response_stream(
+                modelId=MODEL, body=json.dumps(body)
+            )
+            reply = read_anthropic_events(
+                json.loads(item["chunk"]["bytes"]) for item in response["body"]
+            )
+        else:
+            response = bedrock.invoke_model(modelId=MODEL, body=json.dumps(body))
+            reply = json.loads(response["body"].read())
         messages.append({"role": "assistant", "content": reply["content"]})
         if reply["stop_reason"] != "tool_use":
             return reply["content"][0]["text"]
@@ -187,6 +215,7 @@ AGENTS = {
     "converse": converse_agent,
     "converse_stream": converse_stream_agent,
     "invoke": invoke_agent,
+    "invoke_stream": lambda url: invoke_agent(url, stream=True),
 }
 MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
 
@@ -219,7 +248,7 @@ def test_bedrock_agent(kind, model_server, agent_context):
 """
 
 QUIET = ("-p", "no:cacheprovider")
-NODES = ("converse", "converse_stream", "invoke")
+NODES = ("converse", "converse_stream", "invoke", "invoke_stream")
 
 
 @pytest.fixture
@@ -235,11 +264,11 @@ def project(agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture
 def recorded(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """The three agents recorded with made-up credentials, which are then taken away."""
+    """The four agents recorded with made-up credentials, which are then taken away."""
     with monkeypatch.context() as keys:
         keys.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
         keys.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
-        project.runpytest(*QUIET, "--agent-record").assert_outcomes(passed=3)
+        project.runpytest(*QUIET, "--agent-record").assert_outcomes(passed=4)
     monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
     return project
@@ -248,9 +277,9 @@ def recorded(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 def test_boto3_agents_replay_offline_with_their_context(recorded: pytest.Pytester) -> None:
     result = recorded.runpytest(*QUIET, "-v")
 
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     cassettes = sorted(p.name for p in (recorded.path / "cassettes").rglob("*.json"))
-    assert len(cassettes) == 3, cassettes
+    assert len(cassettes) == 4, cassettes
 
 
 def test_the_cassettes_keep_no_credentials(recorded: pytest.Pytester) -> None:
@@ -276,7 +305,7 @@ def test_a_converse_stream_is_stored_as_its_event_messages(recorded: pytest.Pyte
 def test_a_budget_counts_the_tool_calls_of_boto3_agents(recorded: pytest.Pytester) -> None:
     result = recorded.runpytest(*QUIET, "-o", "agent_budget_max_tool_calls=0")
 
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=4)
     for node in NODES:
         result.stdout.fnmatch_lines(
             [f"*agent budget exceeded: max_tool_calls 1 > 0 (test_bedrock.py::*[[]{node}[]])*"]
@@ -284,7 +313,7 @@ def test_a_budget_counts_the_tool_calls_of_boto3_agents(recorded: pytest.Pyteste
 
 
 def test_the_report_measures_boto3_agents(recorded: pytest.Pytester) -> None:
-    recorded.runpytest(*QUIET, "--agent-report=report.json").assert_outcomes(passed=3)
+    recorded.runpytest(*QUIET, "--agent-report=report.json").assert_outcomes(passed=4)
 
     data = json.loads(Path(recorded.path, "report.json").read_text(encoding="utf-8"))
     stats = {test["nodeid"].rsplit("[", 1)[1].rstrip("]"): test["stats"] for test in data["tests"]}
