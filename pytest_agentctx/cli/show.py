@@ -68,7 +68,7 @@ def _decoded(codec: Codec, interaction: Interaction) -> list[str]:
         lines.append(f"  reply: error {_short(body_bytes(response).decode('utf-8', 'replace'))}")
     elif isinstance(response.get("json"), Mapping):
         lines.append(f"  reply: {_reply(codec.decode_response(response['json']))}")
-    elif "sse" in response:
+    elif "sse" in response or "eventstream" in response:
         stream = getattr(codec, "decode_stream", None)
         if stream is not None:
             lines.append(f"  reply (stream): {_reply(stream(body_bytes(response)))}")

@@ -170,6 +170,16 @@ def _shape(runs: CapturedRuns) -> list[list[list[str]]]:
             "pydantic-ai__openrouter_chat_cache_marker_string_to_block.yaml",
             [[["system", "user", "assistant"], ["user", "assistant"]]],
         ),
+        # Bedrock Converse: a cachePoint block moves from the first message to the newest
+        (
+            "pydantic-ai__bedrock_converse_cache_point_moves.yaml",
+            [
+                [
+                    ["system", "user", "user", "user", "user", "user", "assistant"],
+                    ["user", "assistant"],
+                ]
+            ],
+        ),
     ],
 )
 def test_a_moved_cache_marker_keeps_the_conversation_whole(name, shape) -> None:

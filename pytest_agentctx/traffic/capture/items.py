@@ -3,7 +3,8 @@
 A request continues a conversation when the items of the conversation's last request are
 a prefix of its own. Clients move some annotations from one request to the next without
 changing the conversation (Anthropic's ``cache_control`` marker, and a text turned into a
-one-block content list to carry it): :func:`without_annotations` drops them, and
+one-block content list to carry it; Bedrock's ``cachePoint`` blocks):
+:func:`without_annotations` drops them, and
 :func:`same_items` compares the items fast, dropping them only where the items differ.
 """
 
@@ -21,6 +22,9 @@ def item_hash(item: object) -> int:
 #: Anthropic's prompt-caching marker (also accepted by OpenAI-compatible gateways), which
 #: clients put on the newest message of every call and take off the older ones.
 _ANNOTATIONS = frozenset({"cache_control"})
+#: Bedrock Converse's prompt-caching marker: a content block of its own
+#: (``{"cachePoint": {"type": "default"}}``) that clients move to the newest message.
+_MARKER_BLOCKS = frozenset({"cachePoint"})
 #: Content blocks that hold only a text; ``[{"type": "text", "text": t}]`` is ``t``.
 _TEXT_BLOCKS = frozenset({"text", "input_text"})
 
@@ -28,9 +32,10 @@ _TEXT_BLOCKS = frozenset({"text", "input_text"})
 def without_annotations(value: object) -> object:
     """``value`` without per-turn annotations, for comparing requests.
 
-    ``cache_control`` keys are dropped at any depth, and a content list of one text block
-    reads as its text (clients turn a string into a block to mark it, then back). Returns
-    ``value`` itself when there is nothing to drop, so the common case copies nothing.
+    ``cache_control`` keys and ``cachePoint`` blocks are dropped at any depth, and a
+    content list of one text block reads as its text (clients turn a string into a block
+    to mark it, then back). Returns ``value`` itself when there is nothing to drop, so the
+    common case copies nothing.
     """
     if isinstance(value, Mapping):
         changed = False
@@ -46,10 +51,17 @@ def without_annotations(value: object) -> object:
             result[key] = canonical
         return result if changed else value
     if isinstance(value, list):
-        items = [without_annotations(item) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
+        kept = [item for item in value if not _marker_block(item)]
+        items = [without_annotations(item) for item in kept]
+        if len(kept) != len(value) or any(
+            new is not old for new, old in zip(items, kept, strict=True)
+        ):
             return items
     return value
+
+
+def _marker_block(item: object) -> bool:
+    return isinstance(item, Mapping) and len(item) == 1 and next(iter(item)) in _MARKER_BLOCKS
 
 
 def _single_text(content: object) -> object:
@@ -80,6 +92,6 @@ def same_items(previous: Sequence[object], items: Sequence[object], length: int)
 def tools_hash(tools: object) -> int:
     """The hash of a request's tools, annotations aside."""
     text = repr(tools)
-    if any(key in text for key in _ANNOTATIONS):
+    if any(key in text for key in _ANNOTATIONS | _MARKER_BLOCKS):
         text = repr(without_annotations(tools))
     return hash(text)

@@ -3,7 +3,7 @@ each codec refuses, with the message it says, and real recorded streams with the
 reply each one is.
 
 Each row names its codec (``openai_chat``, ``openai_responses``, ``anthropic_messages``,
-``gemini``); a row's id starts with that name.
+``gemini``, ``bedrock``); a row's id starts with that name.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from pytest_agentctx import Completion, ToolCall, Usage
 from pytest_agentctx.traffic.codecs import anthropic_messages, gemini, openai_chat
+from pytest_agentctx.traffic.codecs.eventstream import event, exception
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 
 STREAMS = Path(__file__).parent / "streams"
@@ -68,6 +69,18 @@ MALFORMED_REQUESTS = [
         {"contents": [{"role": "user", "parts": ["hi"]}]},
         r"contents\[0\]: 'parts' is not a list of JSON objects",
         id="gemini-part-not-an-object",
+    ),
+    pytest.param(
+        "bedrock",
+        {"modelId": "m", "prompt": "Hi"},
+        r"bedrock\.decode_request: the JSON has no 'messages' field",
+        id="bedrock-without-messages",
+    ),
+    pytest.param(
+        "bedrock",
+        {"messages": [{"role": "user", "content": ["Hi"]}]},
+        r"bedrock\.decode_request: messages\[0\]: 'content' is not a list of content blocks",
+        id="bedrock-content-block-not-an-object",
     ),
 ]
 
@@ -190,6 +203,25 @@ MALFORMED_RESPONSES = [
         "'candidates' holds no candidate object",
         id="gemini-no-candidate",
     ),
+    pytest.param(
+        "bedrock",
+        [{"output": {}}],
+        r"bedrock\.decode_response: expected a JSON object, got list",
+        id="bedrock-not-an-object",
+    ),
+    pytest.param(
+        "bedrock",
+        {"output": {"message": {"role": "assistant", "content": "Hi"}}},
+        r"bedrock\.decode_response: output\.message: 'content' is not a list of content blocks",
+        id="bedrock-content-not-a-list",
+    ),
+    pytest.param(
+        "bedrock",
+        # what Bedrock answers to an unknown model (status 400), pydantic-ai's recording
+        {"message": "The provided model identifier is invalid."},
+        r"bedrock\.decode_response: the JSON has no 'output' field",
+        id="bedrock-error-body",
+    ),
 ]
 
 
@@ -293,6 +325,49 @@ RECORDED_STREAMS: dict[str, tuple[str, Callable[[], bytes], Completion]] = {
             usage=Usage(input_tokens=87, output_tokens=26),
             stop_reason="stop",
             response_id="chatcmpl-BWlJCN7VZTtSHROczp0AbrjFGhRMA",
+        ),
+    ),
+    "bedrock-text-and-tool-use": (
+        "bedrock",
+        _file("bedrock_converse_text_and_tool_use.eventstream"),
+        Completion(
+            content=(
+                "<thinking> To find the temperature of the capital of France, I need to first "
+                "determine the capital of France and then get the current temperature in that "
+                'city. The capital of France is Paris. I will use the "get_temperature" tool '
+                "to find the current temperature in Paris.</thinking>\n"
+            ),
+            tool_calls=(
+                ToolCall(
+                    id="tooluse_lAG_zP8QRHmSYOwZzzaCqA",
+                    name="get_temperature",
+                    arguments={"city": "Paris"},
+                ),
+            ),
+            usage=Usage(input_tokens=471, output_tokens=91),
+            stop_reason="tool_use",
+        ),
+    ),
+    "bedrock-server-tool": (
+        "bedrock",
+        _file("bedrock_converse_server_tool.eventstream"),
+        Completion(
+            tool_calls=(
+                ToolCall(
+                    id="tooluse_ptgCcZ0uQu-UUMz0abqoWw",
+                    name="final_result",
+                    arguments={"result": 7006652.0},
+                ),
+            ),
+            usage=Usage(input_tokens=1002, output_tokens=59),
+            stop_reason="tool_use",
+            server_tools=(
+                {
+                    "id": "tooluse_VQNZJRUFMoqZzszVsRd4og",
+                    "name": "nova_code_interpreter",
+                    "input": {"snippet": "1234 * 5678"},
+                },
+            ),
         ),
     ),
     "anthropic_messages-text-and-tool-use": (
@@ -514,5 +589,26 @@ MALFORMED_STREAMS = [
         b"data: [DONE]\n\n",
         r"not JSON.*Is this a Gemini stream \(alt=sse\)\?",
         id="gemini-not-json",
+    ),
+    pytest.param(
+        "bedrock",
+        [
+            event("messageStart", {"role": "assistant"}),
+            exception("modelStreamErrorException", "Boom"),
+        ],
+        r"bedrock\.decode_stream: message #1 is an error: modelStreamErrorException: Boom",
+        id="bedrock-exception-message",
+    ),
+    pytest.param(
+        "bedrock",
+        b"data: [DONE]\n\n",
+        r"eventstream\.decode_messages: the message at byte offset 0 fails its prelude CRC",
+        id="bedrock-not-an-event-stream",
+    ),
+    pytest.param(
+        "bedrock",
+        [event("chunk", {"bytes": "not base64!"})],
+        r"bedrock\.decode_stream: chunk #0 does not hold the base64 of a JSON event",
+        id="bedrock-chunk-not-base64",
     ),
 ]

@@ -1,17 +1,18 @@
 """The contract every wire-format codec keeps, checked once for each of them.
 
-Each codec (``openai_chat``, ``openai_responses``, ``anthropic_messages``, ``gemini``)
-writes neutral messages as a request and reads them back, writes a :class:`Completion` as a
-response, whole or streamed, and reads it back, and refuses JSON of another shape with a
-:class:`CodecError` that names the codec and what is wrong. The table ``WIRES`` holds what
-differs between the codecs (models, call ids, stop reasons, example bodies) and
-``codec_examples.py`` the malformed bodies and recorded streams of each; the tests of wire
-details that only one provider has stay in each codec's own test file.
+Each codec (``openai_chat``, ``openai_responses``, ``anthropic_messages``, ``gemini``,
+``bedrock``) writes neutral messages as a request and reads them back, writes a
+:class:`Completion` as a response, whole or streamed, and reads it back, and refuses JSON
+of another shape with a :class:`CodecError` that names the codec and what is wrong. The
+table ``WIRES`` holds what differs between the codecs (models, call ids, stop reasons,
+example bodies, a stream's framing) and ``codec_examples.py`` the malformed bodies and
+recorded streams of each; the tests of wire details that only one provider has stay in
+each codec's own test file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -28,11 +29,13 @@ from pytest_agentctx.context.model import INVALID_ARGUMENTS_KEY
 from pytest_agentctx.traffic.codecs import (
     DecodedRequest,
     anthropic_messages,
+    bedrock,
     gemini,
     openai_chat,
     openai_responses,
 )
-from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse, parse_sse
+from pytest_agentctx.traffic.codecs.eventstream import decode_messages, encode_messages
+from pytest_agentctx.traffic.codecs.sse import format_sse, parse_sse
 
 
 class StreamingCodec(Protocol):
@@ -56,11 +59,12 @@ class StreamingCodec(Protocol):
         self, completion: Completion, *, response_id: str, created: int = 0
     ) -> dict[str, Any]: ...
 
+    # server-sent events, or AWS event-stream messages (bedrock)
     def encode_stream(
         self, completion: Completion, *, response_id: str, created: int = 0
-    ) -> list[SSEEvent]: ...
+    ) -> list[Any]: ...
 
-    def decode_stream(self, events: Iterable[SSEEvent] | bytes | str) -> Completion: ...
+    def decode_stream(self, events: Any) -> Completion: ...
 
 
 WEATHER_SCHEMA: dict[str, Any] = {
@@ -117,12 +121,18 @@ class Wire:
     stop_reason: tuple[str, Callable[[dict[str, Any]], Any]] | None = None
     #: Completions of this wire only, for the round trips.
     extra_completions: dict[str, Completion] = field(default_factory=dict)
+    #: Whether a response names its model and id (Converse names neither: the URL names
+    #: the model, a header the request).
+    names_reply: bool = True
+    #: A stream's events read from its bytes: server-sent events, or AWS event-stream
+    #: messages.
+    unframe: Callable[[bytes], list[Any]] = parse_sse
 
     def call(self, name: str, arguments: dict[str, Any], index: int) -> ToolCall:
         return ToolCall(id=self.call_id(name, arguments, index), name=name, arguments=arguments)
 
-    def encode_stream(self, completion: Completion, response_id: str) -> list[SSEEvent]:
-        encode: Callable[..., list[SSEEvent]] = self.codec.encode_stream
+    def encode_stream(self, completion: Completion, response_id: str) -> list[Any]:
+        encode: Callable[..., list[Any]] = self.codec.encode_stream
         return encode(completion, response_id=response_id, **self.stream_options)
 
 
@@ -207,6 +217,23 @@ def _gemini_conversation() -> list[dict[str, Any]]:
         {"role": "tool", "content": "Rainy", "tool_call_id": lyon, "name": "get_weather"},
     ]
 
+
+def _bedrock_conversation() -> list[dict[str, Any]]:
+    # Converse's tool results carry no name either; the reasoning goes back with its reply
+    conversation = _anthropic_conversation()
+    for message in conversation:
+        for call in message.get("tool_calls", ()):
+            call["id"] = call["id"].replace("toolu_", "tooluse_")
+        if message.get("tool_call_id"):
+            message["tool_call_id"] = message["tool_call_id"].replace("toolu_", "tooluse_")
+    conversation[2]["reasoning"] = [BEDROCK_REASONING]
+    return conversation
+
+
+BEDROCK_REASONING = {
+    "type": "bedrock_reasoning",
+    "reasoningText": {"text": "Two cities: two calls.", "signature": "EqQBCkgIARABGAIiQL"},
+}
 
 WIRES = [
     Wire(
@@ -359,6 +386,50 @@ WIRES = [
             ),
         },
     ),
+    Wire(
+        codec=bedrock,
+        name="bedrock",
+        model="us.anthropic.claude-sonnet-4-20250514-v1:0",
+        call_id=_call_id("tooluse_"),
+        text_stop="end_turn",
+        tool_stop="tool_use",
+        keeps_empty_text=False,
+        foreign_role="developer",
+        conversation=_bedrock_conversation(),
+        request_options={"max_tokens": 512, "temperature": 0.2},
+        invalid_arguments=(
+            {
+                "output": {
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "toolUse": {
+                                    "toolUseId": "tooluse_1",
+                                    "name": "get_weather",
+                                    "input": '{"city": "Par',
+                                }
+                            }
+                        ],
+                    }
+                },
+                "stopReason": "tool_use",
+            },
+            '{"city": "Par',
+        ),
+        stop_reason=("max_tokens", lambda body: body["stopReason"]),
+        extra_completions={
+            "reasoning-and-text": Completion(content="42.", reasoning=(BEDROCK_REASONING,)),
+            "redacted-reasoning-and-tool-call": Completion(
+                tool_calls=(
+                    ToolCall(id="tooluse_1", name="get_weather", arguments={"city": "Paris"}),
+                ),
+                reasoning=({"type": "bedrock_reasoning", "redactedContent": "RXRrRUNrZ0lC"},),
+            ),
+        },
+        names_reply=False,
+        unframe=decode_messages,
+    ),
 ]
 BY_NAME = {wire.name: wire for wire in WIRES}
 EVERY_WIRE = [pytest.param(wire, id=wire.name) for wire in WIRES]
@@ -403,10 +474,11 @@ def read_back(wire: Wire, completion: Completion, response_id: str) -> Completio
     return replace(
         completion,
         content=content,
+        model=completion.model if wire.names_reply else None,
         usage=completion.usage or Usage(),
         stop_reason=completion.stop_reason
         or (wire.tool_stop if completion.tool_calls else wire.text_stop),
-        response_id=response_id,
+        response_id=response_id if wire.names_reply else None,
     )
 
 
@@ -532,8 +604,9 @@ def test_decode_stream_reads_what_encode_stream_wrote_as_the_whole_reply(wire, n
 @pytest.mark.parametrize("stream", list(RECORDED_STREAMS))
 def test_decode_stream_of_a_recorded_stream_gives_the_whole_completion(stream):
     name, raw, completion = RECORDED_STREAMS[stream]
+    wire = BY_NAME[name]
 
-    assert BY_NAME[name].codec.decode_stream(parse_sse(raw())) == completion
+    assert wire.codec.decode_stream(wire.unframe(raw())) == completion
 
 
 def _responses_stream() -> tuple[bytes, Completion]:
@@ -554,20 +627,36 @@ RAW_STREAMS: dict[str, Callable[[], tuple[bytes, Completion]]] = {
     "openai_responses": _responses_stream,
     "anthropic_messages": _recorded("anthropic_messages-two-tool-uses-without-input"),
     "gemini": _recorded("gemini-text"),
+    "bedrock": _recorded("bedrock-text-and-tool-use"),
 }
+#: The forms a stream is given in: its bytes, its text (not AWS's binary stream), its events.
+RAW_FORMS = [
+    pytest.param(name, as_type, id=f"{name}-{label}")
+    for name in RAW_STREAMS
+    for as_type, label in ((bytes, "bytes"), (str, "str"), (list, "events"))
+    if not (name == "bedrock" and as_type is str)
+]
 
 
-@pytest.mark.parametrize("as_type", [bytes, str, list], ids=["bytes", "str", "events"])
-@pytest.mark.parametrize("name", list(RAW_STREAMS))
+@pytest.mark.parametrize(("name", "as_type"), RAW_FORMS)
 def test_decode_stream_takes_the_raw_body_or_its_events(name, as_type):
     raw, reply = RAW_STREAMS[name]()
-    forms: dict[type, bytes | str | list[SSEEvent]] = {
+    wire = BY_NAME[name]
+    forms: dict[type, bytes | str | list[Any]] = {
         bytes: raw,
-        str: raw.decode(),
-        list: parse_sse(raw),
+        str: raw.decode(errors="replace"),
+        list: wire.unframe(raw),
     }
 
-    assert BY_NAME[name].codec.decode_stream(forms[as_type]) == reply
+    assert wire.codec.decode_stream(forms[as_type]) == reply
+
+
+@pytest.mark.parametrize(("wire", "name"), ROUND_TRIPS)
+def test_a_stream_read_back_from_its_wire_bytes_is_the_same_reply(wire, name):
+    events = wire.encode_stream(completions(wire)[name], "resp_9")
+    raw = encode_messages(events) if wire.name == "bedrock" else format_sse(events)
+
+    assert wire.codec.decode_stream(wire.unframe(raw)) == wire.codec.decode_stream(events)
 
 
 @pytest.mark.parametrize(("name", "events", "message"), MALFORMED_STREAMS)
