@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import assume, given
-from hypothesis import strategies as st
+from hypothesis import assume, given, strategies as st
 
 from pytest_agentctx.doubles.scripted_model import ScriptedModel
 from pytest_agentctx.traffic.codecs import bedrock
@@ -26,9 +25,8 @@ INVOKE = json.dumps(
 ).encode()
 
 texts = st.none() | st.text(min_size=1, max_size=60)
-arguments = st.dictionaries(
-    st.text(min_size=1, max_size=8), st.integers() | st.text(max_size=12) | st.booleans(), max_size=3
-)
+values = st.integers() | st.text(max_size=12) | st.booleans()
+arguments = st.dictionaries(st.text(min_size=1, max_size=8), values, max_size=3)
 calls = st.lists(st.tuples(st.from_regex(r"[a-z_]{1,12}", fullmatch=True), arguments), max_size=2)
 
 
@@ -47,7 +45,9 @@ def answers(text, tool_calls, plain_path: str, stream_path: str, body: bytes):
         model.reply(text, tool_calls=tool_calls, usage={"input_tokens": 7, "output_tokens": 3})
     plain = model.answer(plain_path, body)
     streamed = model.answer(stream_path, body)
-    assert plain is not None and streamed is not None and plain.response is not None
+    assert plain is not None
+    assert streamed is not None
+    assert plain.response is not None
     wire = b"".join(encode_message(message) for message in streamed.event_messages())
     return plain.response, decode_messages(wire)
 
