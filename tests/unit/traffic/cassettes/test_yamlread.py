@@ -454,8 +454,14 @@ def test_a_json_edge_case_loads_or_fails_as_with_the_safe_loader(text):
 
 #: The corpus cassettes (the shared corpus and tests/integration/corpus) that JSON cannot
 #: say as the safe loader reads them: gzip bodies stored as ``!!binary`` (bytes; the
-#: conversion, ``vcr.vcr_json``, writes them decoded first).
+#: conversion, ``vcr.vcr_json``, writes them decoded first), and boto3's recordings (its
+#: request headers are bytes, and a stream is AWS's binary event stream).
 NOT_JSON = {
+    "pydantic-ai__bedrock_converse_cache_point_moves.yaml",
+    "pydantic-ai__bedrock_converse_stream_error_400.yaml",
+    "pydantic-ai__bedrock_converse_stream_server_tool.yaml",
+    "pydantic-ai__bedrock_converse_stream_tool_call.yaml",
+    "pydantic-ai__bedrock_converse_tool_calls.yaml",
     "langsmith__openai_anthropic_mixed_24_gzip.yaml",
     "llm-anthropic__anthropic_tools_stream_gzip.yaml",
     "llm__openai_chat_tool_chain_gzip.yaml",
