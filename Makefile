@@ -79,7 +79,7 @@ test: lint typecheck docs $(PYTEST_VCR)
 LOWEST_VENV := .venv-lowest
 LOWEST_BIN := $(LOWEST_VENV)/bin
 LOWEST_STAMP := $(LOWEST_VENV)/.installed-stamp
-LOWEST_DESELECT := not pydantic-ai.md and not openai-agents.md and not langchain.md
+LOWEST_DESELECT := not pydantic-ai.md and not openai-agents.md and not langchain.md and not bedrock.md and not strands
 LOWEST_GEMINI := gemini or runtime.md
 LOWEST_GEMINI_PYDANTIC := 2.12.5
 LOWEST_PIP := $(LOWEST_BIN)/python -m pip --quiet --disable-pip-version-check

@@ -140,6 +140,7 @@ from .runtime.persistence import load_run as load_run, save_run as save_run
 from .runtime.prompts import PromptTemplates as PromptTemplates
 from .runtime.providers import (
     AnthropicMessagesProvider as AnthropicMessagesProvider,
+    BedrockProvider as BedrockProvider,
     GeminiProvider as GeminiProvider,
     OpenAIChatProvider as OpenAIChatProvider,
     OpenAIResponsesProvider as OpenAIResponsesProvider,

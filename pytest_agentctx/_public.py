@@ -70,6 +70,7 @@ PUBLIC: dict[str, str] = {
     "OpenAIResponsesProvider": "runtime.providers",
     "AnthropicMessagesProvider": "runtime.providers",
     "GeminiProvider": "runtime.providers",
+    "BedrockProvider": "runtime.providers",
     "Completion": "traffic.codecs.base",
     "Usage": "traffic.codecs.base",
     # time and ids

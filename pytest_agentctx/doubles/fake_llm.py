@@ -1,8 +1,9 @@
 """The fake model: :class:`FakeLLM` answers the SDKs' model calls at the HTTP transport.
 
 It answers in the real wire format of whichever endpoint was called (OpenAI chat
-completions or Responses, Anthropic Messages, Google Gemini), so the real
-``openai``/``anthropic``/``google-genai`` SDK parses every reply. One script serves any
+completions or Responses, Anthropic Messages, Google Gemini, Amazon Bedrock's Converse,
+ConverseStream and InvokeModel), so the real ``openai``/``anthropic``/``google-genai`` SDK
+and ``boto3`` parse every reply. One script serves any
 provider (see :mod:`pytest_agentctx.doubles.scripted_model`). While it is started, provider
 API keys that are unset get placeholders (:data:`PLACEHOLDER_KEYS`), and a request carrying
 one that the fake does not answer is refused rather than sent to a provider.
@@ -18,7 +19,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_agentctx.doubles.ids import IdFactory
-from pytest_agentctx.doubles.scripted_model import ScriptedAnswer, ScriptedModel, google_error
+from pytest_agentctx.doubles.scripted_model import (
+    ScriptedAnswer,
+    ScriptedModel,
+    bedrock_error_type,
+    google_error,
+)
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.network import is_loopback
@@ -33,6 +39,9 @@ PLACEHOLDER_KEYS: Mapping[str, str] = {
     "OPENAI_API_KEY": "sk-agentctx-fake",
     "ANTHROPIC_API_KEY": "sk-ant-agentctx-fake",
     "GEMINI_API_KEY": "agentctx-fake-gemini-key",
+    # boto3 (Bedrock) signs every request and refuses to send one without credentials.
+    "AWS_ACCESS_KEY_ID": "AGENTCTXFAKEACCESSKEY",
+    "AWS_SECRET_ACCESS_KEY": "agentctx-fake-aws-secret-key",
 }
 
 #: For a placeholder key, the other variables its SDK reads the same credential from: a
@@ -41,6 +50,10 @@ PLACEHOLDER_KEYS: Mapping[str, str] = {
 ALTERNATIVE_KEYS: Mapping[str, tuple[str, ...]] = {
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
     "ANTHROPIC_API_KEY": ("ANTHROPIC_AUTH_TOKEN",),
+    # AWS credentials go in pairs, or come from a named profile: a half-set pair or a
+    # profile gets no placeholder (it would take precedence over the profile).
+    "AWS_ACCESS_KEY_ID": ("AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"),
+    "AWS_SECRET_ACCESS_KEY": ("AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
 }
 
 
@@ -153,6 +166,15 @@ class FakeLLM(ScriptedModel):
             return _error_response(
                 answer.status, answer.error or "scripted failure", answer.codec.name
             )
+        if answer.eventstream:
+            # Bedrock's streams are AWS event-stream messages, one per chunk as it sends them.
+            from pytest_agentctx.traffic.codecs.eventstream import encode_message
+
+            return make_response(
+                200,
+                chunks=[encode_message(message) for message in answer.event_messages()],
+                headers={"content-type": "application/vnd.amazon.eventstream"},
+            )
         frame_ndjson = getattr(answer.codec, "format_ndjson", None)
         if answer.request is not None and answer.request.stream and frame_ndjson is not None:
             # Ollama streams NDJSON (one JSON object per line), not server-sent events.
@@ -190,10 +212,11 @@ class FakeLLM(ScriptedModel):
         return _error_response(
             401,
             f"pytest-agentctx {self._name} answers model calls only (chat completions, "
-            f"Responses, Anthropic Messages); this {request.method} {request.url.path} to "
-            f"{request.url.host} carries the placeholder {name} the fake set, so it was not "
-            "sent. Answer it in the test (respx, a fake client), or set a real key and "
-            "record it in a cassette without the fake.",
+            "Responses, Anthropic Messages, Gemini, Bedrock); this "
+            f"{request.method} {request.url.path} to {request.url.host} carries the "
+            f"placeholder {name} the fake set, so it was not sent. Answer it in the test "
+            "(respx, a fake client), or set a real key and record it in a cassette without "
+            "the fake.",
         )
 
     def _log(self, request: WireRequest, answer: ScriptedAnswer) -> None:
@@ -270,12 +293,18 @@ def _array_stream(url: str, answer: ScriptedAnswer) -> list[bytes] | None:
 def _error_body(message: str, status: int = 500, wire_format: str = "") -> dict[str, object]:
     if wire_format == "gemini":
         return google_error(status, message)
+    if wire_format == "bedrock":
+        return {"message": message}
     return {"error": {"type": "fake_llm_error", "message": message}, "type": "error"}
 
 
 def _error_response(status: int, message: str, wire_format: str = "") -> Any:
+    headers = {"content-type": "application/json", "x-should-retry": "false"}
+    if wire_format == "bedrock":
+        # botocore reads the error's code from this header and raises its ClientError.
+        headers["x-amzn-errortype"] = bedrock_error_type(status)
     return make_response(
         status,
         content=json.dumps(_error_body(message, status, wire_format)).encode(),
-        headers={"content-type": "application/json", "x-should-retry": "false"},
+        headers=headers,
     )

@@ -1,14 +1,17 @@
-"""A scripted model provider on a real socket: OpenAI, Anthropic and Gemini wire formats.
+"""A scripted model provider on a real socket: OpenAI, Anthropic, Gemini and Bedrock formats.
 
 :class:`LoopbackProvider` is an HTTP/1.1 server on ``127.0.0.1`` (a free port, a
 background thread) that answers the official SDKs as the real APIs do:
 ``POST /v1/chat/completions`` in the OpenAI chat completions format, ``POST /v1/responses``
 in the OpenAI Responses format, ``POST /v1/messages`` in the Anthropic Messages format and
 ``POST /{version}/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``) in
-the Google Gemini format, as one JSON response or, when the request asks
-(``"stream": true``, or Gemini's streaming URL), as server-sent events flushed one by one
-(Gemini's ``:streamGenerateContent`` without ``alt=sse``: one JSON array of chunks, flushed
-chunk by chunk, as the API answers it).
+the Google Gemini format, and Amazon Bedrock's ``POST /model/{model id}/converse``
+(``/converse-stream``, ``/invoke``, ``/invoke-with-response-stream``: InvokeModel with an
+Anthropic Messages body), as one JSON response or, when the request asks
+(``"stream": true``, or Gemini's and Bedrock's streaming URLs), as server-sent events or,
+for Bedrock, AWS event-stream messages, flushed one by one (Gemini's
+``:streamGenerateContent`` without ``alt=sse``: one JSON array of chunks, flushed chunk by
+chunk, as the API answers it). Bedrock's SigV4 signature is not checked: any credentials do.
 Its replies come from the same script as :class:`~pytest_agentctx.doubles.fake_llm.FakeLLM`'s
 (``reply``, ``reply_tool_call``, ``fail``), encoded by the same codecs.
 
@@ -40,8 +43,9 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.doubles.errors import LoopbackError
 from pytest_agentctx.doubles.ids import IdFactory
-from pytest_agentctx.doubles.scripted_model import ScriptedModel, google_error
-from pytest_agentctx.traffic.codecs import gemini
+from pytest_agentctx.doubles.scripted_model import ScriptedModel, bedrock_error_type, wire_error
+from pytest_agentctx.traffic.codecs import bedrock, gemini
+from pytest_agentctx.traffic.codecs.eventstream import EventMessage, encode_message
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, format_sse
 from pytest_agentctx.traffic.scopes import serving
 
@@ -60,16 +64,6 @@ _MODEL_PATHS = (
     "/responses",
     "/v1/messages",
 )
-
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
 
 
 @dataclass(frozen=True)
@@ -196,6 +190,13 @@ class LoopbackProvider(ScriptedModel):
         """``http://127.0.0.1:PORT``: the ``google-genai`` SDK appends
         ``/v1beta/models/<model>:generateContent`` (or ``/v1/...``) itself; give it as
         ``HttpOptions(base_url=...)``."""
+        return self.base_url
+
+    @property
+    def bedrock_endpoint_url(self) -> str:
+        """``http://127.0.0.1:PORT``: for boto3's
+        ``boto3.client("bedrock-runtime", endpoint_url=...)``, which appends
+        ``/model/<model id>/converse`` (or ``converse-stream``, ``invoke``...) itself."""
         return self.base_url
 
     @property
@@ -368,13 +369,13 @@ class _Handler(BaseHTTPRequestHandler):
         except _BadRequest as exc:
             self.close_connection = True
             message = f"pytest-agentctx loopback could not read the request body: {exc}"
-            self._send_json(400, _openai_error(400, message), provider, False, False)
+            self._send_json(400, wire_error("openai", 400, message), provider, False, False)
         except Exception as exc:
             provider.errors.append(f"{self.command} {self.path}: {type(exc).__name__}: {exc}")
             self.close_connection = True
             if not self._started:
                 message = f"pytest-agentctx loopback failed: {type(exc).__name__}: {exc}"
-                self._send_json(500, _openai_error(500, message), provider, False, False)
+                self._send_json(500, wire_error("openai", 500, message), provider, False, False)
 
     def _respond(self, provider: LoopbackProvider) -> None:
         body = self._read_body()
@@ -393,28 +394,33 @@ class _Handler(BaseHTTPRequestHandler):
             message = (
                 f"pytest-agentctx loopback has no endpoint {self.command} {self.path}; it "
                 "serves POST /v1/chat/completions, /v1/responses (also without /v1), "
-                "/v1/messages and /<version>/models/<model>:generateContent (or "
-                ":streamGenerateContent)."
+                "/v1/messages, /<version>/models/<model>:generateContent (or "
+                ":streamGenerateContent) and Bedrock's /model/<model id>/converse (or "
+                "/converse-stream, /invoke, /invoke-with-response-stream)."
             )
-            self._send_json(404, _openai_error(404, message), provider, gzipped, False)
+            self._send_json(404, wire_error("openai", 404, message), provider, gzipped, False)
             return
         anthropic = wire == "anthropic"
         if self.command != "POST":
             log(405)
             message = f"pytest-agentctx loopback: {path} takes POST, not {self.command}."
-            self._send_json(405, _error(wire, 405, message), provider, gzipped, anthropic)
+            self._send_json(405, wire_error(wire, 405, message), provider, gzipped, anthropic, wire)
             return
         # Model calls are logged (and their codec found) by their canonical /v1 path;
-        # Gemini's paths name their version (/v1beta) and the model, and are kept.
-        if wire != "gemini" and not path.startswith("/v1/"):
+        # Gemini's and Bedrock's paths name the model (and Gemini's its version), and are kept.
+        if wire not in ("gemini", "bedrock") and not path.startswith("/v1/"):
             path = f"/v1{path}"
         answer = provider.answer(path, body)
         if answer is None:
             raise LoopbackError(f"no codec answers {path}, which the server routes to a model")
         if answer.status != 200 or answer.completion is None:
             log(answer.status)
-            error = _error(wire, answer.status, answer.error or "scripted failure")
-            self._send_json(answer.status, error, provider, gzipped, anthropic)
+            error = wire_error(wire, answer.status, answer.error or "scripted failure")
+            self._send_json(answer.status, error, provider, gzipped, anthropic, wire)
+            return
+        if answer.eventstream:
+            log(200, streamed=True)
+            self._send_eventstream(answer.event_messages(), provider)
             return
         if answer.request is not None and answer.request.stream:
             log(200, streamed=True)
@@ -480,11 +486,15 @@ class _Handler(BaseHTTPRequestHandler):
         provider: LoopbackProvider,
         gzipped: bool,
         anthropic: bool,
+        wire: str = "",
     ) -> None:
         payload = json.dumps(data, ensure_ascii=False).encode()
         headers = [("content-type", "application/json")]
         if status != 200:
             headers.append(("x-should-retry", "false"))
+            if wire == "bedrock":
+                # botocore reads the error's code from this header (its ClientError's code).
+                headers.append(("x-amzn-errortype", bedrock_error_type(status)))
         if gzipped:
             payload = gzip_module.compress(payload, mtime=0)
             headers.append(("content-encoding", "gzip"))
@@ -530,6 +540,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(compressor.flush())
         self.wfile.write(b"0\r\n\r\n")
 
+    def _send_eventstream(self, messages: list[EventMessage], provider: LoopbackProvider) -> None:
+        """Bedrock's stream: AWS event-stream messages, one chunk each (never gzipped:
+        Bedrock does not compress its streams)."""
+        headers = [
+            ("content-type", "application/vnd.amazon.eventstream"),
+            ("transfer-encoding", "chunked"),
+        ]
+        self._head(200, headers, provider, False)
+        for message in messages:
+            provider._wait()
+            self._write_chunk(encode_message(message))
+        self.wfile.write(b"0\r\n\r\n")
+
     def _write_chunk(self, data: bytes) -> None:
         if data:
             self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
@@ -549,25 +572,6 @@ def _wire_of(path: str) -> str | None:
         return "anthropic" if path.endswith("/messages") else "openai"
     if gemini.model_of_path(path) and path.endswith((":generateContent", ":streamGenerateContent")):
         return "gemini"
+    if bedrock.model_of_path(path):
+        return "bedrock"
     return None
-
-
-def _error(wire: str, status: int, message: str) -> dict[str, object]:
-    """An error body in the format of the API called."""
-    if wire == "anthropic":
-        return _anthropic_error(status, message)
-    if wire == "gemini":
-        return google_error(status, message)
-    return _openai_error(status, message)
-
-
-def _openai_error(status: int, message: str) -> dict[str, object]:
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def _anthropic_error(status: int, message: str) -> dict[str, object]:
-    kind = _ANTHROPIC_ERROR_TYPES.get(
-        status, "api_error" if status >= 500 else "invalid_request_error"
-    )
-    return {"type": "error", "error": {"type": kind, "message": message}}

@@ -7,7 +7,9 @@ scripted with ``reply``, ``reply_tool_call`` and ``fail``, logs every call it an
 (:class:`FakeModelCall`), checks with ``verify`` that the script was used up exactly, and
 turns a request body into the next scripted reply (:class:`ScriptedReply`) in the wire
 format of the endpoint called (:class:`ScriptedAnswer`): OpenAI chat completions or
-Responses, Anthropic Messages, Google Gemini, as one JSON response or as stream events.
+Responses, Anthropic Messages, Google Gemini, Amazon Bedrock (Converse, and InvokeModel with
+an Anthropic Messages body), as one JSON response or as stream events (server-sent events,
+or AWS event-stream messages for Bedrock's streaming endpoints).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import json
 import math
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.errors import FakeLLMError, UnexpectedModelCall, UnusedScriptedReplies
@@ -29,13 +31,18 @@ from pytest_agentctx.traffic.codecs.base import (
     DecodedRequest,
     Usage,
     codec_for_path,
+    get_codec,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent
 from pytest_agentctx.traffic.errors import CodecError
 
+if TYPE_CHECKING:
+    from pytest_agentctx.traffic.codecs.eventstream import EventMessage
+
 _ID_PREFIX = {
     "openai_chat": ("call", "chatcmpl"),
     "anthropic_messages": ("toolu", "msg"),
+    "bedrock": ("tooluse", "msg"),
 }
 
 ToolCallSpec = ToolCall | Mapping[str, Any] | tuple[str, Mapping[str, Any]]
@@ -103,6 +110,28 @@ class ScriptedAnswer:
     completion: Completion | None = None
     response: dict[str, object] | None = None
     error: str | None = None
+    #: The endpoint's path (Bedrock's says whether the body is Converse or InvokeModel's).
+    path: str = field(default="", compare=False)
+
+    @property
+    def eventstream(self) -> bool:
+        """Whether the answer goes as AWS event-stream messages (``event_messages``):
+        Bedrock's ``converse-stream`` and ``invoke-with-response-stream``."""
+        return self.codec.name == "bedrock" and self.request is not None and self.request.stream
+
+    def event_messages(self) -> list[EventMessage]:
+        """A 200 answer of Bedrock's streaming endpoints as the event-stream messages Bedrock
+        sends: ConverseStream's events, or InvokeModelWithResponseStream's ``chunk`` events,
+        each carrying one Anthropic Messages stream event (base64 JSON in ``bytes``)."""
+        from pytest_agentctx.traffic.codecs import bedrock
+
+        completion = self.completion
+        if completion is None:
+            raise FakeLLMError(f"a {self.status} answer has no reply to stream")
+        response_id = completion.response_id or ""
+        if bedrock.is_invoke_path(self.path):
+            return bedrock.encode_invoke_stream(completion, response_id=response_id)
+        return bedrock.encode_stream(completion, response_id=response_id)
 
     def stream_events(self) -> list[SSEEvent]:
         """A 200 answer as the events of its endpoint's stream (for ``stream: true``).
@@ -251,11 +280,7 @@ class ScriptedModel:
             return None
         try:
             body = json.loads(content or b"{}")
-            decoded = codec.decode_request(body)
-            # Gemini names the model, and whether it streams, in the URL.
-            for_path = getattr(codec, "request_for_path", None)
-            if for_path is not None:
-                decoded = for_path(path, decoded)
+            decoded = _decode_request(codec, path, body)
         except (ValueError, CodecError) as exc:
             return ScriptedAnswer(
                 400,
@@ -263,6 +288,7 @@ class ScriptedModel:
                 None,
                 None,
                 error=f"pytest-agentctx {self._name} could not read the request: {exc}",
+                path=path,
             )
         with self._lock:
             if self._position >= len(self._script):
@@ -276,18 +302,27 @@ class ScriptedModel:
                     f"#{len(self.calls) + len(self.unexpected)} was not scripted (only "
                     f"{len(self._script)} replies were). Script another reply with "
                     f"{self._name}.reply(...).",
+                    path=path,
                 )
             reply = self._script[self._position]
             self._position += 1
             if reply.status != 200:
                 self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, None))
                 return ScriptedAnswer(
-                    reply.status, codec, body, decoded, error=reply.error or "scripted failure"
+                    reply.status,
+                    codec,
+                    body,
+                    decoded,
+                    error=reply.error or "scripted failure",
+                    path=path,
                 )
-            completion = self._completion(codec, reply, decoded, body)
-            response = codec.encode_response(completion, response_id=completion.response_id or "")
+            reply_codec = _reply_codec(codec, path)
+            completion = self._completion(reply_codec, reply, decoded, body)
+            response = reply_codec.encode_response(
+                completion, response_id=completion.response_id or ""
+            )
             self.calls.append(FakeModelCall(path, codec.name, body, decoded, reply, response))
-            return ScriptedAnswer(200, codec, body, decoded, completion, response)
+            return ScriptedAnswer(200, codec, body, decoded, completion, response, path=path)
 
     def _completion(
         self,
@@ -330,6 +365,30 @@ class ScriptedModel:
         )
 
 
+def _decode_request(codec: Codec, path: str, body: Any) -> DecodedRequest:
+    """The request ``body`` sent to ``path`` in neutral form: Gemini and Bedrock name the
+    model, and whether it streams, in the URL (Bedrock's InvokeModel: the body of an
+    Anthropic model only, else a :class:`CodecError`)."""
+    decode_at = getattr(codec, "decode_request_at", None)
+    if decode_at is not None:
+        at_path: DecodedRequest = decode_at(path, body)
+        return at_path
+    decoded = codec.decode_request(body)
+    for_path = getattr(codec, "request_for_path", None)
+    if for_path is not None:
+        decoded = for_path(path, decoded)
+    return decoded
+
+
+def _reply_codec(codec: Codec, path: str) -> Codec:
+    """The codec of the reply's body: Bedrock's InvokeModel answers in the format of the
+    request's body, Anthropic Messages (the only one :func:`_decode_request` lets by)."""
+    is_invoke = getattr(codec, "is_invoke_path", None)
+    if is_invoke is not None and is_invoke(path):
+        return get_codec("anthropic_messages")
+    return codec
+
+
 def _prompt_text(body: Mapping[str, object], decoded: DecodedRequest) -> str:
     """What the input-token estimate counts: the messages, and a separate system prompt
     (Anthropic's ``system``, the Responses API's ``instructions``, whose messages are its
@@ -369,3 +428,50 @@ def google_error(status: int, message: str) -> dict[str, object]:
     """An error body as Google's APIs send it (what the ``google-genai`` SDK reads)."""
     kind = _GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
     return {"error": {"code": status, "message": message, "status": kind}}
+
+
+#: The exception Bedrock names (``x-amzn-ErrorType``) for an HTTP status.
+_BEDROCK_ERRORS = {
+    400: "ValidationException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    408: "ModelTimeoutException",
+    424: "ModelErrorException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+}
+
+
+def bedrock_error_type(status: int) -> str:
+    """The ``x-amzn-ErrorType`` Bedrock sends with an error of ``status`` (botocore raises
+    a ``ClientError`` with that code and the body's ``message``)."""
+    default = "InternalServerException" if status >= 500 else "ValidationException"
+    return _BEDROCK_ERRORS.get(status, default)
+
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def wire_error(wire: str, status: int, message: str) -> dict[str, object]:
+    """An error body as the API called sends it: ``wire`` is ``openai``, ``anthropic``,
+    ``gemini`` or ``bedrock`` (Bedrock's code goes in a header: :func:`bedrock_error_type`)."""
+    if wire == "anthropic":
+        kind = _ANTHROPIC_ERROR_TYPES.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
+        )
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if wire == "gemini":
+        return google_error(status, message)
+    if wire == "bedrock":
+        return {"message": message}
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}

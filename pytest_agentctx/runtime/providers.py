@@ -2,13 +2,14 @@
 
 A provider pairs a codec with an SDK client. The runtime encodes the request with the
 codec, the provider sends it through the ``openai``, ``anthropic`` or ``google-genai`` SDK
-(all run on ``httpx2``), and the runtime decodes the raw response JSON with the same codec.
-The SDKs are optional extras: ``pip install 'pytest-agentctx[openai]'``, ``[anthropic]`` or
-``[gemini]``.
+(all run on ``httpx2``) or ``boto3`` (Bedrock's Converse API, on ``urllib3``), and the
+runtime decodes the raw response JSON with the same codec. The SDKs are optional extras:
+``pip install 'pytest-agentctx[openai]'``, ``[anthropic]``, ``[gemini]`` or ``[bedrock]``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import json
@@ -311,17 +312,95 @@ class GeminiProvider:
                 await http[1].aclose()
 
 
-_DEFAULTS: dict[str, type[_SDKProvider] | type[GeminiProvider]] = {
+#: The region of the client :class:`BedrockProvider` makes when boto3 is given none (no
+#: ``AWS_REGION``, ``AWS_DEFAULT_REGION`` or profile region): Bedrock's first region.
+BEDROCK_DEFAULT_REGION = "us-east-1"
+
+
+class BedrockProvider:
+    """Amazon Bedrock's Converse API through boto3's ``bedrock-runtime`` client (models
+    ``bedrock:<model id>``, e.g. ``bedrock:us.anthropic.claude-3-5-haiku-20241022-v1:0``).
+
+    Pass ``client=`` to use your own ``boto3.client("bedrock-runtime", ...)`` (another
+    region, ``endpoint_url``, a session's credentials, ``Config(retries=...)``); without one,
+    a client is created on first use from boto3's default session, which reads the AWS
+    credentials and region from the environment or the shared files (in
+    :data:`BEDROCK_DEFAULT_REGION` when none is set).
+
+    The body is the codec's: its model goes in the URL (``modelId``), the rest are the
+    keyword arguments of ``converse`` (``converse_stream`` for a stream). boto3 is
+    synchronous: each call runs in a worker thread, with the run's context (its cassette or
+    fake model). A stream is read event by event and written back as the event-stream
+    messages it came as.
+    """
+
+    def __init__(self, client: Any = None) -> None:
+        self.codec = get_codec("bedrock")
+        self._client = client
+        self._owned = client is None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            boto3 = _import_sdk("boto3", "bedrock")
+            session = boto3.session.Session()
+            self._client = session.client(
+                "bedrock-runtime", region_name=session.region_name or BEDROCK_DEFAULT_REGION
+            )
+        return self._client
+
+    def _arguments(self, body: Mapping[str, object]) -> dict[str, object]:
+        """The keyword arguments of ``converse`` for a codec body."""
+        model = body.get("modelId", body.get("model"))
+        if not isinstance(model, str) or not model:
+            raise ProviderError(
+                f"BedrockProvider: the request body has no 'modelId' (keys: {sorted(body)}); "
+                "encode it with the bedrock codec's encode_request(model=...)."
+            )
+        rest = {k: v for k, v in body.items() if k not in ("model", "modelId", "stream")}
+        return {"modelId": model, **rest}
+
+    async def send(self, body: Mapping[str, object]) -> dict[str, object]:
+        arguments = self._arguments(body)
+        response = await asyncio.to_thread(lambda: self.client.converse(**arguments))
+        # boto3's parsed response is the wire JSON, plus its own ResponseMetadata.
+        return {k: v for k, v in dict(response).items() if k != "ResponseMetadata"}
+
+    async def send_stream(self, body: Mapping[str, object]) -> bytes:
+        """The event stream of a streamed call (``converse_stream``), as its messages."""
+        from pytest_agentctx.traffic.codecs.eventstream import encode_message, event
+
+        arguments = self._arguments(body)
+
+        def read() -> bytes:
+            response = self.client.converse_stream(**arguments)
+            return b"".join(
+                encode_message(event(kind, payload))
+                for item in response["stream"]
+                for kind, payload in item.items()
+            )
+
+        return await asyncio.to_thread(read)
+
+    async def aclose(self) -> None:
+        """Close the client if this provider created it (a given client is left open)."""
+        if self._owned and self._client is not None:
+            client, self._client = self._client, None
+            client.close()
+
+
+_DEFAULTS: dict[str, type[_SDKProvider] | type[GeminiProvider] | type[BedrockProvider]] = {
     "openai": OpenAIChatProvider,
     "openai-responses": OpenAIResponsesProvider,
     "anthropic": AnthropicMessagesProvider,
     "google": GeminiProvider,
+    "bedrock": BedrockProvider,
 }
 
 
 def default_provider(prefix: str) -> Provider:
     """A new provider for a model prefix (``openai``, ``openai-responses``, ``anthropic``,
-    ``google``)."""
+    ``google``, ``bedrock``)."""
     try:
         return _DEFAULTS[prefix]()
     except KeyError:

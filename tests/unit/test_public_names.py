@@ -55,6 +55,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "ArtifactStore": "pytest_agentctx.runtime.artifacts",
     "AssembledContext": "pytest_agentctx.runtime.assembly",
     "BaselineComparison": "pytest_agentctx.reports.gate",
+    "BedrockProvider": "pytest_agentctx.runtime.providers",
     "Budget": "pytest_agentctx.reports.budgets",
     "BudgetCheck": "pytest_agentctx.reports.budgets",
     "BudgetError": "pytest_agentctx.reports.errors",

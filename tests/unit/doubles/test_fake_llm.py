@@ -1010,7 +1010,12 @@ def test_a_key_whose_sdk_reads_another_variable_gets_no_placeholder(monkeypatch)
 
 
 def test_missing_keys_leaves_out_each_key_whose_other_variable_is_set():
-    environ = {"GOOGLE_API_KEY": "g", "ANTHROPIC_AUTH_TOKEN": "t", "OPENAI_API_KEY": ""}
+    environ = {
+        "GOOGLE_API_KEY": "g",
+        "ANTHROPIC_AUTH_TOKEN": "t",
+        "AWS_PROFILE": "dev",
+        "OPENAI_API_KEY": "",
+    }
 
     assert missing_keys(environ) == {"OPENAI_API_KEY": PLACEHOLDER_KEYS["OPENAI_API_KEY"]}
 

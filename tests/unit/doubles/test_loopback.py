@@ -504,8 +504,9 @@ async def test_an_unknown_endpoint_is_a_404_that_lists_the_served_ones(provider,
     assert (response.status_code, response.json()["error"]["message"]) == (
         404,
         "pytest-agentctx loopback has no endpoint POST /v1/embeddings; it serves POST "
-        "/v1/chat/completions, /v1/responses (also without /v1), /v1/messages and "
-        "/<version>/models/<model>:generateContent (or :streamGenerateContent).",
+        "/v1/chat/completions, /v1/responses (also without /v1), /v1/messages, "
+        "/<version>/models/<model>:generateContent (or :streamGenerateContent) and Bedrock's "
+        "/model/<model id>/converse (or /converse-stream, /invoke, /invoke-with-response-stream).",
     )
 
 

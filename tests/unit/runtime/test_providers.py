@@ -214,7 +214,7 @@ def test_default_provider_for_an_unknown_prefix_says_how_to_add_one():
     with pytest.raises(
         ProviderError,
         match=r"^No provider for models 'mistral:\.\.\.'; the built-in ones are "
-        r"\['anthropic', 'google', 'openai', 'openai-responses'\]\. "
+        r"\['anthropic', 'bedrock', 'google', 'openai', 'openai-responses'\]\. "
         r"Pass AgentRuntime\(providers=\{'mistral': \.\.\.\}\)",
     ):
         default_provider("mistral")
