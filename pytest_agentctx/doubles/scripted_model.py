@@ -336,12 +336,12 @@ class ScriptedModel:
         # which it leaves out of the reply, as the real API does.
         synthetic = getattr(codec, "synthetic_call_id", None)
         turns = getattr(codec, "model_turns", None)  # the ids count the model's turns
-        turn = turns(body.get("contents")) if turns is not None else 0
+        turn = {"turn": turns(body.get("contents"))} if turns is not None else {}
         calls = tuple(
             ToolCall(
                 id=call.id
                 or (
-                    synthetic(call.name, call.arguments, index, turn)
+                    synthetic(call.name, call.arguments, index, **turn)
                     if synthetic is not None
                     else self._ids(call_prefix)
                 ),
