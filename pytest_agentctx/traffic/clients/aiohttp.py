@@ -71,7 +71,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.transport.dispatch import dispatch_async
 from pytest_agentctx.traffic.transport.responses import as_httpx2
-from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse
+from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse, raw_headers
 
 #: aiohttp 3.14 made ``stream_writer`` a required argument of ``ClientResponse``; a response
 #: whose request was sent has written all it will, so a writer of size 0 stands in for it.
@@ -95,9 +95,9 @@ async def to_httpx_request(req: ClientRequest) -> httpx2.Request:
     aiohttp compresses as it sends it (``compress=``) is read plain, without its
     ``content-encoding``."""
     content = await _body_bytes(req.body)
-    headers = [(str(name), value) for name, value in req.headers.items()]
+    headers = raw_headers(req.headers.items(), encoding="utf-8")  # aiohttp sends UTF-8
     if req.compress:  # aiohttp compresses the body as it sends it: the one read is plain
-        headers = [(name, value) for name, value in headers if name.lower() != "content-encoding"]
+        headers = [(name, value) for name, value in headers if name.lower() != b"content-encoding"]
     return httpx2.Request(req.method, str(req.url), headers=headers, content=content or None)
 
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import http.client
 import io
-from collections.abc import AsyncIterable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -67,7 +67,13 @@ from urllib3.util.retry import Retry
 from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.transport.dispatch import dispatch_sync
 from pytest_agentctx.traffic.transport.responses import as_httpx2
-from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, WireRequest, WireResponse
+from pytest_agentctx.traffic.transport.wire import (
+    CLIENT_EXTENSION,
+    ClientHeaders,
+    WireRequest,
+    WireResponse,
+    raw_headers,
+)
 
 if TYPE_CHECKING:
     from urllib3._base_connection import BaseHTTPConnection
@@ -77,6 +83,9 @@ _READ_SIZE = 64 * 1024
 #: Statuses whose responses have no body (http.client reads none).
 _NO_BODY = frozenset({204, 304})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The libraries above urllib3 a request names as its client (in a miss message), by the
+#: first word of their ``User-Agent``; any other request is urllib3's own.
+_CLIENTS = {b"python-requests": "requests", b"Boto3": "botocore", b"Botocore": "botocore"}
 
 #: The parameters of ``_make_request`` after ``headers``, in order.
 _POSITIONAL = (
@@ -118,7 +127,7 @@ def _make_request(
     method: str,
     url: str,
     body: object = None,
-    headers: Mapping[str, str] | None = None,
+    headers: ClientHeaders | None = None,
     *rest: object,
     **options: Any,  # urllib3's own keyword arguments, passed on as they are
 ) -> HTTPResponse:
@@ -185,7 +194,7 @@ def request_of(
     pool: HTTPConnectionPool,
     method: str,
     url: str,
-    headers: Mapping[str, str] | None,
+    headers: ClientHeaders | None,
     content: bytes | None,
 ) -> httpx2.Request:
     """The ``httpx2`` request of a request ``pool`` sends: ``url`` is its target (a path, or
@@ -198,9 +207,9 @@ def request_of(
         if port is not None and port != _DEFAULT_PORTS.get(pool.scheme):
             host = f"{host}:{port}"
         url = f"{pool.scheme}://{host}{url if url.startswith('/') else '/' + url}"
-    pairs = list(headers.items()) if headers else []
-    agent = next((v for k, v in pairs if k.lower() == "user-agent"), "")
-    client = "requests" if agent.startswith("python-requests/") else "urllib3"
+    pairs = raw_headers(headers)  # botocore's names and values are bytes
+    agent = next((v for k, v in pairs if k.lower() == b"user-agent"), b"")
+    client = _CLIENTS.get(agent.partition(b"/")[0], "urllib3")
     return httpx2.Request(
         method, url, headers=pairs, content=content, extensions={CLIENT_EXTENSION: client}
     )
@@ -213,7 +222,7 @@ def _send(
     method: str,
     url: str,
     content: bytes | None,
-    headers: Mapping[str, str] | None,
+    headers: ClientHeaders | None,
     options: dict[str, Any],
 ) -> httpx2.Response:
     """Send the request through urllib3's own ``_make_request``; its response, unread and

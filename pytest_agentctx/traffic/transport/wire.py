@@ -12,6 +12,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol, TypeAlias, overload
 
+#: Header names and values as clients give them: ``str`` or ``bytes`` (botocore sends its
+#: ``User-Agent`` and every other value as ``bytes``).
+HeaderValue: TypeAlias = str | bytes
+#: A client's request headers: a mapping, or pairs (``None``: no headers).
+ClientHeaders: TypeAlias = (
+    Mapping[str, HeaderValue]
+    | Mapping[bytes, HeaderValue]
+    | Mapping[HeaderValue, HeaderValue]
+    | Iterable[tuple[HeaderValue, HeaderValue]]
+)
+
 #: The request extension naming the client library a request came through (``"requests"``),
 #: which a cassette's miss message shows.
 CLIENT_EXTENSION = "agentctx_client"
@@ -77,6 +88,31 @@ class WireResponse(Protocol):
 
     @property
     def extensions(self) -> Mapping[str, object]: ...
+
+
+def header_bytes(value: HeaderValue, encoding: str = "latin-1") -> bytes:
+    """A header name or value as it goes on the wire: ``bytes`` as they are, ``str``
+    encoded as the client library encodes it (``http.client``, and so urllib3, in
+    latin-1; aiohttp in UTF-8)."""
+    return value if isinstance(value, bytes) else value.encode(encoding)
+
+
+def header_text(value: HeaderValue) -> str:
+    """A header name or value as text: ``bytes`` decoded as latin-1, as the HTTP libraries
+    read header bytes (every byte is one character: nothing is lost or refused)."""
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def raw_headers(
+    headers: ClientHeaders | None, encoding: str = "latin-1"
+) -> list[tuple[bytes, bytes]]:
+    """A client's request headers as the byte pairs of the wire (see :func:`header_bytes`),
+    in order: what an ``httpx2`` request is built with, whichever type each name and value
+    had (an ``httpx2`` request encodes ``str`` values as ASCII only)."""
+    if not headers:
+        return []
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return [(header_bytes(name, encoding), header_bytes(value, encoding)) for name, value in pairs]
 
 
 #: What a handler gives for a request: a response, or ``None`` to let it pass; one offered

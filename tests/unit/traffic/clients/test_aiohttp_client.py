@@ -151,6 +151,16 @@ async def test_a_handler_gets_the_request_as_httpx2_with_its_body_read() -> None
     assert json.loads(request.content) == {"a": 1}
 
 
+async def test_a_header_value_keeps_the_utf8_bytes_aiohttp_sends_for_it() -> None:
+    handler = _answer(json={})
+    with Interceptor(handler):
+        async with aiohttp.ClientSession() as session:
+            await session.get(UNREACHABLE + "/", headers={"X-Name": "café €"})
+
+    [request] = handler.seen
+    assert dict(request.headers.raw)[b"X-Name"] == "café €".encode()
+
+
 # -- responses: httpx2 to aiohttp ----------------------------------------------------
 
 

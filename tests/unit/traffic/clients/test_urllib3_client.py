@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+from typing import Any
 
 import httpx2
 import requests
@@ -83,6 +84,42 @@ def test_a_request_of_urllib3_itself_is_named_urllib3():
     request = client.request_of(_pool(UNREACHABLE), "GET", "/", None, None)
 
     assert request.extensions[CLIENT_EXTENSION] == "urllib3"
+
+
+def test_bytes_header_names_and_values_are_read_as_botocore_sends_them():
+    headers: dict[str | bytes, str | bytes] = {
+        b"User-Agent": b"Boto3/1.44.8 md/Botocore#1.44.8",
+        "X-Amz-Date": b"20260101T000000Z",
+    }
+
+    request = client.request_of(_pool(UNREACHABLE), "GET", "/", headers, None)
+
+    assert request.headers.get("x-amz-date") == "20260101T000000Z"
+    assert request.extensions[CLIENT_EXTENSION] == "botocore"
+
+
+def test_a_header_value_keeps_the_bytes_urllib3_sends_for_it():
+    # http.client sends a str as latin-1
+    headers: dict[str, str | bytes] = {"X-Name": "café", "X-Raw": b"caf\xe9"}
+
+    request = client.request_of(_pool(UNREACHABLE), "GET", "/", headers, None)
+
+    assert dict(request.headers.raw)[b"X-Name"] == dict(request.headers.raw)[b"X-Raw"]
+
+
+def test_a_handler_answers_a_request_sent_with_bytes_headers():
+    seen: list[str] = []
+
+    def handler(request: WireRequest) -> WireResponse:
+        seen.append(request.headers.get("user-agent", ""))
+        return httpx2.Response(200, json={"ok": True})
+
+    with Interceptor(handler):
+        pool = _pool(UNREACHABLE)
+        botocore_headers: dict[str, Any] = {"User-Agent": b"Boto3/1.44.8"}  # a value in bytes
+        reply = pool.urlopen("GET", "/", headers=botocore_headers)
+
+    assert (reply.json(), seen) == ({"ok": True}, ["Boto3/1.44.8"])
 
 
 def test_a_text_body_is_sent_as_utf8():
