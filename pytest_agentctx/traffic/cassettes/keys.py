@@ -23,7 +23,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     parse_json,
     read_json,
 )
-from pytest_agentctx.traffic.cassettes.redact import UNSTORED_REQUEST_HEADERS, Redactor
+from pytest_agentctx.traffic.cassettes.redact import Redactor, unstored_request_header
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
 
@@ -84,8 +84,7 @@ class RequestKeys:
             self.redactor.header_items(
                 (name.lower(), value)
                 for name, value in items
-                if name.lower() not in UNSTORED_REQUEST_HEADERS
-                and not name.lower().startswith("x-stainless-")
+                if not unstored_request_header(name, value)
             )
         )
 

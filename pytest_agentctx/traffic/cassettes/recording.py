@@ -27,9 +27,9 @@ from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON
 from pytest_agentctx.traffic.cassettes.redact import (
-    UNSTORED_REQUEST_HEADERS,
     UNSTORED_RESPONSE_HEADERS,
     Redactor,
+    unstored_request_header,
 )
 from pytest_agentctx.traffic.cassettes.saving import Scrubs
 from pytest_agentctx.traffic.cassettes.wire import LiveStream
@@ -111,8 +111,7 @@ class Recorder:
             self.redactor.header_items(
                 (name.lower(), value)
                 for name, value in request.headers.items()
-                if name.lower() not in UNSTORED_REQUEST_HEADERS
-                and not name.lower().startswith("x-stainless-")
+                if not unstored_request_header(name, value)
             )
         )
 

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from pytest_agentctx.redaction import shapes
 from pytest_agentctx.redaction.redactor import (
     DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV,
     DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS,
@@ -122,6 +123,36 @@ UNSTORED_REQUEST_HEADERS = frozenset(
     {"content-length", "content-encoding", "accept-encoding", "connection", "host", "cookie"}
     | {"user-agent"}
 )
+#: AWS Signature Version 4 request headers, signed or drawn anew for every call (the time,
+#: the payload's hash, a session token, the SDK's invocation id and attempt): never stored,
+#: so never compared. The SigV4 ``Authorization`` is dropped too (:func:`unstored_request_header`);
+#: the others, redacted, are kept.
+SIGV4_REQUEST_HEADERS = frozenset(
+    {
+        "x-amz-date",
+        "x-amz-security-token",
+        "x-amz-content-sha256",
+        "x-amz-user-agent",
+        "amz-sdk-invocation-id",
+        "amz-sdk-request",
+    }
+)
+
+
+def unstored_request_header(name: str, value: str) -> bool:
+    """Whether a request header is left out of a cassette (and of the headers vcrpy's
+    ``headers`` matcher compares): wire-level and volatile ones
+    (:data:`UNSTORED_REQUEST_HEADERS`, the SDKs' ``x-stainless-*``), AWS SigV4's
+    (:data:`SIGV4_REQUEST_HEADERS`, an ``Authorization`` of the ``AWS4-`` schemes)."""
+    lowered = name.lower()
+    return (
+        lowered in UNSTORED_REQUEST_HEADERS
+        or lowered in SIGV4_REQUEST_HEADERS
+        or lowered.startswith("x-stainless-")
+        or (lowered == "authorization" and value.startswith("AWS4-"))
+    )
+
+
 #: Response headers a cassette never stores: wire-level (a body is stored decoded) and
 #: cookies.
 UNSTORED_RESPONSE_HEADERS = frozenset(
@@ -235,7 +266,7 @@ class Redactor(BaseRedactor):
         ``texts``, when given, gets the texts a stream reassembles to (for
         :meth:`body_again`).
         """
-        if body is None or not self._values:
+        if body is None or not (self._values or _shaped(body, raw)):
             return body
         if "json" in body:
             return {"json": self.json(body["json"], raw=raw)}
@@ -345,6 +376,16 @@ class Redactor(BaseRedactor):
             else:
                 merged.append((start, end))
         return merged
+
+
+def _shaped(body: Mapping[str, object], raw: bytes | None) -> bool:
+    """Whether a stored body may hold a secret of a known shape (see
+    :mod:`pytest_agentctx.redaction.shapes`): a look at ``raw`` when at hand."""
+    if raw is not None:
+        return shapes.marked_bytes(raw)
+    if "base64" in body:
+        return True  # looked at in its bytes
+    return shapes.marked(json_text(body))
 
 
 def _filtered(

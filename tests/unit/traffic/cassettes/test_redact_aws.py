@@ -1,0 +1,116 @@
+"""Unit tests of the cassette redactor on AWS traffic: the credentials of the environment,
+learned from a SigV4 request or known by their shape never reach a cassette, and SigV4's
+headers are never stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
+from pytest_agentctx.traffic.cassettes.redact import (
+    SIGV4_REQUEST_HEADERS,
+    Redactor,
+    unstored_request_header,
+)
+
+KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SESSION_TOKEN = "IQoJb3JpZ2luX2VjEFakeSessionToken0123456789"
+AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=fake-key-id-123/20260101/us-east-1/s3/aws4_request, "
+    "SignedHeaders=host;x-amz-date, Signature=0f0e0d0c0b0a"
+)
+
+
+@pytest.fixture
+def no_secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in DEFAULT_SECRET_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("AWS_ACCESS_KEY_ID", KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("AWS_SESSION_TOKEN", SESSION_TOKEN),
+    ],
+)
+def test_an_aws_credential_of_the_environment_is_redacted_in_a_body(
+    name, value, no_secret_env, monkeypatch
+):
+    monkeypatch.setenv(name, value)
+
+    redacted = Redactor(by_name=False).body({"text": f"<Value>{value}</Value>"})
+
+    assert redacted == {"text": f"<Value>{REDACTED}</Value>"}
+
+
+def test_the_key_id_of_a_sigv4_request_is_learned_and_redacted_everywhere(no_secret_env):
+    redactor = Redactor()
+
+    redactor.learn([("Authorization", AUTHORIZATION)])
+
+    assert redactor.text("echoed: fake-key-id-123.") == f"echoed: {REDACTED}."
+
+
+def test_a_sigv4_signature_is_not_learned_as_a_secret(no_secret_env):
+    redactor = Redactor()
+
+    redactor.learn([("Authorization", AUTHORIZATION)])
+
+    assert redactor.secret_values == ("fake-key-id-123",)
+
+
+def test_an_access_key_id_in_a_json_body_is_redacted_with_no_secret_known(no_secret_env):
+    body = {"json": {"Credentials": {"AccessKeyId": KEY_ID, "Expiration": "2026"}}}
+
+    redacted = Redactor().body(body, raw=b'{"Credentials":{"AccessKeyId":"%s"}}' % KEY_ID.encode())
+
+    assert redacted == {"json": {"Credentials": {"AccessKeyId": REDACTED, "Expiration": "2026"}}}
+
+
+def test_an_access_key_id_in_a_stream_event_is_redacted(no_secret_env):
+    body = {"sse": [{"event": "message", "data": {"text": f"key {KEY_ID}"}}]}
+
+    assert Redactor().body(body) == {
+        "sse": [{"event": "message", "data": {"text": "key REDACTED"}}]
+    }
+
+
+def test_an_access_key_id_in_a_binary_body_keeps_its_length(no_secret_env):
+    redacted = Redactor().body({"base64": _b64(b"\x00" + KEY_ID.encode())})
+
+    assert redacted == {"base64": _b64(b"\x00REDACTEDREDACTEDREDA")}
+
+
+def test_the_credential_of_a_presigned_url_is_redacted(no_secret_env):
+    url = (
+        "https://notes.s3.amazonaws.com/a.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        f"&X-Amz-Credential={KEY_ID}%2F20260101%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Signature=0f0e0d0c"
+    )
+
+    redacted = Redactor().url(url)
+
+    assert KEY_ID not in redacted
+    assert "X-Amz-Signature=REDACTED" in redacted
+
+
+@pytest.mark.parametrize("name", sorted(SIGV4_REQUEST_HEADERS))
+def test_a_sigv4_header_is_never_stored(name):
+    assert unstored_request_header(name.title(), "20260101T000000Z")
+
+
+def test_a_sigv4_authorization_is_never_stored():
+    assert unstored_request_header("Authorization", AUTHORIZATION)
+
+
+def test_another_authorization_is_stored_redacted():
+    assert not unstored_request_header("Authorization", "Bearer sk-123456789")
+
+
+def _b64(raw: bytes) -> str:
+    import base64
+
+    return base64.b64encode(raw).decode()
