@@ -92,6 +92,11 @@ def read_note(client, key):
     return reply["ContentLength"], b"".join(chunks)
 
 
+def note_size(client, key):
+    """The agent's tool: a note's size, without reading it."""
+    return client.head_object(Bucket=BUCKET, Key=key)["ContentLength"]
+
+
 def list_notes(client):
     """The agent's tool: the keys of every note."""
     return [item["Key"] for item in client.list_objects_v2(Bucket=BUCKET)["Contents"]]
@@ -100,7 +105,7 @@ def list_notes(client):
 CASE = """
 import pytest
 
-from notes_tools import BUCKET, PICTURE, list_notes, read_note, s3, save_note
+from notes_tools import BUCKET, PICTURE, list_notes, note_size, read_note, s3, save_note
 
 
 @pytest.mark.agent
@@ -112,8 +117,10 @@ def test_notes(agent_context):
 
     assert read_note(client, "plan.txt") == (8, b"buy milk")
     assert read_note(client, "picture.bin") == (len(PICTURE), PICTURE)
+    assert note_size(client, "picture.bin") == len(PICTURE)
     assert list_notes(client) == ["picture.bin", "plan.txt"]
-    assert [call.method for call in agent_context.non_llm] == ["PUT"] * 3 + ["GET"] * 3
+    methods = [call.method for call in agent_context.non_llm]
+    assert methods == ["PUT"] * 3 + ["GET"] * 2 + ["HEAD", "GET"]
 """
 
 

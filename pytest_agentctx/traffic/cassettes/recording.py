@@ -27,9 +27,9 @@ from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON
 from pytest_agentctx.traffic.cassettes.redact import (
-    UNSTORED_RESPONSE_HEADERS,
     Redactor,
     unstored_request_header,
+    unstored_response_header,
 )
 from pytest_agentctx.traffic.cassettes.saving import Scrubs
 from pytest_agentctx.traffic.cassettes.wire import LiveStream
@@ -129,7 +129,11 @@ class Recorder:
             except UndecodableBody as exc:
                 self._on_unscrubbable(exc, request, url, False)
                 return
-            kept = [(k, v) for k, v in headers.items() if k not in UNSTORED_RESPONSE_HEADERS]
+            kept = [
+                (k, v)
+                for k, v in headers.items()
+                if not unstored_response_header(k, request.method)
+            ]
             interaction = Interaction(
                 method=request.method.upper(),
                 url=url,

@@ -160,6 +160,16 @@ UNSTORED_RESPONSE_HEADERS = frozenset(
 )
 
 
+def unstored_response_header(name: str, method: str) -> bool:
+    """Whether a response header (its name in lower case) is left out of a cassette: those
+    of :data:`UNSTORED_RESPONSE_HEADERS`, but the ``content-length`` of a response to
+    ``HEAD``, which has no body to frame: it tells the size of what a ``GET`` would get
+    (botocore's ``head_object`` reads it as the object's ``ContentLength``)."""
+    if name == "content-length" and method.upper() == "HEAD":
+        return False
+    return name in UNSTORED_RESPONSE_HEADERS
+
+
 #: Rate-limit counters (``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-requests-reset``,
 #: ``ratelimit``...): the limits themselves are stable and kept.
 _VOLATILE_RATELIMIT = re.compile(r"^(?:x-|anthropic-)?ratelimit(?:$|-.*(?:remaining|reset))")

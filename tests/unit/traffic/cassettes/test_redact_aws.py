@@ -11,6 +11,7 @@ from pytest_agentctx.traffic.cassettes.redact import (
     SIGV4_REQUEST_HEADERS,
     Redactor,
     unstored_request_header,
+    unstored_response_header,
 )
 
 KEY_ID = "AKIAIOSFODNN7EXAMPLE"
@@ -108,6 +109,14 @@ def test_a_sigv4_authorization_is_never_stored():
 
 def test_another_authorization_is_stored_redacted():
     assert not unstored_request_header("Authorization", "Bearer sk-123456789")
+
+
+def test_the_content_length_of_a_head_response_is_stored():
+    assert not unstored_response_header("content-length", "HEAD")
+
+
+def test_the_content_length_of_another_response_is_not_stored():
+    assert unstored_response_header("content-length", "GET")
 
 
 def _b64(raw: bytes) -> str:
