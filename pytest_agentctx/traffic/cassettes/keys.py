@@ -23,7 +23,8 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     parse_json,
     read_json,
 )
-from pytest_agentctx.traffic.cassettes.redact import Redactor, unstored_request_header
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.unstored import unstored_request_header
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
 

@@ -26,12 +26,12 @@ from pytest_agentctx.traffic.cassettes.body import (
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON
-from pytest_agentctx.traffic.cassettes.redact import (
-    Redactor,
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.saving import Scrubs
+from pytest_agentctx.traffic.cassettes.unstored import (
     unstored_request_header,
     unstored_response_header,
 )
-from pytest_agentctx.traffic.cassettes.saving import Scrubs
 from pytest_agentctx.traffic.cassettes.wire import LiveStream
 from pytest_agentctx.traffic.transport import (
     forward_async,

@@ -123,51 +123,11 @@ UNSTORED_REQUEST_HEADERS = frozenset(
     {"content-length", "content-encoding", "accept-encoding", "connection", "host", "cookie"}
     | {"user-agent"}
 )
-#: AWS Signature Version 4 request headers, signed or drawn anew for every call (the time,
-#: the payload's hash, a session token, the SDK's invocation id and attempt): never stored,
-#: so never compared. The SigV4 ``Authorization`` is dropped too (:func:`unstored_request_header`);
-#: the others, redacted, are kept.
-SIGV4_REQUEST_HEADERS = frozenset(
-    {
-        "x-amz-date",
-        "x-amz-security-token",
-        "x-amz-content-sha256",
-        "x-amz-user-agent",
-        "amz-sdk-invocation-id",
-        "amz-sdk-request",
-    }
-)
-
-
-def unstored_request_header(name: str, value: str) -> bool:
-    """Whether a request header is left out of a cassette (and of the headers vcrpy's
-    ``headers`` matcher compares): wire-level and volatile ones
-    (:data:`UNSTORED_REQUEST_HEADERS`, the SDKs' ``x-stainless-*``), AWS SigV4's
-    (:data:`SIGV4_REQUEST_HEADERS`, an ``Authorization`` of the ``AWS4-`` schemes)."""
-    lowered = name.lower()
-    return (
-        lowered in UNSTORED_REQUEST_HEADERS
-        or lowered in SIGV4_REQUEST_HEADERS
-        or lowered.startswith("x-stainless-")
-        or (lowered == "authorization" and value.startswith("AWS4-"))
-    )
-
-
 #: Response headers a cassette never stores: wire-level (a body is stored decoded) and
 #: cookies.
 UNSTORED_RESPONSE_HEADERS = frozenset(
     {"content-encoding", "content-length", "transfer-encoding", "connection", "set-cookie"}
 )
-
-
-def unstored_response_header(name: str, method: str) -> bool:
-    """Whether a response header (its name in lower case) is left out of a cassette: those
-    of :data:`UNSTORED_RESPONSE_HEADERS`, but the ``content-length`` of a response to
-    ``HEAD``, which has no body to frame: it tells the size of what a ``GET`` would get
-    (botocore's ``head_object`` reads it as the object's ``ContentLength``)."""
-    if name == "content-length" and method.upper() == "HEAD":
-        return False
-    return name in UNSTORED_RESPONSE_HEADERS
 
 
 #: Rate-limit counters (``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-requests-reset``,

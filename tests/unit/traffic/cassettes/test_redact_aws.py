@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
-from pytest_agentctx.traffic.cassettes.redact import (
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.unstored import (
     SIGV4_REQUEST_HEADERS,
-    Redactor,
     unstored_request_header,
     unstored_response_header,
 )
