@@ -464,14 +464,20 @@ class Redactor:
     # -- JSON values and bytes -------------------------------------------------------
 
     def json(self, value: object, *, raw: bytes | None = None) -> object:
-        """A JSON value with every string, object keys included, scrubbed of secret values;
-        ``value`` itself when it holds none.
+        """A JSON value with every string, object keys included, scrubbed of secret values
+        and of secrets of a known shape (:mod:`.shapes`); ``value`` itself when it holds
+        none.
 
         ``raw``, the JSON text ``value`` was read from when it is at hand, lets a value with
-        no secret go without a look at its parts (see :meth:`_clean`).
+        no secret go without a look at its parts (see :meth:`_clean`). With no secret value
+        known, a value without its ``raw`` is given back as it is: a recording's body, whose
+        shapes were scrubbed when it was written (a cassette's redactor looks at a body to
+        write with :meth:`~pytest_agentctx.traffic.cassettes.redact.Redactor.body`).
         """
         if self._clean(raw):
             return value
+        if not self._values:  # only secrets of a known shape, which ``raw`` shows
+            return value if raw is None else self._json(value)
         try:
             probe = json_text(value)
         except (TypeError, ValueError):  # not plain JSON: look at every part

@@ -6,15 +6,16 @@ reach files where no request taught them: an access key id that an STS call answ
 presigned URL (``X-Amz-Credential=AKIA...%2F20260101%2F...``), a SigV4 ``Authorization``
 header quoted in an error message or a log line. Here they are found by their shape:
 
-* AWS access key ids: ``AKIA`` (long-term), ``ASIA`` (temporary, with a session token),
-  ``ABIA`` and ``ACCA``, then 16 upper-case letters or digits (20 characters in all);
+* AWS access key ids: ``AKIA`` (long-term) or ``ASIA`` (temporary, with a session token),
+  then 16 upper-case letters or digits (20 characters in all);
 * the key id of a SigV4 credential scope, ``Credential=<key id>/<date>/<region>/...``
   (in an ``Authorization`` header, or percent-encoded in a presigned URL's query), whatever
   the key id looks like (a test's fake ``testing`` too).
 
-:func:`marked` and :func:`marked_bytes` are the cheap looks (substring finds) that tell
-whether a text may hold one; :func:`scrub` and :func:`scrub_bytes` replace them (in bytes,
-by as many bytes of ``REDACTED``, so lengths and offsets stay valid).
+:func:`marked` and :func:`marked_bytes` are the cheap looks (substring finds, one pass
+over the text each: they are few) that tell whether a text may hold one; :func:`scrub` and
+:func:`scrub_bytes` replace them (in bytes, by as many bytes of ``REDACTED``, so lengths
+and offsets stay valid).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from __future__ import annotations
 import re
 
 #: What every secret of a known shape holds: a text without any of them holds none.
-MARKERS = ("AKIA", "ASIA", "ABIA", "ACCA", "Credential=")
+MARKERS = ("AKIA", "ASIA", "Credential=")
 _BYTE_MARKERS = tuple(marker.encode() for marker in MARKERS)
 
 #: An access key id, not inside a longer run of upper-case letters and digits.
-_KEY_ID = r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"
+_KEY_ID = r"(?<![A-Z0-9])A[KS]IA[A-Z0-9]{16}(?![A-Z0-9])"
 #: The key id of a credential scope: up to its ``/`` (or ``%2F``), a separator or the end.
 _CREDENTIAL = r"(?<=Credential=)[^/%\s,;&\"'<>]+"
 _SHAPES = re.compile(f"{_KEY_ID}|{_CREDENTIAL}")

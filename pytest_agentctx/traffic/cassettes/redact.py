@@ -239,6 +239,8 @@ class Redactor(BaseRedactor):
         if body is None or not (self._values or _shaped(body, raw)):
             return body
         if "json" in body:
+            if raw is None and not self._values:  # a shape shows: look at every string
+                return {"json": self._json(body["json"])}
             return {"json": self.json(body["json"], raw=raw)}
         if "sse" in body:
             return {"sse": self._stream(body["sse"], whole=not self._clean(raw), texts=texts)}

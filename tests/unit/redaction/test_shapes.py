@@ -10,7 +10,7 @@ KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 SCOPE = "20260101/us-east-1/s3/aws4_request"
 
 
-@pytest.mark.parametrize("prefix", ["AKIA", "ASIA", "ABIA", "ACCA"])
+@pytest.mark.parametrize("prefix", ["AKIA", "ASIA"])
 def test_an_access_key_id_is_replaced(prefix):
     assert shapes.scrub(f"id={prefix}IOSFODNN7EXAMPLE;") == "id=REDACTED;"
 

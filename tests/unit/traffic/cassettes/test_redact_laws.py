@@ -300,7 +300,7 @@ def test_redacting_a_json_body_twice_changes_nothing_more(case: tuple[str, Any])
 KEY_IDS = st.builds(
     "".join,
     st.tuples(
-        st.sampled_from(["AKIA", "ASIA", "ABIA", "ACCA"]),
+        st.sampled_from(["AKIA", "ASIA"]),
         st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", min_size=16, max_size=16),
     ),
 )
