@@ -84,6 +84,7 @@ VOLATILE_RESPONSE_HEADERS = frozenset(
         "x-amz-cf-pop",
         "x-amz-id-2",
         "x-amz-request-id",
+        "x-amzn-bedrock-invocation-latency",
         "x-amzn-requestid",
         "x-amzn-trace-id",
         "x-api-call-end",

@@ -11,9 +11,10 @@ from pytest_agentctx.traffic.cassettes.redact import (
 )
 
 #: AWS Signature Version 4 request headers, signed or drawn anew for every call (the time,
-#: the payload's hash, a session token, the SDK's invocation id and attempt): never stored,
-#: so never compared. A SigV4 ``Authorization`` is dropped too (see
-#: :func:`unstored_request_header`), where others are stored ``REDACTED``.
+#: the payload's hash, a session token, the SDK's invocation id and attempt; the X-Ray
+#: trace id botocore adds inside AWS Lambda): never stored, so never compared. A SigV4
+#: ``Authorization`` is dropped too (see :func:`unstored_request_header`), where others
+#: are stored ``REDACTED``.
 SIGV4_REQUEST_HEADERS = frozenset(
     {
         "x-amz-date",
@@ -22,6 +23,7 @@ SIGV4_REQUEST_HEADERS = frozenset(
         "x-amz-user-agent",
         "amz-sdk-invocation-id",
         "amz-sdk-request",
+        "x-amzn-trace-id",
     }
 )
 
