@@ -46,6 +46,7 @@ from urllib.parse import (
 )
 
 from pytest_agentctx.redaction import shapes
+from pytest_agentctx.redaction.shapes import signed_param as signed
 
 REDACTED = "REDACTED"
 
@@ -456,7 +457,8 @@ class Redactor:
         parts, pairs = _url_parts(url)
         if parts.query:
             redacted = [
-                (k, REDACTED if _KEYLIKE_PARAM.search(k) else self.text(v)) for k, v in pairs
+                (k, REDACTED if _KEYLIKE_PARAM.search(k) or signed(k) else self.text(v))
+                for k, v in pairs
             ]
             parts = parts._replace(query=urlencode(redacted, safe=":/,"))
         return self.text(urlunsplit(parts))
@@ -470,9 +472,7 @@ class Redactor:
 
         ``raw``, the JSON text ``value`` was read from when it is at hand, lets a value with
         no secret go without a look at its parts (see :meth:`_clean`). With no secret value
-        known, a value without its ``raw`` is given back as it is: a recording's body, whose
-        shapes were scrubbed when it was written (a cassette's redactor looks at a body to
-        write with :meth:`~pytest_agentctx.traffic.cassettes.redact.Redactor.body`).
+        known, a value without ``raw`` is a recording's, its shapes scrubbed when written.
         """
         if self._clean(raw):
             return value

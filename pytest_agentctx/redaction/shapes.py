@@ -8,6 +8,7 @@ header quoted in an error message or a log line. Here they are found by their sh
 
 * AWS access key ids: ``AKIA`` (long-term) or ``ASIA`` (temporary, with a session token),
   then 16 upper-case letters or digits (20 characters in all);
+* the query parameters a presigned URL is signed with (:data:`SIGNED_PARAMS`);
 * the key id of a SigV4 credential scope, ``Credential=<key id>/<date>/<region>/...``
   (in an ``Authorization`` header, or percent-encoded in a presigned URL's query), whatever
   the key id looks like (a test's fake ``testing`` too).
@@ -35,6 +36,12 @@ _BYTE_SHAPES = re.compile(_SHAPES.pattern.encode())
 
 REDACTED = "REDACTED"
 
+#: The query parameters of a presigned URL (SigV4) that change with every signing: the
+#: time, the credential scope (its date), the signature and the session token.
+SIGNED_PARAMS = frozenset(
+    {"x-amz-date", "x-amz-credential", "x-amz-signature", "x-amz-security-token"}
+)
+
 
 def marked(text: str) -> bool:
     """Whether ``text`` may hold a secret of a known shape (a quick look)."""
@@ -59,6 +66,13 @@ def scrub_bytes(raw: bytes) -> bytes:
     if not marked_bytes(raw):
         return raw
     return _BYTE_SHAPES.sub(_mask, raw)
+
+
+def signed_param(name: str) -> bool:
+    """Whether a query parameter is one of a presigned URL's :data:`SIGNED_PARAMS` (any
+    case): its value is redacted whole, so the URL is stored and matched the same however
+    often it is signed again."""
+    return name.lower() in SIGNED_PARAMS
 
 
 def key_id(authorization: str) -> str | None:

@@ -124,6 +124,32 @@ def test_notes(agent_context):
 """
 
 
+PRESIGNED = """
+import os
+
+import boto3
+import pytest
+import requests
+from botocore.config import Config
+
+from notes_tools import BUCKET, save_note
+
+
+@pytest.mark.agent
+def test_notes():
+    sigv4 = Config(signature_version="s3v4")
+    client = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT"], config=sigv4)
+    client.create_bucket(Bucket=BUCKET)
+    save_note(client, "plan.txt", b"buy milk")
+    url = client.generate_presigned_url(
+        "get_object", Params={"Bucket": BUCKET, "Key": "plan.txt"}, ExpiresIn=600
+    )
+
+    assert "X-Amz-Signature=" in url
+    assert requests.get(url, timeout=5).content == b"buy milk"
+"""
+
+
 def _recorded(tester: pytest.Pytester, s3: S3Server) -> str:
     """Record the inner test against the S3 server, stop the server; the cassette's text."""
     tester.makepyfile(notes_tools=TOOLS, test_notes=CASE)
@@ -153,6 +179,16 @@ def test_the_cassette_holds_no_sigv4_header(agent_pytester, s3):
         for name in interaction["request"]["headers"]
     }
     assert stored.isdisjoint(SIGV4_HEADERS)
+
+
+def test_a_presigned_url_signed_again_on_replay_is_answered(agent_pytester, s3, monkeypatch):
+    agent_pytester.makepyfile(notes_tools=TOOLS, test_notes=PRESIGNED)
+    agent_pytester.runpytest("--agent-record").assert_outcomes(passed=1)
+    s3.stop()
+    # signed by other credentials (so with another signature and credential scope)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ASIAE2EOTHERKEYID002")
+
+    agent_pytester.runpytest().assert_outcomes(passed=1)
 
 
 def test_a_boto3_call_to_a_host_not_in_the_cassette_is_a_miss(agent_pytester, s3):
