@@ -4,15 +4,20 @@ headers are never stored."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx2
 import pytest
 
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
+from pytest_agentctx.traffic.cassettes import Cassette, Interaction, write_cassette
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.unstored import (
     SIGV4_REQUEST_HEADERS,
     unstored_request_header,
     unstored_response_header,
 )
+from pytest_agentctx.traffic.cassettes.vcr_matchers import resolve
 
 KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -119,6 +124,37 @@ def test_a_presigned_url_keeps_what_does_not_change(no_secret_env):
 
     assert "X-Amz-Expires=3600" in redacted
     assert "X-Amz-Date=REDACTED" in redacted
+
+
+def test_sigv4_headers_signed_anew_match_on_vcrpys_headers_matcher(path: Path) -> None:
+    url = "http://127.0.0.1:9/notes/plan.txt"
+    recorded = Interaction(
+        method="GET",
+        url=url,
+        request_headers={"accept": "*/*", "x-amz-checksum-mode": "ENABLED"},
+        request_body=None,
+        status=200,
+        response_headers={"content-type": "text/plain"},
+        response_body={"text": "buy milk"},
+    )
+    write_cassette(path, [recorded])
+    cassette = Cassette(path, match_on=resolve(["method", "uri", "headers"]))
+    signed = {
+        "x-amz-checksum-mode": "ENABLED",
+        "authorization": AUTHORIZATION,
+        "x-amz-date": "20260102T093000Z",
+        "amz-sdk-invocation-id": "0f0e0d0c-0b0a-4909-8807-060504030201",
+        "amz-sdk-request": "attempt=1; max=3",
+    }
+
+    cassette.start()
+    try:
+        with httpx2.Client(trust_env=False) as client:
+            reply = client.get(url, headers=signed)
+    finally:
+        cassette.stop()
+
+    assert reply.text == "buy milk"
 
 
 @pytest.mark.parametrize("name", sorted(SIGV4_REQUEST_HEADERS))
