@@ -1,6 +1,6 @@
 """Unit tests of the cassette redactor on AWS traffic: the credentials of the environment,
 learned from a SigV4 request or known by their shape never reach a cassette, and SigV4's
-headers are never stored."""
+headers are never stored nor compared."""
 
 from __future__ import annotations
 
