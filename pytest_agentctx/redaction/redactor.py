@@ -45,6 +45,9 @@ from urllib.parse import (
     urlunsplit,
 )
 
+from pytest_agentctx.redaction import shapes
+from pytest_agentctx.redaction.shapes import signed_param as signed
+
 REDACTED = "REDACTED"
 
 #: Header names whose values are always replaced (compared case-insensitively).
@@ -78,6 +81,10 @@ DEFAULT_SECRET_ENV = (
     "TOGETHER_API_KEY",
     "LANGSMITH_API_KEY",
     "LANGCHAIN_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
 )
 
 _KEYLIKE_PARAM = re.compile(
@@ -305,7 +312,10 @@ class Redactor:
                 cookies.add(value.strip())
                 cookies.update(part.partition("=")[2].strip() for part in value.split(";"))
                 continue
-            if lowered in self.headers or (secret_name(lowered) and secret_like(value)):
+            key_id = shapes.key_id(value) if lowered == "authorization" else None
+            if key_id is not None:  # SigV4: signed anew for every call; its key id is secret
+                found.add(key_id)
+            elif lowered in self.headers or (secret_name(lowered) and secret_like(value)):
                 found.add(value.strip())
                 scheme, _, token = value.strip().partition(" ")
                 if token and scheme.isalpha():
@@ -399,7 +409,7 @@ class Redactor:
                 value = self._replaced(plain)
         if "%" in value:
             value = _ENCODED_RUN.sub(self._encoded_run, value)
-        return value
+        return shapes.scrub(value)
 
     def _replaced(self, value: str) -> str:
         if not self._found_in(value):
@@ -447,7 +457,8 @@ class Redactor:
         parts, pairs = _url_parts(url)
         if parts.query:
             redacted = [
-                (k, REDACTED if _KEYLIKE_PARAM.search(k) else self.text(v)) for k, v in pairs
+                (k, REDACTED if _KEYLIKE_PARAM.search(k) or signed(k) else self.text(v))
+                for k, v in pairs
             ]
             parts = parts._replace(query=urlencode(redacted, safe=":/,"))
         return self.text(urlunsplit(parts))
@@ -455,14 +466,18 @@ class Redactor:
     # -- JSON values and bytes -------------------------------------------------------
 
     def json(self, value: object, *, raw: bytes | None = None) -> object:
-        """A JSON value with every string, object keys included, scrubbed of secret values;
-        ``value`` itself when it holds none.
+        """A JSON value with every string, object keys included, scrubbed of secret values
+        and of secrets of a known shape (:mod:`.shapes`); ``value`` itself when it holds
+        none.
 
         ``raw``, the JSON text ``value`` was read from when it is at hand, lets a value with
-        no secret go without a look at its parts (see :meth:`_clean`).
+        no secret go without a look at its parts (see :meth:`_clean`). With no secret value
+        known, a value without ``raw`` is a recording's, its shapes scrubbed when written.
         """
-        if not self._values or self._clean(raw):
+        if self._clean(raw):
             return value
+        if not self._values:  # only secrets of a known shape, which ``raw`` shows
+            return value if raw is None else self._json(value)
         try:
             probe = json_text(value)
         except (TypeError, ValueError):  # not plain JSON: look at every part
@@ -482,7 +497,8 @@ class Redactor:
             raw is not None
             and self._plain
             and not any(n in raw for n in self._raw_needles)
-            and not _escapes_ascii(raw)
+            and not (self._values and _escapes_ascii(raw))
+            and not shapes.marked_bytes(raw)
         )
 
     def _json(self, value: object) -> object:
@@ -503,7 +519,7 @@ class Redactor:
     def _probed(self, json_text: str) -> bool:
         """Whether a secret shows in the JSON text of a value (escaped or percent-encoded
         in one of its strings too)."""
-        if any(secret in json_text for secret in self._probes):
+        if any(secret in json_text for secret in self._probes) or shapes.marked(json_text):
             return True
         return ("\\u" in json_text or "%" in json_text) and self.holds(json_text)
 
@@ -516,7 +532,7 @@ class Redactor:
                 mask = (REDACTED.encode() * (len(needle) // len(REDACTED) + 1))[: len(needle)]
                 raw = raw[:start] + mask + raw[start + len(needle) :]
                 start = raw.find(needle, start + len(needle))
-        return raw
+        return shapes.scrub_bytes(raw)
 
     def _byte_needles(self) -> list[bytes]:
         return [needle.encode() for needle in self._needles]

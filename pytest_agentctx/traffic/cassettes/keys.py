@@ -25,7 +25,8 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     read_json,
 )
 from pytest_agentctx.traffic.cassettes.multipart import may_be_multipart, redact_parts
-from pytest_agentctx.traffic.cassettes.redact import UNSTORED_REQUEST_HEADERS, Redactor
+from pytest_agentctx.traffic.cassettes.redact import Redactor
+from pytest_agentctx.traffic.cassettes.unstored import unstored_request_header
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
 
@@ -87,8 +88,7 @@ class RequestKeys:
             self.redactor.header_items(
                 (name.lower(), value)
                 for name, value in items
-                if name.lower() not in UNSTORED_REQUEST_HEADERS
-                and not name.lower().startswith("x-stainless-")
+                if not unstored_request_header(name, value)
             )
         )
 

@@ -29,12 +29,12 @@ from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON
 from pytest_agentctx.traffic.cassettes.multipart import stored_multipart
-from pytest_agentctx.traffic.cassettes.redact import (
-    UNSTORED_REQUEST_HEADERS,
-    UNSTORED_RESPONSE_HEADERS,
-    Redactor,
-)
+from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.saving import Scrubs
+from pytest_agentctx.traffic.cassettes.unstored import (
+    unstored_request_header,
+    unstored_response_header,
+)
 from pytest_agentctx.traffic.cassettes.wire import LiveStream
 from pytest_agentctx.traffic.transport import (
     forward_async,
@@ -114,8 +114,7 @@ class Recorder:
             self.redactor.header_items(
                 (name.lower(), value)
                 for name, value in request.headers.items()
-                if name.lower() not in UNSTORED_REQUEST_HEADERS
-                and not name.lower().startswith("x-stainless-")
+                if not unstored_request_header(name, value)
             )
         )
 
@@ -135,7 +134,11 @@ class Recorder:
             except UndecodableBody as exc:
                 self._on_unscrubbable(exc, request, url, False)
                 return
-            kept = [(k, v) for k, v in headers.items() if k not in UNSTORED_RESPONSE_HEADERS]
+            kept = [
+                (k, v)
+                for k, v in headers.items()
+                if not unstored_response_header(k, request.method)
+            ]
             interaction = Interaction(
                 method=request.method.upper(),
                 url=url,

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from pytest_agentctx.redaction import shapes
 from pytest_agentctx.redaction.redactor import (
     DEFAULT_SECRET_ENV as DEFAULT_SECRET_ENV,
     DEFAULT_SECRET_HEADERS as DEFAULT_SECRET_HEADERS,
@@ -87,6 +88,7 @@ VOLATILE_RESPONSE_HEADERS = frozenset(
         "x-amz-cf-pop",
         "x-amz-id-2",
         "x-amz-request-id",
+        "x-amzn-bedrock-invocation-latency",
         "x-amzn-requestid",
         "x-amzn-trace-id",
         "x-api-call-end",
@@ -239,9 +241,11 @@ class Redactor(BaseRedactor):
         ``texts``, when given, gets the texts a stream reassembles to (for
         :meth:`body_again`).
         """
-        if body is None or not self._values:
+        if body is None or not (self._values or _shaped(body, raw)):
             return body
         if "json" in body:
+            if raw is None and not self._values:  # a shape shows: look at every string
+                return {"json": self._json(body["json"])}
             return {"json": self.json(body["json"], raw=raw)}
         if "sse" in body:
             return {"sse": self._stream(body["sse"], whole=not self._clean(raw), texts=texts)}
@@ -361,6 +365,16 @@ class Redactor(BaseRedactor):
             else:
                 merged.append((start, end))
         return merged
+
+
+def _shaped(body: Mapping[str, object], raw: bytes | None) -> bool:
+    """Whether a stored body may hold a secret of a known shape (see
+    :mod:`pytest_agentctx.redaction.shapes`): a look at ``raw`` when at hand."""
+    if raw is not None:
+        return shapes.marked_bytes(raw)
+    if "base64" in body:
+        return True  # looked at in its bytes
+    return shapes.marked(json_text(body))
 
 
 def _filtered(

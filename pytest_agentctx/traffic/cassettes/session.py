@@ -365,7 +365,8 @@ class Cassette:
         headers = dict(interaction.response_headers)
         chunks = body_chunks(interaction.response_body)
         if not interaction.is_stream:
-            headers["content-length"] = str(sum(len(c) for c in chunks))
+            if interaction.method != "HEAD" or "content-length" not in headers:
+                headers["content-length"] = str(sum(len(c) for c in chunks))
             if not interaction.partial:  # in one piece: the client reads it at once
                 return make_response(interaction.status, headers=headers, content=b"".join(chunks))
 

@@ -292,3 +292,78 @@ def test_redacting_a_json_body_twice_changes_nothing_more(case: tuple[str, Any])
     once = redactor.body({"json": value})
 
     assert redactor.body(once) == once
+
+
+# -- AWS access key ids, known by their shape --------------------------------------------
+
+#: AWS access key ids: a prefix, then 16 upper-case letters or digits.
+KEY_IDS = st.builds(
+    "".join,
+    st.tuples(
+        st.sampled_from(["AKIA", "ASIA"]),
+        st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", min_size=16, max_size=16),
+    ),
+)
+#: What may stand right before or after a key id: anything but a letter or digit of its own.
+EDGES = st.sampled_from(["", " ", "/", "=", '"', ":", "é", "\n", "&", "-"])
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=3), st.dictionaries(AROUND, inner, max_size=3))
+
+
+@st.composite
+def json_with_key_id(draw: st.DrawFn) -> tuple[str, Any]:
+    """An access key id and a JSON value holding it in a key or a value somewhere."""
+    key_id = draw(KEY_IDS)
+    before, after = draw(AROUND), draw(AROUND)
+    edges = (draw(EDGES), draw(EDGES))
+    # the text around ends (and starts) on an edge, never on a letter or digit of the id
+    holding = f"{before}{edges[0] or ' '}{key_id}{edges[1] or ' '}{after}"
+    tree = st.recursive(st.one_of(st.none(), st.integers(), AROUND), _containers, max_leaves=8)
+    planted: Any = {holding: draw(tree)} if draw(st.booleans()) else {"v": holding}
+    for _ in range(draw(st.integers(min_value=0, max_value=3))):
+        planted = draw(st.sampled_from([[planted], {"k": planted}]))
+    return key_id, [draw(tree), planted]
+
+
+def _no_known_secret() -> Redactor:
+    return Redactor(env=(), by_name=False)
+
+
+@LAWS
+@given(json_with_key_id(), st.booleans())
+def test_an_access_key_id_in_any_json_key_or_value_is_gone(case: tuple[str, Any], raw: bool):
+    key_id, value = case
+    text = json.dumps(value, ensure_ascii=False).encode()
+
+    redacted = _no_known_secret().body({"json": value}, raw=text if raw else None)
+
+    assert redacted is not None
+    assert key_id not in json.dumps(redacted["json"], ensure_ascii=False)
+
+
+@LAWS
+@given(json_with_key_id())
+def test_redacting_a_json_body_with_an_access_key_id_twice_changes_nothing_more(
+    case: tuple[str, Any],
+) -> None:
+    _, value = case
+    redactor = _no_known_secret()
+
+    once = redactor.body({"json": value})
+
+    assert redactor.body(once) == once
+
+
+@LAWS
+@given(KEY_IDS, st.binary(max_size=16), st.binary(max_size=16))
+def test_an_access_key_id_in_bytes_is_overwritten_in_place(
+    key_id: str, before: bytes, after: bytes
+) -> None:
+    raw = before + b"\x00" + key_id.encode() + b"\x00" + after
+
+    scrubbed = _no_known_secret().binary(raw)
+
+    assert key_id.encode() not in scrubbed
+    assert len(scrubbed) == len(raw)
