@@ -160,6 +160,8 @@ def test_a_provider_change_is_one_conversation_recorded_and_replayed(
 
 
 FALLBACK_PROJECT = """
+import anthropic
+import openai
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.anthropic import AnthropicModel
@@ -182,23 +184,28 @@ def server(agent_cassette):
 
 
 @pytest.mark.agent
-def test_fallback_model(server, agent_context):
+async def test_fallback_model(server, agent_context):
     server.fail(401, "Incorrect API key provided.")
     server.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
-    primary = OpenAIChatModel(
-        "gpt-4o-mini", provider=OpenAIProvider(base_url=server.openai_base_url, api_key="k")
-    )
-    backup = AnthropicModel(
-        "claude-test-model",
-        provider=AnthropicProvider(base_url=server.anthropic_base_url, api_key="k"),
-    )
-    agent = Agent(FallbackModel(primary, backup), system_prompt="Be brief.")
+    # SDK clients the test closes: a provider's own cached client would leave its
+    # connections to the loopback open after the test
+    async with (
+        openai.AsyncOpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0) as oa,
+        anthropic.AsyncAnthropic(
+            base_url=server.anthropic_base_url, api_key="k", max_retries=0
+        ) as an,
+    ):
+        primary = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=oa))
+        backup = AnthropicModel(
+            "claude-test-model", provider=AnthropicProvider(anthropic_client=an)
+        )
+        agent = Agent(FallbackModel(primary, backup), system_prompt="Be brief.")
 
-    @agent.tool_plain
-    def get_weather(city: str) -> str:
-        return f"Sunny in {city}"
+        @agent.tool_plain
+        def get_weather(city: str) -> str:
+            return f"Sunny in {city}"
 
-    assert agent.run_sync("Weather in Paris?").output == "Sunny in Paris."
+        assert (await agent.run("Weather in Paris?")).output == "Sunny in Paris."
 
     first, second = agent_context.context.iterations
     assert [(e["status"], e["provider"]) for e in first.metadata["errors"]] == [(401, "openai")]
