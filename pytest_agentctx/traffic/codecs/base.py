@@ -333,3 +333,37 @@ def first(value: object) -> object:
     if isinstance(value, Mapping):
         raise KeyError(0)
     raise TypeError(f"{type(value).__name__!r} object is not subscriptable")
+
+
+def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, object]]:
+    """Tool specs as the ``tools`` of an OpenAI-style body (``{"type": "function",
+    "function": {name, description, parameters}}``), which OpenAI chat completions, Cohere
+    v2 chat and Ollama's native chat all take."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
+            },
+        }
+        for spec in tools
+    ]
+
+
+def function_tools_of(raw: object) -> list[NeutralTool]:
+    """The tools of an OpenAI-style ``tools`` array as Cohere and Ollama send it (a missing
+    or null ``function`` reads as an empty one); items that are no object are left out."""
+    tools: list[NeutralTool] = []
+    for tool in each(raw):
+        if isinstance(tool, Mapping):
+            function = fields(tool.get("function") or {})
+            tools.append(
+                {
+                    "name": function.get("name"),
+                    "description": function.get("description", ""),
+                    "parameters": function.get("parameters", {}),
+                }
+            )
+    return tools

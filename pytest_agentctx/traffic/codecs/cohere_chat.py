@@ -44,6 +44,8 @@ from pytest_agentctx.traffic.codecs.base import (
     Usage,
     each,
     fields,
+    function_tools,
+    function_tools_of,
     join_texts,
     member,
     parse_arguments,
@@ -126,17 +128,7 @@ def encode_request(
         "messages": [_encode_message(m) for m in messages],
     }
     if tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": spec.parameters,
-                },
-            }
-            for spec in tools
-        ]
+        body["tools"] = function_tools(tools)
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     if temperature is not None:
@@ -241,15 +233,7 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
         if role == "tool":
             message["tool_call_id"] = raw.get("tool_call_id")
         messages.append(message)
-    tools: list[NeutralTool] = [
-        {
-            "name": fields(t.get("function") or {}).get("name"),
-            "description": fields(t.get("function") or {}).get("description", ""),
-            "parameters": fields(t.get("function") or {}).get("parameters", {}),
-        }
-        for t in each(body.get("tools"))
-        if isinstance(t, Mapping)
-    ]
+    tools: list[NeutralTool] = function_tools_of(body.get("tools"))
     return DecodedRequest(
         model=text_or_none(body.get("model")),
         messages=messages,

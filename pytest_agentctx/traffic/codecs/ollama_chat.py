@@ -42,6 +42,8 @@ from pytest_agentctx.traffic.codecs.base import (
     Usage,
     each,
     fields,
+    function_tools,
+    function_tools_of,
     join_texts,
     member,
     parse_arguments,
@@ -151,17 +153,7 @@ def encode_request(
         "stream": False,
     }
     if tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": spec.parameters,
-                },
-            }
-            for spec in tools
-        ]
+        body["tools"] = function_tools(tools)
     options: dict[str, object] = {}
     if max_tokens is not None:
         options["num_predict"] = max_tokens
@@ -231,15 +223,7 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
             if raw.get("tool_name"):
                 message["name"] = raw["tool_name"]
         messages.append(message)
-    tools: list[NeutralTool] = [
-        {
-            "name": fields(t.get("function") or {}).get("name"),
-            "description": fields(t.get("function") or {}).get("description", ""),
-            "parameters": fields(t.get("function") or {}).get("parameters", {}),
-        }
-        for t in each(body.get("tools"))
-        if isinstance(t, Mapping)
-    ]
+    tools: list[NeutralTool] = function_tools_of(body.get("tools"))
     return DecodedRequest(
         model=model, messages=messages, tools=tools, stream=body.get("stream", True) is not False
     )

@@ -17,6 +17,7 @@ from pytest_agentctx.traffic.codecs.base import (
     concat_text,
     each,
     fields,
+    function_tools,
     join_texts,
     member,
     parse_arguments,
@@ -77,17 +78,7 @@ def encode_request(
         "messages": [_encode_message(m) for m in messages],
     }
     if tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": spec.parameters,
-                },
-            }
-            for spec in tools
-        ]
+        body["tools"] = function_tools(tools)
     if max_tokens is not None:
         body["max_completion_tokens"] = max_tokens
     if temperature is not None:
