@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 import yaml
-from botocore.eventstream import EventStreamBuffer  # type: ignore[import-untyped]
+from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, strategies as st
 
 from pytest_agentctx.redaction.redactor import REDACTED
