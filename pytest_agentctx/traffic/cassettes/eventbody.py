@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 # codecs package, which cassettes without event streams never need.
 
 
+#: Compact JSON as AWS sends it (one encoder: ``json.dumps`` with options makes one a call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _compact(value: object) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return _COMPACT.encode(value).encode()
 
 
 def entry_of(message: EventMessage) -> dict[str, object]:
@@ -99,10 +103,34 @@ def encode_eventstream(raw: bytes) -> dict[str, object]:
 
 
 def eventstream_chunks(entries: object) -> list[bytes]:
-    """The wire bytes of a stored ``eventstream`` list, one chunk per message."""
-    from pytest_agentctx.traffic.codecs.eventstream import encode_message
+    """The wire bytes of a stored ``eventstream`` list, one chunk per message.
 
-    return [encode_message(message) for message in messages_of(entries)]
+    An entry of string headers and a JSON payload (every message Bedrock sends) is framed
+    straight from its stored form, its headers' bytes kept from one message to the next;
+    any other goes through :func:`message_of`, which also says what is wrong with it."""
+    from pytest_agentctx.traffic.codecs.eventstream import (
+        encode_message,
+        encode_string_header,
+        frame,
+    )
+
+    if not isinstance(entries, Sequence) or isinstance(entries, str):
+        return [encode_message(message) for message in messages_of(entries)]  # raises
+    chunks: list[bytes] = []
+    entry: object
+    for index, entry in enumerate(entries):
+        headers = entry.get("headers") if type(entry) is dict and len(entry) == 2 else None
+        if (
+            type(entry) is dict
+            and type(headers) is dict
+            and "json" in entry
+            and all(type(value) is str for value in headers.values())
+        ):
+            raw = b"".join([encode_string_header(str(k), v) for k, v in headers.items()])
+            chunks.append(frame(raw, _compact(entry["json"])))
+        else:
+            chunks.append(encode_message(message_of(entry, index)))
+    return chunks
 
 
 # -- the redactor's view ---------------------------------------------------------------

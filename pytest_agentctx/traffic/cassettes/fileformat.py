@@ -25,7 +25,7 @@ The field readers here (:func:`read_headers`, :func:`read_test_id`, :func:`read_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
 from pytest_agentctx._untrusted import LimitExceeded
@@ -34,6 +34,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     BodyTooLarge,
     UndecodableBody,
     body_bytes,
+    body_chunks,
     decode_content,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
@@ -116,10 +117,26 @@ class Interaction:
             data["partial"] = True
         return data
 
+    #: The wire chunks of :attr:`response_body`, with the body they were made of (see
+    #: :meth:`response_chunks`).
+    _chunks: tuple[Body, list[bytes]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
     @property
     def is_stream(self) -> bool:
         body = self.response_body
         return bool(body and ("sse" in body or "eventstream" in body))
+
+    def response_chunks(self) -> list[bytes]:
+        """The wire bytes of :attr:`response_body`, one chunk per event
+        (:func:`~.body.body_chunks`), kept for the next replay of this interaction while
+        its body is the same object: a cassette replayed again in the process (shared by
+        tests, repeated) frames an event stream's messages, CRCs included, once."""
+        body, cached = self.response_body, self._chunks
+        if cached is None or cached[0] is not body:
+            cached = self._chunks = (body, body_chunks(body))
+        return list(cached[1])
 
 
 def native_document(interactions: list[Interaction]) -> NativeDocument:

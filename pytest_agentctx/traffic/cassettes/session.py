@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING
 from pytest_agentctx.traffic.cassettes.body import (
     Body,
     UndecodableBody,
-    body_chunks,
     encode_body,
 )
 from pytest_agentctx.traffic.cassettes.defaults import (
@@ -363,7 +362,7 @@ class Cassette:
         if unreadable is not None:  # replayed all the same: the test fails with this
             self.unreadable.append(CassetteFormatError(self.redactor.text(unreadable)))
         headers = dict(interaction.response_headers)
-        chunks = body_chunks(interaction.response_body)
+        chunks = interaction.response_chunks()
         if not interaction.is_stream:
             if interaction.method != "HEAD" or "content-length" not in headers:
                 headers["content-length"] = str(sum(len(c) for c in chunks))

@@ -211,8 +211,24 @@ def request_of(
     agent = next((v for k, v in pairs if k.lower() == b"user-agent"), b"")
     client = _CLIENTS.get(agent.partition(b"/")[0], "urllib3")
     return httpx2.Request(
-        method, url, headers=pairs, content=content, extensions={CLIENT_EXTENSION: client}
+        method, _url(url), headers=pairs, content=content, extensions={CLIENT_EXTENSION: client}
     )
+
+
+#: URLs parsed, by their text: a client calls the same few again and again, and parsing one
+#: costs more than the rest of building the request. Emptied when full.
+_URLS: dict[str, httpx2.URL] = {}
+_URLS_KEPT = 256
+
+
+def _url(text: str) -> httpx2.URL:
+    """``text`` parsed (an ``httpx2.URL`` is immutable: one serves every request to it)."""
+    url = _URLS.get(text)
+    if url is None:
+        if len(_URLS) >= _URLS_KEPT:
+            _URLS.clear()
+        url = _URLS[text] = httpx2.URL(text)
+    return url
 
 
 def _send(

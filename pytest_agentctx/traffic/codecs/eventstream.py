@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from pytest_agentctx.traffic.errors import CodecError
 
@@ -36,6 +37,8 @@ from pytest_agentctx.traffic.errors import CodecError
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 
 _PRELUDE = struct.Struct("!III")
+_LENGTHS = struct.Struct("!II")
+_CRC = struct.Struct("!I")
 _PRELUDE_LENGTH = 12
 _CRC_LENGTH = 4
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -170,22 +173,40 @@ def _checked_int(name: str, value: int, kind: int, fmt: str) -> int:
     return value
 
 
+def encode_header(name: str, value: HeaderValue) -> bytes:
+    """The wire bytes of one header: its name's length and name, its type and value."""
+    raw_name = name.encode()
+    if not 0 < len(raw_name) < 256:
+        raise CodecError(
+            f"eventstream.encode_message: the header name {name!r} is {len(raw_name)} "
+            "bytes long; a header name holds 1 to 255 bytes."
+        )
+    return bytes([len(raw_name)]) + raw_name + _encode_value(name, value)
+
+
+@lru_cache(maxsize=512)
+def encode_string_header(name: str, value: str) -> bytes:
+    """:func:`encode_header` of a string header, kept: a stream repeats a few of them
+    (``:event-type``, ``:content-type``, ``:message-type``) in every message."""
+    return encode_header(name, value)
+
+
+def frame(headers: bytes, payload: bytes) -> bytes:
+    """One message of headers already encoded and ``payload``: the prelude with its CRC,
+    both, and the CRC of the whole."""
+    total = _PRELUDE_LENGTH + len(headers) + len(payload) + _CRC_LENGTH
+    prelude = _LENGTHS.pack(total, len(headers))
+    body = b"".join((prelude, _CRC.pack(zlib.crc32(prelude)), headers, payload))
+    return body + _CRC.pack(zlib.crc32(body))
+
+
 def encode_message(message: EventMessage) -> bytes:
     """The wire bytes of ``message``, with both CRCs."""
-    headers = bytearray()
-    for name, value in message.headers.items():
-        raw_name = name.encode()
-        if not 0 < len(raw_name) < 256:
-            raise CodecError(
-                f"eventstream.encode_message: the header name {name!r} is {len(raw_name)} "
-                "bytes long; a header name holds 1 to 255 bytes."
-            )
-        headers += bytes([len(raw_name)]) + raw_name + _encode_value(name, value)
-    total = _PRELUDE_LENGTH + len(headers) + len(message.payload) + _CRC_LENGTH
-    prelude = struct.pack("!II", total, len(headers))
-    prelude += struct.pack("!I", zlib.crc32(prelude))
-    body = prelude + bytes(headers) + message.payload
-    return body + struct.pack("!I", zlib.crc32(body))
+    headers = b"".join(
+        encode_string_header(name, value) if type(value) is str else encode_header(name, value)
+        for name, value in message.headers.items()
+    )
+    return frame(headers, message.payload)
 
 
 def encode_messages(messages: list[EventMessage]) -> bytes:

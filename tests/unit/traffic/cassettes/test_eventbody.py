@@ -12,14 +12,14 @@ from pathlib import Path
 import httpx2
 import pytest
 import yaml
-from botocore.eventstream import EventStreamBuffer  # type: ignore[import-untyped]
+from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, strategies as st
 
 from pytest_agentctx.redaction.redactor import REDACTED
-from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
+from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard, fileformat
 from pytest_agentctx.traffic.cassettes.body import body_bytes, body_chunks, encode_body
 from pytest_agentctx.traffic.cassettes.eventbody import whole_messages
-from pytest_agentctx.traffic.cassettes.fileformat import read_body
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction, read_body
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.store import load_cassette, write_cassette
 from pytest_agentctx.traffic.cassettes.vcr import dump_vcr, from_vcr
@@ -244,3 +244,41 @@ def test_a_cassette_file_keeps_every_message_of_an_event_stream(tmp_path: Path, 
     assert [(dict(m.headers), json.loads(m.payload)) for [m] in replayed] == [
         (dict(m.headers), json.loads(m.payload)) for m in STREAM
     ]
+
+
+def _streamed(body: object) -> Interaction:
+    return Interaction(
+        method="POST",
+        url=CONVERSE,
+        request_headers={},
+        request_body=None,
+        status=200,
+        response_headers={"content-type": CONTENT_TYPE},
+        response_body=body,  # type: ignore[arg-type]
+    )
+
+
+def test_an_interaction_replayed_again_frames_its_messages_once(monkeypatch):
+    interaction = _streamed(encode_body(encode_messages(STREAM), CONTENT_TYPE))
+    first = interaction.response_chunks()
+    framed: list[object] = []
+
+    def frame_again(body: object) -> list[bytes]:
+        framed.append(body)
+        return []
+
+    monkeypatch.setattr(fileformat, "body_chunks", frame_again)
+
+    again = interaction.response_chunks()
+
+    assert (again, framed) == (first, [])
+    assert [decode_messages(chunk) for chunk in again] == [[message] for message in STREAM]
+
+
+def test_an_interaction_whose_body_is_replaced_serves_the_new_body():
+    interaction = _streamed(encode_body(encode_messages(STREAM), CONTENT_TYPE))
+    interaction.response_chunks()
+
+    interaction.response_body = encode_body(encode_messages(STREAM[:1]), CONTENT_TYPE)
+
+    assert interaction.response_chunks() == [encode_message(STREAM[0])]

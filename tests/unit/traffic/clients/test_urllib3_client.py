@@ -62,6 +62,29 @@ def test_a_whole_url_sent_through_a_proxy_is_kept():
     assert str(request.url) == "http://api.example.com/v1"
 
 
+def test_a_url_is_parsed_once_for_every_request_to_it(monkeypatch):
+    monkeypatch.setattr(client, "_URLS", {})
+    pool = _pool("http://127.0.0.1:8080")
+    first = client.request_of(pool, "GET", "/w?city=Oslo", None, None)
+    kept = dict(client._URLS)
+
+    second = client.request_of(pool, "POST", "/w?city=Oslo", None, b"{}")
+
+    assert list(client._URLS) == [str(first.url)]
+    assert client._URLS[str(first.url)] is kept[str(first.url)]
+    assert second.url == first.url
+
+
+def test_the_parsed_urls_kept_are_bounded(monkeypatch):
+    monkeypatch.setattr(client, "_URLS", {})
+    pool = _pool("http://127.0.0.1:8080")
+
+    for number in range(client._URLS_KEPT + 1):
+        client.request_of(pool, "GET", f"/{number}", None, None)
+
+    assert list(client._URLS) == [f"http://127.0.0.1:8080/{client._URLS_KEPT}"]
+
+
 def test_the_request_keeps_its_method_headers_and_body():
     headers = {"Authorization": "Bearer k", "Content-Type": "application/json"}
 
