@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import boto3  # type: ignore[import-untyped]
+import boto3
 import httpx2
 import pytest
 import yaml
-from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
-from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ClientError
 
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction, NetworkGuard
 from pytest_agentctx.traffic.cassettes.body import body_bytes

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3  # type: ignore[import-untyped]
+import boto3
 import pytest
-from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSResponse
 
 from pytest_agentctx import CodecError, Completion, ToolCall, ToolSpec, Usage
 from pytest_agentctx.traffic.codecs import bedrock, codec_for_path

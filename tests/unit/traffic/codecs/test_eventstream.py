@@ -9,7 +9,7 @@ import zlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from botocore.eventstream import EventStreamBuffer  # type: ignore[import-untyped]
+from botocore.eventstream import EventStreamBuffer
 from hypothesis import given, strategies as st
 
 from pytest_agentctx import CodecError
