@@ -8,7 +8,7 @@ what this package redacts) matches too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
 from pytest_agentctx.traffic.cassettes.bodykinds import header_of
@@ -105,7 +105,11 @@ class RequestKeys:
         url_text = str(request.url)
         headers = request.headers
         raw_headers = getattr(headers, "raw", None)  # httpx's byte pairs: cheap to compare
-        signature = None if raw_headers is None else (raw_headers, url_text)
+        signature = (
+            None
+            if raw_headers is None
+            else (_learned_pairs(raw_headers, self.redactor.headers), url_text)
+        )
         self.redactor.learn(_items(headers), url_text, signature=signature)
         url = self.redactor.url(url_text)
         raw = bytes(request.content or b"")
@@ -147,6 +151,31 @@ class RequestKeys:
             content_type=request.headers.get("content-type", "") if raw else "",
         )
         return key, url, body_json, raw
+
+
+#: SigV4's headers made anew for every call that say nothing the redactor learns (unless it
+#: is told they are secret): a request that differs from the one before only in them is
+#: not read again.
+_SIGNED_ANEW = frozenset(
+    {b"x-amz-date", b"amz-sdk-invocation-id", b"amz-sdk-request", b"x-amz-content-sha256"}
+)
+
+
+def _learned_pairs(
+    raw: list[tuple[bytes, bytes]], secret_headers: Collection[str]
+) -> tuple[tuple[bytes, bytes], ...]:
+    """What the redactor learns of ``raw`` depends on: the headers without those signed
+    anew for each call, and a SigV4 ``Authorization`` without its signature (only its
+    credential's key id is learned)."""
+    pairs = []
+    for name, value in raw:
+        lowered = name.lower()
+        if lowered in _SIGNED_ANEW and lowered.decode("latin-1") not in secret_headers:
+            continue
+        if lowered == b"authorization" and value.startswith(b"AWS4-"):
+            value = value.partition(b"Signature=")[0]
+        pairs.append((name, value))
+    return tuple(pairs)
 
 
 def _items(headers: WireHeaders) -> Iterator[tuple[str, str]]:

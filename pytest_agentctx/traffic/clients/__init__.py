@@ -3,7 +3,8 @@
 
 Each module here patches one library while an interceptor is active
 (:class:`~pytest_agentctx.traffic.transport.Interceptor`): ``httpx`` (``httpx2`` and
-``httpx``), ``urllib3`` (and so ``requests``), ``aiohttp``. It hands each request, as a
+``httpx``), ``urllib3`` (and so ``requests``), ``botocore`` (above urllib3),
+``aiohttp``. It hands each request, as a
 :class:`~pytest_agentctx.traffic.transport.wire.WireRequest` (an ``httpx2`` request for
 the libraries other than httpx), to
 :func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_sync` or
@@ -18,6 +19,7 @@ A library that is not installed has no patcher.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 
 from pytest_agentctx.traffic.clients import httpx as _httpx
@@ -50,9 +52,26 @@ def _uninstall_urllib3() -> None:
     urllib3.uninstall()
 
 
+def _install_botocore() -> None:
+    from pytest_agentctx.traffic.clients import botocore
+
+    botocore.install()
+
+
+def _uninstall_botocore() -> None:
+    if "pytest_agentctx.traffic.clients.botocore" in sys.modules:  # never installed else
+        from pytest_agentctx.traffic.clients import botocore
+
+        botocore.uninstall()
+
+
 # urllib3 2 and later (requests sends through it): see .urllib3 for why not 1.26.
 if _urllib3_version() >= 2:
     PATCHERS.append((_install_urllib3, _uninstall_urllib3))
+    # botocore sends through urllib3; answered above it (see .botocore), imported once an
+    # interceptor starts.
+    if importlib.util.find_spec("botocore") is not None:
+        PATCHERS.append((_install_botocore, _uninstall_botocore))
 
 if importlib.util.find_spec("aiohttp") is not None:
     from pytest_agentctx.traffic.clients import aiohttp as _aiohttp

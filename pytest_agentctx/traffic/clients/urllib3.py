@@ -65,7 +65,7 @@ from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util.retry import Retry
 
 from pytest_agentctx.traffic.errors import NetworkBlocked
-from pytest_agentctx.traffic.transport.dispatch import dispatch_sync
+from pytest_agentctx.traffic.transport.dispatch import dispatch_sync, dispatched_above
 from pytest_agentctx.traffic.transport.responses import as_httpx2
 from pytest_agentctx.traffic.transport.wire import (
     CLIENT_EXTENSION,
@@ -133,10 +133,13 @@ def _make_request(
 ) -> HTTPResponse:
     """``HTTPConnectionPool._make_request`` while an interceptor is active."""
     options.update(zip(_POSITIONAL, rest, strict=False))
-    content = _body_bytes(body)
-    request = request_of(pool, method, url, headers, content)
     # (a call that looked the patch up just before uninstall() finds urllib3's own there)
     original: _MakeRequest = _original or vars(HTTPConnectionPool)["_make_request"]
+    if dispatched_above():  # botocore's interceptor handles it (see .botocore)
+        below = original(pool, conn, method, url, body=body, headers=headers, **options)
+        return below  # type: ignore[return-value]  # urllib3's own, an HTTPResponse
+    content = body_bytes(body)
+    request = request_of(pool, method, url, headers, content)
     live = False
 
     def send(_: WireRequest) -> WireResponse:
@@ -163,7 +166,7 @@ def _make_request(
     )
 
 
-def _body_bytes(body: object) -> bytes | None:
+def body_bytes(body: object) -> bytes | None:
     """The request body as urllib3 would send it, in one piece (``None``: no body)."""
     if body is None:
         return None
@@ -191,15 +194,15 @@ def _binary(file: object) -> bool:
 
 
 def request_of(
-    pool: HTTPConnectionPool,
+    pool: HTTPConnectionPool | None,
     method: str,
     url: str,
     headers: ClientHeaders | None,
     content: bytes | None,
 ) -> httpx2.Request:
     """The ``httpx2`` request of a request ``pool`` sends: ``url`` is its target (a path, or
-    a whole URL through a proxy), ``content`` its body read."""
-    if not url.startswith(("http://", "https://")):
+    a whole URL through a proxy, or without a pool), ``content`` its body read."""
+    if pool is not None and not url.startswith(("http://", "https://")):
         host = pool.host or ""
         if ":" in host:  # urllib3 keeps IPv6 addresses without their brackets
             host = f"[{host}]"
@@ -208,11 +211,20 @@ def request_of(
             host = f"{host}:{port}"
         url = f"{pool.scheme}://{host}{url if url.startswith('/') else '/' + url}"
     pairs = raw_headers(headers)  # botocore's names and values are bytes
-    agent = next((v for k, v in pairs if k.lower() == b"user-agent"), b"")
-    client = _CLIENTS.get(agent.partition(b"/")[0], "urllib3")
     return httpx2.Request(
-        method, _url(url), headers=pairs, content=content, extensions={CLIENT_EXTENSION: client}
+        method,
+        parsed_url(url),
+        headers=pairs,
+        content=content,
+        extensions={CLIENT_EXTENSION: client_of(pairs)},
     )
+
+
+def client_of(pairs: list[tuple[bytes, bytes]]) -> str:
+    """The client library that sends a request with the headers ``pairs``, by its
+    ``User-Agent`` (``"urllib3"`` when none is known)."""
+    agent = next((v for k, v in pairs if k.lower() == b"user-agent"), b"")
+    return _CLIENTS.get(agent.partition(b"/")[0], "urllib3")
 
 
 #: URLs parsed, by their text: a client calls the same few again and again, and parsing one
@@ -221,7 +233,7 @@ _URLS: dict[str, httpx2.URL] = {}
 _URLS_KEPT = 256
 
 
-def _url(text: str) -> httpx2.URL:
+def parsed_url(text: str) -> httpx2.URL:
     """``text`` parsed (an ``httpx2.URL`` is immutable: one serves every request to it)."""
     url = _URLS.get(text)
     if url is None:
@@ -251,7 +263,7 @@ def _send(
     return httpx2.Response(
         real.status,
         headers=[(name, value) for name, value in real.headers.items()],
-        stream=_LiveStream(real),
+        stream=LiveStream(real),
         extensions={
             "reason_phrase": (real.reason or "").encode("latin-1"),
             "http_version": version,
@@ -259,7 +271,7 @@ def _send(
     )
 
 
-class _LiveStream(httpx2.SyncByteStream):
+class LiveStream(httpx2.SyncByteStream):
     """The raw bytes of a live urllib3 response, one HTTP chunk (or what arrived) at a time.
 
     It is iterated once: a later iteration goes on where the last one stopped (the cassette
@@ -309,26 +321,12 @@ def to_urllib3(
     """The urllib3 response of an ``httpx2`` response to ``method url`` (see the module
     docstring): ``live`` when it comes from the network as the server framed it, else a
     stream without a length is framed in chunks, one per chunk of its ``httpx2`` stream."""
-    pairs = [
-        (name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers.raw
-    ]
-    names = {name.lower() for name, _ in pairs}
+    pairs, chunked = chunked_pairs(response, method=method, live=live)
     status = response.status_code
-    chunked = "chunked" in response.headers.get("transfer-encoding", "").lower()
-    if (
-        not live
-        and not chunked
-        and "content-length" not in names
-        and method.upper() != "HEAD"
-        and status not in _NO_BODY
-        and status >= 200
-    ):
-        pairs.append(("Transfer-Encoding", "chunked"))
-        chunked = True
     version = 10 if response.http_version == "HTTP/1.0" else 11
     reason = response.reason_phrase
     original = _httplib_response(
-        io.BufferedReader(_WireBody(response.stream, chunked=chunked)),
+        io.BufferedReader(WireBody(response.stream, chunked=chunked)),
         method=method,
         status=status,
         reason=reason,
@@ -352,6 +350,33 @@ def to_urllib3(
         request_method=method,
         request_url=url,
     )
+
+
+def chunked_pairs(
+    response: httpx2.Response, *, method: str, live: bool
+) -> tuple[list[tuple[str, str]], bool]:
+    """The headers of ``response`` as a client gets them, and whether its body is framed in
+    chunks: one that is not ``live``, a stream without a length, is marked
+    ``Transfer-Encoding: chunked``, as the server sent it."""
+    pairs = [
+        (name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers.raw
+    ]
+    names = {name.lower() for name, _ in pairs}
+    status = response.status_code
+    chunked = "transfer-encoding" in names and any(
+        name.lower() == "transfer-encoding" and "chunked" in value.lower() for name, value in pairs
+    )
+    if (
+        not live
+        and not chunked
+        and "content-length" not in names
+        and method.upper() != "HEAD"
+        and status not in _NO_BODY
+        and status >= 200
+    ):
+        pairs.append(("Transfer-Encoding", "chunked"))
+        chunked = True
+    return pairs, chunked
 
 
 class _Socket:
@@ -401,7 +426,7 @@ def _httplib_response(
     return original
 
 
-class _WireBody(io.RawIOBase):
+class WireBody(io.RawIOBase):
     """The body bytes of an ``httpx2`` stream as they come off the wire: in HTTP/1.1
     chunks (``chunked``) or as they are. Closing it closes the stream (a recording is
     stored then)."""

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -76,6 +77,27 @@ class Handling:
 _current: contextvars.ContextVar[Handling | None] = contextvars.ContextVar(
     "agentctx_transport", default=None
 )
+
+
+#: Whether the request being sent now was dispatched by a client above the library it goes
+#: through (botocore's session above urllib3): the interceptor below sends it unseen.
+_above: contextvars.ContextVar[bool] = contextvars.ContextVar("agentctx_above", default=False)
+
+
+@contextmanager
+def sent_below() -> Iterator[None]:
+    """While a client sends on a request it dispatched (:func:`dispatch_sync`) through the
+    library below it, whose interceptor must not offer it to the handlers a second time."""
+    token = _above.set(True)
+    try:
+        yield
+    finally:
+        _above.reset(token)
+
+
+def dispatched_above() -> bool:
+    """Whether the request being sent was dispatched already (see :func:`sent_below`)."""
+    return _above.get()
 
 
 def current_handling() -> Handling | None:

@@ -139,6 +139,15 @@ def _nothing() -> None:
     pass
 
 
+def whole_body(stream: object) -> bytes | None:
+    """The body of a response :func:`make_response` made of ``chunks`` with nothing to do
+    at its end, in one piece, for a client that reads it all at once anyway; ``None`` for
+    any other stream (read it chunk by chunk)."""
+    if isinstance(stream, _Chunks) and stream._on_end is _nothing:
+        return b"".join(stream._chunks)
+    return None
+
+
 def _read_rest(inner: Iterable[bytes], parts: list[bytes], seconds: float, max_bytes: int) -> bool:
     """Read the sync stream ``inner`` on to its end into ``parts`` (within ``seconds`` and
     ``max_bytes`` in all), then close it; returns whether the end was reached."""

@@ -146,22 +146,22 @@ def test_a_handler_answers_a_request_sent_with_bytes_headers():
 
 
 def test_a_text_body_is_sent_as_utf8():
-    assert client._body_bytes("é") == "é".encode()
+    assert client.body_bytes("é") == "é".encode()
 
 
 def test_a_file_body_is_read_from_where_it_stands():
     body = io.BytesIO(b"skip-rest")
     body.seek(5)
 
-    assert client._body_bytes(body) == b"rest"
+    assert client.body_bytes(body) == b"rest"
 
 
 def test_an_iterable_body_is_joined():
-    assert client._body_bytes(iter([b"a", "b", bytearray(b"c")])) == b"abc"
+    assert client.body_bytes(iter([b"a", "b", bytearray(b"c")])) == b"abc"
 
 
 def test_no_body_stays_none():
-    assert client._body_bytes(None) is None
+    assert client.body_bytes(None) is None
 
 
 # -- responses, httpx2's to urllib3's -----------------------------------------------------

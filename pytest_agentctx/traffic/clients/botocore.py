@@ -1,0 +1,224 @@
+"""Interception of ``botocore`` (and so ``boto3``) one level above urllib3.
+
+The patch point is :meth:`botocore.httpsession.URLLib3Session.send`: the method that sends
+one prepared request (signed, its retries and redirects botocore's own, above it) and
+returns botocore's :class:`~botocore.awsrequest.AWSResponse`. The request, its body read,
+is handed to :func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_sync` as an
+``httpx2`` request made as the urllib3 interceptor makes it
+(:func:`pytest_agentctx.traffic.clients.urllib3.request_of`), so a cassette recorded
+through either matches through the other.
+
+An answered request never reaches urllib3: botocore gets an ``AWSResponse`` over a urllib3
+:class:`~urllib3.response.HTTPResponse` whose bytes come from the handler's stream as they
+are read (a recording cut short still fails where it stops), with the headers the urllib3
+interceptor would give it (a stream without a length marked ``Transfer-Encoding:
+chunked``). Without this patch, botocore's own session (its proxy settings, the pool's
+look-up and ``urlopen``) and ``http.client``'s chunked reading cost more than the replay of
+a Bedrock stream itself.
+
+A request that goes on to the network (recording, or no handler answering) is sent by
+botocore's own ``send``, with its body read; the urllib3 interceptor below lets it pass
+(:func:`~pytest_agentctx.traffic.transport.dispatch.sent_below`), so it is one
+interaction, recorded once. Its response is read from botocore's as it arrives.
+
+Registered with the urllib3 interceptor (urllib3 2, which botocore sends through on the
+Pythons this package supports), and only when botocore is installed; botocore itself is
+imported when the patch is installed, as an interceptor starts.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.exceptions import EndpointConnectionError
+from botocore.httpsession import URLLib3Session
+from urllib3.response import HTTPResponse
+
+from pytest_agentctx.traffic.clients.urllib3 import (
+    LiveStream,
+    WireBody,
+    body_bytes,
+    chunked_pairs,
+    client_of,
+    parsed_url,
+)
+from pytest_agentctx.traffic.errors import NetworkBlocked
+from pytest_agentctx.traffic.transport.dispatch import dispatch_sync, sent_below
+from pytest_agentctx.traffic.transport.responses import as_httpx2, whole_body
+from pytest_agentctx.traffic.transport.wire import (
+    CLIENT_EXTENSION,
+    WireRequest,
+    WireResponse,
+    raw_headers,
+)
+
+#: ``URLLib3Session.send``: (session, request) -> AWSResponse.
+_Send = Callable[[URLLib3Session, AWSPreparedRequest], AWSResponse]
+
+#: The ``send`` this module replaced, while installed.
+_original: _Send | None = None
+
+
+def install() -> None:
+    """Patch botocore's HTTP session (done by the interceptor when its first handler
+    starts)."""
+    global _original
+    if _original is None:
+        _original = vars(URLLib3Session)["send"]
+        setattr(URLLib3Session, "send", _send)  # noqa: B010
+
+
+def uninstall() -> None:
+    """Put botocore's own ``send`` back."""
+    global _original
+    if _original is not None:
+        setattr(URLLib3Session, "send", _original)  # noqa: B010
+        _original = None
+
+
+def _send(session: URLLib3Session, request: AWSPreparedRequest) -> AWSResponse:
+    """``URLLib3Session.send`` while an interceptor is active."""
+    content = body_bytes(request.body)
+    wire = request_of(request.method, request.url, request.headers, content)
+    # (a call that looked the patch up just before uninstall() finds botocore's own there)
+    original: _Send = _original or vars(URLLib3Session)["send"]
+    live = False
+
+    def send(_: WireRequest) -> WireResponse:
+        nonlocal live
+        live = True
+        sent = AWSPreparedRequest(
+            request.method,
+            request.url,
+            request.headers,
+            content,
+            request.stream_output,
+            getattr(request, "context", None),
+        )
+        with sent_below():
+            return _from_aws(original(session, sent), streamed=request.stream_output)
+
+    def refuse(_: WireRequest, blocked: NetworkBlocked) -> BaseException:
+        # what botocore raises when it cannot connect
+        error: BaseException = EndpointConnectionError(endpoint_url=request.url, error=blocked)
+        return error
+
+    response = as_httpx2(dispatch_sync(wire, send, refuse=refuse))
+    answer = to_aws(response, method=request.method, url=request.url, live=live)
+    if not request.stream_output:
+        answer.content  # noqa: B018  # read at once, as botocore's own send does
+    return answer
+
+
+def request_of(method: str, url: str, headers: Any, content: bytes | None) -> httpx2.Request:
+    """The ``httpx2`` request of a botocore request to ``url`` whose body is ``content``:
+    the request :func:`pytest_agentctx.traffic.clients.urllib3.request_of` makes of it,
+    with the headers ``httpx2`` adds (``Host``, a ``Content-Length``) added here, so that
+    ``httpx2`` neither encodes the body again nor scans the headers twice."""
+    pairs = raw_headers(header_pairs(headers))  # botocore's values are bytes, or str
+    wire_url = parsed_url(url)
+    method = method.upper()
+    names = {name.lower() for name, _ in pairs}
+    framed = b"content-length" in names or b"transfer-encoding" in names
+    if content and not framed:
+        pairs.append((b"Content-Length", str(len(content)).encode("ascii")))
+        framed = True
+    added: list[tuple[bytes, bytes]] = []
+    if b"host" not in names and wire_url.host:
+        added.append((b"Host", wire_url.netloc))
+    if not framed and method in _FRAMED_METHODS:
+        added.append((b"Content-Length", b"0"))
+    pairs = added + pairs
+    request = httpx2.Request(
+        method,
+        wire_url,
+        stream=httpx2.ByteStream(content or b""),
+        extensions={CLIENT_EXTENSION: client_of(pairs)},
+    )
+    # (the encoding httpx2 finds on its first look-up, found once here)
+    request.headers = httpx2.Headers(pairs, encoding=_encoding_of(pairs))
+    request.read()
+    return request
+
+
+#: The methods ``httpx2`` gives a ``Content-Length: 0`` when their request has no body.
+_FRAMED_METHODS = ("POST", "PUT", "PATCH", "QUERY")
+
+
+def _encoding_of(pairs: list[tuple[bytes, bytes]]) -> str:
+    """The encoding ``httpx2.Headers`` reads ``pairs`` in: ASCII, UTF-8 when every name and
+    value decodes in it, else latin-1."""
+    if all(name.isascii() and value.isascii() for name, value in pairs):
+        return "ascii"
+    try:
+        for name, value in pairs:
+            name.decode("utf-8")
+            value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "iso-8859-1"
+    return "utf-8"
+
+
+def header_pairs(headers: Any) -> Any:
+    """A botocore request's headers as pairs, read from the dictionary a ``HeadersDict``
+    keeps them in (its ``items()`` makes and hashes a case-insensitive key for each), else
+    as they are."""
+    stored = getattr(headers, "_dict", None)
+    if type(stored) is dict:
+        return [(str(name), value) for name, value in stored.items()]
+    return headers
+
+
+def _from_aws(response: AWSResponse, *, streamed: bool) -> httpx2.Response:
+    """botocore's live response as an ``httpx2`` one whose body streams from it (or is its
+    content, which botocore read already when the output is not ``streamed``)."""
+    raw: Any = response.raw
+    headers = [(name, value) for name, value in raw.headers.items()]
+    version = b"HTTP/1.0" if getattr(raw, "version", None) == 10 else b"HTTP/1.1"
+    extensions = {
+        "reason_phrase": (getattr(raw, "reason", None) or "").encode("latin-1"),
+        "http_version": version,
+    }
+    if streamed:
+        return httpx2.Response(
+            raw.status, headers=headers, stream=LiveStream(raw), extensions=extensions
+        )
+    return httpx2.Response(
+        raw.status,
+        headers=headers,
+        stream=httpx2.ByteStream(response.content),
+        extensions=extensions,
+    )
+
+
+def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> AWSResponse:
+    """botocore's response of an ``httpx2`` response to ``method url``: its raw a urllib3
+    response, unread and undecoded as botocore asks urllib3 for one, whose bytes are those
+    of the ``httpx2`` stream."""
+    pairs, _ = chunked_pairs(response, method=method, live=live)
+    # a dict when no name repeats: urllib3 reads one faster than pairs
+    headers = dict(pairs) if len({name.lower() for name, _ in pairs}) == len(pairs) else pairs
+    whole = whole_body(response.stream)  # a replayed stream: botocore reads it all at once
+    body = (
+        io.BufferedReader(WireBody(response.stream, chunked=False))
+        if whole is None
+        else io.BytesIO(whole)
+    )
+    raw = HTTPResponse(
+        body=body,
+        headers=headers,  # type: ignore[arg-type]  # HTTPHeaderDict takes pairs
+        status=response.status_code,
+        version=10 if response.http_version == "HTTP/1.0" else 11,
+        version_string=response.http_version,
+        reason=response.reason_phrase,
+        preload_content=False,
+        decode_content=False,
+        enforce_content_length=False,
+        request_method=method,
+        request_url=url,
+    )
+    return AWSResponse(url, response.status_code, raw.headers, raw)
