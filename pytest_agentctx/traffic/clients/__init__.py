@@ -53,9 +53,12 @@ def _uninstall_urllib3() -> None:
 
 
 def _install_botocore() -> None:
-    from pytest_agentctx.traffic.clients import botocore
+    # Only once botocore sends: importing it costs a test that never uses it a tenth of a
+    # second, and until it is patched its requests are the urllib3 interceptor's.
+    if "botocore.httpsession" in sys.modules:
+        from pytest_agentctx.traffic.clients import botocore
 
-    botocore.install()
+        botocore.install()
 
 
 def _uninstall_botocore() -> None:
@@ -68,8 +71,7 @@ def _uninstall_botocore() -> None:
 # urllib3 2 and later (requests sends through it): see .urllib3 for why not 1.26.
 if _urllib3_version() >= 2:
     PATCHERS.append((_install_urllib3, _uninstall_urllib3))
-    # botocore sends through urllib3; answered above it (see .botocore), imported once an
-    # interceptor starts.
+    # botocore sends through urllib3; answered above it (see .botocore) once it is imported.
     if importlib.util.find_spec("botocore") is not None:
         PATCHERS.append((_install_botocore, _uninstall_botocore))
 

@@ -22,8 +22,14 @@ botocore's own ``send``, with its body read; the urllib3 interceptor below lets 
 interaction, recorded once. Its response is read from botocore's as it arrives.
 
 Registered with the urllib3 interceptor (urllib3 2, which botocore sends through on the
-Pythons this package supports), and only when botocore is installed; botocore itself is
-imported when the patch is installed, as an interceptor starts.
+Pythons this package supports), and only when botocore is installed; the patch is installed
+as an interceptor starts, when botocore is imported by then (never importing it): a botocore
+imported later sends through the urllib3 interceptor until the next start.
+
+Replay is kept cheap, as a Bedrock stream replayed through botocore is compared with
+botocore answered in ``before-send``: the ``httpx2`` request is built from the bytes already
+read (:func:`request_of`), and a replayed stream whose chunks are all known is handed to
+urllib3 as one in-memory body (botocore reads it at once anyway).
 """
 
 from __future__ import annotations
