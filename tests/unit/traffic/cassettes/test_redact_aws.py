@@ -182,3 +182,42 @@ def _b64(raw: bytes) -> str:
     import base64
 
     return base64.b64encode(raw).decode()
+
+
+def _signed(key_id: str, date: str, invocation: str) -> httpx2.Request:
+    authorization = (
+        f"AWS4-HMAC-SHA256 Credential={key_id}/20260101/us-east-1/bedrock/aws4_request, "
+        f"SignedHeaders=host;x-amz-date, Signature={invocation}0f0e"
+    )
+    headers = {"Authorization": authorization, "X-Amz-Date": date}
+    return httpx2.Request(
+        "POST",
+        "https://bedrock.example/model/m/converse",
+        headers={**headers, "amz-sdk-invocation-id": invocation},
+        content=b"{}",
+    )
+
+
+def test_a_request_signed_anew_with_the_same_key_is_not_read_again(
+    no_secret_env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from pytest_agentctx.redaction import shapes
+
+    keys = Cassette(tmp_path / "c.json")._keys
+    keys.redacted_request(_signed("fake-key-id-123", "20260101T000000Z", "a1"))
+    read: list[str] = []
+    key_id = shapes.key_id
+
+    def reading(value: str) -> str | None:
+        read.append(value)
+        return key_id(value)
+
+    monkeypatch.setattr(shapes, "key_id", reading)
+
+    keys.redacted_request(_signed("fake-key-id-123", "20260101T000001Z", "b2"))
+    keys.redacted_request(_signed("fake-key-id-456", "20260101T000002Z", "c3"))
+
+    assert [value.split("/")[0] for value in read] == [
+        "AWS4-HMAC-SHA256 Credential=fake-key-id-456"
+    ]
+    assert keys.redactor.text("fake-key-id-456") == REDACTED
