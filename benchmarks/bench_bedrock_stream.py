@@ -13,9 +13,10 @@ as botocore has a decoder but no encoder). Timed two ways, in one process, with 
 client settings (fake credentials, SigV4 signing, retries off):
 
 * **agentctx replay**: the call answered by a pytest-agentctx
-  :class:`~pytest_agentctx.traffic.cassettes.Cassette` (mode ``none``) through the urllib3
-  interceptor botocore sends through: the request matched (body included) and redacted as
-  in a test, the recorded response served to botocore as urllib3's own. The cassette is
+  :class:`~pytest_agentctx.traffic.cassettes.Cassette` (mode ``none``) through the botocore
+  interceptor, in botocore's HTTP session (``URLLib3Session.send``): the request matched
+  (body included) and redacted as in a test, the recorded response served to botocore as
+  an ``AWSResponse`` over a urllib3 response. The cassette is
   *recorded* by the package first, against a loopback HTTP server that answers the bytes
   (so it holds the response in whatever form the package stores event streams), then the
   server is stopped;
