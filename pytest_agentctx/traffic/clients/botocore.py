@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import httpx2
@@ -125,7 +126,7 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     the request :func:`pytest_agentctx.traffic.clients.urllib3.request_of` makes of it,
     with the headers ``httpx2`` adds (``Host``, a ``Content-Length``) added here, so that
     ``httpx2`` neither encodes the body again nor scans the headers twice."""
-    pairs = raw_headers(header_pairs(headers))  # botocore's values are bytes, or str
+    pairs = _raw_pairs(headers)
     wire_url = parsed_url(url)
     method = method.upper()
     names = {name.lower() for name, _ in pairs}
@@ -158,7 +159,7 @@ _FRAMED_METHODS = ("POST", "PUT", "PATCH", "QUERY")
 def _encoding_of(pairs: list[tuple[bytes, bytes]]) -> str:
     """The encoding ``httpx2.Headers`` reads ``pairs`` in: ASCII, UTF-8 when every name and
     value decodes in it, else latin-1."""
-    if all(name.isascii() and value.isascii() for name, value in pairs):
+    if b"".join(chain.from_iterable(pairs)).isascii():
         return "ascii"
     try:
         for name, value in pairs:
@@ -169,14 +170,20 @@ def _encoding_of(pairs: list[tuple[bytes, bytes]]) -> str:
     return "utf-8"
 
 
-def header_pairs(headers: Any) -> Any:
-    """A botocore request's headers as pairs, read from the dictionary a ``HeadersDict``
-    keeps them in (its ``items()`` makes and hashes a case-insensitive key for each), else
-    as they are."""
+def _raw_pairs(headers: Any) -> list[tuple[bytes, bytes]]:
+    """A botocore request's headers as the byte pairs of the wire (:func:`.wire.raw_headers`),
+    read from the dictionary a ``HeadersDict`` keeps them in: its ``items()`` makes and
+    hashes a case-insensitive key for each."""
     stored = getattr(headers, "_dict", None)
-    if type(stored) is dict:
-        return [(str(name), value) for name, value in stored.items()]
-    return headers
+    if type(stored) is not dict:
+        return raw_headers(headers)
+    return [
+        (
+            str(name).encode("latin-1"),
+            value if isinstance(value, bytes) else value.encode("latin-1"),
+        )
+        for name, value in stored.items()
+    ]
 
 
 def _from_aws(response: AWSResponse, *, streamed: bool) -> httpx2.Response:
