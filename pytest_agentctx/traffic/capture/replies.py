@@ -64,6 +64,15 @@ def _turn_of(codec: Codec, items: object) -> dict[str, int]:
     return {} if count is None else {"turn": count(items)}
 
 
+def _reply_turn(codec: Codec, exchange: Exchange) -> dict[str, int]:
+    """:func:`_turn_of` the request of ``exchange`` (its ``contents``, Gemini's turns), the
+    request read only for a codec that counts turns."""
+    if getattr(codec, "model_turns", None) is None:
+        return {}
+    request = exchange.request_json()
+    return _turn_of(codec, request.get("contents") if isinstance(request, Mapping) else None)
+
+
 def decode_items(
     codec: Codec, body: Mapping[str, object], before: Sequence[object]
 ) -> DecodedRequest:
@@ -79,8 +88,7 @@ def decode_reply(codec: Codec, exchange: Exchange, stream: bool) -> Completion:
     body = exchange.response
     is_stream_path = getattr(codec, "is_stream_path", None)
     stream = stream or (is_stream_path is not None and bool(is_stream_path(exchange.path)))
-    request = exchange.request_json()
-    turn = _turn_of(codec, request.get("contents") if isinstance(request, Mapping) else None)
+    turn = _reply_turn(codec, exchange)
     decode_stream = getattr(codec, "decode_stream")  # noqa: B009 (every codec has one)
     decode_response: Callable[..., Completion] = codec.decode_response
     if body is not None and ("eventstream" in body or ("base64" in body and stream)):
