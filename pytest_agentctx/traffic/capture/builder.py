@@ -31,12 +31,11 @@ from typing import Any
 
 from pytest_agentctx.context.clock import DEFAULT_START, StepClock
 from pytest_agentctx.context.model import Message, ToolCall
-from pytest_agentctx.traffic.capture.conversation import Conversation, IterationState
+from pytest_agentctx.traffic.capture.conversation import Conversation, IterationState, renamed
 from pytest_agentctx.traffic.capture.crossing import (
     Crossings,
     provider_error,
     provider_errors,
-    renamed,
 )
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.capture.items import (

@@ -7,7 +7,7 @@ the metadata of the iteration whose tool call started them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -66,7 +66,7 @@ class Conversation:
             return
         iteration = self.iterations[-1]
         echoed = [call for message in echo for call in message.tool_calls]
-        renamed: dict[str, str] = {}
+        ids: dict[str, str] = {}
         for call, copy in zip(iteration.tool_calls, echoed, strict=False):
             if (
                 made_up(call.id)
@@ -74,23 +74,18 @@ class Conversation:
                 and copy.id != call.id
                 and (copy.name, copy.arguments) == (call.name, call.arguments)
             ):
-                renamed[call.id] = copy.id
-        if not renamed:
+                ids[call.id] = copy.id
+        if not ids:
             return
 
         def rename(call: ToolCall) -> ToolCall:
-            new = renamed.get(call.id)
+            new = ids.get(call.id)
             return call if new is None else call.model_copy(update={"id": new})
 
         iteration.tool_calls = [rename(call) for call in iteration.tool_calls]
-        iteration.messages = [
-            message.model_copy(update={"tool_calls": [rename(c) for c in message.tool_calls]})
-            if message.role == "assistant" and any(c.id in renamed for c in message.tool_calls)
-            else message
-            for message in iteration.messages
-        ]
-        iteration.children = [(renamed.get(key, key), child) for key, child in iteration.children]
-        self.pending = {renamed.get(key, key): rename(call) for key, call in self.pending.items()}
+        iteration.messages = renamed(iteration.messages, ids)
+        iteration.children = [(ids.get(key, key), child) for key, child in iteration.children]
+        self.pending = {ids.get(key, key): rename(call) for key, call in self.pending.items()}
 
     @property
     def created_at(self) -> datetime:
@@ -150,3 +145,22 @@ class Conversation:
         return (
             f"{self.wire_format}, {len(self.iterations)} iteration(s), first user message {shown}"
         )
+
+
+def renamed(messages: Sequence[Message], ids: Mapping[str, str]) -> list[Message]:
+    """``messages`` with each tool call id that ``ids`` maps renamed to the id it maps to,
+    in the tool calls and in the tool results that answer them."""
+    if not ids:
+        return list(messages)
+    result = []
+    for message in messages:
+        update: dict[str, object] = {}
+        if message.tool_call_id in ids:
+            update["tool_call_id"] = ids[message.tool_call_id or ""]
+        if any(call.id in ids for call in message.tool_calls):
+            update["tool_calls"] = [
+                call.model_copy(update={"id": ids.get(call.id, call.id)})
+                for call in message.tool_calls
+            ]
+        result.append(message.model_copy(update=update) if update else message)
+    return result

@@ -207,24 +207,6 @@ def _renamed(reply: Message, messages: Sequence[Mapping[str, Any]]) -> dict[str,
     return ids
 
 
-def renamed(messages: Sequence[Message], ids: Mapping[str, str]) -> list[Message]:
-    """``messages`` with the tool call ids ``ids`` maps (new id: old id) renamed."""
-    if not ids:
-        return list(messages)
-    result = []
-    for message in messages:
-        update: dict[str, object] = {}
-        if message.tool_call_id in ids:
-            update["tool_call_id"] = ids[message.tool_call_id or ""]
-        if any(call.id in ids for call in message.tool_calls):
-            update["tool_calls"] = [
-                call.model_copy(update={"id": ids.get(call.id, call.id)})
-                for call in message.tool_calls
-            ]
-        result.append(message.model_copy(update=update) if update else message)
-    return result
-
-
 # -- the neutral form compared -------------------------------------------------------------
 
 
