@@ -29,11 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-def media_type(content_type: str | None) -> str:
-    """The media type of a ``content-type`` value, lower case, without its parameters."""
-    return (content_type or "").split(";", 1)[0].strip().lower()
-
+from pytest_agentctx.traffic.cassettes.bodykinds import media_type
 
 #: A parameter of a header value (``name="file"``, ``filename=a.txt``), quotes escaped.
 _PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
