@@ -106,6 +106,38 @@ def test_storing_an_event_stream_loses_no_byte(stream: list[EventMessage]):
     assert body_bytes(stored) == raw
 
 
+def _json_containers(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=4), children, max_size=3)
+    )
+
+
+json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.sampled_from([1.5e-7, 2e-9, 1e16, 5e-324, "1e-5", "one-time", "null"]),
+        st.text(max_size=8),
+    ),
+    _json_containers,
+    max_leaves=8,
+)
+
+
+@given(json_values)
+def test_a_stored_payload_is_framed_as_compact_json_writes_it(payload: object):
+    # The stored form is framed again on replay: the payload's bytes must be exactly what
+    # json writes compact (how the stream is stored), whichever encoder frames it.
+    entry = {"headers": {":event-type": "x"}, "json": payload}
+    compact = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+    (chunk,) = body_chunks({"eventstream": [entry]})
+
+    assert decode_messages(chunk)[0].payload == compact
+
+
 @pytest.mark.parametrize(
     "raw",
     [encode_messages(STREAM)[:-3], b"not an event stream at all"],
