@@ -30,6 +30,8 @@ class StatsEntry(TypedDict):
     duration_s: float
     models: list[str]
     trajectory: list[str]
+    #: MCP tool calls, present when the runs made any.
+    mcp_calls: NotRequired[int]
 
 
 class RunEntry(TypedDict):

@@ -28,15 +28,13 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.capture.conversation import Conversation, IterationState
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.mcp.contract import names_match
 from pytest_agentctx.traffic.mcp.wire import McpExchange, mcp_exchanges
 
 #: The iteration metadata key of the MCP tool calls made during the iteration.
 METADATA_KEY = "mcp"
 #: The keys of a tool a contract keeps from a ``tools/list`` answer (when present).
 CONTRACT_KEYS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
-#: What may stand between a server's name and a tool's in the name a framework gives the
-#: model (``orders_get_order``, ``mcp__orders__get_order``, ``orders.get_order``).
-_SEPARATORS = frozenset("_-.:/")
 
 
 @dataclass
@@ -115,7 +113,9 @@ def _is_request(message: Mapping[str, Any]) -> bool:
 
 
 def _is_response(message: Mapping[str, Any]) -> bool:
-    return "method" not in message and "id" in message and ("result" in message or "error" in message)
+    return (
+        "method" not in message and "id" in message and ("result" in message or "error" in message)
+    )
 
 
 def _pair(exchanges: Sequence[McpExchange]) -> list[_Request]:
@@ -228,19 +228,6 @@ def read_mcp(interactions: Sequence[Interaction]) -> McpTraffic:
             else:
                 traffic.contract[request.server] = tools
     return traffic
-
-
-def names_match(model_name: str, tool: str) -> bool:
-    """Whether the model's tool ``model_name`` is the MCP tool ``tool``: the same name, or
-    the name with a prefix a framework put before it (the server's name or a chosen prefix)
-    that ends with one of ``_ - . : /`` (``orders_get_order``, ``mcp__orders__get_order``)."""
-    if model_name == tool:
-        return True
-    return (
-        len(model_name) > len(tool) + 1
-        and model_name.endswith(tool)
-        and model_name[-len(tool) - 1] in _SEPARATORS
-    )
 
 
 def _without_none(value: object) -> object:
