@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from pytest_agentctx.traffic.capture import build_contexts
-from pytest_agentctx.traffic.capture.mcp import names_match, same_arguments
+from pytest_agentctx.traffic.capture.mcp import same_arguments
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.mcp.contract import names_match
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 SYSTEM = {"role": "system", "content": "You run an order desk."}

@@ -179,6 +179,7 @@ def test_changes_are_symmetric_in_added_and_removed(
 def test_there_is_a_change_exactly_when_the_lists_differ_as_sets_of_tools(
     first: list[dict[str, Any]], second: list[dict[str, Any]]
 ) -> None:
-    by_name = lambda tools: {tool["name"]: tool for tool in tools}  # noqa: E731
+    def by_name(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {tool["name"]: tool for tool in tools}
 
     assert (contract_changes(first, second) == []) == (by_name(first) == by_name(second))
