@@ -286,3 +286,15 @@ def test_arguments_given_as_null_are_left_out_of_the_comparison() -> None:
     assert same_arguments({"order_id": 42, "note": None}, {"order_id": 42})
     assert same_arguments({"order_id": 42.0}, {"order_id": 42})
     assert not same_arguments({"order_id": 42}, {"order_id": "42"})
+
+
+def test_the_snapshot_of_a_context_shows_the_mcp_call_with_its_tool_calls_id() -> None:
+    from pytest_agentctx.assertions.snapshots.serialization import serialize
+
+    interactions = run(stdio(tools_call(3, order_id=42), answer(3, ORDER_RESULT)))
+    text = serialize(build_contexts(interactions).context)
+
+    assert "iterations[0].metadata.mcp[0].tool_call_id = <id:1>" in text
+    assert "iterations[0].metadata.mcp[0].server = 'orders_server'" in text
+    assert "iterations[0].metadata.mcp[0].is_error = False" in text
+    assert text == serialize(build_contexts(interactions).context)
