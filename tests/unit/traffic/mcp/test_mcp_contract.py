@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -183,3 +184,26 @@ def test_there_is_a_change_exactly_when_the_lists_differ_as_sets_of_tools(
         return {tool["name"]: tool for tool in tools}
 
     assert (contract_changes(first, second) == []) == (by_name(first) == by_name(second))
+
+
+def test_the_cassettes_contract_names_the_server_of_a_changed_model_tool() -> None:
+    from pytest_agentctx.traffic.capture.mcp import read_mcp
+    from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [get_order("order_id")]}}
+    recorded = Interaction(
+        "POST",
+        "mcp+stdio://orders_server/",
+        {},
+        {"json": listing},
+        200,
+        {},
+        {"text": json.dumps(answer) + "\n"},
+    )
+    contract = read_mcp([recorded]).contract
+
+    text = model_tools_change(chat_request("order_id"), chat_request("order_ref"), contract)
+
+    assert text is not None
+    assert "(tools of MCP server orders_server: its tool schema changed" in text
