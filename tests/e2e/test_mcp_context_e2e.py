@@ -158,7 +158,7 @@ CASSETTE = {
 @pytest.fixture
 def orders(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     agent_pytester.makepyfile(order_agent=AGENT)
-    for name in ("test_context", "test_budget"):
+    for name in ("test_context", "test_budget", "test_snapshot"):
         folder = agent_pytester.path / "cassettes" / "test_orders"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.json").write_text(json.dumps(CASSETTE))
@@ -191,6 +191,12 @@ def orders(agent_pytester: pytest.Pytester) -> pytest.Pytester:
         @pytest.mark.agent_budget(max_mcp_calls=0)
         def test_budget(agent_context):
             order_agent("Where is order 42?")
+
+
+        def test_snapshot(agent_context, agent_snapshot):
+            order_agent("Where is order 42?")
+
+            assert agent_context.context == agent_snapshot
         """
     )
     return agent_pytester
@@ -241,3 +247,18 @@ def test_the_reports_carry_the_mcp_calls_and_the_tool_contract(orders: pytest.Py
     ]
     assert ("agentctx.mcp_call", "http://127.0.0.1:9/mcp get_order") in properties
     assert ("agentctx.mcp_contract", "http://127.0.0.1:9/mcp: get_order") in properties
+
+
+def test_the_context_snapshot_shows_the_mcp_call_the_same_on_every_run(
+    orders: pytest.Pytester,
+) -> None:
+    orders.runpytest("-p", "no:cacheprovider", "-k", "test_snapshot", "--snapshot-update")
+    (written,) = (orders.path / "__snapshots__").rglob("*.agentctx")
+
+    again = orders.runpytest("-p", "no:cacheprovider", "-k", "test_snapshot")
+
+    again.assert_outcomes(passed=1)
+    text = written.read_text()
+    assert "iterations[0].metadata.mcp[0].server = 'http://127.0.0.1:9/mcp'" in text
+    assert "iterations[0].metadata.mcp[0].tool_call_id = <id:1>" in text
+    assert "iterations[0].metadata.mcp[0].is_error = False" in text

@@ -121,21 +121,21 @@ def _is_response(message: Mapping[str, Any]) -> bool:
 def _pair(exchanges: Sequence[McpExchange]) -> list[_Request]:
     """The client's requests, each with the server's response (see the module's doc)."""
     requests: list[_Request] = []
+    #: The requests not answered yet, by where ids are unique and the id.
+    waiting: dict[tuple[str, str], list[_Request]] = {}
     for exchange in exchanges:
         origin = _origin(exchange)
         for message in exchange.sent:
             if _is_request(message):
-                requests.append(_Request(exchange.position, exchange.server, origin, message))
+                request = _Request(exchange.position, exchange.server, origin, message)
+                requests.append(request)
+                waiting.setdefault((origin, repr(message["id"])), []).append(request)
     for exchange in exchanges:
         origin = _origin(exchange)
         for message in exchange.received:
             if not _is_response(message):
                 continue
-            open_ = [
-                r
-                for r in requests
-                if r.answer is None and r.origin == origin and r.message["id"] == message["id"]
-            ]
+            open_ = waiting.get((origin, repr(message["id"])), [])
             same = [r for r in open_ if r.position == exchange.position]
             before = [r for r in open_ if r.position < exchange.position]
             after = [r for r in open_ if r.position > exchange.position]
@@ -143,6 +143,7 @@ def _pair(exchanges: Sequence[McpExchange]) -> list[_Request]:
             if chosen:
                 chosen[0].answer = message
                 chosen[0].answered_at = exchange.position
+                open_.remove(chosen[0])
     return requests
 
 
