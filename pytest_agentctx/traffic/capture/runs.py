@@ -171,7 +171,11 @@ class CapturedRuns:
 
 
 def _listed(built: Built) -> str:
-    shown = [f"{e.method} {e.path}" for e in built.non_llm[:5]]
+    # an MCP server over stdio is named by its URL (mcp+stdio://<server>/): its path says nothing
+    shown = [
+        f"{e.method} {e.url if e.url.startswith('mcp+stdio:') else e.path}"
+        for e in built.non_llm[:5]
+    ]
     more = f" and {len(built.non_llm) - 5} more" if len(built.non_llm) > 5 else ""
     return ", ".join(shown) + more
 

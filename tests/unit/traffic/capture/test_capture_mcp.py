@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from pytest_agentctx.traffic.capture import build_contexts
 from pytest_agentctx.traffic.capture.mcp import same_arguments
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.errors import NotOneConversation
 from pytest_agentctx.traffic.mcp.contract import names_match
 
 CHAT = "https://api.openai.com/v1/chat/completions"
@@ -298,3 +301,10 @@ def test_the_snapshot_of_a_context_shows_the_mcp_call_with_its_tool_calls_id() -
     assert "iterations[0].metadata.mcp[0].server = 'orders_server'" in text
     assert "iterations[0].metadata.mcp[0].is_error = False" in text
     assert text == serialize(build_contexts(interactions).context)
+
+
+def test_a_test_with_only_mcp_traffic_names_the_stdio_server_when_asked_for_its_context() -> None:
+    runs = build_contexts([stdio(tools_call(1, order_id=42), answer(1, ORDER_RESULT))])
+
+    with pytest.raises(NotOneConversation, match=r"POST mcp\+stdio://orders_server/"):
+        runs.context  # noqa: B018
