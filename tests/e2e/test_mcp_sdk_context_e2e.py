@@ -94,3 +94,49 @@ def test_a_real_sdk_and_server_give_mcp_calls_joined_to_the_model_calls(
     result = agent_pytester.runpytest("-p", "no:cacheprovider")
 
     result.assert_outcomes(passed=1)
+
+
+PYDANTIC_AI_CASE = """
+import os
+
+from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+
+async def test_orders(fake_llm, agent_context):
+    fake_llm.reply_tool_call("orders_get_order", order_id=42).reply("Order 42 has shipped.")
+    model = OpenAIChatModel(
+        "gpt-4o-mini",
+        provider=OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="sk-test"),
+    )
+    toolset = MCPToolset(os.environ["ORDERS_SERVER"]).prefixed("orders")
+    agent = Agent(model, toolsets=[toolset])
+
+    async with agent:
+        result = await agent.run("Where is order 42?")
+
+    assert result.output == "Order 42 has shipped."
+    first = agent_context.context.iterations[0]
+    (got,) = first.metadata["mcp"]
+    assert (first.tool_calls[0].name, got["tool"]) == ("orders_get_order", "get_order")
+    assert got["tool_call_id"] == first.tool_calls[0].id
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the stdio seam never closes the last interaction's response when the fastmcp "
+    "client (pydantic-ai's MCPToolset) ends its session by cancelling its reader, so the "
+    "live recorder never keeps the tools/call exchange: agent_context sees no MCP call",
+)
+def test_pydantic_ais_prefixed_mcp_tool_joins_the_model_tool_call(
+    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORDERS_SERVER", str(SERVER))
+    agent_pytester.makepyfile(test_orders=PYDANTIC_AI_CASE)
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=1)
