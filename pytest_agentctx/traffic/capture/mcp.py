@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.capture.conversation import Conversation, IterationState
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
-from pytest_agentctx.traffic.mcp.contract import names_match
+from pytest_agentctx.traffic.mcp.contract import model_tools_change, names_match
 from pytest_agentctx.traffic.mcp.wire import McpExchange, mcp_exchanges
 
 #: The iteration metadata key of the MCP tool calls made during the iteration.
@@ -302,3 +302,15 @@ def _joined(
                     call.tool_call_id = tool_call.id
                     return conversation.iterations[-1]
     return None
+
+
+def tools_miss_lines(
+    recorded_body: object, now_body: object, recorded: Sequence[Interaction]
+) -> list[str]:
+    """The lines a miss message adds when a model call's tools differ from the recorded
+    request's (:func:`~pytest_agentctx.traffic.mcp.contract.model_tools_change`, each
+    indented by two spaces), naming the MCP server of each changed tool that the
+    cassette's ``recorded`` interactions list in a ``tools/list`` answer; ``[]`` when the
+    tools are the same. ``recorded_body`` and ``now_body`` are the requests' JSON."""
+    text = model_tools_change(recorded_body, now_body, read_mcp(recorded).contract)
+    return [f"  {line}" for line in text.splitlines()] if text else []

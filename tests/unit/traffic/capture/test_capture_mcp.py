@@ -308,3 +308,24 @@ def test_a_test_with_only_mcp_traffic_names_the_stdio_server_when_asked_for_its_
 
     with pytest.raises(NotOneConversation, match=r"POST mcp\+stdio://orders_server/"):
         runs.context  # noqa: B018
+
+
+def test_a_miss_on_changed_model_tools_names_the_field_and_the_mcp_server() -> None:
+    from pytest_agentctx.traffic.capture.mcp import tools_miss_lines
+
+    def request(argument: str) -> dict[str, Any]:
+        schema = {"type": "object", "properties": {argument: {"type": "integer"}}}
+        function = {"name": "get_order", "parameters": schema}
+        return {"messages": [], "tools": [{"type": "function", "function": function}]}
+
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    recorded = [stdio(listing, answer(1, {"tools": [GET_ORDER_TOOL]}))]
+
+    lines = tools_miss_lines(request("order_id"), request("order_ref"), recorded)
+
+    assert lines[1] == (
+        "    tool get_order: inputSchema.properties.order_id removed; "
+        "inputSchema.properties.order_ref added (integer)"
+    )
+    assert "MCP server orders_server" in lines[2]
+    assert tools_miss_lines(request("order_id"), request("order_id"), recorded) == []
