@@ -310,7 +310,7 @@ def _markers(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "agent_budget(max_iterations=, max_tool_calls=, max_tokens=, max_cost_usd=, "
-        "max_duration_s=): fail the test when its agent runs use more.",
+        "max_duration_s=, max_mcp_calls=): fail the test when its agent runs use more.",
     )
     config.addinivalue_line(
         "markers",

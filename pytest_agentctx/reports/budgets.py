@@ -1,5 +1,5 @@
-"""Behaviour budgets: the most iterations, tool calls, tokens, dollars and seconds a test's
-agent runs may use.
+"""Behaviour budgets: the most iterations, tool calls, tokens, dollars, seconds and MCP tool
+calls a test's agent runs may use.
 
 A :class:`Budget` comes from ``@pytest.mark.agent_budget(...)`` (on the test, its class or
 its module; the closest marker wins for each limit) laid over the ``agent_budget_*`` ini
@@ -32,13 +32,14 @@ from pytest_agentctx.reports.limits import (
 if TYPE_CHECKING:
     from pytest_agentctx.reports.schema import BudgetEntry, ExceededEntry
 
-_WHOLE = frozenset({"max_iterations", "max_tool_calls", "max_tokens"})
+_WHOLE = frozenset({"max_iterations", "max_tool_calls", "max_tokens", "max_mcp_calls"})
 _WHAT = {
     "max_iterations": "iterations",
     "max_tool_calls": "tool calls",
     "max_tokens": "tokens (input + output)",
     "max_cost_usd": "cost in US dollars",
     "max_duration_s": "seconds on the runs' clocks",
+    "max_mcp_calls": "MCP tool calls",
 }
 _EXAMPLE = {
     "max_iterations": "5",
@@ -46,6 +47,7 @@ _EXAMPLE = {
     "max_tokens": "20000",
     "max_cost_usd": "0.05",
     "max_duration_s": "30",
+    "max_mcp_calls": "4",
 }
 
 Number = int | float
@@ -61,6 +63,8 @@ def _measure(stats: RunStats, limit: str) -> Number | None:
             return stats.total_tokens
         case "max_cost_usd":
             return None if stats.cost_usd is None else round(stats.cost_usd, 8)
+        case "max_mcp_calls":
+            return stats.mcp_calls
         case _:
             return round(stats.duration_s, 6)
 
@@ -109,6 +113,7 @@ class Budget:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     max_duration_s: float | None = None
+    max_mcp_calls: int | None = None
 
     @property
     def limits(self) -> dict[str, Number]:
@@ -293,6 +298,13 @@ def _unmeasured_message(budget: Budget, where: str) -> str:
         "  Check that the agent runs inside the test body and sends its model calls that "
         "way. If this test makes no model call on purpose, take the budget off it: "
         f"@pytest.mark.agent_budget({off})."
+        + (
+            "\n  max_mcp_calls counts the MCP tool calls of the test's conversations: MCP "
+            "traffic without a model call belongs to no run (agent_context.mcp_calls "
+            "lists it)."
+            if "max_mcp_calls" in budget.limits
+            else ""
+        )
     )
 
 

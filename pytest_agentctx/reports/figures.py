@@ -14,7 +14,7 @@ the table has no cost (``cost_usd`` is ``None``), never a guessed one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -110,6 +110,8 @@ class RunStats:
     duration_s: float = 0.0
     models: tuple[str, ...] = ()
     trajectory: tuple[str, ...] = ()
+    #: MCP ``tools/call`` requests (each iteration's ``metadata["mcp"]``), joined or not.
+    mcp_calls: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -131,11 +133,13 @@ class RunStats:
             duration_s=self.duration_s + other.duration_s,
             models=tuple(dict.fromkeys((*self.models, *other.models))),
             trajectory=(*self.trajectory, *other.trajectory),
+            mcp_calls=self.mcp_calls + other.mcp_calls,
         )
 
     def to_dict(self) -> StatsEntry:
-        """JSON-ready, with ``total_tokens``; cost rounded to 1e-8 dollars."""
-        return {
+        """JSON-ready, with ``total_tokens``; cost rounded to 1e-8 dollars; ``mcp_calls``
+        only when the runs made any."""
+        entry: StatsEntry = {
             "runs": self.runs,
             "iterations": self.iterations,
             "tool_calls": self.tool_calls,
@@ -147,13 +151,16 @@ class RunStats:
             "models": list(self.models),
             "trajectory": list(self.trajectory),
         }
+        if self.mcp_calls:
+            entry["mcp_calls"] = self.mcp_calls
+        return entry
 
     @classmethod
     def total(cls, stats: Iterable[RunStats]) -> RunStats:
         """The sum of ``stats``, as ``+`` adds them one after another, in linear time (a
         chain of ``+`` copies the growing trajectory at every step: quadratic in the
         tool calls of a session of thousands of tests)."""
-        runs = iterations = tool_calls = input_tokens = output_tokens = 0
+        runs = iterations = tool_calls = input_tokens = output_tokens = mcp_calls = 0
         cost: float | None = 0.0
         duration = 0.0
         models: dict[str, None] = {}
@@ -168,6 +175,7 @@ class RunStats:
             duration += item.duration_s
             models.update(dict.fromkeys(item.models))
             trajectory.extend(item.trajectory)
+            mcp_calls += item.mcp_calls
         return cls(
             runs=runs,
             iterations=iterations,
@@ -178,7 +186,20 @@ class RunStats:
             duration_s=duration,
             models=tuple(models),
             trajectory=tuple(trajectory),
+            mcp_calls=mcp_calls,
         )
+
+
+def _mcp_calls_of(metadata: Mapping[str, object]) -> tuple[int, int]:
+    """The MCP tool calls of an iteration (``metadata["mcp"]``), and how many of them are
+    joined to no tool call of the model (those count as tool calls of their own)."""
+    calls = metadata.get("mcp")
+    if isinstance(calls, str) or not isinstance(calls, Sequence):
+        return 0, 0
+    unjoined = sum(
+        1 for call in calls if isinstance(call, Mapping) and call.get("tool_call_id") is None
+    )
+    return len(calls), unjoined
 
 
 def _usage_of(metadata: Mapping[str, object]) -> tuple[int, int]:
@@ -193,7 +214,7 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
     cost: float | None = 0.0
     models: list[str] = []
     trajectory: list[str] = []
-    calls = 0
+    calls = mcp_calls = 0
     for iteration in context.iterations:
         metadata = iteration.metadata
         input_tokens, output_tokens = _usage_of(metadata)
@@ -210,7 +231,9 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
                 cost = None
         elif input_tokens or output_tokens:
             cost = None
-        calls += len(iteration.tool_calls)
+        made, unjoined = _mcp_calls_of(metadata)
+        mcp_calls += made
+        calls += len(iteration.tool_calls) + unjoined
         trajectory.extend(call.name for call in iteration.tool_calls)
     duration = 0.0
     if context.iterations:
@@ -227,6 +250,7 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
         duration_s=duration,
         models=tuple(models),
         trajectory=tuple(trajectory),
+        mcp_calls=mcp_calls,
     )
 
 
@@ -259,6 +283,7 @@ def run_stats(run: object, *, prices: PriceTable | None = None, nested: bool = T
             output_tokens=own.output_tokens,
             cost_usd=own.cost_usd,
             models=own.models,
+            mcp_calls=own.mcp_calls,
         )
     # the calls in the order they happened: a sub-agent's calls follow its parent iteration's
     names = tuple(located.call.name for located in located_calls(context, nested=True))

@@ -26,6 +26,7 @@ from importlib import resources
 
 from pytest_agentctx.reports.html_runs import RunTimeline
 from pytest_agentctx.reports.html_text import (
+    as_json,
     as_map,
     as_number,
     as_seq,
@@ -324,6 +325,14 @@ class _Page:
             w(f'<div class="facts">{f"<span class=bad>{text}</span>" if low else text}</div>\n')
         for line in gate_lines:
             w(f'<div class="facts bad">gate: {esc(line)}</div>\n')
+        contract = as_map(test.get("mcp_contract"))
+        for server, tools in contract.items():
+            names = [str(as_map(tool).get("name", "?")) for tool in as_seq(tools)]
+            w(
+                f'<details class="meta"><summary class="facts">MCP server <code>{esc(server)}'
+                f"</code> tool contract: {esc(', '.join(names) or 'no tool')}</summary><pre>"
+                f"{esc(as_json(tools))}</pre></details>\n"
+            )
 
     # -- why it failed, and how it drifted ----------------------------------------------
 

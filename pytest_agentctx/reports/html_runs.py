@@ -117,6 +117,25 @@ def _iteration_head(
     return head
 
 
+def _mcp_failed(entry: Mapping[str, object]) -> bool:
+    return bool(entry.get("is_error")) or entry.get("error") is not None
+
+
+def _mcp_badge(entry: Mapping[str, object]) -> str:
+    """``MCP <server>`` beside a tool call, with ``isError`` or the JSON-RPC error."""
+    text = (
+        f'<span class="label">MCP</span> <span class="mono">{esc(entry.get("server", "?"))}</span>'
+    )
+    if entry.get("is_error"):
+        text += " " + badge("isError", "error")
+    error = as_map(entry.get("error"))
+    if error:
+        text += (
+            " " + badge("error") + f' <span class="muted">{esc(error.get("message", ""))}</span>'
+        )
+    return text
+
+
 def _last_text(messages: Sequence[Mapping[str, object]]) -> str:
     """The preview of an iteration: its last text that is not a tool result, or ``""``."""
     for message in reversed(messages):
@@ -144,6 +163,8 @@ class RunTimeline:
 
     def __init__(self, out: list[str]) -> None:
         self.w = out.append
+        #: The MCP calls of the iteration being written, by the model tool call they join.
+        self.mcp: dict[str, Mapping[str, object]] = {}
 
     def run(self, run_id: str, run: Mapping[str, object]) -> None:
         w = self.w
@@ -229,6 +250,8 @@ class RunTimeline:
         if facts:
             w(f'<div class="facts">{esc(" · ".join(facts))}</div>\n')
         shown: set[str] = set()
+        mcp = [as_map(entry) for entry in as_seq(metadata.get("mcp"))]
+        self.mcp = {str(e["tool_call_id"]): e for e in mcp if e.get("tool_call_id") is not None}
         for message in messages:
             self.message(message, results, shown)
         extra = [call for call in calls if str(call.get("id")) not in shown]
@@ -237,6 +260,19 @@ class RunTimeline:
             for call in extra:
                 self.call(call, results, shown)
             w("</div>\n")
+        unjoined = [entry for entry in mcp if entry.get("tool_call_id") is None]
+        if unjoined:
+            w('<div class="msg"><span class="role role-assistant">MCP calls, no model call')
+            w("</span>")
+            for entry in unjoined:
+                w(
+                    f'<div class="call{" error" if _mcp_failed(entry) else ""}">'
+                    f'<span class="label">tool call</span> <b class="mono">'
+                    f"{esc(entry.get('tool', '?'))}</b> {_mcp_badge(entry)}"
+                    f"<pre>{esc(as_json(entry.get('arguments', {})))}</pre></div>\n"
+                )
+            w("</div>\n")
+        self.mcp = {}
         rest = {key: value for key, value in metadata.items() if key not in _HEADER_KEYS}
         if rest:
             w(
@@ -300,11 +336,13 @@ class RunTimeline:
         call_id = str(call.get("id", ""))
         result = results.get(call_id)
         error = bool(result and result.get("is_error"))
+        mcp = self.mcp.get(call_id)
         w(
             f'<div class="call{" error" if error else ""}"><span class="label">tool call</span> '
             f'<b class="mono">{esc(call.get("name", "?"))}</b> '
             f'<span class="muted mono">{esc(call_id)}</span>'
-            f"<pre>{esc(as_json(call.get('arguments', {})))}</pre>"
+            + (f" {_mcp_badge(mcp)}" if mcp is not None else "")
+            + f"<pre>{esc(as_json(call.get('arguments', {})))}</pre>"
         )
         if result is None:
             w('<span class="label">no result in this run</span>')

@@ -4,7 +4,14 @@ each (:func:`ini_name`); the budgets themselves are :mod:`.budgets`'s."""
 from __future__ import annotations
 
 #: The limits a budget can set, in the order they are reported.
-BUDGET_LIMITS = ("max_iterations", "max_tool_calls", "max_tokens", "max_cost_usd", "max_duration_s")
+BUDGET_LIMITS = (
+    "max_iterations",
+    "max_tool_calls",
+    "max_tokens",
+    "max_cost_usd",
+    "max_duration_s",
+    "max_mcp_calls",
+)
 
 
 def ini_name(limit: str) -> str:

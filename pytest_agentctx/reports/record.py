@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
 if TYPE_CHECKING:
+    from pytest_agentctx.context.model import AgentContext
     from pytest_agentctx.context.runs import RunRecord
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.reports.figures import PriceTable
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
         BudgetEntry,
         CassetteEntry,
         FailureEntry,
+        McpCallEntry,
         Record,
         RepeatEntry,
         RunEntry,
@@ -56,11 +58,13 @@ def build_record(
     measured: bool = True,
     redactor: Redactor | None = None,
     failure: FailureEntry | None = None,
+    mcp_contract: Mapping[str, Sequence[Mapping[str, object]]] | None = None,
 ) -> Record:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
     stats of every run and of all of them, (with ``contexts``) each run's context, and why
     it failed (``failure``: :func:`~pytest_agentctx.reports.failure_entry.failure_entry`, or
-    ``None``).
+    ``None``). A run that made MCP tool calls lists them (``mcp_calls``), and the MCP
+    servers' tool contract (``mcp_contract``: each server's tools) is kept when given.
 
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
     because nothing in the session reads them (no budget, report file, gate or baseline):
@@ -87,6 +91,9 @@ def build_record(
             }
             if contexts:
                 entry["context"] = run.context.model_dump(mode="json")
+            calls = mcp_call_entries(run.context)
+            if calls:
+                entry["mcp_calls"] = calls
             entries.append(entry)
         total = RunStats.total(totals).to_dict()
     record: Record = {
@@ -100,11 +107,39 @@ def build_record(
     }
     if not measured:
         record["measured"] = False
+    if mcp_contract:
+        record["mcp_contract"] = json.loads(json.dumps(mcp_contract, default=str))
     if redactor is not None:
         from pytest_agentctx.context.scrub import redact
 
         return redact(record, redactor)
     return record
+
+
+def mcp_call_entries(context: AgentContext) -> list[McpCallEntry]:
+    """The MCP tool calls of a run, from its iterations' ``metadata["mcp"]``."""
+    entries: list[McpCallEntry] = []
+    for iteration in context.iterations:
+        calls = iteration.metadata.get("mcp")
+        if isinstance(calls, str) or not isinstance(calls, Sequence):
+            continue
+        for call in calls:
+            if not isinstance(call, Mapping):
+                continue
+            error = call.get("error")
+            message = error.get("message") if isinstance(error, Mapping) else None
+            call_id = call.get("tool_call_id")
+            entries.append(
+                {
+                    "server": str(call.get("server", "")),
+                    "tool": str(call.get("tool", "")),
+                    "iteration": iteration.number,
+                    "tool_call_id": call_id if isinstance(call_id, str) else None,
+                    "is_error": call.get("is_error") is True,
+                    "error": None if error is None else str(message or error),
+                }
+            )
+    return entries
 
 
 def no_runs_stats() -> StatsEntry:
@@ -169,10 +204,32 @@ def is_measured(entry: Mapping[str, object]) -> bool:
     return entry.get("measured", True) is not False
 
 
+def _mcp_properties(record: Record) -> list[tuple[str, object]]:
+    """``agentctx.mcp_calls`` (how many), one ``agentctx.mcp_call`` per call (``server tool``
+    and ``isError`` or ``error: <message>``) and one ``agentctx.mcp_contract`` per server
+    (``server: tool, tool``)."""
+    properties: list[tuple[str, object]] = []
+    calls = [call for run in record["runs"] for call in run.get("mcp_calls", [])]
+    if calls:
+        properties.append(("agentctx.mcp_calls", len(calls)))
+    for call in calls:
+        text = f"{call['server']} {call['tool']}"
+        if call["is_error"]:
+            text += " isError"
+        if call["error"] is not None:
+            text += f" error: {call['error']}"
+        properties.append(("agentctx.mcp_call", text))
+    for server, tools in record.get("mcp_contract", {}).items():
+        names = ", ".join(str(tool.get("name", "?")) for tool in tools)
+        properties.append(("agentctx.mcp_contract", f"{server}: {names}"))
+    return properties
+
+
 def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     """The JUnit XML properties of an agent test (none for other tests): iterations, tool
-    calls, total tokens, cost in US dollars (when every model has a price), the
-    cassette's status, and, when it failed, its failure as one line (the whole text is in
+    calls, total tokens, cost in US dollars (when every model has a price), its MCP tool
+    calls and MCP servers' tool contract (:func:`_mcp_properties`), the cassette's status,
+    and, when it failed, its failure as one line (the whole text is in
     the test case's ``<failure>`` or ``<error>`` element, where pytest writes it)."""
     if not is_agent_test(data):
         return []
@@ -185,6 +242,7 @@ def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     ]
     if stats["cost_usd"] is not None:
         properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
+    properties += _mcp_properties(record)
     if record["cassette"] is not None:
         properties.append(("agentctx.cassette", record["cassette"]["status"]))
     from pytest_agentctx.reports.failure_entry import failure_line

@@ -30,16 +30,32 @@ class StatsEntry(TypedDict):
     duration_s: float
     models: list[str]
     trajectory: list[str]
+    #: MCP tool calls, present when the runs made any.
+    mcp_calls: NotRequired[int]
+
+
+class McpCallEntry(TypedDict):
+    """One MCP tool call of a run: its server and tool, the iteration it was made in, the
+    model tool call it joined (``None``: none), whether its result is an ``isError`` one and
+    the JSON-RPC error's message, if any."""
+
+    server: str
+    tool: str
+    iteration: int
+    tool_call_id: str | None
+    is_error: bool
+    error: str | None
 
 
 class RunEntry(TypedDict):
     """One run of a test: its name, where it came from, its figures and (when the session
-    keeps them) its context as JSON data."""
+    keeps them) its context as JSON data; its MCP tool calls when it made any."""
 
     name: str
     source: Literal["runtime", "captured"]
     stats: StatsEntry
     context: NotRequired[dict[str, object]]
+    mcp_calls: NotRequired[list[McpCallEntry]]
 
 
 class EasedEntry(TypedDict):
@@ -124,6 +140,9 @@ class Record(TypedDict):
     runs: list[RunEntry]
     failure: FailureEntry | None
     measured: NotRequired[bool]
+    #: Each MCP server's tools (its last ``tools/list`` answer), by server, when the test's
+    #: traffic had any.
+    mcp_contract: NotRequired[dict[str, list[dict[str, object]]]]
 
 
 class ReportEntry(Record):

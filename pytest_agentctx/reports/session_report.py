@@ -250,6 +250,8 @@ class ReportCollector:
         }
         if not is_measured(copy):
             entry["measured"] = False
+        if "mcp_contract" in copy:
+            entry["mcp_contract"] = copy["mcp_contract"]
         return entry
 
 

@@ -34,6 +34,7 @@ from ..capture import redactor_of
 from ..keys import (
     BUDGET_CHECK_KEY,
     BUDGET_KEY,
+    CAPTURED_KEY,
     CASSETTE_ENTRY_KEY,
     MEASURE_KEY,
     REDACTOR_KEY,
@@ -171,6 +172,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
 
     log = item.stash.get(RUNS_KEY, None)
     measured = True
+    rebuilt = False
     # the runs of each repetition (one part for a test that is not repeated), read once
     parts: list[list[RunRecord]] = []
     if log is not None:
@@ -201,8 +203,16 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         measured=measured,
         redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,
         failure=item_failure(item) if wanted else None,
+        mcp_contract=_tool_contract(item) if rebuilt else None,
     )
     return record_json(record)
+
+
+def _tool_contract(item: pytest.Item) -> dict[str, list[dict[str, object]]] | None:
+    """The MCP servers' tool contract of ``item``'s captured traffic (its runs were built
+    already: they were measured)."""
+    captured = item.stash.get(CAPTURED_KEY, None)
+    return captured.tool_contract if captured is not None else None
 
 
 def item_failure(item: pytest.Item) -> FailureEntry | None:

@@ -25,7 +25,7 @@ timestamps come from a :class:`~pytest_agentctx.context.clock.StepClock` read tw
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -44,6 +44,7 @@ from pytest_agentctx.traffic.capture.items import (
     tools_hash,
     without_annotations,
 )
+from pytest_agentctx.traffic.capture.mcp import McpCall, McpTraffic, attach
 from pytest_agentctx.traffic.capture.nesting import first_user_texts, quotes_arguments, top_level
 from pytest_agentctx.traffic.capture.replies import (
     UNREADABLE,
@@ -93,11 +94,18 @@ class Built:
     non_llm: list[Exchange]
     #: Why each non-LLM exchange is not a model call (same order as ``non_llm``).
     reasons: list[str]
+    #: The MCP tool calls (each in its iteration's ``metadata["mcp"]`` too) and the
+    #: servers' tool contract (see :mod:`.mcp`).
+    mcp: McpTraffic = field(default_factory=McpTraffic)
 
 
 class _Builder:
-    def __init__(self, start: datetime, step: timedelta) -> None:
+    def __init__(self, start: datetime, step: timedelta, mcp: McpTraffic) -> None:
         self.clock = StepClock(start, step)
+        self.mcp = mcp
+        #: The position of the next exchange, and the model tool calls MCP calls joined.
+        self.position = 0
+        self.mcp_joined: set[tuple[int, str]] = set()
         self.conversations: list[Conversation] = []
         #: Conversations by the item count of their last request, then by the hash of
         #: its last item: a request looks up each count it could continue.
@@ -119,6 +127,13 @@ class _Builder:
     # -- one exchange --------------------------------------------------------------
 
     def add(self, exchange: Exchange) -> None:
+        position = self.position
+        self.position += 1
+        mcp_reason = self.mcp.reasons.get(position)
+        if mcp_reason is not None:  # MCP traffic: no model call
+            self._mcp(self.mcp.calls_at.get(position, []))
+            self._skip(exchange, mcp_reason)
+            return
         codec = codec_for_path(exchange.path) if exchange.method == "POST" else None
         if codec is None:
             if not (self._retrieval(exchange) or self._compaction(exchange)):
@@ -173,6 +188,9 @@ class _Builder:
             conversation.last_key = (len(items), item_hash(items[-1]))
             bucket = self.by_size.setdefault(len(items), {})
             bucket.setdefault(conversation.last_key[1], []).append(conversation)
+
+    def _mcp(self, calls: list[McpCall]) -> None:
+        attach(self.conversations, calls, self.mcp_joined)
 
     def _skip(self, exchange: Exchange, reason: str) -> None:
         self.non_llm.append(exchange)
@@ -537,9 +555,13 @@ def build(
     *,
     start: datetime = DEFAULT_START,
     step: timedelta = timedelta(seconds=1),
+    mcp: McpTraffic | None = None,
 ) -> Built:
-    """The conversations of ``exchanges`` (in request order), and the non-LLM exchanges."""
-    builder = _Builder(start, step)
+    """The conversations of ``exchanges`` (in request order), and the non-LLM exchanges;
+    ``mcp`` is the exchanges' MCP traffic (:func:`.mcp.read_mcp`), its tool calls joined to
+    the model's."""
+    traffic = mcp if mcp is not None else McpTraffic()
+    builder = _Builder(start, step, traffic)
     for exchange in exchanges:
         builder.add(exchange)
-    return Built(top_level(builder.conversations), builder.non_llm, builder.reasons)
+    return Built(top_level(builder.conversations), builder.non_llm, builder.reasons, traffic)

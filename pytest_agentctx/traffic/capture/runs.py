@@ -13,6 +13,7 @@ from pytest_agentctx.context.model import AgentContext
 from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.traffic.capture.builder import Built, build
 from pytest_agentctx.traffic.capture.exchange import Exchange, TrafficRecorder, _as_exchange
+from pytest_agentctx.traffic.capture.mcp import as_interaction, read_mcp
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CaptureError, CassetteFormatError, NotOneConversation
@@ -33,7 +34,9 @@ class CapturedRuns:
     * :attr:`context`: the one conversation (:class:`NotOneConversation` if there are 0
       or several);
     * :attr:`non_llm`: the exchanges that were no model call (embeddings, tracing uploads,
-      polling...), with :attr:`non_llm_reasons`.
+      polling, MCP traffic...), with :attr:`non_llm_reasons`;
+    * :attr:`mcp_calls`: the MCP ``tools/call`` requests (each also in its iteration's
+      ``metadata["mcp"]``), and :attr:`tool_contract`: each MCP server's ``tools/list``.
 
     ``len()``, iteration and indexing go over :attr:`contexts`.
     """
@@ -74,7 +77,8 @@ class CapturedRuns:
                         f"exchange #{position} is a {type(item).__name__}; capture reads "
                         "Exchange objects or cassette Interactions."
                     )
-            self._built = build(exchanges, start=self.clock_start, step=self.clock_step)
+            mcp = read_mcp([as_interaction(item) for item in items])
+            self._built = build(exchanges, start=self.clock_start, step=self.clock_step, mcp=mcp)
             self._contexts = [c.context() for c in self._built.conversations]
             self._key = key
         return self._built
@@ -120,6 +124,21 @@ class CapturedRuns:
         """Why each exchange of :attr:`non_llm` is not a model call (same order)."""
         return list(self._refresh().reasons)
 
+    @property
+    def mcp_calls(self) -> list[dict[str, object]]:
+        """Every MCP ``tools/call`` the test made, in order, as kept in
+        ``metadata["mcp"]`` (``tool_call_id`` ``None``: joined to no tool call of the
+        model; such a call made before any model call is in no context, only here)."""
+        return [call.to_dict() for call in self._refresh().mcp.calls]
+
+    @property
+    def tool_contract(self) -> dict[str, list[dict[str, object]]]:
+        """Each MCP server's tools, as its last ``tools/list`` answer gave them (``name``,
+        ``description``, ``inputSchema``, ``outputSchema``, ``annotations``...), by server
+        (a stdio server's label, or the HTTP URL without its query)."""
+        contract = self._refresh().mcp.contract
+        return {server: [dict(tool) for tool in tools] for server, tools in contract.items()}
+
     def records(self) -> list[RunRecord]:
         """The conversations as :class:`RunRecord` objects (for budgets and reports)."""
         return [
@@ -152,7 +171,11 @@ class CapturedRuns:
 
 
 def _listed(built: Built) -> str:
-    shown = [f"{e.method} {e.path}" for e in built.non_llm[:5]]
+    # an MCP server over stdio is named by its URL (mcp+stdio://<server>/): its path says nothing
+    shown = [
+        f"{e.method} {e.url if e.url.startswith('mcp+stdio:') else e.path}"
+        for e in built.non_llm[:5]
+    ]
     more = f" and {len(built.non_llm) - 5} more" if len(built.non_llm) > 5 else ""
     return ", ".join(shown) + more
 

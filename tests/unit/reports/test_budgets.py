@@ -98,6 +98,7 @@ def test_each_limit_has_its_ini_option() -> None:
         "agent_budget_max_tokens",
         "agent_budget_max_cost_usd",
         "agent_budget_max_duration_s",
+        "agent_budget_max_mcp_calls",
     ]
 
 
@@ -129,10 +130,21 @@ def test_the_test_is_measured_over_all_its_runs_with_each_runs_share() -> None:
 
 def test_every_limit_is_measured_from_its_figure() -> None:
     stats = RunStats(
-        runs=1, iterations=4, tool_calls=3, input_tokens=7, cost_usd=0.5, duration_s=9.0
+        runs=1,
+        iterations=4,
+        tool_calls=3,
+        input_tokens=7,
+        cost_usd=0.5,
+        duration_s=9.0,
+        mcp_calls=5,
     )
     budget = Budget(
-        max_iterations=3, max_tool_calls=2, max_tokens=6, max_cost_usd=0.25, max_duration_s=8
+        max_iterations=3,
+        max_tool_calls=2,
+        max_tokens=6,
+        max_cost_usd=0.25,
+        max_duration_s=8,
+        max_mcp_calls=4,
     )
 
     check = budget.check(runs(stats))
@@ -143,6 +155,7 @@ def test_every_limit_is_measured_from_its_figure() -> None:
         ("max_tokens", 7, 6),
         ("max_cost_usd", 0.5, 0.25),
         ("max_duration_s", 9.0, 8),
+        ("max_mcp_calls", 5, 4),
     ]
 
 
@@ -251,6 +264,15 @@ def test_an_unmeasured_budget_says_what_to_check_and_how_to_take_it_off() -> Non
     assert message.startswith("agent budget not measured: test_x.py::test_agent made no model call")
     assert "(max_iterations=1, max_tokens=10)" in message
     assert "@pytest.mark.agent_budget(max_iterations=None, max_tokens=None)" in message
+
+
+def test_an_unmeasured_mcp_budget_says_mcp_traffic_alone_is_no_run() -> None:
+    check = BudgetCheck(Budget(max_mcp_calls=2), unmeasured=True)
+
+    message = check.failure_message("test_x.py::test_agent")
+
+    assert "(max_mcp_calls=2)" in message
+    assert "MCP traffic without a model call belongs to no run" in message
 
 
 def test_an_unmeasured_budget_is_recorded_for_the_reports() -> None:

@@ -404,3 +404,53 @@ def test_a_test_without_a_baseline_entry_shows_no_drift_table() -> None:
     page = render_html(_report(_test("tests/test_w.py::test_a", _context())))
 
     assert '<table class="drift">' not in page
+
+
+def _mcp_entry(tool_call_id: str | None, **fields: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "server": "weather_server",
+        "transport": "stdio",
+        "tool": "get_weather",
+        "arguments": {"city": "Paris"},
+        "tool_call_id": tool_call_id,
+        "result": None,
+        "is_error": False,
+        "error": None,
+        "exchanges": [1],
+    }
+    entry.update(fields)
+    return entry
+
+
+def _with_mcp(*entries: dict[str, Any]) -> AgentContext:
+    ctx = _context()
+    first = ctx.iterations[0]
+    changed = first.model_copy(update={"metadata": {**first.metadata, "mcp": list(entries)}})
+    return ctx.model_copy(update={"iterations": [changed, *ctx.iterations[1:]]})
+
+
+def test_an_mcp_call_is_shown_beside_the_tool_call_it_joined() -> None:
+    page = render_html(_report(_test("t.py::t", _with_mcp(_mcp_entry("call_1", is_error=True)))))
+
+    call = re.search(r'<div class="call">(.*?)</div>', page, re.S)
+
+    assert call is not None
+    assert '<span class="label">MCP</span> <span class="mono">weather_server</span>' in call.group(
+        1
+    )
+    assert '<span class="badge b-error">isError</span>' in call.group(1)
+
+
+def test_an_unjoined_mcp_call_is_listed_in_its_iteration() -> None:
+    page = render_html(_report(_test("t.py::t", _with_mcp(_mcp_entry(None, tool="ping")))))
+
+    assert "MCP calls, no model call</span>" in page
+    assert '<b class="mono">ping</b>' in page
+
+
+def test_the_mcp_tool_contract_is_shown_with_the_test() -> None:
+    contract = {"weather_server": [{"name": "get_weather", "inputSchema": {"type": "object"}}]}
+
+    page = render_html(_report(_test("t.py::t", _context(), mcp_contract=contract)))
+
+    assert "MCP server <code>weather_server</code> tool contract: get_weather" in page

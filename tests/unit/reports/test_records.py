@@ -616,3 +616,66 @@ def test_a_failure_entry_leaves_out_object_addresses() -> None:
 
     assert entry["text"] == "self = <pytest_agentctx.Cassette object at 0x...>\nE   boom"
     assert entry["message"] == "boom <Thing object at 0x...>"
+
+
+def _mcp_run() -> RunRecord:
+    run = _run()
+    first = run.context.iterations[0]
+    calls = [
+        {"server": "weather_server", "tool": "get_weather", "tool_call_id": "call_1"},
+        {
+            "server": "weather_server",
+            "tool": "ping",
+            "tool_call_id": None,
+            "is_error": True,
+            "error": {"code": -32601, "message": "Method not found"},
+        },
+    ]
+    changed = first.model_copy(update={"metadata": {**first.metadata, "mcp": calls}})
+    context = run.context.model_copy(update={"iterations": [changed, *run.context.iterations[1:]]})
+    return RunRecord(run.name, run.source, context)
+
+
+def test_a_record_lists_each_runs_mcp_calls_and_counts_them() -> None:
+    record = build_record(runs=[_mcp_run()], contexts=False)
+
+    assert record["runs"][0]["mcp_calls"] == [
+        {
+            "server": "weather_server",
+            "tool": "get_weather",
+            "iteration": 1,
+            "tool_call_id": "call_1",
+            "is_error": False,
+            "error": None,
+        },
+        {
+            "server": "weather_server",
+            "tool": "ping",
+            "iteration": 1,
+            "tool_call_id": None,
+            "is_error": True,
+            "error": "Method not found",
+        },
+    ]
+    assert record["stats"]["mcp_calls"] == 2
+
+
+def test_a_run_without_mcp_calls_has_no_mcp_entry() -> None:
+    record = build_record(runs=[_run()])
+
+    assert "mcp_calls" not in record["runs"][0]
+    assert "mcp_contract" not in record
+
+
+def test_the_junit_properties_name_each_mcp_call_and_the_contract() -> None:
+    contract = {"weather_server": [{"name": "get_weather"}, {"name": "ping"}]}
+    record = build_record(runs=[_mcp_run()], contexts=False, mcp_contract=contract)
+
+    properties = [p for p in junit_properties(dict(record)) if "mcp" in p[0]]
+
+    assert properties == [
+        ("agentctx.mcp_calls", 2),
+        ("agentctx.mcp_call", "weather_server get_weather"),
+        ("agentctx.mcp_call", "weather_server ping isError error: Method not found"),
+        ("agentctx.mcp_contract", "weather_server: get_weather, ping"),
+    ]

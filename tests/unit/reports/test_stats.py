@@ -274,3 +274,32 @@ def test_total_is_the_chain_of_additions() -> None:
 
     assert RunStats.total(parts) == parts[0] + parts[1] + parts[2] + parts[3]
     assert RunStats.total(parts[:2]) == RunStats() + parts[0] + parts[1]
+
+
+def mcp_call(tool_call_id: str | None) -> dict[str, Any]:
+    return {"server": "orders_server", "tool": "search", "tool_call_id": tool_call_id}
+
+
+def test_mcp_calls_are_counted_from_each_iterations_metadata() -> None:
+    stats = run_stats(run(["search"], extra={"mcp": [mcp_call("c1_0"), mcp_call("c1_0")]}))
+
+    assert stats.mcp_calls == 2
+
+
+def test_an_unjoined_mcp_call_is_a_tool_call_and_a_joined_one_is_not_counted_twice() -> None:
+    stats = run_stats(run(["search"], extra={"mcp": [mcp_call("c1_0"), mcp_call(None)]}))
+
+    assert (stats.tool_calls, stats.trajectory) == (2, ("search",))
+
+
+def test_a_sub_agents_mcp_calls_count_with_its_parent() -> None:
+    sub = run(["lookup"], extra={"mcp": [mcp_call(None)]})
+    parent = run(["delegate"], extra={"subagents": {"researcher": sub}})
+
+    assert run_stats(parent).mcp_calls == 1
+
+
+def test_mcp_calls_are_in_the_figures_only_when_there_are_some() -> None:
+    assert "mcp_calls" not in RunStats(runs=1).to_dict()
+    assert RunStats(runs=1, mcp_calls=2).to_dict()["mcp_calls"] == 2
+    assert RunStats.total([RunStats(mcp_calls=1), RunStats(mcp_calls=2)]).mcp_calls == 3
