@@ -56,10 +56,12 @@ from .doubles.errors import (
     FakeLLMError as FakeLLMError,
     FakeToolsError as FakeToolsError,
     LoopbackError as LoopbackError,
+    UnscriptedMcpRequest as UnscriptedMcpRequest,
     UnexpectedModelCall as UnexpectedModelCall,
     UnusedScriptedReplies as UnusedScriptedReplies,
 )
 from .doubles.fake_llm import FakeLLM as FakeLLM
+from .doubles.fake_mcp.server import FakeMcp as FakeMcp, McpToolCall as McpToolCall
 from .doubles.fake_tools import FakeToolCall as FakeToolCall, FakeTools as FakeTools
 from .doubles.freeze import FrozenClock as FrozenClock
 from .doubles.ids import (

@@ -73,6 +73,8 @@ def agent_context(
         return
     if "fake_llm" in request.fixturenames:
         request.getfixturevalue("fake_llm")  # started first: the recorder sees its replies
+    if "fake_mcp" in request.fixturenames:
+        request.getfixturevalue("fake_mcp")  # as fake_llm: the recorder sees its HTTP answers
     # A recorder also sees the exchanges that are no model call (agent_context.non_llm).
     recorder = TrafficRecorder()
     capture_runs(item, lambda: recorder.exchanges)

@@ -1,0 +1,612 @@
+"""The fake MCP server: :class:`FakeMcp`, scripted with tools, resources and prompts,
+answering MCP at the message level (:meth:`FakeMcp.answer`) and keeping what it was asked.
+
+Its transports are thin: the SDK's in-memory streams (:meth:`FakeMcp.streams`,
+:meth:`FakeMcp.session`), streamable HTTP answered in-process at :attr:`FakeMcp.url` (see
+:mod:`.http`) and stdio through the stdio seam (:meth:`FakeMcp.stdio_parameters`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, overload
+
+from pytest_agentctx.doubles.errors import UnscriptedMcpRequest
+from pytest_agentctx.doubles.fake_mcp.script import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING,
+    RESOURCE_NOT_FOUND,
+    JsonRpcError,
+    PromptMessages,
+    ScriptedPrompt,
+    ScriptedResource,
+    ScriptedTool,
+    prompt_arguments,
+    schema_from_properties,
+    schema_of,
+)
+from pytest_agentctx.traffic.capture.exchange import Exchange
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, StdioServerParameters
+
+    from pytest_agentctx.doubles.fake_mcp.http import McpHttpEndpoint
+    from pytest_agentctx.doubles.freeze import FrozenClock
+
+#: The protocol versions the fake speaks; it answers ``initialize`` with the client's when
+#: it is one of them, else with the newest.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+@dataclass(frozen=True)
+class McpToolCall:
+    """One ``tools/call`` the fake received: the tool, its arguments and what it answered
+    (the ``tools/call`` result, or ``{"error": ...}`` for a JSON-RPC error)."""
+
+    name: str
+    arguments: dict[str, Any]
+    answer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the call failed: an ``isError`` result or a JSON-RPC error."""
+        return bool(self.answer.get("isError")) or "error" in self.answer
+
+
+class FakeMcp:
+    """A scripted MCP server for tests: no process, no socket.
+
+    >>> fake = FakeMcp("orders")
+    >>> fake.tool("get_order", {"id": 42, "status": "shipped"}, schema={"order_id": {"type": "integer"}})
+    FakeMcp('orders': 1 tools, 0 resources, 0 prompts, 0 calls)
+    """
+
+    def __init__(
+        self,
+        name: str = "fake-mcp",
+        *,
+        version: str = "1.0.0",
+        instructions: str | None = None,
+        clock: FrozenClock | None = None,
+        log: Callable[[Exchange], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        #: The frozen clock a tool's ``delay`` moves (else freezegun's active clock, if any).
+        self.clock = clock
+        self._log = log
+        self._tools: dict[str, ScriptedTool] = {}
+        self._resources: dict[str, ScriptedResource] = {}
+        self._prompts: dict[str, ScriptedPrompt] = {}
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._calls: list[McpToolCall] = []
+        self._exchanges: list[Exchange] = []
+        #: The requests the script had no answer for (a tool, resource, prompt or method
+        #: it does not know): :meth:`verify` fails with them.
+        self.unscripted: list[str] = []
+        self._http: McpHttpEndpoint | None = None
+        self._stdio: contextlib.ExitStack | None = None
+
+    # -- scripting ---------------------------------------------------------------------
+
+    @overload
+    def tool(self, name: Callable[..., object], /) -> Callable[..., object]: ...
+
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        result: object = MISSING,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        fn: Callable[..., object] | None = None,
+        raises: BaseException | None = None,
+        error: JsonRpcError | str | None = None,
+        is_error: bool = False,
+        delay: float = 0.0,
+        real_time: bool = False,
+    ) -> Any: ...
+
+    def tool(
+        self,
+        name: str | Callable[..., object] | None = None,
+        result: object = MISSING,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        fn: Callable[..., object] | None = None,
+        raises: BaseException | None = None,
+        error: JsonRpcError | str | None = None,
+        is_error: bool = False,
+        delay: float = 0.0,
+        real_time: bool = False,
+    ) -> Any:
+        """Script the tool ``name``; returns the fake (to chain), or, used as a decorator
+        (``@fake.tool`` or ``@fake.tool(delay=2)``), the function, which answers the calls.
+
+        It answers with ``result`` (a string is text; a dict is structured content and its
+        JSON text; a dict with ``content`` is the whole MCP result), or calls ``fn`` with
+        the call's arguments (sync or async; its signature is the input schema when no
+        ``schema`` is given). ``is_error=True`` marks the result ``isError``; ``raises``
+        (or an exception ``fn`` raises) becomes an ``isError`` result with its text;
+        ``error`` (a message, or :class:`JsonRpcError` with a code) answers with a JSON-RPC
+        error. ``delay`` seconds pass before it answers: the frozen clock moves on when one
+        is active; it sleeps in real time only with ``real_time=True``.
+
+        ``schema`` is a whole JSON schema, or only its properties (then all required).
+        """
+        options = {
+            "schema": schema,
+            "description": description,
+            "output_schema": output_schema,
+            "annotations": annotations,
+            "raises": raises,
+            "error": error,
+            "is_error": is_error,
+            "delay": delay,
+            "real_time": real_time,
+        }
+        if callable(name):
+            self._add_tool(name.__name__, MISSING, fn=name, **options)
+            return name
+        if name is None or (result is MISSING and fn is None and raises is None and error is None):
+            tool_name = name
+
+            def decorate(function: Callable[..., object]) -> Callable[..., object]:
+                self._add_tool(tool_name or function.__name__, MISSING, fn=function, **options)
+                return function
+
+            if name is None:
+                return decorate
+            raise TypeError(
+                f"fake_mcp.tool({name!r}) needs what the tool answers: a result "
+                f"(fake_mcp.tool({name!r}, 'text')), fn=, raises= or error=; or use "
+                "@fake_mcp.tool on a function."
+            )
+        self._add_tool(name, result, fn=fn, **options)
+        return self
+
+    def _add_tool(
+        self,
+        name: str,
+        result: object,
+        *,
+        fn: Callable[..., object] | None,
+        schema: Mapping[str, Any] | None,
+        description: str | None,
+        output_schema: Mapping[str, Any] | None,
+        annotations: Mapping[str, Any] | None,
+        raises: BaseException | None,
+        error: JsonRpcError | str | None,
+        is_error: bool,
+        delay: float,
+        real_time: bool,
+    ) -> None:
+        answers = [
+            what
+            for what, given in (
+                ("a result", result is not MISSING),
+                ("fn=", fn is not None),
+                ("raises=", raises is not None),
+                ("error=", error is not None),
+            )
+            if given
+        ]
+        if len(answers) > 1:
+            raise TypeError(
+                f"fake_mcp.tool({name!r}) got {' and '.join(answers)}: give one of them."
+            )
+        if delay < 0:
+            raise ValueError(f"fake_mcp.tool({name!r}, delay={delay!r}): a delay is >= 0 seconds.")
+        if schema is None and fn is not None:
+            input_schema = schema_of(fn)
+        else:
+            input_schema = schema_from_properties(schema)
+        if description is None and fn is not None and fn.__doc__:
+            description = fn.__doc__.strip()
+        if isinstance(error, str):
+            error = JsonRpcError(-32603, error)
+        self._tools[name] = ScriptedTool(
+            name=name,
+            input_schema=input_schema,
+            description=description,
+            output_schema=dict(output_schema) if output_schema is not None else None,
+            annotations=dict(annotations) if annotations is not None else None,
+            result=result,
+            fn=fn,
+            raises=raises,
+            error=error,
+            is_error=is_error,
+            delay=delay,
+            real_time=real_time,
+        )
+
+    def resource(
+        self,
+        uri: str,
+        text: str,
+        *,
+        name: str | None = None,
+        mime_type: str = "text/plain",
+        description: str | None = None,
+    ) -> FakeMcp:
+        """Script the resource ``uri`` with its text (``resources/list``, ``resources/read``)."""
+        label = name or uri.rstrip("/").rsplit("/", 1)[-1] or uri
+        self._resources[uri] = ScriptedResource(uri, text, label, mime_type, description)
+        return self
+
+    def prompt(
+        self,
+        name: str,
+        messages: PromptMessages,
+        *,
+        arguments: Sequence[str | Mapping[str, Any]] | None = None,
+        description: str | None = None,
+    ) -> FakeMcp:
+        """Script the prompt ``name``: its ``messages`` (a text, ``(role, text)`` pairs whose
+        ``{argument}`` fields are filled in, MCP message dicts, or a function of the
+        arguments giving one of those) and its ``arguments`` (names, required; or MCP's
+        argument dicts)."""
+        self._prompts[name] = ScriptedPrompt(
+            name, messages, prompt_arguments(arguments), description
+        )
+        return self
+
+    # -- what it received --------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every message the clients sent it (requests and notifications), in order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def methods(self) -> list[str]:
+        """The method of every message the clients sent it, in order."""
+        return [str(message.get("method")) for message in self.requests if "method" in message]
+
+    @property
+    def calls(self) -> list[McpToolCall]:
+        """Every ``tools/call`` it received, in order, with what it answered."""
+        with self._lock:
+            return list(self._calls)
+
+    def called(self, name: str, /, **arguments: object) -> bool:
+        """Whether a ``tools/call`` of ``name`` came with these arguments (those named; any
+        call of ``name`` when none are named)."""
+        return any(
+            call.name == name
+            and all(call.arguments.get(key, MISSING) == value for key, value in arguments.items())
+            for call in self.calls
+        )
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """Every message answered, as an exchange capture reads: over HTTP the POSTs (and
+        the GET and DELETE) at :attr:`url`; over the in-memory streams and stdio a ``POST``
+        to ``mcp+stdio://<name>/`` whose response is the server's messages, one JSON per
+        line, as an MCP stdio exchange is kept in a cassette."""
+        with self._lock:
+            return list(self._exchanges)
+
+    def verify(self) -> None:
+        """Raise :class:`~pytest_agentctx.UnscriptedMcpRequest` if a client asked for
+        something the script does not have (a tool, resource, prompt or method), even if
+        the agent went on after the error it got."""
+        if self.unscripted:
+            listed = "; ".join(self.unscripted)
+            raise UnscriptedMcpRequest(
+                f"fake_mcp {self.name!r} got {len(self.unscripted)} request(s) it has no "
+                f"script for: {listed}. Script them (fake_mcp.tool(...), .resource(...), "
+                ".prompt(...)), or find why the agent asked for them."
+            )
+
+    # -- answering ---------------------------------------------------------------------
+
+    async def answer(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The messages the server sends back for one client message: one response for a
+        request, none for a notification or a response. Kept in :attr:`exchanges` as a
+        stdio exchange."""
+        replies = await self.serve(message)
+        self._note(Exchange("POST", self.stdio_url, 200, {"json": message}, _ndjson(replies)))
+        return replies
+
+    async def serve(self, message: object) -> list[dict[str, Any]]:
+        """As :meth:`answer`, without keeping the exchange (the transports keep it)."""
+        if isinstance(message, list):  # a JSON-RPC batch
+            replies: list[dict[str, Any]] = []
+            for item in message:
+                replies.extend(await self.serve(item))
+            return replies
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return [_error(None, INVALID_REQUEST, f"not a JSON-RPC 2.0 message: {message!r}")]
+        with self._lock:
+            self._requests.append(message)
+        method = message.get("method")
+        if not isinstance(method, str):
+            return []  # a response to a request of ours (the fake sends none)
+        if "id" not in message:
+            return []  # a notification: notifications/initialized, cancelled, progress...
+        request_id = message["id"]
+        params = message.get("params") or {}
+        handler = _METHODS.get(method)
+        if handler is None:
+            self._unscripted(f"method {method}")
+            return [
+                _error(
+                    request_id,
+                    METHOD_NOT_FOUND,
+                    f"Method not found: {method} (fake_mcp {self.name!r} answers "
+                    f"{', '.join(sorted(_METHODS))})",
+                )
+            ]
+        try:
+            result = await handler(self, params)
+        except JsonRpcError as exc:
+            return [{"jsonrpc": "2.0", "id": request_id, "error": exc.as_error()}]
+        return [{"jsonrpc": "2.0", "id": request_id, "result": result}]
+
+    def _unscripted(self, what: str) -> None:
+        with self._lock:
+            self.unscripted.append(what)
+
+    def _note(self, exchange: Exchange) -> None:
+        with self._lock:
+            self._exchanges.append(exchange)
+        if self._log is not None:
+            self._log(exchange)
+
+    async def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False},
+                "prompts": {"listChanged": False},
+            },
+            "serverInfo": {"name": self.name, "version": self.version},
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _ping(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    async def _list_tools(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"tools": [tool.listing() for tool in self._tools.values()]}
+
+    async def _call_tool(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"tools/call takes a tool name and an object of arguments, got {dict(params)!r}",
+            )
+        tool = self._tools.get(name)
+        if tool is None:
+            self._unscripted(f"tools/call {name}")
+            known = ", ".join(sorted(self._tools)) or "no tools"
+            error = JsonRpcError(
+                INVALID_PARAMS,
+                f"Unknown tool: {name} (fake_mcp {self.name!r} has {known}; script it with "
+                f"fake_mcp.tool({name!r}, ...))",
+            )
+            self._keep_call(McpToolCall(name, arguments, {"error": error.as_error()}))
+            raise error
+        try:
+            if tool.delay:
+                await self._wait(tool.delay, tool.real_time)
+            result = await tool.call(arguments)
+        except JsonRpcError as exc:
+            self._keep_call(McpToolCall(name, arguments, {"error": exc.as_error()}))
+            raise
+        self._keep_call(McpToolCall(name, arguments, result))
+        return result
+
+    def _keep_call(self, call: McpToolCall) -> None:
+        with self._lock:
+            self._calls.append(call)
+
+    async def _wait(self, seconds: float, real_time: bool) -> None:
+        """Let ``seconds`` pass: the frozen clock moves on when one is active; a real
+        sleep only when asked for."""
+        if self.clock is not None and self.clock.active:
+            self.clock.tick(seconds)
+        else:
+            _tick_freezegun(seconds)
+        if real_time:
+            import anyio
+
+            await anyio.sleep(seconds)
+
+    async def _list_resources(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"resources": [resource.listing() for resource in self._resources.values()]}
+
+    async def _list_templates(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"resourceTemplates": []}
+
+    async def _read_resource(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        uri = str(params.get("uri"))
+        resource = self._resources.get(uri)
+        if resource is None:
+            self._unscripted(f"resources/read {uri}")
+            known = ", ".join(sorted(self._resources)) or "no resources"
+            raise JsonRpcError(
+                RESOURCE_NOT_FOUND,
+                f"Resource not found: {uri} (fake_mcp {self.name!r} has {known}; script it "
+                f"with fake_mcp.resource({uri!r}, text))",
+                {"uri": uri},
+            )
+        return resource.contents()
+
+    async def _list_prompts(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"prompts": [prompt.listing() for prompt in self._prompts.values()]}
+
+    async def _get_prompt(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        name = str(params.get("name"))
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            self._unscripted(f"prompts/get {name}")
+            known = ", ".join(sorted(self._prompts)) or "no prompts"
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Unknown prompt: {name} (fake_mcp {self.name!r} has {known}; script it "
+                f"with fake_mcp.prompt({name!r}, messages))",
+            )
+        arguments = params.get("arguments") or {}
+        return await prompt.get({str(key): str(value) for key, value in arguments.items()})
+
+    async def _empty(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    # -- transports --------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The mcp SDK's in-memory client streams ``(read, write)`` connected to the fake,
+        for ``mcp.ClientSession(read, write)`` or a framework that takes them."""
+        from pytest_agentctx.doubles.fake_mcp.memory import connected_streams
+
+        async with connected_streams(self) as pair:
+            yield pair
+
+    @contextlib.asynccontextmanager
+    async def session(self, *, initialize: bool = True, **options: Any) -> AsyncIterator[ClientSession]:
+        """An ``mcp.ClientSession`` over :meth:`streams`, initialised unless
+        ``initialize=False`` (``options`` go to the session)."""
+        from mcp import ClientSession
+
+        async with self.streams() as (read, write), ClientSession(read, write, **options) as client:
+            if initialize:
+                await client.initialize()
+            yield client
+
+    @property
+    def host(self) -> str:
+        """The host of :attr:`url`: the name, made a DNS label, under ``agentctx.invalid``
+        (a reserved name: nothing on a network answers it)."""
+        label = re.sub(r"[^a-z0-9-]+", "-", self.name.lower()).strip("-") or "fake-mcp"
+        return f"{label}.agentctx.invalid"
+
+    @property
+    def url(self) -> str:
+        """The streamable HTTP endpoint, answered in-process while the fake is started."""
+        return f"http://{self.host}/mcp"
+
+    @property
+    def stdio_url(self) -> str:
+        """The URL its stdio and in-memory exchanges are kept under."""
+        return f"mcp+stdio://{self.name}/"
+
+    @property
+    def stdio_command(self) -> str:
+        """The command :meth:`stdio_parameters` names: answered in-process while started."""
+        return f"agentctx-fake-mcp-{re.sub(r'[^A-Za-z0-9_.-]+', '-', self.name)}"
+
+    def stdio_parameters(self, **options: Any) -> StdioServerParameters:
+        """``mcp.StdioServerParameters`` of a server the started fake answers in-process
+        (no process is spawned); ``options`` go to the parameters (``env``, ``cwd``)."""
+        from mcp import StdioServerParameters
+
+        return StdioServerParameters(command=self.stdio_command, args=[], **options)
+
+    @property
+    def started(self) -> bool:
+        return self._http is not None
+
+    def start(self) -> None:
+        """Answer :attr:`url` and :meth:`stdio_parameters`' command from now on."""
+        if self._http is not None:
+            return
+        from pytest_agentctx.doubles.fake_mcp.http import McpHttpEndpoint
+
+        self._http = McpHttpEndpoint(self)
+        self._http.start()
+        self._stdio = _stdio_seam(self)
+
+    def stop(self) -> None:
+        """Stop answering :attr:`url` and the stdio command."""
+        http, self._http = self._http, None
+        stdio, self._stdio = self._stdio, None
+        try:
+            if http is not None:
+                http.stop()
+        finally:
+            if stdio is not None:
+                stdio.close()
+
+    def __enter__(self) -> FakeMcp:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return (
+            f"FakeMcp({self.name!r}: {len(self._tools)} tools, {len(self._resources)} "
+            f"resources, {len(self._prompts)} prompts, {len(self.calls)} calls)"
+        )
+
+
+_METHODS = {
+    "initialize": FakeMcp._initialize,
+    "ping": FakeMcp._ping,
+    "tools/list": FakeMcp._list_tools,
+    "tools/call": FakeMcp._call_tool,
+    "resources/list": FakeMcp._list_resources,
+    "resources/templates/list": FakeMcp._list_templates,
+    "resources/read": FakeMcp._read_resource,
+    "prompts/list": FakeMcp._list_prompts,
+    "prompts/get": FakeMcp._get_prompt,
+    "logging/setLevel": FakeMcp._empty,
+}
+
+
+def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _ndjson(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Messages as the body of an MCP stdio exchange: one JSON per line."""
+    return {"text": "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in messages)}
+
+
+def _tick_freezegun(seconds: float) -> None:
+    """Move freezegun's active clock (a :class:`FrozenClock`, ``freeze_time``) on, if any."""
+    api = sys.modules.get("freezegun.api")
+    factories = getattr(api, "freeze_factories", None)
+    if factories:
+        from datetime import timedelta
+
+        factories[-1].tick(timedelta(seconds=seconds))
+
+
+def _stdio_seam(fake: FakeMcp) -> contextlib.ExitStack | None:
+    """Enter the stdio seam for the fake's command, when the stdio interception is there."""
+    try:
+        from pytest_agentctx.traffic.mcp.stdio import local_server
+    except ImportError:
+        return None
+    stack = contextlib.ExitStack()
+    stack.enter_context(local_server(fake.stdio_command, fake.answer))
+    return stack
