@@ -1,0 +1,1 @@
+"""MCP client traffic: its transports' seams, its messages in the cassette, its normalisation."""
