@@ -34,6 +34,7 @@ from pytest_agentctx.doubles.fake_mcp.script import (
     schema_of,
 )
 from pytest_agentctx.traffic.capture.exchange import Exchange
+from pytest_agentctx.traffic.mcp.wire import stdio_url
 
 if TYPE_CHECKING:
     from mcp import ClientSession, StdioServerParameters
@@ -515,7 +516,7 @@ class FakeMcp:
     @property
     def stdio_url(self) -> str:
         """The URL its stdio and in-memory exchanges are kept under."""
-        return f"mcp+stdio://{self.name}/"
+        return stdio_url(self.name)
 
     @property
     def stdio_command(self) -> str:
