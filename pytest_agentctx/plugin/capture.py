@@ -73,10 +73,12 @@ def agent_context(
         return
     if "fake_llm" in request.fixturenames:
         request.getfixturevalue("fake_llm")  # started first: the recorder sees its replies
-    if "fake_mcp" in request.fixturenames:
-        request.getfixturevalue("fake_mcp")  # as fake_llm: the recorder sees its HTTP answers
     # A recorder also sees the exchanges that are no model call (agent_context.non_llm).
     recorder = TrafficRecorder()
+    if "fake_mcp" in request.fixturenames:
+        # Started first, as fake_llm: the recorder sees its HTTP answers at the transport,
+        # and is told the others (the in-memory streams, stdio).
+        request.getfixturevalue("fake_mcp").add_log(recorder.note, http=False)
     capture_runs(item, lambda: recorder.exchanges)
     runs = item.stash[CAPTURED_KEY]
     scopes.hold()  # to the session's end: a late request is refused between tests too

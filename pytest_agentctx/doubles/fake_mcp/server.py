@@ -34,7 +34,7 @@ from pytest_agentctx.doubles.fake_mcp.script import (
     schema_of,
 )
 from pytest_agentctx.traffic.capture.exchange import Exchange
-from pytest_agentctx.traffic.mcp.wire import stdio_url
+from pytest_agentctx.traffic.mcp.wire import STDIO_SCHEME, stdio_url
 
 if TYPE_CHECKING:
     from mcp import ClientSession, StdioServerParameters
@@ -84,7 +84,9 @@ class FakeMcp:
         self.instructions = instructions
         #: The frozen clock a tool's ``delay`` moves (else freezegun's active clock, if any).
         self.clock = clock
-        self._log = log
+        self._logs: list[tuple[Callable[[Exchange], None], bool]] = []
+        if log is not None:
+            self.add_log(log)
         self._tools: dict[str, ScriptedTool] = {}
         self._resources: dict[str, ScriptedResource] = {}
         self._prompts: dict[str, ScriptedPrompt] = {}
@@ -366,11 +368,19 @@ class FakeMcp:
         with self._lock:
             self.unscripted.append(what)
 
+    def add_log(self, log: Callable[[Exchange], None], *, http: bool = True) -> None:
+        """Give ``log`` every exchange from now on, as it is answered; with ``http=False``
+        only those of the in-memory streams and stdio (for a log that sees the HTTP ones at
+        the transport already)."""
+        self._logs.append((log, http))
+
     def _note(self, exchange: Exchange) -> None:
         with self._lock:
             self._exchanges.append(exchange)
-        if self._log is not None:
-            self._log(exchange)
+        over_http = not exchange.url.startswith(STDIO_SCHEME)
+        for log, http in self._logs:
+            if http or not over_http:
+                log(exchange)
 
     async def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
         asked = params.get("protocolVersion")
