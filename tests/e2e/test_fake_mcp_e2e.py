@@ -116,7 +116,7 @@ async def test_{name}(fake_llm, fake_mcp, agent_context):
     # the SDK lists the tools after a call, for their output schemas
     assert methods == ["initialize", "notifications/initialized", "tools/call", "tools/list"]
     assert mcp[-1].url == {url}
-    assert len(agent_context.context.iterations) == 2
+    assert len(agent_context.contexts) == 2
 """
 
 
