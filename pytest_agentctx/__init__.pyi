@@ -56,8 +56,8 @@ from .doubles.errors import (
     FakeLLMError as FakeLLMError,
     FakeToolsError as FakeToolsError,
     LoopbackError as LoopbackError,
-    UnscriptedMcpRequest as UnscriptedMcpRequest,
     UnexpectedModelCall as UnexpectedModelCall,
+    UnscriptedMcpRequest as UnscriptedMcpRequest,
     UnusedScriptedReplies as UnusedScriptedReplies,
 )
 from .doubles.fake_llm import FakeLLM as FakeLLM

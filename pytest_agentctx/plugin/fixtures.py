@@ -149,7 +149,9 @@ def fake_mcp(request: pytest.FixtureRequest) -> Iterator[FakeMcp]:
     """
     from pytest_agentctx.doubles.fake_mcp.server import FakeMcp
 
-    clock = request.getfixturevalue("frozen_clock") if "frozen_clock" in request.fixturenames else None
+    clock = (
+        request.getfixturevalue("frozen_clock") if "frozen_clock" in request.fixturenames else None
+    )
     if "fake_llm" in request.fixturenames:
         model: FakeLLM = request.getfixturevalue("fake_llm")
         fake = FakeMcp(clock=clock, log=model.note)

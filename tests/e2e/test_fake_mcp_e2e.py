@@ -13,16 +13,19 @@ RAW = '''
 import socket
 
 import pytest
+import anyio
 from mcp import ClientSession
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
 @pytest.fixture(autouse=True)
-def no_sockets(monkeypatch):
+def no_sockets_nor_processes(monkeypatch):
     def refuse(*args, **kwargs):
-        raise AssertionError("a socket was opened")
+        raise AssertionError("a socket was opened or a process started")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(anyio, "open_process", refuse)
 
 
 @pytest.fixture
@@ -55,15 +58,25 @@ async def test_streamable_http(orders):
     assert [tool.name for tool in tools.tools] == ["get_order", "cancel_order"]
     assert result.structuredContent == {"id": 7, "status": "shipped"}
     assert [call.name for call in orders.calls] == ["get_order"]
+
+
+async def test_stdio(orders):
+    async with stdio_client(orders.stdio_parameters()) as (read, write), ClientSession(
+        read, write
+    ) as session:
+        await session.initialize()
+        result = await session.call_tool("cancel_order", {"order_id": 42})
+    assert result.isError
+    assert result.content[0].text == "order 42 has shipped"
 '''
 
 
-def test_fake_mcp_answers_the_sdk_in_memory_and_over_http(
+def test_fake_mcp_answers_the_sdk_in_memory_over_http_and_stdio(
     agent_pytester: pytest.Pytester,
 ) -> None:
     agent_pytester.makepyfile(test_raw_mcp=RAW)
 
-    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=2)
+    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=3)
 
 
 UNSCRIPTED = """
@@ -90,6 +103,7 @@ def test_a_call_to_an_unscripted_tool_fails_the_test(agent_pytester: pytest.Pyte
 
 CONTEXT = """
 from mcp import ClientSession
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from openai import AsyncOpenAI
 
@@ -123,11 +137,22 @@ async def test_{name}(fake_llm, fake_mcp, agent_context):
 @pytest.mark.parametrize(
     ("name", "open_session", "url"),
     [
-        ("memory", "async with fake_mcp.session(initialize=False) as session:", '"mcp+stdio://fake-mcp/"'),
+        (
+            "memory",
+            "async with fake_mcp.session(initialize=False) as session:",
+            '"mcp+stdio://fake-mcp/"',
+        ),
         (
             "http",
-            "async with streamable_http_client(fake_mcp.url) as (read, write, _), ClientSession(read, write) as session:",
+            "async with streamable_http_client(fake_mcp.url) as (read, write, _), "
+            "ClientSession(read, write) as session:",
             "fake_mcp.url",
+        ),
+        (
+            "stdio",
+            "async with stdio_client(fake_mcp.stdio_parameters()) as (read, write), "
+            "ClientSession(read, write) as session:",
+            '"mcp+stdio://fake-mcp/"',
         ),
     ],
 )
@@ -142,14 +167,23 @@ def test_fake_mcp_exchanges_are_in_the_tests_traffic(
 
 
 PYDANTIC_AI = """
+import pytest
+from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 
 
-async def test_pydantic_ai_calls_a_fake_mcp_tool(fake_llm, fake_mcp):
+@pytest.fixture(params=["http", "stdio"])
+def toolset(request, fake_mcp):
+    if request.param == "http":
+        return MCPToolset(fake_mcp.url)
+    return MCPToolset(StdioTransport(fake_mcp.stdio_command, []))
+
+
+async def test_pydantic_ai_calls_a_fake_mcp_tool(fake_llm, fake_mcp, toolset):
     fake_mcp.tool("get_order", "order 42: shipped", schema={"order_id": {"type": "integer"}})
     fake_llm.reply_tool_call("get_order", order_id=42).reply("Order 42 has shipped.")
-    agent = Agent("openai:gpt-4o-mini", toolsets=[MCPToolset(fake_mcp.url)])
+    agent = Agent("openai:gpt-4o-mini", toolsets=[toolset])
 
     async with agent:
         result = await agent.run("Where is order 42?")
@@ -160,34 +194,46 @@ async def test_pydantic_ai_calls_a_fake_mcp_tool(fake_llm, fake_mcp):
 """
 
 
-def test_pydantic_ai_calls_a_fake_mcp_tool_over_http(agent_pytester: pytest.Pytester) -> None:
+def test_pydantic_ai_calls_a_fake_mcp_tool_over_http_and_stdio(
+    agent_pytester: pytest.Pytester,
+) -> None:
     agent_pytester.makepyfile(test_pydantic_ai_mcp=PYDANTIC_AI)
 
-    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=1)
+    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=2)
 
 
 OPENAI_AGENTS = """
 import pytest
 from agents import Agent, RunConfig, Runner
-from agents.mcp import MCPServerStreamableHttp
+from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
+
+
+@pytest.fixture(params=["http", "stdio"])
+def server(request, fake_mcp):
+    if request.param == "http":
+        return MCPServerStreamableHttp({"url": fake_mcp.url})
+    return MCPServerStdio({"command": fake_mcp.stdio_command, "args": []})
 
 
 # openai-agents 0.24 calls the mcp SDK's deprecated streamablehttp_client
 @pytest.mark.filterwarnings("ignore:Use `streamable_http_client` instead:DeprecationWarning")
-async def test_openai_agents_calls_a_fake_mcp_tool(fake_llm, fake_mcp):
+async def test_openai_agents_calls_a_fake_mcp_tool(fake_llm, fake_mcp, server):
     fake_mcp.tool("get_order", "order 42: shipped", schema={"order_id": {"type": "integer"}})
     fake_llm.reply_tool_call("get_order", order_id=42).reply("Order 42 has shipped.")
 
-    async with MCPServerStreamableHttp({"url": fake_mcp.url}) as server:
+    async with server:
         agent = Agent(name="orders", model="gpt-4o-mini", mcp_servers=[server])
-        result = await Runner.run(agent, "Where is order 42?", run_config=RunConfig(tracing_disabled=True))
+        config = RunConfig(tracing_disabled=True)
+        result = await Runner.run(agent, "Where is order 42?", run_config=config)
 
     assert result.final_output == "Order 42 has shipped."
     assert fake_mcp.called("get_order", order_id=42)
 """
 
 
-def test_openai_agents_calls_a_fake_mcp_tool_over_http(agent_pytester: pytest.Pytester) -> None:
+def test_openai_agents_calls_a_fake_mcp_tool_over_http_and_stdio(
+    agent_pytester: pytest.Pytester,
+) -> None:
     agent_pytester.makepyfile(test_openai_agents_mcp=OPENAI_AGENTS)
 
-    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=1)
+    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=2)

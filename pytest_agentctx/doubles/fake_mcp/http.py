@@ -122,9 +122,8 @@ class McpHttpEndpoint:
         body: object,
         headers: dict[str, str] | None = None,
     ) -> WireResponse:
-        self.fake._note(
-            Exchange(method, url, status, sent, None if body is None else {"json": body}, "fake_mcp")
-        )
+        reply: Body = None if body is None else {"json": body}
+        self.fake._note(Exchange(method, url, status, sent, reply, "fake_mcp"), "http")
         all_headers = dict(headers or {})
         if body is None:
             return transport.make_response(status, content=b"", headers=all_headers)

@@ -20,12 +20,8 @@ async def connected_streams(fake: FakeMcp) -> AsyncIterator[tuple[Any, Any]]:
     from mcp.shared.message import SessionMessage
     from mcp.types import JSONRPCMessage
 
-    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](
-        math.inf
-    )
-    to_client, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](
-        math.inf
-    )
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
 
     async def serve() -> None:
         async with from_client, to_client:

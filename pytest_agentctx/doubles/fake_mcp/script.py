@@ -155,7 +155,7 @@ def schema_of(fn: Callable[..., object]) -> dict[str, Any]:
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (annotation, default)
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{fn.__name__}Arguments", __config__=ConfigDict(arbitrary_types_allowed=True), **fields
     )
     schema: dict[str, Any] = model.model_json_schema()

@@ -13,9 +13,9 @@ import json
 import re
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pytest_agentctx.doubles.errors import UnscriptedMcpRequest
 from pytest_agentctx.doubles.fake_mcp.script import (
@@ -34,13 +34,19 @@ from pytest_agentctx.doubles.fake_mcp.script import (
     schema_of,
 )
 from pytest_agentctx.traffic.capture.exchange import Exchange
-from pytest_agentctx.traffic.mcp.wire import STDIO_SCHEME, stdio_url
+from pytest_agentctx.traffic.mcp.stdio import local_server, server_label
+from pytest_agentctx.traffic.mcp.wire import stdio_url
 
 if TYPE_CHECKING:
     from mcp import ClientSession, StdioServerParameters
 
     from pytest_agentctx.doubles.fake_mcp.http import McpHttpEndpoint
     from pytest_agentctx.doubles.freeze import FrozenClock
+
+#: The transports a fake's exchanges come over (see :meth:`FakeMcp.add_log`).
+TRANSPORTS = ("http", "stdio", "memory")
+
+_F = TypeVar("_F", bound=Callable[..., object])
 
 #: The protocol versions the fake speaks; it answers ``initialize`` with the client's when
 #: it is one of them, else with the newest.
@@ -66,7 +72,7 @@ class FakeMcp:
     """A scripted MCP server for tests: no process, no socket.
 
     >>> fake = FakeMcp("orders")
-    >>> fake.tool("get_order", {"id": 42, "status": "shipped"}, schema={"order_id": {"type": "integer"}})
+    >>> fake.tool("get_order", {"id": 42}, schema={"order_id": {"type": "integer"}})
     FakeMcp('orders': 1 tools, 0 resources, 0 prompts, 0 calls)
     """
 
@@ -84,7 +90,7 @@ class FakeMcp:
         self.instructions = instructions
         #: The frozen clock a tool's ``delay`` moves (else freezegun's active clock, if any).
         self.clock = clock
-        self._logs: list[tuple[Callable[[Exchange], None], bool]] = []
+        self._logs: list[tuple[Callable[[Exchange], None], frozenset[str]]] = []
         if log is not None:
             self.add_log(log)
         self._tools: dict[str, ScriptedTool] = {}
@@ -103,25 +109,41 @@ class FakeMcp:
     # -- scripting ---------------------------------------------------------------------
 
     @overload
-    def tool(self, name: Callable[..., object], /) -> Callable[..., object]: ...
+    def tool(self, name: _F, /) -> _F: ...
 
     @overload
     def tool(
         self,
-        name: str | None = None,
-        result: object = MISSING,
+        name: None = None,
         *,
         schema: Mapping[str, Any] | None = None,
         description: str | None = None,
         output_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
-        fn: Callable[..., object] | None = None,
         raises: BaseException | None = None,
         error: JsonRpcError | str | None = None,
         is_error: bool = False,
         delay: float = 0.0,
         real_time: bool = False,
-    ) -> Any: ...
+    ) -> Callable[[_F], _F]: ...
+
+    @overload
+    def tool(
+        self,
+        name: str,
+        result: object = MISSING,
+        *,
+        fn: Callable[..., object] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        raises: BaseException | None = None,
+        error: JsonRpcError | str | None = None,
+        is_error: bool = False,
+        delay: float = 0.0,
+        real_time: bool = False,
+    ) -> FakeMcp: ...
 
     def tool(
         self,
@@ -153,7 +175,7 @@ class FakeMcp:
 
         ``schema`` is a whole JSON schema, or only its properties (then all required).
         """
-        options = {
+        options: dict[str, Any] = {
             "schema": schema,
             "description": description,
             "output_schema": output_schema,
@@ -323,11 +345,20 @@ class FakeMcp:
 
     async def answer(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """The messages the server sends back for one client message: one response for a
-        request, none for a notification or a response. Kept in :attr:`exchanges` as a
-        stdio exchange."""
+        request, none for a notification or a response. Kept in :attr:`exchanges` as an
+        exchange of the in-memory streams (as a stdio one)."""
+        return await self._answer(message, "memory")
+
+    async def _answer(self, message: dict[str, Any], transport: str) -> list[dict[str, Any]]:
         replies = await self.serve(message)
-        self._note(Exchange("POST", self.stdio_url, 200, {"json": message}, _ndjson(replies)))
+        exchange = Exchange("POST", self.stdio_url, 200, {"json": message}, _ndjson(replies))
+        self._note(exchange, transport)
         return replies
+
+    async def _answer_stdio(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """:meth:`answer` for the stdio seam, which shows its exchanges to the transport's
+        witnesses itself."""
+        return await self._answer(message, "stdio")
 
     async def serve(self, message: object) -> list[dict[str, Any]]:
         """As :meth:`answer`, without keeping the exchange (the transports keep it)."""
@@ -368,18 +399,23 @@ class FakeMcp:
         with self._lock:
             self.unscripted.append(what)
 
-    def add_log(self, log: Callable[[Exchange], None], *, http: bool = True) -> None:
-        """Give ``log`` every exchange from now on, as it is answered; with ``http=False``
-        only those of the in-memory streams and stdio (for a log that sees the HTTP ones at
-        the transport already)."""
-        self._logs.append((log, http))
+    def add_log(
+        self,
+        log: Callable[[Exchange], None],
+        *,
+        transports: Iterable[str] = TRANSPORTS,
+    ) -> None:
+        """Give ``log`` every exchange from now on as it is answered, of the ``transports``
+        named (:data:`TRANSPORTS`): a log that sees the transport's requests itself (the
+        exchange log of ``agent_context``, a witness) sees those over HTTP and stdio
+        already, and takes only ``("memory",)``."""
+        self._logs.append((log, frozenset(transports)))
 
-    def _note(self, exchange: Exchange) -> None:
+    def _note(self, exchange: Exchange, transport: str) -> None:
         with self._lock:
             self._exchanges.append(exchange)
-        over_http = not exchange.url.startswith(STDIO_SCHEME)
-        for log, http in self._logs:
-            if http or not over_http:
+        for log, transports in self._logs:
+            if transport in transports:
                 log(exchange)
 
     async def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -501,7 +537,9 @@ class FakeMcp:
             yield pair
 
     @contextlib.asynccontextmanager
-    async def session(self, *, initialize: bool = True, **options: Any) -> AsyncIterator[ClientSession]:
+    async def session(
+        self, *, initialize: bool = True, **options: Any
+    ) -> AsyncIterator[ClientSession]:
         """An ``mcp.ClientSession`` over :meth:`streams`, initialised unless
         ``initialize=False`` (``options`` go to the session)."""
         from mcp import ClientSession
@@ -525,13 +563,17 @@ class FakeMcp:
 
     @property
     def stdio_url(self) -> str:
-        """The URL its stdio and in-memory exchanges are kept under."""
-        return stdio_url(self.name)
+        """The URL its stdio and in-memory exchanges are kept under:
+        ``mcp+stdio://<label>/``, the label of :attr:`stdio_command` (``fake-mcp``,
+        ``fake-mcp-orders``)."""
+        return stdio_url(server_label(self.stdio_command, []))
 
     @property
     def stdio_command(self) -> str:
-        """The command :meth:`stdio_parameters` names: answered in-process while started."""
-        return f"agentctx-fake-mcp-{re.sub(r'[^A-Za-z0-9_.-]+', '-', self.name)}"
+        """The command :meth:`stdio_parameters` names (``fake-mcp``, ``fake-mcp-<name>``):
+        answered in-process while the fake is started, never run."""
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.name)
+        return name if name.startswith("fake-mcp") else f"fake-mcp-{name}"
 
     def stdio_parameters(self, **options: Any) -> StdioServerParameters:
         """``mcp.StdioServerParameters`` of a server the started fake answers in-process
@@ -612,12 +654,8 @@ def _tick_freezegun(seconds: float) -> None:
         factories[-1].tick(timedelta(seconds=seconds))
 
 
-def _stdio_seam(fake: FakeMcp) -> contextlib.ExitStack | None:
-    """Enter the stdio seam for the fake's command, when the stdio interception is there."""
-    try:
-        from pytest_agentctx.traffic.mcp.stdio import local_server
-    except ImportError:
-        return None
+def _stdio_seam(fake: FakeMcp) -> contextlib.ExitStack:
+    """Enter the stdio seam for the fake's command (see :func:`.stdio.local_server`)."""
     stack = contextlib.ExitStack()
-    stack.enter_context(local_server(fake.stdio_command, fake.answer))
+    stack.enter_context(local_server(fake.stdio_command, fake._answer_stdio))
     return stack

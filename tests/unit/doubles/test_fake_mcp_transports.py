@@ -1,5 +1,6 @@
-"""Unit tests of the fake MCP server's transports (doubles.fake_mcp.memory, .http): the mcp
-SDK's in-memory streams and streamable HTTP answered in-process, through the real SDK."""
+"""Unit tests of the fake MCP server's transports (doubles.fake_mcp.memory, .http, and stdio
+through traffic.mcp.stdio's local_server): the mcp SDK's in-memory streams, streamable HTTP
+answered in-process, and a stdio server that is never spawned, through the real SDK."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 from mcp import ClientSession
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 
 from pytest_agentctx.doubles.fake_mcp import FakeMcp
 
@@ -54,7 +57,7 @@ async def test_a_session_over_the_in_memory_streams_calls_a_tool() -> None:
     fake = FakeMcp().tool("get_order", "shipped")
     async with fake.session() as session:
         result = await session.call_tool("get_order", {"order_id": 42})
-    assert result.content[0].text == "shipped"  # type: ignore[union-attr]
+    assert result.content == [TextContent(type="text", text="shipped")]
     assert fake.called("get_order", order_id=42)
 
 
@@ -67,18 +70,20 @@ async def test_the_in_memory_streams_carry_what_the_client_sent_in_order() -> No
 
 
 async def test_the_sdk_calls_a_tool_over_streamable_http(fake: FakeMcp, no_sockets: None) -> None:
-    async with streamable_http_client(fake.url) as (read, write, _), ClientSession(
-        read, write
-    ) as session:
+    async with (
+        streamable_http_client(fake.url) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         result = await session.call_tool("get_order", {"order_id": 42})
     assert result.structuredContent == {"id": 42, "status": "shipped"}
 
 
 async def test_the_sdk_closes_its_http_session_with_delete(fake: FakeMcp) -> None:
-    async with streamable_http_client(fake.url) as (read, write, _), ClientSession(
-        read, write
-    ) as session:
+    async with (
+        streamable_http_client(fake.url) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
     assert [(e.method, e.status) for e in fake.exchanges][-1] == ("DELETE", 200)
 
@@ -169,3 +174,30 @@ async def test_a_stopped_fake_answers_no_more(client: httpx.AsyncClient) -> None
 
 def test_the_url_is_under_a_reserved_name() -> None:
     assert FakeMcp("Order Service").url == "http://order-service.agentctx.invalid/mcp"
+
+
+async def test_the_sdk_calls_a_tool_over_stdio_without_a_process(
+    fake: FakeMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(anyio, "open_process", no_process)
+    async with stdio_client(fake.stdio_parameters()) as (read, write), ClientSession(
+        read, write
+    ) as session:
+        await session.initialize()
+        result = await session.call_tool("get_order", {"order_id": 42})
+    assert result.structuredContent == {"id": 42, "status": "shipped"}
+    assert fake.exchanges[0].url == "mcp+stdio://fake-mcp-orders/"
+
+
+async def test_a_stopped_fake_does_not_answer_its_stdio_command() -> None:
+    fake = FakeMcp("orders")
+    with fake:
+        pass
+    with pytest.raises(OSError):
+        async with stdio_client(fake.stdio_parameters()):
+            pass
