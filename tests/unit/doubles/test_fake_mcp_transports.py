@@ -185,9 +185,10 @@ async def test_the_sdk_calls_a_tool_over_stdio_without_a_process(
         raise AssertionError("a process was started")
 
     monkeypatch.setattr(anyio, "open_process", no_process)
-    async with stdio_client(fake.stdio_parameters()) as (read, write), ClientSession(
-        read, write
-    ) as session:
+    async with (
+        stdio_client(fake.stdio_parameters()) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         result = await session.call_tool("get_order", {"order_id": 42})
     assert result.structuredContent == {"id": 42, "status": "shipped"}
@@ -198,6 +199,6 @@ async def test_a_stopped_fake_does_not_answer_its_stdio_command() -> None:
     fake = FakeMcp("orders")
     with fake:
         pass
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError):
         async with stdio_client(fake.stdio_parameters()):
             pass
