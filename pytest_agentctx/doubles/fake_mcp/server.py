@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pytest_agentctx.doubles.errors import UnscriptedMcpRequest
 from pytest_agentctx.doubles.fake_mcp.script import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -121,7 +122,7 @@ class FakeMcp:
         output_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         raises: BaseException | None = None,
-        error: JsonRpcError | str | None = None,
+        error: JsonRpcError | str | tuple[int, str] | None = None,
         is_error: bool = False,
         delay: float = 0.0,
         real_time: bool = False,
@@ -139,7 +140,7 @@ class FakeMcp:
         output_schema: Mapping[str, Any] | None = None,
         annotations: Mapping[str, Any] | None = None,
         raises: BaseException | None = None,
-        error: JsonRpcError | str | None = None,
+        error: JsonRpcError | str | tuple[int, str] | None = None,
         is_error: bool = False,
         delay: float = 0.0,
         real_time: bool = False,
@@ -156,7 +157,7 @@ class FakeMcp:
         annotations: Mapping[str, Any] | None = None,
         fn: Callable[..., object] | None = None,
         raises: BaseException | None = None,
-        error: JsonRpcError | str | None = None,
+        error: JsonRpcError | str | tuple[int, str] | None = None,
         is_error: bool = False,
         delay: float = 0.0,
         real_time: bool = False,
@@ -169,8 +170,9 @@ class FakeMcp:
         the call's arguments (sync or async; its signature is the input schema when no
         ``schema`` is given). ``is_error=True`` marks the result ``isError``; ``raises``
         (or an exception ``fn`` raises) becomes an ``isError`` result with its text;
-        ``error`` (a message, or :class:`JsonRpcError` with a code) answers with a JSON-RPC
-        error. ``delay`` seconds pass before it answers: the frozen clock moves on when one
+        ``error`` (a message, a ``(code, message)`` pair, or a :class:`JsonRpcError` with
+        data) answers with a JSON-RPC error; so does an ``McpError`` of the SDK that ``fn``
+        raises. ``delay`` seconds pass before it answers: the frozen clock moves on when one
         is active; it sleeps in real time only with ``real_time=True``.
 
         ``schema`` is a whole JSON schema, or only its properties (then all required).
@@ -217,7 +219,7 @@ class FakeMcp:
         output_schema: Mapping[str, Any] | None,
         annotations: Mapping[str, Any] | None,
         raises: BaseException | None,
-        error: JsonRpcError | str | None,
+        error: JsonRpcError | str | tuple[int, str] | None,
         is_error: bool,
         delay: float,
         real_time: bool,
@@ -245,7 +247,9 @@ class FakeMcp:
         if description is None and fn is not None and fn.__doc__:
             description = fn.__doc__.strip()
         if isinstance(error, str):
-            error = JsonRpcError(-32603, error)
+            error = JsonRpcError(INTERNAL_ERROR, error)
+        elif isinstance(error, tuple):
+            error = JsonRpcError(*error)
         self._tools[name] = ScriptedTool(
             name=name,
             input_schema=input_schema,
