@@ -75,10 +75,6 @@ def agent_context(
         request.getfixturevalue("fake_llm")  # started first: the recorder sees its replies
     # A recorder also sees the exchanges that are no model call (agent_context.non_llm).
     recorder = TrafficRecorder()
-    if "fake_mcp" in request.fixturenames:
-        # Started first, as fake_llm: the recorder sees its answers over HTTP and stdio at
-        # the transport, and is told those over the in-memory streams.
-        request.getfixturevalue("fake_mcp").add_log(recorder.note, transports=("memory",))
     capture_runs(item, lambda: recorder.exchanges)
     runs = item.stash[CAPTURED_KEY]
     scopes.hold()  # to the session's end: a late request is refused between tests too

@@ -237,3 +237,61 @@ def test_openai_agents_calls_a_fake_mcp_tool_over_http_and_stdio(
     agent_pytester.makepyfile(test_openai_agents_mcp=OPENAI_AGENTS)
 
     agent_pytester.runpytest(*QUIET).assert_outcomes(passed=2)
+
+
+WITH_A_CASSETTE = """
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def test_every_transport(fake_mcp, agent_context):
+    fake_mcp.tool("get_order", "shipped")
+    async with fake_mcp.session() as session:
+        await session.call_tool("get_order", {"order_id": 1})
+    async with streamable_http_client(fake_mcp.url) as (read, write, _), ClientSession(
+        read, write
+    ) as session:
+        await session.initialize()
+        await session.call_tool("get_order", {"order_id": 2})
+    async with stdio_client(fake_mcp.stdio_parameters()) as (read, write), ClientSession(
+        read, write
+    ) as session:
+        await session.initialize()
+        await session.call_tool("get_order", {"order_id": 3})
+
+    calls = [
+        e.request_json()["params"]["arguments"]["order_id"]
+        for e in agent_context.non_llm
+        if (e.request_json() or {}).get("method") == "tools/call"
+    ]
+    assert calls == [1, 2, 3]
+"""
+
+
+def test_fake_mcp_shows_in_a_cassettes_exchange_log_and_is_never_recorded(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makepyfile(test_cassette_mcp=WITH_A_CASSETTE)
+
+    agent_pytester.runpytest(*QUIET, "--agent-record").assert_outcomes(passed=1)
+
+    written = [p.read_text() for p in agent_pytester.path.rglob("cassettes/**/*") if p.is_file()]
+    assert not any("fake-mcp" in text for text in written)
+
+
+WITH_FAKE_LLM = """
+async def test_its_exchanges_join_the_fake_models(fake_llm, fake_mcp):
+    fake_mcp.tool("get_order", "shipped")
+    async with fake_mcp.session() as session:
+        await session.call_tool("get_order", {})
+    assert [e.url for e in fake_llm.exchanges] == [fake_mcp.stdio_url] * 4
+"""
+
+
+def test_with_fake_llm_its_exchanges_are_in_the_fake_models_log(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makepyfile(test_fake_llm_mcp=WITH_FAKE_LLM)
+
+    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=1)

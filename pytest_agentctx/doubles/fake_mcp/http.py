@@ -49,10 +49,15 @@ class McpHttpEndpoint:
         """Answer a request to the fake's host; ``None`` (pass) for any other."""
         if request.url.host != self.fake.host:
             return None
-        answer = self._answer(request)
+        # Answered as another tool would: the witnesses started before the fake (a
+        # cassette's exchange log) see the exchange, no cassette records it.
         if transport.is_async_request():
-            return answer
-        return _run(answer)
+            return self._witnessed(request)
+        return transport.witnessed_sync(self.handle, request, _run(self._answer(request)))
+
+    async def _witnessed(self, request: WireRequest) -> WireResponse:
+        answer = await self._answer(request)
+        return await transport.witnessed_async(self.handle, request, answer)
 
     async def _answer(self, request: WireRequest) -> WireResponse:
         url = str(request.url)
@@ -123,7 +128,7 @@ class McpHttpEndpoint:
         headers: dict[str, str] | None = None,
     ) -> WireResponse:
         reply: Body = None if body is None else {"json": body}
-        self.fake._note(Exchange(method, url, status, sent, reply, "fake_mcp"), "http")
+        self.fake._note(Exchange(method, url, status, sent, reply, "fake_mcp"))
         all_headers = dict(headers or {})
         if body is None:
             return transport.make_response(status, content=b"", headers=all_headers)

@@ -13,7 +13,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -43,9 +43,6 @@ if TYPE_CHECKING:
 
     from pytest_agentctx.doubles.fake_mcp.http import McpHttpEndpoint
     from pytest_agentctx.doubles.freeze import FrozenClock
-
-#: The transports a fake's exchanges come over (see :meth:`FakeMcp.add_log`).
-TRANSPORTS = ("http", "stdio", "memory")
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
@@ -91,9 +88,8 @@ class FakeMcp:
         self.instructions = instructions
         #: The frozen clock a tool's ``delay`` moves (else freezegun's active clock, if any).
         self.clock = clock
-        self._logs: list[tuple[Callable[[Exchange], None], frozenset[str]]] = []
-        if log is not None:
-            self.add_log(log)
+        #: Told every exchange as it is answered (the fixture gives ``fake_llm``'s log).
+        self._log = log
         self._tools: dict[str, ScriptedTool] = {}
         self._resources: dict[str, ScriptedResource] = {}
         self._prompts: dict[str, ScriptedPrompt] = {}
@@ -349,20 +345,11 @@ class FakeMcp:
 
     async def answer(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """The messages the server sends back for one client message: one response for a
-        request, none for a notification or a response. Kept in :attr:`exchanges` as an
-        exchange of the in-memory streams (as a stdio one)."""
-        return await self._answer(message, "memory")
-
-    async def _answer(self, message: dict[str, Any], transport: str) -> list[dict[str, Any]]:
+        request, none for a notification or a response. Kept in :attr:`exchanges` as a
+        stdio exchange (over the in-memory streams too)."""
         replies = await self.serve(message)
-        exchange = Exchange("POST", self.stdio_url, 200, {"json": message}, _ndjson(replies))
-        self._note(exchange, transport)
+        self._note(Exchange("POST", self.stdio_url, 200, {"json": message}, _ndjson(replies)))
         return replies
-
-    async def _answer_stdio(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        """:meth:`answer` for the stdio seam, which shows its exchanges to the transport's
-        witnesses itself."""
-        return await self._answer(message, "stdio")
 
     async def serve(self, message: object) -> list[dict[str, Any]]:
         """As :meth:`answer`, without keeping the exchange (the transports keep it)."""
@@ -403,24 +390,11 @@ class FakeMcp:
         with self._lock:
             self.unscripted.append(what)
 
-    def add_log(
-        self,
-        log: Callable[[Exchange], None],
-        *,
-        transports: Iterable[str] = TRANSPORTS,
-    ) -> None:
-        """Give ``log`` every exchange from now on as it is answered, of the ``transports``
-        named (:data:`TRANSPORTS`): a log that sees the transport's requests itself (the
-        exchange log of ``agent_context``, a witness) sees those over HTTP and stdio
-        already, and takes only ``("memory",)``."""
-        self._logs.append((log, frozenset(transports)))
-
-    def _note(self, exchange: Exchange, transport: str) -> None:
+    def _note(self, exchange: Exchange) -> None:
         with self._lock:
             self._exchanges.append(exchange)
-        for log, transports in self._logs:
-            if transport in transports:
-                log(exchange)
+        if self._log is not None:
+            self._log(exchange)
 
     async def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
         asked = params.get("protocolVersion")
@@ -661,5 +635,5 @@ def _tick_freezegun(seconds: float) -> None:
 def _stdio_seam(fake: FakeMcp) -> contextlib.ExitStack:
     """Enter the stdio seam for the fake's command (see :func:`.stdio.local_server`)."""
     stack = contextlib.ExitStack()
-    stack.enter_context(local_server(fake.stdio_command, fake._answer_stdio))
+    stack.enter_context(local_server(fake.stdio_command, fake.answer))
     return stack

@@ -114,12 +114,6 @@ class TrafficRecorder:
         with self._lock:
             return [slot for slot in self._slots if slot is not None]
 
-    def note(self, exchange: Exchange) -> None:
-        """Keep an exchange answered without a request at the transport (a fake MCP
-        server's over its in-memory streams or stdio), in order with the others."""
-        with self._lock:
-            self._slots.append(exchange)
-
     def start(self) -> None:
         """Record from now on."""
         self.interceptor.start()

@@ -355,17 +355,6 @@ async def test_not_json_rpc_is_an_invalid_request() -> None:
     assert reply["error"]["code"] == -32600
 
 
-async def test_the_logs_get_the_exchanges_of_the_transports_they_take() -> None:
-    everything: list[object] = []
-    memory_only: list[object] = []
-    fake = FakeMcp(log=everything.append)
-    fake.add_log(memory_only.append, transports=("memory",))
-    await fake.answer(request("ping"))
-    await fake._answer_stdio(request("ping", id=2))
-    assert everything == fake.exchanges
-    assert memory_only == fake.exchanges[:1]
-
-
 def test_the_stdio_command_is_named_after_the_fake() -> None:
     assert FakeMcp().stdio_command == "fake-mcp"
     assert FakeMcp("orders").stdio_command == "fake-mcp-orders"

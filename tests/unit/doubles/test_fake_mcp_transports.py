@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from pytest_agentctx.doubles.fake_mcp import FakeMcp
+from pytest_agentctx.traffic.capture.exchange import TrafficRecorder
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 INITIALIZE = {
@@ -202,3 +203,43 @@ async def test_a_stopped_fake_does_not_answer_its_stdio_command() -> None:
     with pytest.raises(FileNotFoundError):
         async with stdio_client(fake.stdio_parameters()):
             pass
+
+
+async def test_a_witness_started_before_the_fake_sees_its_http_exchanges_once(
+    client: httpx.AsyncClient,
+) -> None:
+    recorder = TrafficRecorder()
+    recorder.start()
+    try:
+        with FakeMcp("orders") as fake:
+            await client.post(fake.url, json=INITIALIZE, headers=ACCEPT)
+    finally:
+        recorder.stop()
+    assert [(e.method, e.url, e.status) for e in recorder.exchanges] == [("POST", fake.url, 200)]
+
+
+async def test_a_witness_started_after_the_fake_sees_its_http_exchanges_once(
+    client: httpx.AsyncClient,
+) -> None:
+    recorder = TrafficRecorder()
+    with FakeMcp("orders") as fake:
+        recorder.start()
+        try:
+            await client.post(fake.url, json=INITIALIZE, headers=ACCEPT)
+        finally:
+            recorder.stop()
+    assert [(e.method, e.url) for e in recorder.exchanges] == [("POST", fake.url)]
+
+
+async def test_a_witness_sees_the_in_memory_exchanges() -> None:
+    recorder = TrafficRecorder()
+    fake = FakeMcp("orders").tool("get_order", "shipped")
+    recorder.start()
+    try:
+        async with fake.session() as session:
+            await session.call_tool("get_order", {})
+    finally:
+        recorder.stop()
+    assert [e.url for e in recorder.exchanges] == ["mcp+stdio://fake-mcp-orders/"] * 4
+    assert recorder.exchanges[2].request == {"json": fake.requests[2]}
+    assert recorder.exchanges[2].response_json()["result"]["content"][0]["text"] == "shipped"
