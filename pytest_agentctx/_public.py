@@ -93,7 +93,7 @@ PUBLIC: dict[str, str] = {
     # fakes
     "FakeLLM": "doubles.fake_llm",
     "FakeMcp": "doubles.fake_mcp.server",
-    "McpToolCall": "doubles.fake_mcp.server",
+    "McpToolCall": "doubles.fake_mcp.protocol",
     "FakeModelCall": "doubles.scripted_model",
     "FakeTools": "doubles.fake_tools",
     "FakeToolCall": "doubles.fake_tools",

@@ -90,7 +90,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "FakeLLM": "pytest_agentctx.doubles.fake_llm",
     "FakeLLMError": "pytest_agentctx.doubles.errors",
     "FakeMcp": "pytest_agentctx.doubles.fake_mcp.server",
-    "McpToolCall": "pytest_agentctx.doubles.fake_mcp.server",
+    "McpToolCall": "pytest_agentctx.doubles.fake_mcp.protocol",
     "FakeModelCall": "pytest_agentctx.doubles.scripted_model",
     "FakeToolCall": "pytest_agentctx.doubles.fake_tools",
     "FakeTools": "pytest_agentctx.doubles.fake_tools",

@@ -11,20 +11,17 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pytest_agentctx.doubles.errors import UnscriptedMcpRequest
+from pytest_agentctx.doubles.fake_mcp.protocol import METHODS, McpMethods, McpToolCall
 from pytest_agentctx.doubles.fake_mcp.script import (
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     MISSING,
-    RESOURCE_NOT_FOUND,
     JsonRpcError,
     PromptMessages,
     ScriptedPrompt,
@@ -46,27 +43,8 @@ if TYPE_CHECKING:
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
-#: The protocol versions the fake speaks; it answers ``initialize`` with the client's when
-#: it is one of them, else with the newest.
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
-
-@dataclass(frozen=True)
-class McpToolCall:
-    """One ``tools/call`` the fake received: the tool, its arguments and what it answered
-    (the ``tools/call`` result, or ``{"error": ...}`` for a JSON-RPC error)."""
-
-    name: str
-    arguments: dict[str, Any]
-    answer: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def is_error(self) -> bool:
-        """Whether the call failed: an ``isError`` result or a JSON-RPC error."""
-        return bool(self.answer.get("isError")) or "error" in self.answer
-
-
-class FakeMcp:
+class FakeMcp(McpMethods):
     """A scripted MCP server for tests: no process, no socket.
 
     >>> fake = FakeMcp("orders")
@@ -369,7 +347,7 @@ class FakeMcp:
             return []  # a notification: notifications/initialized, cancelled, progress...
         request_id = message["id"]
         params = message.get("params") or {}
-        handler = _METHODS.get(method)
+        handler = METHODS.get(method)
         if handler is None:
             self._unscripted(f"method {method}")
             return [
@@ -377,7 +355,7 @@ class FakeMcp:
                     request_id,
                     METHOD_NOT_FOUND,
                     f"Method not found: {method} (fake_mcp {self.name!r} answers "
-                    f"{', '.join(sorted(_METHODS))})",
+                    f"{', '.join(sorted(METHODS))})",
                 )
             ]
         try:
@@ -386,122 +364,11 @@ class FakeMcp:
             return [{"jsonrpc": "2.0", "id": request_id, "error": exc.as_error()}]
         return [{"jsonrpc": "2.0", "id": request_id, "result": result}]
 
-    def _unscripted(self, what: str) -> None:
-        with self._lock:
-            self.unscripted.append(what)
-
     def _note(self, exchange: Exchange) -> None:
         with self._lock:
             self._exchanges.append(exchange)
         if self._log is not None:
             self._log(exchange)
-
-    async def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        asked = params.get("protocolVersion")
-        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": False},
-                "resources": {"subscribe": False, "listChanged": False},
-                "prompts": {"listChanged": False},
-            },
-            "serverInfo": {"name": self.name, "version": self.version},
-        }
-        if self.instructions is not None:
-            result["instructions"] = self.instructions
-        return result
-
-    async def _ping(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
-
-    async def _list_tools(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"tools": [tool.listing() for tool in self._tools.values()]}
-
-    async def _call_tool(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        name = params.get("name")
-        arguments = params.get("arguments") or {}
-        if not isinstance(name, str) or not isinstance(arguments, dict):
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                f"tools/call takes a tool name and an object of arguments, got {dict(params)!r}",
-            )
-        tool = self._tools.get(name)
-        if tool is None:
-            self._unscripted(f"tools/call {name}")
-            known = ", ".join(sorted(self._tools)) or "no tools"
-            error = JsonRpcError(
-                INVALID_PARAMS,
-                f"Unknown tool: {name} (fake_mcp {self.name!r} has {known}; script it with "
-                f"fake_mcp.tool({name!r}, ...))",
-            )
-            self._keep_call(McpToolCall(name, arguments, {"error": error.as_error()}))
-            raise error
-        try:
-            if tool.delay:
-                await self._wait(tool.delay, tool.real_time)
-            result = await tool.call(arguments)
-        except JsonRpcError as exc:
-            self._keep_call(McpToolCall(name, arguments, {"error": exc.as_error()}))
-            raise
-        self._keep_call(McpToolCall(name, arguments, result))
-        return result
-
-    def _keep_call(self, call: McpToolCall) -> None:
-        with self._lock:
-            self._calls.append(call)
-
-    async def _wait(self, seconds: float, real_time: bool) -> None:
-        """Let ``seconds`` pass: the frozen clock moves on when one is active; a real
-        sleep only when asked for."""
-        if self.clock is not None and self.clock.active:
-            self.clock.tick(seconds)
-        else:
-            _tick_freezegun(seconds)
-        if real_time:
-            import anyio
-
-            await anyio.sleep(seconds)
-
-    async def _list_resources(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"resources": [resource.listing() for resource in self._resources.values()]}
-
-    async def _list_templates(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"resourceTemplates": []}
-
-    async def _read_resource(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        uri = str(params.get("uri"))
-        resource = self._resources.get(uri)
-        if resource is None:
-            self._unscripted(f"resources/read {uri}")
-            known = ", ".join(sorted(self._resources)) or "no resources"
-            raise JsonRpcError(
-                RESOURCE_NOT_FOUND,
-                f"Resource not found: {uri} (fake_mcp {self.name!r} has {known}; script it "
-                f"with fake_mcp.resource({uri!r}, text))",
-                {"uri": uri},
-            )
-        return resource.contents()
-
-    async def _list_prompts(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"prompts": [prompt.listing() for prompt in self._prompts.values()]}
-
-    async def _get_prompt(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        name = str(params.get("name"))
-        prompt = self._prompts.get(name)
-        if prompt is None:
-            self._unscripted(f"prompts/get {name}")
-            known = ", ".join(sorted(self._prompts)) or "no prompts"
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                f"Unknown prompt: {name} (fake_mcp {self.name!r} has {known}; script it "
-                f"with fake_mcp.prompt({name!r}, messages))",
-            )
-        arguments = params.get("arguments") or {}
-        return await prompt.get({str(key): str(value) for key, value in arguments.items()})
-
-    async def _empty(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
 
     # -- transports --------------------------------------------------------------------
 
@@ -599,20 +466,6 @@ class FakeMcp:
         )
 
 
-_METHODS = {
-    "initialize": FakeMcp._initialize,
-    "ping": FakeMcp._ping,
-    "tools/list": FakeMcp._list_tools,
-    "tools/call": FakeMcp._call_tool,
-    "resources/list": FakeMcp._list_resources,
-    "resources/templates/list": FakeMcp._list_templates,
-    "resources/read": FakeMcp._read_resource,
-    "prompts/list": FakeMcp._list_prompts,
-    "prompts/get": FakeMcp._get_prompt,
-    "logging/setLevel": FakeMcp._empty,
-}
-
-
 def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
@@ -620,16 +473,6 @@ def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
 def _ndjson(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Messages as the body of an MCP stdio exchange: one JSON per line."""
     return {"text": "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in messages)}
-
-
-def _tick_freezegun(seconds: float) -> None:
-    """Move freezegun's active clock (a :class:`FrozenClock`, ``freeze_time``) on, if any."""
-    api = sys.modules.get("freezegun.api")
-    factories = getattr(api, "freeze_factories", None)
-    if factories:
-        from datetime import timedelta
-
-        factories[-1].tick(timedelta(seconds=seconds))
 
 
 def _stdio_seam(fake: FakeMcp) -> contextlib.ExitStack:

@@ -243,3 +243,14 @@ async def test_a_witness_sees_the_in_memory_exchanges() -> None:
     assert [e.url for e in recorder.exchanges] == ["mcp+stdio://fake-mcp-orders/"] * 4
     assert recorder.exchanges[2].request == {"json": fake.requests[2]}
     assert recorder.exchanges[2].response_json()["result"]["content"][0]["text"] == "shipped"
+
+
+def test_a_witness_sees_the_http_exchanges_of_a_sync_client() -> None:
+    recorder = TrafficRecorder()
+    recorder.start()
+    try:
+        with FakeMcp("orders") as fake, httpx.Client() as client:
+            client.post(fake.url, json=INITIALIZE, headers=ACCEPT)
+    finally:
+        recorder.stop()
+    assert [(e.method, e.url) for e in recorder.exchanges] == [("POST", fake.url)]
