@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, strategies as st
 
 from pytest_agentctx.doubles.errors import UnscriptedMcpRequest
 from pytest_agentctx.doubles.fake_mcp import FakeMcp, JsonRpcError
+from pytest_agentctx.doubles.fake_mcp.script import tool_result
 from pytest_agentctx.doubles.freeze import FrozenClock
 
 
@@ -358,3 +360,27 @@ async def test_not_json_rpc_is_an_invalid_request() -> None:
 def test_the_stdio_command_is_named_after_the_fake() -> None:
     assert FakeMcp().stdio_command == "fake-mcp"
     assert FakeMcp("orders").stdio_command == "fake-mcp-orders"
+
+
+def _json_containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(children, max_size=3) | st.dictionaries(
+        st.text(max_size=5), children, max_size=3
+    )
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10), _json_containers, max_leaves=8
+)
+
+
+@given(st.dictionaries(st.text(max_size=5), JSON, max_size=4).filter(lambda d: "content" not in d))
+def test_a_json_object_result_is_its_structured_content_and_its_text(value: dict[str, Any]) -> None:
+    result = tool_result(value)
+    assert result["structuredContent"] == value
+    assert json.loads(result["content"][0]["text"]) == value
+
+
+@given(st.one_of(st.integers(), st.text(max_size=8)))
+async def test_every_reply_keeps_its_requests_id(request_id: object) -> None:
+    [reply] = await FakeMcp().answer({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+    assert reply["id"] == request_id
