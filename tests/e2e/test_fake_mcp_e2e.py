@@ -68,6 +68,14 @@ async def test_stdio(orders):
         result = await session.call_tool("cancel_order", {"order_id": 42})
     assert result.isError
     assert result.content[0].text == "order 42 has shipped"
+
+
+async def test_a_slow_tool_moves_the_frozen_clock(fake_mcp, frozen_clock):
+    fake_mcp.tool("export_orders", "done", delay=90)
+    before = frozen_clock.now()
+    async with fake_mcp.session() as session:
+        await session.call_tool("export_orders", {})
+    assert (frozen_clock.now() - before).total_seconds() == 90
 '''
 
 
@@ -76,7 +84,7 @@ def test_fake_mcp_answers_the_sdk_in_memory_over_http_and_stdio(
 ) -> None:
     agent_pytester.makepyfile(test_raw_mcp=RAW)
 
-    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=3)
+    agent_pytester.runpytest(*QUIET).assert_outcomes(passed=4)
 
 
 UNSCRIPTED = """
