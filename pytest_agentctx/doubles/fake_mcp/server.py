@@ -9,6 +9,7 @@ Its transports are thin: the SDK's in-memory streams (:meth:`FakeMcp.streams`,
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import re
 import threading
@@ -437,9 +438,9 @@ class FakeMcp(McpMethods):
             return
         from pytest_agentctx.doubles.fake_mcp.http import McpHttpEndpoint
 
+        self._stdio = _stdio_seam(self)
         self._http = McpHttpEndpoint(self)
         self._http.start()
-        self._stdio = _stdio_seam(self)
 
     def stop(self) -> None:
         """Stop answering :attr:`url` and the stdio command."""
@@ -476,7 +477,17 @@ def _ndjson(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _stdio_seam(fake: FakeMcp) -> contextlib.ExitStack:
-    """Enter the stdio seam for the fake's command (see :func:`.stdio.local_server`)."""
+    """Enter the stdio seam for the fake's command (see :func:`.stdio.local_server`); not
+    without the mcp SDK, whose stdio client is the only one it serves."""
     stack = contextlib.ExitStack()
-    stack.enter_context(local_server(fake.stdio_command, fake.answer))
+    if importlib.util.find_spec("mcp") is None:
+        return stack
+    try:
+        stack.enter_context(local_server(fake.stdio_command, fake.answer))
+    except ValueError:
+        raise ValueError(
+            f"Another FakeMcp named {fake.name!r} is started already, and answers the stdio "
+            f"command {fake.stdio_command!r}: give each fake of a test its own name "
+            "(FakeMcp('orders'), FakeMcp('billing'))."
+        ) from None
     return stack

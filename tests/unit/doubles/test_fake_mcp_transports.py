@@ -254,3 +254,8 @@ def test_a_witness_sees_the_http_exchanges_of_a_sync_client() -> None:
     finally:
         recorder.stop()
     assert [(e.method, e.url) for e in recorder.exchanges] == [("POST", fake.url)]
+
+
+def test_two_fakes_of_one_name_are_refused() -> None:
+    with FakeMcp("orders"), pytest.raises(ValueError, match="give each fake of a test its own"):
+        FakeMcp("orders").start()
