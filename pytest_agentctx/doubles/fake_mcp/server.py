@@ -303,7 +303,7 @@ class FakeMcp(McpMethods):
     def exchanges(self) -> list[Exchange]:
         """Every message answered, as an exchange capture reads: over HTTP the POSTs (and
         the GET and DELETE) at :attr:`url`; over the in-memory streams and stdio a ``POST``
-        to ``mcp+stdio://<name>/`` whose response is the server's messages, one JSON per
+        to :attr:`stdio_url` whose response is the server's messages, one JSON per
         line, as an MCP stdio exchange is kept in a cassette."""
         with self._lock:
             return list(self._exchanges)
