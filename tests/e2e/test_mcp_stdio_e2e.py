@@ -153,7 +153,7 @@ def test_an_iserror_result_replays(orders, monkeypatch, tmp_path):
 def test_a_server_initiated_sampling_request_replays_in_order(orders, monkeypatch, tmp_path):
     _record_then_go_offline(orders, monkeypatch)
 
-    summary = _results(tmp_path)[1]["summary"]
+    summary = str(_results(tmp_path)[1]["summary"])
     assert summary.startswith("model saw: Summarise {")
     assert "blue mug" in summary
 
