@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import McpError
 
+from pytest_agentctx import CassetteMiss
+from pytest_agentctx.testing import Interaction, write_cassette
+from pytest_agentctx.traffic.cassettes import Cassette, RecordMode
 from pytest_agentctx.traffic.mcp import stdio
 from pytest_agentctx.traffic.mcp.process import McpProcess
 from pytest_agentctx.traffic.mcp.stdio import (
@@ -183,3 +188,60 @@ async def test_without_an_interceptor_the_sdk_starts_the_server() -> None:
         async with process:
             assert await process.wait() == 0
     assert not isinstance(process, McpProcess)
+
+
+async def _recorded_start(path: Path) -> None:
+    """A cassette holding only a session's start (initialize, then initialized), as the
+    SDK sends it (a local server sees what it sends)."""
+    sent: list[dict[str, Any]] = []
+
+    async def answer(message: dict[str, Any]) -> list[dict[str, Any]]:
+        sent.append(message)
+        return await _answer(message)
+
+    with local_server("orders-start", answer):
+        params = StdioServerParameters(command="orders-start")
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+    interactions = []
+    for message in sent:
+        received = await _answer(message)
+        interactions.append(
+            Interaction(
+                method="POST",
+                url=stdio_url("orders"),
+                request_headers={"content-type": "application/json"},
+                request_body={"json": message},
+                status=200,
+                response_headers={"content-type": "application/x-ndjson"},
+                response_body={"json": received[0]} if received else None,
+            )
+        )
+    write_cassette(path, interactions)
+
+
+async def test_a_later_miss_in_a_replayed_session_fails_even_when_recording_new(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "orders.json"
+    await _recorded_start(path)
+    params = StdioServerParameters(command=str(tmp_path / "no-such-python"), args=["orders.py"])
+    cassette = Cassette(path, mode=RecordMode.NEW)
+    told: list[BaseException] = []
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            try:
+                await session.list_tools()
+            except McpError as error:
+                told.append(error)
+
+    cassette.start()
+    try:
+        with pytest.raises(BaseExceptionGroup) as raised:
+            await session_run()
+    finally:
+        cassette.stop()
+    assert "tools/list to server orders has no recording" in str(told[0])
+    assert raised.group_contains(CassetteMiss, match="a stdio session is replayed or recorded")
