@@ -144,8 +144,10 @@ def fake_mcp(request: pytest.FixtureRequest) -> Iterator[FakeMcp]:
     socket is opened. The test fails if a client asked for a tool, resource, prompt or
     method it has no script for.
 
-    Its exchanges join the test's context: with ``fake_llm``, in the fake model's log, in
-    the order they were answered; else they are the test's captured traffic.
+    Its exchanges are in the test's context and never in a cassette: with ``fake_llm``
+    they join the fake model's log in the order answered; ``agent_context`` and a
+    cassette's exchange log see them as another tool's traffic; in a test with none of
+    these, they are the test's captured traffic.
     """
     from pytest_agentctx.doubles.fake_mcp.server import FakeMcp
 
