@@ -57,9 +57,12 @@ from .doubles.errors import (
     FakeToolsError as FakeToolsError,
     LoopbackError as LoopbackError,
     UnexpectedModelCall as UnexpectedModelCall,
+    UnscriptedMcpRequest as UnscriptedMcpRequest,
     UnusedScriptedReplies as UnusedScriptedReplies,
 )
 from .doubles.fake_llm import FakeLLM as FakeLLM
+from .doubles.fake_mcp.protocol import McpToolCall as McpToolCall
+from .doubles.fake_mcp.server import FakeMcp as FakeMcp
 from .doubles.fake_tools import FakeToolCall as FakeToolCall, FakeTools as FakeTools
 from .doubles.freeze import FrozenClock as FrozenClock
 from .doubles.ids import (

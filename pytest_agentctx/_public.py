@@ -92,6 +92,8 @@ PUBLIC: dict[str, str] = {
     "contexts_from_cassette": "traffic.capture.runs",
     # fakes
     "FakeLLM": "doubles.fake_llm",
+    "FakeMcp": "doubles.fake_mcp.server",
+    "McpToolCall": "doubles.fake_mcp.protocol",
     "FakeModelCall": "doubles.scripted_model",
     "FakeTools": "doubles.fake_tools",
     "FakeToolCall": "doubles.fake_tools",
@@ -167,6 +169,7 @@ PUBLIC: dict[str, str] = {
     "HistoryError": "context.errors",
     "LastEntryNotUserMessage": "context.errors",
     "LoopbackError": "doubles.errors",
+    "UnscriptedMcpRequest": "doubles.errors",
     "MaxIterationsExceeded": "runtime.errors",
     "StepFailed": "runtime.errors",
     "MismatchError": "assertions.errors",

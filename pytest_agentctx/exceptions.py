@@ -46,6 +46,7 @@ from ``pytest_agentctx``::
         UnusedScriptedReplies    (FakeLLMError)
         FakeToolsError           (UsageError)
         LoopbackError            (RunError)
+        UnscriptedMcpRequest     (RunError)
     pytest_agentctx.reports.errors
         ReportError              (UsageError)
         BudgetError              (UsageError)

@@ -1,5 +1,6 @@
 """Errors of the test doubles: the fake model used against its script, fake tools that
-cannot work, and a loopback provider that cannot serve.
+cannot work, a loopback provider that cannot serve, and a fake MCP server asked for what
+it has no script for.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ __all__ = [
     "UnusedScriptedReplies",
     "FakeToolsError",
     "LoopbackError",
+    "UnscriptedMcpRequest",
 ]
 
 
@@ -37,6 +39,11 @@ class LoopbackError(RunError):
     Script mistakes (a reply too many, one unused) raise the :class:`FakeLLMError`
     subclasses instead, as they do for the fake model.
     """
+
+
+class UnscriptedMcpRequest(RunError):
+    """A client asked ``fake_mcp`` for a tool, resource, prompt or method it has no
+    script for (the client got an MCP error, which the agent may have gone on after)."""
 
 
 publish(globals())

@@ -152,6 +152,12 @@ class FakeLLM(ScriptedModel):
         with self._lock:
             return list(self._exchanges)
 
+    def note(self, exchange: Exchange) -> None:
+        """Keep an exchange another fake of the same test answered (``fake_mcp``'s) among
+        :attr:`exchanges`, in the order answered, so the test's context shows it."""
+        with self._lock:
+            self._exchanges.append(exchange)
+
     # -- serving ---------------------------------------------------------------------
 
     def handle(self, request: WireRequest) -> Any:

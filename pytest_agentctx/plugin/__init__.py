@@ -11,8 +11,8 @@ the package's layers below; these wire it into pytest):
   guard, the session's cassette settings and secrets, ``agent_cassette`` and
   ``agent_cassette_config``; what runs a test's cassette in the private ``_run``.
 * ``capture``: a test's traffic made into runs, ``agent_context``, the test's redactor.
-* ``fixtures``: ``fake_tools``, ``fake_llm``, ``agent_runtime``, ``frozen_clock``, the
-  workspace fixtures, the clocks' settings.
+* ``fixtures``: ``fake_tools``, ``fake_llm``, ``fake_mcp``, ``agent_runtime``,
+  ``frozen_clock``, the workspace fixtures, the clocks' settings.
 * ``snapshots``: ``agent_snapshot``, ``agent_snapshot_config``, ``==`` explained.
 * ``suites`` (package): tests sorted into the unit and integration suites, counted and
   deselected; its ``integration`` module runs integration tests last, and one at a time

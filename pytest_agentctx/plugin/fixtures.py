@@ -1,6 +1,7 @@
 """The test doubles and workspaces a test asks for, and the clocks they run on.
 
-``fake_tools`` and ``fake_llm`` (the fake model, offline like a replay), ``agent_runtime``
+``fake_tools``, ``fake_llm`` (the fake model, offline like a replay) and ``fake_mcp`` (a
+scripted MCP server, in-process), ``agent_runtime``
 (an :class:`AgentRuntime` on a stepping clock with sequential ids, using the other fixtures
 the test asks for), ``frozen_clock``, and the workspace fixtures ``fake_vector_store`` and
 ``artifact_store``. The ``agent_clock_*`` options are read at configure time
@@ -21,10 +22,11 @@ import pytest
 from pytest_agentctx.context.clock import ClockSettings
 
 from . import capture
-from .keys import CASSETTE_SETTINGS_KEY, CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
+from .keys import CAPTURED_KEY, CASSETTE_SETTINGS_KEY, CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.fake_llm import FakeLLM
+    from pytest_agentctx.doubles.fake_mcp.server import FakeMcp
     from pytest_agentctx.doubles.fake_tools import FakeTools
     from pytest_agentctx.doubles.freeze import FrozenClock
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
@@ -128,6 +130,42 @@ def fake_llm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         finally:
             fake.stop()
     request.node.stash[GUARD_KEY] = None
+    reports = request.node.stash.get(REPORT_KEY, {})
+    call_report = reports.get("call")
+    if call_report is not None and call_report.passed:
+        fake.verify()
+
+
+@pytest.fixture
+def fake_mcp(request: pytest.FixtureRequest) -> Iterator[FakeMcp]:
+    """A scripted MCP server (``fake_mcp.tool(...)``, ``.resource(...)``, ``.prompt(...)``)
+    answering in-process: ``fake_mcp.url`` (streamable HTTP), ``fake_mcp.stdio_parameters()``
+    and ``fake_mcp.session()`` (the SDK's in-memory streams). Nothing is spawned and no
+    socket is opened. The test fails if a client asked for a tool, resource, prompt or
+    method it has no script for.
+
+    Its exchanges are in the test's context and never in a cassette: with ``fake_llm``
+    they join the fake model's log in the order answered; ``agent_context`` and a
+    cassette's exchange log see them as another tool's traffic; in a test with none of
+    these, they are the test's captured traffic.
+    """
+    from pytest_agentctx.doubles.fake_mcp.server import FakeMcp
+
+    clock = (
+        request.getfixturevalue("frozen_clock") if "frozen_clock" in request.fixturenames else None
+    )
+    if "fake_llm" in request.fixturenames:
+        model: FakeLLM = request.getfixturevalue("fake_llm")
+        fake = FakeMcp(clock=clock, log=model.note)
+    else:
+        fake = FakeMcp(clock=clock)
+        if "agent_context" not in request.fixturenames and CAPTURED_KEY not in request.node.stash:
+            capture.capture_runs(request.node, lambda: fake.exchanges)
+    fake.start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
     reports = request.node.stash.get(REPORT_KEY, {})
     call_report = reports.get("call")
     if call_report is not None and call_report.passed:

@@ -153,7 +153,7 @@ def test_an_iserror_result_replays(orders, monkeypatch, tmp_path):
 def test_a_server_initiated_sampling_request_replays_in_order(orders, monkeypatch, tmp_path):
     _record_then_go_offline(orders, monkeypatch)
 
-    summary = _results(tmp_path)[1]["summary"]
+    summary = str(_results(tmp_path)[1]["summary"])
     assert summary.startswith("model saw: Summarise {")
     assert "blue mug" in summary
 
@@ -201,3 +201,23 @@ def test_without_a_cassette_the_server_is_started_as_usual(orders, tmp_path):
 
     assert _starts(tmp_path) == 1
     assert _results(tmp_path)[0]["counted"] == {"result": 3}
+
+
+VCR_INI = """
+[pytest]
+asyncio_mode = auto
+asyncio_default_fixture_loop_scope = function
+agent_cassette_format = vcr
+filterwarnings =
+    error
+"""
+
+
+def test_a_session_recorded_in_vcrpy_s_format_replays(orders, monkeypatch, tmp_path):
+    orders.makeini(VCR_INI)
+
+    _record_then_go_offline(orders, monkeypatch).assert_outcomes(passed=1)
+
+    recorded, replayed = _results(tmp_path)
+    assert replayed == recorded
+    assert (orders.path / "cassettes" / "test_orders" / "test_orders.yaml").exists()

@@ -354,8 +354,7 @@ class StdioSession:
             f"MCP request {describe(message)} to server {self.server} has no recording, in "
             "a session replayed from the cassette up to it: a stdio session is replayed or "
             "recorded whole, and this one's server was never started. If the agent's "
-            "requests changed on purpose, re-record this test: pytest --agent-record "
-            '"<test id>" (the command the cassette names in its miss message).'
+            f"requests changed on purpose, re-record this test: {_record_command()}"
         )
 
     async def _live(self, line: bytes, message: object) -> WireResponse:
@@ -469,6 +468,12 @@ class StdioSession:
             return line + b"\n"
         changed = _rewrite(message, self._ids, self._tokens)
         return line + b"\n" if changed is message else _line(changed)
+
+
+def _record_command() -> str:
+    """The command that re-records the running test."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
+    return f'pytest --agent-record "{current or "<test id>"}"'
 
 
 def _rewrite(

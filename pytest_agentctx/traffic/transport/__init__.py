@@ -40,6 +40,8 @@ from pytest_agentctx.traffic.transport.dispatch import (
     forward_sync as forward_sync,
     handlers_before as handlers_before,
     is_async_request as is_async_request,
+    witnessed_async as witnessed_async,
+    witnessed_sync as witnessed_sync,
 )
 from pytest_agentctx.traffic.transport.interceptor import (
     Interceptor as Interceptor,

@@ -327,3 +327,67 @@ async def dispatch_async(
     finally:
         _current.reset(token)
     return response if response is not None else await send(request)
+
+
+def _older_witnesses(current: Handling, handler: Handler) -> list[Handler]:
+    for position, member in enumerate(current.scoped):
+        if member.handler == handler:
+            return [m.handler for m in current.scoped[position + 1 :] if m.witness]
+    return []
+
+
+def _as_another_tools(current: Handling, answered: WireResponse) -> Handling:
+    """The handling of a request ``answered`` already, offered to witnesses as another
+    tool's: what they forward it to gives back ``answered``."""
+
+    def send_sync(_: WireRequest) -> WireResponse:
+        return answered
+
+    async def send_async(_: WireRequest) -> WireResponse:
+        return answered
+
+    return Handling(
+        current.library,
+        sync_send=None if current.is_async else send_sync,
+        async_send=send_async if current.is_async else None,
+        route=RespxRoute(None, None, None),
+        scoped=current.scoped,
+    )
+
+
+def witnessed_sync(handler: Handler, request: WireRequest, answered: WireResponse) -> WireResponse:
+    """For a handler that answers a request as another tool in the test would (an
+    in-process fake server, never recorded): offer it, with its answer, to the witnesses
+    started before ``handler`` (a cassette's exchange log), which keep their copy and pass
+    it on; returns the response to give the client (``answered``, or a witness's copy of
+    it). Witnesses started after ``handler`` were offered the request before it already."""
+    current = _current.get()
+    witnesses = _older_witnesses(current, handler) if current is not None else []
+    if current is None or not witnesses:
+        return answered
+    token = _current.set(_as_another_tools(current, answered))
+    try:
+        response = witnesses[0](request)
+    finally:
+        _current.reset(token)
+    if inspect.isawaitable(response):
+        raise TypeError(f"The witness {witnesses[0]!r} returned an awaitable for a sync client.")
+    return response if response is not None else answered
+
+
+async def witnessed_async(
+    handler: Handler, request: WireRequest, answered: WireResponse
+) -> WireResponse:
+    """:func:`witnessed_sync` for a request of an async client."""
+    current = _current.get()
+    witnesses = _older_witnesses(current, handler) if current is not None else []
+    if current is None or not witnesses:
+        return answered
+    token = _current.set(_as_another_tools(current, answered))
+    try:
+        response = witnesses[0](request)
+        if inspect.isawaitable(response):
+            response = await response
+    finally:
+        _current.reset(token)
+    return response if response is not None else answered
