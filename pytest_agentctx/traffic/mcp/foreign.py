@@ -148,16 +148,28 @@ def import_foreign(text: str, where: str, *, server: str | None = None) -> Impor
 # -- labels and bodies ------------------------------------------------------------------
 
 
+#: Commands that run the package named by their first argument (``uvx mcp-server-time``).
+LAUNCHERS = frozenset({"uvx", "npx", "pipx", "bunx", "pnpx"})
+
+
 def label_of(argv: Sequence[str]) -> str:
     """The stdio label of a server started as ``argv``: the stem of its first ``*.py``
-    argument, else the module after ``-m``, else the command's basename."""
+    argument, else the module after ``-m``, else the package a launcher runs (``uvx
+    mcp-server-time``: ``mcp-server-time``), else the command's basename."""
     for arg in argv[1:]:
         if arg.endswith(".py"):
             return PurePosixPath(arg.replace("\\", "/")).stem
     for at, arg in enumerate(argv[:-1]):
         if arg == "-m":
             return argv[at + 1]
-    return PurePosixPath(argv[0].replace("\\", "/")).name if argv else "server"
+    if not argv:
+        return "server"
+    command = PurePosixPath(argv[0].replace("\\", "/")).name
+    if command in LAUNCHERS:
+        package = next((arg for arg in argv[1:] if not arg.startswith("-")), "")
+        package = package.rsplit("/", 1)[-1].split("@", 1)[0]
+        return package or command
+    return command
 
 
 def _clean_label(text: str) -> str:
