@@ -39,6 +39,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from pytest_agentctx._untrusted import LimitExceeded
 from pytest_agentctx.traffic.cassettes.body import Body, encode_body
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.errors import CassetteFormatError
@@ -78,7 +79,7 @@ def _error(where: str, what: str, why: str, then: str = _NEXT) -> CassetteFormat
     return CassetteFormatError(f"{where}: {what}; {why}. {then}")
 
 
-def detect_format(text: str) -> str | None:
+def detect_format(text: str, where: str = "YAML document") -> str | None:
     """The recorder that wrote ``text`` (one of the names above), or ``None``."""
     first = text.lstrip().split("\n", 1)[0]
     try:
@@ -90,7 +91,7 @@ def detect_format(text: str) -> str | None:
             return MCP_VCR
         if head.get("type") == "header" and "cassetteVersion" in head:
             return MCP_CASSETTE_NPM
-    data = _document(text)
+    data = _document(text, where)
     if not isinstance(data, dict):
         return None
     if isinstance(data.get("interactions"), list) and isinstance(data.get("metadata"), dict):
@@ -102,25 +103,37 @@ def detect_format(text: str) -> str | None:
     return None
 
 
-def _document(text: str) -> object:
+def _document(text: str, where: str = "YAML document") -> object:
     try:
         return json.loads(text)
     except ValueError:
         pass
     import yaml
 
+    from pytest_agentctx.traffic.cassettes.yamlread import load
+
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError:
+        return load(text, where)  # the safe loader's values, within the limits of untrusted files
+    except (yaml.YAMLError, ValueError, OverflowError):
         return None
 
 
 def import_foreign(text: str, where: str, *, server: str | None = None) -> Imported:
     """The interactions of the foreign cassette ``text`` (read from ``where``), its stdio
     label or HTTP URL ``server`` when given."""
-    kind = detect_format(text)
+    try:
+        return _import(text, where, server)
+    except LimitExceeded as exc:
+        raise CassetteFormatError(str(exc)) from None
+    except RecursionError:
+        limit = LimitExceeded(where, "JSON nested deeper than its parser reads", "depth")
+        raise CassetteFormatError(str(limit)) from None
+
+
+def _import(text: str, where: str, server: str | None) -> Imported:
+    kind = detect_format(text, where)
     if kind is None:
-        data = _document(text)
+        data = _document(text, where)
         if isinstance(data, dict) and ("cassette" in data or "interactions" in data):
             raise _error(
                 where,
@@ -442,7 +455,7 @@ def _from_mcp_vcr(text: str, where: str, server: str | None) -> Imported:
         lines = _lines(text, where)
         meta, messages = lines[0], lines[1:]
     else:
-        data = _document(text)
+        data = _document(text, where)
         assert isinstance(data, dict)
         meta, messages = data["meta"], [m for m in data["messages"] if isinstance(m, dict)]
     version = meta.get("version", 1)

@@ -84,3 +84,14 @@ def test_a_file_of_no_recorder_is_a_usage_error_saying_which_are_read(
     assert main(["mcp", "import", str(source), "--out", str(tmp_path / "o.json")]) == 2
 
     assert "not a cassette of mcp-recorder, mcp-cassette or mcp-vcr" in capsys.readouterr().err
+
+
+def test_a_file_nested_past_the_limit_is_refused_with_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    source = tmp_path / "deep.json"
+    source.write_text("[" * 100_000)
+
+    assert main(["mcp", "import", str(source), "--out", str(tmp_path / "o.json")]) == 2
+
+    assert "agent_max_depth" in capsys.readouterr().err
