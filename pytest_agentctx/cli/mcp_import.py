@@ -47,6 +47,7 @@ def run_mcp_import(args: argparse.Namespace, secret_env: Sequence[str], out: Pri
     from pytest_agentctx.traffic.cassettes.redact import Redactor
     from pytest_agentctx.traffic.cassettes.store import write_cassette
     from pytest_agentctx.traffic.mcp.foreign import import_foreign
+    from pytest_agentctx.traffic.mcp.jsonrpc import describe
     from pytest_agentctx.traffic.mcp.wire import mcp_exchanges
 
     source, target = Path(args.path), Path(args.out)
@@ -78,7 +79,7 @@ def run_mcp_import(args: argparse.Namespace, secret_env: Sequence[str], out: Pri
         f"server {imported.server}): {len(scrubbed)} interaction(s) written to {target}"
     )
     for exchange in mcp_exchanges(scrubbed):
-        shown = ", ".join(_describe(message) for message in exchange.sent) or exchange.method
+        shown = ", ".join(describe(message) for message in exchange.sent) or exchange.method
         out(f"  {exchange.position}: {shown}")
     for note in imported.notes:
         out(f"  note: {note}")
@@ -89,11 +90,3 @@ def run_mcp_import(args: argparse.Namespace, secret_env: Sequence[str], out: Pri
         )
     return 0
 
-
-def _describe(message: dict[str, object]) -> str:
-    method = message.get("method")
-    if not isinstance(method, str):
-        return f"response to request {message.get('id')!r}"
-    params = message.get("params")
-    name = params.get("name") if isinstance(params, dict) else None
-    return f"{method} {name}" if method == "tools/call" and isinstance(name, str) else method

@@ -35,7 +35,6 @@ import re
 import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -161,28 +160,12 @@ def _import(text: str, where: str, server: str | None) -> Imported:
 # -- labels and bodies ------------------------------------------------------------------
 
 
-#: Commands that run the package named by their first argument (``uvx mcp-server-time``).
-LAUNCHERS = frozenset({"uvx", "npx", "pipx", "bunx", "pnpx"})
-
-
 def label_of(argv: Sequence[str]) -> str:
-    """The stdio label of a server started as ``argv``: the stem of its first ``*.py``
-    argument, else the module after ``-m``, else the package a launcher runs (``uvx
-    mcp-server-time``: ``mcp-server-time``), else the command's basename."""
-    for arg in argv[1:]:
-        if arg.endswith(".py"):
-            return PurePosixPath(arg.replace("\\", "/")).stem
-    for at, arg in enumerate(argv[:-1]):
-        if arg == "-m":
-            return argv[at + 1]
-    if not argv:
-        return "server"
-    command = PurePosixPath(argv[0].replace("\\", "/")).name
-    if command in LAUNCHERS:
-        package = next((arg for arg in argv[1:] if not arg.startswith("-")), "")
-        package = package.rsplit("/", 1)[-1].split("@", 1)[0]
-        return package or command
-    return command
+    """The stdio label of a server started as ``argv``, as a test's command gets it
+    (:func:`~pytest_agentctx.traffic.mcp.stdio.server_label`)."""
+    from pytest_agentctx.traffic.mcp.stdio import server_label
+
+    return server_label(argv[0], argv[1:]) if argv else "server"
 
 
 def _clean_label(text: str) -> str:
