@@ -22,7 +22,7 @@ N calls of the round are timed, and the figure is the time per call. The ways:
 * **mcp-cassette replay (stdio)**: ``stdio_client`` of ``python -m mcp_cassette serve
   CASSETTE.json``: its replay server, a child process speaking NDJSON over stdio (spawned
   once per round, outside the timer);
-* **mcp-recorder replay (HTTP)**: ``streamablehttp_client`` of its replay app
+* **mcp-recorder replay (HTTP)**: ``streamable_http_client`` of its replay app
   (``mcp_recorder.replayer.create_replay_app``) served by uvicorn on ``127.0.0.1`` in a
   child process (started once per round, outside the timer; its ``replay`` command binds
   0.0.0.0, so the app is started with the same pieces on the loopback address instead).
@@ -320,7 +320,7 @@ async def _listening(port: int, child: asyncio.subprocess.Process) -> None:
 
 def mcp_recorder_replay(python: str, path: Path, port: int) -> Way:
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
+    from mcp.client.streamable_http import streamable_http_client
 
     async def round_(count: int) -> float:
         child = await asyncio.create_subprocess_exec(
@@ -333,7 +333,7 @@ def mcp_recorder_replay(python: str, path: Path, port: int) -> Way:
             await _listening(port, child)
             url = f"http://127.0.0.1:{port}/mcp"
             async with (
-                streamablehttp_client(url) as (read, write, _),
+                streamable_http_client(url) as (read, write, _),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
