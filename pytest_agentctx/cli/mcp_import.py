@@ -89,4 +89,3 @@ def run_mcp_import(args: argparse.Namespace, secret_env: Sequence[str], out: Pri
             "another label, import again with --server LABEL"
         )
     return 0
-

@@ -330,6 +330,11 @@ def _from_mcp_cassette(data: dict[str, Any], where: str, server: str | None) -> 
     info = data.get("server_info")
     if transport == "http":
         url = http_url(server, data.get("server_url"), where)
+        if any(raw["sender"] == "server" and raw.get("channel") == "get" for raw in messages):
+            notes.append(
+                "the server's messages on its GET stream are replayed when the client opens "
+                "that stream, not at the moment they were recorded"
+            )
         return Imported(MCP_CASSETTE, "http", url, _cassette_http(messages, url, where), notes)
     if transport != "stdio":
         raise _error(where, f"transport {transport!r}", "expected stdio or http")
