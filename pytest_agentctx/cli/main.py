@@ -1,11 +1,11 @@
 """The ``pytest-agentctx`` command: reports and cassettes outside a pytest session.
 
 ``report merge``, ``report html``, ``gate``, ``cassettes check``, ``cassettes show``,
-``cassettes unused``, ``cassettes prune`` and ``migrate`` (docs/cli.md). Exit codes: 0 clean, 1
-findings (a failed gate, failed tests, cassette findings), 2 a usage error (bad arguments,
-a file that is not a report or a cassette, or one past a limit). Every line it prints
-passes the package's redactor, then :func:`~pytest_agentctx._untrusted.visible`: the
-reports and cassettes it reads may come from strangers, and their control characters are
+``cassettes unused``, ``cassettes prune``, ``migrate`` and ``mcp import`` (docs/cli.md).
+Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette findings), 2 a usage
+error (bad arguments, a file that is not a report or a cassette, or one past a limit). Every
+line it prints passes the package's redactor, then :func:`~pytest_agentctx._untrusted.visible`:
+the reports and cassettes it reads may come from strangers, and their control characters are
 shown as escapes, never sent to the terminal. The files are read within the limits of
 :mod:`pytest_agentctx._untrusted`, raised by the same ini options as in a pytest session.
 """
@@ -127,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
         help="move the cassettes from the old tool's names (OLD.json's paths) to the "
         "package's (NEW.json's): docs/migrating.md",
     )
+    from pytest_agentctx.cli.mcp_import import add_parser as add_mcp
+
+    add_mcp(commands)
     return parser
 
 
@@ -159,6 +162,10 @@ def _os_error(exc: OSError) -> str:
 
 
 def _run(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
+    if args.command == "mcp":
+        from pytest_agentctx.cli.mcp_import import run_mcp_import
+
+        return run_mcp_import(args, ini.lines("agent_secret_env"), out)
     if args.command == "migrate":
         from pytest_agentctx.cli.migrate import run_migrate
 
