@@ -221,3 +221,35 @@ def test_a_session_recorded_in_vcrpy_s_format_replays(orders, monkeypatch, tmp_p
     recorded, replayed = _results(tmp_path)
     assert replayed == recorded
     assert (orders.path / "cassettes" / "test_orders" / "test_orders.yaml").exists()
+
+
+FASTMCP_CASE = """
+import os
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+
+@pytest.mark.agent
+async def test_orders():
+    transport = StdioTransport(
+        command=os.environ["ORDERS_COMMAND"],
+        args=[os.environ["ORDERS_SERVER"], "stdio"],
+        env={"MCP_ORDERS_STARTED": os.environ["MCP_ORDERS_STARTED"]},
+    )
+    async with Client(transport) as client:
+        result = await client.call_tool("get_order", {"order_id": 42})
+    assert result.structured_content["item"] == "blue mug"
+"""
+
+
+def test_a_session_still_open_when_its_test_ends_replays(orders, monkeypatch, tmp_path):
+    # fastmcp's client keeps its stdio server running after `async with Client` (keep_alive)
+    # and after its last call sends tools/list: that interaction is recorded as the test
+    # ends, the server quiet after it
+    orders.makepyfile(test_orders=FASTMCP_CASE)
+
+    _record_then_go_offline(orders, monkeypatch).assert_outcomes(passed=1)
+
+    assert _starts(tmp_path) == 1

@@ -225,12 +225,19 @@ class McpProcess(anyio.abc.Process):
         return child.process.stderr if child is not None else None
 
     async def aclose(self) -> None:
-        await self._stdin.aclose()
-        await self._stdout.aclose()
-        child = self._session.child
-        if child is not None:
-            if child.process.returncode is None:
-                child.process.kill()
-            await child.process.aclose()
-        self._exit(0)
+        """Close it as anyio closes a process: also when the SDK's task is being cancelled
+        (a client that cancels its session's task rather than leaving ``stdio_client``),
+        the child is killed if it has not exited, and every interaction handed out is
+        closed, so that the cassette keeps each recorded whole."""
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._stdin.aclose()
+                await self._stdout.aclose()
+            child = self._session.child
+            if child is not None:
+                await child.process.aclose()  # waits for the exit; killed if cancelled
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._session.close_responses()
+            self._exit(0)
         self._session.raise_errors()

@@ -59,6 +59,7 @@ from pytest_agentctx.traffic.mcp.wire import (
     COMMAND_HEADER,
     NDJSON,
     RECORDED_EXTENSION,
+    RECORDED_SIZE_EXTENSION,
     TRANSPORT_HEADER,
     stdio_url,
 )
@@ -299,8 +300,10 @@ class StdioSession:
         self._wake: anyio.Event | None = None
         self._input_closed = False
         self._output_ended = False
-        #: The response being read, and the lines of it ready.
+        #: The response being read, and the lines of it ready; of a replayed one, how many
+        #: of its bytes are still to read (see RECORDED_SIZE_EXTENSION).
         self._reading: tuple[WireResponse, Any] | None = None
+        self._left: int | None = None
         self._partial = b""
         self._ready: deque[bytes] = deque()
         #: Errors the test fails with when the process is closed.
@@ -415,6 +418,17 @@ class StdioSession:
         self._output_ended = True
         self._notify()
 
+    async def close_responses(self) -> None:
+        """Close the interaction being read and those queued (the process is closed): a
+        live one is then recorded with what was read of it."""
+        pending = [item for item in self._queue if not isinstance(item, bytes)]
+        if self._reading is not None:
+            pending.insert(0, self._reading[0])
+        self._reading = None
+        self._queue.clear()
+        for response in pending:
+            await _close(response)
+
     def raise_errors(self) -> None:
         """Raise the first error the session kept (the test fails with it)."""
         if self.errors:
@@ -436,6 +450,8 @@ class StdioSession:
                 if isinstance(item, bytes):
                     return item
                 self._reading = (item, _chunks(item))
+                size = item.extensions.get(RECORDED_SIZE_EXTENSION)
+                self._left = size if isinstance(size, int) else None
                 continue
             if self._input_closed or self._output_ended:
                 raise anyio.EndOfStream
@@ -446,7 +462,11 @@ class StdioSession:
         assert self._reading is not None
         response, chunks = self._reading
         try:
+            if self._left is not None and self._left <= 0:  # all it recorded: never past it
+                raise StopAsyncIteration
             chunk = await chunks.__anext__()
+            if self._left is not None:
+                self._left -= len(chunk)
         except StopAsyncIteration:
             self._reading = None
             tail, self._partial = self._partial, b""

@@ -46,6 +46,10 @@ NDJSON = "application/x-ndjson"
 #: The response extension a replayed MCP interaction carries its recorded JSON-RPC message
 #: in (:func:`with_recorded`): a stdio session rewrites the recorded ids it replays.
 RECORDED_EXTENSION = "agentctx_recorded_request"
+#: The response extension a replayed stdio interaction carries its body's size in: the
+#: session reads that much of it and no more (the last interaction of a session still open
+#: when its test ended is recorded ``partial``; the server was only quiet after it).
+RECORDED_SIZE_EXTENSION = "agentctx_recorded_size"
 
 
 def stdio_url(server: str) -> str:
@@ -81,6 +85,8 @@ def with_recorded(response: WireResponse, interaction: Interaction) -> WireRespo
     extensions = response.extensions
     if isinstance(extensions, dict) and is_jsonrpc_value(message):
         extensions[RECORDED_EXTENSION] = message
+        if is_stdio_url(interaction.url):
+            extensions[RECORDED_SIZE_EXTENSION] = sum(map(len, interaction.response_chunks()))
     return response
 
 
