@@ -125,12 +125,6 @@ async def test_orders(fake_llm, agent_context):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the last stdio interaction of a session the fastmcp client (pydantic-ai's "
-    "MCPToolset) ends is never completed (its response is never closed), so the live "
-    "recorder never keeps that tools/call exchange: agent_context sees no MCP call",
-)
 def test_pydantic_ais_prefixed_mcp_tool_joins_the_model_tool_call(
     agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

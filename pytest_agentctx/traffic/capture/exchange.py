@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -92,6 +92,26 @@ def _as_exchange(item: Exchange | Interaction) -> Exchange:
     return item if isinstance(item, Exchange) else Exchange.from_interaction(item)
 
 
+#: Makes the exchange of a response from the bytes of its body the client read.
+_Make = Callable[[WireResponse, bytes], Exchange]
+
+
+def _maker(method: str, url: str, request_body: Body, slot: int) -> _Make:
+    """How the exchange of the request ``method url`` in ``slot`` is made of its
+    response and the bytes read of its body (decoded as the client got them)."""
+
+    def make(response: WireResponse, data: bytes) -> Exchange:
+        encoding = response.headers.get("content-encoding")
+        try:
+            decoded, ok = decompress(data, encoding)
+        except BodyTooLarge:  # past the size limit: no body kept
+            decoded, ok = b"", False
+        body = encode_body(decoded, response.headers.get("content-type")) if ok else None
+        return Exchange(method, url, response.status_code, request_body, body, f"live#{slot}")
+
+    return make
+
+
 class TrafficRecorder:
     """An interceptor handler that keeps a copy of every exchange, in request order.
 
@@ -99,12 +119,18 @@ class TrafficRecorder:
     fake model) as it would without it; one that none of them answers is forwarded to the
     network through the client's own transport. Each response's body is copied as the
     client reads it, so streams pass through unchanged; an exchange joins :attr:`exchanges`
-    once its response is closed. It witnesses the requests another tool in the test (a
-    ``respx`` route) answers too: they reach that tool and are kept like the others.
+    once its response is closed, or as far as the client read it while it is open (an MCP
+    server that a client keeps running answers its last message on a stream that stays
+    open after the test looked at its context). It witnesses the requests another tool in
+    the test (a ``respx`` route) answers too: they reach that tool and are kept like the
+    others.
     """
 
     def __init__(self) -> None:
         self._slots: list[Exchange | None] = []
+        #: The responses not closed yet, by slot: how to read what the client read of
+        #: each, and how to make its exchange of those bytes.
+        self._open: dict[int, tuple[Callable[[], bytes | None], Callable[[bytes], Exchange]]] = {}
         self._lock = threading.Lock()
         self.interceptor = transport.Interceptor(self.handle, witness=True)
 
@@ -112,7 +138,17 @@ class TrafficRecorder:
     def exchanges(self) -> list[Exchange]:
         """The complete exchanges so far, in the order their requests were made."""
         with self._lock:
-            return [slot for slot in self._slots if slot is not None]
+            slots = list(self._slots)
+            still_open = dict(self._open)
+        kept: list[Exchange] = []
+        for number, slot in enumerate(slots):
+            if slot is None and number in still_open:
+                read_so_far, make = still_open[number]
+                data = read_so_far()
+                slot = None if data is None else make(data)
+            if slot is not None:
+                kept.append(slot)
+        return kept
 
     def start(self) -> None:
         """Record from now on."""
@@ -138,20 +174,7 @@ class TrafficRecorder:
         handlers = transport.handlers_before(self.handle)
 
         def keep(response: WireResponse) -> WireResponse:
-            def store(data: bytes, complete: bool) -> None:
-                encoding = response.headers.get("content-encoding")
-                try:
-                    decoded, ok = decompress(data, encoding)
-                except BodyTooLarge:  # past the size limit: no body kept
-                    decoded, ok = b"", False
-                body = encode_body(decoded, response.headers.get("content-type")) if ok else None
-                exchange = Exchange(
-                    method, url, response.status_code, request_body, body, f"live#{slot}"
-                )
-                with self._lock:
-                    self._slots[slot] = exchange
-
-            return transport.tee_response(response, store)
+            return self._keep(response, slot, _maker(method, url, request_body, slot))
 
         if transport.is_async_request():
 
@@ -175,3 +198,21 @@ class TrafficRecorder:
             if answer is not None:
                 return keep(answer)
         return keep(transport.forward_sync(request))
+
+    def _keep(self, response: WireResponse, slot: int, make: _Make) -> WireResponse:
+        """``response`` passed through, its exchange kept in ``slot`` when it is closed,
+        and read as far as it went while it is open."""
+
+        def store(data: bytes, complete: bool) -> None:
+            exchange = make(response, data)
+            with self._lock:
+                self._slots[slot] = exchange
+                self._open.pop(slot, None)
+
+        teed = transport.tee_response(response, store)
+        read_so_far = getattr(teed.stream, "read_so_far", None)
+        if read_so_far is not None:
+            with self._lock:
+                if self._slots[slot] is None:
+                    self._open[slot] = (read_so_far, lambda data: make(response, data))
+        return teed

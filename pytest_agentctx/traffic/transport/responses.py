@@ -73,6 +73,11 @@ class _Tee:
         self._finish()
         return self._complete
 
+    def read_so_far(self) -> bytes | None:
+        """The bytes the client read, while it has not closed the stream (``None`` once
+        it has: the copy went to ``on_close``)."""
+        return None if self._closed else b"".join(self._parts)
+
     def __iter__(self) -> Iterator[bytes]:
         inner = self._inner
         if not isinstance(inner, Iterable):
@@ -208,7 +213,8 @@ def tee_response(response: WireResponse, on_close: Callable[[bytes, bool], None]
     gets a copy of the raw bytes when the client closes it.
 
     The wrapper's ``stream`` has ``finish(seconds=, max_bytes=)``, to hand over the copy of
-    a response the client never closes (see ``TeeStream.finish``)."""
+    a response the client never closes (see ``TeeStream.finish``), and ``read_so_far()``,
+    the bytes the client read of a response it has not closed yet."""
     current = current_handling()
     if current is None:
         raise RuntimeError("tee_response() is only available inside an interceptor handler")
