@@ -320,11 +320,25 @@ def _closest_lines(
         lines.extend(f"  {line}" for line in field)
     if len(shown) < len(diffs):
         lines.append(f"  (and {len(diffs) - len(shown)} more differing field(s))")
+    if any(diff.path.startswith(("tools", "toolConfig")) for diff in diffs):
+        lines.extend(_tools_lines(replays, position, miss))
     if verbose:
         lines.extend(_full_diff(compare(replays.loaded[position]), compare(miss)))
     elif cut:
         lines.append("(pytest -vv shows every differing field and the full diff of the bodies)")
     return lines
+
+
+def _tools_lines(replays: Replays, position: int, miss: Miss) -> list[str]:
+    """What changed in a model call's tools, by tool and schema field, naming the MCP
+    server whose recorded ``tools/list`` gave each (the tools an agent offers its model
+    usually come from its MCP servers: a server that changed its tools makes the model call
+    miss)."""
+    from pytest_agentctx.traffic.capture.mcp import tools_miss_lines
+
+    body = replays.loaded[position].request_body
+    recorded = body.get("json") if isinstance(body, dict) else None
+    return tools_miss_lines(recorded, miss.body, replays.loaded)
 
 
 def _full_diff(recorded: Compared, now: Compared) -> list[str]:
