@@ -1,0 +1,592 @@
+"""MCP over HTTP in a cassette: streamable HTTP and the legacy SSE transport, replayed in
+the order they were recorded.
+
+Both transports are plain HTTP, which the cassette records and replays as it does any
+other (:mod:`pytest_agentctx.traffic.cassettes.session`); what they add is streams whose
+events answer the client's later requests:
+
+- streamable HTTP answers a ``POST`` with a JSON body or a stream of events (progress
+  notifications, a server-initiated ``sampling/createMessage`` whose answer the client
+  ``POST`` s before the stream goes on, then the response), takes notifications and
+  answers with ``202``, and keeps a standalone ``GET`` stream open for as long as the
+  session (``Mcp-Session-Id``) lives, until its ``DELETE``;
+- the legacy SSE transport opens ``GET /sse`` first: its first event (``endpoint``) names
+  where to ``POST`` (``/messages/?session_id=...``), every ``POST`` is answered ``202``,
+  and the answers come as events of that one stream.
+
+Replaying such a stream whole, at once, hands the client answers to requests it has not
+sent yet (which it drops), then ends a stream that should stay open (the SDK reconnects a
+second later, or reports "Connection closed"). So :class:`McpHttp`, one per cassette:
+
+- while recording, notes each message the client sends to a server (:meth:`McpHttp.sent`)
+  and, for each event of a stream from it, how many the client had sent since the
+  stream's own request when the event arrived; the interaction keeps them
+  (``mcp_stream``, :class:`~pytest_agentctx.traffic.cassettes.fileformat.McpStream`), with
+  whether the client closed the stream while it was still open;
+- while replaying, releases each event of such a stream only once the client has sent as
+  many messages to that server again (so server-initiated messages come in their recorded
+  order, each answer after its request), keeps a stream recorded open open after its last
+  event until its session ends (the ``DELETE`` of its ``Mcp-Session-Id``, the client
+  closing it, or the test's end), and gives JSON-RPC responses (and progress
+  notifications) the live request's id (and progress token) where the recorded one
+  differs.
+
+A server is an origin (scheme, host and port); messages of another MCP session of the same
+server (another ``Mcp-Session-Id``, another ``session_id``) do not count for a stream whose
+session is known. Nothing here opens a socket or waits on a clock: a replayed event waits
+only for the client's own messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+
+from pytest_agentctx.traffic.cassettes.body import format_sse_event
+from pytest_agentctx.traffic.cassettes.fileformat import Interaction, McpStream
+from pytest_agentctx.traffic.mcp.wire import is_jsonrpc, is_mcp
+from pytest_agentctx.traffic.transport import make_response
+from pytest_agentctx.traffic.transport.dispatch import current_handling
+from pytest_agentctx.traffic.transport.wire import Answer, WireRequest, WireResponse
+
+#: The request header of a streamable HTTP session.
+SESSION_HEADER = "mcp-session-id"
+#: The query parameters of a legacy SSE session (``session_id``; ``sessionId`` in some
+#: servers).
+SESSION_PARAMETERS = ("session_id", "sessionId")
+
+#: The end of a server-sent event: two line ends in a row (``\n``, ``\r\n`` or ``\r``).
+_EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
+
+#: (origin, session) of a message or a stream.
+_Where = tuple[str, str | None]
+
+
+def origin_of(url: str) -> str:
+    """The server a URL names: its scheme, host and port."""
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def session_of(request: WireRequest) -> str | None:
+    """The MCP session a request belongs to: its ``Mcp-Session-Id``, or the legacy SSE
+    transport's ``session_id`` query parameter; ``None`` when it names none."""
+    header = request.headers.get(SESSION_HEADER)
+    if header:
+        return header
+    return _query_session(str(request.url))
+
+
+def _query_session(url: str) -> str | None:
+    query = parse_qs(urlsplit(url).query)
+    for name in SESSION_PARAMETERS:
+        values = query.get(name)
+        if values and values[0]:
+            return values[0]
+    return None
+
+
+def endpoint_session(events: Iterable[object]) -> str | None:
+    """The session a legacy SSE stream's ``endpoint`` event names, if it has one."""
+    for event in events:
+        if isinstance(event, Mapping) and event.get("event") == "endpoint":
+            data = event.get("data")
+            return _query_session(data) if isinstance(data, str) else None
+    return None
+
+
+def _json_body(content: bytes) -> object:
+    """A request's body as JSON when it is a JSON-RPC message or batch, else ``None``."""
+    if b'"jsonrpc"' not in content:  # cheap: a model's request is never parsed again
+        return None
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return None
+    return body if is_jsonrpc(body) else None
+
+
+def _messages(value: object) -> list[dict[str, Any]]:
+    items = value if isinstance(value, list) else [value]
+    return [item for item in items if isinstance(item, dict)]
+
+
+def with_id(message: Mapping[str, Any], message_id: object) -> dict[str, Any]:
+    """A copy of the JSON-RPC ``message`` with another ``id``."""
+    return {**message, "id": message_id}
+
+
+def _with_token(message: Mapping[str, Any], token: object) -> dict[str, Any]:
+    params = dict(message.get("params") or {})
+    params["progressToken"] = token
+    return {**message, "params": params}
+
+
+def event_ends(raw: bytes) -> list[int]:
+    """Where each server-sent event of ``raw`` ends (blank blocks are no event, as the
+    cassette stores them): offsets in ``raw``, the last one ``len(raw)`` when the stream
+    ended inside an event."""
+    ends: list[int] = []
+    start = 0
+    for match in _EVENT_END.finditer(raw):
+        if raw[start : match.start()].strip():
+            ends.append(match.end())
+        start = match.end()
+    if raw[start:].strip():
+        ends.append(len(raw))
+    return ends
+
+
+@dataclasses.dataclass
+class _Ids:
+    """The ids (and progress tokens) of a session's replayed requests: recorded -> live."""
+
+    ids: dict[str, object] = dataclasses.field(default_factory=dict)
+    tokens: dict[str, object] = dataclasses.field(default_factory=dict)
+
+    def learn(self, recorded: object, live: object) -> None:
+        """Note the live requests of ``live`` that stand for those of ``recorded``."""
+        for old, new in zip(_messages(recorded), _messages(live), strict=False):
+            if "method" not in old or "id" not in old or "id" not in new:
+                continue  # a notification, or the client's answer to a server's request
+            if old["id"] != new["id"]:
+                self.ids[_key(old["id"])] = new["id"]
+            old_token, new_token = _progress_token(old), _progress_token(new)
+            if old_token is not None and new_token is not None and old_token != new_token:
+                self.tokens[_key(old_token)] = new_token
+
+    def __bool__(self) -> bool:
+        return bool(self.ids or self.tokens)
+
+    def rewritten(self, data: object) -> object:
+        """``data`` (a server's message or batch) with the live ids and tokens."""
+        if not self:
+            return data
+        if isinstance(data, list):
+            return [self._message(item) for item in data]
+        return self._message(data)
+
+    def _message(self, message: object) -> object:
+        if not isinstance(message, dict):
+            return message
+        if "method" not in message and "id" in message:  # a response to the client
+            live = self.ids.get(_key(message["id"]), _MISSING)
+            return message if live is _MISSING else with_id(message, live)
+        if message.get("method") == "notifications/progress":
+            token = (message.get("params") or {}).get("progressToken")
+            live = self.tokens.get(_key(token), _MISSING)
+            return message if live is _MISSING else _with_token(message, live)
+        return message
+
+
+_MISSING = object()
+
+
+def _key(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _progress_token(message: Mapping[str, Any]) -> object:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+class McpHttp:
+    """The MCP traffic over HTTP of one cassette (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        #: (origin, session) of each message the client sent, in order.
+        self._messages: list[_Where] = []
+        #: Sessions whose ``DELETE`` was sent.
+        self._ended: set[_Where] = set()
+        #: The live ids of each session's replayed requests.
+        self._ids: dict[_Where, _Ids] = {}
+        #: How to wake the async streams waiting for a message.
+        self._wakers: set[Callable[[], None]] = set()
+        self._closed = False
+
+    # -- what the client sends -----------------------------------------------------------
+
+    def sent(self, request: WireRequest) -> None:
+        """Note a request the cassette is offered, replayed or recorded: a JSON-RPC message
+        the client sends, or the ``DELETE`` that ends an MCP session."""
+        method = request.method.upper()
+        if method == "DELETE":
+            session = request.headers.get(SESSION_HEADER)
+            if session:
+                self._note(ended=(origin_of(str(request.url)), session))
+        elif method == "POST" and _json_body(request.content) is not None:
+            self._note(message=(origin_of(str(request.url)), session_of(request)))
+
+    def _note(self, *, message: _Where | None = None, ended: _Where | None = None) -> None:
+        with self._lock:
+            if message is not None:
+                self._messages.append(message)
+            if ended is not None:
+                self._ended.add(ended)
+            self._changed.notify_all()
+            wakers = list(self._wakers)
+        for wake in wakers:
+            wake()
+
+    def close(self) -> None:
+        """The test has ended: every stream held open ends, every waiting one stops."""
+        self._note()
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()
+            wakers = list(self._wakers)
+        for wake in wakers:
+            wake()
+
+    def _count(self, where: _Where, start: int, end: int | None = None) -> int:
+        """How many of the messages from ``start`` to ``end`` went to ``where`` (the
+        caller holds the lock)."""
+        origin, session = where
+        return sum(
+            1
+            for to, of in self._messages[start:end]
+            if to == origin and (session is None or of is None or of == session)
+        )
+
+    # -- recording -----------------------------------------------------------------------
+
+    def watch(self, request: WireRequest) -> Watch | None:
+        """What notes when the events of ``request``'s response arrive while it is
+        recorded: for an MCP request (a JSON-RPC ``POST``, a ``GET`` stream), else
+        ``None``."""
+        method = request.method.upper()
+        if method == "GET":
+            if "text/event-stream" not in request.headers.get("accept", ""):
+                return None
+        elif method != "POST" or _json_body(request.content) is None:
+            return None
+        with self._lock:
+            start = len(self._messages)
+        return Watch(self, origin_of(str(request.url)), session_of(request), start, method)
+
+    def _stamps(
+        self, where: _Where, start: int, raw: bytes, notes: list[tuple[int, int]]
+    ) -> list[int]:
+        """For each event of ``raw``: the client's messages to ``where`` since ``start``
+        when it arrived (``notes``: bytes read, messages sent, as each chunk came)."""
+        stamps = []
+        at = 0
+        with self._lock:
+            now = len(self._messages)
+            for end in event_ends(raw):
+                while at < len(notes) and notes[at][0] < end:
+                    at += 1
+                sent = notes[at][1] if at < len(notes) else now
+                stamps.append(self._count(where, start, sent))
+        return stamps
+
+    # -- replaying -----------------------------------------------------------------------
+
+    def replay(self, request: WireRequest, interaction: Interaction) -> Answer | None:
+        """The answer to ``request`` from the MCP recording ``interaction``: its events in
+        their recorded order, with the live ids; ``None`` when the cassette replays it as
+        any other (no MCP stream, no id to change)."""
+        order = interaction.mcp_stream
+        live = _json_body(request.content) if request.method.upper() == "POST" else None
+        if live is None and order is None:
+            return None  # no MCP request: replayed as any other
+        origin = origin_of(str(request.url))
+        session = session_of(request)
+        own = _Ids()
+        if live is not None:
+            recorded = (interaction.request_body or {}).get("json")
+            own.learn(recorded, live)
+            if own:
+                with self._lock:
+                    known = self._ids.setdefault((origin, session), _Ids())
+                    known.ids.update(own.ids)
+                    known.tokens.update(own.tokens)
+        body = interaction.response_body
+        if body is not None and "sse" in body:
+            return self._stream(request, interaction, body["sse"], own, (origin, session))
+        if body is not None and "json" in body and own:
+            content = json.dumps(own.rewritten(body["json"]), ensure_ascii=False).encode()
+            headers = dict(interaction.response_headers)
+            headers["content-length"] = str(len(content))
+            return make_response(interaction.status, headers=headers, content=content)
+        return None
+
+    def _stream(
+        self,
+        request: WireRequest,
+        interaction: Interaction,
+        events: list[Any],
+        own: _Ids,
+        where: _Where,
+    ) -> WireResponse:
+        order = interaction.mcp_stream or {"after": []}
+        if where[1] is None:
+            where = (where[0], endpoint_session(events))
+        with self._lock:
+            start = len(self._messages)
+        hold = bool(order.get("open") or interaction.partial) and request.method.upper() == "GET"
+        gated = _Gated(self, where, start, events, order["after"], hold=hold, own=own)
+        current = current_handling()
+        module = current.library if current is not None else httpx2
+        response: WireResponse = module.Response(
+            interaction.status,
+            headers=list(interaction.response_headers.items()),
+            stream=_library_class(module)(gated),
+        )
+        return response
+
+
+class Watch:
+    """The events of one recorded MCP response, as they arrive (see :meth:`McpHttp.watch`)."""
+
+    def __init__(
+        self, owner: McpHttp, origin: str, session: str | None, start: int, method: str
+    ) -> None:
+        self._owner = owner
+        self._origin = origin
+        self._session = session
+        self._start = start
+        self._method = method
+        self._read = 0
+        #: (bytes read, messages sent) as each chunk came.
+        self._notes: list[tuple[int, int]] = []
+
+    def note(self, size: int) -> None:
+        """A chunk of ``size`` bytes of the response has come to the client."""
+        owner = self._owner
+        with owner._lock:
+            self._read += size
+            self._notes.append((self._read, len(owner._messages)))
+
+    def response(self, response: WireResponse) -> WireResponse:
+        """``response`` (a live one being recorded), its chunks noted as they come."""
+        current = current_handling()
+        if current is None:
+            return response
+        wrapped: WireResponse = current.library.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            stream=_noted_class(current.library)(response.stream, self.note),
+            extensions=response.extensions,
+        )
+        return wrapped
+
+    def stored(self, interaction: Interaction, raw: bytes, complete: bool) -> Interaction:
+        """``interaction`` as recorded from ``raw`` (its response's bytes), with when each
+        of its events came when it is an MCP stream."""
+        body = interaction.response_body
+        if body is None or "sse" not in body or "content-encoding" in interaction.response_headers:
+            return interaction
+        events = body["sse"]
+        session = self._session or endpoint_session(events)
+        stamps = self._owner._stamps((self._origin, session), self._start, raw, self._notes)
+        if len(stamps) != len(events) or not is_mcp(interaction):
+            return interaction
+        stream: McpStream = {"after": stamps}
+        if self._method == "GET" and not complete:
+            stream["open"] = True
+        return dataclasses.replace(interaction, mcp_stream=stream)
+
+
+class _Gated:
+    """A replayed MCP stream: each event once the client has sent the messages that came
+    before it at recording, then, held open, nothing until the session ends."""
+
+    def __init__(
+        self,
+        owner: McpHttp,
+        where: _Where,
+        start: int,
+        events: list[Any],
+        after: list[int],
+        *,
+        hold: bool,
+        own: _Ids,
+    ) -> None:
+        self._owner = owner
+        self._where = where
+        self._start = start
+        self._events = events
+        self._after = after
+        self._hold = hold
+        self._own = own
+        self._closed = False
+
+    def _due(self, index: int) -> bool:
+        """Whether event ``index`` may be released (the caller holds the lock)."""
+        need = self._after[index] if index < len(self._after) else 0
+        return need == 0 or self._owner._count(self._where, self._start) >= need
+
+    def _over(self) -> bool:
+        """Whether the stream ends now (the caller holds the lock)."""
+        owner = self._owner
+        return self._closed or owner._closed or self._where in owner._ended
+
+    def _chunk(self, event: object) -> bytes:
+        if not isinstance(event, Mapping):
+            return format_sse_event({})
+        data = event.get("data")
+        if isinstance(data, dict | list):
+            ids = self._ids()
+            if ids:
+                return format_sse_event({**event, "data": ids.rewritten(data)})
+        return format_sse_event(event)
+
+    def _ids(self) -> _Ids:
+        with self._owner._lock:
+            known = self._owner._ids.get(self._where)
+        if known is None:
+            return self._own
+        merged = _Ids({**known.ids, **self._own.ids}, {**known.tokens, **self._own.tokens})
+        return merged
+
+    def _ready(self, index: int | None) -> bool | None:
+        """``True`` when event ``index`` (``None``: the end of a held stream) may come,
+        ``None`` when the stream ends first, ``False`` to wait (the caller holds the lock)."""
+        if index is not None and self._due(index):
+            return True
+        if self._over():
+            return None
+        return index is None and not self._hold
+
+    def __iter__(self) -> Iterator[bytes]:
+        owner = self._owner
+        for index in [*range(len(self._events)), None]:
+            with owner._lock:
+                ready = self._ready(index)
+                while ready is False:
+                    owner._changed.wait()
+                    ready = self._ready(index)
+            if ready is None or index is None:
+                return
+            yield self._chunk(self._events[index])
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        owner = self._owner
+        for index in [*range(len(self._events)), None]:
+            while True:
+                waiter = _Waiter()
+                with owner._lock:
+                    ready = self._ready(index)
+                    if ready is False:
+                        owner._wakers.add(waiter.wake)
+                if ready is not False:
+                    break
+                try:
+                    await waiter.wait()
+                finally:
+                    with owner._lock:
+                        owner._wakers.discard(waiter.wake)
+            if ready is None or index is None:
+                return
+            yield self._chunk(self._events[index])
+
+    def close(self) -> None:
+        self._closed = True
+        self._owner._note()
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+class _Waiter:
+    """An async stream waiting for the client's next message, woken from any thread."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        import anyio
+
+        self._event = anyio.Event()
+        self._thread = threading.get_ident()
+        try:
+            self._loop: Any = asyncio.get_running_loop()
+        except RuntimeError:  # another event loop (trio): woken from its own thread only
+            self._loop = None
+
+    def wake(self) -> None:
+        if self._loop is not None and threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self._event.set)
+        else:
+            self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class _Noted:
+    """A live stream passed through, each chunk's size told to ``note`` as it comes."""
+
+    def __init__(self, inner: Any, note: Callable[[int], None]) -> None:
+        self._inner = inner
+        self._note = note
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._note(len(chunk))
+            yield chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._note(len(chunk))
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Through:
+    """A stream of the HTTP library over a :class:`_Gated` or a :class:`_Noted` one."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._inner)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._inner.__aiter__()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+#: The stream classes of each HTTP library, built once.
+_classes: dict[object, type[_Through]] = {}
+
+
+def _library_class(module: Any) -> type[_Through]:
+    built = _classes.get(module)
+    if built is None:
+
+        class Stream(_Through, module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc]
+            """A stream of this library over one of :mod:`.http`'s."""
+
+        built = _classes[module] = Stream
+    return built
+
+
+def _noted_class(module: Any) -> Callable[[Any, Callable[[int], None]], Any]:
+    stream_class = _library_class(module)
+
+    def make(inner: Any, note: Callable[[int], None]) -> Any:
+        return stream_class(_Noted(inner, note))
+
+    return make
