@@ -6,7 +6,10 @@ and identical requests replay their recorded answers in order. Bodies are compar
 canonical JSON (sorted keys, no whitespace) with volatile fields removed: a default list
 plus the user's own, given as dotted paths (``metadata.user_id``; ``*`` matches any key
 or list index). Query parameters are compared in sorted order, without those in
-:data:`IGNORED_QUERY`.
+:data:`IGNORED_QUERY`. An MCP request (a JSON-RPC 2.0 body) is compared without its JSON-RPC
+``id``, its progress token and the legacy SSE transport's ``session_id`` query parameter
+(:data:`~pytest_agentctx.traffic.mcp.jsonrpc.VOLATILE`; headers, ``Mcp-Session-Id`` among
+them, are never compared).
 
 Bodies are read and made canonical by orjson where it gives what :mod:`json` would: a
 request is keyed several times faster, which is most of what replaying it costs beyond
@@ -50,6 +53,7 @@ from pytest_agentctx.traffic.cassettes.multipart import (
     ordered,
     split_parts,
 )
+from pytest_agentctx.traffic.mcp.jsonrpc import VOLATILE, is_jsonrpc_value, normalised
 
 #: Query parameters that do not change what a request asks. Older ``anthropic`` SDKs (and
 #: cassettes recorded with them, e.g. pydantic-ai's) add ``?beta=true`` to the beta
@@ -282,8 +286,9 @@ def comparable(
     content_type: str = "",
 ) -> object:
     """What of a JSON body is matched: without the ``ignored`` fields, through the hook
-    that takes it (``body_json`` itself is never changed)."""
-    value = strip_fields(body_json, ignored)
+    that takes it (``body_json`` itself is never changed); a JSON-RPC message (MCP) without
+    its volatile fields (:func:`~pytest_agentctx.traffic.mcp.jsonrpc.normalised`)."""
+    value = strip_fields(normalised(body_json), ignored)
     if isinstance(hook, BodyHooks | Mapping):
         hook = as_hooks(hook).pick("json", content_type)  # type: ignore[union-attr]
     if hook is not None:
@@ -401,6 +406,9 @@ def make_key(
     ``finite`` as :func:`read_json` tells it; ``content_type``: the request's, which
     picks its body hook, see :class:`BodyHooks`)."""
     host, path, query = _host(url)
+    if is_jsonrpc_value(body_json):  # MCP: see jsonrpc.VOLATILE
+        body_json = normalised(body_json)
+        query = tuple(pair for pair in query if pair[0] not in VOLATILE.query)
     body = canonical_body(body_json, raw, ignored, hook, finite=finite, content_type=content_type)
     return RequestKey(method.upper(), host, path, query, body)
 

@@ -37,6 +37,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
+from pytest_agentctx.traffic.mcp.jsonrpc import describe, is_jsonrpc_value, normalised
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrRequest
@@ -224,7 +225,7 @@ def miss_message(
     fields); the caller redacts the message.
     """
     if comparable is None:
-        comparable = functools.partial(strip_fields, paths=ignored)
+        comparable = functools.partial(_without_volatile, ignored=ignored)
     if compare is None:
         compare = plain_compare(comparable)
     lines = [first_line(miss, path=path)]
@@ -235,10 +236,33 @@ def miss_message(
     return "\n".join(lines)
 
 
+def _without_volatile(body: object, ignored: Sequence[Sequence[str]]) -> object:
+    """A JSON body as matched by default: without the ``ignored`` fields, and a JSON-RPC
+    message (MCP) without its volatile ones."""
+    return strip_fields(normalised(body), ignored)
+
+
+def requested(key: RequestKey, body: object) -> str:
+    """A request in a few words: ``POST api.openai.com/v1/chat/completions``; an MCP
+    request by what it asks, then its request line: ``MCP request tools/call get_order to
+    server orders (POST orders/)`` (see :func:`~pytest_agentctx.traffic.mcp.jsonrpc.describe`)."""
+    line = key.describe()
+    if not is_jsonrpc_value(body):
+        return line
+    server = key.host if key.path == "/" else f"{key.host}{key.path}"
+    return f"MCP request {describe(body)} to server {server} ({line})"
+
+
+def recorded_request(replays: Replays, position: int) -> str:
+    """The recording at ``position`` in a few words (:func:`requested`)."""
+    body = replays.loaded[position].request_body
+    return requested(replays.keys[position], body.get("json") if body else None)
+
+
 def first_line(miss: Miss, *, path: Path) -> str:
     """The first line of the message of ``miss``: the cassette, the request, the reason."""
     sent = f" (sent through {miss.client})" if miss.client else ""
-    return f"Cassette {path} cannot answer {miss.key.describe()}{sent}: {miss.reason}."
+    return f"Cassette {path} cannot answer {requested(miss.key, miss.body)}{sent}: {miss.reason}."
 
 
 def response_message(miss: Miss, *, path: Path) -> str:
@@ -269,7 +293,7 @@ def _closest_lines(
     position, diffs = found.position, found.diffs
     heading = (
         f"Closest recorded request: interaction #{position}"
-        f"{' (already used)' if found.used else ''}, {replays.keys[position].describe()}"
+        f"{' (already used)' if found.used else ''}, {recorded_request(replays, position)}"
     )
     if not diffs:
         same = (
@@ -384,7 +408,7 @@ def stale_message(replays: Replays, unused: Sequence[int], *, path: Path, comman
 
     def line(position: int) -> str:
         step = step_of(replays.loaded[position])
-        described = replays.keys[position].describe()
+        described = recorded_request(replays, position)
         return f"  #{position}: {described}" + (f" ({step})" if step else "")
 
     listed = "\n".join(line(i) for i in unused[:10])

@@ -98,6 +98,7 @@ from pytest_agentctx.traffic.errors import (
     UnscopedRequest,
 )
 from pytest_agentctx.traffic.mcp.http import McpHttp
+from pytest_agentctx.traffic.mcp.wire import with_recorded
 from pytest_agentctx.traffic.transport import (
     Interceptor,
     answered_by_another_tool,
@@ -375,7 +376,9 @@ class Cassette:
             if interaction.method != "HEAD" or "content-length" not in headers:
                 headers["content-length"] = str(sum(len(c) for c in chunks))
             if not interaction.partial:  # in one piece: the client reads it at once
-                return make_response(interaction.status, headers=headers, content=b"".join(chunks))
+                whole = b"".join(chunks)
+                answer = make_response(interaction.status, headers=headers, content=whole)
+                return with_recorded(answer, interaction)
 
         def read_past() -> None:
             with self._lock:
@@ -383,7 +386,8 @@ class Cassette:
             raise PartialRecording(self._partial_message(position))
 
         on_end = read_past if interaction.partial else None
-        return make_response(interaction.status, headers=headers, chunks=chunks, on_end=on_end)
+        answer = make_response(interaction.status, headers=headers, chunks=chunks, on_end=on_end)
+        return with_recorded(answer, interaction)
 
     def _partial_message(self, position: int) -> str:
         return partial_message(

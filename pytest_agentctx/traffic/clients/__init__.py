@@ -4,7 +4,7 @@
 Each module here patches one library while an interceptor is active
 (:class:`~pytest_agentctx.traffic.transport.Interceptor`): ``httpx`` (``httpx2`` and
 ``httpx``), ``urllib3`` (and so ``requests``), ``botocore`` (above urllib3),
-``aiohttp``. It hands each request, as a
+``aiohttp``, and the mcp SDK's stdio servers (``mcp_stdio``). It hands each request, as a
 :class:`~pytest_agentctx.traffic.transport.wire.WireRequest` (an ``httpx2`` request for
 the libraries other than httpx), to
 :func:`~pytest_agentctx.traffic.transport.dispatch.dispatch_sync` or
@@ -79,3 +79,9 @@ if importlib.util.find_spec("aiohttp") is not None:
     from pytest_agentctx.traffic.clients import aiohttp as _aiohttp
 
     PATCHERS.append((_aiohttp.install, _aiohttp.uninstall))
+
+# the mcp SDK's stdio servers (see .mcp_stdio), once the SDK's stdio client is imported
+if importlib.util.find_spec("mcp") is not None:
+    from pytest_agentctx.traffic.clients import mcp_stdio as _mcp_stdio
+
+    PATCHERS.append((_mcp_stdio.install, _mcp_stdio.uninstall))

@@ -51,7 +51,8 @@ import httpx2
 
 from pytest_agentctx.traffic.cassettes.body import format_sse_event
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction, McpStream
-from pytest_agentctx.traffic.mcp.wire import is_jsonrpc, is_mcp
+from pytest_agentctx.traffic.mcp.jsonrpc import is_jsonrpc_value, progress_token, with_id
+from pytest_agentctx.traffic.mcp.wire import is_mcp, with_recorded
 from pytest_agentctx.traffic.transport import make_response
 from pytest_agentctx.traffic.transport.dispatch import current_handling
 from pytest_agentctx.traffic.transport.wire import Answer, WireRequest, WireResponse
@@ -110,17 +111,12 @@ def _json_body(content: bytes) -> object:
         body = json.loads(content)
     except ValueError:
         return None
-    return body if is_jsonrpc(body) else None
+    return body if is_jsonrpc_value(body) else None
 
 
 def _messages(value: object) -> list[dict[str, Any]]:
     items = value if isinstance(value, list) else [value]
     return [item for item in items if isinstance(item, dict)]
-
-
-def with_id(message: Mapping[str, Any], message_id: object) -> dict[str, Any]:
-    """A copy of the JSON-RPC ``message`` with another ``id``."""
-    return {**message, "id": message_id}
 
 
 def _with_token(message: Mapping[str, Any], token: object) -> dict[str, Any]:
@@ -158,7 +154,7 @@ class _Ids:
                 continue  # a notification, or the client's answer to a server's request
             if old["id"] != new["id"]:
                 self.ids[_key(old["id"])] = new["id"]
-            old_token, new_token = _progress_token(old), _progress_token(new)
+            old_token, new_token = progress_token(old), progress_token(new)
             if old_token is not None and new_token is not None and old_token != new_token:
                 self.tokens[_key(old_token)] = new_token
 
@@ -191,12 +187,6 @@ _MISSING = object()
 
 def _key(value: object) -> str:
     return json.dumps(value, sort_keys=True)
-
-
-def _progress_token(message: Mapping[str, Any]) -> object:
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("progressToken") if isinstance(meta, dict) else None
 
 
 class McpHttp:
@@ -319,7 +309,8 @@ class McpHttp:
             content = json.dumps(own.rewritten(body["json"]), ensure_ascii=False).encode()
             headers = dict(interaction.response_headers)
             headers["content-length"] = str(len(content))
-            return make_response(interaction.status, headers=headers, content=content)
+            answer = make_response(interaction.status, headers=headers, content=content)
+            return with_recorded(answer, interaction)
         return None
 
     def _stream(
@@ -344,7 +335,7 @@ class McpHttp:
             headers=list(interaction.response_headers.items()),
             stream=_library_class(module)(gated),
         )
-        return response
+        return with_recorded(response, interaction)
 
 
 class Watch:

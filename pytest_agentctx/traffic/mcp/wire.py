@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytest_agentctx.traffic.cassettes.body import Body, body_bytes
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.mcp.jsonrpc import is_jsonrpc_value, is_message
+from pytest_agentctx.traffic.transport.wire import WireResponse
 
 #: The URL scheme of an MCP server reached over stdio, in a cassette.
 STDIO_SCHEME = "mcp+stdio"
@@ -41,6 +43,9 @@ TRANSPORT_HEADER = "mcp-transport"
 COMMAND_HEADER = "mcp-command"
 #: The content type of a stdio interaction's response: the server's messages, one per line.
 NDJSON = "application/x-ndjson"
+#: The response extension a replayed MCP interaction carries its recorded JSON-RPC message
+#: in (:func:`with_recorded`): a stdio session rewrites the recorded ids it replays.
+RECORDED_EXTENSION = "agentctx_recorded_request"
 
 
 def stdio_url(server: str) -> str:
@@ -54,10 +59,6 @@ def is_stdio_url(url: str) -> bool:
     return url[: len(STDIO_SCHEME) + 1].lower() == STDIO_SCHEME + ":"
 
 
-def _is_message(value: object) -> bool:
-    return isinstance(value, Mapping) and value.get("jsonrpc") == "2.0"
-
-
 def is_jsonrpc(body: object) -> bool:
     """Whether ``body`` is a JSON-RPC 2.0 message or a non-empty batch of them: a parsed
     JSON value, or its text or bytes."""
@@ -69,9 +70,18 @@ def is_jsonrpc(body: object) -> bool:
             body = json.loads(body)
         except ValueError:
             return False
-    if isinstance(body, list):
-        return bool(body) and all(_is_message(item) for item in body)
-    return _is_message(body)
+    return is_jsonrpc_value(body)
+
+
+def with_recorded(response: WireResponse, interaction: Interaction) -> WireResponse:
+    """``response``, the replay of ``interaction``, with the recorded request's JSON-RPC
+    message under :data:`RECORDED_EXTENSION` when it is an MCP request."""
+    body = interaction.request_body
+    message = body.get("json") if body is not None else None
+    extensions = response.extensions
+    if isinstance(extensions, dict) and is_jsonrpc_value(message):
+        extensions[RECORDED_EXTENSION] = message
+    return response
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -95,8 +105,8 @@ def _request_json(body: Body) -> object:
 def _messages(value: object) -> list[dict[str, Any]]:
     """The JSON-RPC messages in a parsed value: it, or a batch's items."""
     if isinstance(value, list):
-        return [dict(item) for item in value if _is_message(item)]
-    return [dict(value)] if _is_message(value) else []  # type: ignore[call-overload]
+        return [dict(item) for item in value if is_message(item)]
+    return [dict(value)] if is_message(value) else []  # type: ignore[call-overload]
 
 
 def received_messages(body: Body) -> list[dict[str, Any]]:
