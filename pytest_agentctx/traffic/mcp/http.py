@@ -44,7 +44,7 @@ import json
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -142,16 +142,19 @@ def event_ends(raw: bytes) -> list[int]:
 
 @dataclasses.dataclass
 class _Ids:
-    """The ids (and progress tokens) of a session's replayed requests: recorded -> live."""
+    """The ids (and progress tokens) of a session's replayed requests: recorded -> live,
+    where they differ, and every recorded id replayed."""
 
     ids: dict[str, object] = dataclasses.field(default_factory=dict)
     tokens: dict[str, object] = dataclasses.field(default_factory=dict)
+    replayed: set[str] = dataclasses.field(default_factory=set)
 
     def learn(self, recorded: object, live: object) -> None:
         """Note the live requests of ``live`` that stand for those of ``recorded``."""
         for old, new in zip(_messages(recorded), _messages(live), strict=False):
             if "method" not in old or "id" not in old or "id" not in new:
                 continue  # a notification, or the client's answer to a server's request
+            self.replayed.add(_key(old["id"]))
             if old["id"] != new["id"]:
                 self.ids[_key(old["id"])] = new["id"]
             old_token, new_token = progress_token(old), progress_token(new)
@@ -183,6 +186,16 @@ class _Ids:
 
 
 _MISSING = object()
+
+
+def _is_answer(data: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a server's event data is the response to one request of the client."""
+    return (
+        isinstance(data, dict)
+        and "method" not in data
+        and data.get("id") is not None
+        and ("result" in data or "error" in data)
+    )
 
 
 def _key(value: object) -> str:
@@ -297,11 +310,13 @@ class McpHttp:
         if live is not None:
             recorded = (interaction.request_body or {}).get("json")
             own.learn(recorded, live)
-            if own:
+            if own.replayed:
                 with self._lock:
                     known = self._ids.setdefault((origin, session), _Ids())
                     known.ids.update(own.ids)
                     known.tokens.update(own.tokens)
+                    known.replayed.update(own.replayed)
+                self._note()  # the answers to these requests may come now
         body = interaction.response_body
         if body is not None and "sse" in body:
             return self._stream(request, interaction, body["sse"], own, (origin, session))
@@ -415,9 +430,29 @@ class _Gated:
         self._closed = False
 
     def _due(self, index: int) -> bool:
-        """Whether event ``index`` may be released (the caller holds the lock)."""
+        """Whether event ``index`` may be released (the caller holds the lock): the client
+        has sent as many messages as when it came, and when it answers a request, that
+        request (whose answer the client would drop before it)."""
+        event = self._events[index]
+        data = event.get("data") if isinstance(event, Mapping) else None
+        if _is_answer(data) and not self._answered(data["id"]):
+            return False
         need = self._after[index] if index < len(self._after) else 0
         return need == 0 or self._owner._count(self._where, self._start) >= need
+
+    def _answered(self, recorded_id: object) -> bool:
+        """Whether the request of ``recorded_id`` was replayed, in this stream's session
+        or before it had one (the caller holds the lock)."""
+        key = _key(recorded_id)
+        if key in self._own.replayed:
+            return True
+        known = self._owner._ids
+        origin = self._where[0]
+        return any(
+            key in ids.replayed
+            for ids in (known.get(self._where), known.get((origin, None)))
+            if ids is not None
+        )
 
     def _over(self) -> bool:
         """Whether the stream ends now (the caller holds the lock)."""

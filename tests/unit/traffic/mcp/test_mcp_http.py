@@ -46,6 +46,28 @@ def answer(number: int) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": number, "result": {"content": []}}
 
 
+def replay_post(
+    mcp: McpHttp,
+    message: dict[str, object],
+    recorded: dict[str, object] | None = None,
+    url: str = URL,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """A POST of ``message`` the cassette replays (``202``), as recorded with ``recorded``."""
+    live = post(message, url=url, headers=headers)
+    mcp.sent(live)
+    accepted = Interaction(
+        method="POST",
+        url=url,
+        request_headers={},
+        request_body={"json": recorded or message},
+        status=202,
+        response_headers={},
+        response_body=None,
+    )
+    assert mcp.replay(live, accepted) is None  # replayed as any other
+
+
 def stream_of(
     request: httpx2.Request,
     events: list[dict[str, object]],
@@ -199,12 +221,29 @@ async def test_a_replayed_event_waits_for_the_message_it_came_after() -> None:
     await _let_others_run()
     assert datas(chunks) == [events[0]]
 
-    mcp.sent(post(call(1)))
+    replay_post(mcp, call(1))
     await _let_others_run()
 
     assert datas(chunks) == events
     assert not reader.done()  # recorded open: open until its session ends
     reader.cancel()
+
+
+async def test_an_answer_waits_for_its_own_request() -> None:
+    mcp = McpHttp()
+    recorded = stream_of(get(), [answer(1), answer(2)], {"after": [1, 2]})
+    response = mcp.replay(get(), recorded)
+    assert isinstance(response, httpx2.Response)
+    chunks: list[bytes] = []
+    reader = asyncio.create_task(_read(response, chunks))
+
+    replay_post(mcp, call(2))  # sent first now: the count says answer 1 may come
+    await _let_others_run()
+    assert chunks == []
+    replay_post(mcp, call(1))
+
+    await asyncio.wait_for(reader, 5)
+    assert datas(chunks) == [answer(1), answer(2)]
 
 
 async def test_a_stream_recorded_open_ends_with_its_session() -> None:
@@ -237,7 +276,7 @@ def test_a_sync_reader_is_woken_by_a_message_from_another_thread() -> None:
     recorded = stream_of(get(), [answer(1)], {"after": [1]})
     response = mcp.replay(get(), recorded)
     assert isinstance(response, httpx2.Response)
-    sender = threading.Thread(target=mcp.sent, args=(post(call(1)),))
+    sender = threading.Thread(target=replay_post, args=(mcp, call(1)))
 
     sender.start()
     chunks = list(response.stream)  # type: ignore[arg-type]
@@ -285,11 +324,7 @@ async def test_a_stream_gets_the_live_ids_of_its_session_s_requests() -> None:
     sent = call(7)
     sent["params"] = {"name": "slow_count", "_meta": {"progressToken": 7}}
     live = dict(sent, id=3, params={"name": "slow_count", "_meta": {"progressToken": 3}})
-    live_post = post(live, url=url, headers={})
-    mcp.sent(live_post)
-    accepted = stream_of(post(sent, url=url), [], None)
-    accepted.status, accepted.response_body = 202, {"text": "Accepted"}
-    assert mcp.replay(live_post, accepted) is None  # replayed as any other
+    replay_post(mcp, live, sent, url=url, headers={})
 
     await asyncio.wait_for(reader, 5)
 
