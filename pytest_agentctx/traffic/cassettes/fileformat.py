@@ -68,10 +68,13 @@ class McpStream(TypedDict):
 
     ``after[i]``: how many messages the client had sent to the same server (and MCP
     session) since the stream's own request when event ``i`` arrived; replay releases
-    event ``i`` once the client has sent as many again. ``open``: the stream was still open
-    when the client closed it (a ``GET`` stream that lives as long as its session): replay
-    keeps it open after its last event until the session ends (its ``DELETE``, the client
-    closing it, or the test's end), where a stream without it ends after its last event.
+    event ``i`` once the client has sent as many again. An event that answers one of the
+    client's requests (its response, a progress notification about it) counts no request:
+    it waits for that request instead, whatever the order the client sends them in now.
+    ``open``: the stream was still open when the client closed it (a ``GET`` stream that
+    lives as long as its session): replay keeps it open after its last event until the
+    session ends (its ``DELETE``, the client closing it, or the test's end), where a stream
+    without it ends after its last event.
     """
 
     after: list[int]

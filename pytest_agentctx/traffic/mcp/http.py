@@ -25,7 +25,10 @@ second later, or reports "Connection closed"). So :class:`McpHttp`, one per cass
   whether the client closed the stream while it was still open;
 - while replaying, releases each event of such a stream only once the client has sent as
   many messages to that server again (so server-initiated messages come in their recorded
-  order, each answer after its request), keeps a stream recorded open open after its last
+  order), an event that answers a request (its response, a progress notification about
+  it) only once that request was replayed (counting the client's other messages only:
+  answers to the server's requests, notifications), so that requests sent now in another
+  order still get their own answers; keeps a stream recorded open open after its last
   event until its session ends (the ``DELETE`` of its ``Mcp-Session-Id``, the client
   closing it, or the test's end), and gives JSON-RPC responses (and progress
   notifications) the live request's id (and progress token) where the recorded one
@@ -44,7 +47,7 @@ import json
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeGuard
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -148,6 +151,7 @@ class _Ids:
     ids: dict[str, object] = dataclasses.field(default_factory=dict)
     tokens: dict[str, object] = dataclasses.field(default_factory=dict)
     replayed: set[str] = dataclasses.field(default_factory=set)
+    replayed_tokens: set[str] = dataclasses.field(default_factory=set)
 
     def learn(self, recorded: object, live: object) -> None:
         """Note the live requests of ``live`` that stand for those of ``recorded``."""
@@ -158,6 +162,8 @@ class _Ids:
             if old["id"] != new["id"]:
                 self.ids[_key(old["id"])] = new["id"]
             old_token, new_token = progress_token(old), progress_token(new)
+            if old_token is not None:
+                self.replayed_tokens.add(_key(old_token))
             if old_token is not None and new_token is not None and old_token != new_token:
                 self.tokens[_key(old_token)] = new_token
 
@@ -188,14 +194,30 @@ class _Ids:
 _MISSING = object()
 
 
-def _is_answer(data: object) -> TypeGuard[dict[str, Any]]:
-    """Whether a server's event data is the response to one request of the client."""
-    return (
-        isinstance(data, dict)
-        and "method" not in data
+def answer_of(data: object) -> tuple[str, str] | None:
+    """What request of the client a server's event data answers: ``("id", key)`` for the
+    response to a request, ``("token", key)`` for a progress notification about one;
+    ``None`` for any other message (the server's own requests and notifications)."""
+    if not isinstance(data, dict):
+        return None
+    if (
+        "method" not in data
         and data.get("id") is not None
         and ("result" in data or "error" in data)
-    )
+    ):
+        return "id", _key(data["id"])
+    if data.get("method") == "notifications/progress":
+        params = data.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        if token is not None:
+            return "token", _key(token)
+    return None
+
+
+def _is_request(body: object) -> bool:
+    """Whether the client's JSON-RPC message (or batch) holds a request (not only answers
+    to the server's requests and notifications)."""
+    return any("method" in item and "id" in item for item in _messages(body))
 
 
 def _key(value: object) -> str:
@@ -208,8 +230,9 @@ class McpHttp:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        #: (origin, session) of each message the client sent, in order.
-        self._messages: list[_Where] = []
+        #: (origin, session, whether it is a request) of each message the client sent, in
+        #: order.
+        self._messages: list[tuple[str, str | None, bool]] = []
         #: Sessions whose ``DELETE`` was sent.
         self._ended: set[_Where] = set()
         #: The live ids of each session's replayed requests.
@@ -228,10 +251,15 @@ class McpHttp:
             session = request.headers.get(SESSION_HEADER)
             if session:
                 self._note(ended=(origin_of(str(request.url)), session))
-        elif method == "POST" and _json_body(request.content) is not None:
-            self._note(message=(origin_of(str(request.url)), session_of(request)))
+        elif method == "POST":
+            body = _json_body(request.content)
+            if body is not None:
+                origin, session = origin_of(str(request.url)), session_of(request)
+                self._note(message=(origin, session, _is_request(body)))
 
-    def _note(self, *, message: _Where | None = None, ended: _Where | None = None) -> None:
+    def _note(
+        self, *, message: tuple[str, str | None, bool] | None = None, ended: _Where | None = None
+    ) -> None:
         with self._lock:
             if message is not None:
                 self._messages.append(message)
@@ -252,14 +280,18 @@ class McpHttp:
         for wake in wakers:
             wake()
 
-    def _count(self, where: _Where, start: int, end: int | None = None) -> int:
-        """How many of the messages from ``start`` to ``end`` went to ``where`` (the
-        caller holds the lock)."""
+    def _count(
+        self, where: _Where, start: int, end: int | None = None, *, requests: bool = True
+    ) -> int:
+        """How many of the messages from ``start`` to ``end`` went to ``where``, requests
+        left out unless ``requests`` (the caller holds the lock)."""
         origin, session = where
         return sum(
             1
-            for to, of in self._messages[start:end]
-            if to == origin and (session is None or of is None or of == session)
+            for to, of, request in self._messages[start:end]
+            if to == origin
+            and (session is None or of is None or of == session)
+            and (requests or not request)
         )
 
     # -- recording -----------------------------------------------------------------------
@@ -279,19 +311,31 @@ class McpHttp:
         return Watch(self, origin_of(str(request.url)), session_of(request), start, method)
 
     def _stamps(
-        self, where: _Where, start: int, raw: bytes, notes: list[tuple[int, int]]
-    ) -> list[int]:
-        """For each event of ``raw``: the client's messages to ``where`` since ``start``
-        when it arrived (``notes``: bytes read, messages sent, as each chunk came)."""
+        self,
+        where: _Where,
+        start: int,
+        raw: bytes,
+        notes: list[tuple[int, int]],
+        events: list[Any],
+    ) -> list[int] | None:
+        """For each event of ``raw`` (stored as ``events``): the client's messages to
+        ``where`` since ``start`` when it arrived, but its requests for an event that
+        answers one (which waits for its own request instead); ``notes``: bytes read and
+        messages sent as each chunk came. ``None`` when ``raw`` does not hold ``events``."""
+        ends = event_ends(raw)
+        if len(ends) != len(events):
+            return None
         stamps = []
         at = 0
         with self._lock:
             now = len(self._messages)
-            for end in event_ends(raw):
+            for end, event in zip(ends, events, strict=True):
                 while at < len(notes) and notes[at][0] < end:
                     at += 1
                 sent = notes[at][1] if at < len(notes) else now
-                stamps.append(self._count(where, start, sent))
+                data = event.get("data") if isinstance(event, Mapping) else None
+                answers = answer_of(data) is not None
+                stamps.append(self._count(where, start, sent, requests=not answers))
         return stamps
 
     # -- replaying -----------------------------------------------------------------------
@@ -316,6 +360,7 @@ class McpHttp:
                     known.ids.update(own.ids)
                     known.tokens.update(own.tokens)
                     known.replayed.update(own.replayed)
+                    known.replayed_tokens.update(own.replayed_tokens)
                 self._note()  # the answers to these requests may come now
         body = interaction.response_body
         if body is not None and "sse" in body:
@@ -396,8 +441,8 @@ class Watch:
             return interaction
         events = body["sse"]
         session = self._session or endpoint_session(events)
-        stamps = self._owner._stamps((self._origin, session), self._start, raw, self._notes)
-        if len(stamps) != len(events) or not is_mcp(interaction):
+        stamps = self._owner._stamps((self._origin, session), self._start, raw, self._notes, events)
+        if stamps is None or not is_mcp(interaction):
             return interaction
         stream: McpStream = {"after": stamps}
         if self._method == "GET" and not complete:
@@ -435,24 +480,23 @@ class _Gated:
         request (whose answer the client would drop before it)."""
         event = self._events[index]
         data = event.get("data") if isinstance(event, Mapping) else None
-        if _is_answer(data) and not self._answered(data["id"]):
+        answered = answer_of(data)
+        if answered is not None and not self._answered(answered):
             return False
         need = self._after[index] if index < len(self._after) else 0
-        return need == 0 or self._owner._count(self._where, self._start) >= need
+        count = self._owner._count(self._where, self._start, requests=answered is None)
+        return need == 0 or count >= need
 
-    def _answered(self, recorded_id: object) -> bool:
-        """Whether the request of ``recorded_id`` was replayed, in this stream's session
-        or before it had one (the caller holds the lock)."""
-        key = _key(recorded_id)
-        if key in self._own.replayed:
-            return True
+    def _answered(self, answered: tuple[str, str]) -> bool:
+        """Whether the request an event answers (:func:`answer_of`) was replayed, in this
+        stream's session or before it had one (the caller holds the lock)."""
+        kind, key = answered
         known = self._owner._ids
         origin = self._where[0]
-        return any(
-            key in ids.replayed
-            for ids in (known.get(self._where), known.get((origin, None)))
-            if ids is not None
-        )
+        for ids in (self._own, known.get(self._where), known.get((origin, None))):
+            if ids is not None and key in (ids.replayed if kind == "id" else ids.replayed_tokens):
+                return True
+        return False
 
     def _over(self) -> bool:
         """Whether the stream ends now (the caller holds the lock)."""

@@ -158,17 +158,21 @@ def test_a_recorded_event_counts_the_messages_sent_before_it_came() -> None:
     stream = get()
     watch = mcp.watch(stream)
     assert watch is not None
-    first = format_sse_event({"event": "message", "data": {"jsonrpc": "2.0", "method": "x"}})
-    second = format_sse_event({"event": "message", "data": answer(1)})
-    watch.note(len(first))
+    changed: dict[str, object] = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    sampling = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage"}
+    events: list[dict[str, object]] = [changed, sampling, answer(1)]
+    wire = [format_sse_event({"event": "message", "data": event}) for event in events]
+    watch.note(len(wire[0]))
     mcp.sent(post(call(1)))
     mcp.sent(post(call(2), headers={"mcp-session-id": "another"}))  # not this session's
-    watch.note(len(second))
-    recorded = stream_of(stream, [{"jsonrpc": "2.0", "method": "x"}, answer(1)], None)
+    watch.note(len(wire[1]))
+    mcp.sent(post({"jsonrpc": "2.0", "id": 0, "result": {}}))  # the sampling answer
+    watch.note(len(wire[2]))
 
-    stored = watch.stored(recorded, first + second, complete=False)
+    stored = watch.stored(stream_of(stream, events, None), b"".join(wire), complete=False)
 
-    assert stored.mcp_stream == {"after": [0, 1], "open": True}
+    # the answer to call 1 counts no request: it waits for its own instead
+    assert stored.mcp_stream == {"after": [0, 1, 1], "open": True}
 
 
 def test_a_post_stream_read_to_its_end_is_not_kept_open() -> None:
@@ -213,7 +217,7 @@ async def test_a_replayed_event_waits_for_the_message_it_came_after() -> None:
         {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
         answer(1),
     ]
-    recorded = stream_of(get(), events, {"after": [0, 1], "open": True})
+    recorded = stream_of(get(), events, {"after": [0, 0], "open": True})
     response = mcp.replay(get(), recorded)
     assert isinstance(response, httpx2.Response)
     chunks: list[bytes] = []
@@ -231,13 +235,13 @@ async def test_a_replayed_event_waits_for_the_message_it_came_after() -> None:
 
 async def test_an_answer_waits_for_its_own_request() -> None:
     mcp = McpHttp()
-    recorded = stream_of(get(), [answer(1), answer(2)], {"after": [1, 2]})
+    recorded = stream_of(get(), [answer(1), answer(2)], {"after": [0, 0]})
     response = mcp.replay(get(), recorded)
     assert isinstance(response, httpx2.Response)
     chunks: list[bytes] = []
     reader = asyncio.create_task(_read(response, chunks))
 
-    replay_post(mcp, call(2))  # sent first now: the count says answer 1 may come
+    replay_post(mcp, call(2))  # sent first now
     await _let_others_run()
     assert chunks == []
     replay_post(mcp, call(1))
@@ -273,7 +277,7 @@ async def test_every_held_stream_ends_with_the_test() -> None:
 
 def test_a_sync_reader_is_woken_by_a_message_from_another_thread() -> None:
     mcp = McpHttp()
-    recorded = stream_of(get(), [answer(1)], {"after": [1]})
+    recorded = stream_of(get(), [answer(1)], {"after": [0]})
     response = mcp.replay(get(), recorded)
     assert isinstance(response, httpx2.Response)
     sender = threading.Thread(target=replay_post, args=(mcp, call(1)))
@@ -316,7 +320,7 @@ async def test_a_stream_gets_the_live_ids_of_its_session_s_requests() -> None:
     }
     recorded = stream_of(sse, [server_request, progress, answer(7)], {"after": [1, 1, 1]})
     recorded.response_body["sse"].insert(0, endpoint)  # type: ignore[index]
-    recorded.mcp_stream = {"after": [0, 1, 1, 1]}
+    recorded.mcp_stream = {"after": [0, 1, 0, 0]}
     response = mcp.replay(sse, recorded)
     assert isinstance(response, httpx2.Response)
     chunks: list[bytes] = []
