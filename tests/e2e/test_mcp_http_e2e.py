@@ -99,6 +99,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CreateMessageResult, TextContent
 
 ORDER = int(os.environ.get("ORDER", "42"))
+SWAP = bool(os.environ.get("SWAP"))  # cancel_order first
 
 
 def transport(url):
@@ -130,6 +131,8 @@ async def test_orders(mcp_url, agent_cassette, connections):
                 seen.append(("server", init.serverInfo.name))
                 tools = await session.list_tools()
                 seen.append(("tools", sorted(tool.name for tool in tools.tools)))
+                if SWAP:
+                    cancelled = await session.call_tool("cancel_order", {"order_id": 7})
                 got = await session.call_tool("get_order", {"order_id": ORDER})
                 seen.append(("get_order", got.structuredContent))
                 summary = await session.call_tool("summarise_order", {"order_id": 42})
@@ -138,7 +141,8 @@ async def test_orders(mcp_url, agent_cassette, connections):
                     "slow_count", {"n": 3}, progress_callback=progress
                 )
                 seen.append(("slow_count", counted.structuredContent))
-                cancelled = await session.call_tool("cancel_order", {"order_id": 7})
+                if not SWAP:
+                    cancelled = await session.call_tool("cancel_order", {"order_id": 7})
                 seen.append(("cancel_order", cancelled.isError, cancelled.content[0].text))
     elapsed = time.perf_counter() - started
 
@@ -220,6 +224,17 @@ def test_the_order_of_the_events_is_kept_in_a_vcrpy_cassette(
 
     assert "mcp_stream:" in cassette.read_text()  # when each event of GET /sse came
     project.runpytest(*vcr).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_requests_sent_in_another_order_get_their_own_answers(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    monkeypatch.setenv("MCP_TRANSPORT", transport)
+    project.runpytest("--agent-record").assert_outcomes(passed=1)
+    monkeypatch.setenv("SWAP", "1")  # cancel_order called first now: other ids
+
+    project.runpytest().assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

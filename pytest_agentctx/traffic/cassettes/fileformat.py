@@ -69,8 +69,10 @@ class McpStream(TypedDict):
     ``after[i]``: how many messages the client had sent to the same server (and MCP
     session) since the stream's own request when event ``i`` arrived; replay releases
     event ``i`` once the client has sent as many again. An event that answers one of the
-    client's requests (its response, a progress notification about it) counts no request:
-    it waits for that request instead, whatever the order the client sends them in now.
+    client's requests (its response, a progress notification about it) counts instead the
+    client's messages other than requests (answers to the server's requests,
+    notifications) sent after that request: replay releases it once that request was
+    replayed and as many followed it, whatever the order the client sends its requests in.
     ``open``: the stream was still open when the client closed it (a ``GET`` stream that
     lives as long as its session): replay keeps it open after its last event until the
     session ends (its ``DELETE``, the client closing it, or the test's end), where a stream

@@ -25,10 +25,12 @@ second later, or reports "Connection closed"). So :class:`McpHttp`, one per cass
   whether the client closed the stream while it was still open;
 - while replaying, releases each event of such a stream only once the client has sent as
   many messages to that server again (so server-initiated messages come in their recorded
-  order), an event that answers a request (its response, a progress notification about
-  it) only once that request was replayed (counting the client's other messages only:
-  answers to the server's requests, notifications), so that requests sent now in another
-  order still get their own answers; keeps a stream recorded open open after its last
+  order, one not yet due holding back the server's later ones), an event that answers a
+  request (its response, a progress notification about it) once that request was
+  replayed and followed by as many of the client's other messages (answers to the
+  server's requests, notifications) as at recording, so that requests sent now in another
+  order still get their own answers, and no answer comes before the sampling answer it
+  waited for; keeps a stream recorded open open after its last
   event until its session ends (the ``DELETE`` of its ``Mcp-Session-Id``, the client
   closing it, or the test's end), and gives JSON-RPC responses (and progress
   notifications) the live request's id (and progress token) where the recorded one
@@ -150,20 +152,22 @@ class _Ids:
 
     ids: dict[str, object] = dataclasses.field(default_factory=dict)
     tokens: dict[str, object] = dataclasses.field(default_factory=dict)
-    replayed: set[str] = dataclasses.field(default_factory=set)
-    replayed_tokens: set[str] = dataclasses.field(default_factory=set)
+    #: Where in the client's messages each recorded id (and token) was replayed.
+    replayed: dict[str, int] = dataclasses.field(default_factory=dict)
+    replayed_tokens: dict[str, int] = dataclasses.field(default_factory=dict)
 
-    def learn(self, recorded: object, live: object) -> None:
-        """Note the live requests of ``live`` that stand for those of ``recorded``."""
+    def learn(self, recorded: object, live: object, position: int) -> None:
+        """Note the live requests of ``live`` (the client's message at ``position``) that
+        stand for those of ``recorded``."""
         for old, new in zip(_messages(recorded), _messages(live), strict=False):
             if "method" not in old or "id" not in old or "id" not in new:
                 continue  # a notification, or the client's answer to a server's request
-            self.replayed.add(_key(old["id"]))
+            self.replayed[_key(old["id"])] = position
             if old["id"] != new["id"]:
                 self.ids[_key(old["id"])] = new["id"]
             old_token, new_token = progress_token(old), progress_token(new)
             if old_token is not None:
-                self.replayed_tokens.add(_key(old_token))
+                self.replayed_tokens[_key(old_token)] = position
             if old_token is not None and new_token is not None and old_token != new_token:
                 self.tokens[_key(old_token)] = new_token
 
@@ -214,10 +218,22 @@ def answer_of(data: object) -> tuple[str, str] | None:
     return None
 
 
-def _is_request(body: object) -> bool:
-    """Whether the client's JSON-RPC message (or batch) holds a request (not only answers
-    to the server's requests and notifications)."""
-    return any("method" in item and "id" in item for item in _messages(body))
+#: A message the client sent: its server (origin), session, and the keys of the ids and
+#: progress tokens of the requests it holds (none: answers to the server, notifications).
+_Sent = tuple[str, str | None, tuple[tuple[str, str], ...]]
+
+
+def _requests_in(body: object) -> tuple[tuple[str, str], ...]:
+    """The requests of the client's JSON-RPC message (or batch), as :func:`answer_of`
+    names what answers them: ``("id", key)`` and ``("token", key)``."""
+    found: list[tuple[str, str]] = []
+    for item in _messages(body):
+        if "method" in item and "id" in item:
+            found.append(("id", _key(item["id"])))
+            token = progress_token(item)
+            if token is not None:
+                found.append(("token", _key(token)))
+    return tuple(found)
 
 
 def _key(value: object) -> str:
@@ -232,7 +248,7 @@ class McpHttp:
         self._changed = threading.Condition(self._lock)
         #: (origin, session, whether it is a request) of each message the client sent, in
         #: order.
-        self._messages: list[tuple[str, str | None, bool]] = []
+        self._messages: list[_Sent] = []
         #: Sessions whose ``DELETE`` was sent.
         self._ended: set[_Where] = set()
         #: The live ids of each session's replayed requests.
@@ -255,11 +271,9 @@ class McpHttp:
             body = _json_body(request.content)
             if body is not None:
                 origin, session = origin_of(str(request.url)), session_of(request)
-                self._note(message=(origin, session, _is_request(body)))
+                self._note(message=(origin, session, _requests_in(body)))
 
-    def _note(
-        self, *, message: tuple[str, str | None, bool] | None = None, ended: _Where | None = None
-    ) -> None:
+    def _note(self, *, message: _Sent | None = None, ended: _Where | None = None) -> None:
         with self._lock:
             if message is not None:
                 self._messages.append(message)
@@ -288,10 +302,10 @@ class McpHttp:
         origin, session = where
         return sum(
             1
-            for to, of, request in self._messages[start:end]
+            for to, of, asked in self._messages[start:end]
             if to == origin
             and (session is None or of is None or of == session)
-            and (requests or not request)
+            and (requests or not asked)
         )
 
     # -- recording -----------------------------------------------------------------------
@@ -334,9 +348,25 @@ class McpHttp:
                     at += 1
                 sent = notes[at][1] if at < len(notes) else now
                 data = event.get("data") if isinstance(event, Mapping) else None
-                answers = answer_of(data) is not None
-                stamps.append(self._count(where, start, sent, requests=not answers))
+                answered = answer_of(data)
+                if answered is None:
+                    stamps.append(self._count(where, start, sent))
+                else:  # the other messages since its request's
+                    since = self._asked(where, answered, sent)
+                    stamps.append(self._count(where, since, sent, requests=False))
         return stamps
+
+    def _asked(self, where: _Where, answered: tuple[str, str], before: int) -> int:
+        """Where, after the last message before ``before`` that holds the request
+        ``answered`` (:func:`answer_of`) of ``where``, the client's messages go on (the
+        caller holds the lock); ``before`` when none does."""
+        origin, session = where
+        for position in range(before - 1, -1, -1):
+            to, of, asked = self._messages[position]
+            mine = to == origin and (session is None or of is None or of == session)
+            if mine and answered in asked:
+                return position + 1
+        return before
 
     # -- replaying -----------------------------------------------------------------------
 
@@ -353,7 +383,9 @@ class McpHttp:
         own = _Ids()
         if live is not None:
             recorded = (interaction.request_body or {}).get("json")
-            own.learn(recorded, live)
+            with self._lock:  # sent() noted it last
+                position = len(self._messages)
+            own.learn(recorded, live, position)
             if own.replayed:
                 with self._lock:
                     known = self._ids.setdefault((origin, session), _Ids())
@@ -473,6 +505,8 @@ class _Gated:
         self._hold = hold
         self._own = own
         self._closed = False
+        #: The events not released yet, in the recorded order.
+        self._left = list(range(len(events)))
 
     def _due(self, index: int) -> bool:
         """Whether event ``index`` may be released (the caller holds the lock): the client
@@ -481,22 +515,28 @@ class _Gated:
         event = self._events[index]
         data = event.get("data") if isinstance(event, Mapping) else None
         answered = answer_of(data)
-        if answered is not None and not self._answered(answered):
-            return False
         need = self._after[index] if index < len(self._after) else 0
-        count = self._owner._count(self._where, self._start, requests=answered is None)
-        return need == 0 or count >= need
+        if answered is None:
+            return need == 0 or self._owner._count(self._where, self._start) >= need
+        since = self._answered(answered)
+        if since is None:
+            return False
+        return need == 0 or self._owner._count(self._where, since, requests=False) >= need
 
-    def _answered(self, answered: tuple[str, str]) -> bool:
-        """Whether the request an event answers (:func:`answer_of`) was replayed, in this
-        stream's session or before it had one (the caller holds the lock)."""
+    def _answered(self, answered: tuple[str, str]) -> int | None:
+        """Where, after the request an event answers (:func:`answer_of`) was replayed, in
+        this stream's session or before it had one, the client's messages go on; ``None``
+        when it was not replayed (the caller holds the lock)."""
         kind, key = answered
         known = self._owner._ids
         origin = self._where[0]
         for ids in (self._own, known.get(self._where), known.get((origin, None))):
-            if ids is not None and key in (ids.replayed if kind == "id" else ids.replayed_tokens):
-                return True
-        return False
+            if ids is None:
+                continue
+            position = (ids.replayed if kind == "id" else ids.replayed_tokens).get(key)
+            if position is not None:
+                return position
+        return None
 
     def _over(self) -> bool:
         """Whether the stream ends now (the caller holds the lock)."""
@@ -521,46 +561,63 @@ class _Gated:
         merged = _Ids({**known.ids, **self._own.ids}, {**known.tokens, **self._own.tokens})
         return merged
 
-    def _ready(self, index: int | None) -> bool | None:
-        """``True`` when event ``index`` (``None``: the end of a held stream) may come,
-        ``None`` when the stream ends first, ``False`` to wait (the caller holds the lock)."""
-        if index is not None and self._due(index):
-            return True
-        if self._over():
+    def _next(self) -> int | bool | None:
+        """The event to release now (the caller holds the lock): the first one left that is
+        due, in the recorded order. The server's own messages (its requests and
+        notifications) keep their order: one that is not due holds back those after it. An
+        answer to a request waits only for that request and its count (the client may send
+        its requests in another order now). ``False`` to wait for the client, ``None`` when
+        the stream ends."""
+        held = False
+        for index in self._left:
+            answers = self._answers(index)
+            if held and not answers:
+                continue
+            if self._due(index):
+                return index
+            held = held or not answers
+        if self._over() or not (self._left or self._hold):
             return None
-        return index is None and not self._hold
+        return False
+
+    def _answers(self, index: int) -> bool:
+        """Whether event ``index`` answers a request of the client (:func:`answer_of`)."""
+        event = self._events[index]
+        return answer_of(event.get("data") if isinstance(event, Mapping) else None) is not None
 
     def __iter__(self) -> Iterator[bytes]:
         owner = self._owner
-        for index in [*range(len(self._events)), None]:
+        while True:
             with owner._lock:
-                ready = self._ready(index)
-                while ready is False:
+                step = self._next()
+                while step is False:
                     owner._changed.wait()
-                    ready = self._ready(index)
-            if ready is None or index is None:
-                return
-            yield self._chunk(self._events[index])
+                    step = self._next()
+                if step is None or step is True:
+                    return
+                self._left.remove(step)
+            yield self._chunk(self._events[step])
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         owner = self._owner
-        for index in [*range(len(self._events)), None]:
-            while True:
-                waiter = _Waiter()
-                with owner._lock:
-                    ready = self._ready(index)
-                    if ready is False:
-                        owner._wakers.add(waiter.wake)
-                if ready is not False:
-                    break
+        while True:
+            waiter = _Waiter()
+            with owner._lock:
+                step = self._next()
+                if step is False:
+                    owner._wakers.add(waiter.wake)
+                elif step is not None and step is not True:
+                    self._left.remove(step)
+            if step is None or step is True:
+                return
+            if step is False:
                 try:
                     await waiter.wait()
                 finally:
                     with owner._lock:
                         owner._wakers.discard(waiter.wake)
-            if ready is None or index is None:
-                return
-            yield self._chunk(self._events[index])
+                continue
+            yield self._chunk(self._events[step])
 
     def close(self) -> None:
         self._closed = True

@@ -233,7 +233,7 @@ async def test_a_replayed_event_waits_for_the_message_it_came_after() -> None:
     reader.cancel()
 
 
-async def test_an_answer_waits_for_its_own_request() -> None:
+async def test_an_answer_waits_for_its_own_request_and_lets_others_go_first() -> None:
     mcp = McpHttp()
     recorded = stream_of(get(), [answer(1), answer(2)], {"after": [0, 0]})
     response = mcp.replay(get(), recorded)
@@ -243,11 +243,31 @@ async def test_an_answer_waits_for_its_own_request() -> None:
 
     replay_post(mcp, call(2))  # sent first now
     await _let_others_run()
-    assert chunks == []
+    assert datas(chunks) == [answer(2)]
     replay_post(mcp, call(1))
 
     await asyncio.wait_for(reader, 5)
-    assert datas(chunks) == [answer(1), answer(2)]
+    assert datas(chunks) == [answer(2), answer(1)]
+
+
+def test_an_event_of_the_server_s_own_holds_the_later_ones_back() -> None:
+    mcp = McpHttp()
+    sampling = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage"}
+    recorded = stream_of(get(), [sampling, answer(1)], {"after": [2, 0]})
+    response = mcp.replay(get(), recorded)
+    assert isinstance(response, httpx2.Response)
+
+    def send_both() -> None:
+        replay_post(mcp, call(1))
+        replay_post(mcp, call(2))
+
+    sender = threading.Thread(target=send_both)
+
+    sender.start()
+    chunks = list(response.stream)  # type: ignore[arg-type]
+    sender.join()
+
+    assert datas(chunks) == [sampling, answer(1)]
 
 
 async def test_a_stream_recorded_open_ends_with_its_session() -> None:
