@@ -75,6 +75,11 @@ _EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 _Where = tuple[str, str | None]
 
 
+def _is_http(request: WireRequest) -> bool:
+    """Whether ``request`` goes over HTTP (not to a stdio server's ``mcp+stdio`` URL)."""
+    return str(request.url)[:4].lower() == "http"
+
+
 def origin_of(url: str) -> str:
     """The server a URL names: its scheme, host and port."""
     parts = urlsplit(url)
@@ -262,6 +267,8 @@ class McpHttp:
     def sent(self, request: WireRequest) -> None:
         """Note a request the cassette is offered, replayed or recorded: a JSON-RPC message
         the client sends, or the ``DELETE`` that ends an MCP session."""
+        if not _is_http(request):
+            return  # stdio's session keeps its own order (see .stdio)
         method = request.method.upper()
         if method == "DELETE":
             session = request.headers.get(SESSION_HEADER)
@@ -314,6 +321,8 @@ class McpHttp:
         """What notes when the events of ``request``'s response arrive while it is
         recorded: for an MCP request (a JSON-RPC ``POST``, a ``GET`` stream), else
         ``None``."""
+        if not _is_http(request):
+            return None
         method = request.method.upper()
         if method == "GET":
             if "text/event-stream" not in request.headers.get("accept", ""):
@@ -374,6 +383,8 @@ class McpHttp:
         """The answer to ``request`` from the MCP recording ``interaction``: its events in
         their recorded order, with the live ids; ``None`` when the cassette replays it as
         any other (no MCP stream, no id to change)."""
+        if not _is_http(request):
+            return None
         order = interaction.mcp_stream
         live = _json_body(request.content) if request.method.upper() == "POST" else None
         if live is None and order is None:
