@@ -46,203 +46,35 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 
 from pytest_agentctx.traffic.cassettes.body import format_sse_event
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction, McpStream
-from pytest_agentctx.traffic.mcp.jsonrpc import is_jsonrpc_value, progress_token, with_id
+from pytest_agentctx.traffic.mcp.httpwire import (
+    SESSION_HEADER,
+    Ids,
+    Sent,
+    Waiter,
+    Where,
+    answer_of,
+    endpoint_session,
+    event_ends,
+    is_http,
+    json_body,
+    library_stream,
+    noted_stream,
+    origin_of,
+    requests_in,
+    session_of,
+)
 from pytest_agentctx.traffic.mcp.wire import is_mcp, with_recorded
 from pytest_agentctx.traffic.transport import make_response
 from pytest_agentctx.traffic.transport.dispatch import current_handling
 from pytest_agentctx.traffic.transport.wire import Answer, WireRequest, WireResponse
-
-#: The request header of a streamable HTTP session.
-SESSION_HEADER = "mcp-session-id"
-#: The query parameters of a legacy SSE session (``session_id``; ``sessionId`` in some
-#: servers).
-SESSION_PARAMETERS = ("session_id", "sessionId")
-
-#: The end of a server-sent event: two line ends in a row (``\n``, ``\r\n`` or ``\r``).
-_EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
-
-#: (origin, session) of a message or a stream.
-_Where = tuple[str, str | None]
-
-
-def _is_http(request: WireRequest) -> bool:
-    """Whether ``request`` goes over HTTP (not to a stdio server's ``mcp+stdio`` URL)."""
-    return str(request.url)[:4].lower() == "http"
-
-
-def origin_of(url: str) -> str:
-    """The server a URL names: its scheme, host and port."""
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
-
-def session_of(request: WireRequest) -> str | None:
-    """The MCP session a request belongs to: its ``Mcp-Session-Id``, or the legacy SSE
-    transport's ``session_id`` query parameter; ``None`` when it names none."""
-    header = request.headers.get(SESSION_HEADER)
-    if header:
-        return header
-    return _query_session(str(request.url))
-
-
-def _query_session(url: str) -> str | None:
-    query = parse_qs(urlsplit(url).query)
-    for name in SESSION_PARAMETERS:
-        values = query.get(name)
-        if values and values[0]:
-            return values[0]
-    return None
-
-
-def endpoint_session(events: Iterable[object]) -> str | None:
-    """The session a legacy SSE stream's ``endpoint`` event names, if it has one."""
-    for event in events:
-        if isinstance(event, Mapping) and event.get("event") == "endpoint":
-            data = event.get("data")
-            return _query_session(data) if isinstance(data, str) else None
-    return None
-
-
-def _json_body(content: bytes) -> object:
-    """A request's body as JSON when it is a JSON-RPC message or batch, else ``None``."""
-    if b'"jsonrpc"' not in content:  # cheap: a model's request is never parsed again
-        return None
-    try:
-        body = json.loads(content)
-    except ValueError:
-        return None
-    return body if is_jsonrpc_value(body) else None
-
-
-def _messages(value: object) -> list[dict[str, Any]]:
-    items = value if isinstance(value, list) else [value]
-    return [item for item in items if isinstance(item, dict)]
-
-
-def _with_token(message: Mapping[str, Any], token: object) -> dict[str, Any]:
-    params = dict(message.get("params") or {})
-    params["progressToken"] = token
-    return {**message, "params": params}
-
-
-def event_ends(raw: bytes) -> list[int]:
-    """Where each server-sent event of ``raw`` ends (blank blocks are no event, as the
-    cassette stores them): offsets in ``raw``, the last one ``len(raw)`` when the stream
-    ended inside an event."""
-    ends: list[int] = []
-    start = 0
-    for match in _EVENT_END.finditer(raw):
-        if raw[start : match.start()].strip():
-            ends.append(match.end())
-        start = match.end()
-    if raw[start:].strip():
-        ends.append(len(raw))
-    return ends
-
-
-@dataclasses.dataclass
-class _Ids:
-    """The ids (and progress tokens) of a session's replayed requests: recorded -> live,
-    where they differ, and every recorded id replayed."""
-
-    ids: dict[str, object] = dataclasses.field(default_factory=dict)
-    tokens: dict[str, object] = dataclasses.field(default_factory=dict)
-    #: Where in the client's messages each recorded id (and token) was replayed.
-    replayed: dict[str, int] = dataclasses.field(default_factory=dict)
-    replayed_tokens: dict[str, int] = dataclasses.field(default_factory=dict)
-
-    def learn(self, recorded: object, live: object, position: int) -> None:
-        """Note the live requests of ``live`` (the client's message at ``position``) that
-        stand for those of ``recorded``."""
-        for old, new in zip(_messages(recorded), _messages(live), strict=False):
-            if "method" not in old or "id" not in old or "id" not in new:
-                continue  # a notification, or the client's answer to a server's request
-            self.replayed[_key(old["id"])] = position
-            if old["id"] != new["id"]:
-                self.ids[_key(old["id"])] = new["id"]
-            old_token, new_token = progress_token(old), progress_token(new)
-            if old_token is not None:
-                self.replayed_tokens[_key(old_token)] = position
-            if old_token is not None and new_token is not None and old_token != new_token:
-                self.tokens[_key(old_token)] = new_token
-
-    def __bool__(self) -> bool:
-        return bool(self.ids or self.tokens)
-
-    def rewritten(self, data: object) -> object:
-        """``data`` (a server's message or batch) with the live ids and tokens."""
-        if not self:
-            return data
-        if isinstance(data, list):
-            return [self._message(item) for item in data]
-        return self._message(data)
-
-    def _message(self, message: object) -> object:
-        if not isinstance(message, dict):
-            return message
-        if "method" not in message and "id" in message:  # a response to the client
-            live = self.ids.get(_key(message["id"]), _MISSING)
-            return message if live is _MISSING else with_id(message, live)
-        if message.get("method") == "notifications/progress":
-            token = (message.get("params") or {}).get("progressToken")
-            live = self.tokens.get(_key(token), _MISSING)
-            return message if live is _MISSING else _with_token(message, live)
-        return message
-
-
-_MISSING = object()
-
-
-def answer_of(data: object) -> tuple[str, str] | None:
-    """What request of the client a server's event data answers: ``("id", key)`` for the
-    response to a request, ``("token", key)`` for a progress notification about one;
-    ``None`` for any other message (the server's own requests and notifications)."""
-    if not isinstance(data, dict):
-        return None
-    if (
-        "method" not in data
-        and data.get("id") is not None
-        and ("result" in data or "error" in data)
-    ):
-        return "id", _key(data["id"])
-    if data.get("method") == "notifications/progress":
-        params = data.get("params")
-        token = params.get("progressToken") if isinstance(params, dict) else None
-        if token is not None:
-            return "token", _key(token)
-    return None
-
-
-#: A message the client sent: its server (origin), session, and the keys of the ids and
-#: progress tokens of the requests it holds (none: answers to the server, notifications).
-_Sent = tuple[str, str | None, tuple[tuple[str, str], ...]]
-
-
-def _requests_in(body: object) -> tuple[tuple[str, str], ...]:
-    """The requests of the client's JSON-RPC message (or batch), as :func:`answer_of`
-    names what answers them: ``("id", key)`` and ``("token", key)``."""
-    found: list[tuple[str, str]] = []
-    for item in _messages(body):
-        if "method" in item and "id" in item:
-            found.append(("id", _key(item["id"])))
-            token = progress_token(item)
-            if token is not None:
-                found.append(("token", _key(token)))
-    return tuple(found)
-
-
-def _key(value: object) -> str:
-    return json.dumps(value, sort_keys=True)
 
 
 class McpHttp:
@@ -253,11 +85,11 @@ class McpHttp:
         self._changed = threading.Condition(self._lock)
         #: (origin, session, whether it is a request) of each message the client sent, in
         #: order.
-        self._messages: list[_Sent] = []
+        self._messages: list[Sent] = []
         #: Sessions whose ``DELETE`` was sent.
-        self._ended: set[_Where] = set()
+        self._ended: set[Where] = set()
         #: The live ids of each session's replayed requests.
-        self._ids: dict[_Where, _Ids] = {}
+        self._ids: dict[Where, Ids] = {}
         #: How to wake the async streams waiting for a message.
         self._wakers: set[Callable[[], None]] = set()
         self._closed = False
@@ -267,7 +99,7 @@ class McpHttp:
     def sent(self, request: WireRequest) -> None:
         """Note a request the cassette is offered, replayed or recorded: a JSON-RPC message
         the client sends, or the ``DELETE`` that ends an MCP session."""
-        if not _is_http(request):
+        if not is_http(request):
             return  # stdio's session keeps its own order (see .stdio)
         method = request.method.upper()
         if method == "DELETE":
@@ -275,12 +107,12 @@ class McpHttp:
             if session:
                 self._note(ended=(origin_of(str(request.url)), session))
         elif method == "POST":
-            body = _json_body(request.content)
+            body = json_body(request.content)
             if body is not None:
                 origin, session = origin_of(str(request.url)), session_of(request)
-                self._note(message=(origin, session, _requests_in(body)))
+                self._note(message=(origin, session, requests_in(body)))
 
-    def _note(self, *, message: _Sent | None = None, ended: _Where | None = None) -> None:
+    def _note(self, *, message: Sent | None = None, ended: Where | None = None) -> None:
         with self._lock:
             if message is not None:
                 self._messages.append(message)
@@ -302,7 +134,7 @@ class McpHttp:
             wake()
 
     def _count(
-        self, where: _Where, start: int, end: int | None = None, *, requests: bool = True
+        self, where: Where, start: int, end: int | None = None, *, requests: bool = True
     ) -> int:
         """How many of the messages from ``start`` to ``end`` went to ``where``, requests
         left out unless ``requests`` (the caller holds the lock)."""
@@ -321,13 +153,13 @@ class McpHttp:
         """What notes when the events of ``request``'s response arrive while it is
         recorded: for an MCP request (a JSON-RPC ``POST``, a ``GET`` stream), else
         ``None``."""
-        if not _is_http(request):
+        if not is_http(request):
             return None
         method = request.method.upper()
         if method == "GET":
             if "text/event-stream" not in request.headers.get("accept", ""):
                 return None
-        elif method != "POST" or _json_body(request.content) is None:
+        elif method != "POST" or json_body(request.content) is None:
             return None
         with self._lock:
             start = len(self._messages)
@@ -335,7 +167,7 @@ class McpHttp:
 
     def _stamps(
         self,
-        where: _Where,
+        where: Where,
         start: int,
         raw: bytes,
         notes: list[tuple[int, int]],
@@ -365,7 +197,7 @@ class McpHttp:
                     stamps.append(self._count(where, since, sent, requests=False))
         return stamps
 
-    def _asked(self, where: _Where, answered: tuple[str, str], before: int) -> int:
+    def _asked(self, where: Where, answered: tuple[str, str], before: int) -> int:
         """Where, after the last message before ``before`` that holds the request
         ``answered`` (:func:`answer_of`) of ``where``, the client's messages go on (the
         caller holds the lock); ``before`` when none does."""
@@ -383,15 +215,15 @@ class McpHttp:
         """The answer to ``request`` from the MCP recording ``interaction``: its events in
         their recorded order, with the live ids; ``None`` when the cassette replays it as
         any other (no MCP stream, no id to change)."""
-        if not _is_http(request):
+        if not is_http(request):
             return None
         order = interaction.mcp_stream
-        live = _json_body(request.content) if request.method.upper() == "POST" else None
+        live = json_body(request.content) if request.method.upper() == "POST" else None
         if live is None and order is None:
             return None  # no MCP request: replayed as any other
         origin = origin_of(str(request.url))
         session = session_of(request)
-        own = _Ids()
+        own = Ids()
         if live is not None:
             recorded = (interaction.request_body or {}).get("json")
             with self._lock:  # sent() noted it last
@@ -399,7 +231,7 @@ class McpHttp:
             own.learn(recorded, live, position)
             if own.replayed:
                 with self._lock:
-                    known = self._ids.setdefault((origin, session), _Ids())
+                    known = self._ids.setdefault((origin, session), Ids())
                     known.ids.update(own.ids)
                     known.tokens.update(own.tokens)
                     known.replayed.update(own.replayed)
@@ -421,8 +253,8 @@ class McpHttp:
         request: WireRequest,
         interaction: Interaction,
         events: list[Any],
-        own: _Ids,
-        where: _Where,
+        own: Ids,
+        where: Where,
     ) -> WireResponse:
         order = interaction.mcp_stream or {"after": []}
         if where[1] is None:
@@ -436,7 +268,7 @@ class McpHttp:
         response: WireResponse = module.Response(
             interaction.status,
             headers=list(interaction.response_headers.items()),
-            stream=_library_class(module)(gated),
+            stream=library_stream(module)(gated),
         )
         return with_recorded(response, interaction)
 
@@ -471,7 +303,7 @@ class Watch:
         wrapped: WireResponse = current.library.Response(
             response.status_code,
             headers=response.headers.raw,
-            stream=_noted_class(current.library)(response.stream, self.note),
+            stream=noted_stream(current.library)(response.stream, self.note),
             extensions=response.extensions,
         )
         return wrapped
@@ -500,13 +332,13 @@ class _Gated:
     def __init__(
         self,
         owner: McpHttp,
-        where: _Where,
+        where: Where,
         start: int,
         events: list[Any],
         after: list[int],
         *,
         hold: bool,
-        own: _Ids,
+        own: Ids,
     ) -> None:
         self._owner = owner
         self._where = where
@@ -564,12 +396,12 @@ class _Gated:
                 return format_sse_event({**event, "data": ids.rewritten(data)})
         return format_sse_event(event)
 
-    def _ids(self) -> _Ids:
+    def _ids(self) -> Ids:
         with self._owner._lock:
             known = self._owner._ids.get(self._where)
         if known is None:
             return self._own
-        merged = _Ids({**known.ids, **self._own.ids}, {**known.tokens, **self._own.tokens})
+        merged = Ids({**known.ids, **self._own.ids}, {**known.tokens, **self._own.tokens})
         return merged
 
     def _next(self) -> int | bool | None:
@@ -612,7 +444,7 @@ class _Gated:
     async def __aiter__(self) -> AsyncIterator[bytes]:
         owner = self._owner
         while True:
-            waiter = _Waiter()
+            waiter = Waiter()
             with owner._lock:
                 step = self._next()
                 if step is False:
@@ -636,95 +468,3 @@ class _Gated:
 
     async def aclose(self) -> None:
         self.close()
-
-
-class _Waiter:
-    """An async stream waiting for the client's next message, woken from any thread."""
-
-    def __init__(self) -> None:
-        import asyncio
-
-        import anyio
-
-        self._event = anyio.Event()
-        self._thread = threading.get_ident()
-        try:
-            self._loop: Any = asyncio.get_running_loop()
-        except RuntimeError:  # another event loop (trio): woken from its own thread only
-            self._loop = None
-
-    def wake(self) -> None:
-        if self._loop is not None and threading.get_ident() != self._thread:
-            self._loop.call_soon_threadsafe(self._event.set)
-        else:
-            self._event.set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-
-class _Noted:
-    """A live stream passed through, each chunk's size told to ``note`` as it comes."""
-
-    def __init__(self, inner: Any, note: Callable[[int], None]) -> None:
-        self._inner = inner
-        self._note = note
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._inner:
-            self._note(len(chunk))
-            yield chunk
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            self._note(len(chunk))
-            yield chunk
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _Through:
-    """A stream of the HTTP library over a :class:`_Gated` or a :class:`_Noted` one."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self._inner)
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._inner.__aiter__()  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-#: The stream classes of each HTTP library, built once.
-_classes: dict[object, type[_Through]] = {}
-
-
-def _library_class(module: Any) -> type[_Through]:
-    built = _classes.get(module)
-    if built is None:
-
-        class Stream(_Through, module.SyncByteStream, module.AsyncByteStream):  # type: ignore[misc]
-            """A stream of this library over one of :mod:`.http`'s."""
-
-        built = _classes[module] = Stream
-    return built
-
-
-def _noted_class(module: Any) -> Callable[[Any, Callable[[int], None]], Any]:
-    stream_class = _library_class(module)
-
-    def make(inner: Any, note: Callable[[int], None]) -> Any:
-        return stream_class(_Noted(inner, note))
-
-    return make

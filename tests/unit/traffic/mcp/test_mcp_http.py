@@ -1,5 +1,6 @@
-"""MCP over HTTP in a cassette (``traffic/mcp/http.py``): when each event of a recorded MCP
-stream came, and a replayed stream releasing its events in that order."""
+"""MCP over HTTP in a cassette (``traffic/mcp/http.py`` and ``httpwire.py``): when each
+event of a recorded MCP stream came, and a replayed stream releasing its events in that
+order."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from hypothesis import given, strategies as st
 
 from pytest_agentctx.traffic.cassettes.body import format_sse_event, parse_sse
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction, McpStream
-from pytest_agentctx.traffic.mcp.http import (
-    McpHttp,
+from pytest_agentctx.traffic.mcp.http import McpHttp
+from pytest_agentctx.traffic.mcp.httpwire import (
     endpoint_session,
     event_ends,
     origin_of,
