@@ -30,16 +30,16 @@ second later, or reports "Connection closed"). So :class:`McpHttp`, one per cass
   replayed and followed by as many of the client's other messages (answers to the
   server's requests, notifications) as at recording, so that requests sent now in another
   order still get their own answers, and no answer comes before the sampling answer it
-  waited for; keeps a stream recorded open open after its last
-  event until its session ends (the ``DELETE`` of its ``Mcp-Session-Id``, the client
-  closing it, or the test's end), and gives JSON-RPC responses (and progress
-  notifications) the live request's id (and progress token) where the recorded one
-  differs.
+  waited for; keeps a ``GET`` stream recorded open open after its last event until its
+  session ends (the ``DELETE`` of its ``Mcp-Session-Id``, the client closing it, or the
+  test's end); and gives JSON-RPC responses (and progress notifications) the live
+  request's id (and progress token) where the recorded one differs.
 
 A server is an origin (scheme, host and port); messages of another MCP session of the same
 server (another ``Mcp-Session-Id``, another ``session_id``) do not count for a stream whose
 session is known. Nothing here opens a socket or waits on a clock: a replayed event waits
-only for the client's own messages.
+only for the client's own messages. A stdio server's messages (``mcp+stdio`` URLs) are left
+to :mod:`.stdio`.
 """
 
 from __future__ import annotations
