@@ -16,7 +16,8 @@ the test that recorded the interaction, is written in cassettes that several tes
 interactions; it is absent from a test's own cassette and from cassettes written before it
 existed, which read as before (version 1 either way). ``"partial": true`` marks a streamed
 response recorded in part: the agent stopped reading it without closing it, and the rest
-could not be read when the test ended (see :class:`~.session.Cassette`).
+could not be read when the test ended (see :class:`~.session.Cassette`). ``mcp_stream``
+gives the order of an MCP server's streamed events over HTTP (see :class:`McpStream`).
 
 The field readers here (:func:`read_headers`, :func:`read_test_id`, :func:`read_partial`,
 :func:`check_encoded`) serve vcrpy's format too (:mod:`.vcr`).
@@ -60,6 +61,28 @@ class StoredResponse(TypedDict):
     body: Body
 
 
+class McpStream(TypedDict):
+    """When each event of an MCP server's recorded stream (streamable HTTP's answers and
+    ``GET`` stream, the legacy SSE transport's ``GET /sse``) came, so that replay hands
+    the client each event no sooner than it came (:mod:`pytest_agentctx.traffic.mcp.http`).
+
+    ``after[i]``: how many messages the client had sent to the same server (and MCP
+    session) since the stream's own request when event ``i`` arrived; replay releases
+    event ``i`` once the client has sent as many again. An event that answers one of the
+    client's requests (its response, a progress notification about it) counts instead the
+    client's messages other than requests (answers to the server's requests,
+    notifications) sent after that request: replay releases it once that request was
+    replayed and as many followed it, whatever the order the client sends its requests in.
+    ``open``: the stream was still open when the client closed it (a ``GET`` stream that
+    lives as long as its session): replay keeps it open after its last event until the
+    session ends (its ``DELETE``, the client closing it, or the test's end), where a stream
+    without it ends after its last event.
+    """
+
+    after: list[int]
+    open: NotRequired[bool]
+
+
 class StoredInteraction(TypedDict):
     """An interaction as the file holds it (:meth:`Interaction.to_dict`)."""
 
@@ -67,6 +90,7 @@ class StoredInteraction(TypedDict):
     response: StoredResponse
     test_id: NotRequired[str]
     partial: NotRequired[bool]
+    mcp_stream: NotRequired[McpStream]
 
 
 class NativeDocument(TypedDict):
@@ -96,6 +120,9 @@ class Interaction:
     #: Whether the response is a stream recorded in part (the agent stopped reading it and
     #: it could not be read to its end when the test ended): replayed up to where it stops.
     partial: bool = False
+    #: When each event of an MCP server's streamed response came (see :class:`McpStream`);
+    #: ``None`` for any other response, and for one recorded before it was kept.
+    mcp_stream: McpStream | None = None
 
     def to_dict(self) -> StoredInteraction:
         data: StoredInteraction = {
@@ -115,6 +142,8 @@ class Interaction:
             data["test_id"] = self.test_id
         if self.partial:
             data["partial"] = True
+        if self.mcp_stream is not None:
+            data["mcp_stream"] = self.mcp_stream
         return data
 
     #: The wire chunks of :attr:`response_body`, with the body they were made of (see
@@ -219,6 +248,28 @@ def read_partial(value: object) -> bool:
     return value
 
 
+def read_mcp_stream(value: object) -> McpStream | None:
+    """A stored ``mcp_stream`` (:class:`McpStream`), or ``None`` when absent."""
+    if value is None:
+        return None
+    after = value.get("after") if isinstance(value, Mapping) else None
+    if (
+        not isinstance(value, Mapping)
+        or not isinstance(after, list)
+        or not all(type(n) is int and n >= 0 for n in after)
+    ):
+        raise ValueError(
+            f"mcp_stream is {value!r}; expected {{'after': [counts of messages, >= 0]}}"
+        )
+    stream: McpStream = {"after": list(after)}
+    opened = value.get("open")
+    if opened is not None:
+        if not isinstance(opened, bool):
+            raise ValueError(f"mcp_stream.open is {type(opened).__name__}; expected true or false")
+        stream["open"] = opened
+    return stream
+
+
 def read_status(value: object) -> int:
     """A stored status code, as ``int()`` reads it."""
     if isinstance(value, int | float | str | bytes | bytearray):
@@ -292,6 +343,7 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
                     origin=f"{where}#{index}",
                     test_id=read_test_id(optional_field(item, "test_id")),
                     partial=read_partial(optional_field(item, "partial")),
+                    mcp_stream=read_mcp_stream(optional_field(item, "mcp_stream")),
                 )
             )
             check_encoded(out[-1])
@@ -301,8 +353,9 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
                 "each needs request.method, request.url and response.status, bodies of "
                 "the form {'json': ...}, {'sse': [...]}, {'text': ...}, {'base64': ...} or "
                 "{'multipart': {'boundary': ..., 'parts': [...]}}, "
-                "and, if it has one, a test_id that is a test's node id (a string) and a "
-                "partial flag that is true or false. "
+                "and, if it has one, a test_id that is a test's node id (a string), a "
+                "partial flag that is true or false and an mcp_stream of the form "
+                "{'after': [counts], 'open': true}. "
                 "Fix the file or re-record it with pytest --agent-record."
             ) from None
     return out

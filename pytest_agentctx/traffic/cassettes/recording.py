@@ -36,6 +36,7 @@ from pytest_agentctx.traffic.cassettes.unstored import (
     unstored_response_header,
 )
 from pytest_agentctx.traffic.cassettes.wire import LiveStream
+from pytest_agentctx.traffic.mcp.http import McpHttp, Watch
 from pytest_agentctx.traffic.transport import (
     forward_async,
     forward_sync,
@@ -68,6 +69,7 @@ class Recorder:
         log: list[tuple[bool, int]],
         test_id: str,
         on_unscrubbable: Callable[[UndecodableBody, WireRequest, str, bool], object],
+        mcp: McpHttp | None = None,
     ) -> None:
         self.redactor = redactor
         self.test_id = test_id
@@ -75,6 +77,8 @@ class Recorder:
         self._lock = lock
         self._log = log
         self._on_unscrubbable = on_unscrubbable
+        #: MCP over HTTP: when each event of its streams came (see :mod:`..mcp.http`).
+        self._mcp = mcp
         #: The recordings, by slot (``None`` until the response was read to its end).
         self.recorded: list[Interaction | None] = []
         #: (position in the log it came before, interaction) of each request another tool
@@ -117,6 +121,7 @@ class Recorder:
                 if not unstored_request_header(name, value)
             )
         )
+        watch = self._mcp.watch(request) if self._mcp is not None else None
 
         def store(raw_body: bytes, complete: bool, response: WireResponse) -> None:
             headers = {name.lower(): value for name, value in response.headers.items()}
@@ -151,10 +156,12 @@ class Recorder:
                 test_id=self.test_id,
                 partial=partial,
             )
+            if watch is not None:
+                interaction = watch.stored(interaction, raw_body, complete)
             with self._lock:
                 self.recorded[slot] = interaction
 
-        return self._forward(request, store, (True, slot))
+        return self._forward(request, store, (True, slot), watch)
 
     def witness(self, request: WireRequest) -> Answer:
         """Pass on a request another tool in the test answers (a respx route), keeping a
@@ -198,20 +205,24 @@ class Recorder:
         request: WireRequest,
         store: Callable[[bytes, bool, WireResponse], None],
         key: tuple[bool, int],
+        watch: Watch | None = None,
     ) -> Answer:
         """Send ``request`` on (awaitable when the caller is async), its response body teed
-        to ``store`` as it is read, and the response tracked under ``key`` until closed."""
+        to ``store`` as it is read, and the response tracked under ``key`` until closed
+        (its chunks noted as they come by ``watch``, for an MCP request)."""
         if is_async_request():
 
             async def forward() -> WireResponse:
                 response: WireResponse = await forward_async(request)
                 teed = tee_response(response, lambda data, done: store(data, done, response))
-                return self._track(teed, key)
+                tracked = self._track(teed, key)
+                return watch.response(tracked) if watch is not None else tracked
 
             return forward()
         response: WireResponse = forward_sync(request)
         teed = tee_response(response, lambda data, done: store(data, done, response))
-        return self._track(teed, key)
+        tracked = self._track(teed, key)
+        return watch.response(tracked) if watch is not None else tracked
 
     def finish_streams(self) -> None:
         """Finish the recorded responses the agent never closed (see

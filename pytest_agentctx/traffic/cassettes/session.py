@@ -97,6 +97,7 @@ from pytest_agentctx.traffic.errors import (
     StaleCassette,
     UnscopedRequest,
 )
+from pytest_agentctx.traffic.mcp.http import McpHttp
 from pytest_agentctx.traffic.mcp.wire import with_recorded
 from pytest_agentctx.traffic.transport import (
     Interceptor,
@@ -177,6 +178,8 @@ class Cassette:
         # Every exchange in the order its request came: (recorded?, index into loaded or
         # the recorder's recordings). Capture reads it (see exchange_log).
         self._log: list[tuple[bool, int]] = []
+        #: MCP over HTTP: its streams' events recorded and replayed in order.
+        self._mcp = McpHttp()
         self._recorder = Recorder(
             redactor=self.redactor,
             keys=self._keys,
@@ -184,6 +187,7 @@ class Cassette:
             log=self._log,
             test_id=test_id if shared else "",
             on_unscrubbable=self._unscrubbable,
+            mcp=self._mcp,
         )
         #: What this test recorded, by slot (``None`` until its response was read to the end).
         self.recorded_interactions = self._recorder.recorded
@@ -252,6 +256,7 @@ class Cassette:
     def _handle(self, request: WireRequest) -> Answer:
         if answered_by_another_tool():  # a respx route answers it: never replayed nor saved
             return self._recorder.witness(request)
+        self._mcp.sent(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._recorder.record(request, *self._keys.redacted_request(request))
         key, url, body_json, raw = self._keys.of_request(request)
@@ -263,7 +268,7 @@ class Cassette:
                 self.played.append(position)
                 self._log.append((False, position))
         if position is not None:
-            return self._replay(position)
+            return self._replay(position, request)
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
@@ -282,7 +287,7 @@ class Cassette:
                 self.played.append(position)
                 self._log.append((False, position))
         if position is not None:
-            return self._replay(position)
+            return self._replay(position, request)
         if self.records:
             return self._recorder.record(request, url, body_json, raw)
         reason = match_on_reason(
@@ -356,12 +361,15 @@ class Cassette:
         with self._lock:
             self._missed.append((len(self._log), interaction))
 
-    def _replay(self, position: int) -> Answer:
+    def _replay(self, position: int, request: WireRequest) -> Answer:
         interaction = self.loaded[position]
         command = self.record_command()
         unreadable = unreadable_message(self._replays, position, path=self.path, command=command)
         if unreadable is not None:  # replayed all the same: the test fails with this
             self.unreadable.append(CassetteFormatError(self.redactor.text(unreadable)))
+        mcp = self._mcp.replay(request, interaction)  # MCP streams: in their recorded order
+        if mcp is not None:
+            return mcp
         headers = dict(interaction.response_headers)
         chunks = interaction.response_chunks()
         if not interaction.is_stream:
@@ -548,6 +556,7 @@ class Cassette:
         """Stop answering requests, and finish the recorded responses the agent never
         closed (:meth:`finish_streams`)."""
         self._interceptor.stop()
+        self._mcp.close()
         self.finish_streams()
 
     def finish_streams(self) -> None:

@@ -15,7 +15,8 @@ undone (so the ``content-encoding``, ``content-length`` and ``transfer-encoding`
 are left out, as for the package's own format), a stream as its events' bytes. Binary bodies
 are written as YAML ``!!binary``, which vcrpy reads as bytes. What vcrpy has no place for
 goes in keys of the interaction it does not read: ``test_id`` (who recorded it, in a shared
-cassette) and ``partial`` (a stream recorded in part).
+cassette), ``partial`` (a stream recorded in part) and ``mcp_stream`` (when an MCP
+server's streamed events came, see :class:`~.fileformat.McpStream`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from pytest_agentctx.traffic.cassettes.fileformat import (
     field_of,
     optional_field,
     read_headers,
+    read_mcp_stream,
     read_partial,
     read_status,
     read_test_id,
@@ -81,6 +83,7 @@ if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports
     from typing import NotRequired, TypedDict
 
     from pytest_agentctx.redaction.redactor import Redactor as BaseRedactor
+    from pytest_agentctx.traffic.cassettes.fileformat import McpStream
 
     class VcrRequest(TypedDict):
         """A request as vcrpy writes it."""
@@ -108,6 +111,7 @@ if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports
         response: VcrResponse
         test_id: NotRequired[str]
         partial: NotRequired[bool]
+        mcp_stream: NotRequired[McpStream]
 
 
 def vcr_interaction(interaction: Interaction) -> VcrInteraction:
@@ -129,6 +133,8 @@ def vcr_interaction(interaction: Interaction) -> VcrInteraction:
         data["test_id"] = interaction.test_id
     if interaction.partial:
         data["partial"] = True
+    if interaction.mcp_stream is not None:
+        data["mcp_stream"] = interaction.mcp_stream
     return data
 
 
@@ -210,9 +216,10 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
                 },
                 response_body=response_body,
                 origin=f"{where}#{index}",
-                # written by this package in vcrpy's format (vcrpy ignores both keys)
+                # written by this package in vcrpy's format (vcrpy ignores these keys)
                 test_id=read_test_id(optional_field(item, "test_id")),
                 partial=read_partial(optional_field(item, "partial")),
+                mcp_stream=read_mcp_stream(optional_field(item, "mcp_stream")),
             )
         except BodyTooLarge as exc:
             raise CassetteFormatError(
