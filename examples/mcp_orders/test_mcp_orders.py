@@ -34,7 +34,14 @@ from order_agents import (
     stdio_server,
 )
 
-from pytest_agentctx import Cassette, LoopbackProvider, RecordMode, Trajectory, matches
+from pytest_agentctx import (
+    Cassette,
+    LoopbackProvider,
+    RecordMode,
+    SnapshotOptions,
+    Trajectory,
+    matches,
+)
 
 CASSETTES = Path(__file__).parent / "cassettes"
 
@@ -49,6 +56,14 @@ ANSWER = "Dune shipped with PostNord, which has delays of 2 days in Scandinavia.
 def agent_cassette_config() -> dict[str, object]:
     """This example keeps its cassettes beside it, one per test."""
     return {"directory": CASSETTES}
+
+
+@pytest.fixture
+def agent_snapshot_config() -> SnapshotOptions:
+    """Snapshots write the values of ``id`` and ``*_id`` fields as ``<id:N>``; here
+    ``order_id`` is a tool argument the test cares about, so only ``id`` and
+    ``tool_call_id`` count as generated ids."""
+    return SnapshotOptions(ids=("id", "tool_call_id"))
 
 
 @pytest.fixture
@@ -75,14 +90,16 @@ async def llm(model_server: LoopbackProvider) -> AsyncIterator[openai.AsyncOpenA
         yield client
 
 
+#: The order desk's port over streamable HTTP: fixed, so that the server's name in the
+#: context (its URL) stays the same when the test is recorded again.
+PORT = 8765
+
+
 @pytest.fixture
 def mcp_url(agent_cassette: Cassette) -> Iterator[str]:
-    """The order desk over streamable HTTP. While recording, the real server on a free
-    loopback port; on replay nothing listens (the port of a loopback host is not part of
-    a cassette's match, so any URL of 127.0.0.1 replays)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """The order desk over streamable HTTP. While recording, the real server on
+    127.0.0.1:8765; on replay nothing listens there: the cassette answers."""
+    port = PORT
     url = f"http://127.0.0.1:{port}/mcp"
     if agent_cassette.mode is RecordMode.NONE:
         yield url
@@ -129,6 +146,19 @@ async def test_mcp_sdk_loop_over_stdio(llm, agent_context, agent_snapshot):
 
     assert answer == ANSWER
     assert _expected(agent_context.context)
+    # each tool call carries the MCP exchange that ran it
+    assert matches(
+        agent_context.context.iterations[0].metadata["mcp"],
+        [
+            {
+                "server": "orders_mcp_server",
+                "transport": "stdio",
+                "tool": "get_order",
+                "arguments": {"order_id": "A-1042"},
+                "is_error": False,
+            }
+        ],
+    )
     assert agent_context.context == agent_snapshot
 
 
@@ -164,3 +194,7 @@ async def test_openai_agents_over_streamable_http(llm, mcp_url, agent_context):
 
     assert result.final_output == ANSWER
     assert _expected(agent_context.context)
+    assert [(call["server"], call["tool"]) for call in agent_context.mcp_calls] == [
+        (mcp_url, "get_order"),
+        (mcp_url, "shipping_status"),
+    ]

@@ -138,6 +138,22 @@ def command_line(command: str, args: Sequence[str]) -> str:
     return shlex.join([command, *args])
 
 
+def shown_command(command: str, args: Sequence[str]) -> str:
+    """The command line as a cassette shows it (``mcp-command``): each absolute path in
+    it relative to the working directory when it lies under it, else by its last part. A
+    path of the recording machine (a virtualenv's ``python``, a user's home) means nothing
+    on another, and names its user."""
+    here = os.getcwd()
+
+    def shown(token: str) -> str:
+        if not os.path.isabs(token):
+            return token
+        inside = os.path.relpath(token, here)
+        return PurePath(token).name if inside.startswith("..") else inside
+
+    return shlex.join([shown(token) for token in [command, *args]])
+
+
 _LABEL_CHARACTERS = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -261,7 +277,7 @@ async def _create(
     label = server_label(command, args)
     if owner is not None:
         label = _unique_label(owner, label, line)
-    session = StdioSession(label, line, spawn=spawn, answer=answer)
+    session = StdioSession(label, shown_command(command, args), spawn=spawn, answer=answer)
     return McpProcess(session)
 
 

@@ -24,6 +24,7 @@ from pytest_agentctx.traffic.mcp.stdio import (
     local_server,
     secrets_of,
     server_label,
+    shown_command,
 )
 from pytest_agentctx.traffic.mcp.wire import RECORDED_EXTENSION, stdio_url
 from pytest_agentctx.traffic.transport import Interceptor, make_response
@@ -42,6 +43,17 @@ from pytest_agentctx.traffic.transport.wire import WireRequest
 )
 def test_a_server_is_labelled_by_what_it_runs(command: str, args: list[str], label: str) -> None:
     assert server_label(command, args) == label
+
+
+def test_a_stored_command_line_names_no_path_of_the_recording_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    server = tmp_path / "servers" / "orders.py"
+
+    shown = shown_command("/home/alice/.venv/bin/python", [str(server), "--port", "8"])
+
+    assert shown == "python servers/orders.py --port 8"
 
 
 def test_another_command_with_the_same_label_in_one_test_gets_a_number() -> None:
