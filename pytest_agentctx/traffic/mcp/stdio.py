@@ -295,13 +295,22 @@ class StdioSession:
     ) -> None:
         self.server = server
         self.url = stdio_url(server)
-        self._headers = raw_headers(
-            [
-                ("content-type", "application/json"),
-                (TRANSPORT_HEADER, "stdio"),
-                (COMMAND_HEADER, line),
-            ],
-            "utf-8",
+        # Each client line's request is built from these, parsed once: the URL and the
+        # headers httpx2 would give it (its Host first), but for its Content-Length.
+        self._wire_url = httpx2.URL(self.url)
+        self._headers = [
+            (b"Host", self._wire_url.netloc),
+            *raw_headers(
+                [
+                    ("content-type", "application/json"),
+                    (TRANSPORT_HEADER, "stdio"),
+                    (COMMAND_HEADER, line),
+                ],
+                "utf-8",
+            ),
+        ]
+        self._encoding = (
+            "ascii" if b"".join(b"".join(p) for p in self._headers).isascii() else "utf-8"
         )
         self._spawn = spawn
         self._answer = answer
@@ -333,7 +342,7 @@ class StdioSession:
             message: object = json.loads(line)
         except ValueError:
             message = None
-        request = httpx2.Request("POST", self.url, headers=self._headers, content=line)
+        request = self._request(line)
         sent = False
 
         async def send(_: WireRequest) -> WireResponse:
@@ -365,6 +374,17 @@ class StdioSession:
             self._queue_error(message, str(error))
             return
         self._put(response)
+
+    def _request(self, line: bytes) -> httpx2.Request:
+        """The request of one client line, as ``httpx2.Request("POST", url, content=line)``
+        makes it, without parsing the URL and the headers again for every line."""
+        request = httpx2.Request("POST", self._wire_url, stream=httpx2.ByteStream(line))
+        request.headers = httpx2.Headers(
+            [*self._headers, (b"Content-Length", str(len(line)).encode("ascii"))],
+            encoding=self._encoding,
+        )
+        request.read()
+        return request
 
     def _unreplayed(self, message: object) -> BaseException:
         from pytest_agentctx.traffic.errors import CassetteMiss

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -257,3 +258,22 @@ async def test_a_later_miss_in_a_replayed_session_fails_even_when_recording_new(
         cassette.stop()
     assert "tools/list to server orders has no recording" in str(told[0])
     assert raised.group_contains(CassetteMiss, match="a stdio session is replayed or recorded")
+
+
+def test_a_client_line_s_request_is_the_one_httpx2_makes_of_it() -> None:
+    async def spawn() -> Any:
+        raise AssertionError("nothing is started")
+
+    session = stdio.StdioSession("orders", "python orders.py --name é", spawn=spawn)
+    line = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"mcp-transport", b"stdio"),
+        (b"mcp-command", "python orders.py --name é".encode()),
+    ]
+
+    built = session._request(line)
+    made = httpx2.Request("POST", "mcp+stdio://orders/", headers=headers, content=line)
+
+    assert (built.method, str(built.url), built.content) == ("POST", str(made.url), line)
+    assert list(built.headers.multi_items()) == list(made.headers.multi_items())
