@@ -25,3 +25,11 @@ class RecordMode(StrEnum):
     #: recordings dropped, its calls sent on); the agent's are replayed, a miss as in
     #: ``none``, and left in the file as they were.
     JUDGE = "judge"
+
+
+def records_unmatched(mode: RecordMode, role: str) -> bool:
+    """Whether a request made under ``role`` that no recording answers is recorded in
+    ``mode`` (else it is a miss): in ``rewrite`` and ``new``; in ``judge``, a judge's only."""
+    return mode in (RecordMode.REWRITE, RecordMode.NEW) or (
+        mode is RecordMode.JUDGE and role == "judge"
+    )

@@ -58,6 +58,7 @@ from pytest_agentctx.traffic.cassettes.body import (
 )
 from pytest_agentctx.traffic.cassettes.defaults import (
     RecordMode as RecordMode,
+    records_unmatched,
 )
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
@@ -227,11 +228,6 @@ class Cassette:
     def records(self) -> bool:
         return self.mode in (RecordMode.REWRITE, RecordMode.NEW, RecordMode.JUDGE)
 
-    def _records(self, key: RequestKey) -> bool:
-        """Whether a request of ``key`` that no recording answers is recorded: in a
-        recording mode; with ``judge``, only a judge's request."""
-        return self.records and (self.mode is not RecordMode.JUDGE or key.role == "judge")
-
     @property
     def replays_only(self) -> bool:
         """Whether every request is answered from the file or fails as a miss: none goes
@@ -276,7 +272,7 @@ class Cassette:
                 self._log.append((False, position))
         if position is not None:
             return self._replay(position, request)
-        if self._records(key):
+        if records_unmatched(self.mode, key.role):
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
         return self._miss(request, key, url, body_json, raw, reason)
@@ -295,7 +291,7 @@ class Cassette:
                 self._log.append((False, position))
         if position is not None:
             return self._replay(position, request)
-        if self._records(key):
+        if records_unmatched(self.mode, key.role):
             return self._recorder.record(request, url, body_json, raw)
         reason = match_on_reason(
             self._replays,
