@@ -72,6 +72,11 @@ from .doubles.ids import (
 )
 from .doubles.loopback import LoopbackProvider as LoopbackProvider
 from .doubles.scripted_model import FakeModelCall as FakeModelCall
+from .evals.errors import (
+    SimulatedUserError as SimulatedUserError,
+    SimulatedUserReplyError as SimulatedUserReplyError,
+)
+from .evals.simulated_user import SimulatedUser as SimulatedUser, Transcript as Transcript
 from .exceptions import (
     AgentAssertionError as AgentAssertionError,
     AgentCtxError as AgentCtxError,

@@ -67,6 +67,9 @@ from ``pytest_agentctx``::
         ArtifactNotFound         (ArtifactError)
         PromptTemplateError      (UsageError)
         ProviderError            (UsageError)
+    pytest_agentctx.evals.errors
+        SimulatedUserError       (UsageError)
+        SimulatedUserReplyError  (RunError)
 """
 
 from __future__ import annotations

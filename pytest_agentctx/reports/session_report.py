@@ -252,6 +252,8 @@ class ReportCollector:
             entry["measured"] = False
         if "mcp_contract" in copy:
             entry["mcp_contract"] = copy["mcp_contract"]
+        if "transcripts" in copy:
+            entry["transcripts"] = copy["transcripts"]
         return entry
 
 

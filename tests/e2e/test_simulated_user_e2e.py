@@ -70,9 +70,7 @@ async def test_refund_conversation(server, agent_simulated_user, order):
 def _transcripts(project: pytest.Pytester, report: str) -> str:
     data = json.loads((project.path / report).read_text(encoding="utf-8"))
     kept = {
-        entry["nodeid"]: entry["agentctx"]["transcripts"]
-        for entry in data["tests"]
-        if entry["agentctx"].get("transcripts")
+        entry["nodeid"]: entry["transcripts"] for entry in data["tests"] if "transcripts" in entry
     }
     return json.dumps(kept, sort_keys=True)
 

@@ -29,15 +29,11 @@ def _json_of(interaction: Interaction) -> object:
     return body.get("json") if isinstance(body, dict) else None
 
 
-def explain(path: str, body: object, recorded: Iterable[Interaction]) -> str | None:
-    """The message an explainer gives of a miss (``path`` and JSON ``body`` of the missed
-    request, ``recorded`` the cassette's interactions), or ``None``."""
-    if not EXPLAINERS:
+def explain(role: str, path: str, body: object, recorded: Iterable[Interaction]) -> str | None:
+    """The message the explainer of ``role`` gives of a miss of that role (``path`` and JSON
+    ``body`` of the missed request, ``recorded`` the cassette's interactions), or ``None``."""
+    explainer = EXPLAINERS.get(role)
+    if explainer is None:
         return None
-    loaded = list(recorded)
-    for role, explainer in EXPLAINERS.items():
-        of_role = [(urlsplit(i.url).path, _json_of(i)) for i in loaded if i.role == role]
-        message = explainer(path, body, of_role) if of_role else None
-        if message is not None:
-            return message
-    return None
+    of_role = [(urlsplit(i.url).path, _json_of(i)) for i in recorded if i.role == role]
+    return explainer(path, body, of_role) if of_role else None

@@ -416,7 +416,7 @@ class Cassette:
                     command=self.record_command(),
                 )
             )
-        explained = explain(miss.key.path, miss.body, self.loaded)
+        explained = explain(miss.key.role, miss.key.path, miss.body, self.loaded)
         if explained is not None:  # a layer above knows why (a simulated user's turn)
             advice = f"If the new behaviour is right, re-record this test: {self.record_command()}"
             return self.redactor.text(f"{explained}\n{advice}")
