@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import pytest
 
 from pytest_agentctx import Completion, ToolCall
 from pytest_agentctx.evals.errors import SimulatedUserError, SimulatedUserReplyError
-from pytest_agentctx.evals.simulated_user import SimulatedUser
+from pytest_agentctx.evals.simulated_user import SimulatedUser, Transcript
 from pytest_agentctx.testing import get_codec
 from pytest_agentctx.traffic.roles import current_role
 
@@ -76,14 +77,14 @@ async def test_each_request_extends_the_one_before_with_the_agent_reply_as_the_u
 
     await user(provider).converse(echo)
 
-    first, second = (body["messages"] for body in provider.sent)
-    assert second[: len(first)] == first  # type: ignore[index]
-    assert second[len(first) :] == [  # type: ignore[index]
+    first, second = (cast("list[dict[str, str]]", body["messages"]) for body in provider.sent)
+    assert second[: len(first)] == first
+    assert second[len(first) :] == [
         {"role": "assistant", "content": "hello"},
         {"role": "user", "content": "echo: hello"},
     ]
-    assert first[0]["role"] == "system"  # type: ignore[index]
-    assert "a refund" in first[0]["content"]  # type: ignore[index]
+    assert first[0]["role"] == "system"
+    assert "a refund" in first[0]["content"]
 
 
 async def test_the_calls_are_made_with_the_user_sim_role():
@@ -160,7 +161,7 @@ async def test_the_transcript_keeps_the_contract_shape():
 
 
 async def test_each_transcript_is_handed_to_on_transcript():
-    kept = []
+    kept: list[Transcript] = []
     simulated = user(ScriptedProvider("hello", "[DONE]"), on_transcript=kept.append)
 
     transcript = await simulated.converse(echo)
