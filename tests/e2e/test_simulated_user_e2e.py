@@ -79,7 +79,12 @@ def _transcripts(project: pytest.Pytester, report: str) -> str:
 def recorded(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     agent_pytester.makepyfile(test_refund=PROJECT)
     result = agent_pytester.runpytest(
-        "-p", "no:cacheprovider", "--agent-record", "--agent-report=recorded.json"
+        "-p",
+        "no:cacheprovider",
+        "--agent-record",
+        "--agent-report=recorded.json",
+        "--agent-report-html=recorded.html",
+        "--junitxml=recorded.xml",
     )
     result.assert_outcomes(passed=2)
     return agent_pytester
@@ -94,6 +99,20 @@ def test_a_simulated_conversation_replays_with_the_same_transcripts(
         result = recorded.runpytest("-p", "no:cacheprovider", f"--agent-report=replay{run}.json")
         result.assert_outcomes(passed=2)
         assert _transcripts(recorded, f"replay{run}.json") == first
+
+
+def test_the_transcripts_are_on_the_html_page_and_junit_properties(
+    recorded: pytest.Pytester,
+) -> None:
+    page = (recorded.path / "recorded.html").read_text(encoding="utf-8")
+    junit = (recorded.path / "recorded.xml").read_text(encoding="utf-8")
+
+    assert "simulated user 1: a customer who bought a lamp" in page
+    assert "Done: refund for order 42 sent." in page
+    assert (
+        'name="agentctx.transcript" value="a customer who bought a lamp: 2 turn(s), '
+        'stopped: done (the refund was sent)"'
+    ) in junit
 
 
 def test_a_simulated_conversation_replays_under_xdist(recorded: pytest.Pytester) -> None:

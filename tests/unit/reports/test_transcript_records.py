@@ -49,7 +49,7 @@ def test_the_redactor_scrubs_the_transcripts() -> None:
 def test_each_transcript_is_a_junit_property() -> None:
     record = build_record(
         runs=(),
-        cassette={"status": "replayed"},  # type: ignore[typeddict-item]
+        cassette={"status": "replayed"},  # type: ignore[arg-type]
         transcripts=[transcript()],
     )
 
