@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, strategies as st
+
 from pytest_agentctx.evals.divergence import divergence_message, find_divergence
 from pytest_agentctx.evals.simulated_user import SimulatedUser
 from pytest_agentctx.testing import get_codec
@@ -63,3 +65,19 @@ def test_recordings_of_another_endpoint_are_not_compared():
     other = "http://127.0.0.1:1234/v1/messages"
 
     assert divergence_message(URL, request(("hi", "Yo")), [(other, request(("hi", "Hey")))]) is None
+
+
+@given(
+    replies=st.lists(st.text(max_size=20), min_size=1, max_size=8),
+    data=st.data(),
+)
+def test_a_reply_changed_at_any_turn_is_named_at_that_turn(
+    replies: list[str], data: st.DataObject
+) -> None:
+    turn = data.draw(st.integers(min_value=1, max_value=len(replies)), label="turn")
+    now = [*replies[: turn - 1], replies[turn - 1] + " (changed)"]
+
+    found = find_divergence(now, [replies])
+
+    assert found is not None
+    assert (found.turn, found.recorded, found.now) == (turn, replies[turn - 1], now[-1])
