@@ -68,6 +68,9 @@ from ``pytest_agentctx``::
         PromptTemplateError      (UsageError)
         ProviderError            (UsageError)
     pytest_agentctx.evals.errors
+        JudgeError               (UsageError)
+        JudgeReplyError          (RunError)
+        VerdictFailed            (AgentAssertionError)
         SimulatedUserError       (UsageError)
         SimulatedUserReplyError  (RunError)
 """

@@ -32,6 +32,7 @@ from .keys import (
     REPORT_KEY,
     RUNS_KEY,
     TRANSCRIPTS_KEY,
+    VERDICTS_KEY,
 )
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.doubles.fake_mcp.server import FakeMcp
     from pytest_agentctx.doubles.fake_tools import FakeTools
     from pytest_agentctx.doubles.freeze import FrozenClock
+    from pytest_agentctx.evals.judge import Judge
     from pytest_agentctx.evals.simulated_user import SimulatedUser, Transcript
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
     from pytest_agentctx.runtime.loop import AgentRuntime
@@ -229,3 +231,16 @@ def artifact_store(tmp_path: Path) -> LocalArtifactStore:
 #: The workspace fixtures ``agent_runtime`` takes when the test uses them, with the
 #: runtime's argument for each.
 _WORKSPACE_FIXTURES = {"fake_vector_store": "vector_store", "artifact_store": "artifacts"}
+
+
+@pytest.fixture
+def agent_judge(request: pytest.FixtureRequest) -> Judge:
+    """A judge bound to this test: ``verdict = await agent_judge(rubric=..., subject=...)``
+    (``threshold=``, ``model=``, ``rubric_name=``), or ``await agent_judge.assert_passes(...)``
+    to fail the test on a verdict below its threshold. Its model calls are made under the
+    role ``judge``: recorded and replayed by the test's cassette apart from the agent's, and
+    its verdicts kept in the test's record (reports), never in the agent's budgets."""
+    from pytest_agentctx.evals.judge import Judge
+
+    verdicts = request.node.stash.setdefault(VERDICTS_KEY, [])
+    return Judge(on_verdict=verdicts.append)
