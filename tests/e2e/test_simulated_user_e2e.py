@@ -115,6 +115,17 @@ def test_the_transcripts_are_on_the_html_page_and_junit_properties(
     ) in junit
 
 
+def test_the_simulated_users_calls_are_a_run_apart_from_the_agents(
+    recorded: pytest.Pytester,
+) -> None:
+    data = json.loads((recorded.path / "recorded.json").read_text(encoding="utf-8"))
+    test = data["tests"][0]
+
+    assert [run["name"] for run in test["runs"]] == ["conversation 1"]
+    assert test["stats"]["iterations"] == 2  # the agent's two turns, none of the simulator's
+    assert [(run["name"], run["role"]) for run in test["role_runs"]] == [("user_sim 1", "user_sim")]
+
+
 def test_a_simulated_conversation_replays_under_xdist(recorded: pytest.Pytester) -> None:
     result = recorded.runpytest(
         "-p", "no:cacheprovider", "-p", "xdist", "-n", "2", "--agent-report=xdist.json"
