@@ -59,7 +59,6 @@ from pytest_agentctx.traffic.cassettes.body import (
 from pytest_agentctx.traffic.cassettes.defaults import (
     RecordMode as RecordMode,
 )
-from pytest_agentctx.traffic.cassettes.explained import explain
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.keys import RequestKeys
 from pytest_agentctx.traffic.cassettes.matcher import (
@@ -423,10 +422,6 @@ class Cassette:
                     command=self.record_command(),
                 )
             )
-        explained = explain(miss.key.role, miss.key.path, miss.body, self.loaded)
-        if explained is not None:  # a layer above knows why (a simulated user's turn)
-            advice = f"If the new behaviour is right, re-record this test: {self.record_command()}"
-            return self.redactor.text(f"{explained}\n{advice}")
         message = miss_message(
             self._replays,
             miss,
