@@ -75,9 +75,12 @@ from .doubles.scripted_model import FakeModelCall as FakeModelCall
 from .evals.errors import (
     JudgeError as JudgeError,
     JudgeReplyError as JudgeReplyError,
+    SimulatedUserError as SimulatedUserError,
+    SimulatedUserReplyError as SimulatedUserReplyError,
     VerdictFailed as VerdictFailed,
 )
 from .evals.judge import Judge as Judge
+from .evals.simulated_user import SimulatedUser as SimulatedUser, Transcript as Transcript
 from .evals.verdict import Verdict as Verdict
 from .exceptions import (
     AgentAssertionError as AgentAssertionError,

@@ -146,6 +146,9 @@ PUBLIC: dict[str, str] = {
     "AgentSnapshotAssertion": "assertions.snapshots.assertion",
     "AgentSnapshotExtension": "assertions.snapshots.extension",
     "SnapshotOptions": "assertions.snapshots.options",
+    # simulated users
+    "SimulatedUser": "evals.simulated_user",
+    "Transcript": "evals.simulated_user",
     # exceptions
     "AgentCtxError": "exceptions",
     "RunError": "exceptions",
@@ -195,4 +198,6 @@ PUBLIC: dict[str, str] = {
     "UnexpectedModelCall": "doubles.errors",
     "UnusedScriptedReplies": "doubles.errors",
     "UnscopedRequest": "traffic.errors",
+    "SimulatedUserError": "evals.errors",
+    "SimulatedUserReplyError": "evals.errors",
 }

@@ -71,6 +71,8 @@ from ``pytest_agentctx``::
         JudgeError               (UsageError)
         JudgeReplyError          (RunError)
         VerdictFailed            (AgentAssertionError)
+        SimulatedUserError       (UsageError)
+        SimulatedUserReplyError  (RunError)
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
 """Errors of evaluations: a judge's reply that is no verdict, a verdict below its
-threshold, a judge given what it cannot judge."""
+threshold, a judge given what it cannot judge; simulated users that cannot work, and replies
+of their models that are no message."""
 
 from __future__ import annotations
 
 from pytest_agentctx.exceptions import AgentAssertionError, RunError, UsageError, publish
 
-__all__ = ["JudgeReplyError", "JudgeError", "VerdictFailed"]
+__all__ = [
+    "JudgeReplyError",
+    "JudgeError",
+    "VerdictFailed",
+    "SimulatedUserError",
+    "SimulatedUserReplyError",
+]
 
 
 class JudgeError(UsageError):
@@ -25,6 +32,15 @@ class VerdictFailed(AgentAssertionError):
     def __init__(self, message: str, verdict: object = None) -> None:
         super().__init__(message)
         self.verdict = verdict
+
+
+class SimulatedUserError(UsageError):
+    """A simulated user that cannot work: no persona or goal, a turn limit below one, a stop
+    condition that is neither a text nor a callable, or an agent that replies with no text."""
+
+
+class SimulatedUserReplyError(RunError):
+    """The simulated user's model answered with no message: no text, or tool calls."""
 
 
 publish(globals())

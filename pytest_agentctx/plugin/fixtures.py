@@ -4,7 +4,8 @@
 scripted MCP server, in-process), ``agent_runtime``
 (an :class:`AgentRuntime` on a stepping clock with sequential ids, using the other fixtures
 the test asks for), ``frozen_clock``, and the workspace fixtures ``fake_vector_store`` and
-``artifact_store``. The ``agent_clock_*`` options are read at configure time
+``artifact_store``, and ``agent_simulated_user`` (simulated users whose transcripts go into
+the test's record). The ``agent_clock_*`` options are read at configure time
 (:func:`configure`, :func:`clock_settings`).
 
 Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``: see
@@ -13,7 +14,8 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,7 @@ from .keys import (
     GUARD_KEY,
     REPORT_KEY,
     RUNS_KEY,
+    TRANSCRIPTS_KEY,
     VERDICTS_KEY,
 )
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.doubles.fake_tools import FakeTools
     from pytest_agentctx.doubles.freeze import FrozenClock
     from pytest_agentctx.evals.judge import Judge
+    from pytest_agentctx.evals.simulated_user import SimulatedUser, Transcript
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
     from pytest_agentctx.runtime.loop import AgentRuntime
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
@@ -199,6 +203,21 @@ def fake_vector_store() -> InMemoryVectorStore:
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
 
     return InMemoryVectorStore()
+
+
+@pytest.fixture
+def agent_simulated_user(request: pytest.FixtureRequest) -> Callable[..., SimulatedUser]:
+    """Makes simulated users: ``agent_simulated_user(persona=..., goal=..., **options)`` is
+    a :class:`SimulatedUser` whose transcripts go into the test's record (``transcripts``:
+    the JSON report, the HTML page, the JUnit properties)."""
+    from pytest_agentctx.evals.simulated_user import SimulatedUser
+
+    kept = request.node.stash.setdefault(TRANSCRIPTS_KEY, [])
+
+    def keep(transcript: Transcript) -> None:
+        kept.append(transcript.to_dict())
+
+    return functools.partial(SimulatedUser, on_transcript=keep)
 
 
 @pytest.fixture

@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
     from pytest_agentctx.reports.figures import PriceTable
-    from pytest_agentctx.reports.schema import BudgetEntry, CassetteEntry, RepeatEntry
+    from pytest_agentctx.reports.schema import (
+        BudgetEntry,
+        CassetteEntry,
+        RepeatEntry,
+        TranscriptEntry,
+    )
     from pytest_agentctx.reports.stats import RunLog
     from pytest_agentctx.traffic.capture import CapturedRuns
     from pytest_agentctx.traffic.cassettes import Cassette, NetworkGuard
@@ -123,6 +128,8 @@ REPEAT_KEY: pytest.StashKey[RepeatEntry] = _test_key(pytest.StashKey())
 REPEAT_INDEX_KEY = _test_key(pytest.StashKey[int]())
 REPEAT_TALLY_KEY: pytest.StashKey[RepeatTally] = _test_key(pytest.StashKey())
 REPEAT_ERROR_KEY: pytest.StashKey[RepeatError] = _test_key(pytest.StashKey())
+#: The conversations of the test's simulated users (``agent_simulated_user``), in order.
+TRANSCRIPTS_KEY: pytest.StashKey[list[TranscriptEntry]] = _test_key(pytest.StashKey())
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -8,9 +8,10 @@ each run its iterations on a timeline (written by
 :class:`~pytest_agentctx.reports.html_runs.RunTimeline`): the messages, the tool calls with
 their arguments and results, the durations, the tokens and the model. Iterations are
 collapsed and open on a click; sub-agent runs found in an iteration's metadata are shown
-inside it. A failed test shows its failure text (open, collapsible), and a test that
-drifted from the baseline shows the baseline's figures beside its own (trajectory,
-iterations, tool calls, tokens, cost).
+inside it. The conversations of a test's simulated users are shown before its runs
+(:mod:`pytest_agentctx.reports.html_transcripts`). A failed test shows its failure text
+(open, collapsible), and a test that drifted from the baseline shows the baseline's figures
+beside its own (trajectory, iterations, tool calls, tokens, cost).
 
 The page is a pure function of the report: the same report gives the same bytes (no
 wall-clock time, no random ids), and every piece of text from the report is HTML-escaped
@@ -36,6 +37,7 @@ from pytest_agentctx.reports.html_text import (
     fmt_count,
     fmt_seconds,
 )
+from pytest_agentctx.reports.html_transcripts import transcripts_html
 
 #: The folder of the page's stylesheet and script, inlined into every page.
 _ASSETS = "report_assets"
@@ -266,6 +268,7 @@ class _Page:
         self.test_facts(test, gate_lines)
         self.failure(f"t{index}", as_map(test.get("failure")))
         self.drift(test)
+        w(transcripts_html(as_seq(test.get("transcripts"))))
         runs = [as_map(run) for run in as_seq(test.get("runs"))]
         if not runs:
             w('<p class="muted">No agent run was recorded for this test.</p>\n')

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         RunEntry,
         StatsEntry,
         Suite,
+        TranscriptEntry,
     )
 
 #: Name of the teardown report attribute that carries a test's record.
@@ -61,6 +62,7 @@ def build_record(
     mcp_contract: Mapping[str, Sequence[Mapping[str, object]]] | None = None,
     verdicts: Sequence[Mapping[str, object]] = (),
     role_runs: Sequence[RunRecord] = (),
+    transcripts: Sequence[TranscriptEntry] = (),
 ) -> Record:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
     stats of every run and of all of them, (with ``contexts``) each run's context, and why
@@ -69,7 +71,8 @@ def build_record(
     servers' tool contract (``mcp_contract``: each server's tools) is kept when given.
     The verdicts of its judges (``verdicts``) and the runs made under other roles than the
     agent's (``role_runs``, with each role's totals in ``role_stats``) are kept apart from
-    its runs and stats, which budgets and the gate read.
+    its runs and stats, which budgets and the gate read, and so are the simulated users'
+    conversations (``transcripts``).
 
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
     because nothing in the session reads them (no budget, report file, gate or baseline):
@@ -118,6 +121,8 @@ def build_record(
         record["role_runs"], record["role_stats"] = _role_entries(role_runs, prices, contexts)
     if mcp_contract:
         record["mcp_contract"] = json.loads(json.dumps(mcp_contract, default=str))
+    if transcripts:
+        record["transcripts"] = json.loads(json.dumps(list(transcripts)))
     if redactor is not None:
         from pytest_agentctx.context.scrub import redact
 
@@ -277,11 +282,20 @@ def _mcp_properties(record: Record) -> list[tuple[str, object]]:
     return properties
 
 
+def transcript_line(transcript: TranscriptEntry) -> str:
+    """A simulated conversation in one line: who, how many turns, why it stopped."""
+    why = transcript["stopped_because"]
+    if transcript.get("done_reason"):
+        why += f" ({transcript['done_reason']})"
+    return f"{transcript['persona']}: {transcript['turns']} turn(s), stopped: {why}"
+
+
 def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     """The JUnit XML properties of an agent test (none for other tests): iterations, tool
     calls, total tokens, cost in US dollars (when every model has a price), its MCP tool
-    calls and MCP servers' tool contract (:func:`_mcp_properties`), the cassette's status,
-    and, when it failed, its failure as one line (the whole text is in
+    calls and MCP servers' tool contract (:func:`_mcp_properties`), one
+    ``agentctx.transcript`` per simulated conversation (:func:`transcript_line`), the
+    cassette's status, and, when it failed, its failure as one line (the whole text is in
     the test case's ``<failure>`` or ``<error>`` element, where pytest writes it)."""
     if not is_agent_test(data):
         return []
@@ -295,6 +309,10 @@ def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     if stats["cost_usd"] is not None:
         properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
     properties += _mcp_properties(record)
+    properties += [
+        ("agentctx.transcript", transcript_line(transcript))
+        for transcript in record.get("transcripts", [])
+    ]
     if record["cassette"] is not None:
         properties.append(("agentctx.cassette", record["cassette"]["status"]))
     properties += _verdict_properties(record)

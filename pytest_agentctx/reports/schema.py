@@ -34,6 +34,27 @@ class StatsEntry(TypedDict):
     mcp_calls: NotRequired[int]
 
 
+class TranscriptMessage(TypedDict):
+    """One message of a simulated conversation: ``user`` the simulated user's, ``assistant``
+    the agent's."""
+
+    role: str
+    content: str
+
+
+class TranscriptEntry(TypedDict):
+    """A simulated user's conversation with the agent (``Transcript.to_dict()``): who played
+    the user, the messages, the turns completed and why it stopped (``done``, ``stop``,
+    ``max_turns``; ``done_reason``: what the simulated user said when done)."""
+
+    persona: str
+    goal: str
+    messages: list[TranscriptMessage]
+    turns: int
+    stopped_because: str
+    done_reason: str
+
+
 class McpCallEntry(TypedDict):
     """One MCP tool call of a run: its server and tool, the iteration it was made in, the
     model tool call it joined (``None``: none), whether its result is an ``isError`` one and
@@ -152,6 +173,8 @@ class Record(TypedDict):
     role_runs: NotRequired[list[RunEntry]]
     #: The totals of :attr:`role_runs`, by role: each role's own cost line.
     role_stats: NotRequired[dict[str, StatsEntry]]
+    #: The simulated users' conversations of the test (``agent_simulated_user``), in order.
+    transcripts: NotRequired[list[TranscriptEntry]]
 
 
 class ReportEntry(Record):

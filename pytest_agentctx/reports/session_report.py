@@ -257,6 +257,8 @@ class ReportCollector:
         if "role_runs" in copy:
             entry["role_runs"] = copy["role_runs"]
             entry["role_stats"] = copy.get("role_stats", {})
+        if "transcripts" in copy:
+            entry["transcripts"] = copy["transcripts"]
         return entry
 
 

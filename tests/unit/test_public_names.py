@@ -201,6 +201,10 @@ PUBLIC_NAMES: dict[str, str] = {
     "tool_calls": "pytest_agentctx.assertions.trajectory",
     "validate_sources": "pytest_agentctx.runtime.assembly",
     "write_artifact": "pytest_agentctx.runtime.artifacts",
+    "SimulatedUser": "pytest_agentctx.evals.simulated_user",
+    "Transcript": "pytest_agentctx.evals.simulated_user",
+    "SimulatedUserError": "pytest_agentctx.evals.errors",
+    "SimulatedUserReplyError": "pytest_agentctx.evals.errors",
 }
 
 #: Every name of ``pytest_agentctx.testing``, with the module that defines it.

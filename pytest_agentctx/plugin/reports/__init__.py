@@ -43,6 +43,7 @@ from ..keys import (
     RUNS_KEY,
     SECRETS_KEY,
     STALE_KEY,
+    TRANSCRIPTS_KEY,
     VERDICTS_KEY,
 )
 
@@ -189,6 +190,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
 
         prices = prices_of(item)
     wanted = contexts or bool(getattr(item.config.option, "xmlpath", None))
+    transcripts = item.stash.get(TRANSCRIPTS_KEY, [])
     repeat: RepeatEntry | None = item.stash.get(REPEAT_KEY, None)
     if repeat is not None and log is not None and measured:
         from pytest_agentctx.reports.session_report import per_run_figures
@@ -203,11 +205,12 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         prices=prices,
         contexts=contexts,
         measured=measured,
-        redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,
+        redactor=redactor_of(item) if runs or transcripts or REDACTOR_KEY in item.stash else None,
         failure=item_failure(item) if wanted else None,
         mcp_contract=_tool_contract(item) if rebuilt else None,
         verdicts=[verdict.to_dict() for verdict in item.stash.get(VERDICTS_KEY, [])],
         role_runs=role_runs,
+        transcripts=transcripts,
     )
     return record_json(record)
 

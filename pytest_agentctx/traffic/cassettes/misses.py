@@ -27,6 +27,7 @@ from pytest_agentctx.traffic.cassettes.diffs import (
     one_line,
     unified_diff,
 )
+from pytest_agentctx.traffic.cassettes.explained import explain
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
@@ -227,12 +228,17 @@ def miss_message(
     long. With ``verbosity`` 2 (``pytest -vv``) or more, every differing field and the
     complete diff of the two bodies. ``compare`` gives what of a body is compared (by
     default: JSON bodies through ``comparable``, by default without the ``ignored``
-    fields); the caller redacts the message.
+    fields); the caller redacts the message. A miss that the explainer of its role
+    explains (:mod:`.explained`: a simulated user's request after the agent diverged) is
+    told that explanation instead.
     """
     if comparable is None:
         comparable = functools.partial(_without_volatile, ignored=ignored)
     if compare is None:
         compare = plain_compare(comparable)
+    explained = explain(miss.key.role, miss.key.path, miss.body, replays.loaded)
+    if explained is not None:  # a layer above knows why (a simulated user's turn)
+        return f"{explained}\n{_advice(replays, command)}"
     lines = [first_line(miss, path=path)]
     found = closest(replays, miss, played=played, compare=compare) if replays.loaded else None
     if found is not None:
