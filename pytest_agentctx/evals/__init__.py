@@ -1,0 +1,1 @@
+"""Evaluations: judges and simulated users, their model calls made with a role."""
