@@ -192,6 +192,7 @@ from .traffic.errors import (
     StaleCassette as StaleCassette,
     UnscopedRequest as UnscopedRequest,
 )
+from .traffic.roles import model_role as model_role
 
 __version__: str
 __all__: list[str]

@@ -84,6 +84,7 @@ PUBLIC: dict[str, str] = {
     # cassettes
     "Cassette": "traffic.cassettes.session",
     "RecordMode": "traffic.cassettes.defaults",
+    "model_role": "traffic.roles",
     # capture (contexts from any agent's traffic)
     "CapturedRuns": "traffic.capture.runs",
     "Exchange": "traffic.capture.exchange",

@@ -34,9 +34,28 @@ MAY_IMPORT: dict[str, set[str]] = {
     "doubles": {"base", "context", "traffic"},
     "reports": {"base", "context", "traffic"},
     "runtime": {"base", "context", "traffic", "doubles"},
-    "plugin": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
-    "cli": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
-    "facade": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime"},
+    "evals": {"base", "context", "traffic", "doubles", "runtime"},
+    "plugin": {
+        "base",
+        "context",
+        "assertions",
+        "traffic",
+        "doubles",
+        "reports",
+        "runtime",
+        "evals",
+    },
+    "cli": {"base", "context", "assertions", "traffic", "doubles", "reports", "runtime", "evals"},
+    "facade": {
+        "base",
+        "context",
+        "assertions",
+        "traffic",
+        "doubles",
+        "reports",
+        "runtime",
+        "evals",
+    },
     # pytest_agentctx.testing, the second facade: what tests and helpers need beyond the
     # package's names, some of it defined by the plugin and the command
     "testing": {
@@ -47,6 +66,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "doubles",
         "reports",
         "runtime",
+        "evals",
         "plugin",
         "cli",
     },
@@ -151,7 +171,7 @@ def test_every_allowance_is_still_needed() -> None:
 
 #: The layers that are sub-packages of modules (``plugin/__init__.py`` is the entry point: it
 #: registers the plugin's modules).
-LAYER_PACKAGES = ["assertions", "context", "doubles", "reports", "runtime", "traffic"]
+LAYER_PACKAGES = ["assertions", "context", "doubles", "evals", "reports", "runtime", "traffic"]
 
 
 @pytest.mark.parametrize("name", LAYER_PACKAGES)

@@ -120,6 +120,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "MismatchError": "pytest_agentctx.assertions.errors",
     "NetworkBlocked": "pytest_agentctx.traffic.errors",
     "expect_network_blocked": "pytest_agentctx.traffic.cassettes.network",
+    "model_role": "pytest_agentctx.traffic.roles",
     "Not": "pytest_agentctx.assertions.patterns.base",
     "NotOneConversation": "pytest_agentctx.traffic.errors",
     "Nowhere": "pytest_agentctx.assertions.patterns.structure",

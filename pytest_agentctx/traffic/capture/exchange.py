@@ -25,6 +25,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     encode_body,
 )
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE, current_role
 from pytest_agentctx.traffic.transport import WireRequest, WireResponse
 
 
@@ -33,7 +34,9 @@ class Exchange:
     """One request a test made and the response it got.
 
     ``request`` and ``response`` are bodies in the cassettes' stored form. ``origin`` says
-    where the exchange came from (``path#index`` for a cassette, ``live#index``).
+    where the exchange came from (``path#index`` for a cassette, ``live#index``). ``role``
+    is the role the request was made under (:mod:`pytest_agentctx.traffic.roles`):
+    capture builds the agent's runs of the ``"agent"`` exchanges only.
     """
 
     method: str
@@ -42,6 +45,7 @@ class Exchange:
     request: Body = None
     response: Body = None
     origin: str = ""
+    role: str = DEFAULT_ROLE
 
     @classmethod
     def from_interaction(cls, interaction: Interaction) -> Exchange:
@@ -53,6 +57,7 @@ class Exchange:
             interaction.request_body,
             interaction.response_body,
             interaction.origin,
+            interaction.role,
         )
 
     @property
@@ -98,7 +103,9 @@ _Make = Callable[[WireResponse, bytes], Exchange]
 
 def _maker(method: str, url: str, request_body: Body, slot: int) -> _Make:
     """How the exchange of the request ``method url`` in ``slot`` is made of its
-    response and the bytes read of its body (decoded as the client got them)."""
+    response and the bytes read of its body (decoded as the client got them), with the
+    role the request is made under now."""
+    role = current_role()
 
     def make(response: WireResponse, data: bytes) -> Exchange:
         encoding = response.headers.get("content-encoding")
@@ -107,7 +114,7 @@ def _maker(method: str, url: str, request_body: Body, slot: int) -> _Make:
         except BodyTooLarge:  # past the size limit: no body kept
             decoded, ok = b"", False
         body = encode_body(decoded, response.headers.get("content-type")) if ok else None
-        return Exchange(method, url, response.status_code, request_body, body, f"live#{slot}")
+        return Exchange(method, url, response.status_code, request_body, body, f"live#{slot}", role)
 
     return make
 

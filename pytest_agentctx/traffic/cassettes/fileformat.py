@@ -18,9 +18,12 @@ existed, which read as before (version 1 either way). ``"partial": true`` marks 
 response recorded in part: the agent stopped reading it without closing it, and the rest
 could not be read when the test ended (see :class:`~.session.Cassette`). ``mcp_stream``
 gives the order of an MCP server's streamed events over HTTP (see :class:`McpStream`).
+``role`` is the role the request was made under (``"judge"``, ``"user_sim"``, see
+:mod:`pytest_agentctx.traffic.roles`); absent for the agent's own calls, and so in
+cassettes written before roles, which read as the agent's.
 
 The field readers here (:func:`read_headers`, :func:`read_test_id`, :func:`read_partial`,
-:func:`check_encoded`) serve vcrpy's format too (:mod:`.vcr`).
+:func:`read_role`, :func:`check_encoded`) serve vcrpy's format too (:mod:`.vcr`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     decode_content,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE, ROLES
 
 FORMAT_NAME = "pytest-agentctx"
 FORMAT_VERSION = 1
@@ -91,6 +95,7 @@ class StoredInteraction(TypedDict):
     test_id: NotRequired[str]
     partial: NotRequired[bool]
     mcp_stream: NotRequired[McpStream]
+    role: NotRequired[str]
 
 
 class NativeDocument(TypedDict):
@@ -123,6 +128,9 @@ class Interaction:
     #: When each event of an MCP server's streamed response came (see :class:`McpStream`);
     #: ``None`` for any other response, and for one recorded before it was kept.
     mcp_stream: McpStream | None = None
+    #: The role the request was made under (:data:`~pytest_agentctx.traffic.roles.ROLES`):
+    #: ``"agent"`` unless made inside ``model_role("judge")`` or ``model_role("user_sim")``.
+    role: str = DEFAULT_ROLE
 
     def to_dict(self) -> StoredInteraction:
         data: StoredInteraction = {
@@ -144,6 +152,8 @@ class Interaction:
             data["partial"] = True
         if self.mcp_stream is not None:
             data["mcp_stream"] = self.mcp_stream
+        if self.role != DEFAULT_ROLE:
+            data["role"] = self.role
         return data
 
     #: The wire chunks of :attr:`response_body`, with the body they were made of (see
@@ -236,6 +246,15 @@ def read_test_id(value: object) -> str:
         return ""
     if not isinstance(value, str):
         raise ValueError(f"test_id is {type(value).__name__}; expected a test's node id")
+    return value
+
+
+def read_role(value: object) -> str:
+    """A stored ``role``: one of the roles but ``"agent"``, or ``"agent"`` when absent."""
+    if value is None:
+        return DEFAULT_ROLE
+    if not isinstance(value, str) or value not in ROLES:
+        raise ValueError(f"role is {value!r}; expected one of {', '.join(ROLES[1:])} or none")
     return value
 
 
@@ -344,6 +363,7 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
                     test_id=read_test_id(optional_field(item, "test_id")),
                     partial=read_partial(optional_field(item, "partial")),
                     mcp_stream=read_mcp_stream(optional_field(item, "mcp_stream")),
+                    role=read_role(optional_field(item, "role")),
                 )
             )
             check_encoded(out[-1])
@@ -355,7 +375,7 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
                 "{'multipart': {'boundary': ..., 'parts': [...]}}, "
                 "and, if it has one, a test_id that is a test's node id (a string), a "
                 "partial flag that is true or false and an mcp_stream of the form "
-                "{'after': [counts], 'open': true}. "
+                "{'after': [counts], 'open': true} and a role that is judge or user_sim. "
                 "Fix the file or re-record it with pytest --agent-record."
             ) from None
     return out

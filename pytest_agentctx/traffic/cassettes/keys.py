@@ -9,6 +9,7 @@ what this package redacts) matches too.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
 from pytest_agentctx.traffic.cassettes.bodykinds import header_of
@@ -27,6 +28,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
 from pytest_agentctx.traffic.cassettes.multipart import may_be_multipart, redact_parts
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.unstored import unstored_request_header
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE, current_role
 from pytest_agentctx.traffic.transport.wire import WireHeaders, WireRequest
 
 
@@ -50,7 +52,7 @@ class RequestKeys:
         url = self.redactor.url(interaction.url)
         body_json, raw = self.stored_body(interaction)
         kind = header_of(interaction.request_headers, "content-type") if raw else ""
-        return make_key(
+        key = make_key(
             interaction.method,
             url,
             body_json,
@@ -59,6 +61,7 @@ class RequestKeys:
             hook=self.body_hook,
             content_type=kind,
         )
+        return key if interaction.role == DEFAULT_ROLE else replace(key, role=interaction.role)
 
     def stored_body(self, interaction: Interaction) -> tuple[object, bytes]:
         """A recorded request's JSON body (or :data:`NO_JSON`) and raw body, redacted."""
@@ -150,6 +153,9 @@ class RequestKeys:
             finite=finite,
             content_type=request.headers.get("content-type", "") if raw else "",
         )
+        role = current_role()
+        if role != DEFAULT_ROLE:  # matched only against recordings made under its role
+            key = replace(key, role=role)
         return key, url, body_json, raw
 
 

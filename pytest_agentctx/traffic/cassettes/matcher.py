@@ -78,6 +78,9 @@ class RequestKey:
     path: str
     query: tuple[tuple[str, str], ...]
     body: str
+    #: The role of the request (:mod:`pytest_agentctx.traffic.roles`): a request matches
+    #: only recordings made under its own role.
+    role: str = "agent"
 
     def describe(self) -> str:
         query = "&".join(f"{k}={v}" for k, v in self.query)

@@ -37,6 +37,7 @@ from pytest_agentctx.traffic.cassettes.unstored import (
 )
 from pytest_agentctx.traffic.cassettes.wire import LiveStream
 from pytest_agentctx.traffic.mcp.http import McpHttp, Watch
+from pytest_agentctx.traffic.roles import current_role
 from pytest_agentctx.traffic.transport import (
     forward_async,
     forward_sync,
@@ -103,7 +104,8 @@ class Recorder:
     def record(self, request: WireRequest, url: str, body_json: object, raw: bytes) -> Answer:
         """Send ``request`` on and record its exchange (``url``, ``body_json`` and ``raw``:
         its redacted URL, JSON body or :data:`~.matcher.NO_JSON`, and raw body), kept once
-        its response was read to the end."""
+        its response was read to the end, with the role it was made under."""
+        role = current_role()  # the response may be read in another context
         with self._lock:
             slot = len(self.recorded)
             self.scrubs.request(slot, raw)
@@ -155,6 +157,7 @@ class Recorder:
                 origin=f"recorded#{slot}",
                 test_id=self.test_id,
                 partial=partial,
+                role=role,
             )
             if watch is not None:
                 interaction = watch.stored(interaction, raw_body, complete)

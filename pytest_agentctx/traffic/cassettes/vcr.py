@@ -43,10 +43,12 @@ from pytest_agentctx.traffic.cassettes.fileformat import (
     read_headers,
     read_mcp_stream,
     read_partial,
+    read_role,
     read_status,
     read_test_id,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE
 
 #: Response headers that describe the wire encoding of a body stored decoded.
 _ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
@@ -112,6 +114,7 @@ if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports
         test_id: NotRequired[str]
         partial: NotRequired[bool]
         mcp_stream: NotRequired[McpStream]
+        role: NotRequired[str]
 
 
 def vcr_interaction(interaction: Interaction) -> VcrInteraction:
@@ -135,6 +138,8 @@ def vcr_interaction(interaction: Interaction) -> VcrInteraction:
         data["partial"] = True
     if interaction.mcp_stream is not None:
         data["mcp_stream"] = interaction.mcp_stream
+    if interaction.role != DEFAULT_ROLE:
+        data["role"] = interaction.role
     return data
 
 
@@ -220,6 +225,7 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
                 test_id=read_test_id(optional_field(item, "test_id")),
                 partial=read_partial(optional_field(item, "partial")),
                 mcp_stream=read_mcp_stream(optional_field(item, "mcp_stream")),
+                role=read_role(optional_field(item, "role")),
             )
         except BodyTooLarge as exc:
             raise CassetteFormatError(

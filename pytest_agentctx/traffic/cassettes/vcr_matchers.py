@@ -32,6 +32,7 @@ from xml.parsers.expat import ExpatError
 from pytest_agentctx.traffic.cassettes.bodykinds import header_of
 from pytest_agentctx.traffic.cassettes.matcher import matched_bytes
 from pytest_agentctx.traffic.errors import CassetteConfigError
+from pytest_agentctx.traffic.roles import current_role
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.fileformat import Interaction
@@ -448,8 +449,12 @@ class VcrMatching:
 
     def take(self, replays: Replays, now: VcrRequest) -> int | None:
         """The first recording not used yet that every matcher accepts for ``now``, now
-        used (the caller holds the cassette's lock)."""
-        return replays.take_first(lambda p: accepts(self.matchers, now, self.recorded(p)))
+        used (the caller holds the cassette's lock); only recordings made under the role
+        of the calls made now are candidates."""
+        role = current_role()
+        return replays.take_first(
+            lambda p: self._loaded[p].role == role and accepts(self.matchers, now, self.recorded(p))
+        )
 
     def used_match(self, replays: Replays, now: VcrRequest) -> bool:
         """Whether a recording the test used already is one every matcher accepts."""
