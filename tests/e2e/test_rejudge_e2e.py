@@ -51,12 +51,17 @@ def judge_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackProvider]:
         yield provider
 
 
+def order_of(prompt: str) -> str:
+    """The number of the order whose run a judge's prompt shows."""
+    order = re.search(r"Order (\d+) ships", prompt)
+    assert order is not None, prompt
+    return order.group(1)
+
+
 def asked(request: DecodedRequest) -> tuple[str, str]:
     """The rubric and the order number of the run a judge call was about."""
     prompt = str(request.messages[-1]["content"])
-    order = re.search(r"Order (\d+) ships", prompt)
-    assert order is not None, prompt
-    return prompt.split("\n")[1], order.group(1)
+    return prompt.split("\n")[1], order_of(prompt)
 
 
 def recorded_run(url: str, n: int) -> list[Interaction]:
@@ -139,4 +144,76 @@ def test_the_verdicts_file_has_one_verdict_per_run_and_rubric(
         (f"test_order_{n:03}.json", judge, True): 1
         for n in range(RUNS)
         for judge in ("cites", "polite")
+    }
+
+
+# -- from pytest: --agent-record=judge ----------------------------------------------
+
+JUDGED_TESTS = """
+import json
+import os
+
+import openai
+import pytest
+
+from pytest_agentctx import model_role
+
+
+def ask(url, content):
+    client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+    messages = [{"role": "user", "content": content}]
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    return reply.choices[0].message.content
+
+
+@pytest.mark.agent
+@pytest.mark.parametrize("n", range(100))
+def test_order(n):
+    answer = ask(os.environ["AGENT_URL"], f"Where is order {n}?")
+    for rubric in json.loads(os.environ["RUBRICS"]):
+        with model_role("judge"):
+            reply = ask(os.environ["JUDGE_URL"], f"{rubric}\\n{answer}")
+        assert json.loads(reply)["score"] >= 0.5
+"""
+
+
+@pytest.fixture
+def judged_project(
+    agent_pytester: pytest.Pytester,
+    agent_model: LoopbackProvider,
+    judge_model: LoopbackProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> pytest.Pytester:
+    """100 judged tests, recorded once with one rubric against the two loopback models."""
+    agent_pytester.makepyfile(test_orders=JUDGED_TESTS)
+    monkeypatch.setenv("AGENT_URL", agent_model.openai_base_url)
+    monkeypatch.setenv("JUDGE_URL", judge_model.openai_base_url)
+    monkeypatch.setenv("RUBRICS", json.dumps(["Cites the order."]))
+    for n in range(RUNS):
+        agent_model.reply(f"Order {n} ships today.")
+        judge_model.reply(VERDICT)
+    agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(
+        passed=RUNS
+    )
+    return agent_pytester
+
+
+def test_rejudging_100_recorded_tests_from_pytest(
+    judged_project: pytest.Pytester,
+    agent_model: LoopbackProvider,
+    judge_model: LoopbackProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorded_by_agent, judged_before = len(agent_model.exchanges), len(judge_model.requests)
+    monkeypatch.setenv("RUBRICS", json.dumps(list(RUBRICS)))
+    for _ in range(2 * RUNS):
+        judge_model.reply(VERDICT)
+
+    result = judged_project.runpytest("-p", "no:cacheprovider", "--agent-record=judge")
+
+    result.assert_outcomes(passed=RUNS)
+    assert len(agent_model.exchanges) == recorded_by_agent == RUNS
+    asked = [str(r.messages[-1]["content"]) for r in judge_model.requests[judged_before:]]
+    assert Counter((text.split("\n")[0], order_of(text)) for text in asked) == {
+        (rubric, str(n)): 1 for n in range(RUNS) for rubric in RUBRICS
     }
