@@ -2,16 +2,15 @@
 
 A recorded run is one conversation that capture rebuilds from a cassette's agent-role
 interactions (the judge's and the simulated user's recordings left aside). Each judge (a
-rubric, a model, a threshold) is asked once per run, through the runtime's providers with
-its calls made under ``model_role("judge")``; the agent is never run and none of its
-recorded requests is sent anywhere: its calls are read from the file.
+rubric, a model, a threshold) is asked once per run by a :class:`~.judge.Judge`: one call
+through the runtime's providers under ``model_role("judge")``, shown the run's messages
+and tool calls. The agent is never run and none of its recorded requests is sent anywhere:
+its calls are read from the file.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -19,19 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentctx.context.model import AgentContext
-from pytest_agentctx.evals.verdict import Verdict
-from pytest_agentctx.exceptions import UsageError
-from pytest_agentctx.runtime.providers import Provider, default_provider, split_model
+from pytest_agentctx.evals.judge import Judge
+from pytest_agentctx.evals.verdict import Verdict, rubric_id
+from pytest_agentctx.exceptions import AgentCtxError, UsageError
+from pytest_agentctx.runtime.providers import Provider, split_model
 from pytest_agentctx.traffic.capture.runs import build_contexts
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
-from pytest_agentctx.traffic.roles import model_role
 
-#: What the judge is told to answer, before the rubric and the run.
-INSTRUCTIONS = (
-    "You are a judge of an AI agent's run. Score how well the run meets the rubric, from 0 "
-    "(not at all) to 1 (fully). Answer with one JSON object and nothing else: "
-    '{"score": <a number from 0 to 1>, "rationale": "<one or two sentences>"}'
-)
 _JUDGE_KEYS = frozenset({"name", "rubric", "rubric_file", "model", "threshold"})
 
 
@@ -52,8 +45,8 @@ class JudgeSpec:
 
     @property
     def rubric_id(self) -> str:
-        """A short digest of the rubric: the same rubric, the same id."""
-        return hashlib.sha256(self.rubric.encode("utf-8")).hexdigest()[:12]
+        """The rubric's id, as a test's judge gives it: ``sha256:`` and its digest's start."""
+        return rubric_id(self.rubric)
 
 
 @dataclass(frozen=True)
@@ -169,94 +162,27 @@ def runs_of(cassette: str, interactions: Sequence[Interaction]) -> list[Recorded
     ]
 
 
-def transcript(context: AgentContext) -> str:
-    """The run as the judge reads it: one line per message, tool calls included."""
-    lines = []
-    for message in context.get_all_messages():
-        text = message.content or ""
-        calls = "; ".join(
-            f"calls {call.name}({json.dumps(call.arguments, sort_keys=True)})"
-            for call in message.tool_calls
-        )
-        lines.append(f"{message.role}: {' '.join(part for part in (text, calls) if part)}")
-    return "\n".join(lines)
-
-
-def judge_messages(judge: JudgeSpec, context: AgentContext) -> list[dict[str, object]]:
-    """The messages of the one call a judge makes about a run."""
-    final = context.final_output or "(no final output)"
-    prompt = (
-        f"Rubric:\n{judge.rubric}\n\nThe run:\n{transcript(context)}\n\n"
-        f"The agent's final output:\n{final}"
-    )
-    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]
-
-
-def parse_reply(judge: JudgeSpec, run: RecordedRun, content: str | None) -> Verdict:
-    """The verdict in a judge's reply; :class:`RejudgeError` when there is none."""
-    text = (content or "").strip()
-    start, end = text.find("{"), text.rfind("}")
+async def _verdict(judge: JudgeSpec, run: RecordedRun, providers: dict[str, Provider]) -> Verdict:
+    """The one call of ``judge`` about ``run``, through :class:`~.judge.Judge`."""
+    asked = Judge(judge.model, threshold=judge.threshold, name=judge.name, providers=providers)
     try:
-        data = json.loads(text[start : end + 1]) if 0 <= start < end else None
-    except json.JSONDecodeError:
-        data = None
-    score = data.get("score") if isinstance(data, dict) else None
-    rationale = data.get("rationale", "") if isinstance(data, dict) else None
-    if (
-        isinstance(score, bool)
-        or not isinstance(score, int | float)
-        or not 0 <= score <= 1
-        or not isinstance(rationale, str)
-    ):
-        raise RejudgeError(
-            f"judge {judge.name!r} on {run.label}: its reply is not a verdict: "
-            f"{text[:200]!r}; expected one JSON object with a score from 0 to 1 and a "
-            f"rationale. Check the judge's model ({judge.model}) or its rubric, then run again."
-        )
-    return Verdict(
-        judge=judge.name,
-        rubric_id=judge.rubric_id,
-        rubric=judge.rubric,
-        score=float(score),
-        threshold=judge.threshold,
-        rationale=rationale,
-        passed=score >= judge.threshold,
-    )
-
-
-async def _ask(judge: JudgeSpec, run: RecordedRun, provider: Provider) -> Verdict:
-    _, model = split_model(judge.model)
-    body = provider.codec.encode_request(model=model, messages=judge_messages(judge, run.context))
-    try:
-        with model_role("judge"):
-            reply = await provider.send(body)
+        return await asked(judge.rubric, run.context)
+    except AgentCtxError as exc:  # a reply that is no verdict, a model without a provider
+        raise RejudgeError(f"judge {judge.name!r} on {run.label}: {exc}") from exc
     except Exception as exc:  # any SDK's error: the judge could not be asked
         raise RejudgeError(
             f"judge {judge.name!r} on {run.label}: the call to {judge.model} failed: "
             f"{type(exc).__name__}: {exc}. Check the model's name, its key and base URL "
             "(the SDK's environment variables), then run again."
         ) from exc
-    return parse_reply(judge, run, provider.codec.decode_response(reply).content)
 
 
 async def _rejudge(
     runs: Sequence[RecordedRun], judges: Sequence[JudgeSpec], providers: dict[str, Provider]
 ) -> list[RunVerdict]:
-    verdicts = []
-    try:
-        for run in runs:
-            for judge in judges:
-                prefix, _ = split_model(judge.model)
-                if prefix not in providers:
-                    providers[prefix] = default_provider(prefix)
-                verdict = await _ask(judge, run, providers[prefix])
-                verdicts.append(RunVerdict(run, verdict))
-    finally:
-        for provider in providers.values():
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
-    return verdicts
+    return [
+        RunVerdict(run, await _verdict(judge, run, providers)) for run in runs for judge in judges
+    ]
 
 
 def rejudge(

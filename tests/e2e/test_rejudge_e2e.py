@@ -61,7 +61,9 @@ def order_of(prompt: str) -> str:
 def asked(request: DecodedRequest) -> tuple[str, str]:
     """The rubric and the order number of the run a judge call was about."""
     prompt = str(request.messages[-1]["content"])
-    return prompt.split("\n")[1], order_of(prompt)
+    rubric = re.search(r"<rubric>\n(.*)\n</rubric>", prompt)
+    assert rubric is not None, prompt
+    return rubric.group(1), order_of(prompt)
 
 
 def recorded_run(url: str, n: int) -> list[Interaction]:
@@ -150,6 +152,7 @@ def test_the_verdicts_file_has_one_verdict_per_run_and_rubric(
 # -- from pytest: --agent-record=judge ----------------------------------------------
 
 JUDGED_TESTS = """
+import functools
 import json
 import os
 
@@ -159,10 +162,14 @@ import pytest
 from pytest_agentctx import model_role
 
 
+@functools.cache
+def client(url):
+    return openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+
+
 def ask(url, content):
-    client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
     messages = [{"role": "user", "content": content}]
-    reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    reply = client(url).chat.completions.create(model="gpt-4o-mini", messages=messages)
     return reply.choices[0].message.content
 
 

@@ -10,10 +10,8 @@ import pytest
 
 from pytest_agentctx.evals.rejudge import (
     JudgeSpec,
-    RecordedRun,
     RejudgeError,
     parse_judges,
-    parse_reply,
     rejudge,
     runs_of,
 )
@@ -46,17 +44,16 @@ def model_call(question: str, answer: str, *, role: str = "agent") -> Interactio
 class CountingJudge:
     """A provider answering every judge call with the same score, counting the calls."""
 
-    def __init__(self, score: float) -> None:
+    def __init__(self, score: float = 0.9, reply: str | None = None) -> None:
         self.codec = get_codec("openai_chat")
-        self.score = score
+        self.reply = reply or f'{{"score": {score}, "rationale": "Says please."}}'
         self.bodies: list[Mapping[str, object]] = []
         self.roles: list[str] = []
 
     async def send(self, body: Mapping[str, object]) -> dict[str, object]:
         self.bodies.append(body)
         self.roles.append(current_role())
-        reply = f'{{"score": {self.score}, "rationale": "Says please."}}'
-        return self.codec.encode_response(Completion(content=reply), response_id="r1")
+        return self.codec.encode_response(Completion(content=self.reply), response_id="r1")
 
 
 def test_a_judge_file_gives_each_judge_with_its_rubric_file(tmp_path: Path):
@@ -101,19 +98,25 @@ def test_the_rubric_id_changes_with_the_rubric():
     assert JUDGE.rubric_id != changed.rubric_id
 
 
-def test_a_reply_that_is_not_a_verdict_fails_loudly():
-    run = RecordedRun("a.json", "", 1, runs_of("a.json", [model_call("Hi", "Hello")])[0].context)
+def test_a_reply_that_is_not_a_verdict_fails_loudly_naming_the_run():
+    runs = runs_of("a.json", [model_call("Hi", "Hello")])
+    judge = CountingJudge(reply="I think it is fine.")
 
-    with pytest.raises(RejudgeError, match=r"'polite' on a.json#1: its reply is not a verdict"):
-        parse_reply(JUDGE, run, "I think it is fine.")
+    with pytest.raises(RejudgeError, match=r"'polite' on a.json#1: .* did not give a verdict"):
+        rejudge(runs, [JUDGE], providers={"openai": judge})
 
 
 def test_a_score_below_the_threshold_fails_the_verdict():
-    run = runs_of("a.json", [model_call("Hi", "Go away")])[0]
+    runs = runs_of("a.json", [model_call("Hi", "Go away")])
+    judge = CountingJudge(reply='```json\n{"score": 0.2, "rationale": "Rude."}\n```')
 
-    verdict = parse_reply(JUDGE, run, '```json\n{"score": 0.2, "rationale": "Rude."}\n```')
+    [given] = rejudge(runs, [JUDGE], providers={"openai": judge})
 
-    assert (verdict.score, verdict.passed, verdict.rationale) == (0.2, False, "Rude.")
+    assert (given.verdict.score, given.verdict.passed, given.verdict.rationale) == (
+        0.2,
+        False,
+        "Rude.",
+    )
 
 
 def test_the_runs_of_a_cassette_leave_the_judges_calls_out():
