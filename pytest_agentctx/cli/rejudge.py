@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,9 @@ def _is_report(path: Path) -> bool:
     return isinstance(data, dict) and "tests" in data and "interactions" not in data
 
 
-def _cassette_runs(path: Path, shown: str) -> list[RecordedRun]:
+def _cassette_runs(path: Path, shown: str, tests: str = "") -> list[RecordedRun]:
+    """The runs of one cassette; ``tests``: the report's tests of it, for runs whose
+    cassette does not name the test that recorded them."""
     try:
         interactions = load_cassette(path)
     except CassetteFormatError as exc:
@@ -114,17 +117,22 @@ def _cassette_runs(path: Path, shown: str) -> list[RecordedRun]:
             f"{exc} (rejudge reads every .json, .yaml and .yml file of a folder as a "
             "cassette: give the folder that holds only cassettes)"
         ) from None
-    return runs_of(shown, interactions)
+    runs = runs_of(shown, interactions)
+    return [replace(run, test=run.test or tests) for run in runs]
 
 
-def _report_cassettes(report_path: Path, rootdir: Path) -> list[tuple[Path, str]]:
+def _report_cassettes(report_path: Path, rootdir: Path) -> list[tuple[Path, str, str]]:
     from pytest_agentctx.reports.session_report import load_report
 
     report = load_report(report_path)
     found: dict[str, Path] = {}
+    tests: dict[str, list[str]] = {}
     for test in report["tests"]:
         entry = test.get("cassette")
-        if not entry or entry["path"] in found:
+        if not entry:
+            continue
+        tests.setdefault(entry["path"], []).append(test["nodeid"])
+        if entry["path"] in found:
             continue
         given = Path(entry["path"])
         candidates = (
@@ -138,7 +146,7 @@ def _report_cassettes(report_path: Path, rootdir: Path) -> list[tuple[Path, str]
                 "project's folder (the one pytest ran in)."
             )
         found[entry["path"]] = path
-    return [(path, shown) for shown, path in sorted(found.items())]
+    return [(path, shown, ", ".join(tests[shown])) for shown, path in sorted(found.items())]
 
 
 def recorded_runs(source: str, rootdir: Path) -> list[RecordedRun]:
@@ -148,15 +156,17 @@ def recorded_runs(source: str, rootdir: Path) -> list[RecordedRun]:
         files = sorted(
             each for each in path.rglob("*") if each.suffix in CASSETTE_SUFFIXES and each.is_file()
         )
-        cassettes = [(each, each.relative_to(path).as_posix()) for each in files]
+        cassettes = [(each, each.relative_to(path).as_posix(), "") for each in files]
     elif path.is_file():
-        cassettes = _report_cassettes(path, rootdir) if _is_report(path) else [(path, path.name)]
+        cassettes = (
+            _report_cassettes(path, rootdir) if _is_report(path) else [(path, path.name, "")]
+        )
     else:
         raise RejudgeError(
             f"{source}: no such folder or file; expected a cassette folder (e.g. cassettes/), "
             "a cassette file or a JSON report (pytest --agent-report=report.json)."
         )
-    runs = [run for each, shown in cassettes for run in _cassette_runs(each, shown)]
+    runs = [run for found in cassettes for run in _cassette_runs(*found)]
     if not runs:
         raise RejudgeError(
             f"{source}: no recorded agent run in {len(cassettes)} cassette(s); record some "

@@ -117,6 +117,8 @@ def test_the_runs_of_a_report_are_those_of_its_tests_cassettes(project, judge, c
     code, lines = command(capsys, "rejudge", "report.json", *RUBRIC, "-o", "v.json")
 
     assert (code, lines[1]) == (0, "passed   judge  1.00/0.50  cassettes/test_orders.json#1")
+    [verdict] = json.loads((project / "v.json").read_text())["verdicts"]
+    assert verdict["test"] == "test_orders.py::test_orders"
 
 
 def test_without_a_judge_the_command_says_how_to_give_one(project, capsys):
