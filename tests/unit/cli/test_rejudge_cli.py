@@ -140,3 +140,22 @@ def test_a_judge_that_cannot_be_reached_is_a_usage_error_naming_the_run(
     assert code == 2
     assert "judge 'judge' on test_orders.json#1: the call to openai:gpt-4o-mini failed" in lines[0]
     assert not (project / "v.json").exists()
+
+
+def test_a_file_of_the_folder_that_is_not_a_cassette_is_named(project, capsys):
+    (project / "cassettes" / "notes.json").write_text("[1, 2]")
+
+    code, lines = command(capsys, "rejudge", "cassettes", *RUBRIC, "-o", "v.json")
+
+    assert code == 2
+    assert "notes.json" in lines[0]
+    assert "give the folder that holds only cassettes" in lines[0]
+
+
+def test_a_folder_without_recorded_runs_says_to_record_some(project, capsys):
+    (project / "empty").mkdir()
+
+    code, lines = command(capsys, "rejudge", "empty", *RUBRIC, "-o", "v.json")
+
+    assert code == 2
+    assert "empty: no recorded agent run in 0 cassette(s); record some first" in lines[0]
