@@ -20,6 +20,7 @@ from typing import Any
 from pytest_agentctx._files import atomic_write_text
 from pytest_agentctx._untrusted import LimitExceeded, read_untrusted
 from pytest_agentctx.cli.config import IniOptions
+from pytest_agentctx.evals.judge import DEFAULT_THRESHOLD
 from pytest_agentctx.evals.rejudge import (
     JudgeSpec,
     RecordedRun,
@@ -59,7 +60,11 @@ def add_parser(commands: Any) -> None:
         "--judge-model", metavar="PROVIDER:MODEL", help="its model, e.g. openai:gpt-4o-mini"
     )
     parser.add_argument(
-        "--threshold", metavar="SCORE", type=float, default=0.5, help="its lowest passing score"
+        "--threshold",
+        metavar="SCORE",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        help=f"its lowest passing score (default {DEFAULT_THRESHOLD})",
     )
     parser.add_argument("--judge-name", metavar="NAME", default="judge", help="its name")
     parser.add_argument(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentctx.context.model import AgentContext
-from pytest_agentctx.evals.judge import Judge
+from pytest_agentctx.evals.judge import DEFAULT_THRESHOLD, Judge
 from pytest_agentctx.evals.verdict import Verdict, rubric_id
 from pytest_agentctx.exceptions import AgentCtxError, UsageError
 from pytest_agentctx.runtime.providers import Provider, split_model
@@ -126,7 +126,7 @@ def _judge_table(index: int, table: Mapping[str, object], base: Path, where: str
         str(name),
         rubric,  # type: ignore[arg-type]  # checked by make_judge
         table.get("model"),  # type: ignore[arg-type]
-        table.get("threshold", 0.5),
+        table.get("threshold", DEFAULT_THRESHOLD),
         where=here,
     )
 

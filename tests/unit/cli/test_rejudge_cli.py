@@ -76,8 +76,8 @@ def test_every_run_of_a_folder_gets_a_verdict_written_and_shown(project, judge, 
     assert code == 0
     assert lines == [
         "verdict  judge  score      run",
-        "passed   judge  1.00/0.50  test_orders.json#1",
-        "passed   judge  0.80/0.50  test_refunds.json#1",
+        "passed   judge  1.00/0.70  test_orders.json#1",
+        "passed   judge  0.80/0.70  test_refunds.json#1",
         "agentctx rejudge: 2 run(s), 1 judge(s), 2 verdict(s): 2 passed, 0 failed; "
         "written to verdicts.json",
     ]
@@ -96,7 +96,7 @@ def test_a_failing_verdict_exits_1(project, judge, capsys):
     code, lines = command(capsys, "rejudge", "cassettes", *RUBRIC, "-o", "v.json")
 
     assert code == 1
-    assert lines[1] == "FAILED   judge  0.10/0.50  test_orders.json#1"
+    assert lines[1] == "FAILED   judge  0.10/0.70  test_orders.json#1"
 
 
 def test_the_runs_of_a_report_are_those_of_its_tests_cassettes(project, judge, capsys):
@@ -116,7 +116,7 @@ def test_the_runs_of_a_report_are_those_of_its_tests_cassettes(project, judge, c
 
     code, lines = command(capsys, "rejudge", "report.json", *RUBRIC, "-o", "v.json")
 
-    assert (code, lines[1]) == (0, "passed   judge  1.00/0.50  cassettes/test_orders.json#1")
+    assert (code, lines[1]) == (0, "passed   judge  1.00/0.70  cassettes/test_orders.json#1")
     [verdict] = json.loads((project / "v.json").read_text())["verdicts"]
     assert verdict["test"] == "test_orders.py::test_orders"
 

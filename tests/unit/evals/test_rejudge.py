@@ -74,7 +74,7 @@ model = "anthropic:claude-sonnet-4-5"
 
     assert judges == [
         JUDGE,
-        JudgeSpec("cites", "Cites the order number.", "anthropic:claude-sonnet-4-5", 0.5),
+        JudgeSpec("cites", "Cites the order number.", "anthropic:claude-sonnet-4-5", 0.7),
     ]
 
 
