@@ -80,7 +80,7 @@ def test_unknown_mode_names_where_it_came_from_and_the_choices():
 
     assert str(caught.value) == (
         "--agent-record: record mode 'all' does not exist; choose one of none, rewrite, "
-        "missing, new (e.g. pytest --agent-record=missing)."
+        "missing, new, judge (e.g. pytest --agent-record=missing)."
     )
 
 
