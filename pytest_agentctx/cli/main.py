@@ -1,7 +1,8 @@
 """The ``pytest-agentctx`` command: reports and cassettes outside a pytest session.
 
 ``report merge``, ``report html``, ``gate``, ``cassettes check``, ``cassettes show``,
-``cassettes unused``, ``cassettes prune``, ``migrate`` and ``mcp import`` (docs/cli.md).
+``cassettes unused``, ``cassettes prune``, ``migrate``, ``mcp import`` and ``rejudge``
+(docs/cli.md).
 Exit codes: 0 clean, 1 findings (a failed gate, failed tests, cassette findings), 2 a usage
 error (bad arguments, a file that is not a report or a cassette, or one past a limit). Every
 line it prints passes the package's redactor, then :func:`~pytest_agentctx._untrusted.visible`:
@@ -130,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     from pytest_agentctx.cli.mcp_import import add_parser as add_mcp
 
     add_mcp(commands)
+    from pytest_agentctx.cli.rejudge import add_parser as add_rejudge
+
+    add_rejudge(commands)
     return parser
 
 
@@ -146,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def out(line: str) -> None:
             print(visible(redactor.text(line)))
 
-        return _run(args, ini, out)
+        return _run(args, ini, redactor, out)
     except (AgentCtxError, OSError) as exc:
         text = str(exc) if isinstance(exc, AgentCtxError) else _os_error(exc)
         print(visible(redactor.text(f"{PROG}: error: {text}")), file=sys.stderr)
@@ -161,11 +165,15 @@ def _os_error(exc: OSError) -> str:
     )
 
 
-def _run(args: argparse.Namespace, ini: IniOptions, out: Print) -> int:
+def _run(args: argparse.Namespace, ini: IniOptions, redactor: Redactor, out: Print) -> int:
     if args.command == "mcp":
         from pytest_agentctx.cli.mcp_import import run_mcp_import
 
         return run_mcp_import(args, ini.lines("agent_secret_env"), out)
+    if args.command == "rejudge":
+        from pytest_agentctx.cli.rejudge import run_rejudge
+
+        return run_rejudge(args, ini, redactor, out)
     if args.command == "migrate":
         from pytest_agentctx.cli.migrate import run_migrate
 
