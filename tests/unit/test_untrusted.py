@@ -204,6 +204,8 @@ _TRUSTED_READS = {
     "pytest_agentctx/cli/migrate_scan.py": "the project's own test sources and conftests",
     "pytest_agentctx/traffic/cassettes/readcache.py": "the package's own modules, hashed",
     "pytest_agentctx/reports/html.py": "the package's own stylesheet and script",
+    "pytest_agentctx/cli/rejudge.py": "the rubric file the user names on the command line",
+    "pytest_agentctx/evals/rejudge.py": "the judges' rubric files the user's judges file names",
 }
 _DIRECT_READ = re.compile(r"\.read_text\(|\.read_bytes\(|\bjson\.load\(")
 
