@@ -72,6 +72,13 @@ from .doubles.ids import (
 )
 from .doubles.loopback import LoopbackProvider as LoopbackProvider
 from .doubles.scripted_model import FakeModelCall as FakeModelCall
+from .evals.errors import (
+    JudgeError as JudgeError,
+    JudgeReplyError as JudgeReplyError,
+    VerdictFailed as VerdictFailed,
+)
+from .evals.judge import Judge as Judge
+from .evals.verdict import Verdict as Verdict
 from .exceptions import (
     AgentAssertionError as AgentAssertionError,
     AgentCtxError as AgentCtxError,

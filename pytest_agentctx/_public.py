@@ -85,6 +85,12 @@ PUBLIC: dict[str, str] = {
     "Cassette": "traffic.cassettes.session",
     "RecordMode": "traffic.cassettes.defaults",
     "model_role": "traffic.roles",
+    # evaluations
+    "Judge": "evals.judge",
+    "Verdict": "evals.verdict",
+    "JudgeError": "evals.errors",
+    "JudgeReplyError": "evals.errors",
+    "VerdictFailed": "evals.errors",
     # capture (contexts from any agent's traffic)
     "CapturedRuns": "traffic.capture.runs",
     "Exchange": "traffic.capture.exchange",

@@ -67,6 +67,10 @@ from ``pytest_agentctx``::
         ArtifactNotFound         (ArtifactError)
         PromptTemplateError      (UsageError)
         ProviderError            (UsageError)
+    pytest_agentctx.evals.errors
+        JudgeError               (UsageError)
+        JudgeReplyError          (RunError)
+        VerdictFailed            (AgentAssertionError)
 """
 
 from __future__ import annotations

@@ -23,3 +23,6 @@ class RunRecord:
     name: str
     source: Literal["runtime", "captured"]
     context: AgentContext
+    #: The role its model calls were made under: ``"agent"``, or a judge's or simulated
+    #: user's run (``"judge"``, ``"user_sim"``), which reports list apart.
+    role: str = "agent"

@@ -29,6 +29,7 @@ from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.network import is_loopback
 from pytest_agentctx.traffic.codecs.sse import format_sse
+from pytest_agentctx.traffic.roles import current_role
 from pytest_agentctx.traffic.transport import Interceptor, WireRequest, make_response
 
 #: The API keys a started :class:`FakeLLM` puts in ``os.environ`` when they are unset or
@@ -240,7 +241,9 @@ class FakeLLM(ScriptedModel):
                 )
             }
         )
-        exchange = Exchange("POST", str(request.url), answer.status, sent, reply, "fake_llm")
+        exchange = Exchange(
+            "POST", str(request.url), answer.status, sent, reply, "fake_llm", current_role()
+        )
         with self._lock:
             self._exchanges.append(exchange)
 

@@ -22,13 +22,22 @@ import pytest
 from pytest_agentctx.context.clock import ClockSettings
 
 from . import capture
-from .keys import CAPTURED_KEY, CASSETTE_SETTINGS_KEY, CLOCK_KEY, GUARD_KEY, REPORT_KEY, RUNS_KEY
+from .keys import (
+    CAPTURED_KEY,
+    CASSETTE_SETTINGS_KEY,
+    CLOCK_KEY,
+    GUARD_KEY,
+    REPORT_KEY,
+    RUNS_KEY,
+    VERDICTS_KEY,
+)
 
 if TYPE_CHECKING:
     from pytest_agentctx.doubles.fake_llm import FakeLLM
     from pytest_agentctx.doubles.fake_mcp.server import FakeMcp
     from pytest_agentctx.doubles.fake_tools import FakeTools
     from pytest_agentctx.doubles.freeze import FrozenClock
+    from pytest_agentctx.evals.judge import Judge
     from pytest_agentctx.runtime.artifacts import LocalArtifactStore
     from pytest_agentctx.runtime.loop import AgentRuntime
     from pytest_agentctx.runtime.retrieval import InMemoryVectorStore
@@ -203,3 +212,16 @@ def artifact_store(tmp_path: Path) -> LocalArtifactStore:
 #: The workspace fixtures ``agent_runtime`` takes when the test uses them, with the
 #: runtime's argument for each.
 _WORKSPACE_FIXTURES = {"fake_vector_store": "vector_store", "artifact_store": "artifacts"}
+
+
+@pytest.fixture
+def agent_judge(request: pytest.FixtureRequest) -> Judge:
+    """A judge bound to this test: ``verdict = await agent_judge(rubric=..., subject=...)``
+    (``threshold=``, ``model=``, ``rubric_name=``), or ``await agent_judge.assert_passes(...)``
+    to fail the test on a verdict below its threshold. Its model calls are made under the
+    role ``judge``: recorded and replayed by the test's cassette apart from the agent's, and
+    its verdicts kept in the test's record (reports), never in the agent's budgets."""
+    from pytest_agentctx.evals.judge import Judge
+
+    verdicts = request.node.stash.setdefault(VERDICTS_KEY, [])
+    return Judge(on_verdict=verdicts.append)

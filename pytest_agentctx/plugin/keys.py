@@ -21,6 +21,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_agentctx.context.clock import ClockSettings
+    from pytest_agentctx.evals.verdict import Verdict
     from pytest_agentctx.redaction.active import SessionSecrets
     from pytest_agentctx.redaction.redactor import Redactor
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
@@ -95,6 +96,8 @@ RUNS_KEY: pytest.StashKey[RunLog] = _test_key(pytest.StashKey())
 #: The runs rebuilt from the test's traffic (its cassette, the fake model, or a recorder):
 #: measured for budgets, reports and the gate, and what ``agent_context`` gives.
 CAPTURED_KEY: pytest.StashKey[CapturedRuns] = _test_key(pytest.StashKey())
+#: The verdicts the test's judges gave (``agent_judge``), for its record.
+VERDICTS_KEY: pytest.StashKey[list[Verdict]] = _test_key(pytest.StashKey())
 #: The test's redactor (its cassette's): snapshots, records and failure text pass it.
 REDACTOR_KEY: pytest.StashKey[Redactor] = _test_key(pytest.StashKey())
 #: The cassette's report entry (status, unused recordings), set when its fixture ends.

@@ -67,7 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         const="rewrite",
         default=None,
         metavar="MODE",
-        help="Record agent tests' HTTP traffic: rewrite (default when given), missing, new. "
+        help="Record agent tests' HTTP traffic: rewrite (default when given), missing, new, "
+        "judge (only the judges' calls; the agent's replayed). "
         "Without it, cassettes are replayed offline (ini: agent_record_mode).",
     )
     group.addoption(

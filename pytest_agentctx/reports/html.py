@@ -271,7 +271,33 @@ class _Page:
             w('<p class="muted">No agent run was recorded for this test.</p>\n')
         for number, run in enumerate(runs):
             self.runs.run(f"t{index}-r{number}", run)
+        self.verdicts(test)
+        for number, run in enumerate(as_map(run) for run in as_seq(test.get("role_runs"))):
+            self.runs.run(f"t{index}-j{number}", run)
         w("</div></details>\n")
+
+    def verdicts(self, test: Mapping[str, object]) -> None:
+        """The verdicts of the test's judges, and each other role's own cost line."""
+        w = self.w
+        for item in as_seq(test.get("verdicts")):
+            verdict = as_map(item)
+            passed = bool(verdict.get("passed"))
+            w(
+                f'<details class="meta"><summary class="facts">verdict of '
+                f"{esc(verdict.get('judge', 'judge'))} on rubric "
+                f"<code>{esc(verdict.get('rubric_id', ''))}</code>: "
+                f'<span class="{"" if passed else "bad"}">score {esc(verdict.get("score"))} '
+                f"{'≥' if passed else '&lt;'} threshold {esc(verdict.get('threshold'))}</span>"
+                f" · {esc(verdict.get('rationale', ''))}</summary><pre>"
+                f"{esc(verdict.get('rubric', ''))}</pre></details>\n"
+            )
+        for role, item in as_map(test.get("role_stats")).items():
+            stats = as_map(item)
+            w(
+                f'<div class="facts">{esc(role)} runs (apart from the agent\'s): '
+                f"{fmt_count(stats.get('total_tokens'))} tokens · "
+                f"{fmt_cost(stats.get('cost_usd'))}</div>\n"
+            )
 
     def test_facts(self, test: Mapping[str, object], gate_lines: Sequence[str]) -> None:
         w = self.w

@@ -59,12 +59,17 @@ def build_record(
     redactor: Redactor | None = None,
     failure: FailureEntry | None = None,
     mcp_contract: Mapping[str, Sequence[Mapping[str, object]]] | None = None,
+    verdicts: Sequence[Mapping[str, object]] = (),
+    role_runs: Sequence[RunRecord] = (),
 ) -> Record:
     """The JSON-ready record of one test: its suite, cassette, budget, repeat figures, the
     stats of every run and of all of them, (with ``contexts``) each run's context, and why
     it failed (``failure``: :func:`~pytest_agentctx.reports.failure_entry.failure_entry`, or
     ``None``). A run that made MCP tool calls lists them (``mcp_calls``), and the MCP
     servers' tool contract (``mcp_contract``: each server's tools) is kept when given.
+    The verdicts of its judges (``verdicts``) and the runs made under other roles than the
+    agent's (``role_runs``, with each role's totals in ``role_stats``) are kept apart from
+    its runs and stats, which budgets and the gate read.
 
     ``measured=False`` says the test's runs were captured from its traffic but not rebuilt,
     because nothing in the session reads them (no budget, report file, gate or baseline):
@@ -107,6 +112,10 @@ def build_record(
     }
     if not measured:
         record["measured"] = False
+    if verdicts:
+        record["verdicts"] = [dict(verdict) for verdict in verdicts]
+    if role_runs:
+        record["role_runs"], record["role_stats"] = _role_entries(role_runs, prices, contexts)
     if mcp_contract:
         record["mcp_contract"] = json.loads(json.dumps(mcp_contract, default=str))
     if redactor is not None:
@@ -114,6 +123,29 @@ def build_record(
 
         return redact(record, redactor)
     return record
+
+
+def _role_entries(
+    runs: Sequence[RunRecord], prices: PriceTable | None, contexts: bool
+) -> tuple[list[RunEntry], dict[str, StatsEntry]]:
+    """The entries of the runs of other roles, and each role's totals."""
+    from pytest_agentctx.reports.figures import RunStats, run_stats
+
+    entries: list[RunEntry] = []
+    by_role: dict[str, list[RunStats]] = {}
+    for run in runs:
+        stats = run_stats(run, prices=prices)
+        by_role.setdefault(run.role, []).append(stats)
+        entry: RunEntry = {
+            "name": run.name,
+            "source": run.source,
+            "stats": stats.to_dict(),
+            "role": run.role,
+        }
+        if contexts:
+            entry["context"] = run.context.model_dump(mode="json")
+        entries.append(entry)
+    return entries, {role: RunStats.total(stats).to_dict() for role, stats in by_role.items()}
 
 
 def mcp_call_entries(context: AgentContext) -> list[McpCallEntry]:
@@ -193,6 +225,7 @@ def is_agent_test(entry: Mapping[str, object]) -> bool:
     or its runs were captured but not measured."""
     return (
         bool(entry.get("runs"))
+        or bool(entry.get("verdicts"))
         or entry.get("cassette") is not None
         or entry.get("measured") is False
     )
@@ -202,6 +235,25 @@ def is_measured(entry: Mapping[str, object]) -> bool:
     """Whether the figures of a record or report entry were measured (see
     :func:`build_record`); reports written by ``--agent-report`` always are."""
     return entry.get("measured", True) is not False
+
+
+def _verdict_properties(record: Record) -> list[tuple[str, object]]:
+    """One ``agentctx.verdict`` per verdict (``rubric_id score/threshold passed|failed``)
+    and, per other role, its cost (``agentctx.<role>_cost_usd``) when known."""
+    properties: list[tuple[str, object]] = []
+    for verdict in record.get("verdicts", []):
+        outcome = "passed" if verdict.get("passed") else "failed"
+        properties.append(
+            (
+                "agentctx.verdict",
+                f"{verdict.get('rubric_id')} {verdict.get('score')}/{verdict.get('threshold')} "
+                f"{outcome}",
+            )
+        )
+    for role, stats in sorted(record.get("role_stats", {}).items()):
+        if stats.get("cost_usd") is not None:
+            properties.append((f"agentctx.{role}_cost_usd", f"{stats['cost_usd']:.8f}"))
+    return properties
 
 
 def _mcp_properties(record: Record) -> list[tuple[str, object]]:
@@ -245,6 +297,7 @@ def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     properties += _mcp_properties(record)
     if record["cassette"] is not None:
         properties.append(("agentctx.cassette", record["cassette"]["status"]))
+    properties += _verdict_properties(record)
     from pytest_agentctx.reports.failure_entry import failure_line
 
     failure = failure_line(record.get("failure"))

@@ -56,6 +56,8 @@ class RunEntry(TypedDict):
     stats: StatsEntry
     context: NotRequired[dict[str, object]]
     mcp_calls: NotRequired[list[McpCallEntry]]
+    #: The role of a run listed apart (``role_runs``): ``judge``, ``user_sim``.
+    role: NotRequired[str]
 
 
 class EasedEntry(TypedDict):
@@ -143,6 +145,13 @@ class Record(TypedDict):
     #: Each MCP server's tools (its last ``tools/list`` answer), by server, when the test's
     #: traffic had any.
     mcp_contract: NotRequired[dict[str, list[dict[str, object]]]]
+    #: The verdicts of the test's judges (``Verdict.to_dict()``), when it had any.
+    verdicts: NotRequired[list[dict[str, object]]]
+    #: The runs made under another role than the agent's (a judge's, a simulated user's),
+    #: named ``judge 1``..., each with its role: apart from ``runs`` and ``stats``.
+    role_runs: NotRequired[list[RunEntry]]
+    #: The totals of :attr:`role_runs`, by role: each role's own cost line.
+    role_stats: NotRequired[dict[str, StatsEntry]]
 
 
 class ReportEntry(Record):

@@ -252,6 +252,11 @@ class ReportCollector:
             entry["measured"] = False
         if "mcp_contract" in copy:
             entry["mcp_contract"] = copy["mcp_contract"]
+        if "verdicts" in copy:
+            entry["verdicts"] = copy["verdicts"]
+        if "role_runs" in copy:
+            entry["role_runs"] = copy["role_runs"]
+            entry["role_stats"] = copy.get("role_stats", {})
         return entry
 
 

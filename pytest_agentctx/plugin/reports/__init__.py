@@ -43,6 +43,7 @@ from ..keys import (
     RUNS_KEY,
     SECRETS_KEY,
     STALE_KEY,
+    VERDICTS_KEY,
 )
 
 #: Name of the report attribute that carries the id a report shows for a test whose id holds
@@ -181,8 +182,9 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         parts = log.records_by_part(captured=rebuilt)
         measured = rebuilt or any(parts) or not log.captures
     runs = [run for part in parts for run in part]
+    role_runs = _role_runs(item) if rebuilt else []
     prices = None
-    if runs:  # a test without runs needs no price table
+    if runs or role_runs:  # a test without runs needs no price table
         from ..budgets import prices_of
 
         prices = prices_of(item)
@@ -204,8 +206,17 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         redactor=redactor_of(item) if runs or REDACTOR_KEY in item.stash else None,
         failure=item_failure(item) if wanted else None,
         mcp_contract=_tool_contract(item) if rebuilt else None,
+        verdicts=[verdict.to_dict() for verdict in item.stash.get(VERDICTS_KEY, [])],
+        role_runs=role_runs,
     )
     return record_json(record)
+
+
+def _role_runs(item: pytest.Item) -> list[RunRecord]:
+    """The runs of ``item``'s captured traffic made under another role than the agent's
+    (a judge's, a simulated user's): listed apart in its record, never in its budgets."""
+    captured = item.stash.get(CAPTURED_KEY, None)
+    return captured.role_records() if captured is not None else []
 
 
 def _tool_contract(item: pytest.Item) -> dict[str, list[dict[str, object]]] | None:

@@ -17,6 +17,7 @@ from pytest_agentctx.traffic.capture.mcp import as_interaction, read_mcp
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.errors import CaptureError, CassetteFormatError, NotOneConversation
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE, check_role
 
 ExchangeSource = Callable[[], Sequence[Exchange | Interaction]]
 
@@ -36,7 +37,10 @@ class CapturedRuns:
     * :attr:`non_llm`: the exchanges that were no model call (embeddings, tracing uploads,
       polling, MCP traffic...), with :attr:`non_llm_reasons`;
     * :attr:`mcp_calls`: the MCP ``tools/call`` requests (each also in its iteration's
-      ``metadata["mcp"]``), and :attr:`tool_contract`: each MCP server's ``tools/list``.
+      ``metadata["mcp"]``), and :attr:`tool_contract`: each MCP server's ``tools/list``;
+    * :meth:`of_role`: the conversations of the model calls made under another role
+      (``model_role("judge")``, ``"user_sim"``), kept apart: they are in none of the
+      above, nor in :meth:`records` (the agent's budgets and trajectory).
 
     ``len()``, iteration and indexing go over :attr:`contexts`.
     """
@@ -58,6 +62,8 @@ class CapturedRuns:
         self._key: tuple[int, ...] | None = None
         self._built: Built | None = None
         self._contexts: list[AgentContext] = []
+        #: The conversations of each other role than the agent's, by role.
+        self._roles: dict[str, list[AgentContext]] = {}
 
     # -- reading -------------------------------------------------------------------
 
@@ -78,8 +84,17 @@ class CapturedRuns:
                         "Exchange objects or cassette Interactions."
                     )
             mcp = read_mcp([as_interaction(item) for item in items])
-            self._built = build(exchanges, start=self.clock_start, step=self.clock_step, mcp=mcp)
+            by_role: dict[str, list[Exchange]] = {}
+            for exchange in exchanges:
+                by_role.setdefault(exchange.role, []).append(exchange)
+            agents = by_role.pop(DEFAULT_ROLE, [])
+            self._built = build(agents, start=self.clock_start, step=self.clock_step, mcp=mcp)
             self._contexts = [c.context() for c in self._built.conversations]
+            start, step = self.clock_start, self.clock_step
+            self._roles = {
+                role: [c.context() for c in build(group, start=start, step=step).conversations]
+                for role, group in by_role.items()
+            }
             self._key = key
         return self._built
 
@@ -138,6 +153,26 @@ class CapturedRuns:
         (a stdio server's label, or the HTTP URL without its query)."""
         contract = self._refresh().mcp.contract
         return {server: [dict(tool) for tool in tools] for server, tools in contract.items()}
+
+    def of_role(self, role: str) -> list[AgentContext]:
+        """The conversations of the model calls made under ``role`` (``"judge"``,
+        ``"user_sim"``; ``"agent"``: :attr:`contexts`), in the order they started."""
+        check_role(role, where="agent_context.of_role")
+        if role == DEFAULT_ROLE:
+            return self.contexts
+        self._refresh()
+        return list(self._roles.get(role, []))
+
+    def role_records(self) -> list[RunRecord]:
+        """The conversations of the other roles as :class:`RunRecord` objects (named
+        ``judge 1``, ``user_sim 1``..., with their role): listed apart in reports,
+        never in the agent's budgets."""
+        self._refresh()
+        return [
+            RunRecord(f"{role} {number}", "captured", context, role=role)
+            for role, contexts in self._roles.items()
+            for number, context in enumerate(contexts, start=1)
+        ]
 
     def records(self) -> list[RunRecord]:
         """The conversations as :class:`RunRecord` objects (for budgets and reports)."""

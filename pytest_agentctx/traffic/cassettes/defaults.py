@@ -21,3 +21,7 @@ class RecordMode(StrEnum):
     REWRITE = "rewrite"
     MISSING = "missing"
     NEW = "new"
+    #: Only the calls made under ``model_role("judge")`` are recorded again (the judge's
+    #: recordings dropped, its calls sent on); the agent's are replayed, a miss as in
+    #: ``none``, and left in the file as they were.
+    JUDGE = "judge"

@@ -10,6 +10,7 @@ request used (a stale cassette), have their own messages.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
 from pytest_agentctx.traffic.mcp.jsonrpc import describe, is_jsonrpc_value, normalised
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE, rubric_in
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrRequest
@@ -181,12 +183,15 @@ def closest(
         compare = plain_compare(comparable)
     # Only what this test may replay: another test's recording of the same request in
     # a shared cassette would show no difference, and explain nothing.
+    # Only recordings of the request's role: a judge's request is never answered by, nor
+    # compared with, the agent's recordings.
+    own_role = [i for i in replays.order if keys[i].role == miss.key.role] or replays.order
     candidates = [
         i
-        for i in replays.order
+        for i in own_role
         if (keys[i].method, keys[i].host, keys[i].path)
         == (miss.key.method, miss.key.host, miss.key.path)
-    ] or replays.order
+    ] or own_role
     now = compare(miss)
     used = set(played)
     best: Closest | None = None
@@ -231,9 +236,31 @@ def miss_message(
     lines = [first_line(miss, path=path)]
     found = closest(replays, miss, played=played, compare=compare) if replays.loaded else None
     if found is not None:
+        lines.extend(rubric_lines(replays, miss, found.position))
         lines.extend(_closest_lines(replays, miss, found, verbosity, compare, path))
     lines.append(_advice(replays, command))
     return "\n".join(lines)
+
+
+def rubric_lines(replays: Replays, miss: Miss, position: int) -> list[str]:
+    """When ``miss`` is a judge's request whose rubric differs from the one of the
+    recording at ``position`` (a judge's too): that the judge's rubric changed, and the
+    diff of the two rubrics (recorded ``-``, now ``+``)."""
+    if miss.key.role == DEFAULT_ROLE or replays.keys[position].role != miss.key.role:
+        return []
+    request_body = replays.loaded[position].request_body
+    recorded = rubric_in(request_body.get("json") if request_body else None)
+    now = rubric_in(miss.body)
+    if recorded is None or now is None or recorded == now:
+        return []
+    diff = difflib.unified_diff(
+        recorded.splitlines(), now.splitlines(), "recorded rubric", "rubric now", lineterm=""
+    )
+    return [
+        f"The judge's rubric changed since interaction #{position} was recorded "
+        "(re-record the judge alone: pytest --agent-record=judge):",
+        *(f"  {line}" for line in diff),
+    ]
 
 
 def _without_volatile(body: object, ignored: Sequence[Sequence[str]]) -> object:

@@ -64,6 +64,8 @@ def save_recorded(
         else:
             same_run = written_in_run(path, run_id)
             base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
+            if mode is RecordMode.JUDGE:  # the agent's kept as they are, the judge's anew
+                base = [i for i in _fresh_load(path) if i.role != "judge"]
             written = [_scrubbed(i, redactor) for i in base] + recorded
         # Marked first: a marker that cannot be written leaves the cassette as it was.
         mark_written(path, run_id)
@@ -88,7 +90,11 @@ def merged(
     none; every other interaction keeps its place.
     """
     mine = test_id
-    if mode is RecordMode.REWRITE:
+    if mode is RecordMode.JUDGE:  # this test's judge recordings replaced, where they were
+        dropped = {p for p, i in enumerate(current) if i.test_id == mine and i.role == "judge"}
+        own = [p for p, i in enumerate(current) if i.test_id == mine]
+        at = min(dropped, default=own[-1] + 1 if own else len(current))
+    elif mode is RecordMode.REWRITE:
         dropped = {p for p, i in enumerate(current) if i.test_id == mine}
         if mine:
             dropped |= _matched_anyones(current, recorded, key_of)

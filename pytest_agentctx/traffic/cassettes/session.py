@@ -221,11 +221,16 @@ class Cassette:
 
     @property
     def replays(self) -> bool:
-        return self.mode in (RecordMode.NONE, RecordMode.NEW)
+        return self.mode in (RecordMode.NONE, RecordMode.NEW, RecordMode.JUDGE)
 
     @property
     def records(self) -> bool:
-        return self.mode in (RecordMode.REWRITE, RecordMode.NEW)
+        return self.mode in (RecordMode.REWRITE, RecordMode.NEW, RecordMode.JUDGE)
+
+    def _records(self, key: RequestKey) -> bool:
+        """Whether a request of ``key`` that no recording answers is recorded: in a
+        recording mode; with ``judge``, only a judge's request."""
+        return self.records and (self.mode is not RecordMode.JUDGE or key.role == "judge")
 
     @property
     def replays_only(self) -> bool:
@@ -260,6 +265,8 @@ class Cassette:
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._recorder.record(request, *self._keys.redacted_request(request))
         key, url, body_json, raw = self._keys.of_request(request)
+        if self.mode is RecordMode.JUDGE and key.role == "judge":  # recorded again, never replayed
+            return self._recorder.record(request, url, body_json, raw)
         if self._matching is not None:
             return self._handle_match_on(request, key, url, body_json, raw)
         with self._lock:
@@ -269,7 +276,7 @@ class Cassette:
                 self._log.append((False, position))
         if position is not None:
             return self._replay(position, request)
-        if self.records:
+        if self._records(key):
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
         return self._miss(request, key, url, body_json, raw, reason)
@@ -288,7 +295,7 @@ class Cassette:
                 self._log.append((False, position))
         if position is not None:
             return self._replay(position, request)
-        if self.records:
+        if self._records(key):
             return self._recorder.record(request, url, body_json, raw)
         reason = match_on_reason(
             self._replays,

@@ -4,6 +4,7 @@ calls made under :func:`model_role`, and matched only against requests of the sa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,3 +166,61 @@ async def test_vcrpy_matching_keeps_to_the_role_of_the_request(tmp_path: Path):
             agent = await _ask(client, "Same words")
 
     assert agent == "agent"
+
+
+# -- --agent-record=judge -----------------------------------------------------------------
+
+
+async def test_judge_mode_records_the_judge_again_and_replays_the_agent(
+    tmp_path: Path, loopback: Loopback
+):
+    path = tmp_path / "c.json"
+    url = f"{loopback.url}/v1/chat/completions"
+    agent = dataclasses.replace(_interaction("Weather?", "Sunny."), url=url)
+    old_judge = dataclasses.replace(_interaction("Grade", "0.1", "judge"), url=url)
+    write_cassette(path, [agent, old_judge])
+    before = path.read_text()
+    loopback.answer_json(chat_completion("0.9"))
+    cassette = Cassette(path, mode=RecordMode.JUDGE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            answers = [await _ask(client, "Weather?")]
+            with model_role("judge"):
+                answers.append(await _ask(client, "Grade"))
+    cassette.save("run-1")
+
+    assert answers == ["Sunny.", "0.9"]
+    assert len(loopback.seen) == 1
+    saved = json.loads(path.read_text())["interactions"]
+    assert saved[0] == json.loads(before)["interactions"][0]
+    assert [item.get("role") for item in saved] == [None, "judge"]
+    assert saved[1]["response"]["body"]["json"]["choices"][0]["message"]["content"] == "0.9"
+
+
+async def test_judge_mode_never_records_an_agents_request(tmp_path: Path, loopback: Loopback):
+    path = tmp_path / "c.json"
+    write_cassette(path, [_interaction("Weather?", "Sunny.")])
+    cassette = Cassette(path, mode=RecordMode.JUDGE, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client(f"{loopback.url}/v1") as client:
+            with pytest.raises(openai.APIStatusError):
+                await _ask(client, "Something new")
+
+    assert (len(loopback.seen), len(cassette.misses)) == (0, 1)
+
+
+async def test_a_judge_miss_names_the_rubric_that_changed(tmp_path: Path):
+    path = tmp_path / "c.json"
+    write_cassette(path, [_interaction("<rubric>\nBe brief.\n</rubric> Hi", "0.9", "judge")])
+    cassette = Cassette(path, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client() as client:
+            with model_role("judge"), pytest.raises(openai.APIStatusError):
+                await _ask(client, "<rubric>\nBe kind.\n</rubric> Hi")
+
+    message = cassette.miss_message(cassette.misses[0])
+    assert "The judge's rubric changed since interaction #0 was recorded" in message
+    assert "  -Be brief.\n  +Be kind." in message
