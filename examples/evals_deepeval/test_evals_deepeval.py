@@ -86,3 +86,5 @@ def test_the_answer_is_polite_and_names_the_order(model_server, agent_context):
     assert politeness.is_successful()
     roles = [exchange.role for exchange in agent_context.exchanges]
     assert roles == ["agent", "judge"]
+    # agent_context rebuilds the agent's runs alone: the evaluator's calls are not in them
+    assert len(agent_context) == 1

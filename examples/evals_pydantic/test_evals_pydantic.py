@@ -105,3 +105,5 @@ async def test_support_answers_pass_the_judge(model_server, model, agent_context
     assert verdict.reason == "Apologises and names A-1042."
     # The judge's call is the judge's: recorded and replayed with its role.
     assert [exchange.role for exchange in agent_context.exchanges] == ["agent", "judge"]
+    # agent_context rebuilds the agent's runs alone: the evaluator's calls are not in them
+    assert len(agent_context) == 1

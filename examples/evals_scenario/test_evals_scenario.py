@@ -27,9 +27,7 @@ from pytest_agentctx import Cassette, LoopbackProvider, RecordMode, model_role
 CASSETTES = Path(__file__).parent / "cassettes"
 
 #: scenario's judge calls a function of the langwatch SDK that warns it is deprecated.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Call to deprecated function:DeprecationWarning"
-)
+pytestmark = pytest.mark.filterwarnings("ignore:Call to deprecated function:DeprecationWarning")
 
 CRITERIA = ["The agent names the order number the user asked about"]
 
@@ -133,3 +131,5 @@ async def test_the_agent_names_the_order(model_server, agent_context):
     assert result.passed_criteria == CRITERIA
     roles = [exchange.role for exchange in agent_context.exchanges]
     assert roles == ["user_sim", "agent", "judge"]
+    # agent_context rebuilds the agent's runs alone: the evaluator's calls are not in them
+    assert len(agent_context) == 1
