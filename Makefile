@@ -16,12 +16,17 @@ define install_pytest_vcr
 		--target $(1)/pytest-vcr pytest-vcr==1.0.2
 endef
 
+# The evals extra (examples/evals_*: pydantic-evals, langwatch-scenario, DeepEval) goes in
+# after dev, in a second step: pip settles it in seconds from what dev installed, where
+# resolving both in one go backtracks for more than 15 minutes (pyproject.toml's evals).
+
 .PHONY: install lint typecheck docs test test-lowest demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,evals]'
 	$(call install_pytest_vcr,$(VENV),$(BIN))
 	touch $(STAMP)
 
