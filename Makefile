@@ -81,11 +81,13 @@ test: lint typecheck docs $(PYTEST_VCR)
 # agent, LOWEST_GEMINI, left out), then those with google-genai's floor and the lowest
 # pydantic it takes (LOWEST_GEMINI_PYDANTIC). The tests of the ollama SDK (*ollama_sdk*,
 # its SDK is in the frameworks extra: it needs pydantic 2.9) and of MCP (*mcp*: the mcp
-# SDK needs pydantic 2.11) are left out of both.
+# SDK needs pydantic 2.11) are left out of both, and so is the page of the evals extra's
+# tools (evaluations-tools.md: pydantic-evals, langwatch-scenario, DeepEval need pydantic
+# 2.12; their examples, examples/evals_*, are not run here).
 LOWEST_VENV := .venv-lowest
 LOWEST_BIN := $(LOWEST_VENV)/bin
 LOWEST_STAMP := $(LOWEST_VENV)/.installed-stamp
-LOWEST_DESELECT := not pydantic-ai.md and not openai-agents.md and not langchain.md and not bedrock.md and not strands and not mcp.md
+LOWEST_DESELECT := not pydantic-ai.md and not openai-agents.md and not langchain.md and not bedrock.md and not strands and not mcp.md and not evaluations-tools.md
 LOWEST_GEMINI := gemini or runtime.md
 LOWEST_GEMINI_PYDANTIC := 2.12.5
 LOWEST_PIP := $(LOWEST_BIN)/python -m pip --quiet --disable-pip-version-check
