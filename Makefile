@@ -18,7 +18,7 @@ endef
 
 # The evals extra (examples/evals_*: pydantic-evals, langwatch-scenario, DeepEval) goes in
 # after dev, in a second step: pip settles it in seconds from what dev installed, where
-# resolving both in one go backtracks for more than 15 minutes (pyproject.toml's evals).
+# resolving both in one go was still backtracking after 6 minutes (pyproject.toml's evals).
 
 .PHONY: install lint typecheck docs test test-lowest demo bench clean
 
