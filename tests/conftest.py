@@ -49,6 +49,12 @@ def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     return pytester
 
 
+#: DeepEval (the evals extra) registers a pytest plugin that every pytest run loads, and
+#: importing it takes seconds: an in-process run drops and re-imports it each time, a child
+#: process imports it again. The inner runs model a project without it.
+INNER_ADDOPTS = "-p no:deepeval"
+
+
 @functools.cache
 def _import_the_whole_package() -> None:
     """Import every module of pytest_agentctx in this process, once, before its first
@@ -65,11 +71,14 @@ def _inner_runs_import_their_own_modules(request: pytest.FixtureRequest) -> None
     """An in-process pytester run imports its files by base name (``test_suites``,
     ``agents``): hide this suite's own top-level modules of those names while it runs, or
     the inner import finds ours and fails with "import file mismatch" (only when a worker
-    has collected both, as under -n 2)."""
+    has collected both, as under -n 2). Inner runs, in process or not, leave DeepEval's
+    plugin out (``INNER_ADDOPTS``)."""
     if "pytester" not in request.fixturenames:
         return
     _import_the_whole_package()
+    request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it starts
     monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)
         if "." in name or location is None:

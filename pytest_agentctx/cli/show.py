@@ -1,6 +1,7 @@
 """``pytest-agentctx cassettes show``: one cassette, readably.
 
-Each interaction on a few lines: method, URL and status, the request's model and messages
+Each interaction on a few lines: method, URL and status (and the role, for a judge's or a
+simulated user's call), the request's model and messages
 in short, and the reply in short (its text, its tool calls, its token usage), decoded by
 the wire format's codec when the URL is a model endpoint. The caller prints the lines
 through the redactor.
@@ -20,6 +21,7 @@ from pytest_agentctx.traffic.cassettes.store import load_cassette
 from pytest_agentctx.traffic.codecs.base import Codec, Completion, codec_for_path
 from pytest_agentctx.traffic.codecs.gemini.stream import is_array_stream
 from pytest_agentctx.traffic.errors import CassetteFormatError, CodecError
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE
 
 _WIDTH = 100
 
@@ -103,6 +105,8 @@ def _interaction(index: int, interaction: Interaction) -> list[str]:
     head = f"#{index} {interaction.method} {interaction.url} -> {interaction.status}"
     if interaction.test_id:
         head += f"  (recorded by {interaction.test_id})"
+    if interaction.role != DEFAULT_ROLE:
+        head += f"  (role {interaction.role})"
     if interaction.partial:
         head += "  (stream recorded in part)"
     codec = codec_for_path(urlsplit(interaction.url).path)

@@ -529,7 +529,8 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No key of the outer environment reaches the projects' runs."""
     for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHAT_API", "TELEMETRY_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    # DeepEval's autoloaded plugin (the evals extra) takes seconds to import in every run
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:deepeval")
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
 
 

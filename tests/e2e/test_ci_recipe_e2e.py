@@ -170,6 +170,8 @@ def _environment(provider: Provider, *, keys: bool) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["OPENAI_BASE_URL"] = provider.url
     env["COLUMNS"] = "120"
+    # DeepEval's autoloaded plugin (the evals extra) takes seconds to import in every run
+    env["PYTEST_ADDOPTS"] = "-p no:deepeval"
     if keys:
         env["OPENAI_API_KEY"] = KEY
     return env

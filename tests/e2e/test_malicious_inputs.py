@@ -68,8 +68,10 @@ def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "COLUMNS": "200",
         "XDG_CONFIG_HOME": str(project.parent / f"{project.name}-config"),
     }
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS"):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
         env.pop(name, None)
+    # DeepEval's autoloaded plugin (the evals extra) takes seconds and memory to import
+    env["PYTEST_ADDOPTS"] = "-p no:deepeval"
     return subprocess.run(
         [sys.executable, *args],
         cwd=project,
