@@ -35,8 +35,9 @@ DONE = "[DONE]"
 GOAL_MET = "when the goal is met"
 
 #: Why a conversation stopped: the simulated user said it was done, the test's stop condition
-#: held, or the turn limit was reached.
-StoppedBecause = Literal["done", "stop", "max_turns"]
+#: held, the turn limit was reached, or an error ended it (the agent, the simulated user's
+#: model or the cassette raised; the error is raised on to the test).
+StoppedBecause = Literal["done", "stop", "max_turns", "error"]
 
 #: The agent a simulated user talks to: the user's message in, the agent's reply out.
 AgentTurn = Callable[[str], Awaitable[str] | str]
@@ -52,7 +53,8 @@ class Transcript:
     messages: tuple[Mapping[str, str], ...]
     turns: int
     stopped_because: StoppedBecause
-    #: What the simulated user said when it ended the conversation ("" when not ``done``).
+    #: What the simulated user said when it ended the conversation; for ``error``, the
+    #: error's type and the first line of its message ("" otherwise).
     done_reason: str = ""
 
     @property
@@ -155,10 +157,21 @@ class SimulatedUser:
 
     async def converse(self, agent: AgentTurn) -> Transcript:
         """Talk to ``agent`` until the user is done, ``stop`` holds or ``max_turns`` is
-        reached; the transcript of the conversation."""
+        reached; the transcript of the conversation. When an error ends it (the agent's,
+        the simulated user's model's, a cassette miss), ``on_transcript`` is given the
+        conversation so far (``stopped_because == "error"``) before the error is raised."""
         provider, owned = self._provider()
+        messages: list[dict[str, str]] = []
         try:
-            transcript = await self._converse(agent, provider)
+            transcript = await self._converse(agent, provider, messages)
+        except Exception as exc:
+            # the conversation so far goes into the test's record before the error goes on
+            if self.on_transcript is not None:
+                turns = sum(1 for message in messages if message["role"] == "assistant")
+                first = str(exc).strip().splitlines()[:1]
+                why = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+                self.on_transcript(self._transcript(messages, turns, "error", why))
+            raise
         finally:
             aclose = getattr(provider, "aclose", None)
             if owned and aclose is not None:
@@ -167,8 +180,9 @@ class SimulatedUser:
             self.on_transcript(transcript)
         return transcript
 
-    async def _converse(self, agent: AgentTurn, provider: Provider) -> Transcript:
-        messages: list[dict[str, str]] = []
+    async def _converse(
+        self, agent: AgentTurn, provider: Provider, messages: list[dict[str, str]]
+    ) -> Transcript:
         for turn in range(1, self.max_turns + 1):
             if turn == 1 and self.first_message is not None:
                 said: str | None = self.first_message

@@ -45,7 +45,8 @@ class TranscriptMessage(TypedDict):
 class TranscriptEntry(TypedDict):
     """A simulated user's conversation with the agent (``Transcript.to_dict()``): who played
     the user, the messages, the turns completed and why it stopped (``done``, ``stop``,
-    ``max_turns``; ``done_reason``: what the simulated user said when done)."""
+    ``max_turns``, ``error``; ``done_reason``: what the simulated user said when done, or
+    the error that ended the conversation)."""
 
     persona: str
     goal: str

@@ -151,3 +151,25 @@ def test_an_agent_changed_at_turn_2_fails_naming_the_turn(
         ]
     )
     assert "cannot answer" not in result.stdout.str()
+
+
+def test_a_conversation_ended_by_an_error_is_in_the_report_so_far(
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_CHANGED", "1")
+
+    result = recorded.runpytest("-p", "no:cacheprovider", "-k", "42", "--agent-report=changed.json")
+
+    result.assert_outcomes(failed=1)
+    data = json.loads((recorded.path / "changed.json").read_text(encoding="utf-8"))
+    [transcript] = data["tests"][0]["transcripts"]
+    assert (transcript["turns"], transcript["stopped_because"]) == (2, "error")
+    # what the conversation saw: the SDK's error for the cassette's stand-in answer; the
+    # test's failure (beside it in the record) is the explained miss
+    assert transcript["done_reason"].startswith("InternalServerError: Error code: 599")
+    assert "The agent diverged at turn 2" in data["tests"][0]["failure"]["message"]
+    assert transcript["messages"][-1] == {
+        "role": "assistant",
+        "content": "Done: refund for order 42 sent. Anything else?",
+    }
+

@@ -167,3 +167,22 @@ async def test_each_transcript_is_handed_to_on_transcript():
     transcript = await simulated.converse(echo)
 
     assert kept == [transcript]
+
+
+async def test_an_error_mid_conversation_hands_on_the_conversation_so_far():
+    kept: list[Transcript] = []
+    simulated = user(ScriptedProvider("hello", "still there?"), on_transcript=kept.append)
+
+    async def agent(message: str) -> str:
+        if message == "still there?":
+            raise RuntimeError("the tool server went away\nsecond line")
+        return f"echo: {message}"
+
+    with pytest.raises(RuntimeError, match="the tool server went away"):
+        await simulated.converse(agent)
+
+    [transcript] = kept
+    assert (transcript.turns, transcript.stopped_because) == (1, "error")
+    assert transcript.done_reason == "RuntimeError: the tool server went away"
+    assert transcript.user_messages == ["hello", "still there?"]
+    assert transcript.agent_replies == ["echo: hello"]
