@@ -83,7 +83,8 @@ test: lint typecheck docs $(PYTEST_VCR)
 # its SDK is in the frameworks extra: it needs pydantic 2.9) and of MCP (*mcp*: the mcp
 # SDK needs pydantic 2.11) are left out of both, and so is the page of the evals extra's
 # tools (evaluations-tools.md: pydantic-evals, langwatch-scenario, DeepEval need pydantic
-# 2.12; their examples, examples/evals_*, are not run here).
+# 2.12; their examples, examples/evals_*, and their e2e tests, *evals_tools*, are not run
+# here).
 LOWEST_VENV := .venv-lowest
 LOWEST_BIN := $(LOWEST_VENV)/bin
 LOWEST_STAMP := $(LOWEST_VENV)/.installed-stamp
@@ -111,12 +112,12 @@ test-lowest: $(LOWEST_STAMP) $(LOWEST_PYTEST_VCR)
 	$(LOWEST_BIN)/python -m pip freeze --disable-pip-version-check \
 		| grep -iE '^(pytest|pytest-asyncio|pydantic|httpx2|freezegun|pyyaml|syrupy|filelock|orjson|openai|anthropic|tiktoken|brotli|zstandard)=='
 	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 --ignore-glob='*gemini*' \
-		--ignore-glob='*ollama_sdk*' --ignore-glob='*mcp*' -k 'not ($(LOWEST_GEMINI)) and $(LOWEST_DESELECT)' \
+		--ignore-glob='*ollama_sdk*' --ignore-glob='*mcp*' --ignore-glob='*evals_tools*' -k 'not ($(LOWEST_GEMINI)) and $(LOWEST_DESELECT)' \
 		$(PYTEST_ARGS)
 	$(LOWEST_PIP) install "pydantic==$(LOWEST_GEMINI_PYDANTIC)" \
 		"$$(grep -i '^google-genai==' constraints/lowest.txt)"
 	$(LOWEST_BIN)/python -m pip freeze --disable-pip-version-check | grep -iE '^(pydantic|google-genai)=='
-	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 --ignore-glob='*ollama_sdk*' --ignore-glob='*mcp*' \
+	$(LOWEST_BIN)/python -m pytest tests/unit tests/e2e -n 2 --ignore-glob='*ollama_sdk*' --ignore-glob='*mcp*' --ignore-glob='*evals_tools*' \
 		-k '($(LOWEST_GEMINI)) and $(LOWEST_DESELECT)'
 
 # Runs the example agents' test suites offline and shows their results.

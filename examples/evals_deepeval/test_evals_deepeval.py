@@ -46,10 +46,12 @@ def model_server(agent_cassette: Cassette) -> Iterator[LoopbackProvider]:
             provider.verify()
 
 
-def test_the_answer_is_polite_and_names_the_order(model_server, agent_context):
+def test_the_answer_is_polite_and_names_the_order(model_server, agent_cassette, agent_context):
     # Recording: the agent's answer, then the judge's score and reason (GEval asks for a
     # JSON object, on a scale of 0 to 10).
-    model_server.reply("Sorry for the wait! Order A-1042 left our warehouse today.")
+    # `pytest --agent-record=judge` replays the agent's call and sends only the judge's.
+    if agent_cassette.mode is not RecordMode.JUDGE:
+        model_server.reply("Sorry for the wait! Order A-1042 left our warehouse today.")
     model_server.reply('{"score": 9, "reason": "Apologises and names order A-1042."}')
     question = "Where is my order A-1042?"
 

@@ -78,10 +78,12 @@ async def model(model_server: LoopbackProvider) -> AsyncIterator[Model]:
         yield OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
 
 
-async def test_support_answers_pass_the_judge(model_server, model, agent_context):
+async def test_support_answers_pass_the_judge(model_server, model, agent_cassette, agent_context):
     # Recording: the agent's answer, then the judge's verdict (pydantic-evals asks the
     # judge for a `final_result` tool call carrying reason, pass and score), per case.
-    model_server.reply("Sorry for the wait! Order A-1042 left our warehouse today.")
+    # `pytest --agent-record=judge` replays the agent's call and sends only the judge's.
+    if agent_cassette.mode is not RecordMode.JUDGE:
+        model_server.reply("Sorry for the wait! Order A-1042 left our warehouse today.")
     model_server.reply_tool_call(
         "final_result", reason="Apologises and names A-1042.", score=1.0, **{"pass": True}
     )

@@ -98,11 +98,14 @@ def model_server(agent_cassette: Cassette) -> Iterator[LoopbackProvider]:
             provider.verify()
 
 
-async def test_the_agent_names_the_order(model_server, agent_context):
+async def test_the_agent_names_the_order(model_server, agent_cassette, agent_context):
     # Recording: the simulated user's first message, the agent's answer, the judge's
     # verdict (scenario's finish_test tool, one status per criterion).
-    model_server.reply("Hi, where is my order A-1042?")
-    model_server.reply("Sorry for the wait! Order A-1042 left our warehouse today.")
+    # `pytest --agent-record=judge` replays the simulated user's and the agent's calls and
+    # sends only the judge's.
+    if agent_cassette.mode is not RecordMode.JUDGE:
+        model_server.reply("Hi, where is my order A-1042?")
+        model_server.reply("Sorry for the wait! Order A-1042 left our warehouse today.")
     model_server.reply_tool_call(
         "finish_test",
         criteria={
