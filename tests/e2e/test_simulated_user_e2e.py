@@ -173,3 +173,47 @@ def test_a_conversation_ended_by_an_error_is_in_the_report_so_far(
         "content": "Done: refund for order 42 sent. Anything else?",
     }
 
+
+UNMARKED = """
+import os
+
+import openai
+
+from pytest_agentctx import LoopbackProvider, OpenAIChatProvider
+
+
+async def test_unmarked(agent_simulated_user):
+    with LoopbackProvider() as server:
+        server.reply("Hi, is order 7 shipped?")  # simulated user, turn 1
+        server.reply("Yes, it left today.")  # agent, turn 1
+        server.reply("[DONE]")  # simulated user: done
+        async with openai.AsyncOpenAI(
+            base_url=server.openai_base_url, api_key="test-key", max_retries=0
+        ) as client:
+
+            async def agent(message):
+                reply = await client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": message}]
+                )
+                return reply.choices[0].message.content
+
+            user = agent_simulated_user(
+                persona="a customer", goal="know if order 7 shipped",
+                provider=OpenAIChatProvider(client=client),
+            )
+            transcript = await user.converse(agent)
+        replayed = os.environ.get("REPLAY") == "1"
+        assert len(server.exchanges) == (0 if replayed else 3)
+    assert transcript.last_reply == "Yes, it left today."
+"""
+
+
+def test_agent_simulated_user_alone_gives_the_test_a_cassette(
+    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_pytester.makepyfile(test_unmarked=UNMARKED)
+    agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(passed=1)
+    assert list(agent_pytester.path.glob("cassettes/test_unmarked/test_unmarked.*"))
+
+    monkeypatch.setenv("REPLAY", "1")
+    agent_pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

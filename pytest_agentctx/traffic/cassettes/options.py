@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from datetime import date
 
 #: Fixtures whose use makes a test an agent test (its HTTP traffic goes to a cassette).
-AGENT_FIXTURES = frozenset({"agent_runtime", "agent_cassette", "agent_context", "agent_judge"})
+AGENT_FIXTURES = frozenset(
+    {"agent_runtime", "agent_cassette", "agent_context", "agent_judge", "agent_simulated_user"}
+)
 
 
 def parse_mode(value: str, *, where: str) -> RecordMode:
