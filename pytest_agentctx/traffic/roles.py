@@ -52,17 +52,19 @@ def model_role(role: str) -> Iterator[None]:
 
 
 #: Where a judge's request holds its rubric (between the two), so that a replayed judge
-#: whose rubric changed is told so, with the diff (:func:`rubric_in`).
+#: whose rubric changed is told so, with the diff (:func:`rubric_in`). Found in any case:
+#: pydantic-evals' ``LLMJudge`` writes ``<Rubric>``.
 RUBRIC_OPEN = "<rubric>\n"
 RUBRIC_CLOSE = "\n</rubric>"
 
 
 def rubric_in(value: object) -> str | None:
     """The rubric a judge's request body (JSON) holds between :data:`RUBRIC_OPEN` and
-    :data:`RUBRIC_CLOSE`, or ``None`` when it holds none."""
+    :data:`RUBRIC_CLOSE` (in any case), or ``None`` when it holds none."""
     if isinstance(value, str):
-        start = value.find(RUBRIC_OPEN)
-        end = value.find(RUBRIC_CLOSE, start + len(RUBRIC_OPEN))
+        folded = value.lower()
+        start = folded.find(RUBRIC_OPEN)
+        end = folded.find(RUBRIC_CLOSE, start + len(RUBRIC_OPEN))
         return value[start + len(RUBRIC_OPEN) : end] if start >= 0 and end >= 0 else None
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     for item in items:

@@ -80,3 +80,26 @@ def test_record_judge_replaces_only_the_judges_recordings(
     # and it replays offline: the example's server fixture fails a replay that sends it
     # any request
     agent_pytester.runpytest_subprocess(example, "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_changed_pydantic_evals_rubric_is_a_judge_miss_with_its_diff(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    shutil.copytree(EXAMPLES / "evals_pydantic", agent_pytester.path / "evals_pydantic")
+    agent_pytester.makeini(INI)
+    module = agent_pytester.path / "evals_pydantic" / "test_evals_pydantic.py"
+    source = module.read_text(encoding="utf-8")
+    module.write_text(source.replace("is polite and names", "is warm and names"), encoding="utf-8")
+
+    result = agent_pytester.runpytest_subprocess("evals_pydantic", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*The judge's rubric changed since interaction #1 was recorded*",
+            "*-The answer is polite and names the order number it is about.",
+            "*+The answer is warm and names the order number it is about.",
+            "*re-record the judges' calls alone*: pytest --agent-record=judge *",
+        ]
+    )
+

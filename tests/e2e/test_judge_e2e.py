@@ -120,6 +120,7 @@ def test_a_changed_rubric_is_a_judge_miss_with_the_rubric_diff(
             "*The judge's rubric changed since interaction #1 was recorded*",
             "*-The answer gives the temperature in Paris.",
             "*+The answer gives the temperature in Lyon.",
+            "*re-record the judges' calls alone*: pytest --agent-record=judge *",
         ]
     )
 

@@ -244,7 +244,7 @@ def miss_message(
     if found is not None:
         lines.extend(rubric_lines(replays, miss, found.position))
         lines.extend(_closest_lines(replays, miss, found, verbosity, compare, path))
-    lines.append(_advice(replays, command))
+    lines.append(_advice(replays, command, miss.key.role))
     return "\n".join(lines)
 
 
@@ -307,10 +307,20 @@ def response_message(miss: Miss, *, path: Path) -> str:
     )
 
 
-def _advice(replays: Replays, command: str) -> str:
-    return f"If the agent's requests changed on purpose, re-record this test: {command}" + (
+def _advice(replays: Replays, command: str, role: str = DEFAULT_ROLE) -> str:
+    """How to re-record: the test, or, for a judge's request, the judges' calls alone
+    (``--agent-record=judge``, which keeps the agent's recordings as they are)."""
+    kept = (
         " (the other tests' interactions in the shared cassette are kept)" if replays.shared else ""
     )
+    if role == "judge":
+        judged = command.replace("--agent-record ", "--agent-record=judge ", 1)
+        return (
+            "If the judge's requests changed on purpose, re-record the judges' calls alone "
+            f"(the agent's are replayed and kept): {judged}{kept}"
+        )
+    whose = "the simulated user's" if role == "user_sim" else "the agent's"
+    return f"If {whose} requests changed on purpose, re-record this test: {command}{kept}"
 
 
 def _closest_lines(

@@ -224,3 +224,36 @@ async def test_a_judge_miss_names_the_rubric_that_changed(tmp_path: Path):
     message = cassette.miss_message(cassette.misses[0])
     assert "The judge's rubric changed since interaction #0 was recorded" in message
     assert "  -Be brief.\n  +Be kind." in message
+
+
+async def test_a_judge_miss_advises_recording_the_judges_alone(tmp_path: Path):
+    path = tmp_path / "c.json"
+    write_cassette(path, [_interaction("Grade: Hi", "0.9", "judge")])
+    cassette = Cassette(path, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client() as client:
+            with model_role("judge"), pytest.raises(openai.APIStatusError):
+                await _ask(client, "Grade: Hello")
+
+    last = cassette.miss_message(cassette.misses[0]).splitlines()[-1]
+    assert last == (
+        "If the judge's requests changed on purpose, re-record the judges' calls alone (the "
+        f'agent\'s are replayed and kept): pytest --agent-record=judge "{TEST_ID}"'
+    )
+
+
+async def test_a_rubric_tagged_in_another_case_is_found(tmp_path: Path):
+    # pydantic-evals' LLMJudge writes <Rubric>
+    path = tmp_path / "c.json"
+    write_cassette(path, [_interaction("<Rubric>\nBe brief.\n</Rubric> Hi", "0.9", "judge")])
+    cassette = Cassette(path, test_id=TEST_ID)
+
+    with _active(cassette):
+        async with _client() as client:
+            with model_role("judge"), pytest.raises(openai.APIStatusError):
+                await _ask(client, "<Rubric>\nBe kind.\n</Rubric> Hi")
+
+    message = cassette.miss_message(cassette.misses[0])
+    assert "  -Be brief.\n  +Be kind." in message
+
