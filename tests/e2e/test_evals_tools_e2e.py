@@ -102,4 +102,3 @@ def test_a_changed_pydantic_evals_rubric_is_a_judge_miss_with_its_diff(
             "*re-record the judges' calls alone*: pytest --agent-record=judge *",
         ]
     )
-

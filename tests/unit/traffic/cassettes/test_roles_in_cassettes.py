@@ -256,4 +256,3 @@ async def test_a_rubric_tagged_in_another_case_is_found(tmp_path: Path):
 
     message = cassette.miss_message(cassette.misses[0])
     assert "  -Be brief.\n  +Be kind." in message
-
