@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from itertools import chain
 from typing import Any
 
 import httpx2
@@ -60,6 +59,7 @@ from pytest_agentctx.traffic.transport.wire import (
     CLIENT_EXTENSION,
     WireRequest,
     WireResponse,
+    prebuilt_request,
     raw_headers,
 )
 
@@ -140,34 +140,13 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     if not framed and method in _FRAMED_METHODS:
         added.append((b"Content-Length", b"0"))
     pairs = added + pairs
-    request = httpx2.Request(
-        method,
-        wire_url,
-        stream=httpx2.ByteStream(content or b""),
-        extensions={CLIENT_EXTENSION: client_of(pairs)},
+    return prebuilt_request(
+        method, wire_url, pairs, content or b"", extensions={CLIENT_EXTENSION: client_of(pairs)}
     )
-    # (the encoding httpx2 finds on its first look-up, found once here)
-    request.headers = httpx2.Headers(pairs, encoding=_encoding_of(pairs))
-    request.read()
-    return request
 
 
 #: The methods ``httpx2`` gives a ``Content-Length: 0`` when their request has no body.
 _FRAMED_METHODS = ("POST", "PUT", "PATCH", "QUERY")
-
-
-def _encoding_of(pairs: list[tuple[bytes, bytes]]) -> str:
-    """The encoding ``httpx2.Headers`` reads ``pairs`` in: ASCII, UTF-8 when every name and
-    value decodes in it, else latin-1."""
-    if b"".join(chain.from_iterable(pairs)).isascii():
-        return "ascii"
-    try:
-        for name, value in pairs:
-            name.decode("utf-8")
-            value.decode("utf-8")
-    except UnicodeDecodeError:
-        return "iso-8859-1"
-    return "utf-8"
 
 
 def _raw_pairs(headers: Any) -> list[tuple[bytes, bytes]]:

@@ -65,7 +65,13 @@ from pytest_agentctx.traffic.mcp.wire import (
 )
 from pytest_agentctx.traffic.respx_routes import RespxRoute
 from pytest_agentctx.traffic.transport.dispatch import dispatch_async
-from pytest_agentctx.traffic.transport.wire import WireRequest, WireResponse, raw_headers
+from pytest_agentctx.traffic.transport.wire import (
+    WireRequest,
+    WireResponse,
+    header_encoding,
+    prebuilt_request,
+    raw_headers,
+)
 
 #: How a local server answers: one client message in, the server messages to write out.
 Answer: TypeAlias = Callable[[dict[str, Any]], Awaitable[list[dict[str, Any]]]]
@@ -309,9 +315,7 @@ class StdioSession:
                 "utf-8",
             ),
         ]
-        self._encoding = (
-            "ascii" if b"".join(b"".join(p) for p in self._headers).isascii() else "utf-8"
-        )
+        self._encoding = header_encoding(self._headers)
         self._spawn = spawn
         self._answer = answer
         #: ``"replay"`` or ``"live"`` once its first message was answered.
@@ -378,13 +382,10 @@ class StdioSession:
     def _request(self, line: bytes) -> httpx2.Request:
         """The request of one client line, as ``httpx2.Request("POST", url, content=line)``
         makes it, without parsing the URL and the headers again for every line."""
-        request = httpx2.Request("POST", self._wire_url, stream=httpx2.ByteStream(line))
-        request.headers = httpx2.Headers(
-            [*self._headers, (b"Content-Length", str(len(line)).encode("ascii"))],
-            encoding=self._encoding,
+        length = (b"Content-Length", str(len(line)).encode("ascii"))
+        return prebuilt_request(
+            "POST", self._wire_url, [*self._headers, length], line, encoding=self._encoding
         )
-        request.read()
-        return request
 
     def _unreplayed(self, message: object) -> BaseException:
         from pytest_agentctx.traffic.errors import CassetteMiss

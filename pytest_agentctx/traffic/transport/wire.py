@@ -10,7 +10,11 @@ capture use of them, which both libraries' objects have.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
-from typing import Protocol, TypeAlias, overload
+from itertools import chain
+from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
+
+if TYPE_CHECKING:
+    import httpx2
 
 #: Header names and values as clients give them: ``str`` or ``bytes`` (botocore sends its
 #: ``User-Agent`` and every other value as ``bytes``).
@@ -113,6 +117,45 @@ def raw_headers(
         return []
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     return [(header_bytes(name, encoding), header_bytes(value, encoding)) for name, value in pairs]
+
+
+def header_encoding(pairs: Iterable[tuple[bytes, bytes]]) -> str:
+    """The encoding ``httpx2.Headers`` reads byte ``pairs`` in (as it finds it on its first
+    look-up): ASCII, UTF-8 when every name and value decodes in it, else latin-1."""
+    pairs = list(pairs)
+    if b"".join(chain.from_iterable(pairs)).isascii():
+        return "ascii"
+    try:
+        for name, value in pairs:
+            name.decode("utf-8")
+            value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "iso-8859-1"
+    return "utf-8"
+
+
+def prebuilt_request(
+    method: str,
+    url: httpx2.URL,
+    pairs: list[tuple[bytes, bytes]],
+    content: bytes,
+    *,
+    encoding: str | None = None,
+    extensions: dict[str, object] | None = None,
+) -> httpx2.Request:
+    """The ``httpx2`` request of ``method`` to ``url`` with the headers ``pairs`` and the
+    body ``content``, read: what ``httpx2.Request(method, url, headers=..., content=...)``
+    makes when ``pairs`` already hold what it adds (``Host``, ``Content-Length``), without
+    parsing the URL, encoding the body or scanning the headers again. ``encoding`` is the
+    headers' (:func:`header_encoding`), when the caller knows it already."""
+    import httpx2
+
+    request = httpx2.Request(
+        method, url, stream=httpx2.ByteStream(content), extensions=extensions or {}
+    )
+    request.headers = httpx2.Headers(pairs, encoding=encoding or header_encoding(pairs))
+    request.read()
+    return request
 
 
 #: What a handler gives for a request: a response, or ``None`` to let it pass; one offered

@@ -1,0 +1,31 @@
+"""The request the clients build cheaply (:func:`prebuilt_request`) is the one
+``httpx2.Request`` builds, and :func:`header_encoding` is the encoding ``httpx2.Headers``
+finds for the same byte pairs."""
+
+from __future__ import annotations
+
+import httpx2
+from hypothesis import given, strategies as st
+
+from pytest_agentctx.traffic.transport.wire import header_encoding, prebuilt_request
+
+_NAMES = st.sampled_from([b"X-Amz-Date", b"User-Agent", b"X-Note", b"Accept"])
+_VALUES = st.binary(max_size=12).filter(lambda value: b"\r" not in value and b"\n" not in value)
+_PAIRS = st.lists(st.tuples(_NAMES, _VALUES), max_size=4)
+
+
+@given(_PAIRS)
+def test_the_encoding_is_the_one_httpx2_finds(pairs: list[tuple[bytes, bytes]]):
+    assert header_encoding(pairs) == httpx2.Headers(pairs).encoding
+
+
+@given(_PAIRS, st.binary(max_size=40))
+def test_the_request_is_the_one_httpx2_builds(pairs: list[tuple[bytes, bytes]], content: bytes):
+    url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
+    built = httpx2.Request("POST", url, headers=pairs, content=content)
+
+    cheap = prebuilt_request("POST", url, list(built.headers.raw), content)
+
+    assert (cheap.method, cheap.url, cheap.content) == (built.method, built.url, built.content)
+    assert cheap.headers.raw == built.headers.raw
+    assert cheap.headers.encoding == built.headers.encoding
