@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 #: The kinds of request body a ``body_hook`` may be given, by what it receives: ``json``
 #: the parsed JSON value, ``form`` a dict of field names to lists of values, ``multipart``
-#: a list of parts (:func:`parse_multipart`), ``text`` a ``str``, ``bytes`` the bytes.
+#: a list of parts (:func:`.multipart.hook_parts`), ``text`` a ``str``, ``bytes`` the bytes.
 BODY_KINDS = ("json", "form", "multipart", "text", "bytes")
 
 
@@ -42,9 +42,17 @@ def body_kind(raw: bytes, content_type: str | None, *, is_json: bool) -> str:
         text = True
     if kind == "application/x-www-form-urlencoded" and text:
         return "form"
-    if kind.startswith("multipart/") or (not kind and _boundary_of(raw, "")):
+    if kind.startswith("multipart/") or (not kind and _is_multipart(raw)):
         return "multipart"
     return "text" if text else "bytes"
+
+
+def _is_multipart(raw: bytes) -> bool:
+    """Whether ``raw``, without a content type, is a multipart body: its first line is a
+    boundary that closes it (:func:`.multipart.split_parts`)."""
+    from pytest_agentctx.traffic.cassettes.multipart import split_parts
+
+    return raw.startswith(b"--") and split_parts(raw, None) is not None
 
 
 def parse_form(raw: bytes) -> dict[str, list[str]]:
@@ -57,78 +65,14 @@ def parse_form(raw: bytes) -> dict[str, list[str]]:
     return fields
 
 
-def _boundary_of(raw: bytes, content_type: str) -> str:
-    """The boundary of a multipart body: its content type's, else its first line's."""
-    for param in content_type.split(";")[1:]:
-        name, _, value = param.strip().partition("=")
-        if name.strip().lower() == "boundary" and value.strip():
-            return value.strip().strip('"')
-    if raw.startswith(b"--"):
-        line = raw.split(b"\r\n", 1)[0].split(b"\n", 1)[0][2:].rstrip()
-        if line and len(line) <= 200 and b" " not in line:
-            try:
-                return line.decode("ascii")
-            except UnicodeDecodeError:
-                return ""
-    return ""
-
-
-def parse_multipart(raw: bytes, content_type: str | None) -> list[dict[str, object]]:
-    """A multipart body as its parts, in order, without the boundary: each a dict of
-    ``name`` and ``filename`` (from its ``content-disposition``, ``None`` when absent),
-    ``headers`` (lower-case names) and ``content`` (a ``str`` when UTF-8, else ``bytes``).
-    A body without a boundary is one part holding it all."""
-    boundary = _boundary_of(raw, content_type or "")
-    if not boundary:
-        return [_part(b"", raw)]
-    delimiter = b"--" + boundary.encode("ascii")
-    parts: list[dict[str, object]] = []
-    for chunk in raw.split(delimiter)[1:]:
-        if chunk.startswith(b"--"):  # the closing delimiter
-            break
-        chunk = chunk[2:] if chunk.startswith(b"\r\n") else chunk.lstrip(b"\n")
-        chunk = chunk[:-2] if chunk.endswith(b"\r\n") else chunk.removesuffix(b"\n")
-        head, sep, content = chunk.partition(b"\r\n\r\n")
-        if not sep:
-            head, sep, content = chunk.partition(b"\n\n")
-        parts.append(_part(head, content) if sep else _part(b"", chunk))
-    return parts
-
-
-def _part(head: bytes, content: bytes) -> dict[str, object]:
-    headers: dict[str, str] = {}
-    for line in head.decode("utf-8", "replace").splitlines():
-        name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
-    disposition = _disposition(headers.get("content-disposition", ""))
-    try:
-        shown: object = content.decode("utf-8")
-    except UnicodeDecodeError:
-        shown = content
-    return {
-        "name": disposition.get("name"),
-        "filename": disposition.get("filename"),
-        "headers": headers,
-        "content": shown,
-    }
-
-
-def _disposition(value: str) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for param in value.split(";")[1:]:
-        name, sep, text = param.strip().partition("=")
-        if sep:
-            params[name.strip().lower()] = text.strip().strip('"')
-    return params
-
-
 def hook_value(kind: str, raw: bytes, content_type: str | None) -> object:
     """What a body hook of ``kind`` (not ``json``) is given of the body ``raw``."""
     if kind == "form":
         return parse_form(raw)
     if kind == "multipart":
-        return parse_multipart(raw, content_type)
+        from pytest_agentctx.traffic.cassettes.multipart import hook_parts
+
+        return hook_parts(raw, content_type)
     if kind == "text":
         return raw.decode("utf-8")
     return raw

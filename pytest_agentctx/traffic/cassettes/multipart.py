@@ -130,6 +130,26 @@ def split_parts(raw: bytes, content_type: str | None) -> list[Part] | None:
     return parts
 
 
+def hook_parts(raw: bytes, content_type: str | None) -> list[dict[str, object]]:
+    """A multipart body as a ``body_hook`` is given it: its parts, in order, without the
+    boundary, each a dict of ``name`` and ``filename`` (from its ``content-disposition``,
+    ``None`` when absent), ``headers`` (lower-case names) and ``content`` (a ``str`` when
+    UTF-8, else ``bytes``). A body whose boundary cannot be found is one part holding it
+    all."""
+    parts = split_parts(raw, content_type)
+    if parts is None:
+        parts = [Part(None, None, "", (), raw)]
+    return [
+        {
+            "name": part.name,
+            "filename": part.filename,
+            "headers": dict(part.headers),
+            "content": part.content if part.text is None else part.text,
+        }
+        for part in parts
+    ]
+
+
 def ordered(parts: list[Part], content_type: str | None) -> list[Part]:
     """``parts`` in the order they are matched: a form's by name (parts that share a name
     in their order), the others as they are."""

@@ -18,8 +18,9 @@ import httpx2
 import pytest
 
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction
-from pytest_agentctx.traffic.cassettes.bodykinds import body_kind, parse_form, parse_multipart
+from pytest_agentctx.traffic.cassettes.bodykinds import body_kind, parse_form
 from pytest_agentctx.traffic.cassettes.matcher import NO_JSON, BodyHooks, make_key, parse_json
+from pytest_agentctx.traffic.cassettes.multipart import hook_parts
 from pytest_agentctx.traffic.cassettes.store import write_cassette
 from pytest_agentctx.traffic.errors import CassetteConfigError
 
@@ -71,7 +72,7 @@ def test_a_form_body_is_given_as_its_fields_each_with_its_values() -> None:
 
 
 def test_a_multipart_body_is_given_as_its_parts_without_the_boundary() -> None:
-    assert parse_multipart(_multipart("x1"), MULTIPART.format("x1")) == [
+    assert hook_parts(_multipart("x1"), MULTIPART.format("x1")) == [
         {
             "name": "purpose",
             "filename": None,
@@ -93,7 +94,7 @@ def test_a_multipart_body_is_given_as_its_parts_without_the_boundary() -> None:
 def test_the_binary_content_of_a_part_is_given_as_bytes() -> None:
     raw = b'--b\r\nContent-Disposition: form-data; name="f"\r\n\r\n\xff\x00\r\n--b--\r\n'
 
-    assert parse_multipart(raw, MULTIPART.format("b"))[0]["content"] == b"\xff\x00"
+    assert hook_parts(raw, MULTIPART.format("b"))[0]["content"] == b"\xff\x00"
 
 
 @pytest.mark.parametrize(
