@@ -147,6 +147,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "Regex": "pytest_agentctx.assertions.patterns.base",
     "RepeatError": "pytest_agentctx.reports.errors",
     "ReportError": "pytest_agentctx.reports.errors",
+    "StatisticsError": "pytest_agentctx.reports.errors",
     "RunContext": "pytest_agentctx.runtime.tools",
     "RunResult": "pytest_agentctx.runtime.agent",
     "RunStats": "pytest_agentctx.reports.figures",
