@@ -361,7 +361,12 @@ def bootstrap_mean(
     size = len(checked)
     means = sorted(math.fsum(generator.choices(checked, k=size)) / size for _ in range(resamples))
     tail = (1 - confidence) / 2
-    return Interval(_percentile(means, tail), _percentile(means, 1 - tail))
+    # a mean cannot leave the values' range; the rounding of a sum can, by an ulp
+    smallest, largest = min(checked), max(checked)
+    return Interval(
+        min(max(_percentile(means, tail), smallest), largest),
+        min(max(_percentile(means, 1 - tail), smallest), largest),
+    )
 
 
 def student_t_cdf(t: float, df: float) -> float:
