@@ -230,6 +230,22 @@ TESTING_NAMES: dict[str, str] = {
     "parse_sse": "pytest_agentctx.traffic.codecs.sse",
     "serialize": "pytest_agentctx.assertions.snapshots.serialization",
     "write_cassette": "pytest_agentctx.traffic.cassettes.store",
+    "Interval": "pytest_agentctx.reports.estimators",
+    "wilson": "pytest_agentctx.reports.estimators",
+    "clopper_pearson": "pytest_agentctx.reports.estimators",
+    "normal_interval": "pytest_agentctx.reports.estimators",
+    "pass_at_k": "pytest_agentctx.reports.estimators",
+    "pass_hat_k": "pytest_agentctx.reports.estimators",
+    "stability": "pytest_agentctx.reports.estimators",
+    "bootstrap_mean": "pytest_agentctx.reports.estimators",
+    "Flips": "pytest_agentctx.reports.pairing",
+    "flips": "pytest_agentctx.reports.pairing",
+    "mcnemar_exact": "pytest_agentctx.reports.pairing",
+    "paired_bootstrap_difference": "pytest_agentctx.reports.pairing",
+    "NonInferiority": "pytest_agentctx.reports.pairing",
+    "non_inferior": "pytest_agentctx.reports.pairing",
+    "DropCheck": "pytest_agentctx.reports.pairing",
+    "check_drop": "pytest_agentctx.reports.pairing",
 }
 
 #: The ``pytest11`` entry point: pytest loads this module as the plugin ``agentctx``.

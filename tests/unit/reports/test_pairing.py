@@ -1,15 +1,12 @@
 """Paired comparisons with a baseline (pytest_agentctx/reports/pairing.py): flips, the exact
 McNemar test, the paired bootstrap, non-inferiority and equivalence, and a drop held
-against its tolerance and significance; checked by hand, against scipy and statsmodels,
-and by laws that hold for every input."""
+against its tolerance and significance; checked by hand and by laws that hold for every
+input. Their agreement with scipy and statsmodels is in test_pairing_reference.py."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from scipy import stats
-from statsmodels.stats.weightstats import ttost_paired
 
 from pytest_agentctx import StatisticsError
 from pytest_agentctx.reports.estimators import bootstrap_mean
@@ -88,21 +85,6 @@ def test_mcnemar_of_as_many_broken_as_fixed_is_1() -> None:
     assert mcnemar_exact(7, 7) == 1.0
 
 
-def test_mcnemar_agrees_with_scipy_binomtest() -> None:
-    counts = [(b, c) for b in range(41) for c in range(41)] + [
-        (300, 250),
-        (4_000, 3_900),
-        (6_100, 5_800),  # above the exact sum: through the incomplete beta
-    ]
-    pairs = [
-        (mcnemar_exact(b, c), stats.binomtest(min(b, c), b + c, 0.5).pvalue)
-        for b, c in counts
-        if b + c
-    ]
-
-    assert max(abs(ours - theirs) / theirs for ours, theirs in pairs) < 1e-9
-
-
 @SETTINGS
 @given(st.integers(0, 500), st.integers(0, 500))
 def test_mcnemar_is_symmetric_in_broken_and_fixed(broke, fixed):
@@ -165,34 +147,6 @@ def test_paired_bootstrap_refuses_no_pairs() -> None:
 
 
 # -- non-inferiority and equivalence ------------------------------------------------------
-
-
-def test_non_inferior_p_value_agrees_with_scipys_one_sided_t_test() -> None:
-    shifted = np.array(AFTER) - np.array(BEFORE) + 0.02
-
-    result = non_inferior(BEFORE, AFTER, margin=0.02)
-
-    expected = stats.ttest_1samp(shifted, 0.0, alternative="greater").pvalue
-    assert result.p_value == pytest.approx(expected, rel=1e-9)
-
-
-def test_non_inferior_equivalence_agrees_with_statsmodels_tost() -> None:
-    result = non_inferior(BEFORE, AFTER, margin=0.02)
-
-    p_value, lower, upper = ttost_paired(np.array(AFTER), np.array(BEFORE), -0.02, 0.02)
-
-    assert (result.p_value, result.p_upper) == pytest.approx((lower[1], upper[1]), rel=1e-9)
-    assert result.equivalent == (p_value <= 0.05)
-
-
-def test_non_inferior_lower_bound_is_the_one_sided_t_bound() -> None:
-    differences = np.array(AFTER) - np.array(BEFORE)
-    error = stats.sem(differences)
-
-    result = non_inferior(BEFORE, AFTER, margin=0.02, alpha=0.05)
-
-    expected = differences.mean() - stats.t.ppf(0.95, len(differences) - 1) * error
-    assert result.lower_bound == pytest.approx(expected, rel=1e-9)
 
 
 def test_non_inferior_holds_for_a_small_drop_within_a_wide_margin() -> None:
