@@ -77,14 +77,14 @@ def check_confidence(
     return float(confidence)
 
 
-def check_counts(successes: int, n: int, where: str) -> None:
+def check_counts(successes: int, n: int, where: str, name: str = "successes") -> None:
     """A :class:`StatisticsError` naming ``where`` unless ``0 <= successes <= n``, whole
-    numbers."""
-    for name, value in (("n", n), ("successes", successes)):
+    numbers (``successes`` called ``name`` in the message)."""
+    for label, value in (("n", n), (name, successes)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise StatisticsError(
-                f"{where}: {name}={value!r}; expected a whole number (a count of runs). "
-                f"Pass {name} as an int."
+                f"{where}: {label}={value!r}; expected a whole number (a count of runs). "
+                f"Pass {label} as an int."
             )
     if n < 0:
         raise StatisticsError(
@@ -93,7 +93,7 @@ def check_counts(successes: int, n: int, where: str) -> None:
         )
     if not 0 <= successes <= n:
         raise StatisticsError(
-            f"{where}: successes={successes} of n={n}; expected 0 <= successes <= n. Pass "
+            f"{where}: {name}={successes} of n={n}; expected 0 <= {name} <= n. Pass "
             "the number of runs that passed, out of the runs that counted."
         )
 
@@ -186,7 +186,9 @@ def regularized_beta(x: float, a: float, b: float) -> float:
     of ``n`` trials of rate ``p``, ``P(X >= k) = I_p(k, n - k + 1)``."""
     if not (a > 0 and b > 0):
         raise StatisticsError(
-            f"regularized_beta: a={a!r}, b={b!r}; expected both parameters above 0."
+            f"regularized_beta: a={a!r}, b={b!r}; expected both shape parameters above 0. "
+            "Pass positive parameters (for a binomial tail: a count of passes and of fails "
+            "plus one)."
         )
     if x <= 0:
         return 0.0
@@ -234,7 +236,7 @@ def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> Interva
 
 
 def _check_k(n: int, c: int, k: int, where: str) -> None:
-    check_counts(c, n, where)
+    check_counts(c, n, where, "c")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise StatisticsError(
             f"{where}: k={k!r} with n={n} runs; expected a whole number from 1 to n (the "

@@ -22,6 +22,7 @@ from pytest_agentctx.reports.estimators import (
     normal_interval,
     pass_at_k,
     pass_hat_k,
+    regularized_beta,
     stability,
     wilson,
     z_quantile,
@@ -346,7 +347,9 @@ def test_a_k_outside_1_to_n_is_refused(k) -> None:
 
 
 def test_pass_at_k_refuses_more_passes_than_runs() -> None:
-    with pytest.raises(StatisticsError, match=r"^pass_at_k: successes=4 of n=3"):
+    with pytest.raises(
+        StatisticsError, match=r"^pass_at_k: c=4 of n=3; expected 0 <= c <= n\. Pass the number"
+    ):
         pass_at_k(3, 4, 1)
 
 
@@ -395,6 +398,14 @@ def test_bootstrap_mean_refuses_no_resamples() -> None:
         match=r"^bootstrap_mean: resamples=0; expected a whole number of 1 or more",
     ):
         bootstrap_mean([0.5, 0.6], resamples=0)
+
+
+def test_regularized_beta_refuses_a_parameter_of_0() -> None:
+    with pytest.raises(
+        StatisticsError,
+        match=r"^regularized_beta: a=0, b=2; expected both shape parameters above 0\. Pass",
+    ):
+        regularized_beta(0.5, 0, 2)
 
 
 def test_z_quantile_refuses_a_probability_of_1() -> None:
