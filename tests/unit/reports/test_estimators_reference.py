@@ -1,13 +1,16 @@
 """The estimators (pytest_agentctx/reports/estimators.py) agree with scipy and statsmodels,
 which the package does not import at run time (they are development dependencies), over
-grids of counts and confidence levels; skipped where they are not installed (make
-test-lowest installs the test extra only)."""
+grids of counts and confidence levels. make test-lowest, which installs the test extra
+only, leaves this file out (``*_reference*``)."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+import scipy.special as special
+import scipy.stats as stats
+from statsmodels.stats.proportion import proportion_confint
 
 from pytest_agentctx.reports.estimators import (
     beta_quantile,
@@ -21,10 +24,6 @@ from pytest_agentctx.reports.estimators import (
     wilson,
     z_quantile,
 )
-
-special = pytest.importorskip("scipy.special")
-stats = pytest.importorskip("scipy.stats")
-proportion_confint = pytest.importorskip("statsmodels.stats.proportion").proportion_confint
 
 CONFIDENCES = [0.8, 0.9, 0.95, 0.99]
 #: Every count up to 40 runs, and a few counts of large numbers of runs.

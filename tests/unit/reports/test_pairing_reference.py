@@ -1,16 +1,15 @@
 """The paired comparisons (pytest_agentctx/reports/pairing.py) agree with scipy and
-statsmodels, development dependencies the package does not import at run time: skipped
-where they are not installed (make test-lowest installs the test extra only)."""
+statsmodels, development dependencies the package does not import at run time. make
+test-lowest, which installs the test extra only, leaves this file out (``*_reference*``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import scipy.stats as stats
+import statsmodels.stats.weightstats as weightstats
 
 from pytest_agentctx.reports.pairing import mcnemar_exact, non_inferior
-
-np = pytest.importorskip("numpy")
-stats = pytest.importorskip("scipy.stats")
-weightstats = pytest.importorskip("statsmodels.stats.weightstats")
 
 #: Paired figures of 40 tests: after = before moved a little, differently per test.
 BEFORE = [0.5 + 0.4 * ((i * 37) % 11) / 11 for i in range(40)]
