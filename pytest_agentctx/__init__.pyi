@@ -93,6 +93,7 @@ from .reports.errors import (
     BudgetError as BudgetError,
     RepeatError as RepeatError,
     ReportError as ReportError,
+    StatisticsError as StatisticsError,
 )
 from .reports.figures import PriceTable as PriceTable, RunStats as RunStats, run_stats as run_stats
 from .reports.gate import (

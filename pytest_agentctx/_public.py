@@ -192,6 +192,7 @@ PUBLIC: dict[str, str] = {
     "ReportError": "reports.errors",
     "BudgetError": "reports.errors",
     "RepeatError": "reports.errors",
+    "StatisticsError": "reports.errors",
     "SnapshotError": "assertions.errors",
     "StaleCassette": "traffic.errors",
     "ToolDefinitionError": "runtime.errors",

@@ -51,6 +51,7 @@ from ``pytest_agentctx``::
         ReportError              (UsageError)
         BudgetError              (UsageError)
         RepeatError              (UsageError)
+        StatisticsError          (ReportError, ValueError)
     pytest_agentctx.runtime.errors
         MaxIterationsExceeded    (RunError)
         StepFailed               (RunError)

@@ -1,9 +1,9 @@
 """What tests, scripts and helpers need beyond the names of ``pytest_agentctx``: the
 cassette file API, the redactor, the wire formats' codecs and SSE framing, the snapshot
-text, the pieces of a report, the arithmetic of a repeated test and the command run in
-process. The second supported import path of the package (docs/architecture.md, "What
-you may import"): a name imported from here keeps its meaning across releases, wherever
-the package defines it.
+text, the pieces of a report, the arithmetic of a repeated test, the statistics of repeated
+runs and of a comparison with a baseline, and the command run in process. The second
+supported import path of the package (docs/architecture.md, "What you may import"): a name
+imported from here keeps its meaning across releases, wherever the package defines it.
 
 Each name is imported on first use (PEP 562), like the package's own names: importing
 this module imports none of the modules that define them.
@@ -23,8 +23,28 @@ if TYPE_CHECKING:
     from .context.runs import RunRecord as RunRecord
     from .doubles.fake_llm import PLACEHOLDER_KEYS as PLACEHOLDER_KEYS
     from .plugin.repeat._runs import RepeatSpec as RepeatSpec, RepeatTally as RepeatTally
+    from .reports.estimators import (
+        Interval as Interval,
+        bootstrap_mean as bootstrap_mean,
+        clopper_pearson as clopper_pearson,
+        normal_interval as normal_interval,
+        pass_at_k as pass_at_k,
+        pass_hat_k as pass_hat_k,
+        stability as stability,
+        wilson as wilson,
+    )
     from .reports.failure_entry import failure_entry as failure_entry
     from .reports.gate import attach_baselines as attach_baselines
+    from .reports.pairing import (
+        DropCheck as DropCheck,
+        Flips as Flips,
+        NonInferiority as NonInferiority,
+        check_drop as check_drop,
+        flips as flips,
+        mcnemar_exact as mcnemar_exact,
+        non_inferior as non_inferior,
+        paired_bootstrap_difference as paired_bootstrap_difference,
+    )
     from .reports.record import build_record as build_record
     from .traffic.cassettes.fileformat import Interaction as Interaction
     from .traffic.cassettes.network import NetworkGuard as NetworkGuard
@@ -70,6 +90,24 @@ _PUBLIC: dict[str, str] = {
     # repeated tests
     "RepeatSpec": "plugin.repeat._runs",
     "RepeatTally": "plugin.repeat._runs",
+    # the statistics of repeated runs: a pass rate's intervals, pass@k and pass^k
+    "Interval": "reports.estimators",
+    "wilson": "reports.estimators",
+    "clopper_pearson": "reports.estimators",
+    "normal_interval": "reports.estimators",
+    "pass_at_k": "reports.estimators",
+    "pass_hat_k": "reports.estimators",
+    "stability": "reports.estimators",
+    "bootstrap_mean": "reports.estimators",
+    # ... and of a comparison with a baseline, pair by pair
+    "Flips": "reports.pairing",
+    "flips": "reports.pairing",
+    "mcnemar_exact": "reports.pairing",
+    "paired_bootstrap_difference": "reports.pairing",
+    "NonInferiority": "reports.pairing",
+    "non_inferior": "reports.pairing",
+    "DropCheck": "reports.pairing",
+    "check_drop": "reports.pairing",
     # the pytest-agentctx command, run in this process
     "main": "cli.main",
 }

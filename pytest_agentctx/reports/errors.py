@@ -1,5 +1,5 @@
-"""Errors of the reports: report and baseline files that cannot be read, and budget and
-repeat markers or options with bad values.
+"""Errors of the reports: report and baseline files that cannot be read, budget and
+repeat markers or options with bad values, and statistics asked of values they cannot take.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ __all__ = [
     "ReportError",
     "BudgetError",
     "RepeatError",
+    "StatisticsError",
 ]
 
 
@@ -36,6 +37,13 @@ class BudgetError(UsageError):
 class RepeatError(UsageError):
     """An ``agent_repeat`` marker that cannot work: a run count below 1, a pass rate
     outside 0 to 1, or an unknown option."""
+
+
+class StatisticsError(ReportError, ValueError):
+    """A statistic asked of values it cannot take: a count of runs below 0, more passes
+    than runs, a confidence level outside 0 to 1, a ``k`` above the number of runs, no
+    values to average, unpaired sequences. Also a :class:`ValueError`, as for any function
+    given a value outside its domain."""
 
 
 publish(globals())
