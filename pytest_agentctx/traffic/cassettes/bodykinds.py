@@ -1,29 +1,15 @@
-"""Request bodies as a ``body_hook`` sees them, by their kind: the media type of a
-``content-type``, a header read whatever its case, the kind of a body (:data:`BODY_KINDS`),
-a form's fields and a multipart body's parts."""
+"""Request bodies as a ``body_hook`` sees them, by their kind: the kind of a body
+(:data:`BODY_KINDS`), a form's fields and a multipart body's parts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from pytest_agentctx.traffic.cassettes.mediatypes import media_type
+from pytest_agentctx.traffic.cassettes.multipart import hook_parts, split_parts
 
 #: The kinds of request body a ``body_hook`` may be given, by what it receives: ``json``
 #: the parsed JSON value, ``form`` a dict of field names to lists of values, ``multipart``
 #: a list of parts (:func:`.multipart.hook_parts`), ``text`` a ``str``, ``bytes`` the bytes.
 BODY_KINDS = ("json", "form", "multipart", "text", "bytes")
-
-
-def media_type(content_type: str | None) -> str:
-    """The media type of a ``content-type`` value, lower case, without its parameters
-    (``multipart/form-data; boundary=x`` gives ``multipart/form-data``)."""
-    return (content_type or "").split(";", 1)[0].strip().lower()
-
-
-def header_of(headers: Mapping[str, str], name: str) -> str:
-    """The value of header ``name`` (lower case) in ``headers``, whatever their case."""
-    value = headers.get(name)
-    if value is not None:
-        return value
-    return next((v for k, v in headers.items() if k.lower() == name), "")
 
 
 def body_kind(raw: bytes, content_type: str | None, *, is_json: bool) -> str:
@@ -50,8 +36,6 @@ def body_kind(raw: bytes, content_type: str | None, *, is_json: bool) -> str:
 def _is_multipart(raw: bytes) -> bool:
     """Whether ``raw``, without a content type, is a multipart body: its first line is a
     boundary that closes it (:func:`.multipart.split_parts`)."""
-    from pytest_agentctx.traffic.cassettes.multipart import split_parts
-
     return raw.startswith(b"--") and split_parts(raw, None) is not None
 
 
@@ -70,8 +54,6 @@ def hook_value(kind: str, raw: bytes, content_type: str | None) -> object:
     if kind == "form":
         return parse_form(raw)
     if kind == "multipart":
-        from pytest_agentctx.traffic.cassettes.multipart import hook_parts
-
         return hook_parts(raw, content_type)
     if kind == "text":
         return raw.decode("utf-8")

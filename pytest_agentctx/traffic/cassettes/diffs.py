@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from pytest_agentctx.traffic.cassettes.bodykinds import media_type
+from pytest_agentctx.traffic.cassettes.mediatypes import media_type
 from pytest_agentctx.traffic.cassettes.multipart import Part, described, digest, split_parts
 
 if TYPE_CHECKING:

@@ -12,7 +12,6 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, decode_content
-from pytest_agentctx.traffic.cassettes.bodykinds import header_of
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
 from pytest_agentctx.traffic.cassettes.matcher import (
     NO_JSON,
@@ -25,6 +24,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     parse_json,
     read_json,
 )
+from pytest_agentctx.traffic.cassettes.mediatypes import header_of
 from pytest_agentctx.traffic.cassettes.multipart import may_be_multipart, redact_parts
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.unstored import unstored_request_header

@@ -42,10 +42,11 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from pytest_agentctx.traffic.cassettes.body import orjson_reads
-from pytest_agentctx.traffic.cassettes.bodykinds import body_kind, hook_value, media_type
+from pytest_agentctx.traffic.cassettes.bodykinds import body_kind, hook_value
 from pytest_agentctx.traffic.cassettes.defaults import (
     DEFAULT_IGNORED_FIELDS as DEFAULT_IGNORED_FIELDS,
 )
+from pytest_agentctx.traffic.cassettes.mediatypes import media_type
 from pytest_agentctx.traffic.cassettes.multipart import (
     described,
     may_be_multipart,

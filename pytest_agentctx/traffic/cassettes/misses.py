@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pytest_agentctx.traffic.cassettes.body import body_bytes, not_json
-from pytest_agentctx.traffic.cassettes.bodykinds import header_of
 from pytest_agentctx.traffic.cassettes.diffs import (
     FieldDiff,
     body_diffs,
@@ -37,6 +36,7 @@ from pytest_agentctx.traffic.cassettes.matcher import (
     parse_json,
     strip_fields,
 )
+from pytest_agentctx.traffic.cassettes.mediatypes import header_of
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.saving import file_on_the_way
 from pytest_agentctx.traffic.mcp.jsonrpc import describe, is_jsonrpc_value, normalised

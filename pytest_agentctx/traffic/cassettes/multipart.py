@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentctx.traffic.cassettes.bodykinds import media_type
+from pytest_agentctx.traffic.cassettes.mediatypes import media_type
 
 #: A parameter of a header value (``name="file"``, ``filename=a.txt``), quotes escaped.
 _PARAM = re.compile(r';\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')

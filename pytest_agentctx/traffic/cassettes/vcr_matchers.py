@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult, parse_qsl, urlparse
 from xml.parsers.expat import ExpatError
 
-from pytest_agentctx.traffic.cassettes.bodykinds import header_of
 from pytest_agentctx.traffic.cassettes.matcher import matched_bytes
+from pytest_agentctx.traffic.cassettes.mediatypes import header_of
 from pytest_agentctx.traffic.errors import CassetteConfigError
 from pytest_agentctx.traffic.roles import current_role
 
