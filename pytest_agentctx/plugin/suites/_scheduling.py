@@ -24,6 +24,7 @@ the scheduler reads it (:func:`read_integration`) when that report comes in.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,7 +172,12 @@ class _Worker:
         self._owner._send(self.node, [self.real[i] for i in indices])
 
     def send_steal(self, indices: Sequence[int]) -> None:
-        self.node.send_steal([self.real[i] for i in indices])
+        # A worker that is gone (it crashed, its pipe is closed) before xdist has heard of
+        # it: its tests go back to the others when xdist does (the scheduler's
+        # remove_node), as without a steal. xdist's worksteal would end the session with an
+        # internal error here instead.
+        with contextlib.suppress(OSError):
+            self.node.send_steal([self.real[i] for i in indices])
 
     def shutdown(self) -> None:
         self._owner._stop_asked(self.node)
