@@ -139,6 +139,12 @@ class RepeatEntry(TypedDict):
     passed: int
     pass_rate: float
     min_pass_rate: float
+    #: The pass rate's Wilson interval ``[low, high]`` at ``confidence``, and whether the
+    #: test is a ``stable pass``, a ``stable fail`` or ``stochastic`` (absent when no run
+    #: counted, and in reports written before them).
+    interval: NotRequired[list[float]]
+    confidence: NotRequired[float]
+    stability: NotRequired[str]
     per_run: NotRequired[list[PerRunEntry]]
 
 

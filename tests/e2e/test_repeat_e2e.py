@@ -58,8 +58,8 @@ def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytes
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "agent_repeat test_rate.py::test_mostly: 3 of 5 runs passed (60%), "
-            "min_pass_rate 60%: passed"
+            "agent_repeat test_rate.py::test_mostly: 3 of 5 runs passed (60%; 95% interval "
+            "23-88%, stochastic), min_pass_rate 60%: passed"
         ]
     )
     assert _entries(project)["test_mostly"] == {
@@ -67,6 +67,9 @@ def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytes
         "passed": 3,
         "pass_rate": 0.6,
         "min_pass_rate": 0.6,
+        "interval": [0.230724, 0.882379],
+        "confidence": 0.95,
+        "stability": "stochastic",
     }
 
 
@@ -92,7 +95,7 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
         [
             "*AssertionError: odd run 1",
             "*- agent_repeat -*",
-            "2 of 4 runs passed (50%), min_pass_rate 75%: failed",
+            "2 of 4 runs passed (50%; 95% interval 15-85%, stochastic), min_pass_rate 75%: failed",
             "run 1: failed (call): *odd run 1*",
             "run 2: passed",
             "run 3: failed (call): *odd run 3*",
@@ -104,6 +107,9 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
         "passed": 2,
         "pass_rate": 0.5,
         "min_pass_rate": 0.75,
+        "interval": [0.150039, 0.849961],
+        "confidence": 0.95,
+        "stability": "stochastic",
     }
 
 
@@ -141,7 +147,9 @@ def test_the_default_minimum_is_every_run(project: pytest.Pytester) -> None:
     result = project.runpytest("-p", "no:cacheprovider")
 
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*2 of 3 runs passed (67%), min_pass_rate 100%: failed"])
+    result.stdout.fnmatch_lines(
+        ["*2 of 3 runs passed (67%; 95% interval 21-94%, stochastic), min_pass_rate 100%: failed"]
+    )
 
 
 def test_each_run_gets_fresh_function_fixtures_and_keeps_the_module_ones(
@@ -285,10 +293,10 @@ def test_repeated_agent_runs_under_xdist_report_one_outcome_and_the_rate_once(
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "agent_repeat test_xdist.py::test_agent: 2 of 4 runs passed (50%), "
-            "min_pass_rate 50%: passed",
-            "agent_repeat test_xdist.py::test_always: 2 of 2 runs passed (100%), "
-            "min_pass_rate 100%: passed",
+            "agent_repeat test_xdist.py::test_agent: 2 of 4 runs passed (50%; 95% interval "
+            "15-85%, stochastic), min_pass_rate 50%: passed",
+            "agent_repeat test_xdist.py::test_always: 2 of 2 runs passed (100%; 95% interval "
+            "34-100%, stable pass), min_pass_rate 100%: passed",
         ]
     )
     assert result.stdout.str().count("agent_repeat test_xdist.py::test_agent") == 1

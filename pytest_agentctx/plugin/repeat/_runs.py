@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import pytest
 
 from pytest_agentctx.reports.errors import RepeatError
+from pytest_agentctx.reports.estimators import Interval, Stability, stability, wilson
 
 from ..keys import REPEAT_ATTRIBUTE
 
@@ -67,6 +68,9 @@ class RepeatSpec:
 
 Outcome = Literal["passed", "failed", "skipped"]
 
+#: The confidence of a repeated test's pass-rate interval (docs/statistics.md).
+CONFIDENCE = 0.95
+
 
 @dataclass
 class RepeatTally:
@@ -102,6 +106,17 @@ class RepeatTally:
         return round(self.passed / self.counted, 6) if self.counted else 0.0
 
     @property
+    def interval(self) -> Interval:
+        """The pass rate's 95% Wilson interval (``[0, 1]`` before any run counted)."""
+        return wilson(self.passed, self.counted, CONFIDENCE)
+
+    @property
+    def stability(self) -> Stability | None:
+        """``stable pass``, ``stable fail`` or ``stochastic`` (the interval excludes both 0
+        and 1); ``None`` before any run counted."""
+        return stability(self.passed, self.counted, self.interval) if self.counted else None
+
+    @property
     def all_skipped(self) -> bool:
         return bool(self.outcomes) and self.counted == 0
 
@@ -111,21 +126,34 @@ class RepeatTally:
         return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
 
     def to_dict(self) -> RepeatEntry:
-        """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped)."""
-        return {
+        """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped),
+        and once a run counted the pass rate's ``interval`` (95% Wilson, ``[low, high]``)
+        with its ``confidence`` and the test's ``stability``."""
+        entry: RepeatEntry = {
             "runs": self.counted,
             "passed": self.passed,
             "pass_rate": self.pass_rate,
             "min_pass_rate": self.spec.min_pass_rate,
         }
+        if self.stability is not None:
+            low, high = self.interval
+            entry["interval"] = [round(low, 6), round(high, 6)]
+            entry["confidence"] = CONFIDENCE
+            entry["stability"] = self.stability
+        return entry
 
     def describe(self) -> str:
-        """``4 of 5 runs passed (80%), min_pass_rate 80%: passed``."""
+        """``4 of 5 runs passed (80%; 95% interval 38-96%, stochastic), min_pass_rate 80%:
+        passed``."""
         verdict = "passed" if self.met else "failed"
         skipped = len(self.outcomes) - self.counted
         extra = f", {skipped} skipped" if skipped else ""
+        spread = ""
+        if self.stability is not None:
+            low, high = self.interval
+            spread = f"; {CONFIDENCE:.0%} interval {low * 100:.0f}-{high:.0%}, {self.stability}"
         return (
-            f"{self.passed} of {self.counted} runs passed ({self.pass_rate:.0%}){extra}, "
+            f"{self.passed} of {self.counted} runs passed ({self.pass_rate:.0%}{spread}){extra}, "
             f"min_pass_rate {self.spec.min_pass_rate:.0%}: {verdict}"
         )
 

@@ -245,8 +245,14 @@ def test_the_rate_counts_the_repetitions_that_were_not_skipped() -> None:
         "passed": 2,
         "pass_rate": 0.666667,
         "min_pass_rate": 0.5,
+        "interval": [0.20766, 0.938508],
+        "confidence": 0.95,
+        "stability": "stochastic",
     }
-    assert counted.describe() == ("2 of 3 runs passed (67%), 1 skipped, min_pass_rate 50%: passed")
+    assert counted.describe() == (
+        "2 of 3 runs passed (67%; 95% interval 21-94%, stochastic), 1 skipped, "
+        "min_pass_rate 50%: passed"
+    )
 
 
 def test_a_rate_below_the_minimum_is_not_met() -> None:
@@ -288,3 +294,16 @@ def test_the_suite_line_of_agent_tests_only_says_so() -> None:
         "agentctx suites: 2 unit, 0 integration agent tests ran; 1 integration agent test "
         "deselected (run them with -m integration, or both suites with --agent-integration)"
     )
+
+
+def test_a_test_whose_runs_all_failed_is_a_stable_fail() -> None:
+    counted = tally((1, "call", "failed"), (2, "call", "failed"), (3, "call", "failed"))
+
+    assert (counted.stability, counted.to_dict()["interval"]) == ("stable fail", [0.0, 0.561497])
+
+
+def test_a_test_whose_runs_all_skipped_has_no_interval() -> None:
+    counted = tally((1, "setup", "skipped"), (2, "setup", "skipped"))
+
+    assert counted.stability is None
+    assert "interval" not in counted.to_dict()
