@@ -4,9 +4,12 @@ Two MCP requests match when they differ only in what changes from run to run wit
 changing what the client asks (:data:`VOLATILE`): the JSON-RPC ``id`` a session numbers its
 requests with, the progress token a request carries in ``params._meta.progressToken``, and
 over HTTP the ``Mcp-Session-Id`` header and the legacy SSE transport's ``session_id`` query
-parameter, both given by the server. :func:`normalised` is a message as it is compared;
-:func:`with_id` a copy under another id; :func:`describe` names a message in a few words
-(``tools/call get_order``), for miss messages and reports.
+parameter, both given by the server. The W3C trace context a client puts in ``params._meta``
+when an OpenTelemetry span is active (fastmcp's client does, so pydantic-ai's MCP toolsets
+do) is left out whether it is there or not (:data:`TRACE_CONTEXT`): another test in the same
+process that set up tracing must not turn a recorded request into a miss. :func:`normalised`
+is a message as it is compared; :func:`with_id` a copy under another id; :func:`describe`
+names a message in a few words (``tools/call get_order``), for miss messages and reports.
 
 Nothing here imports the mcp SDK, or the cassettes: the cassettes' matching imports it.
 """
@@ -32,6 +35,8 @@ class Volatile:
     headers: frozenset[str]
     #: Query parameters: the legacy SSE transport's session.
     query: frozenset[str]
+    #: Keys of ``params._meta`` left out entirely (present or not): W3C trace context.
+    trace_context: frozenset[str]
 
 
 #: What matching ignores in every MCP request (stdio and HTTP).
@@ -39,7 +44,11 @@ VOLATILE = Volatile(
     fields=(("id",), ("params", "_meta", "progressToken")),
     headers=frozenset({"mcp-session-id"}),
     query=frozenset({"session_id"}),
+    trace_context=frozenset({"traceparent", "tracestate", "baggage"}),
 )
+
+#: The ``params._meta`` keys a tracing client adds: matching never sees them.
+TRACE_CONTEXT = VOLATILE.trace_context
 
 
 def is_message(value: object) -> bool:
@@ -71,6 +80,20 @@ def _replaced(value: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, A
     return {**value, head: new}
 
 
+def _untraced(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``message`` without the trace context keys of ``params._meta`` (itself when it has
+    none); a ``_meta`` left empty goes too (an empty one means nothing), so a traced request
+    and an untraced one compare equal."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if not isinstance(meta, Mapping) or (meta and TRACE_CONTEXT.isdisjoint(meta)):
+        return message
+    kept = {key: value for key, value in meta.items() if key not in TRACE_CONTEXT}
+    assert isinstance(params, Mapping)
+    rest = {key: value for key, value in params.items() if key != "_meta"}
+    return {**message, "params": {**rest, "_meta": kept} if kept else rest}
+
+
 def normalised(message: object) -> object:
     """``message`` as matching compares it: each volatile field (:data:`VOLATILE`) it has
     made :data:`PLACEHOLDER`, a batch item by item; any other value as it is. Never changes
@@ -81,7 +104,7 @@ def normalised(message: object) -> object:
         return [normalised(item) for item in message]
     if not is_message(message):
         return message
-    result: Mapping[str, Any] = message  # type: ignore[assignment]
+    result: Mapping[str, Any] = _untraced(message)  # type: ignore[arg-type]
     for path in VOLATILE.fields:
         result = _replaced(result, path)
     return dict(result) if result is not message else message

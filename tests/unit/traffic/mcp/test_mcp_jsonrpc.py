@@ -9,6 +9,7 @@ from hypothesis import given, strategies as st
 from pytest_agentctx.traffic.cassettes.matcher import make_key
 from pytest_agentctx.traffic.mcp.jsonrpc import (
     PLACEHOLDER,
+    TRACE_CONTEXT,
     VOLATILE,
     describe,
     normalised,
@@ -69,6 +70,40 @@ def test_messages_differing_in_any_other_field_do_not_match(
 ) -> None:
     other = {**message, "params": {**message["params"], "arguments": other_arguments}}
     assert (_key(other) == _key(message)) == (other_arguments == message["params"]["arguments"])
+
+
+trace_context = st.dictionaries(st.sampled_from(sorted(TRACE_CONTEXT)), st.text(max_size=55))
+
+
+def _traced(message: dict[str, Any], context: dict[str, str]) -> dict[str, Any]:
+    params = message["params"]
+    return {**message, "params": {**params, "_meta": {**params.get("_meta", {}), **context}}}
+
+
+@given(requests(), trace_context, trace_context)
+def test_trace_context_never_decides_a_match(
+    message: dict[str, Any], one: dict[str, str], other: dict[str, str]
+) -> None:
+    assert _key(_traced(message, one)) == _key(_traced(message, other)) == _key(message)
+
+
+def test_a_traced_request_compares_as_the_untraced_one() -> None:
+    untraced = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a"}}
+    traced = _traced(untraced, {"traceparent": "00-e2a2-8b1f-03", "tracestate": "k=v"})
+    assert normalised(traced) == normalised(untraced)
+
+
+def test_leaving_out_trace_context_keeps_the_rest_of_meta() -> None:
+    traced = {
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "params": {"_meta": {"traceparent": "00-1-2-01", "progressToken": 7, "x": 1}},
+    }
+    assert normalised(traced) == {
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "params": {"_meta": {"progressToken": PLACEHOLDER, "x": 1}},
+    }
 
 
 def test_normalised_keeps_whether_an_id_is_there() -> None:
