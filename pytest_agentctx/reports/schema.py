@@ -145,6 +145,9 @@ class RepeatEntry(TypedDict):
     interval: NotRequired[list[float]]
     confidence: NotRequired[float]
     stability: NotRequired[str]
+    #: Each repetition's outcome, in order (``passed``, ``failed``, ``skipped``): what the
+    #: baseline pairs by repetition and a shard merge recomputes the statistics from.
+    outcomes: NotRequired[list[str]]
     per_run: NotRequired[list[PerRunEntry]]
 
 

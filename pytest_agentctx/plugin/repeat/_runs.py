@@ -126,7 +126,8 @@ class RepeatTally:
         return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
 
     def to_dict(self) -> RepeatEntry:
-        """``{"runs", "passed", "pass_rate", "min_pass_rate"}`` (runs: those not skipped),
+        """``{"runs", "passed", "pass_rate", "min_pass_rate", "outcomes"}`` (runs: those not
+        skipped; outcomes: each repetition's, in order),
         and once a run counted the pass rate's ``interval`` (95% Wilson, ``[low, high]``)
         with its ``confidence`` and the test's ``stability``."""
         entry: RepeatEntry = {
@@ -134,6 +135,7 @@ class RepeatTally:
             "passed": self.passed,
             "pass_rate": self.pass_rate,
             "min_pass_rate": self.spec.min_pass_rate,
+            "outcomes": [self.outcomes[index] for index in sorted(self.outcomes)],
         }
         if self.stability is not None:
             low, high = self.interval
