@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .cli.main import main as main
     from .context.runs import RunRecord as RunRecord
     from .doubles.fake_llm import PLACEHOLDER_KEYS as PLACEHOLDER_KEYS
-    from .plugin.repeat._runs import RepeatSpec as RepeatSpec, RepeatTally as RepeatTally
     from .reports.estimators import (
         Interval as Interval,
         bootstrap_mean as bootstrap_mean,
@@ -46,6 +45,11 @@ if TYPE_CHECKING:
         paired_bootstrap_difference as paired_bootstrap_difference,
     )
     from .reports.record import build_record as build_record
+    from .reports.repeats import (
+        RepeatSpec as RepeatSpec,
+        RepeatTally as RepeatTally,
+        score_means as score_means,
+    )
     from .traffic.cassettes.fileformat import Interaction as Interaction
     from .traffic.cassettes.network import NetworkGuard as NetworkGuard
     from .traffic.cassettes.redact import Redactor as Redactor
@@ -88,8 +92,9 @@ _PUBLIC: dict[str, str] = {
     "failure_entry": "reports.failure_entry",
     "attach_baselines": "reports.gate",
     # repeated tests
-    "RepeatSpec": "plugin.repeat._runs",
-    "RepeatTally": "plugin.repeat._runs",
+    "RepeatSpec": "reports.repeats",
+    "RepeatTally": "reports.repeats",
+    "score_means": "reports.repeats",
     # the statistics of repeated runs: a pass rate's intervals, pass@k and pass^k
     "Interval": "reports.estimators",
     "wilson": "reports.estimators",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
     from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.repeats import RepeatTally
     from pytest_agentctx.reports.schema import (
         BudgetEntry,
         CassetteEntry,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.options import CassetteSettings
     from pytest_agentctx.traffic.cassettes.readcache import Setting
 
-    from .repeat._runs import RepeatTally
     from .suites import SuiteCounts, SuiteScope
     from .vcr_compat import Leftovers
 

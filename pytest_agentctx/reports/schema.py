@@ -132,6 +132,18 @@ class PerRunEntry(TypedDict):
     trajectory: list[str]
 
 
+class ScoreEntry(TypedDict):
+    """The mean of one judge's scores against one rubric over a test's repetitions, with
+    its bootstrap interval (``bootstrap_mean``, seeded: the same on every replay)."""
+
+    judge: str
+    rubric_id: str
+    n: int
+    mean: float
+    interval: list[float]
+    confidence: float
+
+
 class RepeatEntry(TypedDict):
     """The pass rate of an ``agent_repeat`` test, and the figures of each repetition."""
 
@@ -139,12 +151,23 @@ class RepeatEntry(TypedDict):
     passed: int
     pass_rate: float
     min_pass_rate: float
-    #: The pass rate's Wilson interval ``[low, high]`` at ``confidence``, and whether the
-    #: test is a ``stable pass``, a ``stable fail`` or ``stochastic`` (absent when no run
-    #: counted, and in reports written before them).
+    #: The gate's rule: ``lower_bound`` (the interval's lower bound against
+    #: ``min_pass_rate``) or ``point`` (the rate itself); absent in older reports.
+    rule: NotRequired[str]
+    #: The pass rate's interval ``[low, high]`` by ``method`` (``wilson``,
+    #: ``clopper_pearson``) at ``confidence``, and whether the test is a ``stable pass``, a
+    #: ``stable fail`` or ``stochastic`` (absent when no run counted, and in older reports).
     interval: NotRequired[list[float]]
+    method: NotRequired[str]
     confidence: NotRequired[float]
     stability: NotRequired[str]
+    #: pass@k and pass^k estimates by ``k`` (as text), when the marker asks for a ``k``.
+    pass_at_k: NotRequired[dict[str, float]]
+    pass_hat_k: NotRequired[dict[str, float]]
+    #: The pass^k target: ``{"k": 3, "target": 0.5}``.
+    min_pass_hat_k: NotRequired[dict[str, float]]
+    #: Each judge's mean score over the repetitions, with its bootstrap interval.
+    scores: NotRequired[list[ScoreEntry]]
     #: Each repetition's outcome, in order (``passed``, ``failed``, ``skipped``): what the
     #: baseline pairs by repetition and a shard merge recomputes the statistics from.
     outcomes: NotRequired[list[str]]

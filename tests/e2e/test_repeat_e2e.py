@@ -41,13 +41,15 @@ def _entries(project: pytest.Pytester) -> dict[str, object]:
     }
 
 
-def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytester) -> None:
+def test_a_pass_rate_at_the_minimum_passes_under_the_point_rule_and_is_reported(
+    project: pytest.Pytester,
+) -> None:
     project.makepyfile(
         test_rate="""
         import pytest
         from flaky import run_number
 
-        @pytest.mark.agent_repeat(5, min_pass_rate=0.6)
+        @pytest.mark.agent_repeat(5, min_pass_rate=0.6, rule="point")
         def test_mostly():
             assert run_number("mostly") in (1, 2, 4)
         """
@@ -59,7 +61,7 @@ def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytes
     result.stdout.fnmatch_lines(
         [
             "agent_repeat test_rate.py::test_mostly: 3 of 5 runs passed (60%; 95% interval "
-            "23-88%, stochastic), min_pass_rate 60%: passed"
+            "23-88%, stochastic), min_pass_rate 60% (rule point): passed"
         ]
     )
     assert _entries(project)["test_mostly"] == {
@@ -67,8 +69,10 @@ def test_a_pass_rate_at_the_minimum_passes_and_is_reported(project: pytest.Pytes
         "passed": 3,
         "pass_rate": 0.6,
         "min_pass_rate": 0.6,
+        "rule": "point",
         "outcomes": ["passed", "passed", "failed", "passed", "failed"],
         "interval": [0.230724, 0.882379],
+        "method": "wilson",
         "confidence": 0.95,
         "stability": "stochastic",
     }
@@ -96,7 +100,8 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
         [
             "*AssertionError: odd run 1",
             "*- agent_repeat -*",
-            "2 of 4 runs passed (50%; 95% interval 15-85%, stochastic), min_pass_rate 75%: failed",
+            "2 of 4 runs passed (50%; 95% interval 15-85%, stochastic), min_pass_rate 75% "
+            "(lower bound 15%): failed*",
             "run 1: failed (call): *odd run 1*",
             "run 2: passed",
             "run 3: failed (call): *odd run 3*",
@@ -108,11 +113,51 @@ def test_a_pass_rate_below_the_minimum_fails_with_the_first_failure_and_each_run
         "passed": 2,
         "pass_rate": 0.5,
         "min_pass_rate": 0.75,
+        "rule": "lower_bound",
         "outcomes": ["failed", "passed", "failed", "passed"],
         "interval": [0.150039, 0.849961],
+        "method": "wilson",
         "confidence": 0.95,
         "stability": "stochastic",
     }
+
+
+def test_the_lower_bound_rule_passes_runs_that_show_the_rate_and_names_the_runs_needed(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_rate="""
+        import pytest
+
+        @pytest.mark.agent_repeat(16, min_pass_rate=0.8, k=3, min_pass_hat_k=0.5)
+        def test_enough():
+            pass
+
+        @pytest.mark.agent_repeat(5, min_pass_rate=0.8)
+        def test_too_few():
+            pass
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider", REPORT)
+
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "agent_repeat test_rate.py::test_enough: 16 of 16 runs passed (100%; 95% interval "
+            "81-100%, stable pass, pass@3 100%, pass^3 100%), min_pass_rate 80% (lower bound "
+            "81%), pass^3 target 50% (lower bound 52%): passed",
+            "agent_repeat test_rate.py::test_too_few: 5 of 5 runs passed (100%; 95% interval "
+            "57-100%, stable pass), min_pass_rate 80% (lower bound 57%): failed: 5 runs cannot "
+            "show it at 95% confidence even when all pass; agent_repeat(16, ...) can*",
+        ]
+    )
+    entry = _entries(project)["test_enough"]
+    assert (entry["pass_at_k"], entry["pass_hat_k"], entry["min_pass_hat_k"]) == (
+        {"3": 1.0},
+        {"3": 1.0},
+        {"k": 3, "target": 0.5},
+    )
 
 
 def test_a_repeated_test_without_agent_runs_reports_each_repetition(
@@ -275,7 +320,7 @@ def test_repeated_agent_runs_under_xdist_report_one_outcome_and_the_rate_once(
         from calc_mod import CALC
         from flaky import run_number
 
-        @pytest.mark.agent_repeat(4, min_pass_rate=0.5)
+        @pytest.mark.agent_repeat(4, min_pass_rate=0.5, rule="point")
         async def test_agent(agent_runtime, fake_llm):
             fake_llm.reply("ok")
             await agent_runtime.run(CALC, "hello")
@@ -296,7 +341,7 @@ def test_repeated_agent_runs_under_xdist_report_one_outcome_and_the_rate_once(
     result.stdout.fnmatch_lines(
         [
             "agent_repeat test_xdist.py::test_agent: 2 of 4 runs passed (50%; 95% interval "
-            "15-85%, stochastic), min_pass_rate 50%: passed",
+            "15-85%, stochastic), min_pass_rate 50% (rule point): passed",
             "agent_repeat test_xdist.py::test_always: 2 of 2 runs passed (100%; 95% interval "
             "34-100%, stable pass), min_pass_rate 100%: passed",
         ]

@@ -1,7 +1,8 @@
 """The hooks of repeated tests (``@pytest.mark.agent_repeat``): run n times, logged as one.
 
 :func:`pytest_runtest_protocol` runs a repeated test's protocol n times (with
-:class:`~._runs.RepeatSpec` and :class:`~._runs.RepeatTally`),
+:class:`~pytest_agentctx.reports.repeats.RepeatSpec` and
+:class:`~pytest_agentctx.reports.repeats.RepeatTally`),
 :func:`pytest_runtest_makereport` counts each repetition's outcome as its reports are made,
 and :func:`~._runs.repeat_reports` turns the repetitions' reports into one setup, call and
 teardown report, with the outcome of the pass rate. What the hooks run is in the private
@@ -36,7 +37,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     marker = item.get_closest_marker("agent_repeat")
     if marker is None:
         return None
-    from ._runs import RepeatSpec, RepeatTally, run_repetitions
+    from pytest_agentctx.reports.repeats import RepeatSpec, RepeatTally
+
+    from ._runs import run_repetitions
 
     try:
         spec = RepeatSpec.from_marker(marker.args, marker.kwargs, where=item.nodeid)

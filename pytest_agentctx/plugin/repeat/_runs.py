@@ -1,163 +1,28 @@
-"""How an ``agent_repeat`` test runs: its marker read (:class:`RepeatSpec`), its
-repetitions run with fresh function fixtures (:func:`run_repetitions`) and tallied
-(:class:`RepeatTally`), and one setup, call and teardown report logged for them
-(:func:`repeat_reports`); each repetition gets its own cassette
-(:func:`repeat_cassette_path`). The package's hooks import it for a test marked
+"""How an ``agent_repeat`` test runs: its repetitions run with fresh function fixtures
+(:func:`run_repetitions`) and tallied (:class:`~pytest_agentctx.reports.repeats.RepeatTally`,
+which reads the marker and holds the gate, free of pytest), and one setup, call and
+teardown report logged for them (:func:`repeat_reports`); each repetition gets its own
+cassette (:func:`repeat_cassette_path`). The package's hooks import it for a test marked
 ``agent_repeat`` only.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, cast
 
 import pytest
 
-from pytest_agentctx.reports.errors import RepeatError
-from pytest_agentctx.reports.estimators import Interval, Stability, stability, wilson
+from pytest_agentctx.reports.repeats import RepeatTally
 
 from ..keys import REPEAT_ATTRIBUTE
-
-if TYPE_CHECKING:
-    from pytest_agentctx.reports.schema import RepeatEntry
 
 
 def repeat_cassette_path(path: Path, index: int) -> Path:
     """The cassette of repetition ``index`` (from 1): ``name.json`` -> ``name-repeat-2.json``."""
     return path.with_name(f"{path.stem}-repeat-{index}{path.suffix}")
-
-
-@dataclass(frozen=True)
-class RepeatSpec:
-    """``@pytest.mark.agent_repeat(runs, min_pass_rate=1.0)``: run a test ``runs`` times;
-    it passes when at least ``min_pass_rate`` of the runs (that were not skipped) pass."""
-
-    runs: int
-    min_pass_rate: float = 1.0
-
-    @classmethod
-    def from_marker(
-        cls, args: Sequence[object], kwargs: Mapping[str, object], *, where: str
-    ) -> RepeatSpec:
-        """Read the marker's arguments; a bad one is a :class:`RepeatError` naming ``where``."""
-        example = "e.g. @pytest.mark.agent_repeat(5, min_pass_rate=0.8)"
-        unknown = sorted(set(kwargs) - {"n", "runs", "min_pass_rate"})
-        if unknown or len(args) > 2:
-            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise RepeatError(
-                f"{where}: agent_repeat({given}) is not understood; it takes the number of "
-                f"runs and min_pass_rate, {example}."
-            )
-        runs: object = args[0] if args else kwargs.get("runs", kwargs.get("n"))
-        rate: object = args[1] if len(args) > 1 else kwargs.get("min_pass_rate", 1.0)
-        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-            raise RepeatError(
-                f"{where}: agent_repeat run count {runs!r}; expected a whole number >= 1, "
-                f"{example}."
-            )
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
-            raise RepeatError(
-                f"{where}: agent_repeat min_pass_rate={rate!r}; expected a number from 0 to 1 "
-                f"(the share of runs that must pass), {example}."
-            )
-        return cls(runs, float(rate))
-
-
-Outcome = Literal["passed", "failed", "skipped"]
-
-#: The confidence of a repeated test's pass-rate interval (docs/statistics.md).
-CONFIDENCE = 0.95
-
-
-@dataclass
-class RepeatTally:
-    """The outcomes of the repetitions of one test, as their reports come in."""
-
-    spec: RepeatSpec
-    outcomes: dict[int, Outcome] = field(default_factory=dict)
-
-    def observe(self, index: int, when: str, outcome: str) -> None:
-        """Record a phase report (``when``: setup/call/teardown) of repetition ``index``.
-
-        A repetition passes when each of its phases passed; a skip in setup or call skips it.
-        """
-        current = self.outcomes.get(index)
-        if outcome == "failed":
-            self.outcomes[index] = "failed"
-        elif outcome == "skipped" and when != "teardown" and current != "failed":
-            self.outcomes[index] = "skipped"
-        elif current is None:
-            self.outcomes[index] = "passed"
-
-    @property
-    def passed(self) -> int:
-        return sum(1 for outcome in self.outcomes.values() if outcome == "passed")
-
-    @property
-    def counted(self) -> int:
-        """Repetitions that ran to an outcome other than a skip."""
-        return sum(1 for outcome in self.outcomes.values() if outcome != "skipped")
-
-    @property
-    def pass_rate(self) -> float:
-        return round(self.passed / self.counted, 6) if self.counted else 0.0
-
-    @property
-    def interval(self) -> Interval:
-        """The pass rate's 95% Wilson interval (``[0, 1]`` before any run counted)."""
-        return wilson(self.passed, self.counted, CONFIDENCE)
-
-    @property
-    def stability(self) -> Stability | None:
-        """``stable pass``, ``stable fail`` or ``stochastic`` (the interval excludes both 0
-        and 1); ``None`` before any run counted."""
-        return stability(self.passed, self.counted, self.interval) if self.counted else None
-
-    @property
-    def all_skipped(self) -> bool:
-        return bool(self.outcomes) and self.counted == 0
-
-    @property
-    def met(self) -> bool:
-        """Whether the pass rate reaches ``min_pass_rate``."""
-        return self.counted > 0 and self.passed >= self.spec.min_pass_rate * self.counted - 1e-9
-
-    def to_dict(self) -> RepeatEntry:
-        """``{"runs", "passed", "pass_rate", "min_pass_rate", "outcomes"}`` (runs: those not
-        skipped; outcomes: each repetition's, in order),
-        and once a run counted the pass rate's ``interval`` (95% Wilson, ``[low, high]``)
-        with its ``confidence`` and the test's ``stability``."""
-        entry: RepeatEntry = {
-            "runs": self.counted,
-            "passed": self.passed,
-            "pass_rate": self.pass_rate,
-            "min_pass_rate": self.spec.min_pass_rate,
-            "outcomes": [self.outcomes[index] for index in sorted(self.outcomes)],
-        }
-        if self.stability is not None:
-            low, high = self.interval
-            entry["interval"] = [round(low, 6), round(high, 6)]
-            entry["confidence"] = CONFIDENCE
-            entry["stability"] = self.stability
-        return entry
-
-    def describe(self) -> str:
-        """``4 of 5 runs passed (80%; 95% interval 38-96%, stochastic), min_pass_rate 80%:
-        passed``."""
-        verdict = "passed" if self.met else "failed"
-        skipped = len(self.outcomes) - self.counted
-        extra = f", {skipped} skipped" if skipped else ""
-        spread = ""
-        if self.stability is not None:
-            low, high = self.interval
-            spread = f"; {CONFIDENCE:.0%} interval {low * 100:.0f}-{high:.0%}, {self.stability}"
-        return (
-            f"{self.passed} of {self.counted} runs passed ({self.pass_rate:.0%}{spread}){extra}, "
-            f"min_pass_rate {self.spec.min_pass_rate:.0%}: {verdict}"
-        )
 
 
 def run_repetitions(

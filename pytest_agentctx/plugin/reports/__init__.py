@@ -196,6 +196,13 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         from pytest_agentctx.reports.session_report import per_run_figures
 
         repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
+    verdicts = [verdict.to_dict() for verdict in item.stash.get(VERDICTS_KEY, [])]
+    if repeat is not None and len(verdicts) > 1:
+        from pytest_agentctx.reports.repeats import score_means
+
+        scores = score_means(verdicts, repeat.get("confidence", 0.95))
+        if scores:
+            repeat = {**repeat, "scores": scores}
     record = build_record(
         runs=runs,
         suite="integration" if item.get_closest_marker("integration") else "unit",
@@ -208,7 +215,7 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         redactor=redactor_of(item) if runs or transcripts or REDACTOR_KEY in item.stash else None,
         failure=item_failure(item) if wanted else None,
         mcp_contract=_tool_contract(item) if rebuilt else None,
-        verdicts=[verdict.to_dict() for verdict in item.stash.get(VERDICTS_KEY, [])],
+        verdicts=verdicts,
         role_runs=role_runs,
         transcripts=transcripts,
     )

@@ -1,5 +1,6 @@
 """Unit tests for the plugin's suites and repeat packages: integration folders, ordering,
-asyncio marking, which tests are sorted, repeated runs and the suite counts."""
+asyncio marking, which tests are sorted, repeated runs' cassettes and the suite counts (the
+pass rate of repeated runs: tests/unit/reports/test_repeats.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentctx.plugin.repeat._runs import RepeatSpec, RepeatTally, repeat_cassette_path
+from pytest_agentctx.plugin.repeat._runs import repeat_cassette_path
 from pytest_agentctx.plugin.suites import SuiteCounts, SuiteScope
 from pytest_agentctx.plugin.suites._sorting import (
     in_integration_folder,
@@ -16,10 +17,8 @@ from pytest_agentctx.plugin.suites._sorting import (
     named_on_command_line,
     uses_plugin_fixture,
 )
-from pytest_agentctx.reports.errors import RepeatError
 
 ROOT = Path("/project")
-WHERE = "tests/test_x.py::test_y"
 
 
 @pytest.mark.parametrize(
@@ -169,105 +168,6 @@ def test_each_repetition_has_its_own_cassette_file() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("args", "kwargs", "expected"),
-    [
-        ((5,), {}, RepeatSpec(5, 1.0)),
-        ((5, 0.8), {}, RepeatSpec(5, 0.8)),
-        ((3,), {"min_pass_rate": 0}, RepeatSpec(3, 0.0)),
-        ((), {"n": 4, "min_pass_rate": 0.5}, RepeatSpec(4, 0.5)),
-    ],
-)
-def test_the_repeat_marker_takes_a_count_and_a_rate(
-    args: tuple[object, ...], kwargs: dict[str, object], expected: RepeatSpec
-) -> None:
-    assert RepeatSpec.from_marker(args, kwargs, where=WHERE) == expected
-
-
-@pytest.mark.parametrize(
-    ("args", "kwargs", "problem"),
-    [
-        ((), {}, r"run count None; expected a whole number >= 1"),
-        ((0,), {}, r"run count 0; expected a whole number >= 1"),
-        ((2.5,), {}, r"run count 2\.5"),
-        ((True,), {}, r"run count True"),
-        ((3,), {"min_pass_rate": 1.2}, r"min_pass_rate=1\.2; expected a number from 0 to 1"),
-        ((3,), {"min_pass_rate": "0.5"}, r"min_pass_rate='0\.5'"),
-        ((3,), {"rate": 0.5}, r"agent_repeat\(3, rate=0\.5\) is not understood"),
-    ],
-)
-def test_a_bad_repeat_marker_names_the_test(
-    args: tuple[object, ...], kwargs: dict[str, object], problem: str
-) -> None:
-    with pytest.raises(RepeatError, match=rf"^{WHERE}: (agent_repeat )?{problem}"):
-        RepeatSpec.from_marker(args, kwargs, where=WHERE)
-
-
-def tally(*phases: tuple[int, str, str], runs: int = 4, rate: float = 0.5) -> RepeatTally:
-    counted = RepeatTally(RepeatSpec(runs, rate))
-    for index, when, outcome in phases:
-        counted.observe(index, when, outcome)
-    return counted
-
-
-def test_a_repetition_passes_when_each_of_its_phases_passed() -> None:
-    counted = tally((1, "setup", "passed"), (1, "call", "passed"), (1, "teardown", "passed"))
-
-    assert counted.outcomes == {1: "passed"}
-
-
-def test_a_failed_call_or_teardown_fails_the_repetition() -> None:
-    counted = tally(
-        (1, "setup", "passed"),
-        (1, "call", "failed"),
-        (2, "setup", "passed"),
-        (2, "call", "passed"),
-        (2, "teardown", "failed"),
-    )
-
-    assert counted.outcomes == {1: "failed", 2: "failed"}
-
-
-def test_a_skip_in_setup_or_call_skips_the_repetition() -> None:
-    counted = tally((1, "setup", "skipped"), (1, "teardown", "passed"), (2, "call", "skipped"))
-
-    assert counted.outcomes == {1: "skipped", 2: "skipped"}
-    assert counted.all_skipped
-
-
-def test_the_rate_counts_the_repetitions_that_were_not_skipped() -> None:
-    counted = tally(
-        (1, "call", "passed"), (2, "call", "failed"), (3, "call", "skipped"), (4, "call", "passed")
-    )
-
-    assert counted.to_dict() == {
-        "runs": 3,
-        "passed": 2,
-        "pass_rate": 0.666667,
-        "min_pass_rate": 0.5,
-        "interval": [0.20766, 0.938508],
-        "confidence": 0.95,
-        "stability": "stochastic",
-    }
-    assert counted.describe() == (
-        "2 of 3 runs passed (67%; 95% interval 21-94%, stochastic), 1 skipped, "
-        "min_pass_rate 50%: passed"
-    )
-
-
-def test_a_rate_below_the_minimum_is_not_met() -> None:
-    counted = tally((1, "call", "passed"), (2, "call", "failed"), rate=0.75)
-
-    assert not counted.met
-    assert counted.describe().endswith("min_pass_rate 75%: failed")
-
-
-def test_a_rate_exactly_at_the_minimum_is_met() -> None:
-    counted = tally(*[(i, "call", "passed" if i <= 3 else "failed") for i in range(1, 6)], rate=0.6)
-
-    assert counted.met
-
-
 def test_the_suite_line_counts_each_test_once_by_suite() -> None:
     counts = SuiteCounts()
     for nodeid, integration in [("a", False), ("a", False), ("b", True), ("c", False)]:
@@ -294,16 +194,3 @@ def test_the_suite_line_of_agent_tests_only_says_so() -> None:
         "agentctx suites: 2 unit, 0 integration agent tests ran; 1 integration agent test "
         "deselected (run them with -m integration, or both suites with --agent-integration)"
     )
-
-
-def test_a_test_whose_runs_all_failed_is_a_stable_fail() -> None:
-    counted = tally((1, "call", "failed"), (2, "call", "failed"), (3, "call", "failed"))
-
-    assert (counted.stability, counted.to_dict()["interval"]) == ("stable fail", [0.0, 0.561497])
-
-
-def test_a_test_whose_runs_all_skipped_has_no_interval() -> None:
-    counted = tally((1, "setup", "skipped"), (2, "setup", "skipped"))
-
-    assert counted.stability is None
-    assert "interval" not in counted.to_dict()
