@@ -25,11 +25,11 @@ import functools
 from collections.abc import Mapping, Sequence
 from importlib import resources
 
+from pytest_agentctx.reports.html_repeats import repeat_html
 from pytest_agentctx.reports.html_runs import RunTimeline
 from pytest_agentctx.reports.html_text import (
     as_json,
     as_map,
-    as_number,
     as_seq,
     badge,
     esc,
@@ -38,6 +38,7 @@ from pytest_agentctx.reports.html_text import (
     fmt_seconds,
 )
 from pytest_agentctx.reports.html_transcripts import transcripts_html
+from pytest_agentctx.reports.repeats import entry_met
 
 #: The folder of the page's stylesheet and script, inlined into every page.
 _ASSETS = "report_assets"
@@ -235,11 +236,7 @@ class _Page:
             or gate_lines
             or as_seq(as_map(test.get("budget")).get("exceeded"))
             or cassette.get("status") in ("discarded", "unsaved", "stale", "unused", "missing")
-            or (
-                repeat
-                and as_number(repeat.get("pass_rate", 1), 1)
-                < as_number(repeat.get("min_pass_rate", 0), 0)
-            )
+            or (repeat and not entry_met(repeat))
             or as_map(test.get("baseline"))
         )
 
@@ -340,18 +337,7 @@ class _Page:
                 else:
                     parts.append(f"{esc(name)} ≤ {esc(limits[name])}")
             w(f'<div class="facts">budget: {" · ".join(parts) or "no limit"}</div>\n')
-        repeat = as_map(test.get("repeat"))
-        if repeat:
-            rate = repeat.get("pass_rate")
-            low = isinstance(rate, (int, float)) and rate < as_number(
-                repeat.get("min_pass_rate", 0), 0
-            )
-            text = (
-                f"repeated: {fmt_count(repeat.get('passed'))} of {fmt_count(repeat.get('runs'))}"
-                f" runs passed (pass rate {esc(rate)}, minimum "
-                f"{esc(repeat.get('min_pass_rate'))})"
-            )
-            w(f'<div class="facts">{f"<span class=bad>{text}</span>" if low else text}</div>\n')
+        w(repeat_html(as_map(test.get("repeat"))))
         for line in gate_lines:
             w(f'<div class="facts bad">gate: {esc(line)}</div>\n')
         contract = as_map(test.get("mcp_contract"))

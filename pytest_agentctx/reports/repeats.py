@@ -424,3 +424,23 @@ def score_means(
             }
         )
     return entries
+
+
+def entry_met(entry: Mapping[str, object]) -> bool:
+    """Whether a report's repeat entry (:meth:`RepeatTally.to_dict`) met its
+    ``min_pass_rate`` under its rule: what the page and the table show as a low rate. An
+    entry of an older report (no ``rule``) is read by the rate itself."""
+    runs, passed = entry.get("runs"), entry.get("passed")
+    target, rate = entry.get("min_pass_rate"), entry.get("pass_rate")
+    if not all(isinstance(value, int | float) for value in (runs, passed, target, rate)):
+        return True  # nothing to hold against: the test's own outcome says it
+    runs, passed = cast("int", runs), cast("int", passed)
+    target, rate = cast("float", target), cast("float", rate)
+    if runs == 0:
+        return False
+    if target >= 1:
+        return passed == runs
+    interval = entry.get("interval")
+    if entry.get("rule") == "lower_bound" and isinstance(interval, list) and interval:
+        return float(interval[0]) >= target - _SLACK
+    return rate >= target - _SLACK

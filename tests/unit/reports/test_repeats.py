@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from pytest_agentctx.reports.errors import RepeatError
 from pytest_agentctx.reports.estimators import clopper_pearson, wilson, z_quantile
-from pytest_agentctx.reports.repeats import RepeatSpec, RepeatTally, score_means
+from pytest_agentctx.reports.repeats import RepeatSpec, RepeatTally, entry_met, score_means
 
 WHERE = "tests/test_x.py::test_y"
 
@@ -286,3 +286,19 @@ def test_a_rubric_judged_once_has_no_mean() -> None:
     verdicts = [_verdict("judge", "polite", 0.8), _verdict("judge", "cites", 0.9)]
 
     assert score_means(verdicts) == []
+
+
+@given(st.integers(1, 30), st.data())
+def test_a_report_entry_reads_as_met_exactly_when_the_tally_met(
+    runs: int, data: st.DataObject
+) -> None:
+    passed = data.draw(st.integers(0, runs))
+    spec = RepeatSpec(
+        runs,
+        data.draw(st.sampled_from([0.0, 0.3, 0.5, 0.8, 0.95, 1.0])),
+        rule=data.draw(st.sampled_from(["lower_bound", "point"])),
+        interval=data.draw(st.sampled_from(["wilson", "clopper_pearson"])),
+    )
+    counted = tally("p" * passed + "f" * (runs - passed), spec)
+
+    assert entry_met(dict(counted.to_dict())) == counted.met
