@@ -195,6 +195,8 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
     from pytest_agentctx.traffic.cassettes.per_test import save_recordings
 
     call = item.stash.get(REPORT_KEY, {}).get("call")
+    if REPEAT_INDEX_KEY in item.stash:  # a repetition's failure is part of the rate: kept
+        settings = settings._replace(record_failing=True)
     saved, unsaved = save_recordings(
         cassette, settings, call_passed=None if call is None else call.passed
     )
@@ -207,7 +209,8 @@ def _end_cassette(item: pytest.Item, cassette: Cassette, settings: CassetteSetti
         judged=judged,
         saved=saved,
         unsaved=unsaved is not None,
-        # a failing test's recording, not kept (--agent-record-failing keeps it)
+        # a failing test's recording, not kept (--agent-record-failing keeps it, and a
+        # repeated test keeps every repetition's)
         discarded=cassette.recorded
         and bool(call and not call.passed)
         and not saved
