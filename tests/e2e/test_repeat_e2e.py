@@ -409,3 +409,40 @@ def test_a_repeated_test_is_compared_with_its_baseline_per_run(
             "*test_helper.py::test_helper (largest run): iterations 2 -> 3 (allowed change ±0)",
         ]
     )
+
+
+def test_a_repeated_judged_test_reports_each_judges_mean_score(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_judged="""
+        import pytest
+        from flaky import run_number
+        from pytest_agentctx import Agent
+
+        HELPER = Agent(name="helper", model="openai:gpt-4o-mini")
+        SCORES = {1: 0.6, 2: 0.9, 3: 0.8, 4: 0.7}
+
+        @pytest.mark.agent_repeat(4)
+        async def test_polite(agent_runtime, fake_llm, agent_judge):
+            score = SCORES[run_number("judged")]
+            fake_llm.reply("Hello!")
+            fake_llm.reply('{"score": %s, "rationale": "polite enough"}' % score)
+            result = await agent_runtime.run(HELPER, "Say hello")
+            verdict = await agent_judge(
+                rubric="The answer is polite.", subject=result.output, rubric_name="polite",
+                threshold=0.5,
+            )
+            verdict.assert_passed()
+        """
+    )
+
+    project.runpytest("-p", "no:cacheprovider", REPORT).assert_outcomes(passed=1)
+
+    (score,) = _entries(project)["test_polite"]["scores"]  # type: ignore[index]
+    assert {key: score[key] for key in ("judge", "rubric_id", "n", "mean")} == {
+        "judge": "judge",
+        "rubric_id": "polite",
+        "n": 4,
+        "mean": 0.75,
+    }
+    low, high = score["interval"]
+    assert 0.6 <= low < 0.75 < high <= 0.9
