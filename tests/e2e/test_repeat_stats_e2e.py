@@ -96,9 +96,7 @@ class FlakyServer:
 
 
 @pytest.fixture
-def recorded(
-    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> pytest.Pytester:
+def recorded(agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A project whose two repeated tests were recorded against :class:`FlakyServer`,
     which is stopped once they are: the replays can only come from the cassettes."""
     agent_pytester.makepyfile(stats_client=CLIENT, test_a=TESTS_A, test_b=TESTS_B)
