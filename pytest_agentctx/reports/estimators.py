@@ -229,9 +229,21 @@ def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> Interva
     if n == 0:
         return Interval(0.0, 1.0)
     tail = (1 - confidence) / 2
-    low = 0.0 if successes == 0 else beta_quantile(tail, successes, n - successes + 1)
+    # Beta(k, 1)'s quantile is q ** (1 / k): the bounds when every run passed (or none did)
+    # in closed form
+    if successes == 0:
+        low = 0.0
+    elif successes == n:
+        low = tail ** (1 / n)
+    else:
+        low = beta_quantile(tail, successes, n - successes + 1)
     # the high bound through the failures' low bound: the small tail keeps its precision
-    high = 1.0 if successes == n else 1 - beta_quantile(tail, n - successes, successes + 1)
+    if successes == n:
+        high = 1.0
+    elif successes == 0:
+        high = 1 - tail ** (1 / n)
+    else:
+        high = 1 - beta_quantile(tail, n - successes, successes + 1)
     return Interval(low, high)
 
 

@@ -170,6 +170,10 @@ class RepeatTally:
 
     spec: RepeatSpec
     outcomes: dict[int, Outcome] = field(default_factory=dict)
+    #: The interval of each (passes, runs) asked so far: Clopper-Pearson's bisects.
+    _intervals: dict[tuple[int, int], Interval] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def observe(self, index: int, when: str, outcome: str) -> None:
         """Record a phase report (``when``: setup/call/teardown) of repetition ``index``.
@@ -201,7 +205,12 @@ class RepeatTally:
     def interval(self) -> Interval:
         """The pass rate's interval, by the spec's method and confidence (``[0, 1]`` before
         any run counted)."""
-        return METHODS[self.spec.interval](self.passed, self.counted, self.spec.confidence)
+        key = (self.passed, self.counted)
+        found = self._intervals.get(key)
+        if found is None:
+            method = METHODS[self.spec.interval]
+            found = self._intervals[key] = method(*key, self.spec.confidence)
+        return found
 
     @property
     def stability(self) -> Stability | None:
@@ -357,8 +366,8 @@ class RepeatTally:
         """How to meet the gate, when the lower-bound rule is what fails the test."""
         if self.met or self.spec.rule != "lower_bound" or self.counted == 0:
             return ""
-        needed = self.runs_needed()
-        if self.passed == self.counted and needed is not None:
+        needed = self.runs_needed() if self.passed == self.counted else None
+        if needed is not None:
             return (
                 f": {self.counted} runs cannot show it at {self.spec.confidence:.0%} "
                 f"confidence even when all pass; agent_repeat({needed}, ...) can, when all "

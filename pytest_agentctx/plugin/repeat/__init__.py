@@ -80,5 +80,6 @@ def pytest_runtest_makereport(
     tally = item.stash.get(REPEAT_TALLY_KEY, None)
     if tally is not None:
         tally.observe(item.stash.get(REPEAT_INDEX_KEY, 1), report.when, report.outcome)
-        item.stash[REPEAT_KEY] = tally.to_dict()
+        if report.when == "teardown":  # the record, built on each teardown, reads it
+            item.stash[REPEAT_KEY] = tally.to_dict()
     return report
