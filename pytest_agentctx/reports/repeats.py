@@ -174,6 +174,12 @@ class RepeatTally:
     _intervals: dict[tuple[int, int], Interval] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _counted_for: tuple[tuple[str, ...] | None, tuple[int, int]] = field(
+        default=(None, (0, 0)), repr=False, compare=False
+    )
+    _entry_for: tuple[tuple[tuple[int, str], ...] | None, RepeatEntry | None] = field(
+        default=(None, None), repr=False, compare=False
+    )
 
     def observe(self, index: int, when: str, outcome: str) -> None:
         """Record a phase report (``when``: setup/call/teardown) of repetition ``index``.
@@ -188,14 +194,22 @@ class RepeatTally:
         elif current is None:
             self.outcomes[index] = "passed"
 
+    def _counts(self) -> tuple[int, int]:
+        """The passes and the repetitions counted, recounted when the outcomes changed."""
+        key = tuple(self.outcomes.values())
+        if self._counted_for[0] != key:
+            passed = key.count("passed")
+            self._counted_for = (key, (passed, passed + key.count("failed")))
+        return self._counted_for[1]
+
     @property
     def passed(self) -> int:
-        return sum(1 for outcome in self.outcomes.values() if outcome == "passed")
+        return self._counts()[0]
 
     @property
     def counted(self) -> int:
         """Repetitions that ran to an outcome other than a skip."""
-        return sum(1 for outcome in self.outcomes.values() if outcome != "skipped")
+        return self._counts()[1]
 
     @property
     def pass_rate(self) -> float:
@@ -302,6 +316,13 @@ class RepeatTally:
         return high
 
     def to_dict(self) -> RepeatEntry:
+        """The entry of :meth:`_entry`, computed once per set of outcomes (a copy)."""
+        key = tuple(self.outcomes.items())
+        if self._entry_for[0] != key:
+            self._entry_for = (key, self._entry())
+        return cast("RepeatEntry", dict(cast("RepeatEntry", self._entry_for[1])))
+
+    def _entry(self) -> RepeatEntry:
         """``{"runs", "passed", "pass_rate", "min_pass_rate", "rule", "outcomes"}`` (runs:
         those not skipped; outcomes: each repetition's, in order), and once a run counted
         the pass rate's ``interval`` (``[low, high]``) with its ``method`` and

@@ -79,7 +79,8 @@ def pytest_runtest_makereport(
     report = yield
     tally = item.stash.get(REPEAT_TALLY_KEY, None)
     if tally is not None:
-        tally.observe(item.stash.get(REPEAT_INDEX_KEY, 1), report.when, report.outcome)
-        if report.when == "teardown":  # the record, built on each teardown, reads it
+        index = item.stash.get(REPEAT_INDEX_KEY, 1)
+        tally.observe(index, report.when, report.outcome)
+        if report.when == "teardown" and index == tally.spec.runs:  # the record reads it
             item.stash[REPEAT_KEY] = tally.to_dict()
     return report

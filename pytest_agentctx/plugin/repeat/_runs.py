@@ -64,7 +64,8 @@ def repeat_reports(
     last = repetitions[-1]
     if tally.all_skipped:
         return last
-    lines = [tally.describe()]
+    line, met = tally.describe(), tally.met
+    lines = [line]
     first_failure: pytest.TestReport | None = None
     for number, reports in enumerate(repetitions, start=1):
         failed = next((r for r in reports if r.failed), None)
@@ -83,13 +84,13 @@ def repeat_reports(
     call.when = "call"
     call.sections = [*call.sections, ("agent_repeat", "\n".join(lines))]
     call.duration = sum(r.duration for r in calls)
-    if tally.met:
+    if met:
         call.outcome, call.longrepr = "passed", None
     else:
         call.outcome = "failed"
         call.longrepr = first_failure.longrepr if first_failure is not None else "\n".join(lines)
-    setattr(call, REPEAT_ATTRIBUTE, {**tally.to_dict(), "line": tally.describe()})
-    teardown = with_outcome(last[-1], "passed") if tally.met else last[-1]
+    setattr(call, REPEAT_ATTRIBUTE, {**tally.to_dict(), "line": line})
+    teardown = with_outcome(last[-1], "passed") if met else last[-1]
     return [setup, call, teardown]
 
 

@@ -38,7 +38,9 @@ from ..keys import (
     CASSETTE_ENTRY_KEY,
     MEASURE_KEY,
     REDACTOR_KEY,
+    REPEAT_INDEX_KEY,
     REPEAT_KEY,
+    REPEAT_TALLY_KEY,
     REPORT_KEY,
     RUNS_KEY,
     SECRETS_KEY,
@@ -97,6 +99,13 @@ def pytest_runtest_makereport(
 
             item.stash[STALE_KEY] = error.errisinstance(StaleCassette)
     return report
+
+
+def _last_repetition(item: pytest.Item) -> bool:
+    """Whether ``item`` is a test run once, or the last repetition of an ``agent_repeat``
+    test: the one whose teardown report is logged, with the record of every repetition."""
+    tally = item.stash.get(REPEAT_TALLY_KEY, None)
+    return tally is None or item.stash.get(REPEAT_INDEX_KEY, 1) >= tally.spec.runs
 
 
 def _fail_for_late_requests(item: pytest.Item, report: pytest.TestReport) -> None:
@@ -339,7 +348,7 @@ class AgentReports:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """Attach the test's record (and its JUnit properties) to its teardown report."""
         report = yield
-        if report.when == "teardown":
+        if report.when == "teardown" and _last_repetition(item):
             record = self.record_of(item, self.contexts)
             setattr(report, RECORD_ATTRIBUTE, record)
             report.user_properties.extend(junit_properties(record))
