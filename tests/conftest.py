@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.inner import INNER_ADDOPTS
 
 import pytest_agentctx
 
@@ -47,14 +48,6 @@ def agent_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
     pytester.makeini(INI)
     return pytester
-
-
-#: DeepEval (the evals extra) registers a pytest plugin that every pytest run loads, and
-#: importing it takes seconds: an in-process run drops and re-imports it each time, a child
-#: process imports it again. It brings pytest-rerunfailures, whose hook for a crashed xdist
-#: worker fails (``'LoadScheduling' object has no attribute 'config'``) and ends the run
-#: with an internal error. The inner runs model a project without either.
-INNER_ADDOPTS = "-p no:deepeval -p no:rerunfailures"
 
 
 @functools.cache

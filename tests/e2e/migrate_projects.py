@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import pytest
 from support.http_server import ServerThread
+from support.inner import INNER_ADDOPTS
 from support.wire import chat_completion
 
 #: A line of ``pytest -v``: the node id, then its outcome.
@@ -529,8 +530,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No key of the outer environment reaches the projects' runs."""
     for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHAT_API", "TELEMETRY_URL"):
         monkeypatch.delenv(name, raising=False)
-    # DeepEval's autoloaded plugin (the evals extra) takes seconds to import in every run
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:deepeval")
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
 
 

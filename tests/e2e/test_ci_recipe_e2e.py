@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 from support.http_server import ServerThread
+from support.inner import INNER_ADDOPTS
 
 DOCS = Path(__file__).parents[2] / "docs" / "ci.md"
 
@@ -170,8 +171,7 @@ def _environment(provider: Provider, *, keys: bool) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["OPENAI_BASE_URL"] = provider.url
     env["COLUMNS"] = "120"
-    # DeepEval's autoloaded plugin (the evals extra) takes seconds to import in every run
-    env["PYTEST_ADDOPTS"] = "-p no:deepeval"
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     if keys:
         env["OPENAI_API_KEY"] = KEY
     return env

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.inner import INNER_ADDOPTS
 
 from pytest_agentctx._untrusted import Limits
 from pytest_agentctx.traffic.cassettes import readcache
@@ -70,8 +71,7 @@ def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     }
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
         env.pop(name, None)
-    # DeepEval's autoloaded plugin (the evals extra) takes seconds and memory to import
-    env["PYTEST_ADDOPTS"] = "-p no:deepeval"
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     return subprocess.run(
         [sys.executable, *args],
         cwd=project,
