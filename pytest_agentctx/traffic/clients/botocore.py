@@ -191,21 +191,19 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
     """botocore's response of an ``httpx2`` response to ``method url``: its raw a urllib3
     response, unread and undecoded as botocore asks urllib3 for one, whose bytes are those
     of the ``httpx2`` stream."""
-    pairs, _ = chunked_pairs(response, method=method, live=live)
-    # a dict when no name repeats: urllib3 reads one faster than pairs
-    headers = dict(pairs) if len({name.lower() for name, _ in pairs}) == len(pairs) else pairs
     whole = whole_body(response.stream)  # a replayed stream: botocore reads it all at once
     body = (
         io.BufferedReader(WireBody(response.stream, chunked=False))
         if whole is None
         else io.BytesIO(whole)
     )
+    version = response.http_version
     raw = HTTPResponse(
         body=body,
-        headers=headers,  # type: ignore[arg-type]  # HTTPHeaderDict takes pairs
+        headers=_aws_headers(response, method=method, live=live),  # type: ignore[arg-type]
         status=response.status_code,
-        version=10 if response.http_version == "HTTP/1.0" else 11,
-        version_string=response.http_version,
+        version=10 if version == "HTTP/1.0" else 11,
+        version_string=version,
         reason=response.reason_phrase,
         preload_content=False,
         decode_content=False,
@@ -214,3 +212,31 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
         request_url=url,
     )
     return AWSResponse(url, response.status_code, raw.headers, raw)
+
+
+#: The headers urllib3 is given for a response, by its byte pairs, status, whether it
+#: answers a ``HEAD`` and is live: a replayed response's are the same on every call, and
+#: making them cost more than the rest of the response. Read only (urllib3 copies them);
+#: emptied when full.
+_HEADERS: dict[
+    tuple[tuple[tuple[bytes, bytes], ...], int, bool, bool],
+    dict[str, str] | list[tuple[str, str]],
+] = {}
+_HEADERS_KEPT = 256
+
+
+def _aws_headers(
+    response: httpx2.Response, *, method: str, live: bool
+) -> dict[str, str] | list[tuple[str, str]]:
+    """The headers of ``response`` as urllib3 is given them (see :func:`chunked_pairs`):
+    a dict when no name repeats, which urllib3 reads faster than pairs."""
+    key = (tuple(response.headers.raw), response.status_code, method.upper() == "HEAD", live)
+    known = _HEADERS.get(key)
+    if known is None:
+        pairs, _ = chunked_pairs(response, method=method, live=live)
+        unique = len({name.lower() for name, _ in pairs}) == len(pairs)
+        known = dict(pairs) if unique else pairs
+        if len(_HEADERS) >= _HEADERS_KEPT:
+            _HEADERS.clear()
+        _HEADERS[key] = known
+    return known
