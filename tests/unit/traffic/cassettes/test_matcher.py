@@ -161,6 +161,16 @@ def test_strip_fields_ignores_a_path_that_is_not_there():
     assert strip_fields({"a": 1}, [["x", "y"], ["a", "b"], ["a", "9"]]) == {"a": 1}
 
 
+def test_strip_fields_gives_the_value_itself_when_no_field_is_there():
+    value = {"a": 1}
+
+    assert strip_fields(value, [["x"], ["y", "z"]]) is value
+
+
+def test_strip_fields_removes_every_key_of_a_wildcard():
+    assert strip_fields({"a": 1, "b": {"c": 2}}, [["b", "*"]]) == {"a": 1, "b": {}}
+
+
 # -- json_diff -----------------------------------------------------------------------
 
 
