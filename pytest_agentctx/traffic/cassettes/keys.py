@@ -185,6 +185,9 @@ def _scan(
     found: dict[bytes, list[bytes]] = {}
     for name, value in raw:
         lowered = name.lower()
+        if lowered not in _SEEN:  # most headers: kept as they are
+            pairs.append((name, value))
+            continue
         if lowered in _READ:
             found.setdefault(lowered, []).append(value)
         if lowered in _SIGNED_ANEW and lowered.decode("latin-1") not in secret_headers:
@@ -198,6 +201,8 @@ def _scan(
 
 #: The headers :meth:`RequestKeys.of_request` reads of a request.
 _READ = frozenset({b"content-encoding", b"content-type"})
+#: The headers :func:`_scan` looks at more closely.
+_SEEN = _READ | _SIGNED_ANEW | {b"authorization"}
 
 
 def _items(headers: WireHeaders) -> Iterator[tuple[str, str]]:
