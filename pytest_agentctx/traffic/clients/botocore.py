@@ -49,7 +49,7 @@ from pytest_agentctx.traffic.clients.urllib3 import (
     WireBody,
     body_bytes,
     chunked_pairs,
-    client_of,
+    client_of_agent,
     parsed_url,
 )
 from pytest_agentctx.traffic.errors import NetworkBlocked
@@ -129,7 +129,13 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     pairs = _raw_pairs(headers)
     wire_url = parsed_url(url)
     method = method.upper()
-    names = {name.lower() for name, _ in pairs}
+    names = set()
+    agent = None  # the first User-Agent's (client_of's)
+    for name, value in pairs:
+        lowered = name.lower()
+        names.add(lowered)
+        if agent is None and lowered == b"user-agent":
+            agent = value
     framed = b"content-length" in names or b"transfer-encoding" in names
     if content and not framed:
         pairs.append((b"Content-Length", str(len(content)).encode("ascii")))
@@ -140,8 +146,9 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     if not framed and method in _FRAMED_METHODS:
         added.append((b"Content-Length", b"0"))
     pairs = added + pairs
+    client = client_of_agent(agent or b"")
     return prebuilt_request(
-        method, wire_url, pairs, content or b"", extensions={CLIENT_EXTENSION: client_of(pairs)}
+        method, wire_url, pairs, content or b"", extensions={CLIENT_EXTENSION: client}
     )
 
 
