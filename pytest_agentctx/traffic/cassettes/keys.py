@@ -46,6 +46,9 @@ class RequestKeys:
         self.redactor = redactor
         self.ignored = ignored
         self.body_hook = as_hooks(body_hook)
+        #: The URL of the last request and its text: the clients that parse each URL once
+        #: give requests to it the same (immutable) URL, whose text is made anew each time.
+        self._url_text: tuple[object, str] = (None, "")
 
     def of_interaction(self, interaction: Interaction) -> RequestKey:
         """The key of a recorded interaction, redacted like a live request."""
@@ -106,7 +109,7 @@ class RequestKeys:
         A body with a ``content-encoding`` is decoded first; raises
         :class:`~.body.UndecodableBody` when it cannot be."""
         self.redactor.refresh()
-        url_text = str(request.url)
+        url_text = self._text_of(request.url)
         headers = request.headers
         scan = _scan(headers, self.redactor.headers)
         if scan is None:
@@ -127,6 +130,13 @@ class RequestKeys:
         else:
             raw = self.redacted_raw(raw, kind)
         return url, body_json, raw, finite, kind
+
+    def _text_of(self, url: object) -> str:
+        seen, text = self._url_text
+        if url is not seen:
+            text = str(url)
+            self._url_text = url, text
+        return text
 
     def redacted_raw(self, raw: bytes, content_type: str = "") -> bytes:
         """A body that is not JSON, secrets redacted: as text, or in its bytes (binary); a

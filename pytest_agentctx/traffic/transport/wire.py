@@ -151,7 +151,8 @@ def prebuilt_request(
 
     The headers' list is the one ``httpx2.Headers`` keeps for byte pairs (name, lower-case
     name, value: it checks nothing else of bytes), and the body is set as ``read()`` sets
-    it: both made here in one step, as a request is built on every call a client makes."""
+    it: both made here in one step, as a request is built on every call a client makes.
+    The request's URL is ``url`` itself, not a copy."""
     import httpx2
 
     request = httpx2.Request(
@@ -161,6 +162,7 @@ def prebuilt_request(
     headers._list = [(name, name.lower(), value) for name, value in pairs]
     request.headers = headers
     request._content = content
+    request.url = url  # the caller's (immutable) URL itself: one serves every request to it
     return request
 
 

@@ -50,3 +50,9 @@ def test_its_body_streams_as_httpx2s_does():
     cheap = prebuilt_request("POST", url, [(b"Content-Length", b"2")], b"{}")
 
     assert (cheap.read(), b"".join(cheap.stream)) == (b"{}", b"{}")
+
+
+def test_its_url_is_the_callers_own():
+    url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
+
+    assert prebuilt_request("POST", url, [], b"").url is url
