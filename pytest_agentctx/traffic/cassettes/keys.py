@@ -187,14 +187,17 @@ def _scan(
     and their ``content-encoding`` (``None`` without one) and ``content-type`` (``""``),
     read as ``headers.get`` reads them. ``None`` for headers without byte pairs or a
     known encoding."""
-    raw = getattr(headers, "raw", None)  # httpx's byte pairs: cheap to compare
+    # httpx's (name, lower-case name, value) triples; its byte pairs, cheap to compare
+    kept = getattr(headers, "_list", None)
+    if kept is None:
+        raw = getattr(headers, "raw", None)
+        kept = None if raw is None else [(name, name.lower(), value) for name, value in raw]
     encoding = getattr(headers, "encoding", None)
-    if raw is None or not isinstance(encoding, str):
+    if kept is None or not isinstance(encoding, str):
         return None
     pairs = []
     found: dict[bytes, list[bytes]] = {}
-    for name, value in raw:
-        lowered = name.lower()
+    for name, lowered, value in kept:
         if lowered not in _SEEN:  # most headers: kept as they are
             pairs.append((name, value))
             continue
