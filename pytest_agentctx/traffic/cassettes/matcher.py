@@ -83,6 +83,19 @@ class RequestKey:
     #: only recordings made under its own role.
     role: str = "agent"
 
+    def __init__(
+        self,
+        method: str,
+        host: str,
+        path: str,
+        query: tuple[tuple[str, str], ...],
+        body: str,
+        role: str = "agent",
+    ) -> None:
+        # The fields set at once: one key is made per request, and a frozen dataclass's own
+        # __init__ sets each field through object.__setattr__.
+        self.__dict__.update(method=method, host=host, path=path, query=query, body=body, role=role)
+
     def describe(self) -> str:
         query = "&".join(f"{k}={v}" for k, v in self.query)
         return f"{self.method} {self.host}{self.path}{'?' + query if query else ''}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_agentctx.traffic.cassettes.matcher import (
@@ -139,6 +141,28 @@ def test_parse_json_marks_bytes_that_are_not_json():
 def test_describe_shows_the_request_line():
     assert _key({}, f"{URL}?b=2&a=1").describe() == (
         "POST api.openai.com/v1/chat/completions?a=1&b=2"
+    )
+
+
+def test_a_request_key_is_its_fields_with_the_agent_role_by_default():
+    key = RequestKey("POST", "h", "/p", (("a", "1"),), "{}")
+
+    assert key == RequestKey("POST", "h", "/p", (("a", "1"),), "{}", "agent")
+    assert hash(key) == hash(RequestKey("POST", "h", "/p", (("a", "1"),), "{}", "agent"))
+
+
+def test_a_request_key_is_frozen():
+    key = RequestKey("POST", "h", "/p", (), "{}")
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        key.body = "[]"  # type: ignore[misc]
+
+
+def test_a_request_key_is_replaced_field_by_field():
+    key = RequestKey("POST", "h", "/p", (), "{}")
+
+    assert dataclasses.replace(key, role="judge") == RequestKey(
+        "POST", "h", "/p", (), "{}", "judge"
     )
 
 
