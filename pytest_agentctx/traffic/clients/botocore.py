@@ -211,7 +211,7 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
         status=response.status_code,
         version=10 if version == "HTTP/1.0" else 11,
         version_string=version,
-        reason=response.reason_phrase,
+        reason=_reason(response),
         preload_content=False,
         decode_content=False,
         enforce_content_length=False,
@@ -246,4 +246,19 @@ def _aws_headers(
         if len(_HEADERS) >= _HEADERS_KEPT:
             _HEADERS.clear()
         _HEADERS[key] = known
+    return known
+
+
+#: The reason phrase ``httpx2`` gives each status of a response that has none of its own.
+_REASONS: dict[int, str] = {}
+
+
+def _reason(response: httpx2.Response) -> str:
+    """``response.reason_phrase``: the one it came with, else the status's, found once per
+    status (``httpx2`` looks it up in its status enumeration for every response)."""
+    if "reason_phrase" in response.extensions:
+        return response.reason_phrase
+    known = _REASONS.get(response.status_code)
+    if known is None:
+        known = _REASONS[response.status_code] = response.reason_phrase
     return known

@@ -369,3 +369,21 @@ def test_botocore_has_its_patcher() -> None:
     names = [(install.__name__, uninstall.__name__) for install, uninstall in PATCHERS]
 
     assert ("_install_botocore", "_uninstall_botocore") in names
+
+
+def test_a_replayed_response_has_its_statuss_reason() -> None:
+    client.to_aws(httpx2.Response(200, content=b""), method="GET", url=UNREACHABLE, live=False)
+
+    answer = client.to_aws(
+        httpx2.Response(404, content=b""), method="GET", url=UNREACHABLE, live=False
+    )
+
+    assert answer.raw.reason == "Not Found"
+
+
+def test_a_response_keeps_the_reason_it_came_with() -> None:
+    response = httpx2.Response(200, content=b"", extensions={"reason_phrase": b"Fine"})
+
+    answer = client.to_aws(response, method="GET", url=UNREACHABLE, live=False)
+
+    assert answer.raw.reason == "Fine"
