@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx2
-from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse, _HeaderKey
 from botocore.exceptions import EndpointConnectionError
 from botocore.httpsession import URLLib3Session
 from urllib3.response import HTTPResponse
@@ -131,11 +131,14 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     method = method.upper()
     names = set()
     agent = None  # the first User-Agent's (client_of's)
+    ascii = True  # whether httpx2 reads the headers as ASCII (see .wire.header_encoding)
     for name, value in pairs:
         lowered = name.lower()
         names.add(lowered)
         if agent is None and lowered == b"user-agent":
             agent = value
+        if ascii and not (name.isascii() and value.isascii()):
+            ascii = False
     framed = b"content-length" in names or b"transfer-encoding" in names
     if content and not framed:
         pairs.append((b"Content-Length", str(len(content)).encode("ascii")))
@@ -143,12 +146,18 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     added: list[tuple[bytes, bytes]] = []
     if b"host" not in names and wire_url.host:
         added.append((b"Host", wire_url.netloc))
+        ascii = ascii and wire_url.netloc.isascii()
     if not framed and method in _FRAMED_METHODS:
         added.append((b"Content-Length", b"0"))
     pairs = added + pairs
     client = client_of_agent(agent or b"")
     return prebuilt_request(
-        method, wire_url, pairs, content or b"", extensions={CLIENT_EXTENSION: client}
+        method,
+        wire_url,
+        pairs,
+        content or b"",
+        encoding="ascii" if ascii else None,
+        extensions={CLIENT_EXTENSION: client},
     )
 
 
@@ -159,13 +168,14 @@ _FRAMED_METHODS = ("POST", "PUT", "PATCH", "QUERY")
 def _raw_pairs(headers: Any) -> list[tuple[bytes, bytes]]:
     """A botocore request's headers as the byte pairs of the wire (:func:`.wire.raw_headers`),
     read from the dictionary a ``HeadersDict`` keeps them in: its ``items()`` makes and
-    hashes a case-insensitive key for each."""
+    hashes a case-insensitive key for each (a stored key's name is read as ``str()`` reads
+    it, without the call)."""
     stored = getattr(headers, "_dict", None)
     if type(stored) is not dict:
         return raw_headers(headers)
     return [
         (
-            str(name).encode("latin-1"),
+            (name._key if type(name) is _HeaderKey else str(name)).encode("latin-1"),
             value if isinstance(value, bytes) else value.encode("latin-1"),
         )
         for name, value in stored.items()
