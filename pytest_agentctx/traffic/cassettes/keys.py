@@ -46,6 +46,9 @@ class RequestKeys:
         self.redactor = redactor
         self.ignored = ignored
         self.body_hook = as_hooks(body_hook)
+        #: The URL of the last request and its text: the clients that parse each URL once
+        #: give requests to it the same (immutable) URL, whose text is made anew each time.
+        self._url_text: tuple[object, str] = (None, "")
 
     def of_interaction(self, interaction: Interaction) -> RequestKey:
         """The key of a recorded interaction, redacted like a live request."""
@@ -99,24 +102,25 @@ class RequestKeys:
         """The request's URL, JSON body (or :data:`NO_JSON`) and raw body, secrets redacted."""
         return self._redacted(request)[:3]
 
-    def _redacted(self, request: WireRequest) -> tuple[str, object, bytes, bool]:
-        """:meth:`redacted_request`, and whether the body is known to hold no ``NaN``.
+    def _redacted(self, request: WireRequest) -> tuple[str, object, bytes, bool, str]:
+        """:meth:`redacted_request`, whether the body is known to hold no ``NaN``, and the
+        request's ``content-type``.
 
         A body with a ``content-encoding`` is decoded first; raises
         :class:`~.body.UndecodableBody` when it cannot be."""
         self.redactor.refresh()
-        url_text = str(request.url)
+        url_text = self._text_of(request.url)
         headers = request.headers
-        raw_headers = getattr(headers, "raw", None)  # httpx's byte pairs: cheap to compare
-        signature = (
-            None
-            if raw_headers is None
-            else (_learned_pairs(raw_headers, self.redactor.headers), url_text)
-        )
+        scan = _scan(headers, self.redactor.headers)
+        if scan is None:
+            signature = None
+            encoding, kind = headers.get("content-encoding"), headers.get("content-type", "")
+        else:
+            signature = (scan[0], url_text)
+            encoding, kind = scan[1], scan[2]
         self.redactor.learn(_items(headers), url_text, signature=signature)
         url = self.redactor.url(url_text)
         raw = bytes(request.content or b"")
-        encoding = headers.get("content-encoding")
         if encoding and raw:  # stored, scrubbed and matched decoded, like a response body
             raw = decode_content(raw, encoding)
         body_json, finite = read_json(raw)
@@ -124,8 +128,15 @@ class RequestKeys:
         if body_json is not NO_JSON:
             body_json = self.redactor.json(body_json, raw=raw)  # strings scrubbed only
         else:
-            raw = self.redacted_raw(raw, headers.get("content-type", ""))
-        return url, body_json, raw, finite
+            raw = self.redacted_raw(raw, kind)
+        return url, body_json, raw, finite, kind
+
+    def _text_of(self, url: object) -> str:
+        seen, text = self._url_text
+        if url is not seen:
+            text = str(url)
+            self._url_text = url, text
+        return text
 
     def redacted_raw(self, raw: bytes, content_type: str = "") -> bytes:
         """A body that is not JSON, secrets redacted: as text, or in its bytes (binary); a
@@ -142,7 +153,7 @@ class RequestKeys:
 
     def of_request(self, request: WireRequest) -> tuple[RequestKey, str, object, bytes]:
         """The key of a live request, with its redacted URL, JSON body and raw body."""
-        url, body_json, raw, finite = self._redacted(request)
+        url, body_json, raw, finite, kind = self._redacted(request)
         key = make_key(
             request.method,
             url,
@@ -151,7 +162,7 @@ class RequestKeys:
             ignored=self.ignored,
             hook=self.body_hook,
             finite=finite,
-            content_type=request.headers.get("content-type", "") if raw else "",
+            content_type=kind if raw else "",
         )
         role = current_role()
         if role != DEFAULT_ROLE:  # matched only against recordings made under its role
@@ -167,21 +178,44 @@ _SIGNED_ANEW = frozenset(
 )
 
 
-def _learned_pairs(
-    raw: list[tuple[bytes, bytes]], secret_headers: Collection[str]
-) -> tuple[tuple[bytes, bytes], ...]:
-    """What the redactor learns of ``raw`` depends on: the headers without those signed
-    anew for each call, and a SigV4 ``Authorization`` without its signature (only its
-    credential's key id is learned)."""
+def _scan(
+    headers: WireHeaders, secret_headers: Collection[str]
+) -> tuple[tuple[tuple[bytes, bytes], ...], str | None, str] | None:
+    """In one pass over the byte pairs of ``headers``: what the redactor learns of them
+    depends on (the pairs without those signed anew for each call, and a SigV4
+    ``Authorization`` without its signature: only its credential's key id is learned),
+    and their ``content-encoding`` (``None`` without one) and ``content-type`` (``""``),
+    read as ``headers.get`` reads them. ``None`` for headers without byte pairs or a
+    known encoding."""
+    # httpx's (name, lower-case name, value) triples; its byte pairs, cheap to compare
+    kept = getattr(headers, "_list", None)
+    if kept is None:
+        raw = getattr(headers, "raw", None)
+        kept = None if raw is None else [(name, name.lower(), value) for name, value in raw]
+    encoding = getattr(headers, "encoding", None)
+    if kept is None or not isinstance(encoding, str):
+        return None
     pairs = []
-    for name, value in raw:
-        lowered = name.lower()
+    found: dict[bytes, list[bytes]] = {}
+    for name, lowered, value in kept:
+        if lowered not in _SEEN:  # most headers: kept as they are
+            pairs.append((name, value))
+            continue
+        if lowered in _READ:
+            found.setdefault(lowered, []).append(value)
         if lowered in _SIGNED_ANEW and lowered.decode("latin-1") not in secret_headers:
             continue
         if lowered == b"authorization" and value.startswith(b"AWS4-"):
             value = value.partition(b"Signature=")[0]
         pairs.append((name, value))
-    return tuple(pairs)
+    read = {name: b", ".join(values).decode(encoding) for name, values in found.items()}
+    return tuple(pairs), read.get(b"content-encoding"), read.get(b"content-type", "")
+
+
+#: The headers :meth:`RequestKeys.of_request` reads of a request.
+_READ = frozenset({b"content-encoding", b"content-type"})
+#: The headers :func:`_scan` looks at more closely.
+_SEEN = _READ | _SIGNED_ANEW | {b"authorization"}
 
 
 def _items(headers: WireHeaders) -> Iterator[tuple[str, str]]:

@@ -83,6 +83,19 @@ class RequestKey:
     #: only recordings made under its own role.
     role: str = "agent"
 
+    def __init__(
+        self,
+        method: str,
+        host: str,
+        path: str,
+        query: tuple[tuple[str, str], ...],
+        body: str,
+        role: str = "agent",
+    ) -> None:
+        # The fields set at once: one key is made per request, and a frozen dataclass's own
+        # __init__ sets each field through object.__setattr__.
+        self.__dict__.update(method=method, host=host, path=path, query=query, body=body, role=role)
+
     def describe(self) -> str:
         query = "&".join(f"{k}={v}" for k, v in self.query)
         return f"{self.method} {self.host}{self.path}{'?' + query if query else ''}"
@@ -116,6 +129,8 @@ def strip_fields(value: object, paths: Iterable[Sequence[str]]) -> object:
     never changed; it is returned as it is when none of the fields is there)."""
     result = value
     for path in paths:
+        if type(result) is dict and path and path[0] != "*" and path[0] not in result:
+            continue  # the usual case, decided without a call (as _strip decides it)
         result = _strip(result, list(path))
     return result
 

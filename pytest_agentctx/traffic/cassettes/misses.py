@@ -413,22 +413,32 @@ def partial_message(replays: Replays, position: int, *, path: Path, command: str
     )
 
 
-def unreadable_message(replays: Replays, position: int, *, path: Path, command: str) -> str | None:
+def unreadable_message(
+    replays: Replays, position: int, *, path: Path, command: Callable[[], str]
+) -> str | None:
     """The message of the recorded response at ``position`` when its client cannot read it
     (a successful response that is not the JSON it says it is, see :func:`.body.not_json`),
-    else ``None``."""
+    else ``None``. Whether it can is found once per response (kept in
+    :attr:`Replays.problems`); ``command`` makes the command to record it again."""
     interaction = replays.loaded[position]
-    kind = next(
-        (v for k, v in interaction.response_headers.items() if k.lower() == "content-type"), None
+    body, headers, status = (
+        interaction.response_body,
+        interaction.response_headers,
+        interaction.status,
     )
-    problem = not_json(interaction.response_body, kind) if 200 <= interaction.status < 300 else None
+    known = replays.problems.get(position)
+    if known is None or known[0] is not body or known[1] is not headers or known[2] != status:
+        kind = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+        found = not_json(body, kind) if 200 <= status < 300 else None
+        known = replays.problems[position] = (body, headers, status, found)
+    problem = known[3]
     if problem is None:
         return None
     return (
         f"Cassette {path}: interaction #{position} ({replays.keys[position].describe()}) "
         f"was replayed as recorded, but {problem}: the client cannot read it. The "
         "cassette was edited or damaged, or the server sent "
-        f"this: re-record this test ({command}), or fix interaction #{position} in the file "
+        f"this: re-record this test ({command()}), or fix interaction #{position} in the file "
         f"(pytest-agentctx cassettes show {path} prints it)."
     )
 

@@ -37,6 +37,7 @@ this module.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
@@ -174,6 +175,14 @@ class Redactor(BaseRedactor):
         if self._query_filters and url:
             pairs = parse_qsl(urlsplit(url).query, keep_blank_values=True)
             self._learn_values(value for name, value in pairs if name in self._query_filters)
+
+    def _clean(self, raw: bytes | None) -> bool:
+        """The base redactor's look at the text a JSON value was read from, made first with
+        one regular expression for all it looks for in turn (see :func:`_candidate_pattern`)."""
+        candidates = _candidate_pattern(self._raw_needles)
+        if raw is not None and self._plain and candidates.search(raw) is None:
+            return True
+        return super()._clean(raw)
 
     def _learn_values(self, values: Iterable[object]) -> None:
         found = {
@@ -365,6 +374,16 @@ class Redactor(BaseRedactor):
             else:
                 merged.append((start, end))
         return merged
+
+
+@functools.lru_cache(maxsize=64)  # the secrets seldom change
+def _candidate_pattern(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """What shows in a JSON text whose value may hold a secret: the longest plain run of a
+    secret (``needles``), an escaped printable ASCII character (``\\u0073``, ``\\/``,
+    ``%73``), a marker of a secret of a known shape."""
+    markers = [re.escape(marker.encode()) for marker in shapes.MARKERS]
+    escapes = [rb"\\/", rb"\\u00[2-7]", rb"%[2-7][0-9A-Fa-f]"]
+    return re.compile(b"|".join([*map(re.escape, needles), *escapes, *markers]))
 
 
 def _shaped(body: Mapping[str, object], raw: bytes | None) -> bool:

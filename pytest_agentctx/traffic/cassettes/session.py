@@ -366,7 +366,7 @@ class Cassette:
 
     def _replay(self, position: int, request: WireRequest) -> Answer:
         interaction = self.loaded[position]
-        command = self.record_command()
+        command = self.record_command  # only made for an unreadable response
         unreadable = unreadable_message(self._replays, position, path=self.path, command=command)
         if unreadable is not None:  # replayed all the same: the test fails with this
             self.unreadable.append(CassetteFormatError(self.redactor.text(unreadable)))

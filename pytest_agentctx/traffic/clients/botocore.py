@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx2
-from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse, _HeaderKey
 from botocore.exceptions import EndpointConnectionError
 from botocore.httpsession import URLLib3Session
 from urllib3.response import HTTPResponse
@@ -49,7 +49,7 @@ from pytest_agentctx.traffic.clients.urllib3 import (
     WireBody,
     body_bytes,
     chunked_pairs,
-    client_of,
+    client_of_agent,
     parsed_url,
 )
 from pytest_agentctx.traffic.errors import NetworkBlocked
@@ -129,7 +129,16 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     pairs = _raw_pairs(headers)
     wire_url = parsed_url(url)
     method = method.upper()
-    names = {name.lower() for name, _ in pairs}
+    names = set()
+    agent = None  # the first User-Agent's (client_of's)
+    ascii = True  # whether httpx2 reads the headers as ASCII (see .wire.header_encoding)
+    for name, value in pairs:
+        lowered = name.lower()
+        names.add(lowered)
+        if agent is None and lowered == b"user-agent":
+            agent = value
+        if ascii and not (name.isascii() and value.isascii()):
+            ascii = False
     framed = b"content-length" in names or b"transfer-encoding" in names
     if content and not framed:
         pairs.append((b"Content-Length", str(len(content)).encode("ascii")))
@@ -137,11 +146,18 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     added: list[tuple[bytes, bytes]] = []
     if b"host" not in names and wire_url.host:
         added.append((b"Host", wire_url.netloc))
+        ascii = ascii and wire_url.netloc.isascii()
     if not framed and method in _FRAMED_METHODS:
         added.append((b"Content-Length", b"0"))
     pairs = added + pairs
+    client = client_of_agent(agent or b"")
     return prebuilt_request(
-        method, wire_url, pairs, content or b"", extensions={CLIENT_EXTENSION: client_of(pairs)}
+        method,
+        wire_url,
+        pairs,
+        content or b"",
+        encoding="ascii" if ascii else None,
+        extensions={CLIENT_EXTENSION: client},
     )
 
 
@@ -152,13 +168,14 @@ _FRAMED_METHODS = ("POST", "PUT", "PATCH", "QUERY")
 def _raw_pairs(headers: Any) -> list[tuple[bytes, bytes]]:
     """A botocore request's headers as the byte pairs of the wire (:func:`.wire.raw_headers`),
     read from the dictionary a ``HeadersDict`` keeps them in: its ``items()`` makes and
-    hashes a case-insensitive key for each."""
+    hashes a case-insensitive key for each (a stored key's name is read as ``str()`` reads
+    it, without the call)."""
     stored = getattr(headers, "_dict", None)
     if type(stored) is not dict:
         return raw_headers(headers)
     return [
         (
-            str(name).encode("latin-1"),
+            (name._key if type(name) is _HeaderKey else str(name)).encode("latin-1"),
             value if isinstance(value, bytes) else value.encode("latin-1"),
         )
         for name, value in stored.items()
@@ -191,22 +208,20 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
     """botocore's response of an ``httpx2`` response to ``method url``: its raw a urllib3
     response, unread and undecoded as botocore asks urllib3 for one, whose bytes are those
     of the ``httpx2`` stream."""
-    pairs, _ = chunked_pairs(response, method=method, live=live)
-    # a dict when no name repeats: urllib3 reads one faster than pairs
-    headers = dict(pairs) if len({name.lower() for name, _ in pairs}) == len(pairs) else pairs
     whole = whole_body(response.stream)  # a replayed stream: botocore reads it all at once
     body = (
         io.BufferedReader(WireBody(response.stream, chunked=False))
         if whole is None
         else io.BytesIO(whole)
     )
+    version = response.http_version
     raw = HTTPResponse(
         body=body,
-        headers=headers,  # type: ignore[arg-type]  # HTTPHeaderDict takes pairs
+        headers=_aws_headers(response, method=method, live=live),  # type: ignore[arg-type]
         status=response.status_code,
-        version=10 if response.http_version == "HTTP/1.0" else 11,
-        version_string=response.http_version,
-        reason=response.reason_phrase,
+        version=10 if version == "HTTP/1.0" else 11,
+        version_string=version,
+        reason=_reason(response),
         preload_content=False,
         decode_content=False,
         enforce_content_length=False,
@@ -214,3 +229,46 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
         request_url=url,
     )
     return AWSResponse(url, response.status_code, raw.headers, raw)
+
+
+#: The headers urllib3 is given for a response, by its byte pairs, status, whether it
+#: answers a ``HEAD`` and is live: a replayed response's are the same on every call, and
+#: making them cost more than the rest of the response. Read only (urllib3 copies them);
+#: emptied when full.
+_HEADERS: dict[
+    tuple[tuple[tuple[bytes, bytes], ...], int, bool, bool],
+    dict[str, str] | list[tuple[str, str]],
+] = {}
+_HEADERS_KEPT = 256
+
+
+def _aws_headers(
+    response: httpx2.Response, *, method: str, live: bool
+) -> dict[str, str] | list[tuple[str, str]]:
+    """The headers of ``response`` as urllib3 is given them (see :func:`chunked_pairs`):
+    a dict when no name repeats, which urllib3 reads faster than pairs."""
+    key = (tuple(response.headers.raw), response.status_code, method.upper() == "HEAD", live)
+    known = _HEADERS.get(key)
+    if known is None:
+        pairs, _ = chunked_pairs(response, method=method, live=live)
+        unique = len({name.lower() for name, _ in pairs}) == len(pairs)
+        known = dict(pairs) if unique else pairs
+        if len(_HEADERS) >= _HEADERS_KEPT:
+            _HEADERS.clear()
+        _HEADERS[key] = known
+    return known
+
+
+#: The reason phrase ``httpx2`` gives each status of a response that has none of its own.
+_REASONS: dict[int, str] = {}
+
+
+def _reason(response: httpx2.Response) -> str:
+    """``response.reason_phrase``: the one it came with, else the status's, found once per
+    status (``httpx2`` looks it up in its status enumeration for every response)."""
+    if "reason_phrase" in response.extensions:
+        return response.reason_phrase
+    known = _REASONS.get(response.status_code)
+    if known is None:
+        known = _REASONS[response.status_code] = response.reason_phrase
+    return known

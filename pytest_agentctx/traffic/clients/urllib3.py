@@ -223,7 +223,12 @@ def request_of(
 def client_of(pairs: list[tuple[bytes, bytes]]) -> str:
     """The client library that sends a request with the headers ``pairs``, by its
     ``User-Agent`` (``"urllib3"`` when none is known)."""
-    agent = next((v for k, v in pairs if k.lower() == b"user-agent"), b"")
+    return client_of_agent(next((v for k, v in pairs if k.lower() == b"user-agent"), b""))
+
+
+def client_of_agent(agent: bytes) -> str:
+    """The client library whose ``User-Agent`` is ``agent`` (``"urllib3"`` when it is not
+    known)."""
     return _CLIENTS.get(agent.partition(b"/")[0], "urllib3")
 
 

@@ -30,8 +30,13 @@ Where = tuple[str, str | None]
 
 
 def is_http(request: WireRequest) -> bool:
-    """Whether ``request`` goes over HTTP (not to a stdio server's ``mcp+stdio`` URL)."""
-    return str(request.url)[:4].lower() == "http"
+    """Whether ``request`` goes over HTTP (not to a stdio server's ``mcp+stdio`` URL): read
+    from its URL's scheme when it has one (``httpx2``'s, lower-case), which the URL's text
+    starts with and is cheaper to get."""
+    url = request.url
+    scheme = getattr(url, "scheme", None)
+    text = scheme if isinstance(scheme, str) and scheme else str(url)
+    return text[:4].lower() == "http"
 
 
 def origin_of(url: str) -> str:

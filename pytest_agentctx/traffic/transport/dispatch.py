@@ -206,7 +206,8 @@ def _answered(current: Handling, response: WireResponse | None) -> WireResponse 
 def _dispatch_sync(request: WireRequest, handlers: list[Handler]) -> WireResponse | None:
     for handler in handlers:
         response = handler(request)
-        if inspect.isawaitable(response):
+        # (an httpx2 response, the usual answer, is known not to be awaitable at once)
+        if type(response) is not httpx2.Response and inspect.isawaitable(response):
             close = getattr(response, "close", None)
             if close is not None:
                 close()

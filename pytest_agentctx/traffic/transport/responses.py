@@ -196,16 +196,15 @@ def make_response(
     if chunks is not None:
         chunk_stream, _ = _stream_classes(module)
         stream = chunk_stream(chunks, on_end)
-        response = module.Response(status, headers=list(_pairs(headers)), stream=stream)
+        response = module.Response(status, headers=_pairs(headers), stream=stream)
     else:
-        response = module.Response(status, headers=list(_pairs(headers)), content=content or b"")
+        response = module.Response(status, headers=_pairs(headers), content=content or b"")
     return response
 
 
-def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     items = headers.items() if isinstance(headers, Mapping) else headers
-    for name, value in items:
-        yield str(name), str(value)
+    return [(str(name), str(value)) for name, value in items]
 
 
 def tee_response(response: WireResponse, on_close: Callable[[bytes, bool], None]) -> WireResponse:

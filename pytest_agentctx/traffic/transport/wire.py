@@ -147,14 +147,22 @@ def prebuilt_request(
     body ``content``, read: what ``httpx2.Request(method, url, headers=..., content=...)``
     makes when ``pairs`` already hold what it adds (``Host``, ``Content-Length``), without
     parsing the URL, encoding the body or scanning the headers again. ``encoding`` is the
-    headers' (:func:`header_encoding`), when the caller knows it already."""
+    headers' (:func:`header_encoding`), when the caller knows it already.
+
+    The headers' list is the one ``httpx2.Headers`` keeps for byte pairs (name, lower-case
+    name, value: it checks nothing else of bytes), and the body is set as ``read()`` sets
+    it: both made here in one step, as a request is built on every call a client makes.
+    The request's URL is ``url`` itself, not a copy."""
     import httpx2
 
     request = httpx2.Request(
         method, url, stream=httpx2.ByteStream(content), extensions=extensions or {}
     )
-    request.headers = httpx2.Headers(pairs, encoding=encoding or header_encoding(pairs))
-    request.read()
+    headers = httpx2.Headers(encoding=encoding or header_encoding(pairs))
+    headers._list = [(name, name.lower(), value) for name, value in pairs]
+    request.headers = headers
+    request._content = content
+    request.url = url  # the caller's (immutable) URL itself: one serves every request to it
     return request
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_agentctx.traffic.cassettes.matcher import (
@@ -142,6 +144,28 @@ def test_describe_shows_the_request_line():
     )
 
 
+def test_a_request_key_is_its_fields_with_the_agent_role_by_default():
+    key = RequestKey("POST", "h", "/p", (("a", "1"),), "{}")
+
+    assert key == RequestKey("POST", "h", "/p", (("a", "1"),), "{}", "agent")
+    assert hash(key) == hash(RequestKey("POST", "h", "/p", (("a", "1"),), "{}", "agent"))
+
+
+def test_a_request_key_is_frozen():
+    key = RequestKey("POST", "h", "/p", (), "{}")
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        key.body = "[]"  # type: ignore[misc]
+
+
+def test_a_request_key_is_replaced_field_by_field():
+    key = RequestKey("POST", "h", "/p", (), "{}")
+
+    assert dataclasses.replace(key, role="judge") == RequestKey(
+        "POST", "h", "/p", (), "{}", "judge"
+    )
+
+
 # -- strip_fields --------------------------------------------------------------------
 
 
@@ -159,6 +183,16 @@ def test_strip_fields_leaves_the_input_unchanged():
 
 def test_strip_fields_ignores_a_path_that_is_not_there():
     assert strip_fields({"a": 1}, [["x", "y"], ["a", "b"], ["a", "9"]]) == {"a": 1}
+
+
+def test_strip_fields_gives_the_value_itself_when_no_field_is_there():
+    value = {"a": 1}
+
+    assert strip_fields(value, [["x"], ["y", "z"]]) is value
+
+
+def test_strip_fields_removes_every_key_of_a_wildcard():
+    assert strip_fields({"a": 1, "b": {"c": 2}}, [["b", "*"]]) == {"a": 1, "b": {}}
 
 
 # -- json_diff -----------------------------------------------------------------------

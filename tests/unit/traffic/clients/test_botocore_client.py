@@ -180,6 +180,35 @@ def test_a_replayed_event_stream_is_read_event_by_event() -> None:
     assert texts == ["Hel", "lo"]
 
 
+def _aws_headers(response: httpx2.Response, method: str = "POST") -> list[tuple[str, str]]:
+    answer = client.to_aws(response, method=method, url=UNREACHABLE, live=False)
+    return list(answer.raw.headers.items())
+
+
+def test_a_replayed_stream_has_the_headers_of_the_urllib3_interceptor() -> None:
+    stream = httpx2.Response(200, headers={"Content-Type": "a/b"}, stream=httpx2.ByteStream(b""))
+
+    assert _aws_headers(stream) == [("Content-Type", "a/b"), ("Transfer-Encoding", "chunked")]
+
+
+def test_the_same_headers_answering_a_head_are_not_marked_chunked() -> None:
+    def replayed() -> httpx2.Response:
+        return httpx2.Response(200, headers={"Content-Type": "a/b"}, stream=httpx2.ByteStream(b""))
+
+    _aws_headers(replayed())
+
+    assert _aws_headers(replayed(), method="HEAD") == [("Content-Type", "a/b")]
+
+
+def test_a_repeated_response_header_keeps_each_value() -> None:
+    headers = [("Set-Cookie", "a=1"), ("set-cookie", "b=2"), ("Content-Length", "0")]
+    response = httpx2.Response(200, headers=headers, content=b"")
+
+    cookies = client.to_aws(response, method="GET", url=UNREACHABLE, live=False).raw.headers
+
+    assert cookies.getlist("set-cookie") == ["a=1", "b=2"]
+
+
 def test_a_stream_cut_short_still_fails_where_it_stops() -> None:
     class Cut(Exception):
         pass
@@ -340,3 +369,21 @@ def test_botocore_has_its_patcher() -> None:
     names = [(install.__name__, uninstall.__name__) for install, uninstall in PATCHERS]
 
     assert ("_install_botocore", "_uninstall_botocore") in names
+
+
+def test_a_replayed_response_has_its_statuss_reason() -> None:
+    client.to_aws(httpx2.Response(200, content=b""), method="GET", url=UNREACHABLE, live=False)
+
+    answer = client.to_aws(
+        httpx2.Response(404, content=b""), method="GET", url=UNREACHABLE, live=False
+    )
+
+    assert answer.raw.reason == "Not Found"
+
+
+def test_a_response_keeps_the_reason_it_came_with() -> None:
+    response = httpx2.Response(200, content=b"", extensions={"reason_phrase": b"Fine"})
+
+    answer = client.to_aws(response, method="GET", url=UNREACHABLE, live=False)
+
+    assert answer.raw.reason == "Fine"

@@ -17,6 +17,7 @@ from pytest_agentctx.traffic.mcp.http import McpHttp
 from pytest_agentctx.traffic.mcp.httpwire import (
     endpoint_session,
     event_ends,
+    is_http,
     origin_of,
     session_of,
 )
@@ -376,3 +377,9 @@ async def test_a_replayed_json_answer_gets_the_live_request_id() -> None:
 
     assert isinstance(response, httpx2.Response)
     assert json.loads(response.read()) == answer(3)
+
+
+def test_a_request_is_over_http_by_its_urls_scheme():
+    urls = ["http://h/mcp", "HTTPS://h/mcp", "mcp+stdio://server/0"]
+
+    assert [is_http(httpx2.Request("POST", url)) for url in urls] == [True, True, False]

@@ -29,3 +29,30 @@ def test_the_request_is_the_one_httpx2_builds(pairs: list[tuple[bytes, bytes]], 
     assert (cheap.method, cheap.url, cheap.content) == (built.method, built.url, built.content)
     assert cheap.headers.raw == built.headers.raw
     assert cheap.headers.encoding == built.headers.encoding
+
+
+@given(_PAIRS)
+def test_its_headers_are_looked_up_as_httpx2s_are(pairs: list[tuple[bytes, bytes]]):
+    url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
+    built = httpx2.Request("POST", url, headers=pairs, content=b"{}")
+
+    cheap = prebuilt_request("POST", url, list(built.headers.raw), b"{}")
+
+    assert cheap.headers.multi_items() == built.headers.multi_items()
+    assert [cheap.headers.get(n.decode()) for n, _ in pairs] == [
+        built.headers.get(n.decode()) for n, _ in pairs
+    ]
+
+
+def test_its_body_streams_as_httpx2s_does():
+    url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
+
+    cheap = prebuilt_request("POST", url, [(b"Content-Length", b"2")], b"{}")
+
+    assert (cheap.read(), b"".join(cheap.stream)) == (b"{}", b"{}")
+
+
+def test_its_url_is_the_callers_own():
+    url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
+
+    assert prebuilt_request("POST", url, [], b"").url is url
