@@ -28,7 +28,7 @@ import pytest
 
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.record import RECORD_ATTRIBUTE, is_agent_test, junit_properties
-from pytest_agentctx.reports.tolerance import parse_tolerance
+from pytest_agentctx.reports.tolerance import parse_significance, parse_tolerance
 
 from ..capture import redactor_of
 from ..keys import (
@@ -331,6 +331,10 @@ class AgentReports:
                 tokens=option_or_ini(config, "agent_baseline_tokens"),
                 iterations=option_or_ini(config, "agent_baseline_iterations"),
                 trajectory=option_or_ini(config, "agent_baseline_trajectory"),
+            )
+            self.significance = parse_significance(
+                level=option_or_ini(config, "agent_baseline_level"),
+                margin=option_or_ini(config, "agent_baseline_margin"),
             )
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None

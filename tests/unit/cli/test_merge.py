@@ -91,7 +91,7 @@ def test_the_summary_is_that_of_one_session_running_every_test() -> None:
 
     assert merged["summary"] == {
         **report(*tests)["summary"],
-        "gate": {"enabled": False, "passed": True, "failures": []},
+        "gate": {"enabled": False, "passed": True, "failures": [], "records": []},
     }
 
 
