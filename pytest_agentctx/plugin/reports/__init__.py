@@ -370,6 +370,7 @@ class AgentReports:
                 (report.nodeid, report.outcome, record, integration, report.when, xfail)
             )
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gate's properties
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Build the report, run the gate, write the files; a failed gate fails the session."""
         if self.worker or not self._wanted():

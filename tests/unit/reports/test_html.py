@@ -466,3 +466,30 @@ def test_the_mcp_tool_contract_is_shown_with_the_test() -> None:
     page = render_html(_report(_test("t.py::t", _context(), mcp_contract=contract)))
 
     assert "MCP server <code>weather_server</code> tool contract: get_weather" in page
+
+
+def test_a_tests_gate_failures_come_from_the_records_node_id_not_the_text() -> None:
+    nodeid = "tests/test_w.py::test_a"
+    report = _report(_test(nodeid, _context()))
+    record = GateRecord(nodeid, "budget", "max_tokens", "over budget: max_tokens 9 > 5")
+    report["summary"]["gate"].update(passed=False, records=[record.to_dict()])
+
+    page = render_html(report)
+
+    assert "gate: over budget: max_tokens 9 &gt; 5" in page
+    assert "open" in _parse(page).elements["t0"][1]
+
+
+def test_the_page_shows_the_flips_of_the_baseline_comparison() -> None:
+    report = _report(_test("tests/test_w.py::test_a", _context()))
+    flip = GateRecord("tests/test_w.py::test_a", "flip", "outcome", "m", "info", "passed", "failed")
+    report["summary"]["gate"]["records"] = [flip.to_dict()]
+
+    page = render_html(report)
+
+    assert "<caption>flips (1)</caption>" in page
+    assert (
+        "<tr><td>tests/test_w.py::test_a</td><td>outcome</td><td>"
+        '<span class="badge b-passed">passed</span></td><td>'
+        '<span class="badge b-failed">failed</span></td></tr>'
+    ) in page
