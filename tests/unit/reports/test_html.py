@@ -493,3 +493,16 @@ def test_the_page_shows_the_flips_of_the_baseline_comparison() -> None:
         '<span class="badge b-passed">passed</span></td><td>'
         '<span class="badge b-failed">failed</span></td></tr>'
     ) in page
+
+
+def test_a_version_1_report_shows_its_gate_failures_in_the_summary_only() -> None:
+    nodeid = "tests/test_w.py::test_a"
+    report = _report(_test(nodeid, _context()))
+    report["version"] = 1
+    report["summary"]["gate"] = {"enabled": True, "passed": False, "failures": [f"{nodeid}: x"]}
+
+    page = render_html(report)
+
+    assert f'<li class="mono">{nodeid}: x</li>' in page
+    assert "gate: " not in page
+    assert "This page was made for" not in page
