@@ -103,6 +103,7 @@ from .reports.gate import (
     compare_reports as compare_reports,
     evaluate_gate as evaluate_gate,
 )
+from .reports.gate_records import GateRecord as GateRecord
 from .reports.html import render_html as render_html
 from .reports.session_report import load_report as load_report
 from .runtime.agent import Agent as Agent, RunResult as RunResult, SubAgent as SubAgent

@@ -135,6 +135,7 @@ PUBLIC: dict[str, str] = {
     "GateTolerance": "reports.gate",
     "GateResult": "reports.gate",
     "BaselineComparison": "reports.gate",
+    "GateRecord": "reports.gate_records",
     # budgets and run figures
     "Budget": "reports.budgets",
     "BudgetCheck": "reports.budgets",

@@ -29,6 +29,8 @@ def _tolerance(args: argparse.Namespace, ini: IniOptions) -> GateTolerance:
             tokens=value("tokens", "10"),
             iterations=value("iterations", "0"),
             trajectory=value("trajectory", "exact"),
+            level=value("level", "0.05"),
+            margin=value("margin", ""),
         )
     except ReportError as exc:
         raise UsageError(f"gate: {exc}") from None

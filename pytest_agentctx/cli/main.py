@@ -62,15 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     gate = commands.add_parser("gate", help="the gate of --agent-gate over a report")
     gate.add_argument("input", metavar="IN.json")
     gate.add_argument("--baseline", metavar="OLD.json", help="a report to compare with")
-    for name, example in (
-        ("tokens", "10 (percent) or ignore"),
-        ("iterations", "0 or ignore"),
-        ("trajectory", "exact, unordered or ignore"),
+    for name, text in (
+        ("tokens", "allowed change of tokens: 10 (percent) or ignore"),
+        ("iterations", "allowed change of iterations: 0 or ignore"),
+        ("trajectory", "allowed change of trajectory: exact, unordered or ignore"),
+        ("level", "significance level of a pass rate drop (paired): 0.05"),
+        ("margin", "points the pass rate may drop before a significant drop fails: 2"),
     ):
         gate.add_argument(
-            f"--baseline-{name}",
-            metavar="VALUE",
-            help=f"allowed change of {name}: {example} (ini: agent_baseline_{name})",
+            f"--baseline-{name}", metavar="VALUE", help=f"{text} (ini: agent_baseline_{name})"
         )
     cassettes = commands.add_parser("cassettes", help="check, show or prune cassettes")
     actions = cassettes.add_subparsers(dest="action", required=True, metavar="ACTION")

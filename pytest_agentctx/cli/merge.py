@@ -27,6 +27,7 @@ from pytest_agentctx._untrusted import LimitExceeded, load_json, refuse_constant
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.gate import evaluate_gate
 from pytest_agentctx.reports.session_report import (
+    READABLE_VERSIONS,
     REPORT_FORMAT,
     REPORT_VERSION,
     assemble_report,
@@ -248,6 +249,15 @@ def read_reports(paths: Sequence[Path]) -> list[Shard]:
             f"of one run have one version: write every shard's report again with the same "
             f"pytest-agentctx (this one writes version {REPORT_VERSION}), then merge them."
         )
+    for path, data in read:
+        header = data[0] if isinstance(data, tuple) else data
+        if header.get("version") not in READABLE_VERSIONS:
+            raise ReportError(
+                f"report merge: {path} has format version {header.get('version')!r}; this "
+                f"pytest-agentctx reads versions {' and '.join(map(str, READABLE_VERSIONS))} "
+                f"(it writes version {REPORT_VERSION}). Write every shard's report again with "
+                "this pytest-agentctx (pytest --agent-report=PATH), then merge them."
+            )
     return [_shard(path, data) for path, data in read]
 
 
@@ -324,11 +334,9 @@ def _merge(shards: Sequence[Shard]) -> tuple[dict[str, Any], list[Entry]]:
     _judge_shared_cassettes(entries)
     merged = assemble_report([entry.light for entry in entries])
     result = evaluate_gate(merged)
-    merged["summary"]["gate"] = {
-        "enabled": any(_gate_enabled(shard.header) for shard in shards),
-        "passed": result.passed,
-        "failures": list(result.failures),
-    }
+    merged["summary"]["gate"] = result.to_dict(
+        enabled=any(_gate_enabled(shard.header) for shard in shards)
+    )
     return merged, entries
 
 

@@ -231,8 +231,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="How a test's tool calls are compared with the baseline: exact, unordered or "
         "ignore (ini: agent_baseline_trajectory; default exact).",
     )
+    group.addoption(
+        "--agent-baseline-level",
+        dest="agent_baseline_level",
+        default=None,
+        metavar="P",
+        help="Significance level of the pass rate's comparison with the baseline, pair by "
+        "pair: a drop fails the gate when its McNemar p-value is at most P and it is past "
+        "the margin (ini: agent_baseline_level; default 0.05).",
+    )
+    group.addoption(
+        "--agent-baseline-margin",
+        dest="agent_baseline_margin",
+        default=None,
+        metavar="POINTS",
+        help="How many points the pass rate may drop from the baseline's before a significant "
+        "drop fails the gate, e.g. 2 (ini: agent_baseline_margin; default none: any "
+        "significant drop fails).",
+    )
     parser.addini(
         "agent_baseline_tokens", "Allowed change of tokens from the baseline (%).", default="10"
+    )
+    parser.addini(
+        "agent_baseline_level",
+        "Significance level of the pass rate's comparison with the baseline.",
+        default="0.05",
+    )
+    parser.addini(
+        "agent_baseline_margin",
+        "Points the pass rate may drop from the baseline's (empty: none).",
+        default="",
     )
     parser.addini(
         "agent_baseline_iterations", "Allowed change of iterations from the baseline.", default="0"

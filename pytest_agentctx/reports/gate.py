@@ -1,12 +1,15 @@
 """The CI gate: reasons to fail a session whose tests all passed.
 
 :func:`evaluate_gate` reads a session's report (the dict of ``--agent-report``) and lists,
-one line each, every budget that was exceeded, every cassette that is stale or left
-recordings unused, and, given a baseline report, every test whose iterations, tool
-trajectory or tokens moved beyond a :class:`GateTolerance`. Tests missing from the
-baseline are listed as new, and baseline tests this session did not run as not run:
-neither is a failure. :func:`attach_baselines` keeps the baseline's figures of each test
-that drifted in the report, for the HTML page to show beside the test's own.
+one :class:`~pytest_agentctx.reports.gate_records.GateRecord` each, every budget that was
+exceeded, every cassette that is stale or left recordings unused, and, given a baseline
+report, every test whose iterations, tool trajectory or tokens moved beyond a
+:class:`GateTolerance`, and the comparison of the two sessions pair by pair
+(:mod:`~pytest_agentctx.reports.gate_pairing`: the flips, the pass rate's drop, the
+differences of the figures). Tests missing from the baseline are listed as new, and
+baseline tests this session did not run as not run: neither is a failure.
+:func:`attach_baselines` keeps the baseline's figures of each test that drifted in the
+report, for the HTML page to show beside the test's own.
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pytest_agentctx.reports.errors import ReportError
+from pytest_agentctx.reports.gate_records import Figure, GateRecord
 from pytest_agentctx.reports.record import is_agent_test
 from pytest_agentctx.reports.tolerance import (
     _TRAJECTORY_MODES,
     TrajectoryMode as TrajectoryMode,
+    parse_significance,
     parse_tolerance,
 )
 
@@ -34,11 +39,18 @@ class GateTolerance:
     baseline's (either way); ``iterations``: allowed change of its iterations, as a count;
     ``trajectory``: ``exact`` (the same tool calls in the same order), ``unordered`` (the
     same calls, any order) or ``ignore``. ``None`` ignores tokens or iterations.
+
+    The suite's pass rate, paired with the baseline's test by test (and repetition by
+    repetition), fails the gate on a drop that is both past ``margin`` (in points of pass
+    rate; ``None`` for 0: any drop) and significant at ``level`` (the exact McNemar test
+    of the flips).
     """
 
     tokens_percent: float | None = 10.0
     iterations: int | None = 0
     trajectory: TrajectoryMode = "exact"
+    level: float = 0.05
+    margin: float | None = None
 
     def __post_init__(self) -> None:
         if self.tokens_percent is not None and not self.tokens_percent >= 0:
@@ -56,43 +68,73 @@ class GateTolerance:
                 f"trajectory tolerance {self.trajectory!r}: expected one of "
                 f"{', '.join(_TRAJECTORY_MODES)}."
             )
+        if isinstance(self.level, bool) or not 0 < self.level < 1:
+            raise ReportError(
+                f"significance level {self.level!r}: expected a probability between 0 and 1, "
+                "e.g. 0.05."
+            )
+        if self.margin is not None and not 0 <= self.margin <= 100:
+            raise ReportError(
+                f"pass rate margin {self.margin!r}: expected points of pass rate from 0 to "
+                "100, e.g. 2 (no worse than 2 points)."
+            )
 
     @classmethod
-    def parse(cls, *, tokens: str, iterations: str, trajectory: str) -> GateTolerance:
+    def parse(
+        cls,
+        *,
+        tokens: str,
+        iterations: str,
+        trajectory: str,
+        level: str = "0.05",
+        margin: str = "",
+    ) -> GateTolerance:
         """A tolerance from option text: ``tokens`` like ``10`` or ``10%``, ``iterations``
-        like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered, ignore."""
-        return cls(*parse_tolerance(tokens=tokens, iterations=iterations, trajectory=trajectory))
+        like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered, ignore;
+        ``level`` like ``0.05``; ``margin`` like ``2`` (points) or empty for none."""
+        figures = parse_tolerance(tokens=tokens, iterations=iterations, trajectory=trajectory)
+        return cls(*figures, *parse_significance(level=level, margin=margin))
 
     def describe(self) -> str:
         """The tolerance in words, for the gate's summary."""
         tokens = "ignored" if self.tokens_percent is None else f"±{self.tokens_percent:g}%"
         iterations = "ignored" if self.iterations is None else f"±{self.iterations}"
-        return f"tokens {tokens}, iterations {iterations}, trajectory {self.trajectory}"
+        margin = "none" if self.margin is None else f"{self.margin:g} points"
+        return (
+            f"tokens {tokens}, iterations {iterations}, trajectory {self.trajectory}; "
+            f"pass rate: level {self.level:g}, margin {margin}"
+        )
 
 
 @dataclass(frozen=True)
 class BaselineComparison:
     """What :func:`compare_reports` found: ``drifts`` (one line per change beyond the
     tolerance: failures), ``new`` agent tests (not in the baseline) and ``not_run`` agent
-    tests (in the baseline only), each as node ids."""
+    tests (in the baseline only), each as node ids; ``records``, the drifts as
+    :class:`~pytest_agentctx.reports.gate_records.GateRecord`."""
 
     drifts: tuple[str, ...] = ()
     new: tuple[str, ...] = ()
     not_run: tuple[str, ...] = ()
+    records: tuple[GateRecord, ...] = ()
+
+
+class _Drift(NamedTuple):
+    """One change beyond the tolerance: the measure, the words, and its figures."""
+
+    measure: str
+    text: str
+    baseline: Figure
+    now: Figure
+    allowed: Figure
 
 
 def _names(trajectory: Sequence[str]) -> str:
     return "[" + ", ".join(trajectory) + "]"
 
 
-def _trajectory_drift(
-    before: Sequence[str], after: Sequence[str], mode: TrajectoryMode
-) -> str | None:
-    if mode == "ignore" or list(before) == list(after):
-        return None
+def _trajectory_text(before: Sequence[str], after: Sequence[str], mode: TrajectoryMode) -> str:
     if mode == "unordered":
-        if Counter(before) == Counter(after):
-            return None
         lost = Counter(before) - Counter(after)
         gained = Counter(after) - Counter(before)
         changes = [f"+{name}" for name in sorted(gained.elements())]
@@ -112,38 +154,65 @@ def _trajectory_drift(
     )
 
 
+def _trajectory_drift(
+    before: Sequence[str], after: Sequence[str], mode: TrajectoryMode
+) -> _Drift | None:
+    if mode == "ignore" or list(before) == list(after):
+        return None
+    if mode == "unordered" and Counter(before) == Counter(after):
+        return None
+    text = _trajectory_text(before, after, mode)
+    return _Drift("trajectory", text, list(before), list(after), mode)
+
+
 def _number(value: float) -> str:
     """A figure as it reads best: ``25`` for a whole number, ``25.5`` (two places) else."""
     return f"{value:g}" if float(value).is_integer() else f"{value:.2f}".rstrip("0")
 
 
-def _iterations_drift(was: float, now: float, tolerance: GateTolerance) -> str | None:
+def _iterations_drift(was: float, now: float, tolerance: GateTolerance) -> _Drift | None:
     if tolerance.iterations is None or abs(now - was) <= tolerance.iterations:
         return None
-    return f"iterations {_number(was)} -> {_number(now)} (allowed change ±{tolerance.iterations})"
+    text = f"iterations {_number(was)} -> {_number(now)} (allowed change ±{tolerance.iterations})"
+    return _Drift("iterations", text, was, now, tolerance.iterations)
 
 
-def _tokens_drift(was: float, now: float, tolerance: GateTolerance) -> str | None:
+def _tokens_drift(was: float, now: float, tolerance: GateTolerance) -> _Drift | None:
     if tolerance.tokens_percent is None or was == now:
         return None
     change = (now - was) / was * 100 if was else float("inf")
     if abs(change) <= tolerance.tokens_percent:
         return None
     shown = "new usage" if was == 0 else f"{change:+.1f}%"
-    return (
+    text = (
         f"tokens {_number(was)} -> {_number(now)} ({shown}, allowed ±{tolerance.tokens_percent:g}%)"
+    )
+    return _Drift("total_tokens", text, was, now, f"±{tolerance.tokens_percent:g}%")
+
+
+def _record(nodeid: str, drift: _Drift, label: str | None = None) -> GateRecord:
+    where = nodeid if label is None else f"{nodeid} ({label})"
+    measure = drift.measure if label is None else f"{drift.measure} ({label})"
+    return GateRecord(
+        nodeid=nodeid,
+        kind="drift",
+        measure=measure,
+        message=f"{where}: {drift.text}",
+        baseline=drift.baseline,
+        now=drift.now,
+        allowed=drift.allowed,
     )
 
 
 def _drifts(
     nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any], tolerance: GateTolerance
-) -> list[str]:
+) -> list[GateRecord]:
     found = [
         _iterations_drift(before["iterations"], after["iterations"], tolerance),
         _trajectory_drift(before["trajectory"], after["trajectory"], tolerance.trajectory),
         _tokens_drift(before["total_tokens"], after["total_tokens"], tolerance),
     ]
-    return [f"{nodeid}: {line}" for line in found if line is not None]
+    return [_record(nodeid, drift) for drift in found if drift is not None]
 
 
 def _per_run(test: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
@@ -168,7 +237,7 @@ def _most_common(trajectories: Sequence[Sequence[str]]) -> list[str]:
 
 def _test_drifts(
     nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any], tolerance: GateTolerance
-) -> list[str]:
+) -> list[GateRecord]:
     """The drift of one test: of its totals, or, for an ``agent_repeat`` test whose two
     reports both hold per-run figures, of the mean run and the largest run (iterations and
     tokens) and of the trajectory most runs took, so the tolerances apply to one run
@@ -176,55 +245,60 @@ def _test_drifts(
     was, now = _per_run(before), _per_run(after)
     if was is None or now is None:
         return _drifts(nodeid, before["stats"], after["stats"], tolerance)
-    lines: list[str] = []
+    records: list[GateRecord] = []
     for label, pick in (("mean run", statistics.fmean), ("largest run", max)):
         for name, check in (
             ("iterations", _iterations_drift),
             ("total_tokens", _tokens_drift),
         ):
-            line = check(
+            drift = check(
                 pick([run[name] for run in was]), pick([run[name] for run in now]), tolerance
             )
-            if line is not None:
-                lines.append(f"{nodeid} ({label}): {line}")
+            if drift is not None:
+                records.append(_record(nodeid, drift, label))
     trajectory = _trajectory_drift(
         _most_common([run["trajectory"] for run in was]),
         _most_common([run["trajectory"] for run in now]),
         tolerance.trajectory,
     )
     if trajectory is not None:
-        lines.append(f"{nodeid} (the trajectory most runs took): {trajectory}")
-    return lines
+        records.append(_record(nodeid, trajectory, "the trajectory most runs took"))
+    return records
 
 
-def _unmeasured(nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+def _unmeasured(
+    nodeid: str, before: Mapping[str, Any], after: Mapping[str, Any]
+) -> GateRecord | None:
     """The failure of a baseline entry that cannot be compared: an agent test with no
     measured run in this session, or in the baseline (nothing to compare either way)."""
     if not is_agent_test(before) and not is_agent_test(after):
         return None
+    had = len(before.get("runs") or ())
     if not after.get("runs"):
-        had = len(before.get("runs") or ())
-        return (
+        message = (
             f"{nodeid}: made no measured model call (the baseline has {had} run(s)): the "
             "agent did not run, or its model calls did not go through httpx/httpx2 where the "
             "plugin measures them; check the test, then write a new baseline with "
             "--agent-report=PATH if the change is intended"
         )
-    if not before.get("runs"):
-        return (
+        return GateRecord(nodeid, "unmeasured", "runs", message, baseline=had, now=0)
+    if not had:
+        message = (
             f"{nodeid}: the baseline has no measured run for this test (written before its "
             "runs were measured, or the agent did not run then): nothing to compare with; "
             "write a new baseline with --agent-report=PATH"
         )
+        now = len(after.get("runs") or ())
+        return GateRecord(nodeid, "unmeasured", "runs", message, baseline=0, now=now)
     return None
 
 
 def _compare(
     report: Mapping[str, Any], baseline: Mapping[str, Any], tolerance: GateTolerance
-) -> tuple[dict[str, list[str]], list[str], list[str]]:
+) -> tuple[dict[str, list[GateRecord]], list[str], list[str]]:
     before = {test["nodeid"]: test for test in baseline["tests"]}
     now = {test["nodeid"]: test for test in report["tests"]}
-    drifts: dict[str, list[str]] = {}
+    drifts: dict[str, list[GateRecord]] = {}
     new: list[str] = []
     for nodeid in sorted(now):
         test = now[nodeid]
@@ -236,9 +310,9 @@ def _compare(
         if "skipped" in (test.get("outcome"), old.get("outcome")):
             continue
         unmeasured = _unmeasured(nodeid, old, test)
-        lines = [unmeasured] if unmeasured else _test_drifts(nodeid, old, test, tolerance)
-        if lines:
-            drifts[nodeid] = lines
+        records = [unmeasured] if unmeasured else _test_drifts(nodeid, old, test, tolerance)
+        if records:
+            drifts[nodeid] = records
     not_run = [
         nodeid for nodeid in sorted(before) if nodeid not in now and is_agent_test(before[nodeid])
     ]
@@ -256,8 +330,9 @@ def compare_reports(
     cassette are neither listed as new nor as not run.
     """
     drifts, new, not_run = _compare(report, baseline, tolerance or GateTolerance())
-    lines = tuple(line for nodeid in sorted(drifts) for line in drifts[nodeid])
-    return BaselineComparison(lines, tuple(new), tuple(not_run))
+    records = tuple(record for nodeid in sorted(drifts) for record in drifts[nodeid])
+    lines = tuple(record.message for record in records)
+    return BaselineComparison(lines, tuple(new), tuple(not_run), records)
 
 
 #: The baseline's figures a drifted test keeps (``baseline.stats`` in the report).
@@ -295,18 +370,46 @@ def attach_baselines(
 
 @dataclass(frozen=True)
 class GateResult:
-    """The gate's verdict: every failure (one line each), and the new and not-run tests
-    when a baseline was given (``baseline`` is its path, for the summary)."""
+    """The gate's verdict: its ``records``
+    (:class:`~pytest_agentctx.reports.gate_records.GateRecord`, the failing ones first in
+    node id order, then the session-wide ones), and, when a baseline was given, its path
+    (``baseline``, for the summary) and the ``tolerance`` it was compared with.
 
-    failures: tuple[str, ...] = ()
-    new: tuple[str, ...] = ()
-    not_run: tuple[str, ...] = ()
+    ``failures`` (each failing record's message), ``new`` and ``not_run`` (node ids) are
+    read from the records."""
+
+    records: tuple[GateRecord, ...] = ()
     baseline: str | None = None
     tolerance: GateTolerance | None = None
 
     @property
     def passed(self) -> bool:
-        return not self.failures
+        return not any(record.fails for record in self.records)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """The message of each failing record, in order."""
+        return tuple(record.message for record in self.records if record.fails)
+
+    @property
+    def new(self) -> tuple[str, ...]:
+        """The agent tests not in the baseline."""
+        return tuple(r.nodeid for r in self.records if r.kind == "new" and r.nodeid)
+
+    @property
+    def not_run(self) -> tuple[str, ...]:
+        """The baseline's agent tests this session did not run."""
+        return tuple(r.nodeid for r in self.records if r.kind == "not_run" and r.nodeid)
+
+    def to_dict(self, *, enabled: bool) -> dict[str, Any]:
+        """``summary.gate`` of the report: whether the gate was ``enabled``, whether it
+        ``passed``, its ``records`` and the ``failures`` (their messages)."""
+        return {
+            "enabled": enabled,
+            "passed": self.passed,
+            "failures": list(self.failures),
+            "records": [record.to_dict() for record in self.records],
+        }
 
 
 def _figure(value: Any) -> str:
@@ -319,35 +422,48 @@ def _record_command(nodeid: str) -> str:
     return f'pytest --agent-record "{nodeid}"'
 
 
-def _own_failures(test: Mapping[str, Any]) -> list[str]:
-    nodeid = test["nodeid"]
-    lines: list[str] = []
-    budget = test.get("budget")
+def _budget_records(nodeid: str, budget: Mapping[str, Any] | None) -> list[GateRecord]:
+    records: list[GateRecord] = []
     if (budget or {}).get("unmeasured"):
-        lines.append(
+        message = (
             f"{nodeid}: budget not measured: the test made no model call the plugin saw "
             "(see the test's failure for what to check)"
         )
+        records.append(GateRecord(nodeid, "unmeasured", "budget", message))
     for exceeded in (budget or {}).get("exceeded", ()):
-        lines.append(
-            f"{nodeid}: over budget: {exceeded['name']} measured "
-            f"{_figure(exceeded['measured'])}, allowed {_figure(exceeded['allowed'])}"
+        name, measured, allowed = exceeded["name"], exceeded["measured"], exceeded["allowed"]
+        message = (
+            f"{nodeid}: over budget: {name} measured {_figure(measured)}, allowed "
+            f"{_figure(allowed)}"
         )
-    cassette = test.get("cassette")
-    if cassette is not None and cassette["status"] in ("stale", "unused"):
-        unused = cassette.get("unused") or []
-        listed = ", ".join(f"#{i}" for i in unused[:10]) + (", ..." if len(unused) > 10 else "")
-        if cassette["status"] == "unused":
-            what = f"left {len(unused)} recorded interaction(s) unused ({listed})"
-        elif unused:
-            what = f"is stale: {len(unused)} recorded interaction(s) never used ({listed})"
-        else:
-            what = "is stale: the agent sent requests it has no recording for"
-        lines.append(
-            f"{nodeid}: cassette {cassette['path']} {what}; re-record with "
-            f"{_record_command(nodeid)}"
-        )
-    return lines
+        records.append(GateRecord(nodeid, "budget", name, message, now=measured, allowed=allowed))
+    return records
+
+
+def _cassette_record(nodeid: str, cassette: Mapping[str, Any] | None) -> GateRecord | None:
+    if cassette is None or cassette["status"] not in ("stale", "unused"):
+        return None
+    unused = cassette.get("unused") or []
+    listed = ", ".join(f"#{i}" for i in unused[:10]) + (", ..." if len(unused) > 10 else "")
+    if cassette["status"] == "unused":
+        what = f"left {len(unused)} recorded interaction(s) unused ({listed})"
+    elif unused:
+        what = f"is stale: {len(unused)} recorded interaction(s) never used ({listed})"
+    else:
+        what = "is stale: the agent sent requests it has no recording for"
+    message = (
+        f"{nodeid}: cassette {cassette['path']} {what}; re-record with {_record_command(nodeid)}"
+    )
+    return GateRecord(
+        nodeid, "cassette", "cassette", message, now=cassette["status"], allowed="replayed"
+    )
+
+
+def _own_failures(test: Mapping[str, Any]) -> list[GateRecord]:
+    nodeid = test["nodeid"]
+    records = _budget_records(nodeid, test.get("budget"))
+    cassette = _cassette_record(nodeid, test.get("cassette"))
+    return records if cassette is None else [*records, cassette]
 
 
 def evaluate_gate(
@@ -358,53 +474,64 @@ def evaluate_gate(
     tolerance: GateTolerance | None = None,
 ) -> GateResult:
     """Every reason the gate fails ``report``: budgets, cassettes, and drift from
-    ``baseline`` (if given), in node id order."""
-    by_test: dict[str, list[str]] = {}
+    ``baseline`` (if given), in node id order; then, with a baseline, the new and not-run
+    tests and the paired comparison of the two sessions
+    (:func:`~pytest_agentctx.reports.gate_pairing.paired_records`)."""
+    by_test: dict[str, list[GateRecord]] = {}
     for test in report["tests"]:
         by_test.setdefault(test["nodeid"], []).extend(_own_failures(test))
-    new: list[str] = []
-    not_run: list[str] = []
-    if baseline is not None:
-        tolerance = tolerance or GateTolerance()
-        drifts, new, not_run = _compare(report, baseline, tolerance)
-        for nodeid, lines in drifts.items():
-            by_test.setdefault(nodeid, []).extend(lines)
-    failures = tuple(line for nodeid in sorted(by_test) for line in by_test[nodeid])
-    return GateResult(
-        failures=failures,
-        new=tuple(new),
-        not_run=tuple(not_run),
-        baseline=baseline_path if baseline is not None else None,
-        tolerance=tolerance if baseline is not None else None,
+    if baseline is None:
+        records = tuple(record for nodeid in sorted(by_test) for record in by_test[nodeid])
+        return GateResult(records)
+    tolerance = tolerance or GateTolerance()
+    drifts, new, not_run = _compare(report, baseline, tolerance)
+    for nodeid, found in drifts.items():
+        by_test.setdefault(nodeid, []).extend(found)
+    from pytest_agentctx.reports.gate_pairing import paired_records
+
+    records = tuple(
+        [
+            *(record for nodeid in sorted(by_test) for record in by_test[nodeid]),
+            *(GateRecord(nodeid, "new", "test", nodeid, "info") for nodeid in new),
+            *(GateRecord(nodeid, "not_run", "test", nodeid, "info") for nodeid in not_run),
+            *paired_records(report, baseline, tolerance),
+        ]
     )
+    return GateResult(records, baseline=baseline_path, tolerance=tolerance)
+
+
+def _listed(lines: list[str], title: str, items: Sequence[str], limit: int) -> None:
+    if not items:
+        return
+    lines.append(f"{title}: {len(items)}")
+    lines.extend(f"  {item}" for item in items[:limit])
+    if len(items) > limit:
+        lines.append(f"  ... and {len(items) - limit} more")
 
 
 def gate_lines(result: GateResult, *, enabled: bool, limit: int = 10) -> list[str]:
-    """The gate's summary block: its verdict, then every failure, new and not-run test."""
+    """The gate's summary block: its verdict, then every failure, new and not-run test,
+    and the comparison with the baseline pair by pair (its flips at most ``limit``)."""
     lines: list[str] = []
-    if result.passed:
+    failures = result.failures
+    if not failures:
         lines.append("agentctx gate: passed" if enabled else "agentctx: no gate failures")
     else:
-        count = len(result.failures)
+        count = len(failures)
         lines.append(
             f"agentctx gate FAILED: {_reasons(count)}"
             if enabled
             else f"agentctx: the gate would fail ({_reasons(count)}; it is off: add "
             "--agent-gate to enforce it)"
         )
-        lines.extend(f"  {line}" for line in result.failures)
+        lines.extend(f"  {line}" for line in failures)
     if result.baseline is not None and result.tolerance is not None:
         lines.append(f"baseline: {result.baseline} ({result.tolerance.describe()})")
-    if result.new:
-        lines.append(f"new (not in the baseline, not compared): {len(result.new)}")
-        lines.extend(f"  {nodeid}" for nodeid in result.new[:limit])
-        if len(result.new) > limit:
-            lines.append(f"  ... and {len(result.new) - limit} more")
-    if result.not_run:
-        lines.append(f"in the baseline but not run: {len(result.not_run)}")
-        lines.extend(f"  {nodeid}" for nodeid in result.not_run[:limit])
-        if len(result.not_run) > limit:
-            lines.append(f"  ... and {len(result.not_run) - limit} more")
+    _listed(lines, "new (not in the baseline, not compared)", result.new, limit)
+    _listed(lines, "in the baseline but not run", result.not_run, limit)
+    from pytest_agentctx.reports.gate_pairing import paired_lines
+
+    lines.extend(paired_lines(result.records, limit=limit))
     return lines
 
 

@@ -53,6 +53,15 @@ def _asset(name: str) -> str:
     return (resources.files(__package__) / _ASSETS / name).read_text(encoding="utf-8")
 
 
+#: The most flips the page lists (the JSON report has them all).
+_FLIP_ROWS = 200
+
+
+def _records(gate: Mapping[str, object]) -> list[Mapping[str, object]]:
+    """The gate's records (``summary.gate.records``), each as a mapping."""
+    return [as_map(record) for record in as_seq(gate.get("records"))]
+
+
 class _Page:
     """The fragments of the page, written in order and joined once."""
 
@@ -89,19 +98,15 @@ class _Page:
     def _gate_lines_by_test(
         summary: Mapping[str, object], tests: Sequence[Mapping[str, object]]
     ) -> dict[int, list[str]]:
-        """Gate failure lines that name a test: the line starts with its node id."""
+        """The messages of the gate's failing records of each test (by the record's node
+        id; a report of version 1 has no records, and its failures are shown in the
+        summary only)."""
         index = {str(test.get("nodeid", "")): i for i, test in enumerate(tests)}
         found: dict[int, list[str]] = {}
-        for line in as_seq(as_map(summary.get("gate")).get("failures")):
-            text = str(line)
-            match = None
-            for position, char in enumerate(text):
-                if char in " :" and text[:position] in index:
-                    match = index[text[:position]]  # the longest node id wins
-            if text in index:
-                match = index[text]
-            if match is not None:
-                found.setdefault(match, []).append(text)
+        for record in _records(as_map(summary.get("gate"))):
+            position = index.get(str(record.get("nodeid")))
+            if record.get("verdict") == "fail" and position is not None:
+                found.setdefault(position, []).append(str(record.get("message", "")))
         return found
 
     def summary(
@@ -113,10 +118,10 @@ class _Page:
         w = self.w
         stats = as_map(summary.get("stats"))
         w('<header class="top">\n<h1>pytest-agentctx report</h1>\n')
-        if report.get("format") != "pytest-agentctx-report" or report.get("version") != 1:
+        if report.get("format") != "pytest-agentctx-report" or report.get("version") not in (1, 2):
             w(
                 '<p class="facts bad">This page was made for report format '
-                "<code>pytest-agentctx-report</code> version 1; this report says "
+                "<code>pytest-agentctx-report</code> version 2 (or 1); this report says "
                 f"<code>{esc(report.get('format'))}</code> version "
                 f"<code>{esc(report.get('version'))}</code>. Some parts may be missing.</p>\n"
             )
@@ -157,17 +162,51 @@ class _Page:
                 " to fail the session on budgets, stale cassettes and drift).</div>\n"
             )
             return
-        failures = [str(line) for line in as_seq(gate.get("failures"))]
+        records = _records(gate)
+        failures = (
+            [str(r.get("message", "")) for r in records if r.get("verdict") == "fail"]
+            if "records" in gate
+            else [str(line) for line in as_seq(gate.get("failures"))]  # version 1
+        )
         if gate.get("passed") and not failures:
-            w('<div class="gate pass" id="gate">Gate: <b>passed</b></div>\n')
+            w('<div class="gate pass" id="gate">Gate: <b>passed</b>')
+        else:
+            w(
+                f'<div class="gate fail" id="gate">Gate: <b>failed</b> ({len(failures):,} '
+                f"{'failure' if len(failures) == 1 else 'failures'})<ul>"
+            )
+            for line in failures:
+                w(f'<li class="mono">{esc(line)}</li>')
+            w("</ul>")
+        self.paired(records)
+        w("</div>\n")
+
+    def paired(self, records: Sequence[Mapping[str, object]]) -> None:
+        """The comparison with the baseline pair by pair, from the gate's records: the
+        pass rate, the margin and the differences, then the table of flips."""
+        w = self.w
+        compared = [r for r in records if r.get("kind") in ("pass_rate", "margin", "difference")]
+        if compared:
+            w('<div class="facts">paired with the baseline:<ul>')
+            for record in compared:
+                w(f'<li class="mono">{esc(record.get("message", ""))}</li>')
+            w("</ul></div>")
+        flipped = [r for r in records if r.get("kind") == "flip"]
+        if not flipped:
             return
         w(
-            f'<div class="gate fail" id="gate">Gate: <b>failed</b> ({len(failures):,} '
-            f"{'failure' if len(failures) == 1 else 'failures'})<ul>"
+            f'<table class="tests flips"><caption>flips ({len(flipped):,})</caption><thead><tr>'
+            "<th>test</th><th>measure</th><th>baseline</th><th>now</th></tr></thead><tbody>"
         )
-        for line in failures:
-            w(f'<li class="mono">{esc(line)}</li>')
-        w("</ul></div>\n")
+        for record in flipped[:_FLIP_ROWS]:
+            w(
+                f"<tr><td>{esc(record.get('nodeid', ''))}</td><td>{esc(record.get('measure'))}"
+                f"</td><td>{badge(record.get('baseline', ''))}</td>"
+                f"<td>{badge(record.get('now', ''))}</td></tr>"
+            )
+        w("</tbody></table>")
+        if len(flipped) > _FLIP_ROWS:
+            w(f'<div class="facts">... and {len(flipped) - _FLIP_ROWS:,} more flips</div>')
 
     def controls(self, total: int) -> None:
         self.w(

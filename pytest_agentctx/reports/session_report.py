@@ -52,8 +52,13 @@ if TYPE_CHECKING:
 
 #: The ``format`` field of every report.
 REPORT_FORMAT = "pytest-agentctx-report"
-#: The version of the report schema this package writes and reads.
-REPORT_VERSION = 1
+#: The version of the report schema this package writes. Version 2 gives the gate's
+#: findings as records (``summary.gate.records``); version 1 listed them as lines only.
+REPORT_VERSION = 2
+#: The versions this package reads: a report of version 1 (its tests are the same) still
+#: serves as a baseline and as the input of ``pytest-agentctx gate``, ``report html`` and
+#: ``report merge``; the gate's records are computed again from its tests.
+READABLE_VERSIONS = (1, 2)
 #: What happened to a test's cassette: ``replayed`` (answered every request from the file),
 #: ``recorded`` (the test's traffic went to the network and was recorded), ``live`` (it went
 #: to the network under ``--agent-live`` and no cassette was read or written), ``discarded``
@@ -279,7 +284,7 @@ def assemble_report(tests: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "tests": len(tests),
             **counts,
             "stats": totals.to_dict(),
-            "gate": {"enabled": False, "passed": True, "failures": []},
+            "gate": {"enabled": False, "passed": True, "failures": [], "records": []},
         },
         "tests": list(tests),
     }
@@ -386,11 +391,13 @@ def check_report(data: object, where: str | Path) -> dict[str, Any]:
             f"Report {where} is not a pytest-agentctx report (format {found!r}, expected "
             f"{REPORT_FORMAT!r}). {_WRITE_ONE}."
         )
-    if data.get("version") != REPORT_VERSION:
+    if data.get("version") not in READABLE_VERSIONS:
         raise ReportError(
             f"Report {where} has version {data.get('version')!r}; this pytest-agentctx reads "
-            f"version {REPORT_VERSION}. Write it again with this version: pytest "
-            "--agent-report=PATH."
+            f"versions {' and '.join(map(str, READABLE_VERSIONS))} and writes version "
+            f"{REPORT_VERSION}. Write it again with this version: pytest --agent-report=PATH "
+            "(for a baseline, on the branch you compare against), or read it with the "
+            "pytest-agentctx that wrote it."
         )
     tests = data.get("tests")
     if not isinstance(tests, list):

@@ -4,6 +4,7 @@ baseline before the gate fails it, the figures of a
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pytest_agentctx.reports.errors import ReportError
@@ -61,3 +62,36 @@ def parse_tolerance(
             "pytest again."
         )
     return tokens_percent, iteration_count, mode
+
+
+def parse_significance(*, level: str, margin: str) -> tuple[float, float | None]:
+    """The pass rate comparison's figures from option text: ``level`` like ``0.05`` (a
+    probability between 0 and 1), ``margin`` like ``2`` or ``2%`` (points of pass rate from
+    0 to 100) or empty (none). A bad value raises :class:`ReportError` naming the option,
+    what was given, what was expected and an example."""
+    where = "--agent-baseline-level / agent_baseline_level"
+    try:
+        significance = float(level.strip())
+    except ValueError:
+        significance = math.nan
+    if not 0 < significance < 1:  # nan included
+        raise ReportError(
+            f"{where} = {level!r}: expected a significance level between 0 and 1 (the "
+            "chance of failing on noise), e.g. 0.05 or 0.01. Fix the option and run pytest "
+            "again."
+        )
+    where = "--agent-baseline-margin / agent_baseline_margin"
+    text = margin.strip().lower().removesuffix("%").strip()
+    if text in ("", *_IGNORE):
+        return significance, None
+    try:
+        points = float(text)
+    except ValueError:
+        points = math.nan
+    if not 0 <= points <= 100:
+        raise ReportError(
+            f"{where} = {margin!r}: expected points of pass rate from 0 to 100 (how far the "
+            "pass rate may drop before the gate fails on a significant drop), e.g. 2 for "
+            "'no worse than 2 points'. Fix the option and run pytest again."
+        )
+    return significance, points

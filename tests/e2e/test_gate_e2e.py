@@ -103,13 +103,23 @@ def test_the_gate_passes_a_clean_session(research: pytest.Pytester, workers) -> 
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
     assert _gate_block(result) == ["agentctx gate: passed"]
-    assert _gate_entry(research) == {"enabled": True, "passed": True, "failures": []}
+    assert _gate_entry(research) == {
+        "enabled": True,
+        "passed": True,
+        "failures": [],
+        "records": [],
+    }
 
 
 def test_without_the_gate_the_report_says_it_is_off(research: pytest.Pytester) -> None:
     research.runpytest(*QUIET, "--agent-report=report.json").assert_outcomes(passed=2)
 
-    assert _gate_entry(research) == {"enabled": False, "passed": True, "failures": []}
+    assert _gate_entry(research) == {
+        "enabled": False,
+        "passed": True,
+        "failures": [],
+        "records": [],
+    }
 
 
 # -- the baseline ----------------------------------------------------------------------
@@ -131,9 +141,18 @@ def test_drift_from_the_baseline_fails_a_passing_session(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert _gate_block(result) == ["agentctx gate FAILED: 3 reasons", *(f"  {d}" for d in DRIFT)]
     result.stdout.fnmatch_lines(
-        [f"baseline: {baseline.path / 'base.json'} (tokens ±10%, iterations ±0, trajectory exact)"]
+        [
+            f"baseline: {baseline.path / 'base.json'} (tokens ±10%, iterations ±0, trajectory "
+            "exact; pass rate: level 0.05, margin none)"
+        ]
     )
-    assert _gate_entry(baseline) == {"enabled": True, "passed": False, "failures": DRIFT}
+    gate = _gate_entry(baseline)
+    assert (gate["enabled"], gate["passed"], gate["failures"]) == (True, False, DRIFT)
+    failing = [record for record in gate["records"] if record["verdict"] == "fail"]
+    assert [(r["nodeid"], r["kind"], r["measure"], r["message"]) for r in failing] == [
+        ("test_research_agent.py::test_research", "drift", measure, line)
+        for measure, line in zip(("iterations", "trajectory", "total_tokens"), DRIFT, strict=True)
+    ]
 
 
 def test_the_gate_block_is_printed_once_under_xdist(baseline: pytest.Pytester) -> None:

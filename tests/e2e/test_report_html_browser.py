@@ -123,7 +123,7 @@ def _report() -> dict[str, Any]:
     ]
     return {
         "format": "pytest-agentctx-report",
-        "version": 1,
+        "version": 2,
         "summary": {
             "tests": 3,
             "passed": 2,
@@ -136,6 +136,20 @@ def _report() -> dict[str, Any]:
                 "enabled": True,
                 "passed": False,
                 "failures": ["tests/test_weather.py::test_lyon: max_tokens over budget"],
+                "records": [
+                    {
+                        "nodeid": "tests/test_weather.py::test_lyon",
+                        "kind": "budget",
+                        "measure": "max_tokens",
+                        "baseline": None,
+                        "now": 328,
+                        "allowed": 200,
+                        "interval": None,
+                        "p_value": None,
+                        "verdict": "fail",
+                        "message": "tests/test_weather.py::test_lyon: max_tokens over budget",
+                    }
+                ],
             },
         },
         "tests": tests,

@@ -358,7 +358,7 @@ def test_json_report_follows_the_schema(calc: pytest.Pytester, workers) -> None:
     match report:
         case {
             "format": "pytest-agentctx-report",
-            "version": 1,
+            "version": 2,
             "summary": {
                 "tests": 3,
                 "passed": 3,
@@ -367,7 +367,7 @@ def test_json_report_follows_the_schema(calc: pytest.Pytester, workers) -> None:
                 "unit": 3,
                 "integration": 0,
                 "stats": {"runs": 2, "iterations": 3, "total_tokens": 300},
-                "gate": {"enabled": False, "passed": True, "failures": []},
+                "gate": {"enabled": False, "passed": True, "failures": [], "records": []},
             },
             "tests": [
                 {"nodeid": "test_calc.py::test_answer"},

@@ -99,6 +99,7 @@ PUBLIC_NAMES: dict[str, str] = {
     "FromState": "pytest_agentctx.runtime.assembly",
     "FrozenClock": "pytest_agentctx.doubles.freeze",
     "FrozenDict": "pytest_agentctx.context._seq",
+    "GateRecord": "pytest_agentctx.reports.gate_records",
     "GateResult": "pytest_agentctx.reports.gate",
     "GateTolerance": "pytest_agentctx.reports.gate",
     "GeminiProvider": "pytest_agentctx.runtime.providers",

@@ -28,7 +28,7 @@ import pytest
 
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.record import RECORD_ATTRIBUTE, is_agent_test, junit_properties
-from pytest_agentctx.reports.tolerance import parse_tolerance
+from pytest_agentctx.reports.tolerance import parse_significance, parse_tolerance
 
 from ..capture import redactor_of
 from ..keys import (
@@ -332,6 +332,10 @@ class AgentReports:
                 iterations=option_or_ini(config, "agent_baseline_iterations"),
                 trajectory=option_or_ini(config, "agent_baseline_trajectory"),
             )
+            self.significance = parse_significance(
+                level=option_or_ini(config, "agent_baseline_level"),
+                margin=option_or_ini(config, "agent_baseline_margin"),
+            )
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.baseline_path is not None and not self.worker:
@@ -366,6 +370,7 @@ class AgentReports:
                 (report.nodeid, report.outcome, record, integration, report.when, xfail)
             )
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the gate's properties
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Build the report, run the gate, write the files; a failed gate fails the session."""
         if self.worker or not self._wanted():

@@ -38,18 +38,15 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
     reports.reports = []
     reports.outcomes = words.words
     report = collector.build()
-    tolerance = GateTolerance(*reports.tolerance)
+    tolerance = GateTolerance(*reports.tolerance, *reports.significance)
     result = evaluate_gate(
         report,
         baseline=reports.baseline,
         baseline_path=str(reports.baseline_path) if reports.baseline_path else None,
         tolerance=tolerance,
     )
-    report["summary"]["gate"] = {
-        "enabled": reports.gate_enabled,
-        "passed": result.passed,
-        "failures": list(result.failures),
-    }
+    report["summary"]["gate"] = result.to_dict(enabled=reports.gate_enabled)
+    _junit_properties(session.config, result)
     if reports.baseline is not None:  # each drifted test keeps the baseline's figures
         attach_baselines(report, reports.baseline, tolerance)
     reports.report, reports.result = report, result
@@ -87,6 +84,19 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
     failed = unwritten or (reports.gate_enabled and not result.passed)
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _junit_properties(config: pytest.Config, result: GateResult) -> None:
+    """Give the JUnit XML file (``--junitxml``) the gate's properties, from its records,
+    when pytest writes one: its test suite's properties (the gate runs after the tests'
+    cases are written)."""
+    from pytest_agentctx.reports.gate_records import junit_gate_properties
+
+    for plugin in config.pluginmanager.get_plugins():
+        add = getattr(plugin, "add_global_property", None)
+        if add is not None and type(plugin).__name__ == "LogXML":
+            for name, value in junit_gate_properties(result.passed, result.records):
+                add(name, value)
 
 
 def summarise(

@@ -91,7 +91,7 @@ def test_the_summary_is_that_of_one_session_running_every_test() -> None:
 
     assert merged["summary"] == {
         **report(*tests)["summary"],
-        "gate": {"enabled": False, "passed": True, "failures": []},
+        "gate": {"enabled": False, "passed": True, "failures": [], "records": []},
     }
 
 
@@ -118,6 +118,24 @@ def test_reports_of_different_versions_are_refused_naming_each_file(
 
     assert f"version {REPORT_VERSION}: {tmp_path / 'a.json'}" in str(error.value)
     assert f"version {REPORT_VERSION + 1}: {tmp_path / 'b.json'}" in str(error.value)
+
+
+def test_reports_of_a_version_this_package_cannot_read_are_refused(tmp_path: Path) -> None:
+    later = report(entry("a.py::t")) | {"version": REPORT_VERSION + 1}
+    (tmp_path / "a.json").write_text(json.dumps(later))
+
+    with pytest.raises(
+        ReportError, match=r"a.json has format version 3; .* reads versions 1 and 2"
+    ):
+        read_reports(expand_inputs([str(tmp_path)]))
+
+
+def test_version_1_shards_merge_into_a_report_of_this_version(tmp_path: Path) -> None:
+    earlier = report(entry("a.py::t")) | {"version": 1}
+
+    merged = merge_reports([(tmp_path / "a.json", earlier)])
+
+    assert (merged["version"], merged["summary"]["gate"]["records"]) == (REPORT_VERSION, [])
 
 
 def test_a_file_that_is_not_a_report_is_refused(tmp_path: Path) -> None:

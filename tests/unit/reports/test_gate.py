@@ -16,6 +16,16 @@ from pytest_agentctx import (
     evaluate_gate,
 )
 from pytest_agentctx.reports.gate import gate_lines
+from pytest_agentctx.reports.gate_records import GateKind, GateRecord
+
+
+def _failing(*lines: str) -> tuple[GateRecord, ...]:
+    """Failing drift records of ``lines`` (``nodeid: text`` each)."""
+    return tuple(GateRecord(line.split(":")[0], "drift", "x", line) for line in lines)
+
+
+def _listed(kind: GateKind, *nodeids: str) -> tuple[GateRecord, ...]:
+    return tuple(GateRecord(nodeid, kind, "test", nodeid, "info") for nodeid in nodeids)
 
 
 def _test(
@@ -94,8 +104,9 @@ def test_a_tolerance_that_cannot_work_is_refused(options: dict[str, str], messag
 
 
 def test_a_tolerance_describes_itself() -> None:
-    assert GateTolerance(5, None, "unordered").describe() == (
-        "tokens ±5%, iterations ignored, trajectory unordered"
+    assert GateTolerance(5, None, "unordered", 0.01, 2).describe() == (
+        "tokens ±5%, iterations ignored, trajectory unordered; pass rate: level 0.01, margin "
+        "2 points"
     )
 
 
@@ -271,7 +282,12 @@ def test_the_verdict_keeps_the_new_tests_and_the_baseline() -> None:
 
     result = evaluate_gate(report, baseline=BASELINE, baseline_path="base.json")
 
-    assert result == GateResult(new=("t.py::new",), baseline="base.json", tolerance=GateTolerance())
+    assert (result.new, result.not_run, result.baseline, result.tolerance) == (
+        ("t.py::new",),
+        (),
+        "base.json",
+        GateTolerance(),
+    )
 
 
 # -- the summary block -----------------------------------------------------------------
@@ -282,7 +298,7 @@ def test_a_passing_gate_says_so_in_one_line() -> None:
 
 
 def test_a_failing_gate_lists_every_reason_under_its_verdict() -> None:
-    result = GateResult(failures=("t.py::a: x", "t.py::b: y"))
+    result = GateResult(_failing("t.py::a: x", "t.py::b: y"))
 
     assert gate_lines(result, enabled=True) == [
         "agentctx gate FAILED: 2 reasons",
@@ -292,7 +308,7 @@ def test_a_failing_gate_lists_every_reason_under_its_verdict() -> None:
 
 
 def test_a_gate_that_is_off_says_it_would_fail() -> None:
-    lines = gate_lines(GateResult(failures=("t.py::a: x",)), enabled=False)
+    lines = gate_lines(GateResult(_failing("t.py::a: x")), enabled=False)
 
     assert lines[0] == (
         "agentctx: the gate would fail (1 reason; it is off: add --agent-gate to enforce it)"
@@ -301,15 +317,15 @@ def test_a_gate_that_is_off_says_it_would_fail() -> None:
 
 def test_the_block_names_the_baseline_and_lists_new_and_not_run_tests() -> None:
     result = GateResult(
-        new=tuple(f"t.py::n{i}" for i in range(12)),
-        not_run=("t.py::gone",),
+        (*_listed("new", *(f"t.py::n{i}" for i in range(12))), *_listed("not_run", "t.py::gone")),
         baseline="base.json",
         tolerance=GateTolerance(),
     )
 
     assert gate_lines(result, enabled=True, limit=2) == [
         "agentctx gate: passed",
-        "baseline: base.json (tokens ±10%, iterations ±0, trajectory exact)",
+        "baseline: base.json (tokens ±10%, iterations ±0, trajectory exact; pass rate: level "
+        "0.05, margin none)",
         "new (not in the baseline, not compared): 12",
         "  t.py::n0",
         "  t.py::n1",
@@ -320,12 +336,13 @@ def test_the_block_names_the_baseline_and_lists_new_and_not_run_tests() -> None:
 
 
 def test_the_baseline_line_follows_the_failures() -> None:
-    result = GateResult(failures=("t.py::a: x",), baseline="b.json", tolerance=GateTolerance())
+    result = GateResult(_failing("t.py::a: x"), baseline="b.json", tolerance=GateTolerance())
 
     assert gate_lines(result, enabled=True) == [
         "agentctx gate FAILED: 1 reason",
         "  t.py::a: x",
-        "baseline: b.json (tokens ±10%, iterations ±0, trajectory exact)",
+        "baseline: b.json (tokens ±10%, iterations ±0, trajectory exact; pass rate: level "
+        "0.05, margin none)",
     ]
 
 

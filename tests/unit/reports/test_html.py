@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_agentctx import AgentContext, ToolCall, ToolResult, matches
 from pytest_agentctx.reports.figures import run_stats
+from pytest_agentctx.reports.gate_records import GateRecord
 from pytest_agentctx.reports.html import render_html
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -70,7 +71,13 @@ def _test(nodeid: str, context: AgentContext, **fields: Any) -> dict[str, Any]:
     return test
 
 
-def _report(*tests: dict[str, Any], failures: tuple[str, ...] = ()) -> dict[str, Any]:
+def _report(*tests: dict[str, Any], failures: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """A report of ``tests`` whose gate failed with a drift record per ``(nodeid, text)``
+    of ``failures`` (its message ``nodeid: text``)."""
+    records = [
+        GateRecord(nodeid, "drift", "iterations", f"{nodeid}: {text}").to_dict()
+        for nodeid, text in failures
+    ]
     return {
         "format": "pytest-agentctx-report",
         "version": 1,
@@ -82,7 +89,12 @@ def _report(*tests: dict[str, Any], failures: tuple[str, ...] = ()) -> dict[str,
             "unit": len(tests),
             "integration": 0,
             "stats": tests[0]["stats"] if tests else {},
-            "gate": {"enabled": True, "passed": not failures, "failures": list(failures)},
+            "gate": {
+                "enabled": True,
+                "passed": not failures,
+                "failures": [record["message"] for record in records],
+                "records": records,
+            },
         },
         "tests": list(tests),
     }
@@ -147,7 +159,7 @@ def test_every_text_from_the_report_is_escaped() -> None:
     test["runs"][0]["name"] = SCRIPT
     test["runs"][0]["context"]["iterations"][0]["metadata"]["note"] = SCRIPT
     test["runs"][0]["context"]["iterations"][0]["tool_calls"][0]["arguments"] = {"q": SCRIPT}
-    page = render_html(_report(test, failures=(f"{nodeid}: drift {SCRIPT}",)))
+    page = render_html(_report(test, failures=((nodeid, f"drift {SCRIPT}"),)))
 
     assert "<script>alert" not in page
     assert _parse(page).scripts == 1
@@ -250,7 +262,7 @@ def test_a_failed_test_is_open_with_its_budget_and_gate_lines() -> None:
     report = _report(
         _test("tests/test_w.py::test_a", _context()),
         failed,
-        failures=("tests/test_w.py::test_b: max_tokens 328 > 200",),
+        failures=(("tests/test_w.py::test_b", "max_tokens 328 > 200"),),
     )
     page = render_html(report)
     tree = _parse(page)
@@ -309,7 +321,7 @@ def test_rendering_time_grows_linearly_with_the_tests() -> None:
 
     def seconds(count: int) -> float:
         tests = [{**one, "nodeid": f"tests/test_w.py::test_{i}"} for i in range(count)]
-        report = _report(*tests, failures=tuple(f"{t['nodeid']}: drift" for t in tests))
+        report = _report(*tests, failures=tuple((t["nodeid"], "drift") for t in tests))
         best = float("inf")
         for _ in range(3):
             start = time.process_time()
@@ -454,3 +466,43 @@ def test_the_mcp_tool_contract_is_shown_with_the_test() -> None:
     page = render_html(_report(_test("t.py::t", _context(), mcp_contract=contract)))
 
     assert "MCP server <code>weather_server</code> tool contract: get_weather" in page
+
+
+def test_a_tests_gate_failures_come_from_the_records_node_id_not_the_text() -> None:
+    nodeid = "tests/test_w.py::test_a"
+    report = _report(_test(nodeid, _context()))
+    record = GateRecord(nodeid, "budget", "max_tokens", "over budget: max_tokens 9 > 5")
+    report["summary"]["gate"].update(passed=False, records=[record.to_dict()])
+
+    page = render_html(report)
+
+    assert "gate: over budget: max_tokens 9 &gt; 5" in page
+    assert "open" in _parse(page).elements["t0"][1]
+
+
+def test_the_page_shows_the_flips_of_the_baseline_comparison() -> None:
+    report = _report(_test("tests/test_w.py::test_a", _context()))
+    flip = GateRecord("tests/test_w.py::test_a", "flip", "outcome", "m", "info", "passed", "failed")
+    report["summary"]["gate"]["records"] = [flip.to_dict()]
+
+    page = render_html(report)
+
+    assert "<caption>flips (1)</caption>" in page
+    assert (
+        "<tr><td>tests/test_w.py::test_a</td><td>outcome</td><td>"
+        '<span class="badge b-passed">passed</span></td><td>'
+        '<span class="badge b-failed">failed</span></td></tr>'
+    ) in page
+
+
+def test_a_version_1_report_shows_its_gate_failures_in_the_summary_only() -> None:
+    nodeid = "tests/test_w.py::test_a"
+    report = _report(_test(nodeid, _context()))
+    report["version"] = 1
+    report["summary"]["gate"] = {"enabled": True, "passed": False, "failures": [f"{nodeid}: x"]}
+
+    page = render_html(report)
+
+    assert f'<li class="mono">{nodeid}: x</li>' in page
+    assert "gate: " not in page
+    assert "This page was made for" not in page

@@ -308,7 +308,7 @@ def test_the_summary_counts_outcomes_and_suites_and_adds_up_the_stats() -> None:
             "unit": 2,
             "integration": 1,
             "stats": {"runs": 2, "iterations": 4, "total_tokens": 3000},
-            "gate": {"enabled": False, "passed": True, "failures": []},
+            "gate": {"enabled": False, "passed": True, "failures": [], "records": []},
         }:
             pass
         case other:
@@ -416,8 +416,9 @@ def test_loading_a_missing_report_says_how_to_write_one(tmp_path: Path) -> None:
         ('{"format": "junit"}', r"is not a pytest-agentctx report \(format 'junit'"),
         ("[1, 2]", r"is not a pytest-agentctx report \(format 'list'"),
         (
-            f'{{"format": "{REPORT_FORMAT}", "version": 2}}',
-            r"has version 2; this pytest-agentctx reads version 1",
+            f'{{"format": "{REPORT_FORMAT}", "version": 3}}',
+            r"has version 3; this pytest-agentctx reads versions 1 and 2 and writes version 2\. "
+            r"Write it again with this version: pytest --agent-report=PATH",
         ),
         (f'{{"format": "{REPORT_FORMAT}", "version": 1}}', r"'tests' is not a list"),
         (
