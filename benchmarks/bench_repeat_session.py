@@ -18,10 +18,13 @@ Reported: each time, and the statistics (all of them, wherever they ran) as a sh
 the session's end (target: under 5%) and of the whole session. The share is a ratio
 inside one process, so the machine's speed cancels out; the absolute times are the
 machine's. ``--interval clopper_pearson``
-runs the same with the exact interval.
+runs the same with the exact interval; ``--baseline`` times a session compared with the
+report of an untimed one (``--agent-baseline``): the paired comparison's bootstraps and
+tests are then among the statistics timed (``paired_records``).
 
     .venv/bin/python benchmarks/bench_repeat_session.py                # 1,000 tests x 10
     .venv/bin/python benchmarks/bench_repeat_session.py --tests 100    # quick
+    .venv/bin/python benchmarks/bench_repeat_session.py --baseline     # with --agent-baseline
     .venv/bin/python benchmarks/bench_repeat_session.py --json
 """
 
@@ -77,6 +80,8 @@ repeats.RepeatTally.to_dict = timed(repeats.RepeatTally.to_dict)
 repeats.RepeatTally.describe = timed(repeats.RepeatTally.describe)
 repeats.score_means = timed(repeats.score_means)
 repeats.entry_met = timed(repeats.entry_met)
+from pytest_agentctx.reports import gate_pairing
+gate_pairing.paired_records = timed(gate_pairing.paired_records)
 html_repeats.repeat_html = timed(html_repeats.repeat_html)
 html_repeats.entry_met = repeats.entry_met
 from pytest_agentctx.reports import html as _html
@@ -149,7 +154,9 @@ def make_project(root: Path, tests: int, interval: str) -> None:
     (root / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
 
 
-def run(tests: int, interval: str) -> dict[str, float]:
+def run(tests: int, interval: str, baseline: bool) -> dict[str, float]:
+    """One timed session; with ``baseline``, after an untimed one whose report is its
+    ``--agent-baseline``."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         make_project(root, tests, interval)
@@ -159,8 +166,13 @@ def run(tests: int, interval: str) -> dict[str, float]:
         command = [
             sys.executable, "-m", "pytest", "-q", "-p", "bench_timer", "-p", "no:cacheprovider",
             "-p", "no:randomly", "-p", "no:deepeval", "-p", "no:rerunfailures",
-            "--agent-report=report.json", "--agent-report-html=report.html",
+            "--agent-report-html=report.html",
         ]  # fmt: skip
+        if baseline:
+            first = [*command, "--agent-report=base.json"]
+            subprocess.run(first, cwd=root, env=env, capture_output=True, timeout=1800)
+            command.append("--agent-baseline=base.json")
+        command.append("--agent-report=report.json")
         done = subprocess.run(
             command, cwd=root, env=env, capture_output=True, text=True, timeout=1800
         )
@@ -177,9 +189,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=1000)
     parser.add_argument("--interval", default="wilson", choices=("wilson", "clopper_pearson"))
+    parser.add_argument(
+        "--baseline", action="store_true", help="compare with a baseline (the same project)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     options = parser.parse_args()
-    times = run(options.tests, options.interval)
+    times = run(options.tests, options.interval, options.baseline)
     times["share_of_session_end"] = times["statistics"] / times["session_end"]
     times["share_of_session"] = times["statistics"] / times["session"]
     if options.json:
@@ -189,7 +204,7 @@ def main() -> None:
         textwrap.dedent(
             f"""\
             {times["tests"]:.0f} tests x 10 repetitions ({times["repetitions"]:.0f} runs), \
-interval {options.interval}
+interval {options.interval}{", against a baseline" if options.baseline else ""}
             statistics:  {times["statistics"] * 1000:8.1f} ms in {times["calls"]:.0f} calls \
 ({times["statistics_at_end"] * 1000:.1f} ms of it at the session's end)
             session end: {times["session_end"] * 1000:8.1f} ms

@@ -105,12 +105,36 @@ _HELD = {
 }
 
 
+def _by_test(
+    pairs: Mapping[str, tuple[str, int | None, bool, bool]],
+) -> tuple[list[float], list[float]]:
+    """Each test's pass rate over its paired repetitions, before and now (in node id
+    order): what the interval and the margin resample and test, since a test's repetitions
+    are not independent of each other (an easy test passes them all)."""
+    counts: dict[str, list[int]] = {}
+    for nodeid, _, was, now in pairs.values():
+        count = counts.setdefault(nodeid, [0, 0, 0])
+        count[0] += 1
+        count[1] += was
+        count[2] += now
+    return (
+        [passed / n for n, passed, _ in counts.values()],
+        [passed / n for n, _, passed in counts.values()],
+    )
+
+
 def _pass_rate_record(
-    was: Sequence[float], now: Sequence[float], broke: int, fixed: int, tolerance: GateTolerance
+    was: Sequence[float],
+    now: Sequence[float],
+    by_test: tuple[Sequence[float], Sequence[float]],
+    broke: int,
+    fixed: int,
+    tolerance: GateTolerance,
 ) -> GateRecord:
     n = len(was)
     before, after = math.fsum(was) / n, math.fsum(now) / n
-    interval = paired_bootstrap_difference(was, now, confidence=1 - tolerance.level)
+    # the tests are resampled, each with its repetitions: they move together
+    interval = paired_bootstrap_difference(*by_test, confidence=1 - tolerance.level)
     p_value = mcnemar_exact(broke, fixed)
     margin = tolerance.margin or 0.0
     check = check_drop(before - after, margin / 100, p_value, tolerance.level)
@@ -234,11 +258,12 @@ def paired_records(
     )
     was = [1.0 if pair[2] else 0.0 for pair in pairs.values()]
     now = [1.0 if pair[3] else 0.0 for pair in pairs.values()]
+    by_test = _by_test(pairs)
     records = [
         *_flip_records(pairs),
-        _pass_rate_record(was, now, len(found.broke), len(found.fixed), tolerance),
+        _pass_rate_record(was, now, by_test, len(found.broke), len(found.fixed), tolerance),
     ]
-    margin = _margin_record(was, now, tolerance)
+    margin = _margin_record(*by_test, tolerance)
     if margin is not None:
         records.append(margin)
     return records + _difference_records(report, baseline, tolerance)
