@@ -161,7 +161,9 @@ def run(tests: int, interval: str, baseline: bool) -> dict[str, float]:
         root = Path(folder)
         make_project(root, tests, interval)
         out = root / "times.json"
-        env = {**os.environ, "BENCH_OUT": str(out), "PYTHONPATH": str(root)}
+        inherited = os.environ.get("PYTHONPATH")
+        path = os.pathsep.join([str(root), *([inherited] if inherited else [])])
+        env = {**os.environ, "BENCH_OUT": str(out), "PYTHONPATH": path}
         env.pop("PYTEST_ADDOPTS", None)
         command = [
             sys.executable, "-m", "pytest", "-q", "-p", "bench_timer", "-p", "no:cacheprovider",
