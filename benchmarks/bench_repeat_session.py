@@ -19,8 +19,9 @@ the session's end (target: under 5%) and of the whole session. The share is a ra
 inside one process, so the machine's speed cancels out; the absolute times are the
 machine's. ``--interval clopper_pearson``
 runs the same with the exact interval; ``--baseline`` times a session compared with the
-report of an untimed one (``--agent-baseline``): the paired comparison's bootstraps and
-tests are then among the statistics timed (``paired_records``).
+report of an untimed one (``--agent-baseline``) in which each test failed on other
+repetitions (flips both ways, every test's rate changed): the paired comparison's
+bootstraps and tests are then among the statistics timed (``paired_records``).
 
     .venv/bin/python benchmarks/bench_repeat_session.py                # 1,000 tests x 10
     .venv/bin/python benchmarks/bench_repeat_session.py --tests 100    # quick
@@ -121,14 +122,17 @@ def _write():
 """
 
 TEST_MODULE = """
+import os
+
 import pytest
 
 COUNT = {{}}
+SHIFT = int(os.environ.get("BENCH_SHIFT", "0"))
 
 
 def repetition(name):
     COUNT[name] = COUNT.get(name, 0) + 1
-    return COUNT[name]
+    return COUNT[name] + SHIFT
 
 
 {tests}
@@ -174,6 +178,7 @@ def run(tests: int, interval: str, baseline: bool) -> dict[str, float]:
             first = [*command, "--agent-report=base.json"]
             subprocess.run(first, cwd=root, env=env, capture_output=True, timeout=1800)
             command.append("--agent-baseline=base.json")
+            env["BENCH_SHIFT"] = "1"  # each test fails on other repetitions: flips both ways
         command.append("--agent-report=report.json")
         done = subprocess.run(
             command, cwd=root, env=env, capture_output=True, text=True, timeout=1800
