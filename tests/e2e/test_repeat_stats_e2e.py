@@ -16,7 +16,7 @@ from typing import Any
 
 import openai  # noqa: F401  (imported here so the inner runs do not import it again)
 import pytest
-from support.http_server import ServerThread
+from support.http_server import ServerThread, send_json
 from support.wire import chat_completion
 
 from pytest_agentctx.cli.main import main
@@ -80,12 +80,7 @@ class FlakyServer:
                 with lock:
                     owner.calls += 1
                     answer = "wrong" if owner.calls in WRONG else "right"
-                body = json.dumps(chat_completion(answer)).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, chat_completion(answer))
 
         self._serving = ServerThread(Handler)
         self.url: str = self._serving.url

@@ -12,7 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from support.http_server import ServerThread
+from support.http_server import ServerThread, send_json
 from support.wire import chat_completion
 
 
@@ -34,12 +34,7 @@ class ChatServer:
                 question = json.loads(self.rfile.read(length))["messages"][-1]["content"]
                 with owner._lock:
                     owner.hits.append(question)
-                body = json.dumps(chat_completion(f"{owner.version}: {question}")).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, chat_completion(f"{owner.version}: {question}"))
 
         self._serving = ServerThread(Handler)
         self.url: str = self._serving.url

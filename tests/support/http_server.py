@@ -15,9 +15,21 @@ pytest puts ``tests/`` on ``sys.path`` for ``tests/conftest.py``.
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
+
+
+def send_json(handler: BaseHTTPRequestHandler, value: object, status: int = 200) -> None:
+    """Answer ``handler``'s request with ``value`` as a JSON body, its length given."""
+    body = json.dumps(value).encode()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
 
 #: How often the serving thread looks whether it is to stop, in seconds.
 POLL_INTERVAL = 0.01
