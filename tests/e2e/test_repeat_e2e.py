@@ -4,6 +4,7 @@ rate, fresh fixtures and a cassette per run, the rate reported, and xdist."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     return agent_pytester
 
 
-def _entries(project: pytest.Pytester) -> dict[str, object]:
+def _entries(project: pytest.Pytester) -> dict[str, dict[str, Any]]:
     """The repeat entry of each repeated test (by its name) from the JSON report (``REPORT``),
     without the figures of each run (``per_run``, which the baseline comparison reads)."""
     report = json.loads((project.path / "report.json").read_text())
@@ -437,7 +438,7 @@ def test_a_repeated_judged_test_reports_each_judges_mean_score(project: pytest.P
 
     project.runpytest("-p", "no:cacheprovider", REPORT).assert_outcomes(passed=1)
 
-    (score,) = _entries(project)["test_polite"]["scores"]  # type: ignore[index]
+    (score,) = _entries(project)["test_polite"]["scores"]
     assert {key: score[key] for key in ("judge", "rubric_id", "n", "mean")} == {
         "judge": "judge",
         "rubric_id": "polite",

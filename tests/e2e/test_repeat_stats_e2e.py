@@ -110,7 +110,7 @@ def recorded(agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     return agent_pytester
 
 
-def _repeats(path: Any) -> dict[str, object]:
+def _repeats(path: Any) -> dict[str, tuple[str, dict[str, Any]]]:
     report = json.loads(path.read_text())
     return {test["nodeid"]: (test["outcome"], test["repeat"]) for test in report["tests"]}
 
