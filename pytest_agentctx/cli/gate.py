@@ -31,6 +31,7 @@ def _tolerance(args: argparse.Namespace, ini: IniOptions) -> GateTolerance:
             trajectory=value("trajectory", "exact"),
             level=value("level", "0.05"),
             margin=value("margin", ""),
+            flips=value("flips", "report"),
         )
     except ReportError as exc:
         raise UsageError(f"gate: {exc}") from None

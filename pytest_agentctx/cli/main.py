@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         ("trajectory", "allowed change of trajectory: exact, unordered or ignore"),
         ("level", "significance level of a pass rate drop (paired): 0.05"),
         ("margin", "points the pass rate may drop before a significant drop fails: 2"),
+        ("flips", "report, or fail: a pass that fails now fails the gate"),
     ):
         gate.add_argument(
             f"--baseline-{name}", metavar="VALUE", help=f"{text} (ini: agent_baseline_{name})"

@@ -257,6 +257,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Significance level of the pass rate's comparison with the baseline.",
         default="0.05",
     )
+    group.addoption(
+        "--agent-baseline-flips",
+        dest="agent_baseline_flips",
+        default=None,
+        metavar="report|fail",
+        help="What a test that passed in the baseline and fails now does to the gate: "
+        "report (listed; the pass rate decides) or fail (it fails the gate on its own) "
+        "(ini: agent_baseline_flips; default report).",
+    )
+    parser.addini(
+        "agent_baseline_flips",
+        "report or fail: whether a pass that fails now fails the gate.",
+        default="report",
+    )
     parser.addini(
         "agent_baseline_margin",
         "Points the pass rate may drop from the baseline's (empty: none).",

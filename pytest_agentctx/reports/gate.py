@@ -43,7 +43,8 @@ class GateTolerance:
     The suite's pass rate, paired with the baseline's test by test (and repetition by
     repetition), fails the gate on a drop that is both past ``margin`` (in points of pass
     rate; ``None`` for 0: any drop) and significant at ``level`` (the exact McNemar test
-    of the flips).
+    of the flips). ``fail_on_flips`` fails it on any pair that passed in the baseline and
+    fails now, whatever the pass rate says.
     """
 
     tokens_percent: float | None = 10.0
@@ -51,6 +52,7 @@ class GateTolerance:
     trajectory: TrajectoryMode = "exact"
     level: float = 0.05
     margin: float | None = None
+    fail_on_flips: bool = False
 
     def __post_init__(self) -> None:
         if self.tokens_percent is not None and not self.tokens_percent >= 0:
@@ -88,12 +90,14 @@ class GateTolerance:
         trajectory: str,
         level: str = "0.05",
         margin: str = "",
+        flips: str = "report",
     ) -> GateTolerance:
         """A tolerance from option text: ``tokens`` like ``10`` or ``10%``, ``iterations``
         like ``1``, either ``ignore``; ``trajectory`` one of exact, unordered, ignore;
-        ``level`` like ``0.05``; ``margin`` like ``2`` (points) or empty for none."""
+        ``level`` like ``0.05``; ``margin`` like ``2`` (points) or empty for none; ``flips``
+        ``report`` or ``fail``."""
         figures = parse_tolerance(tokens=tokens, iterations=iterations, trajectory=trajectory)
-        return cls(*figures, *parse_significance(level=level, margin=margin))
+        return cls(*figures, *parse_significance(level=level, margin=margin, flips=flips))
 
     def describe(self) -> str:
         """The tolerance in words, for the gate's summary."""
@@ -103,6 +107,7 @@ class GateTolerance:
         return (
             f"tokens {tokens}, iterations {iterations}, trajectory {self.trajectory}; "
             f"pass rate: level {self.level:g}, margin {margin}"
+            f"{'; a pass that fails now fails the gate' if self.fail_on_flips else ''}"
         )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_agentctx.reports.gate_records import GateRecord
 from pytest_agentctx.reports.pairing import (
@@ -88,16 +88,22 @@ def _p(value: float) -> str:
     return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
 
 
-def _flip_records(pairs: Mapping[str, tuple[str, int | None, bool, bool]]) -> list[GateRecord]:
+def _flip_records(
+    pairs: Mapping[str, tuple[str, int | None, bool, bool]], *, fail: bool = False
+) -> list[GateRecord]:
+    """One record per flip; with ``fail`` (``--agent-baseline-flips=fail``) each pass that
+    became a failure fails the gate on its own."""
     records: list[GateRecord] = []
     for label, (nodeid, index, was, now) in pairs.items():
         if was == now:
             continue
         old, new = ("passed", "failed") if was else ("failed", "passed")
         measure = "outcome" if index is None else f"outcome (repetition {index})"
-        records.append(
-            GateRecord(nodeid, "flip", measure, f"{label}: {old} -> {new}", "info", old, new)
-        )
+        verdict: Literal["fail", "info"] = "fail" if fail and was else "info"
+        message = f"{label}: {old} -> {new}"
+        if verdict == "fail":
+            message += " (--agent-baseline-flips=fail: a test that broke fails the gate)"
+        records.append(GateRecord(nodeid, "flip", measure, message, verdict, old, new))
     return records
 
 
@@ -268,7 +274,7 @@ def paired_records(
     now = [1.0 if pair[3] else 0.0 for pair in pairs.values()]
     by_test = _by_test(pairs)
     records = [
-        *_flip_records(pairs),
+        *_flip_records(pairs, fail=tolerance.fail_on_flips),
         _pass_rate_record(was, now, by_test, len(found.broke), len(found.fixed), tolerance),
     ]
     margin = _margin_record(*by_test, tolerance)

@@ -64,11 +64,30 @@ def parse_tolerance(
     return tokens_percent, iteration_count, mode
 
 
-def parse_significance(*, level: str, margin: str) -> tuple[float, float | None]:
+def parse_significance(
+    *, level: str, margin: str, flips: str = "report"
+) -> tuple[float, float | None, bool]:
     """The pass rate comparison's figures from option text: ``level`` like ``0.05`` (a
     probability between 0 and 1), ``margin`` like ``2`` or ``2%`` (points of pass rate from
-    0 to 100) or empty (none). A bad value raises :class:`ReportError` naming the option,
-    what was given, what was expected and an example."""
+    0 to 100) or empty (none), ``flips`` ``report`` or ``fail`` (whether a pass that fails
+    now fails the gate). A bad value raises :class:`ReportError` naming the option, what
+    was given, what was expected and an example."""
+    return (*_level_and_margin(level, margin), _fail_on_flips(flips))
+
+
+def _fail_on_flips(flips: str) -> bool:
+    text = flips.strip().lower()
+    if text not in ("report", "fail"):
+        raise ReportError(
+            f"--agent-baseline-flips / agent_baseline_flips = {flips!r}: expected report (the "
+            "flips are listed; the pass rate decides) or fail (a test that passed in the "
+            "baseline and fails now fails the gate), e.g. agent_baseline_flips = fail. Fix "
+            "the option and run pytest again."
+        )
+    return text == "fail"
+
+
+def _level_and_margin(level: str, margin: str) -> tuple[float, float | None]:
     where = "--agent-baseline-level / agent_baseline_level"
     try:
         significance = float(level.strip())

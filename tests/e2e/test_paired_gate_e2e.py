@@ -145,11 +145,35 @@ def test_junit_gets_the_gates_records(
     assert (rate["kind"], rate["verdict"]) == ("pass_rate", "fail")
 
 
+def test_flips_set_to_fail_fail_the_gate_on_each_broken_repetition(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SUITE_MODE", "worse")
+    suite.makeini("[pytest]\nagent_baseline_margin = 50\nagent_baseline_flips = fail\n")
+
+    session = suite.runpytest(*QUIET, *GATE)
+    capsys.readouterr()
+    code = main(["gate", "report.json", "--baseline", "base.json", "--baseline-flips", "fail"])
+    printed = capsys.readouterr().out
+
+    # within the margin, the pass rate passes: the 20 broken repetitions fail the gate alone
+    assert session.ret == code == 1
+    session.stdout.fnmatch_lines(
+        [
+            "agentctx gate FAILED: 20 reasons",
+            "  test_suite.py::test_case[[]0[]] (repetition 2): passed -> failed "
+            "(--agent-baseline-flips=fail: a test that broke fails the gate)",
+        ]
+    )
+    assert "agentctx gate FAILED: 20 reasons" in printed
+
+
 @pytest.mark.parametrize(
     ("option", "said"),
     [
         ("--agent-baseline-level=5%", "*agent_baseline_level = '5%': expected a significance*"),
         ("--agent-baseline-margin=lots", "*agent_baseline_margin = 'lots': expected points*"),
+        ("--agent-baseline-flips=always", "*agent_baseline_flips = 'always': expected report*"),
     ],
 )
 def test_a_bad_level_or_margin_is_a_usage_error(

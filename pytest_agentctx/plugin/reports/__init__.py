@@ -335,6 +335,7 @@ class AgentReports:
             self.significance = parse_significance(
                 level=option_or_ini(config, "agent_baseline_level"),
                 margin=option_or_ini(config, "agent_baseline_margin"),
+                flips=option_or_ini(config, "agent_baseline_flips"),
             )
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None

@@ -192,4 +192,38 @@ def test_a_bad_level_or_margin_says_what_was_given_and_expected(
 
 
 def test_a_margin_reads_as_points() -> None:
-    assert parse_significance(level="0.01", margin="2%") == (0.01, 2.0)
+    assert parse_significance(level="0.01", margin="2%") == (0.01, 2.0, False)
+
+
+def test_with_flips_set_to_fail_a_pass_that_fails_now_fails_the_gate_alone() -> None:
+    base = {"tests": [_repeated("t.py::a", [PASS, FAIL, PASS, PASS, PASS])]}
+    now = {"tests": [_repeated("t.py::a", [PASS, PASS, PASS, PASS, FAIL])]}
+    tolerance = GateTolerance(fail_on_flips=True)
+
+    result = evaluate_gate(now, baseline=base, tolerance=tolerance)
+
+    assert [(r.measure, r.verdict) for r in _kind(result.records, "flip")] == [
+        ("outcome (repetition 2)", "info"),  # a fix never fails the gate
+        ("outcome (repetition 5)", "fail"),
+    ]
+    assert result.failures == (
+        "t.py::a (repetition 5): passed -> failed (--agent-baseline-flips=fail: a test that "
+        "broke fails the gate)",
+    )
+
+
+def test_by_default_a_lone_flip_is_listed_and_the_pass_rate_decides() -> None:
+    base = {"tests": [_repeated("t.py::a", [PASS] * 5)]}
+    now = {"tests": [_repeated("t.py::a", [PASS, PASS, PASS, PASS, FAIL])]}
+
+    assert evaluate_gate(now, baseline=base, tolerance=GateTolerance()).passed
+
+
+@pytest.mark.parametrize(("text", "fail"), [("report", False), ("fail", True), (" FAIL ", True)])
+def test_the_flips_option_reads_report_or_fail(text: str, fail: bool) -> None:
+    assert parse_significance(level="0.05", margin="", flips=text)[2] is fail
+
+
+def test_a_bad_flips_option_says_what_was_given_and_expected() -> None:
+    with pytest.raises(ReportError, match=r"agent_baseline_flips = 'always': expected report"):
+        parse_significance(level="0.05", margin="", flips="always")
