@@ -1,6 +1,8 @@
 """End-to-end: the statistics of repeated runs recorded from a provider that answers
 wrongly now and then, replayed offline serially, under ``-n 2`` and as two shards merged
-by ``pytest-agentctx report merge``: every figure, and the gate's verdict, the same.
+by ``pytest-agentctx report merge``: every figure, and the gate's verdict, the same; and
+the gate's paired comparison with a baseline of the merged shards gives the session's
+lines.
 
 The provider is a stdlib chat completions server (``support.http_server``) that answers
 ``wrong`` on some calls and ``right`` on the others; it is stopped before the replays, so
@@ -149,3 +151,41 @@ def test_repeated_runs_give_the_same_statistics_serially_under_xdist_and_merged(
     assert "agentctx gate: passed" in printed
     assert "1 test(s) failed in" in printed
     assert "agentctx gate: passed" in serial.stdout.str()
+
+
+def test_the_paired_gate_of_merged_shards_is_the_sessions(
+    recorded: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = recorded.path
+    baseline = json.loads((path / "recorded.json").read_text())
+    for test in baseline["tests"]:  # a baseline in which every repetition passed
+        test["outcome"] = "passed"
+        test["repeat"]["outcomes"] = ["passed"] * len(test["repeat"]["outcomes"])
+    (path / "base.json").write_text(json.dumps(baseline))
+    quiet = ("-p", "no:cacheprovider", "-p", "no:randomly", "--agent-gate")
+    compared = (*quiet, "--agent-baseline=base.json")
+    session = recorded.runpytest(*compared, "--agent-report=serial.json")
+    recorded.runpytest(*quiet, "test_a.py", "--agent-report=shard1.json")
+    recorded.runpytest(*quiet, "test_b.py", "--agent-report=shard2.json")
+    main(["report", "merge", "shard1.json", "shard2.json", "-o", "merged.json"])
+    capsys.readouterr()
+    code = main(["gate", "merged.json", "--baseline", "base.json"])
+    lines = capsys.readouterr().out.splitlines()[:-1]  # without the failed tests' line
+
+    # 5 of the 16 repetitions broke, none was fixed: McNemar p = 2 * 0.5**5, not significant
+    assert lines[0] == "agentctx gate: passed"
+    assert lines[3].endswith(
+        "McNemar p = 0.062 over 5 flips (5 passed -> failed, 0 failed -> passed); level 0.05, "
+        "margin 0 points: the drop is past the margin but not significant: it may be chance"
+    )
+    assert lines[7:] == [
+        "flips: 5 (5 passed -> failed, 0 failed -> passed)",
+        "  test_a.py::test_mostly_right (repetition 3): passed -> failed",
+        "  test_a.py::test_mostly_right (repetition 7): passed -> failed",
+        "  test_a.py::test_mostly_right (repetition 8): passed -> failed",
+        "  test_b.py::test_often_right (repetition 2): passed -> failed",
+        "  test_b.py::test_often_right (repetition 5): passed -> failed",
+    ]
+    start = session.stdout.lines.index(lines[0])
+    assert lines == session.stdout.lines[start : start + len(lines)]
+    assert code == session.ret == 1
