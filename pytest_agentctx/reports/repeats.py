@@ -318,9 +318,11 @@ class RepeatTally:
     def to_dict(self) -> RepeatEntry:
         """The entry of :meth:`_entry`, computed once per set of outcomes (a copy)."""
         key = tuple(self.outcomes.items())
-        if self._entry_for[0] != key:
-            self._entry_for = (key, self._entry())
-        return cast("RepeatEntry", dict(cast("RepeatEntry", self._entry_for[1])))
+        cached_key, entry = self._entry_for
+        if entry is None or cached_key != key:
+            entry = self._entry()
+            self._entry_for = (key, entry)
+        return entry.copy()
 
     def _entry(self) -> RepeatEntry:
         """``{"runs", "passed", "pass_rate", "min_pass_rate", "rule", "outcomes"}`` (runs:

@@ -207,9 +207,9 @@ def item_record(item: pytest.Item, contexts: bool) -> dict[str, object]:
         repeat = {**repeat, "per_run": per_run_figures(parts, prices)}
     verdicts = [verdict.to_dict() for verdict in item.stash.get(VERDICTS_KEY, [])]
     if repeat is not None and len(verdicts) > 1:
-        from pytest_agentctx.reports.repeats import score_means
+        from pytest_agentctx.reports.repeats import CONFIDENCE, score_means
 
-        scores = score_means(verdicts, repeat.get("confidence", 0.95))
+        scores = score_means(verdicts, repeat.get("confidence", CONFIDENCE))
         if scores:
             repeat = {**repeat, "scores": scores}
     record = build_record(
