@@ -17,8 +17,8 @@ benchmark times, inside that process:
 Reported: each time, and the statistics (all of them, wherever they ran) as a share of
 the session's end (target: under 5%) and of the whole session. The share is a ratio
 inside one process, so the machine's speed cancels out; the absolute times are the
-machine's. ``--interval clopper_pearson``
-runs the same with the exact interval; ``--baseline`` times a session compared with the
+machine's. The tests use the gate's default interval (Clopper-Pearson's); ``--interval
+wilson`` runs the same with Wilson's; ``--baseline`` times a session compared with the
 report of an untimed one (``--agent-baseline``) in which each test failed at another
 period (flips both ways, most tests' rates changed): the paired comparison's
 bootstraps and tests are then among the statistics timed (``paired_records``).
@@ -195,7 +195,9 @@ def run(tests: int, interval: str, baseline: bool) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=1000)
-    parser.add_argument("--interval", default="wilson", choices=("wilson", "clopper_pearson"))
+    parser.add_argument(
+        "--interval", default="clopper_pearson", choices=("wilson", "clopper_pearson")
+    )
     parser.add_argument(
         "--baseline", action="store_true", help="compare with a baseline (the same project)"
     )

@@ -357,7 +357,7 @@ def _markers(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "agent_repeat(n, min_pass_rate=1.0, *, rule='lower_bound', interval='wilson', "
+        "agent_repeat(n, min_pass_rate=1.0, *, rule='lower_bound', interval='clopper_pearson', "
         "confidence=0.95, k=(), min_pass_hat_k=None): run the test n times; it passes when "
         "the pass rate's interval lower bound (rule='point': the rate itself) reaches "
         "min_pass_rate (1.0: every run passes), and pass^k reaches min_pass_hat_k.",

@@ -86,7 +86,7 @@ def repeat_html(repeat: Mapping[str, object]) -> str:
     if len(interval) == 2:
         low, high = (as_number(value, 0) for value in interval)
         confidence = as_number(repeat.get("confidence"), 0.95)
-        method = "Clopper-Pearson " if repeat.get("method") == "clopper_pearson" else ""
+        method = "Wilson " if repeat.get("method") == "wilson" else ""
         text += (
             f"; {confidence:.0%} {method}interval {low:.0%} to {high:.0%}, "
             f"{esc(repeat.get('stability', ''))}"

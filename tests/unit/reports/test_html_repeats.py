@@ -20,8 +20,14 @@ def entry(outcomes: str, spec: RepeatSpec) -> dict[str, object]:
 def test_the_rate_shows_its_interval_and_stability() -> None:
     html = repeat_html(entry("ppppf", RepeatSpec(5, 0.8, rule="point")))
 
-    assert "repeated: 4 of 5 runs passed (pass rate 80%; 95% interval 38% to 96%, " in html
+    assert "repeated: 4 of 5 runs passed (pass rate 80%; 95% interval 28% to 99%, " in html
     assert "stochastic), min_pass_rate 80% (rule point)" in html
+
+
+def test_a_wilson_interval_is_named() -> None:
+    html = repeat_html(entry("ppppf", RepeatSpec(5, 0.8, rule="point", interval="wilson")))
+
+    assert "(pass rate 80%; 95% Wilson interval 38% to 96%, " in html
 
 
 def test_the_bar_draws_the_interval_the_rate_and_the_target() -> None:
@@ -45,7 +51,7 @@ def test_a_rate_above_its_target_but_not_shown_by_the_interval_is_marked() -> No
 
 
 def test_a_rate_that_met_its_gate_is_not_marked() -> None:
-    assert 'class="bad"' not in repeat_html(entry("p" * 16, RepeatSpec(16, 0.8)))
+    assert 'class="bad"' not in repeat_html(entry("p" * 17, RepeatSpec(17, 0.8)))
 
 
 def test_pass_at_k_pass_hat_k_and_the_target_are_listed() -> None:

@@ -120,13 +120,13 @@ def test_the_entry_counts_the_repetitions_that_were_not_skipped() -> None:
         "min_pass_rate": 0.5,
         "rule": "point",
         "outcomes": ["passed", "failed", "skipped", "passed"],
-        "interval": [0.20766, 0.938508],
-        "method": "wilson",
+        "interval": [0.094299, 0.991596],
+        "method": "clopper_pearson",
         "confidence": 0.95,
         "stability": "stochastic",
     }
     assert counted.describe() == (
-        "2 of 3 runs passed (67%; 95% interval 21-94%, stochastic), 1 skipped, "
+        "2 of 3 runs passed (67%; 95% interval 9-99%, stochastic), 1 skipped, "
         "min_pass_rate 50% (rule point): passed"
     )
 
@@ -136,8 +136,8 @@ def test_the_lower_bound_rule_fails_a_rate_the_runs_do_not_show() -> None:
 
     assert not counted.met
     assert counted.describe() == (
-        "4 of 5 runs passed (80%; 95% interval 38-96%, stochastic), min_pass_rate 80% "
-        "(lower bound 38%): failed: the runs leave the rate as low as 38%; more runs narrow "
+        "4 of 5 runs passed (80%; 95% interval 28-99%, stochastic), min_pass_rate 80% "
+        "(lower bound 28%): failed: the runs leave the rate as low as 28%; more runs narrow "
         'the interval, or add rule="point" to hold the pass rate itself against the target '
         "(docs/statistics.md#how-many-runs)"
     )
@@ -152,14 +152,14 @@ def test_runs_that_all_pass_but_are_too_few_name_the_runs_needed() -> None:
 
     assert not counted.met
     assert counted.describe().endswith(
-        "(lower bound 57%): failed: 5 runs cannot show it at 95% confidence even when all "
-        'pass; agent_repeat(16, ...) can, when all 16 pass; or add rule="point" to hold the '
+        "(lower bound 48%): failed: 5 runs cannot show it at 95% confidence even when all "
+        'pass; agent_repeat(17, ...) can, when all 17 pass; or add rule="point" to hold the '
         "pass rate itself against the target (docs/statistics.md#how-many-runs)"
     )
 
 
 def test_enough_runs_that_all_pass_meet_the_lower_bound() -> None:
-    counted = tally("p" * 16, RepeatSpec(16, 0.8))
+    counted = tally("p" * 17, RepeatSpec(17, 0.8))
 
     assert counted.met
     assert counted.interval.low >= 0.8
@@ -169,16 +169,17 @@ def test_enough_runs_that_all_pass_meet_the_lower_bound() -> None:
 def test_the_runs_needed_under_wilson_follow_its_closed_form(rate: float) -> None:
     # all n pass: Wilson's lower bound is n / (n + z^2), at least rate from z^2 rate/(1-rate)
     z = z_quantile(0.975)
-    counted = RepeatTally(RepeatSpec(5, rate))
+    counted = RepeatTally(RepeatSpec(5, rate, interval="wilson"))
 
     assert counted.runs_needed() == math.ceil(z * z * rate / (1 - rate) - 1e-9)
 
 
-def test_the_runs_needed_under_clopper_pearson_follow_its_closed_form() -> None:
+@pytest.mark.parametrize("rate", [0.5, 0.8, 0.9, 0.95])
+def test_the_runs_needed_by_default_follow_clopper_pearsons_closed_form(rate: float) -> None:
     # all n pass: the exact lower bound is 0.025 ** (1 / n)
-    counted = RepeatTally(RepeatSpec(5, 0.9, interval="clopper_pearson"))
+    counted = RepeatTally(RepeatSpec(5, rate))
 
-    assert counted.runs_needed() == math.ceil(math.log(0.025) / math.log(0.9))
+    assert counted.runs_needed() == math.ceil(math.log(0.025) / math.log(rate))
 
 
 @given(st.sampled_from(["wilson", "clopper_pearson"]), st.floats(0.05, 0.97))
@@ -210,12 +211,19 @@ def test_every_run_must_pass_at_a_minimum_of_one_under_either_rule() -> None:
 
 
 def test_the_interval_follows_the_method_and_confidence() -> None:
-    counted = tally("ppppppppfp", RepeatSpec(10, 0.6, interval="clopper_pearson", confidence=0.9))
+    counted = tally("ppppppppfp", RepeatSpec(10, 0.6, interval="wilson", confidence=0.9))
 
-    assert counted.interval == clopper_pearson(9, 10, 0.9)
+    assert counted.interval == wilson(9, 10, 0.9)
     assert counted.describe().startswith(
-        "9 of 10 runs passed (90%; 90% Clopper-Pearson interval 61-99%, stochastic)"
+        "9 of 10 runs passed (90%; 90% Wilson interval 65-98%, stochastic)"
     )
+
+
+def test_the_default_interval_is_clopper_pearson_at_95_percent() -> None:
+    counted = tally("ppppppppfp", RepeatSpec(10, 0.6))
+
+    assert counted.interval == clopper_pearson(9, 10, 0.95)
+    assert counted.to_dict()["method"] == "clopper_pearson"
 
 
 def test_pass_at_k_and_pass_hat_k_are_reported_for_each_k() -> None:
@@ -236,9 +244,9 @@ def test_a_k_above_the_runs_counted_has_no_estimate() -> None:
 def test_a_pass_hat_k_target_holds_the_lower_bound_to_the_power_k() -> None:
     counted = tally("ppppppppfp", RepeatSpec(10, 0.0, k=(3,), min_pass_hat_k=0.5))
 
-    assert counted.pass_hat_figure == pytest.approx(wilson(9, 10).low ** 3)
+    assert counted.pass_hat_figure == pytest.approx(clopper_pearson(9, 10).low ** 3)
     assert not counted.met
-    assert "pass^3 target 50% (lower bound 21%): failed: the runs leave pass^3 as low as 21%" in (
+    assert "pass^3 target 50% (lower bound 17%): failed: the runs leave pass^3 as low as 17%" in (
         counted.describe()
     )
 
@@ -257,7 +265,7 @@ def test_a_pass_hat_k_target_with_fewer_runs_counted_than_k_is_not_met() -> None
 def test_a_test_whose_runs_all_failed_is_a_stable_fail() -> None:
     counted = tally("fff", RepeatSpec(3, 0.5))
 
-    assert (counted.stability, counted.to_dict()["interval"]) == ("stable fail", [0.0, 0.561497])
+    assert (counted.stability, counted.to_dict()["interval"]) == ("stable fail", [0.0, 0.707598])
 
 
 def test_a_test_whose_runs_all_skipped_has_no_interval() -> None:
