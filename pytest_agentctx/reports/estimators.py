@@ -21,6 +21,7 @@ Every bad input raises :class:`~pytest_agentctx.reports.errors.StatisticsError` 
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Sequence
@@ -201,33 +202,30 @@ def regularized_beta(x: float, a: float, b: float) -> float:
 
 
 def beta_quantile(q: float, a: float, b: float) -> float:
-    """The ``x`` with ``I_x(a, b) = q`` (the Beta(a, b) quantile), by bisection on
-    :func:`regularized_beta` to a width of ``1e-15``: slow beside a Newton step, but it
-    cannot diverge, and the intervals of a suite need a few hundred of them at most."""
+    """The ``x`` with ``I_x(a, b) = q`` (the Beta(a, b) quantile), by Newton's method on
+    :func:`regularized_beta` (its derivative is the Beta density) inside a bracket that
+    every step narrows: a step that would leave the bracket bisects it instead, so it
+    cannot diverge, and it ends when the step or the bracket is below ``1e-15``."""
     low, high = 0.0, 1.0
-    while high - low > 1e-15:
-        middle = (low + high) / 2
-        if middle in (low, high):
-            break
-        if regularized_beta(middle, a, b) < q:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
+    x = a / (a + b)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    for _ in range(_MAX_STEPS):
+        miss = regularized_beta(x, a, b) - q
+        if miss == 0:
+            return x
+        low, high = (x, high) if miss < 0 else (low, x)
+        log_density = log_front + (a - 1) * math.log(x) + (b - 1) * math.log1p(-x)
+        step = x - miss / math.exp(log_density) if -700 < log_density < 700 else low
+        if not low < step < high:
+            step = (low + high) / 2
+        if abs(step - x) <= 1e-15 or high - low <= 1e-15:
+            return step
+        x = step
+    return x
 
 
-def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """The exact (Clopper-Pearson) interval of a pass rate: its bounds are the rates at
-    which seeing ``successes`` or more (``successes`` or fewer) of ``n`` has probability
-    ``(1 - confidence) / 2``, the quantiles of Beta(successes, n - successes + 1) and
-    Beta(successes + 1, n - successes). Its coverage is never below ``confidence`` (it is
-    wider than :func:`wilson`). The quantiles are found by bisection on the binomial's
-    cumulative distribution (:func:`regularized_beta`), accurate to about ``1e-12``.
-    No runs give ``[0, 1]``."""
-    check_counts(successes, n, "clopper_pearson")
-    confidence = check_confidence(confidence, "clopper_pearson")
-    if n == 0:
-        return Interval(0.0, 1.0)
+@functools.lru_cache(maxsize=4096)
+def _clopper_pearson(successes: int, n: int, confidence: float) -> Interval:
     tail = (1 - confidence) / 2
     # Beta(k, 1)'s quantile is q ** (1 / k): the bounds when every run passed (or none did)
     # in closed form
@@ -245,6 +243,22 @@ def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> Interva
     else:
         high = 1 - beta_quantile(tail, n - successes, successes + 1)
     return Interval(low, high)
+
+
+def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """The exact (Clopper-Pearson) interval of a pass rate: its bounds are the rates at
+    which seeing ``successes`` or more (``successes`` or fewer) of ``n`` has probability
+    ``(1 - confidence) / 2``, the quantiles of Beta(successes, n - successes + 1) and
+    Beta(successes + 1, n - successes). Its coverage is never below ``confidence`` (it is
+    wider than :func:`wilson`). The quantiles are found by :func:`beta_quantile` on the
+    binomial's cumulative distribution (:func:`regularized_beta`), accurate to about ``1e-12``, and
+    kept for the counts asked again (a suite's tests share a few). No runs give
+    ``[0, 1]``."""
+    check_counts(successes, n, "clopper_pearson")
+    confidence = check_confidence(confidence, "clopper_pearson")
+    if n == 0:
+        return Interval(0.0, 1.0)
+    return _clopper_pearson(successes, n, confidence)
 
 
 def _check_k(n: int, c: int, k: int, where: str) -> None:

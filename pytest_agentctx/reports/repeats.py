@@ -256,14 +256,8 @@ class RepeatTally:
     @property
     def rate_met(self) -> bool:
         """Whether the runs meet ``min_pass_rate`` under the spec's rule."""
-        target = self.spec.min_pass_rate
-        if self.counted == 0:
-            return False
-        if target >= 1:
-            return self.passed == self.counted
-        if self.spec.rule == "point":
-            return self.passed >= target * self.counted - _SLACK
-        return self.interval.low >= target - _SLACK
+        low = self.interval.low if self.spec.rule == "lower_bound" and self.counted else None
+        return _rate_meets(self.counted, self.passed, self.spec.min_pass_rate, low)
 
     @property
     def pass_hat_met(self) -> bool | None:
@@ -466,17 +460,25 @@ def entry_met(entry: Mapping[str, object]) -> bool:
     """Whether a report's repeat entry (:meth:`RepeatTally.to_dict`) met its
     ``min_pass_rate`` under its rule: what the page and the table show as a low rate. An
     entry of an older report (no ``rule``) is read by the rate itself."""
-    runs, passed = entry.get("runs"), entry.get("passed")
-    target, rate = entry.get("min_pass_rate"), entry.get("pass_rate")
-    if not all(isinstance(value, int | float) for value in (runs, passed, target, rate)):
+    runs, passed, target = entry.get("runs"), entry.get("passed"), entry.get("min_pass_rate")
+    if not all(isinstance(value, int | float) for value in (runs, passed, target)):
         return True  # nothing to hold against: the test's own outcome says it
-    runs, passed = cast("int", runs), cast("int", passed)
-    target, rate = cast("float", target), cast("float", rate)
-    if runs == 0:
+    interval = entry.get("interval")
+    low = None
+    if entry.get("rule") == "lower_bound" and isinstance(interval, list) and interval:
+        low = float(interval[0])
+    return _rate_meets(
+        int(cast("int", runs)), int(cast("int", passed)), float(cast("float", target)), low
+    )
+
+
+def _rate_meets(counted: int, passed: int, target: float, low: float | None) -> bool:
+    """Whether ``passed`` of ``counted`` runs meet ``target``: every run when the target is
+    1, else the interval's lower bound ``low`` when the rule holds it, else the rate itself."""
+    if counted == 0:
         return False
     if target >= 1:
-        return passed == runs
-    interval = entry.get("interval")
-    if entry.get("rule") == "lower_bound" and isinstance(interval, list) and interval:
-        return float(interval[0]) >= target - _SLACK
-    return rate >= target - _SLACK
+        return passed == counted
+    if low is not None:
+        return low >= target - _SLACK
+    return passed >= target * counted - _SLACK

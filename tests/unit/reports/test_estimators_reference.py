@@ -108,9 +108,9 @@ def test_regularized_beta_agrees_with_scipy() -> None:
 def test_beta_quantile_agrees_with_scipy() -> None:
     pairs = [
         (beta_quantile(q, a, b), float(stats.beta.ppf(q, a, b)))
-        for a in (1, 3, 50, 9_000)
-        for b in (1, 2, 70, 1_000)
-        for q in (0.005, 0.025, 0.5, 0.975)
+        for a in (0.3, 1, 3, 50, 9_000)
+        for b in (0.4, 1, 2, 70, 1_000)
+        for q in (1e-6, 0.005, 0.025, 0.5, 0.975, 1 - 1e-6)
     ]
 
     assert _worst(pairs) < 1e-10
