@@ -189,8 +189,7 @@ class Budget:
         for name, allowed in self.limits.items():
             measured = _measure(total, name)
             if measured is None:
-                table = prices or PriceTable()
-                unpriced = tuple(m for m in total.models if table.price_of(m) is None)
+                unpriced = total.unpriced
                 continue
             if measured > allowed:
                 parts = tuple((label, _measure(stats, name) or 0) for label, stats in runs)
@@ -271,10 +270,12 @@ class BudgetCheck:
         if self.unpriced:
             names = ", ".join(repr(m) for m in self.unpriced)
             lines.append(
-                f"  max_cost_usd: cannot be measured: no price for model {names}. Add a line "
+                f"  max_cost_usd: cannot be measured: no price for model {names}: the price "
+                "data (genai-prices) does not know it. Price it yourself with a line "
                 f"'{self.unpriced[0]} = <input USD per million tokens> <output USD per "
-                "million tokens>' to the agent_prices ini option, or extend the agent_prices "
-                "fixture."
+                "million tokens>' in the agent_prices ini option, or extend the agent_prices "
+                "fixture; or update the price data (pip install -U genai-prices, then "
+                "pytest-agentctx prices pin)."
             )
         if self.exceeded:
             lines.append(

@@ -32,6 +32,15 @@ class StatsEntry(TypedDict):
     trajectory: list[str]
     #: MCP tool calls, present when the runs made any.
     mcp_calls: NotRequired[int]
+    #: The input by kind (neither read from nor written to the prompt cache, read, written)
+    #: and the output tokens spent reasoning: each present when the runs had some (the
+    #: uncached input with the cache's tokens).
+    uncached_input_tokens: NotRequired[int]
+    cache_read_tokens: NotRequired[int]
+    cache_write_tokens: NotRequired[int]
+    reasoning_tokens: NotRequired[int]
+    #: The models no price knows (``cost_usd`` is then ``None``).
+    unpriced: NotRequired[list[str]]
 
 
 class TranscriptMessage(TypedDict):

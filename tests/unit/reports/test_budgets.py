@@ -164,7 +164,9 @@ def test_a_figure_equal_to_its_limit_is_within_it() -> None:
 
 
 def test_an_unpriced_model_fails_a_cost_budget_naming_the_model() -> None:
-    stats = RunStats(runs=1, input_tokens=5, cost_usd=None, models=("house-model",))
+    stats = RunStats(
+        runs=1, input_tokens=5, cost_usd=None, models=("house-model",), unpriced=("house-model",)
+    )
 
     check = Budget(max_cost_usd=1.0).check(runs(stats), prices=PriceTable())
 
@@ -207,7 +209,9 @@ def test_the_failure_message_leads_with_every_limit_then_details_and_advice() ->
 def test_the_unpriced_message_says_how_to_add_the_price() -> None:
     check = BudgetCheck(Budget(max_cost_usd=1.0), unpriced=("house",))
 
-    assert "Add a line 'house = <input USD per million tokens>" in check.failure_message(WHERE)
+    assert "Price it yourself with a line 'house = <input USD per million tokens>" in (
+        check.failure_message(WHERE)
+    )
 
 
 def test_merged_repetitions_keep_the_higher_figure_of_each_limit() -> None:
