@@ -4,7 +4,7 @@
 The keys are those of an iteration's ``metadata["usage"]``: ``input_tokens`` counts every
 input token, the cached ones included, as it does there; ``uncached_input_tokens`` may be
 given instead (or as well, if the two agree). Each wire format answers with the figures its
-provider has fields for (see docs/budgets.md, "Cache and reasoning tokens").
+provider has fields for (see docs/context.md, "Token usage").
 """
 
 from __future__ import annotations
