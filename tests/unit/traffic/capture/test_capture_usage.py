@@ -4,6 +4,7 @@ is captured back into the iteration's ``metadata["usage"]`` with the same breakd
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,6 +148,29 @@ def test_bedrock_usage_round_trips_through_boto3(fake, stream):
             reply = client.converse(modelId=model, messages=messages)
             assert reply["usage"]["cacheWriteInputTokens"] == 300
             assert reply["serviceTier"] == {"type": "priority"}
+
+    assert runs.context.iterations[0].metadata["usage"] == _expected(ANTHROPIC)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "invoke-stream"])
+def test_bedrock_invoke_model_with_an_anthropic_body_round_trips_as_anthropic(fake, stream):
+    fake.reply("Sunny.", usage=ANTHROPIC)
+    client: Any = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", config=Config(retries={"total_max_attempts": 1})
+    )
+    body = json.dumps(
+        {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": QUESTION}
+    )
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    with capture_contexts() as runs:
+        if stream:
+            answer = client.invoke_model_with_response_stream(modelId=model, body=body)
+            for _ in answer["body"]:
+                pass
+        else:
+            answer = client.invoke_model(modelId=model, body=body)
+            reply = json.loads(answer["body"].read())
+            assert reply["usage"]["cache_creation"]["ephemeral_1h_input_tokens"] == 100
 
     assert runs.context.iterations[0].metadata["usage"] == _expected(ANTHROPIC)
 
