@@ -114,3 +114,49 @@ def test_a_session_that_priced_nothing_says_nothing_of_prices(
     report = json.loads((agent_pytester.path / "report.json").read_text())
     assert "price_data" not in report["summary"]
     assert "cost priced with" not in result.stdout.str()
+
+
+#: A cache-warm call of claude-sonnet-4-6: 100,000 input tokens of which 90,000 read from
+#: the prompt cache, and 1,000 output tokens. At the prices of 2026-11-29: 10,000 at 3 USD
+#: per million, 90,000 at 0.30 and 1,000 at 15: 0.072 USD (0.315 if the cache were
+#: ignored, 0.015 if its reads were free).
+CACHE_WARM_TEST = """
+import pytest
+from pytest_agentctx import Agent
+
+helper = Agent(name="helper", model="anthropic:claude-sonnet-4-6")
+
+
+@pytest.mark.agent_budget(max_cost_usd={limit})
+async def test_cache_warm(agent_runtime, fake_llm):
+    fake_llm.reply("ok", usage={{"input_tokens": 100_000, "cache_read_tokens": 90_000,
+                                "output_tokens": 1_000}})
+    await agent_runtime.run(helper, "hello")
+"""
+
+
+def test_a_cache_warm_agent_over_its_dollar_budget_fails_with_the_cache_priced_cost(
+    agent_pytester: pytest.Pytester,
+) -> None:
+    agent_pytester.makepyfile(test_warm=CACHE_WARM_TEST.format(limit=0.05))
+    _pin(agent_pytester, f"genai-prices=={INSTALLED} 2026-11-29")
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*max_cost_usd: measured 0.072, allowed 0.05*"])
+
+
+def test_cache_reads_are_priced_below_fresh_input(agent_pytester: pytest.Pytester) -> None:
+    agent_pytester.makepyfile(test_warm=CACHE_WARM_TEST.format(limit=0.1))
+    _pin(agent_pytester, f"genai-prices=={INSTALLED} 2026-11-29")
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-report=report.json")
+
+    result.assert_outcomes(passed=1)
+    stats = json.loads((agent_pytester.path / "report.json").read_text())["summary"]["stats"]
+    assert (stats["cost_usd"], stats["cache_read_tokens"], stats["uncached_input_tokens"]) == (
+        0.072,
+        90_000,
+        10_000,
+    )
