@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pytest_agentctx.exceptions import AgentCtxError
-from pytest_agentctx.reports.pricing import PriceData, TokenBreakdown, price_call
+from pytest_agentctx.reports.pricing import CallPrice, PriceData, TokenBreakdown, price_call
 
 if TYPE_CHECKING:
     from pytest_agentctx.context.model import AgentContext
-    from pytest_agentctx.reports.schema import StatsEntry
+    from pytest_agentctx.reports.schema import CallEntry, StatsEntry
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,18 @@ class ModelPrice:
 
     def cost_of(self, tokens: TokenBreakdown) -> float:
         """The price of a call's tokens, by their kind."""
+        return self.price_of(tokens, "").total
+
+    def price_of(self, tokens: TokenBreakdown, model: str) -> CallPrice:
+        """The price of a call of ``model`` that used ``tokens``, with its parts."""
         read, write = self.cache_read_per_million, self.cache_write_per_million
-        return (
-            tokens.uncached_input * self.input_per_million
-            + tokens.cache_read * (self.input_per_million if read is None else read)
-            + tokens.cache_write * (self.input_per_million if write is None else write)
-            + tokens.output * self.output_per_million
-        ) / 1_000_000
+        parts = (
+            tokens.uncached_input * self.input_per_million / 1_000_000,
+            tokens.cache_read * (self.input_per_million if read is None else read) / 1_000_000,
+            tokens.cache_write * (self.input_per_million if write is None else write) / 1_000_000,
+            tokens.output * self.output_per_million / 1_000_000,
+        )
+        return CallPrice(sum(parts), *parts, model=model, provider="agent_prices")
 
 
 #: The prices of the project's own, ``agent_prices`` lines (``model = input output [cache
@@ -127,19 +132,25 @@ class PriceTable:
         """The price in US dollars of a call of ``model`` (through capture's ``provider``)
         that used ``usage`` (an iteration's ``metadata["usage"]``): the project's own
         price, else genai-prices'; ``None`` when neither knows the model."""
+        priced = self.price(model, provider, usage)
+        return None if priced is None else priced.total
+
+    def price(
+        self, model: str, provider: str | None, usage: Mapping[str, object]
+    ) -> CallPrice | None:
+        """:meth:`cost` with its parts (uncached input, cache read, cache write, output)."""
         tokens = TokenBreakdown.from_usage(usage)
         own = self.price_of(model)
         if own is not None:
-            return own.cost_of(tokens)
+            return own.price_of(tokens, model)
         tier = usage.get("service_tier")
-        priced = price_call(
+        return price_call(
             model,
             provider,
             tokens,
             self.data or PriceData.installed(),
             tier if isinstance(tier, str) else None,
         )
-        return None if priced is None else priced.total
 
 
 #: The counts :class:`RunStats` adds up, run by run.
@@ -328,6 +339,56 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
         trajectory=tuple(trajectory),
         unpriced=tuple(unpriced),
     )
+
+
+#: The usage keys a call's entry copies, where the provider reported them.
+_BREAKDOWN_KEYS = (
+    "uncached_input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "reasoning_tokens",
+    "service_tier",
+)
+
+
+def call_entries(context: AgentContext, prices: PriceTable | None = None) -> list[CallEntry]:
+    """Each iteration of ``context`` that reported its usage, priced: the model, its
+    tokens (by kind where the provider said) and its price with its parts, for the reports
+    (which iterations read and wrote the prompt cache, and what each cost)."""
+    table = prices or PriceTable()
+    entries: list[CallEntry] = []
+    for index, iteration in enumerate(context.iterations):
+        usage = iteration.metadata.get("usage")
+        if not isinstance(usage, Mapping):
+            continue
+        model = iteration.metadata.get("model")
+        model = model if isinstance(model, str) and model else None
+        provider = iteration.metadata.get("provider")
+        priced = (
+            None
+            if model is None
+            else table.price(model, provider if isinstance(provider, str) else None, usage)
+        )
+        entry: CallEntry = {
+            "iteration": index,
+            "model": model,
+            "input_tokens": int(usage.get("input_tokens") or 0),
+            "output_tokens": int(usage.get("output_tokens") or 0),
+            "cost_usd": None if priced is None else round(priced.total, 8),
+        }
+        for key in _BREAKDOWN_KEYS:
+            if key in usage:
+                entry[key] = usage[key]  # type: ignore[literal-required]
+        if priced is not None:
+            entry["cost_parts"] = {
+                "uncached_input": round(priced.uncached_input, 8),
+                "cache_read": round(priced.cache_read, 8),
+                "cache_write": round(priced.cache_write, 8),
+                "output": round(priced.output, 8),
+            }
+        entries.append(entry)
+    return entries
 
 
 def run_stats(run: object, *, prices: PriceTable | None = None, nested: bool = True) -> RunStats:
