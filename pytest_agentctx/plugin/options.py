@@ -361,7 +361,9 @@ def _markers(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "agent_budget(max_iterations=, max_tool_calls=, max_tokens=, max_cost_usd=, "
-        "max_duration_s=, max_mcp_calls=): fail the test when its agent runs use more.",
+        "max_duration_s=, max_mcp_calls=, max_cache_write_tokens=, min_cache_read_share=): "
+        "fail the test when its agent runs use more (or read less of their input from the "
+        "prompt cache).",
     )
     config.addinivalue_line(
         "markers",
