@@ -135,6 +135,9 @@ def _parser() -> argparse.ArgumentParser:
     from pytest_agentctx.cli.rejudge import add_parser as add_rejudge
 
     add_rejudge(commands)
+    from pytest_agentctx.cli.prices import add_parser as add_prices
+
+    add_prices(commands)
     return parser
 
 
@@ -171,6 +174,10 @@ def _run(args: argparse.Namespace, ini: IniOptions, redactor: Redactor, out: Pri
         from pytest_agentctx.cli.mcp_import import run_mcp_import
 
         return run_mcp_import(args, ini.lines("agent_secret_env"), out)
+    if args.command == "prices":
+        from pytest_agentctx.cli.prices import run_prices
+
+        return run_prices(args, ini.get("agent_price_data").strip() or None, out)
     if args.command == "rejudge":
         from pytest_agentctx.cli.rejudge import run_rejudge
 

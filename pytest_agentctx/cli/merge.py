@@ -327,12 +327,35 @@ def _gate_enabled(header: Mapping[str, Any]) -> bool:
     return isinstance(gate, Mapping) and gate.get("enabled") is True
 
 
+def _price_data(shards: Sequence[Shard]) -> Any:
+    """The price data the shards priced their calls with, the same in every shard that
+    says (else their dollars do not add up: an error)."""
+    found: dict[str, Any] = {}
+    for shard in shards:
+        summary = shard.header.get("summary")
+        data = summary.get("price_data") if isinstance(summary, Mapping) else None
+        if data is not None:
+            found.setdefault(json.dumps(data, sort_keys=True), data)
+    if len(found) > 1:
+        shown = " and ".join(sorted(found))
+        raise ReportError(
+            f"The reports priced their calls with different price data ({shown}): their "
+            "dollars do not add up. Pin the price data for every shard (the "
+            "agent_price_data ini option: pytest-agentctx prices pin prints its line) and "
+            "run the shards again."
+        )
+    return next(iter(found.values()), None)
+
+
 def _merge(shards: Sequence[Shard]) -> tuple[dict[str, Any], list[Entry]]:
     entries = [
         Entry(entry.light, entry.raw, entry.full) for entry in _tests(shards)
     ]  # copies: the shared cassettes' judgement changes them
     _judge_shared_cassettes(entries)
     merged = assemble_report([entry.light for entry in entries])
+    priced = _price_data(shards)
+    if priced is not None:
+        merged["summary"]["price_data"] = priced
     result = evaluate_gate(merged)
     merged["summary"]["gate"] = result.to_dict(
         enabled=any(_gate_enabled(shard.header) for shard in shards)

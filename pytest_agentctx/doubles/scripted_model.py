@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pytest_agentctx.context.model import ToolCall
 from pytest_agentctx.doubles.errors import FakeLLMError, UnexpectedModelCall, UnusedScriptedReplies
 from pytest_agentctx.doubles.ids import IdFactory, SequentialIds
+from pytest_agentctx.doubles.scripted_usage import scripted_usage
 from pytest_agentctx.traffic.codecs import openai_chat
 from pytest_agentctx.traffic.codecs.base import (
     Codec,
@@ -199,10 +200,15 @@ class ScriptedModel:
         content: str | None = None,
         *,
         tool_calls: Iterable[ToolCallSpec] = (),
-        usage: Usage | Mapping[str, int] | None = None,
+        usage: Usage | Mapping[str, int | str | None] | None = None,
         model: str | None = None,
     ) -> Self:
-        """Script the next reply: text, tool calls, or both. Returns the fake, to chain."""
+        """Script the next reply: text, tool calls, or both. Returns the fake, to chain.
+
+        ``usage`` is what the reply reports, with the keys of ``metadata["usage"]``
+        (:data:`~pytest_agentctx.doubles.scripted_usage.USAGE_KEYS`: ``input_tokens``,
+        ``output_tokens``, the cache and reasoning figures, ``service_tier``); without it
+        the counts are estimated from the text."""
         calls = tuple(_scripted_call(spec, self._name) for spec in tool_calls)
         if content is None and not calls:
             raise FakeLLMError(
@@ -211,10 +217,7 @@ class ScriptedModel:
                 f"{self._name}.reply('Done.')."
             )
         if isinstance(usage, Mapping):
-            usage = Usage(
-                input_tokens=int(usage.get("input_tokens", 0)),
-                output_tokens=int(usage.get("output_tokens", 0)),
-            )
+            usage = scripted_usage(usage, self._name)
         self._script.append(ScriptedReply(content, calls, usage, model))
         return self
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,6 +29,8 @@ from .keys import (
     BUDGET_DEFAULTS_KEY,
     BUDGET_KEY,
     BUDGET_SPEC_KEY,
+    PRICE_DATA_KEY,
+    PRICE_DAY_KEY,
     PRICES_KEY,
     PRICES_REQUEST_KEY,
     REPEAT_ERROR_KEY,
@@ -38,6 +41,7 @@ from .keys import (
 if TYPE_CHECKING:
     from pytest_agentctx.reports.budgets import BudgetCheck
     from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.pricing import PriceData
 
 
 def configure(config: pytest.Config) -> None:
@@ -54,22 +58,47 @@ def configure(config: pytest.Config) -> None:
 
             defaults = Budget.from_ini(values)
         config.stash[BUDGET_DEFAULTS_KEY] = defaults
+        pin = str(config.getini("agent_price_data")).strip()
+        if pin:
+            from pytest_agentctx.reports.pricing import PriceData
+
+            config.stash[PRICE_DATA_KEY] = PriceData.parse(pin)
+        else:  # today, read before any test freezes the clock
+            config.stash[PRICE_DAY_KEY] = datetime.now(UTC).date()
         lines = [str(line) for line in config.getini("agent_prices")]
         if any(line.strip() for line in lines):
             from pytest_agentctx.reports.figures import PriceTable
 
-            config.stash[PRICES_KEY] = PriceTable.parse_lines(lines)
+            config.stash[PRICES_KEY] = PriceTable.parse_lines(lines, _base_table(config))
     except AgentCtxError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _base_table(config: pytest.Config) -> PriceTable:
+    """No prices of the project's own, and the session's price data: the pinned one, else
+    the installed genai-prices' at the session's day."""
+    from pytest_agentctx.reports.figures import PriceTable
+
+    return PriceTable(data=price_data(config))
+
+
+def price_data(config: pytest.Config) -> PriceData:
+    """The price data of the session (``agent_price_data``, else the installed data at the
+    day the session started)."""
+    data = config.stash.get(PRICE_DATA_KEY, None)
+    if data is None:
+        from pytest_agentctx.reports.pricing import PriceData
+
+        day = config.stash.get(PRICE_DAY_KEY, None)
+        data = config.stash[PRICE_DATA_KEY] = PriceData.installed(day)
+    return data
+
+
 def session_prices(config: pytest.Config) -> PriceTable:
-    """The session's price table: the defaults plus the ``agent_prices`` ini lines."""
+    """The session's price table: the ``agent_prices`` ini lines, then the price data."""
     prices = config.stash.get(PRICES_KEY, None)
     if prices is None:
-        from pytest_agentctx.reports.figures import PriceTable
-
-        prices = config.stash[PRICES_KEY] = PriceTable.parse_lines([])
+        prices = config.stash[PRICES_KEY] = _base_table(config)
     return prices
 
 
@@ -81,8 +110,8 @@ def prices_of(item: pytest.Item) -> PriceTable:
 
 @pytest.fixture(scope="session")
 def agent_prices(pytestconfig: pytest.Config) -> PriceTable:
-    """Model prices (USD per million tokens) for budgets and reports: the defaults plus the
-    ``agent_prices`` ini lines. Override it in a conftest.py to add prices in code::
+    """Model prices for budgets and reports: the ``agent_prices`` ini lines, then
+    genai-prices' data (``agent_price_data``). Override it in a conftest.py to add prices in code::
 
         @pytest.fixture(scope="session")
         def agent_prices(agent_prices):

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from datetime import date
+
     from pytest_agentctx.context.clock import ClockSettings
     from pytest_agentctx.evals.verdict import Verdict
     from pytest_agentctx.redaction.active import SessionSecrets
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
     from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.pricing import PriceData
     from pytest_agentctx.reports.repeats import RepeatTally
     from pytest_agentctx.reports.schema import (
         BudgetEntry,
@@ -119,6 +122,11 @@ BUDGET_CHECK_KEY: pytest.StashKey[BudgetCheck] = _test_key(pytest.StashKey())
 #: needed without one), on an item's stash the one its agent_prices fixture gave
 #: (overrides included), for a test that made runs.
 PRICES_KEY: pytest.StashKey[PriceTable] = _test_key(pytest.StashKey())
+#: The session's price data (agent_price_data, else the installed genai-prices' data).
+PRICE_DATA_KEY: pytest.StashKey[PriceData] = pytest.StashKey()
+#: The day the session started (UTC), read before any test froze the clock: the day of
+#: the prices when agent_price_data pins none.
+PRICE_DAY_KEY: pytest.StashKey[date] = pytest.StashKey()
 #: The test's fixture request, kept to ask its agent_prices fixture once it made runs.
 PRICES_REQUEST_KEY: pytest.StashKey[pytest.FixtureRequest] = _test_key(pytest.StashKey())
 #: The pass rate of an agent_repeat test: {"runs", "passed", "pass_rate", "min_pass_rate"}.

@@ -310,10 +310,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         )
     parser.addini(
         "agent_prices",
-        "Model prices for budgets and reports, one per line: "
-        "'model = <input USD per million tokens> <output USD per million tokens>'.",
+        "Model prices of the project's own for budgets and reports, before genai-prices' "
+        "data, one per line: 'model = <input USD per million tokens> <output USD per million "
+        "tokens> [<cache read>] [<cache write>]'.",
         type="linelist",
         default=[],
+    )
+    parser.addini(
+        "agent_price_data",
+        "The price data pinned: 'genai-prices==<version> <YYYY-MM-DD>' (the installed "
+        "release's prices of that day; `pytest-agentctx prices pin` prints the line). Empty: "
+        "the installed data at the day the session starts.",
+        default="",
     )
 
 
@@ -353,7 +361,9 @@ def _markers(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "agent_budget(max_iterations=, max_tool_calls=, max_tokens=, max_cost_usd=, "
-        "max_duration_s=, max_mcp_calls=): fail the test when its agent runs use more.",
+        "max_duration_s=, max_mcp_calls=, max_cache_write_tokens=, min_cache_read_share=): "
+        "fail the test when its agent runs use more (or read less of their input from the "
+        "prompt cache).",
     )
     config.addinivalue_line(
         "markers",

@@ -26,13 +26,16 @@ from pytest_agentctx.reports.errors import BudgetError
 from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
 from pytest_agentctx.reports.limits import (
     BUDGET_LIMITS as BUDGET_LIMITS,
+    FLOORS,
     ini_name as ini_name,
 )
 
 if TYPE_CHECKING:
     from pytest_agentctx.reports.schema import BudgetEntry, ExceededEntry
 
-_WHOLE = frozenset({"max_iterations", "max_tool_calls", "max_tokens", "max_mcp_calls"})
+_WHOLE = frozenset(
+    {"max_iterations", "max_tool_calls", "max_tokens", "max_mcp_calls", "max_cache_write_tokens"}
+)
 _WHAT = {
     "max_iterations": "iterations",
     "max_tool_calls": "tool calls",
@@ -40,6 +43,8 @@ _WHAT = {
     "max_cost_usd": "cost in US dollars",
     "max_duration_s": "seconds on the runs' clocks",
     "max_mcp_calls": "MCP tool calls",
+    "max_cache_write_tokens": "input tokens written to the prompt cache",
+    "min_cache_read_share": "the share of the input tokens read from the prompt cache",
 }
 _EXAMPLE = {
     "max_iterations": "5",
@@ -48,6 +53,8 @@ _EXAMPLE = {
     "max_cost_usd": "0.05",
     "max_duration_s": "30",
     "max_mcp_calls": "4",
+    "max_cache_write_tokens": "20000",
+    "min_cache_read_share": "0.5",
 }
 
 Number = int | float
@@ -65,11 +72,17 @@ def _measure(stats: RunStats, limit: str) -> Number | None:
             return None if stats.cost_usd is None else round(stats.cost_usd, 8)
         case "max_mcp_calls":
             return stats.mcp_calls
+        case "max_cache_write_tokens":
+            return stats.cache_write_tokens
+        case "min_cache_read_share":
+            return round(stats.cache_read_share or 0.0, 6)
         case _:
             return round(stats.duration_s, 6)
 
 
 def _expected(limit: str) -> str:
+    if limit in FLOORS:
+        return f"a number from 0 to 1, {_WHAT[limit]} (or None for no limit)"
     kind = "a whole number" if limit in _WHOLE else "a number"
     return f"{kind} >= 0 of {_WHAT[limit]} (or None for no limit)"
 
@@ -85,7 +98,7 @@ def _check_value(limit: str, value: object, where: str) -> Number | None:
             f"{_expected(limit)}, e.g. @pytest.mark.agent_budget({limit}={_EXAMPLE[limit]})."
         )
     assert isinstance(value, int | float)
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value) or value < 0 or (limit in FLOORS and value > 1):
         raise BudgetError(
             f"{where}: {limit}={value!r} is not allowed; expected {_expected(limit)}, "
             f"e.g. @pytest.mark.agent_budget({limit}={_EXAMPLE[limit]})."
@@ -114,6 +127,8 @@ class Budget:
     max_cost_usd: float | None = None
     max_duration_s: float | None = None
     max_mcp_calls: int | None = None
+    max_cache_write_tokens: int | None = None
+    min_cache_read_share: float | None = None
 
     @property
     def limits(self) -> dict[str, Number]:
@@ -189,10 +204,9 @@ class Budget:
         for name, allowed in self.limits.items():
             measured = _measure(total, name)
             if measured is None:
-                table = prices or PriceTable()
-                unpriced = tuple(m for m in total.models if table.price_of(m) is None)
+                unpriced = total.unpriced
                 continue
-            if measured > allowed:
+            if measured < allowed if name in FLOORS else measured > allowed:
                 parts = tuple((label, _measure(stats, name) or 0) for label, stats in runs)
                 exceeded.append(Exceeded(name, measured, allowed, parts))
         return BudgetCheck(self, tuple(exceeded), unpriced)
@@ -213,8 +227,10 @@ class Exceeded:
         return {"name": self.name, "measured": self.measured, "allowed": self.allowed}
 
     def describe(self) -> str:
-        """``max_tokens: measured 1500, allowed 1000 (runs: #1 weather 900, ...)``."""
-        line = f"{self.name}: measured {self.measured:g}, allowed {self.allowed:g}"
+        """``max_tokens: measured 1500, allowed 1000 (runs: #1 weather 900, ...)``; a floor
+        ``min_cache_read_share: measured 0.1, required at least 0.5``."""
+        bound = "required at least" if self.name in FLOORS else "allowed"
+        line = f"{self.name}: measured {self.measured:g}, {bound} {self.allowed:g}"
         if self.runs:
             line += " (runs: " + ", ".join(f"{label} {n:g}" for label, n in self.runs) + ")"
         return line
@@ -253,7 +269,11 @@ class BudgetCheck:
         with the higher measured figure."""
         worst: dict[str, Exceeded] = {item.name: item for item in self.exceeded}
         for item in other.exceeded:
-            if item.name not in worst or item.measured > worst[item.name].measured:
+            known = worst.get(item.name)
+            lower = item.name in FLOORS
+            if known is None or (
+                item.measured < known.measured if lower else item.measured > known.measured
+            ):
                 worst[item.name] = item
         ordered = tuple(worst[name] for name in BUDGET_LIMITS if name in worst)
         unpriced = tuple(dict.fromkeys((*self.unpriced, *other.unpriced)))
@@ -263,7 +283,10 @@ class BudgetCheck:
         """What a failing test prints: every limit exceeded, then what to do."""
         if self.unmeasured and not self.exceeded:
             return _unmeasured_message(self.budget, where)
-        over = [f"{item.name} {item.measured:g} > {item.allowed:g}" for item in self.exceeded]
+        over = [
+            f"{item.name} {item.measured:g} {'<' if item.name in FLOORS else '>'} {item.allowed:g}"
+            for item in self.exceeded
+        ]
         if self.unpriced:
             over.append("max_cost_usd unmeasured")
         lines = [f"agent budget exceeded: {', '.join(over)} ({where})"]
@@ -271,10 +294,12 @@ class BudgetCheck:
         if self.unpriced:
             names = ", ".join(repr(m) for m in self.unpriced)
             lines.append(
-                f"  max_cost_usd: cannot be measured: no price for model {names}. Add a line "
+                f"  max_cost_usd: cannot be measured: no price for model {names}: the price "
+                "data (genai-prices) does not know it. Price it yourself with a line "
                 f"'{self.unpriced[0]} = <input USD per million tokens> <output USD per "
-                "million tokens>' to the agent_prices ini option, or extend the agent_prices "
-                "fixture."
+                "million tokens>' in the agent_prices ini option, or extend the agent_prices "
+                "fixture; or update the price data (pip install -U genai-prices, then "
+                "pytest-agentctx prices pin)."
             )
         if self.exceeded:
             lines.append(

@@ -44,7 +44,12 @@ _OUTCOMES = ("passed", "failed")
 #: session's end does not wait on a comparison of many tests.
 RESAMPLES = 1000
 #: The figures compared per run: (the key of ``stats``, its name in the summary).
-_FIGURES = (("iterations", "iterations"), ("total_tokens", "tokens"), ("cost_usd", "cost"))
+_FIGURES = (
+    ("iterations", "iterations"),
+    ("total_tokens", "tokens"),
+    ("cost_usd", "cost"),
+    ("cache_read_share", "cache read share"),
+)
 
 
 def _pairs(
@@ -198,10 +203,23 @@ def _margin_record(
     )
 
 
+def _cache_read_share(stats: Mapping[str, Any]) -> float | None:
+    """The share of a test's input tokens read from the prompt cache, when its runs
+    reported cache figures (``None`` else: nothing to compare)."""
+    counts = [stats.get(key) for key in ("uncached_input_tokens", "cache_read_tokens")]
+    if counts[0] is None or not all(isinstance(c, int | None) for c in counts):
+        return None
+    read, written = stats.get("cache_read_tokens") or 0, stats.get("cache_write_tokens") or 0
+    total = counts[0] + read + written
+    return float(read) / total if total else None
+
+
 def _per_run(test: Mapping[str, Any], name: str) -> float | None:
     stats = test.get("stats")
     if not isinstance(stats, Mapping) or not stats.get("runs"):
         return None
+    if name == "cache_read_share":  # a share of the test's input, not a sum of its runs
+        return _cache_read_share(stats)
     value = stats.get(name)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -211,6 +229,8 @@ def _per_run(test: Mapping[str, Any], name: str) -> float | None:
 def _figure(value: float, name: str, *, signed: bool = False) -> str:
     """A mean (``signed``: a change) as it reads: dollars to six places for cost."""
     sign = ("+" if value >= 0 else "-") if signed else ("-" if value < 0 else "")
+    if name == "cache read share":
+        return f"{sign}{abs(value) * 100:.1f}{' points' if signed else '%'}"
     return f"{sign}${abs(value):.6f}" if name == "cost" else f"{sign}{abs(value):.1f}"
 
 
@@ -237,7 +257,8 @@ def _difference_records(
         )
         mean_was, mean_now = math.fsum(was) / len(was), math.fsum(now) / len(now)
         message = (
-            f"{name} per run: mean {_figure(mean_was, name)} -> {_figure(mean_now, name)} "
+            f"{name}{' of a test' if key == 'cache_read_share' else ' per run'}: mean "
+            f"{_figure(mean_was, name)} -> {_figure(mean_now, name)} "
             f"({_figure(mean_now - mean_was, name, signed=True)}, {1 - tolerance.level:.0%} "
             f"interval {_figure(interval.low, name, signed=True)} to "
             f"{_figure(interval.high, name, signed=True)}) over {len(paired)} tests"

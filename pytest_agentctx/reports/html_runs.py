@@ -110,6 +110,12 @@ def _iteration_head(
     if usage:
         inp, outp = as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens"))
         head.append(f"{inp + outp:,} tokens ({inp:,} in / {outp:,} out)")
+        read, write = (
+            as_int(usage.get("cache_read_tokens")),
+            as_int(usage.get("cache_write_tokens")),
+        )
+        if read or write:  # which calls read the prompt cache and which wrote it
+            head.append(f"cache read {read:,} / written {write:,}")
     if calls:
         head.append("calls " + ", ".join(str(call.get("name", "?")) for call in calls))
     if subs:

@@ -11,7 +11,12 @@ BUDGET_LIMITS = (
     "max_cost_usd",
     "max_duration_s",
     "max_mcp_calls",
+    "max_cache_write_tokens",
+    "min_cache_read_share",
 )
+#: The limits that are floors: the measured figure must reach them (the others are
+#: ceilings it must not pass).
+FLOORS = frozenset({"min_cache_read_share"})
 
 
 def ini_name(limit: str) -> str:

@@ -86,7 +86,7 @@ def build_record(
     entries: list[RunEntry] = []
     total = no_runs_stats()  # a test without runs (most) needs no run figures loaded
     if runs:
-        from pytest_agentctx.reports.figures import RunStats, run_stats
+        from pytest_agentctx.reports.figures import RunStats, call_entries, run_stats
 
         totals: list[RunStats] = []
         for run in runs:
@@ -97,6 +97,9 @@ def build_record(
                 "source": run.source,
                 "stats": stats.to_dict(),
             }
+            priced_calls = call_entries(run.context, prices)
+            if priced_calls:
+                entry["calls"] = priced_calls
             if contexts:
                 entry["context"] = run.context.model_dump(mode="json")
             calls = mcp_call_entries(run.context)
@@ -308,6 +311,9 @@ def junit_properties(data: Mapping[str, object]) -> list[tuple[str, object]]:
     ]
     if stats["cost_usd"] is not None:
         properties.append(("agentctx.cost_usd", f"{stats['cost_usd']:.8f}"))
+    for name in ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        if stats.get(name):
+            properties.append((f"agentctx.{name}", stats.get(name)))
     properties += _mcp_properties(record)
     properties += [
         ("agentctx.transcript", transcript_line(transcript))

@@ -32,6 +32,15 @@ class StatsEntry(TypedDict):
     trajectory: list[str]
     #: MCP tool calls, present when the runs made any.
     mcp_calls: NotRequired[int]
+    #: The input by kind (neither read from nor written to the prompt cache, read, written)
+    #: and the output tokens spent reasoning: each present when the runs had some (the
+    #: uncached input with the cache's tokens).
+    uncached_input_tokens: NotRequired[int]
+    cache_read_tokens: NotRequired[int]
+    cache_write_tokens: NotRequired[int]
+    reasoning_tokens: NotRequired[int]
+    #: The models no price knows (``cost_usd`` is then ``None``).
+    unpriced: NotRequired[list[str]]
 
 
 class TranscriptMessage(TypedDict):
@@ -69,6 +78,26 @@ class McpCallEntry(TypedDict):
     error: str | None
 
 
+class CallEntry(TypedDict):
+    """One model call of a run (its iteration ``iteration``, from 0): the model, the tokens
+    as the provider counted them and by kind where it reported them, and its price in US
+    dollars (``None``: no price knows the model) with the price of each kind of token
+    (``cost_parts``: ``uncached_input``, ``cache_read``, ``cache_write``, ``output``)."""
+
+    iteration: int
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    cost_parts: NotRequired[dict[str, float]]
+    uncached_input_tokens: NotRequired[int]
+    cache_read_tokens: NotRequired[int]
+    cache_write_tokens: NotRequired[int]
+    cache_write_1h_tokens: NotRequired[int]
+    reasoning_tokens: NotRequired[int]
+    service_tier: NotRequired[str]
+
+
 class RunEntry(TypedDict):
     """One run of a test: its name, where it came from, its figures and (when the session
     keeps them) its context as JSON data; its MCP tool calls when it made any."""
@@ -80,6 +109,8 @@ class RunEntry(TypedDict):
     mcp_calls: NotRequired[list[McpCallEntry]]
     #: The role of a run listed apart (``role_runs``): ``judge``, ``user_sim``.
     role: NotRequired[str]
+    #: Each model call that reported its usage, priced (:class:`CallEntry`).
+    calls: NotRequired[list[CallEntry]]
 
 
 class EasedEntry(TypedDict):

@@ -187,6 +187,12 @@ def _stats_of(data: StatsEntry) -> RunStats:
         duration_s=float(data["duration_s"]),
         models=tuple(data["models"]),
         trajectory=tuple(data["trajectory"]),
+        mcp_calls=int(data.get("mcp_calls", 0)),
+        uncached_input_tokens=int(data.get("uncached_input_tokens", 0)),
+        cache_read_tokens=int(data.get("cache_read_tokens", 0)),
+        cache_write_tokens=int(data.get("cache_write_tokens", 0)),
+        reasoning_tokens=int(data.get("reasoning_tokens", 0)),
+        unpriced=tuple(data.get("unpriced", ())),
     )
 
 

@@ -351,7 +351,7 @@ def test_a_cost_budget_on_an_unpriced_model_fails_and_says_how_to_price_it(
 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*max_cost_usd: cannot be measured: no price for model 'mystery-1'. Add a line*"]
+        ["*max_cost_usd: cannot be measured: no price for model 'mystery-1': the price data*"]
     )
 
 

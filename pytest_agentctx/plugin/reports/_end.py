@@ -38,6 +38,10 @@ def finish(reports: AgentReports, session: pytest.Session) -> None:
     reports.reports = []
     reports.outcomes = words.words
     report = collector.build()
+    if report["summary"]["stats"].get("models"):  # the session priced calls: with what
+        from pytest_agentctx.plugin.budgets import price_data
+
+        report["summary"]["price_data"] = price_data(session.config).to_dict()
     tolerance = GateTolerance(*reports.tolerance, *reports.significance)
     result = evaluate_gate(
         report,
@@ -134,6 +138,12 @@ def summarise(
     totals = summary_line(report)
     if totals is not None:
         terminalreporter.write_line(visible(totals))
+        if verbosity >= 0 and "price_data" in report.get("summary", {}):  # type: ignore[operator]
+            from pytest_agentctx.plugin.budgets import price_data
+
+            terminalreporter.write_line(
+                f"agentctx: cost priced with {price_data(config).describe()}"
+            )
     if reports.gate_enabled or reports.baseline is not None:
         failed = reports.gate_enabled and not result.passed
         for number, text in enumerate(gate_lines(result, enabled=reports.gate_enabled)):

@@ -20,12 +20,14 @@ from pytest_agentctx.traffic.codecs.base import (
     fields,
     join_texts,
     member,
+    nested_count,
     parse_arguments,
     require,
     require_int,
     require_list,
     require_object,
     text_or_none,
+    tier_or_none,
     token_count,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse, split_text
@@ -267,15 +269,45 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
 
 
 def _decode_usage(usage_data: object) -> Usage | None:
-    """Usage of a message; cached input tokens count as input tokens."""
+    """Usage of a message. Its ``input_tokens`` are the uncached ones only: the tokens read
+    from the cache (``cache_read_input_tokens``) and written to it
+    (``cache_creation_input_tokens``, split by lifetime in ``cache_creation``'s
+    ``ephemeral_5m_input_tokens`` and ``ephemeral_1h_input_tokens``) are added to make the
+    call's input. Thinking tokens are part of ``output_tokens``, with no count of their own."""
     if not isinstance(usage_data, Mapping):
         return None
-    return Usage(
-        input_tokens=token_count(usage_data.get("input_tokens"))
-        + token_count(usage_data.get("cache_read_input_tokens"))
-        + token_count(usage_data.get("cache_creation_input_tokens")),
-        output_tokens=token_count(usage_data.get("output_tokens")),
+    read = token_count(usage_data.get("cache_read_input_tokens"))
+    write_1h = nested_count(usage_data, "cache_creation", "ephemeral_1h_input_tokens")
+    write = token_count(usage_data.get("cache_creation_input_tokens")) or (
+        nested_count(usage_data, "cache_creation", "ephemeral_5m_input_tokens") + write_1h
     )
+    return Usage(
+        input_tokens=token_count(usage_data.get("input_tokens")) + read + write,
+        output_tokens=token_count(usage_data.get("output_tokens")),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cache_write_1h_tokens=write_1h,
+        service_tier=tier_or_none(usage_data.get("service_tier")),
+    )
+
+
+def _input_json(usage: Usage, *, tier: bool = True) -> dict[str, object]:
+    """The input counts of a ``usage`` object for ``usage``: the uncached ``input_tokens``,
+    then the cache figures and (with ``tier``; a stream's ``message_delta`` has none) the
+    tier when there are any."""
+    data: dict[str, object] = {"input_tokens": usage.uncached_input_tokens}
+    if usage.cache_write_tokens:
+        data["cache_creation_input_tokens"] = usage.cache_write_tokens
+    if usage.cache_read_tokens:
+        data["cache_read_input_tokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        data["cache_creation"] = {
+            "ephemeral_5m_input_tokens": usage.cache_write_tokens - usage.cache_write_1h_tokens,
+            "ephemeral_1h_input_tokens": usage.cache_write_1h_tokens,
+        }
+    if tier and usage.service_tier:
+        data["service_tier"] = usage.service_tier
+    return data
 
 
 def decode_response(body: Mapping[str, object]) -> Completion:
@@ -341,7 +373,7 @@ def encode_response(
         "stop_reason": completion.stop_reason
         or ("tool_use" if completion.tool_calls else "end_turn"),
         "stop_sequence": None,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "usage": {**_input_json(usage), "output_tokens": usage.output_tokens},
     }
 
 
@@ -397,10 +429,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": min(1, usage.output_tokens),
-                },
+                "usage": {**_input_json(usage), "output_tokens": min(1, usage.output_tokens)},
             },
         )
     ]
@@ -420,7 +449,7 @@ def encode_stream(completion: Completion, *, response_id: str, created: int = 0)
                 or ("tool_use" if completion.tool_calls else "end_turn"),
                 "stop_sequence": None,
             },
-            usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+            usage={**_input_json(usage, tier=False), "output_tokens": usage.output_tokens},
         )
     )
     events.append(_event("message_stop"))

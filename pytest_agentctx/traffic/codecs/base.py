@@ -52,23 +52,98 @@ class NeutralTool(TypedDict):
     parameters: object
 
 
+#: The standard tiers the providers name in ``service_tier`` (OpenAI and Bedrock
+#: ``default``, Anthropic and Gemini ``standard``, Groq ``on_demand``): a call served at the
+#: standard price records no tier.
+STANDARD_TIERS = frozenset({"default", "standard", "on_demand"})
+
+#: The keys of the cache and reasoning breakdown in ``metadata["usage"]``, in order.
+BREAKDOWN_KEYS = (
+    "uncached_input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "reasoning_tokens",
+    "service_tier",
+)
+
+
 @dataclass(frozen=True)
 class Usage:
-    """Token usage of one model call."""
+    """Token usage of one model call.
+
+    ``input_tokens`` counts every input token of the call, the ones read from or written to
+    the prompt cache included, whatever the provider calls its fields (Anthropic and Bedrock
+    report the cached ones apart; the codecs add them up). Of those:
+
+    - ``cache_read_tokens`` were read from the prompt cache (billed at the cache-hit price),
+    - ``cache_write_tokens`` were written to it (Anthropic, Bedrock), of which
+      ``cache_write_1h_tokens`` with Anthropic's one-hour lifetime,
+    - the rest, :attr:`uncached_input_tokens`, at the plain input price.
+
+    ``output_tokens`` counts every output token, thinking included; ``reasoning_tokens`` is
+    the part of it spent thinking (OpenAI's ``reasoning_tokens``, Gemini's
+    ``thoughtsTokenCount``), billed as output. ``service_tier`` is the tier the provider
+    says it served the call at, ``None`` for its standard tier.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    reasoning_tokens: int = 0
+    service_tier: str | None = None
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def to_dict(self) -> dict[str, int]:
+    @property
+    def uncached_input_tokens(self) -> int:
+        """The input tokens neither read from nor written to the prompt cache."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+    @property
+    def total_input_tokens(self) -> int:
+        """Uncached, cache-read and cache-written input tokens: ``input_tokens`` whenever the
+        provider's figures add up."""
+        return self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def breakdown(self) -> dict[str, int | str]:
+        """The cache and reasoning figures the provider reported (the keys of
+        :data:`BREAKDOWN_KEYS` with a non-zero value or a tier; ``uncached_input_tokens``
+        whenever a cache figure is there); empty for a call without any."""
+        data: dict[str, int | str] = {}
+        if self.cache_read_tokens or self.cache_write_tokens:
+            data["uncached_input_tokens"] = self.uncached_input_tokens
+        figures = {
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+        data.update({key: value for key, value in figures.items() if value})
+        if self.service_tier is not None:
+            data["service_tier"] = self.service_tier
+        return data
+
+    def to_dict(self) -> dict[str, int | str]:
+        """``metadata["usage"]``: the input, output and total counts, then
+        :meth:`breakdown`."""
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "total_tokens": self.total_tokens,
+            **self.breakdown(),
         }
+
+
+def tier_or_none(value: object) -> str | None:
+    """A provider's ``service_tier``: the string, ``None`` for a standard tier or none."""
+    if isinstance(value, str) and value and value not in STANDARD_TIERS:
+        return value
+    return None
 
 
 @dataclass(frozen=True)
@@ -300,6 +375,13 @@ def as_int(value: object) -> int:
 def token_count(value: object) -> int:
     """A token count of a usage object, read as ``int(value or 0)``."""
     return as_int(value) if value else 0
+
+
+def nested_count(data: Mapping[str, object], key: str, name: str) -> int:
+    """The token count ``data[key][name]`` of a usage object's details (OpenAI's
+    ``prompt_tokens_details.cached_tokens``), 0 when either is missing or no object."""
+    inner = data.get(key)
+    return token_count(inner.get(name)) if isinstance(inner, Mapping) else 0
 
 
 def join_texts(texts: Iterable[object], separator: str = "") -> str:

@@ -20,10 +20,12 @@ from pytest_agentctx.traffic.codecs.base import (
     function_tools,
     join_texts,
     member,
+    nested_count,
     parse_arguments,
     require_list,
     require_object,
     text_or_none,
+    tier_or_none,
     token_count,
 )
 from pytest_agentctx.traffic.codecs.sse import DONE, SSEEvent, event_chunk, parse_sse, split_text
@@ -171,13 +173,40 @@ def _decode_tool_call(call: object, where: str) -> ToolCall:
     )
 
 
-def _decode_usage(usage_data: object) -> Usage | None:
+def _decode_usage(usage_data: object, service_tier: object = None) -> Usage | None:
+    """The ``usage`` of a response or chunk. ``prompt_tokens`` counts the tokens read from
+    the cache (``prompt_tokens_details.cached_tokens``) and written to it
+    (``prompt_tokens_details.cache_write_tokens``) too, ``completion_tokens`` the reasoning ones
+    (``completion_tokens_details.reasoning_tokens``); ``service_tier`` is the body's."""
     if not isinstance(usage_data, Mapping):
         return None
     return Usage(
         input_tokens=token_count(usage_data.get("prompt_tokens")),
         output_tokens=token_count(usage_data.get("completion_tokens")),
+        cache_read_tokens=nested_count(usage_data, "prompt_tokens_details", "cached_tokens"),
+        cache_write_tokens=nested_count(usage_data, "prompt_tokens_details", "cache_write_tokens"),
+        reasoning_tokens=nested_count(usage_data, "completion_tokens_details", "reasoning_tokens"),
+        service_tier=tier_or_none(service_tier),
     )
+
+
+def _usage_json(usage: Usage) -> dict[str, object]:
+    """The ``usage`` object of a response or last chunk; the details only when they count
+    something."""
+    data: dict[str, object] = {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    cached = {
+        "cached_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        data["prompt_tokens_details"] = {key: value for key, value in cached.items() if value}
+    if usage.reasoning_tokens:
+        data["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return data
 
 
 def decode_response(body: Mapping[str, object]) -> Completion:
@@ -206,7 +235,7 @@ def decode_response(body: Mapping[str, object]) -> Completion:
         content=_content_text(message.get("content")),
         tool_calls=calls,
         model=text_or_none(body.get("model")),
-        usage=_decode_usage(body.get("usage")),
+        usage=_decode_usage(body.get("usage"), body.get("service_tier")),
         stop_reason=text_or_none(fields(choice).get("finish_reason")),
         response_id=text_or_none(body.get("id")),
         server_tools=tuple(
@@ -250,12 +279,14 @@ def encode_response(
                 or ("tool_calls" if completion.tool_calls else "stop"),
             }
         ],
-        "usage": {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.total_tokens,
-        },
+        "usage": _usage_json(usage),
+        **_tier_json(usage),
     }
+
+
+def _tier_json(usage: Usage) -> dict[str, object]:
+    """The body's ``service_tier`` when the usage names one."""
+    return {"service_tier": usage.service_tier} if usage.service_tier else {}
 
 
 # -- streaming (``stream: true``) ------------------------------------------------------
@@ -330,11 +361,8 @@ def encode_stream(
             "created": created,
             "model": model,
             "choices": [],
-            "usage": {
-                "prompt_tokens": usage.input_tokens,
-                "completion_tokens": usage.output_tokens,
-                "total_tokens": usage.total_tokens,
-            },
+            "usage": _usage_json(usage),
+            **_tier_json(usage),
         }
         events.append(SSEEvent(None, _json(data)))
     events.append(SSEEvent(None, DONE))
@@ -424,7 +452,7 @@ def decode_stream(events: Iterable[SSEEvent] | bytes | str) -> Completion:
         chunk = event_chunk(item.data, where, "chat completions stream")
         response_id = text_or_none(chunk.get("id")) or response_id
         model = text_or_none(chunk.get("model")) or model
-        usage = _decode_usage(chunk.get("usage")) or usage
+        usage = _decode_usage(chunk.get("usage"), chunk.get("service_tier")) or usage
         for choice in require_list(chunk, "choices", where):
             if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                 continue

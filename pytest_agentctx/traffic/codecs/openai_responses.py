@@ -26,10 +26,12 @@ from pytest_agentctx.traffic.codecs.base import (
     fields,
     join_texts,
     member,
+    nested_count,
     parse_arguments,
     require_list,
     require_object,
     text_or_none,
+    tier_or_none,
     token_count,
 )
 from pytest_agentctx.traffic.codecs.sse import SSEEvent, parse_sse, split_text
@@ -234,12 +236,20 @@ def decode_request(body: Mapping[str, object]) -> DecodedRequest:
     )
 
 
-def _decode_usage(data: object) -> Usage | None:
+def _decode_usage(data: object, service_tier: object = None) -> Usage | None:
+    """The response's ``usage``: ``input_tokens`` counts the tokens read from the cache
+    (``input_tokens_details.cached_tokens``) and written to it (``cache_write_tokens``) too,
+    ``output_tokens`` the reasoning ones (``output_tokens_details.reasoning_tokens``);
+    ``service_tier`` is the response's."""
     if not isinstance(data, Mapping):
         return None
     return Usage(
         input_tokens=token_count(data.get("input_tokens")),
         output_tokens=token_count(data.get("output_tokens")),
+        cache_read_tokens=nested_count(data, "input_tokens_details", "cached_tokens"),
+        cache_write_tokens=nested_count(data, "input_tokens_details", "cache_write_tokens"),
+        reasoning_tokens=nested_count(data, "output_tokens_details", "reasoning_tokens"),
+        service_tier=tier_or_none(service_tier),
     )
 
 
@@ -297,7 +307,7 @@ def decode_response(body: Mapping[str, object]) -> Completion:
         content="".join(texts) if texts else None,
         tool_calls=tuple(calls),
         model=text_or_none(body.get("model")),
-        usage=_decode_usage(body.get("usage")),
+        usage=_decode_usage(body.get("usage"), body.get("service_tier")),
         stop_reason=("tool_calls" if calls else status) if status == "completed" else status,
         response_id=text_or_none(body.get("id")),
         reasoning=tuple(reasoning),
@@ -391,9 +401,13 @@ def _response(
             "output_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens,
             # cache_write_tokens: required by the current SDK's models
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "input_tokens_details": {
+                "cached_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+            },
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         },
+        **({"service_tier": usage.service_tier} if usage.service_tier else {}),
     }
 
 

@@ -99,6 +99,8 @@ def test_each_limit_has_its_ini_option() -> None:
         "agent_budget_max_cost_usd",
         "agent_budget_max_duration_s",
         "agent_budget_max_mcp_calls",
+        "agent_budget_max_cache_write_tokens",
+        "agent_budget_min_cache_read_share",
     ]
 
 
@@ -164,7 +166,9 @@ def test_a_figure_equal_to_its_limit_is_within_it() -> None:
 
 
 def test_an_unpriced_model_fails_a_cost_budget_naming_the_model() -> None:
-    stats = RunStats(runs=1, input_tokens=5, cost_usd=None, models=("house-model",))
+    stats = RunStats(
+        runs=1, input_tokens=5, cost_usd=None, models=("house-model",), unpriced=("house-model",)
+    )
 
     check = Budget(max_cost_usd=1.0).check(runs(stats), prices=PriceTable())
 
@@ -207,7 +211,9 @@ def test_the_failure_message_leads_with_every_limit_then_details_and_advice() ->
 def test_the_unpriced_message_says_how_to_add_the_price() -> None:
     check = BudgetCheck(Budget(max_cost_usd=1.0), unpriced=("house",))
 
-    assert "Add a line 'house = <input USD per million tokens>" in check.failure_message(WHERE)
+    assert "Price it yourself with a line 'house = <input USD per million tokens>" in (
+        check.failure_message(WHERE)
+    )
 
 
 def test_merged_repetitions_keep_the_higher_figure_of_each_limit() -> None:
@@ -288,3 +294,44 @@ def test_a_repetition_without_runs_keeps_the_merged_check_unmeasured() -> None:
 
     assert merged.unmeasured
     assert not merged.passed
+
+
+def test_a_share_of_cache_reads_below_its_floor_fails_the_budget() -> None:
+    stats = RunStats(runs=1, uncached_input_tokens=900, cache_read_tokens=100)
+
+    check = Budget(min_cache_read_share=0.5).check(runs(stats))
+
+    assert [item.describe() for item in check.exceeded] == [
+        "min_cache_read_share: measured 0.1, required at least 0.5 (runs: #1 agent 0.1)"
+    ]
+
+
+def test_a_share_of_cache_reads_at_its_floor_passes() -> None:
+    stats = RunStats(runs=1, uncached_input_tokens=500, cache_read_tokens=500)
+
+    assert Budget(min_cache_read_share=0.5).check(runs(stats)).passed
+
+
+def test_cache_writes_past_their_limit_fail_the_budget() -> None:
+    stats = RunStats(runs=1, cache_write_tokens=30_000)
+
+    check = Budget(max_cache_write_tokens=20_000).check(runs(stats))
+
+    assert "max_cache_write_tokens 30000 > 20000" in check.failure_message(WHERE)
+
+
+def test_a_share_floor_above_one_is_refused() -> None:
+    with pytest.raises(
+        BudgetError,
+        match=r"min_cache_read_share=1\.5 is not allowed; expected a number from 0 to 1",
+    ):
+        Budget().updated({"min_cache_read_share": 1.5}, where="t")
+
+
+def test_two_repetitions_keep_the_lowest_share_of_a_floor() -> None:
+    low = Budget(min_cache_read_share=0.5).check(
+        runs(RunStats(runs=1, uncached_input_tokens=9, cache_read_tokens=1))
+    )
+    lower = Budget(min_cache_read_share=0.5).check(runs(RunStats(runs=1, uncached_input_tokens=1)))
+
+    assert low.merged(lower).exceeded[0].measured == 0.0

@@ -227,3 +227,30 @@ def test_the_flips_option_reads_report_or_fail(text: str, fail: bool) -> None:
 def test_a_bad_flips_option_says_what_was_given_and_expected() -> None:
     with pytest.raises(ReportError, match=r"agent_baseline_flips = 'always': expected report"):
         parse_significance(level="0.05", margin="", flips="always")
+
+
+def _cached(suite: dict[str, Any], read: int, uncached: int) -> dict[str, Any]:
+    tests = []
+    for test in suite["tests"]:
+        stats = {**test["stats"], "cache_read_tokens": read, "uncached_input_tokens": uncached}
+        tests.append({**test, "stats": stats})
+    return {"tests": tests}
+
+
+def test_the_share_of_cache_reads_is_compared_test_by_test() -> None:
+    warm, cold = _cached(ALL_PASS, 900, 100), _cached(ALL_PASS, 200, 800)
+
+    [share] = [
+        r for r in paired_records(cold, warm, GateTolerance()) if r.measure == "cache_read_share"
+    ]
+
+    assert (share.baseline, share.now) == (pytest.approx(0.9), pytest.approx(0.2))
+    assert share.message.startswith(
+        "cache read share of a test: mean 90.0% -> 20.0% (-70.0 points, 95% interval"
+    )
+
+
+def test_tests_without_cache_figures_have_no_share_to_compare() -> None:
+    records = paired_records(ALL_PASS, ALL_PASS, GateTolerance())
+
+    assert [r for r in records if r.measure == "cache_read_share"] == []

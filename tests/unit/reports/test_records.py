@@ -112,10 +112,10 @@ def test_a_record_holds_each_run_with_its_stats_and_context() -> None:
             pytest.fail(f"unexpected record: {other}")
 
 
-def test_a_record_without_contexts_keeps_only_the_figures() -> None:
+def test_a_record_without_contexts_keeps_only_the_figures_and_the_priced_calls() -> None:
     record = _record(contexts=False)
 
-    assert [sorted(run) for run in record["runs"]] == [["name", "source", "stats"]]
+    assert [sorted(run) for run in record["runs"]] == [["calls", "name", "source", "stats"]]
 
 
 def test_a_record_adds_up_the_stats_of_every_run() -> None:

@@ -12,7 +12,6 @@ import pytest
 from pytest_agentctx import AgentContext, AgentCtxError, ToolCall, ToolResult
 from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.figures import (
-    DEFAULT_PRICES,
     ModelPrice,
     PriceTable,
     RunStats,
@@ -102,13 +101,42 @@ def test_a_model_with_usage_but_no_price_has_an_unknown_cost() -> None:
     stats = run_stats(run(usage=USAGE, model="house-model"))
 
     assert stats.cost_usd is None
-    assert stats.models == ("house-model",)
+    assert (stats.models, stats.unpriced) == (("house-model",), ("house-model",))
 
 
 def test_a_dated_model_name_is_priced_as_its_family() -> None:
     table = PriceTable()
 
-    assert table.price_of("gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["gpt-4o-mini"]
+    assert table.cost("gpt-4o-mini-2024-07-18", "openai", USAGE) == table.cost(
+        "gpt-4o-mini", "openai", USAGE
+    )
+
+
+def test_a_projects_own_price_covers_the_names_that_start_with_it() -> None:
+    table = PriceTable().with_prices({"house": (1.0, 2.0)})
+
+    assert table.price_of("house-v2") == ModelPrice(1.0, 2.0)
+
+
+def test_a_projects_own_price_comes_before_the_price_data() -> None:
+    table = PriceTable().with_prices({"gpt-4o-mini": (1.0, 1.0)})
+
+    assert table.cost("gpt-4o-mini", "openai", USAGE) == pytest.approx(0.0011)
+
+
+def test_a_projects_own_price_charges_cache_tokens_at_their_own_prices() -> None:
+    table = PriceTable().with_prices({"house": (1.0, 2.0, 0.1, 1.25)})
+    usage = {"input_tokens": 100, "uncached_input_tokens": 100, "cache_read_tokens": 1000}
+
+    # 100 at 1.0, 1000 read at 0.1, dollars per million
+    assert table.cost("house", None, usage) == pytest.approx(0.0002)
+
+
+def test_a_projects_own_price_without_cache_prices_charges_the_input_price() -> None:
+    table = PriceTable().with_prices({"house": (1.0, 2.0)})
+    usage = {"input_tokens": 0, "uncached_input_tokens": 0, "cache_read_tokens": 1000}
+
+    assert table.cost("house", None, usage) == pytest.approx(0.001)
 
 
 def test_the_duration_spans_the_first_start_to_the_last_completion() -> None:
@@ -182,10 +210,19 @@ def test_ini_price_lines_are_parsed_skipping_blanks_and_comments() -> None:
     table = PriceTable.parse_lines(["# ours", "", "house-model = 0.5 1.5"])
 
     assert table.price_of("house-model") == ModelPrice(0.5, 1.5)
-    assert table.price_of("gpt-4o") == DEFAULT_PRICES["gpt-4o"]
+    assert table.price_of("gpt-4o") is None  # priced by the price data
 
 
-@pytest.mark.parametrize("line", ["house-model 0.5 1.5", "house-model = 0.5", "= 1 2", "m = a b"])
+def test_an_ini_price_line_may_give_the_cache_prices() -> None:
+    table = PriceTable.parse_lines(["house = 1 2 0.1 1.25"])
+
+    assert table.price_of("house") == ModelPrice(1.0, 2.0, 0.1, 1.25)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["house-model 0.5 1.5", "house-model = 0.5", "= 1 2", "m = a b", "m = -1 2", "m = 1 2 3 4 5"],
+)
 def test_a_bad_ini_price_line_says_the_expected_form(line: str) -> None:
     with pytest.raises(AgentCtxError, match=r"expected 'model = <input USD per million"):
         PriceTable.parse_lines([line])

@@ -21,6 +21,7 @@ from pytest_agentctx.traffic.codecs.base import (
     fields,
     member,
     parse_arguments,
+    tier_or_none,
     token_count,
 )
 from pytest_agentctx.traffic.errors import CodecError
@@ -155,23 +156,54 @@ def assistant_blocks(message: Mapping[str, object]) -> list[dict[str, object]]:
     return blocks
 
 
-def decode_usage(data: object) -> Usage | None:
-    """Usage of a Converse response or stream: cache reads and writes count as input."""
+def decode_usage(data: object, service_tier: object = None) -> Usage | None:
+    """Usage of a Converse response or stream. Its ``inputTokens`` are the uncached ones
+    only: the tokens read from the cache (``cacheReadInputTokens``) and written to it
+    (``cacheWriteInputTokens``; ``cacheDetails`` splits those by ``ttl``, ``5m`` or ``1h``)
+    are added to make the call's input. ``service_tier`` is the response's (or the stream's
+    ``metadata`` event's) ``serviceTier``, ``{"type": "priority"}``."""
     if not isinstance(data, Mapping):
         return None
+    read = token_count(data.get("cacheReadInputTokens"))
+    write = token_count(data.get("cacheWriteInputTokens"))
+    tier = service_tier.get("type") if isinstance(service_tier, Mapping) else None
     return Usage(
-        input_tokens=token_count(data.get("inputTokens"))
-        + token_count(data.get("cacheReadInputTokens"))
-        + token_count(data.get("cacheWriteInputTokens")),
+        input_tokens=token_count(data.get("inputTokens")) + read + write,
         output_tokens=token_count(data.get("outputTokens")),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        cache_write_1h_tokens=sum(
+            token_count(detail.get("inputTokens"))
+            for detail in each(data.get("cacheDetails"))
+            if isinstance(detail, Mapping) and detail.get("ttl") == "1h"
+        ),
+        service_tier=tier_or_none(tier),
     )
 
 
-def encode_usage(usage: Usage | None) -> dict[str, int]:
-    """The ``usage`` object of a Converse response."""
+def encode_usage(usage: Usage | None) -> dict[str, object]:
+    """The ``usage`` object of a Converse response: the uncached ``inputTokens``, then the
+    cache figures when there are any."""
     usage = usage or Usage()
-    return {
-        "inputTokens": usage.input_tokens,
+    data: dict[str, object] = {
+        "inputTokens": usage.uncached_input_tokens,
         "outputTokens": usage.output_tokens,
         "totalTokens": usage.total_tokens,
     }
+    if usage.cache_read_tokens:
+        data["cacheReadInputTokens"] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        data["cacheWriteInputTokens"] = usage.cache_write_tokens
+        ttls = (
+            ("1h", usage.cache_write_1h_tokens),
+            ("5m", usage.cache_write_tokens - usage.cache_write_1h_tokens),
+        )
+        data["cacheDetails"] = [{"ttl": ttl, "inputTokens": count} for ttl, count in ttls if count]
+    return data
+
+
+def encode_tier(usage: Usage | None) -> dict[str, object]:
+    """The ``serviceTier`` of a Converse response or stream ``metadata`` event, when the
+    usage names a tier."""
+    tier = usage.service_tier if usage is not None else None
+    return {"serviceTier": {"type": tier}} if tier else {}

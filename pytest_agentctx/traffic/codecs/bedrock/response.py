@@ -15,6 +15,7 @@ from pytest_agentctx.traffic.codecs.bedrock.blocks import (
     blocks_of,
     completion_of,
     decode_usage,
+    encode_tier,
     encode_usage,
 )
 from pytest_agentctx.traffic.errors import CodecError
@@ -51,7 +52,7 @@ def decode_response(body: Mapping[str, object]) -> Completion:
     completion = completion_of(blocks_of(message, f"{where}: output.message"), where)
     return replace(
         completion,
-        usage=decode_usage(body.get("usage")),
+        usage=decode_usage(body.get("usage"), body.get("serviceTier")),
         stop_reason=text_or_none(body.get("stopReason")),
     )
 
@@ -86,4 +87,5 @@ def encode_response(
         "stopReason": stop_reason_of(completion),
         "usage": encode_usage(completion.usage),
         "metrics": {"latencyMs": 0},
+        **encode_tier(completion.usage),
     }

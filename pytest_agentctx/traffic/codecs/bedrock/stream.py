@@ -22,6 +22,7 @@ from pytest_agentctx.traffic.codecs.bedrock.blocks import (
     blocks_of,
     completion_of,
     decode_usage,
+    encode_tier,
     encode_usage,
 )
 from pytest_agentctx.traffic.codecs.bedrock.response import reply_blocks, stop_reason_of
@@ -74,7 +75,14 @@ def encode_stream(
         messages.extend(_delta_events(index, block))
     messages.append(event("messageStop", {"stopReason": stop_reason_of(completion)}))
     messages.append(
-        event("metadata", {"usage": encode_usage(completion.usage), "metrics": {"latencyMs": 0}})
+        event(
+            "metadata",
+            {
+                "usage": encode_usage(completion.usage),
+                "metrics": {"latencyMs": 0},
+                **encode_tier(completion.usage),
+            },
+        )
     )
     return messages
 
@@ -179,6 +187,7 @@ def decode_stream(messages: Iterable[EventMessage] | bytes) -> Completion:
     chunks: list[SSEEvent] = []
     stop_reason: object = None
     usage: object = None
+    tier: object = None
     for position, message in enumerate(messages):
         if message.message_type in ("exception", "error"):
             _raise_exception(position, message)
@@ -194,6 +203,7 @@ def decode_stream(messages: Iterable[EventMessage] | bytes) -> Completion:
             stop_reason = payload.get("stopReason")
         elif kind == "metadata":
             usage = payload.get("usage")
+            tier = payload.get("serviceTier")
     if chunks:
         return anthropic_messages.decode_stream(chunks)
     where = "bedrock.decode_stream"
@@ -202,7 +212,7 @@ def decode_stream(messages: Iterable[EventMessage] | bytes) -> Completion:
     return Completion(
         content=completion.content,
         tool_calls=completion.tool_calls,
-        usage=decode_usage(usage),
+        usage=decode_usage(usage, tier),
         stop_reason=stop_reason if isinstance(stop_reason, str) else None,
         reasoning=completion.reasoning,
         server_tools=completion.server_tools,

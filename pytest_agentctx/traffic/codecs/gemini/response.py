@@ -13,6 +13,7 @@ from pytest_agentctx.traffic.codecs.base import (
     Usage,
     require_list,
     text_or_none,
+    tier_or_none,
     token_count,
 )
 from pytest_agentctx.traffic.codecs.gemini.parts import completion_of, get, model_parts, turn_parts
@@ -20,15 +21,25 @@ from pytest_agentctx.traffic.errors import CodecError
 
 
 def _decode_usage(data: object) -> Usage | None:
-    """Usage of a response: tool-use prompt tokens count as input, thinking tokens as
-    output (they are billed as output)."""
+    """Usage of a response (its ``usageMetadata``).
+
+    The input is ``promptTokenCount`` (which counts the tokens read from a cached content,
+    ``cachedContentTokenCount``, too) plus ``toolUsePromptTokenCount``. Gemini does not
+    count its thinking in ``candidatesTokenCount``: ``thoughtsTokenCount`` is apart, and
+    billed at the output price. So the output is the two added up, and
+    ``reasoning_tokens`` the thoughts, as OpenAI counts its reasoning inside the output: a
+    price per output token applies to ``output_tokens`` as it is.
+    """
     if not isinstance(data, Mapping):
         return None
+    thoughts = token_count(get(data, "thoughtsTokenCount"))
     return Usage(
         input_tokens=token_count(get(data, "promptTokenCount"))
         + token_count(get(data, "toolUsePromptTokenCount")),
-        output_tokens=token_count(get(data, "candidatesTokenCount"))
-        + token_count(get(data, "thoughtsTokenCount")),
+        output_tokens=token_count(get(data, "candidatesTokenCount")) + thoughts,
+        cache_read_tokens=token_count(get(data, "cachedContentTokenCount")),
+        reasoning_tokens=thoughts,
+        service_tier=tier_or_none(get(data, "serviceTier")),
     )
 
 
@@ -101,14 +112,20 @@ def reply_parts(completion: Completion) -> list[dict[str, object]]:
     return model_parts(message)
 
 
-def _usage_metadata(usage: Usage, *, final: bool = True) -> dict[str, int]:
-    if not final:
-        return {"promptTokenCount": usage.input_tokens, "totalTokenCount": usage.input_tokens}
-    return {
-        "promptTokenCount": usage.input_tokens,
-        "candidatesTokenCount": usage.output_tokens,
-        "totalTokenCount": usage.total_tokens,
-    }
+def _usage_metadata(usage: Usage, *, final: bool = True) -> dict[str, object]:
+    """The ``usageMetadata`` of a response: the thoughts apart from the candidates' tokens,
+    the cached and thought counts and the tier only when there are any."""
+    data: dict[str, object] = {"promptTokenCount": usage.input_tokens}
+    if final:
+        data["candidatesTokenCount"] = usage.output_tokens - usage.reasoning_tokens
+    data["totalTokenCount"] = usage.total_tokens if final else usage.input_tokens
+    if usage.cache_read_tokens:
+        data["cachedContentTokenCount"] = usage.cache_read_tokens
+    if final and usage.reasoning_tokens:
+        data["thoughtsTokenCount"] = usage.reasoning_tokens
+    if usage.service_tier:
+        data["serviceTier"] = usage.service_tier
+    return data
 
 
 def response_body(

@@ -503,7 +503,7 @@ RECORDED_STREAMS: dict[str, tuple[str, Callable[[], bytes], Completion]] = {
             ),
             model="gemini-3-pro-preview",
             # the thinking tokens count as output
-            usage=Usage(input_tokens=29, output_tokens=120),
+            usage=Usage(input_tokens=29, output_tokens=120, reasoning_tokens=110),
             stop_reason="STOP",
             response_id="SVV8aY6uBqe6qtsPmJbEuAM",
             reasoning=(

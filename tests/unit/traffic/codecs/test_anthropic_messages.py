@@ -597,7 +597,10 @@ def test_decode_response_counts_cache_read_and_cache_creation_tokens_as_input():
     )
 
     assert anthropic_messages.decode_response(body).usage == Usage(
-        input_tokens=12 + 2048 + 300, output_tokens=22
+        input_tokens=12 + 2048 + 300,
+        output_tokens=22,
+        cache_read_tokens=2048,
+        cache_write_tokens=300,
     )
 
 

@@ -409,7 +409,7 @@ def test_a_tool_the_provider_ran_is_a_server_tool_not_a_tool_call():
 def test_reasoning_is_kept_and_sent_back_first_and_cached_tokens_count_as_input():
     completion = bedrock.decode_response(RECORDED_REASONING)
 
-    assert completion.usage == Usage(57, 300)
+    assert completion.usage == Usage(57, 300, cache_read_tokens=10, cache_write_tokens=5)
     (item,) = completion.reasoning
     assert item == {
         "type": "bedrock_reasoning",

@@ -399,7 +399,7 @@ def test_decode_response_counts_thinking_tokens_as_output_and_keeps_the_signatur
     completion = gemini.decode_response(SIGNED_TEXT_RESPONSE)
 
     assert completion.content == "I'm sorry."
-    assert completion.usage == Usage(input_tokens=57, output_tokens=32 + 141)
+    assert completion.usage == Usage(input_tokens=57, output_tokens=32 + 141, reasoning_tokens=141)
     assert completion.response_id == "_qfgaevzGcz2juMP8pCmoAE"
     assert completion.reasoning == (
         {

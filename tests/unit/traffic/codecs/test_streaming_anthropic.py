@@ -322,7 +322,9 @@ def test_decode_stream_counts_cached_input_tokens_as_input():
         ),
     ]
 
-    assert anthropic_messages.decode_stream(events).usage == Usage(114, 1)
+    assert anthropic_messages.decode_stream(events).usage == Usage(
+        114, 1, cache_read_tokens=100, cache_write_tokens=10
+    )
 
 
 # -- through the real anthropic SDK --------------------------------------------------
