@@ -82,8 +82,8 @@ def test_without_a_pin_a_run_is_priced_at_the_sessions_day(
     )
     result.stdout.fnmatch_lines(
         [
-            f"agentctx: cost priced with genai-prices {INSTALLED}, prices of 2027-06-01 (not "
-            "pinned: pin it with the line `pytest-agentctx prices pin` prints)"
+            f"agentctx: 1 agent test, *, cost $1.500000 (genai-prices {INSTALLED}, prices of "
+            "2027-06-01, not pinned: pytest-agentctx prices pin)*"
         ]
     )
 
@@ -113,7 +113,7 @@ def test_a_session_that_priced_nothing_says_nothing_of_prices(
 
     report = json.loads((agent_pytester.path / "report.json").read_text())
     assert "price_data" not in report["summary"]
-    assert "cost priced with" not in result.stdout.str()
+    assert "genai-prices" not in result.stdout.str()
 
 
 #: A cache-warm call of claude-sonnet-4-6: 100,000 input tokens of which 90,000 read from

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from importlib import metadata
 from typing import Any
 
 import pytest
@@ -92,9 +93,21 @@ REPLAYED_STATUSES = {
 WORKERS = pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 
 
+#: The end of the line of totals of a session priced with the pinned data (``_pin``).
+PRICED = f" (genai-prices {metadata.version('genai-prices')}, prices of 2026-11-29, pinned)"
+
+
+def _pin(project: pytest.Pytester) -> None:
+    """Pin the project's price data, so its totals line is the same on every day."""
+    ini = project.path / "tox.ini"
+    pin = f"genai-prices=={metadata.version('genai-prices')} 2026-11-29"
+    ini.write_text(ini.read_text().rstrip("\n") + f"\nagent_price_data = {pin}\n")
+
+
 @pytest.fixture
 def calc(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     agent_pytester.makepyfile(test_calc=CALC_TESTS)
+    _pin(agent_pytester)
     return agent_pytester
 
 
@@ -150,7 +163,8 @@ def test_terminal_table_shows_each_agent_test_once(calc: pytest.Pytester, worker
         "passed   test_calc.py::test_answer                1      50  $0.000012  -",
         "passed   test_calc.py::test_tool_then_answer      2     250  $0.000051  -",
         "not shown at 80 columns: tools (COLUMNS=87 shows them)",
-        "agentctx: 2 agent tests, 2 runs, 3 iterations, 1 tool call, 300 tokens, cost $0.000063",
+        "agentctx: 2 agent tests, 2 runs, 3 iterations, 1 tool call, 300 tokens, cost $0.000063"
+        + PRICED,
     ]
     assert sum(line.startswith("agentctx: 2 agent tests") for line in result.stdout.lines) == 1
 
@@ -162,6 +176,7 @@ def test_quiet_run_prints_one_summary_line(calc: pytest.Pytester, workers) -> No
     result.assert_outcomes(passed=3)
     assert [line for line in result.stdout.lines if line.startswith("agentctx:")] == [
         "agentctx: 2 agent tests, 2 runs, 3 iterations, 1 tool call, 300 tokens, cost $0.000063"
+        + PRICED
     ]
 
 
@@ -238,6 +253,7 @@ def test_at_80_columns_every_row_fits_can_be_told_apart_and_says_failed(
         }
     )
     monkeypatch.setenv("COLUMNS", "80")
+    _pin(agent_pytester)
 
     result = agent_pytester.runpytest(*workers, "-p", "no:cacheprovider")
 
@@ -250,7 +266,8 @@ def test_at_80_columns_every_row_fits_can_be_told_apart_and_says_failed(
         "xfail    test_openai_forecast_agent.py::test_weather_rome           50  -",
         "test names are relative to tests/agents/weather/providers/",
         "not shown at 80 columns: tools, iters, cost (COLUMNS=146 shows them)",
-        "agentctx: 4 agent tests, 4 runs, 4 iterations, 0 tool calls, 200 tokens, cost $0.000048",
+        "agentctx: 4 agent tests, 4 runs, 4 iterations, 0 tool calls, 200 tokens, cost $0.000048"
+        + PRICED,
     ]
 
 

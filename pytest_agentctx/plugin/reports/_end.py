@@ -138,12 +138,6 @@ def summarise(
     totals = summary_line(report)
     if totals is not None:
         terminalreporter.write_line(visible(totals))
-        if verbosity >= 0 and "price_data" in report.get("summary", {}):  # type: ignore[operator]
-            from pytest_agentctx.plugin.budgets import price_data
-
-            terminalreporter.write_line(
-                f"agentctx: cost priced with {price_data(config).describe()}"
-            )
     if reports.gate_enabled or reports.baseline is not None:
         failed = reports.gate_enabled and not result.passed
         for number, text in enumerate(gate_lines(result, enabled=reports.gate_enabled)):

@@ -680,3 +680,20 @@ def test_the_junit_properties_name_each_mcp_call_and_the_contract() -> None:
         ("agentctx.mcp_call", "weather_server ping isError error: Method not found"),
         ("agentctx.mcp_contract", "weather_server: get_weather, ping"),
     ]
+
+
+def test_the_summary_line_names_the_price_data_of_a_priced_session() -> None:
+    report = _report(("a.py::t", "passed", _record()))
+    report["summary"]["price_data"] = {
+        "source": "genai-prices",
+        "version": "0.2.3",
+        "day": "2026-11-29",
+        "pinned": False,
+    }
+
+    line = summary_line(report)
+
+    assert line is not None
+    assert line.endswith(
+        "(genai-prices 0.2.3, prices of 2026-11-29, not pinned: pytest-agentctx prices pin)"
+    )
