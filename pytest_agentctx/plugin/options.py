@@ -309,6 +309,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             default="",
         )
     parser.addini(
+        "agent_cache_prefix",
+        "check or off: fail an agent test whose model call does not start with the previous "
+        "call of its conversation (the prompt-cache prefix; docs/caches.md).",
+        default="check",
+    )
+    parser.addini(
         "agent_prices",
         "Model prices for budgets and reports, one per line: "
         "'model = <input USD per million tokens> <output USD per million tokens>'.",
@@ -354,6 +360,17 @@ def _markers(config: pytest.Config) -> None:
         "markers",
         "agent_budget(max_iterations=, max_tool_calls=, max_tokens=, max_cost_usd=, "
         "max_duration_s=, max_mcp_calls=): fail the test when its agent runs use more.",
+    )
+    config.addinivalue_line(
+        "markers",
+        'agent_cache_exempt(reason="..."): do not check that each model call starts with '
+        "the previous call of its conversation (the prompt-cache prefix); the reason is "
+        "required.",
+    )
+    config.addinivalue_line(
+        "markers",
+        'agent_cache(breakpoints=["tools", "system", "messages"]): fail the test when an '
+        "Anthropic or Bedrock call lacks a cache breakpoint on one of those parts.",
     )
     config.addinivalue_line(
         "markers",
