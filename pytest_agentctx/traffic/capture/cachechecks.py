@@ -70,6 +70,14 @@ def _breakpoint_lines(calls: Sequence[CallBlocks], where: str, parts: Sequence[s
             "formats), so nothing was checked. Remove the marker, or check that the agent "
             "ran inside the test."
         ]
+    absent = [p for p in parts if not any(_part(call, p) for call in marked)]
+    if absent:
+        return [
+            f"{where}: {declared} declares a cache breakpoint on {', '.join(absent)}, but no "
+            f"Anthropic Messages or Bedrock call of the test ({len(marked)}) sent "
+            f"{'that part' if len(absent) == 1 else 'those parts'}, so nothing was checked. "
+            "Remove it from the marker, or check that the agent sends it."
+        ]
     missing = missing_breakpoints(marked, parts)
     if not missing:
         return []
@@ -86,6 +94,10 @@ def _breakpoint_lines(calls: Sequence[CallBlocks], where: str, parts: Sequence[s
             "last block of each declared part, or change the marker (docs/caches.md)."
         ]
     )
+
+
+def _part(call: CallBlocks, part: str) -> bool:
+    return bool({"tools": call.tools, "system": call.system, "messages": call.messages}[part])
 
 
 # -- the markers and the ini switch ----------------------------------------------------

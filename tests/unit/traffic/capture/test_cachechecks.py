@@ -120,3 +120,12 @@ def test_declared_breakpoints_without_an_anthropic_or_bedrock_call_fail() -> Non
     message = cache_failure(calls, WHERE, check=False, parts=("system",))
     assert message is not None
     assert "the test made no Anthropic Messages or Bedrock call" in message
+
+
+def test_a_declared_part_that_no_call_sent_fails_the_test() -> None:
+    message = cache_failure([_call("A", ["hi"], 0)], WHERE, check=False, parts=("tools",))
+    assert message is not None
+    assert message.startswith(
+        f"{WHERE}: @pytest.mark.agent_cache(breakpoints=['tools']) declares a cache breakpoint "
+        "on tools, but no Anthropic Messages or Bedrock call of the test (1) sent that part"
+    )
