@@ -16,15 +16,16 @@ an earlier call's under another system prompt or tool list, and a call that send
 call's messages with some of them rewritten (at most as many rewritten as kept, at the same
 places) followed by that call's reply. A call that drops more than that (a history compacted
 to a summary, a sliding window) starts a conversation of its own: the cache break is then
-deliberate. A call that changes both the tools and the system prompt is another agent taking
-the conversation over (a handoff), which starts a conversation of its own too. Requests that
-continue a stored response (OpenAI Responses
-``previous_response_id`` or ``conversation``) send only their new items and are not checked.
+deliberate. So does a call that changes both the tools and the system prompt: another agent
+took the conversation over (a handoff). Requests that continue a stored response (OpenAI
+Responses ``previous_response_id`` or ``conversation``) send only their new items and are
+not checked.
 
 Cache markers are no change: ``cache_control`` keys and ``cachePoint`` blocks are left out,
 and a one-text-block content reads as its text (see :func:`.items.without_annotations`).
 :func:`missing_breakpoints` checks the other way round that the calls of the formats with
 explicit markers (Anthropic Messages, Bedrock) carry one on each part the author declared.
+:mod:`.cachechecks` words a test's failure from both.
 """
 
 from __future__ import annotations
