@@ -26,11 +26,17 @@ from .keys import CACHE_PREFIX_KEY, CACHE_SPEC_KEY, CAPTURED_KEY, REPEAT_ERROR_K
 
 
 def configure(config: pytest.Config) -> None:
-    """Read the ``agent_cache_prefix`` ini option (``check``, the default, or ``off``)."""
+    """Read the ``agent_cache_prefix`` ini option (``check``, the default, or ``off``). The
+    capture package loads only to word the error of another value: a session of plain
+    tests imports none of it."""
+    value = str(config.getini("agent_cache_prefix"))
+    if value.strip().lower() in ("", "check", "off"):
+        config.stash[CACHE_PREFIX_KEY] = value.strip().lower() != "off"
+        return
     from pytest_agentctx.traffic.capture.cachechecks import prefix_setting
 
     try:
-        config.stash[CACHE_PREFIX_KEY] = prefix_setting(str(config.getini("agent_cache_prefix")))
+        config.stash[CACHE_PREFIX_KEY] = prefix_setting(value)
     except CacheMarkerError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -45,7 +51,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     exempt = [(m.args, m.kwargs) for m in item.iter_markers("agent_cache_exempt")]
     declared = [(m.args, m.kwargs) for m in item.iter_markers("agent_cache")]
     check = item.config.stash.get(CACHE_PREFIX_KEY, True)
-    if not exempt and not declared and not check:
+    if not exempt and not declared:  # nothing to read: the capture package stays unloaded
+        if check:
+            item.stash[CACHE_SPEC_KEY] = (True, ())
         return
     from pytest_agentctx.traffic.capture.cachechecks import declared_breakpoints, exemption
 
