@@ -12,12 +12,14 @@ from __future__ import annotations
 import anthropic  # noqa: F401  (imported here so the inner runs do not import it again)
 import pytest
 
+from pytest_agentctx import LoopbackProvider
+
 AGENT = '''
 import os
 
 import anthropic
 
-BASE = "http://127.0.0.1:9"
+BASE = os.environ.get("AGENT_BASE_URL", "http://127.0.0.1:9")
 TOOLS = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 
 
@@ -239,4 +241,36 @@ def test_a_bad_breakpoint_marker_is_an_error_of_the_test(project: pytest.Pyteste
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["E   *CacheMarkerError: test_bad.py::test_bad: @pytest.mark.agent_cache(breakpoints=*"]
+    )
+
+
+def test_a_replayed_cassette_names_the_interactions_that_broke_the_prefix(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test = """
+    import pytest
+    from weather import drifting, weather_agent
+
+    @pytest.mark.agent
+    {marker}
+    def test_weather():
+        assert weather_agent("Weather in Paris?", system=drifting) == "Sunny in Paris."
+    """
+    exempt = '@pytest.mark.agent_cache_exempt(reason="recorded once")'
+    project.makepyfile(test_drift=test.format(marker=exempt))
+    with LoopbackProvider() as provider:
+        provider.reply_tool_call("get_weather", city="Paris").reply("Sunny in Paris.")
+        monkeypatch.setenv("AGENT_BASE_URL", provider.base_url)
+        project.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(passed=1)
+    monkeypatch.delenv("AGENT_BASE_URL")
+    project.makepyfile(test_drift=test.format(marker=""))
+
+    replayed = project.runpytest("-p", "no:cacheprovider")
+
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            "*conversation 1 (anthropic_messages): request #2 (*test_weather*#1) does not start "
+            "with the cacheable prefix of request #1 (*test_weather*#0);*system[[]0]",
+        ]
     )
