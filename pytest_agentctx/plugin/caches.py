@@ -80,12 +80,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def _cache_failure(item: pytest.Item) -> str | None:
     spec = item.stash.get(CACHE_SPEC_KEY, None)
     runs = item.stash.get(CAPTURED_KEY, None)
-    if spec is None or runs is None:
-        return None
+    if spec is None or (runs is None and not spec[1]):
+        return None  # no traffic captured: no call to check (declared breakpoints aside)
     check, parts = spec
     if not check and not parts:
         return None
     from pytest_agentctx.traffic.capture.cachechecks import cache_failure
     from pytest_agentctx.traffic.capture.cacheprefix import calls_of
 
-    return cache_failure(calls_of(runs.exchanges), item.nodeid, check=check, parts=parts)
+    calls = calls_of(runs.exchanges) if runs is not None else []
+    return cache_failure(calls, item.nodeid, check=check, parts=parts)

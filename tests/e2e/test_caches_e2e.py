@@ -274,3 +274,22 @@ def test_a_replayed_cassette_names_the_interactions_that_broke_the_prefix(
             "with the cacheable prefix of request #1 (*test_weather*#0);*system[[]0]",
         ]
     )
+
+
+def test_declared_breakpoints_of_a_test_with_no_captured_traffic_fail(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_plain="""
+        import pytest
+
+        @pytest.mark.agent_cache(breakpoints=["system"])
+        def test_plain():
+            pass
+        """
+    )
+
+    result = project.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*but the test made no Anthropic Messages or Bedrock call*"])
