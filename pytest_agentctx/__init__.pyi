@@ -191,6 +191,7 @@ from .traffic.cassettes.network import expect_network_blocked as expect_network_
 from .traffic.cassettes.session import Cassette as Cassette
 from .traffic.codecs.base import Completion as Completion, Usage as Usage
 from .traffic.errors import (
+    CacheMarkerError as CacheMarkerError,
     CaptureError as CaptureError,
     CassetteConfigError as CassetteConfigError,
     CassetteError as CassetteError,

@@ -164,6 +164,7 @@ PUBLIC: dict[str, str] = {
     "PromptTemplateError": "runtime.errors",
     "VectorStoreError": "runtime.errors",
     "CaptureError": "traffic.errors",
+    "CacheMarkerError": "traffic.errors",
     "CassetteError": "traffic.errors",
     "CassetteConfigError": "traffic.errors",
     "CassetteFormatError": "traffic.errors",

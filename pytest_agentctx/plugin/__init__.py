@@ -18,6 +18,7 @@ the package's layers below; these wire it into pytest):
   deselected; its ``integration`` module runs integration tests last, and one at a time
   under xdist; the private ``_sorting`` and ``_scheduling`` hold what they run.
 * ``budgets``: behaviour budgets read and checked, ``agent_prices``.
+* ``caches``: the prompt-cache prefix check and the declared cache breakpoints.
 * ``repeat`` (package): ``agent_repeat`` tests run n times and logged once; what runs them
   in the private ``_runs``.
 * ``async_tests``: pytest-asyncio's warning silenced, async tests marked for it.
@@ -81,6 +82,7 @@ PLUGIN_MODULES = [
     "pytest_agentctx.plugin.suites.integration",
     "pytest_agentctx.plugin.suites",
     "pytest_agentctx.plugin.budgets",
+    "pytest_agentctx.plugin.caches",
     "pytest_agentctx.plugin.repeat",
     "pytest_agentctx.plugin.async_tests",
     "pytest_agentctx.plugin.vcr_compat",
@@ -93,6 +95,7 @@ PLUGIN_MODULES = [
 #: the session from the last registered up.
 CONFIGURED = [
     "pytest_agentctx.plugin.budgets",
+    "pytest_agentctx.plugin.caches",
     "pytest_agentctx.plugin.suites",
     "pytest_agentctx.plugin.fixtures",
     "pytest_agentctx.plugin.cassettes",

@@ -81,6 +81,8 @@ READ_CACHE_KEY: pytest.StashKey[Setting] = pytest.StashKey()
 #: The budget of every agent test, from the agent_budget_* ini options (None: they set no
 #: limit).
 BUDGET_DEFAULTS_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
+#: Whether the prompt-cache prefix check is on for the session (ini agent_cache_prefix).
+CACHE_PREFIX_KEY: pytest.StashKey[bool] = pytest.StashKey()
 #: The unit and integration tests that ran or were deselected, for the suites line.
 SUITES_KEY: pytest.StashKey[SuiteCounts] = pytest.StashKey()
 #: Which tests the plugin sorts into suites (agent tests only, or every test).
@@ -118,6 +120,9 @@ BUDGET_KEY: pytest.StashKey[BudgetEntry] = _test_key(pytest.StashKey())
 BUDGET_SPEC_KEY: pytest.StashKey[tuple[Budget, bool]] = _test_key(pytest.StashKey())
 #: The test's budget check (of its last repetition), for the reports and the next one.
 BUDGET_CHECK_KEY: pytest.StashKey[BudgetCheck] = _test_key(pytest.StashKey())
+#: The test's prompt-cache checks: whether its calls' prefixes are checked (not exempt),
+#: and the parts its agent_cache markers declare a cache breakpoint on.
+CACHE_SPEC_KEY = _test_key(pytest.StashKey[tuple[bool, tuple[str, ...]]]())
 #: The price table: on config.stash from the agent_prices ini option (made when first
 #: needed without one), on an item's stash the one its agent_prices fixture gave
 #: (overrides included), for a test that made runs.

@@ -309,6 +309,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             default="",
         )
     parser.addini(
+        "agent_cache_prefix",
+        "check or off: fail an agent test whose model call does not start with the previous "
+        "call of its conversation (the prompt-cache prefix; docs/caches.md).",
+        default="check",
+    )
+    parser.addini(
         "agent_prices",
         "Model prices of the project's own for budgets and reports, before genai-prices' "
         "data, one per line: 'model = <input USD per million tokens> <output USD per million "
@@ -364,6 +370,17 @@ def _markers(config: pytest.Config) -> None:
         "max_duration_s=, max_mcp_calls=, max_cache_write_tokens=, min_cache_read_share=): "
         "fail the test when its agent runs use more (or read less of their input from the "
         "prompt cache).",
+    )
+    config.addinivalue_line(
+        "markers",
+        'agent_cache_exempt(reason="..."): do not check that each model call starts with '
+        "the previous call of its conversation (the prompt-cache prefix); the reason is "
+        "required.",
+    )
+    config.addinivalue_line(
+        "markers",
+        'agent_cache(breakpoints=["tools", "system", "messages"]): fail the test when an '
+        "Anthropic or Bedrock call lacks a cache breakpoint on one of those parts.",
     )
     config.addinivalue_line(
         "markers",

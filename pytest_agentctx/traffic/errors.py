@@ -17,6 +17,7 @@ __all__ = [
     "CodecError",
     "CaptureError",
     "NotOneConversation",
+    "CacheMarkerError",
     "CassetteError",
     "CassetteConfigError",
     "CassetteFormatError",
@@ -40,6 +41,12 @@ class CaptureError(UsageError):
 class NotOneConversation(CaptureError):
     """``agent_context.context`` was asked for the one conversation of a test that had none,
     or several (the message lists them; index ``agent_context.contexts`` instead)."""
+
+
+class CacheMarkerError(UsageError):
+    """An ``agent_cache_exempt`` marker without a reason, an ``agent_cache`` marker that
+    names no breakpoint or an unknown part, or an ``agent_cache_prefix`` ini value other
+    than ``check`` or ``off``."""
 
 
 class CassetteError(AgentCtxError):

@@ -41,7 +41,14 @@ def test_help_lists_the_option_group_and_ini_keys(agent_pytester: pytest.Pyteste
 def test_markers_are_registered(agent_pytester: pytest.Pytester) -> None:
     result = agent_pytester.runpytest("--markers")
 
-    result.stdout.fnmatch_lines(["@pytest.mark.agent(**options):*", "@pytest.mark.integration:*"])
+    result.stdout.fnmatch_lines(
+        [
+            '@pytest.mark.agent_cache_exempt(reason="..."):*',
+            "@pytest.mark.agent_cache(breakpoints=*",
+            "@pytest.mark.agent(**options):*",
+            "@pytest.mark.integration:*",
+        ]
+    )
 
 
 def test_fixtures_are_listed_with_their_docs(agent_pytester: pytest.Pytester) -> None:

@@ -34,6 +34,7 @@ STARTUP_MODULES = {
     "pytest_agentctx.plugin",
     "pytest_agentctx.plugin.async_tests",
     "pytest_agentctx.plugin.budgets",
+    "pytest_agentctx.plugin.caches",
     "pytest_agentctx.plugin.capture",
     "pytest_agentctx.plugin.cassettes",
     "pytest_agentctx.plugin.fixtures",
