@@ -11,6 +11,8 @@ from importlib import metadata
 
 import pytest
 
+from pytest_agentctx import LoopbackProvider
+
 INSTALLED = metadata.version("genai-prices")
 
 #: One run of a model whose price genai-prices' data doubles from 2027-01-01: a million
@@ -55,17 +57,37 @@ def project(agent_pytester: pytest.Pytester) -> pytest.Pytester:
     return agent_pytester
 
 
-def test_a_pinned_run_priced_on_two_days_gives_the_same_dollars(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+RECORDED_TEST = """
+from pytest_agentctx import Agent
+
+helper = Agent(name="helper", model="openai:gemini-3.8-flash")
+
+
+async def test_recorded(agent_runtime):
+    await agent_runtime.run(helper, "hello")
+"""
+
+
+def test_a_pinned_cassette_priced_on_two_days_gives_the_same_dollars(
+    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _pin(project, f"genai-prices=={INSTALLED} 2026-11-29")
+    agent_pytester.makepyfile(test_recorded=RECORDED_TEST)
+    _pin(agent_pytester, f"genai-prices=={INSTALLED} 2026-11-29")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackProvider() as provider:
+        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
+        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+        recorded = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record")
+    recorded.assert_outcomes(passed=1)
     costs = []
     for day in ((2026, 11, 29), (2027, 6, 1)):
         _session_day(monkeypatch, *day)
-        project.runpytest("-p", "no:cacheprovider", "--agent-report=report.json")
-        costs.append(_cost(project))
+        replayed = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-report=report.json")
+        replayed.assert_outcomes(passed=1)
+        costs.append(_cost(agent_pytester))
 
     pinned = {"source": "genai-prices", "version": INSTALLED, "day": "2026-11-29", "pinned": True}
+    # genai-prices doubles this model's price from 2027-01-01: the pin keeps the dollars
     assert costs == [(0.75, pinned), (0.75, pinned)]
 
 
