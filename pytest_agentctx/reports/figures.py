@@ -341,21 +341,12 @@ def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
     )
 
 
-#: The usage keys a call's entry copies, where the provider reported them.
-_BREAKDOWN_KEYS = (
-    "uncached_input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cache_write_1h_tokens",
-    "reasoning_tokens",
-    "service_tier",
-)
-
-
 def call_entries(context: AgentContext, prices: PriceTable | None = None) -> list[CallEntry]:
     """Each iteration of ``context`` that reported its usage, priced: the model, its
     tokens (by kind where the provider said) and its price with its parts, for the reports
     (which iterations read and wrote the prompt cache, and what each cost)."""
+    from pytest_agentctx.traffic.codecs.base import BREAKDOWN_KEYS  # loads the codecs' models
+
     table = prices or PriceTable()
     entries: list[CallEntry] = []
     for index, iteration in enumerate(context.iterations):
@@ -377,7 +368,7 @@ def call_entries(context: AgentContext, prices: PriceTable | None = None) -> lis
             "output_tokens": int(usage.get("output_tokens") or 0),
             "cost_usd": None if priced is None else round(priced.total, 8),
         }
-        for key in _BREAKDOWN_KEYS:
+        for key in BREAKDOWN_KEYS:  # where the provider reported them
             if key in usage:
                 entry[key] = usage[key]  # type: ignore[literal-required]
         if priced is not None:
