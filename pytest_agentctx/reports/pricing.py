@@ -24,8 +24,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
-from importlib import metadata as importlib_metadata
 from typing import Any
 
 from pytest_agentctx.exceptions import AgentCtxError
@@ -172,6 +170,8 @@ class PriceData:
 
 
 def _installed_version() -> str:
+    from importlib import metadata as importlib_metadata
+
     try:
         return importlib_metadata.version("genai-prices")
     except importlib_metadata.PackageNotFoundError:
@@ -242,7 +242,7 @@ def _priced(
             cache_write_tokens=breakdown.cache_write,
             cache_write_1h_tokens=breakdown.cache_write_1h,
         ),
-        output=float(Decimal(whole.output_price)),
+        output=float(whole.output_price),
         model=str(whole.model.id),
         provider=str(whole.provider.id),
     )
