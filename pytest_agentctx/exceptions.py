@@ -29,6 +29,7 @@ from ``pytest_agentctx``::
         SnapshotError            (UsageError)
     pytest_agentctx.traffic.errors
         CodecError               (RunError)
+        CacheMarkerError         (UsageError)
         CaptureError             (UsageError)
         NotOneConversation       (CaptureError)
         CassetteError            (AgentCtxError)

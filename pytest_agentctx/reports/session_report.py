@@ -460,7 +460,7 @@ def summary_line(report: Mapping[str, Any]) -> str | None:
         f"{_plural(stats.iterations, 'iteration')}, {_plural(stats.tool_calls, 'tool call')}, "
         f"{_plural(stats.total_tokens, 'token')}, cost {_money(stats.cost_usd)}"
     )
-    priced = report["summary"].get("price_data")
+    priced = report.get("summary", {}).get("price_data")
     if isinstance(priced, Mapping) and stats.cost_usd:
         pin = "pinned" if priced.get("pinned") else "not pinned: pytest-agentctx prices pin"
         line += f" (genai-prices {priced.get('version')}, prices of {priced.get('day')}, {pin})"
