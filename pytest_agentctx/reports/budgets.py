@@ -208,8 +208,22 @@ class Budget:
                 continue
             if measured < allowed if name in FLOORS else measured > allowed:
                 parts = tuple((label, _measure(stats, name) or 0) for label, stats in runs)
-                exceeded.append(Exceeded(name, measured, allowed, parts))
+                exceeded.append(Exceeded(name, measured, allowed, parts, _detail(name, total)))
         return BudgetCheck(self, tuple(exceeded), unpriced)
+
+
+def _detail(limit: str, total: RunStats) -> str:
+    """What a cost is made of: the input tokens by kind and the output tokens, so a cost
+    over its budget shows whether the prompt cache was read, written or missed."""
+    if limit not in ("max_cost_usd", "min_cache_read_share", "max_cache_write_tokens"):
+        return ""
+    if not (total.cache_read_tokens or total.cache_write_tokens):
+        return ""
+    return (
+        f"input tokens: {total.uncached_input_tokens:,} uncached, {total.cache_read_tokens:,} "
+        f"read from the prompt cache, {total.cache_write_tokens:,} written to it; "
+        f"{total.output_tokens:,} output"
+    )
 
 
 @dataclass(frozen=True)
@@ -221,6 +235,8 @@ class Exceeded:
     measured: Number
     allowed: Number
     runs: tuple[tuple[str, Number], ...] = ()
+    #: What the figure is made of, where that tells why (the tokens by kind of a cost).
+    detail: str = ""
 
     def to_dict(self) -> ExceededEntry:
         """``{"name", "measured", "allowed"}``, as the JSON report stores it."""
@@ -233,6 +249,8 @@ class Exceeded:
         line = f"{self.name}: measured {self.measured:g}, {bound} {self.allowed:g}"
         if self.runs:
             line += " (runs: " + ", ".join(f"{label} {n:g}" for label, n in self.runs) + ")"
+        if self.detail:
+            line += f"; {self.detail}"
         return line
 
 

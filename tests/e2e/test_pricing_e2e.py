@@ -166,7 +166,12 @@ def test_a_cache_warm_agent_over_its_dollar_budget_fails_with_the_cache_priced_c
     result = agent_pytester.runpytest("-p", "no:cacheprovider")
 
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*max_cost_usd: measured 0.072, allowed 0.05*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*max_cost_usd: measured 0.072, allowed 0.05 (runs: *); input tokens: 10,000 uncached, "
+            "90,000 read from the prompt cache, 0 written to it; 1,000 output"
+        ]
+    )
 
 
 def test_cache_reads_are_priced_below_fresh_input(agent_pytester: pytest.Pytester) -> None:

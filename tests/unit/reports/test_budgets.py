@@ -302,7 +302,8 @@ def test_a_share_of_cache_reads_below_its_floor_fails_the_budget() -> None:
     check = Budget(min_cache_read_share=0.5).check(runs(stats))
 
     assert [item.describe() for item in check.exceeded] == [
-        "min_cache_read_share: measured 0.1, required at least 0.5 (runs: #1 agent 0.1)"
+        "min_cache_read_share: measured 0.1, required at least 0.5 (runs: #1 agent 0.1); "
+        "input tokens: 900 uncached, 100 read from the prompt cache, 0 written to it; 0 output"
     ]
 
 
@@ -335,3 +336,27 @@ def test_two_repetitions_keep_the_lowest_share_of_a_floor() -> None:
     lower = Budget(min_cache_read_share=0.5).check(runs(RunStats(runs=1, uncached_input_tokens=1)))
 
     assert low.merged(lower).exceeded[0].measured == 0.0
+
+
+def test_a_cost_over_budget_shows_the_input_by_kind_when_the_cache_was_used() -> None:
+    stats = RunStats(
+        runs=1,
+        cost_usd=0.0099,
+        uncached_input_tokens=90,
+        cache_read_tokens=4000,
+        cache_write_tokens=2000,
+        output_tokens=60,
+    )
+
+    (item,) = Budget(max_cost_usd=0.005).check(runs(stats)).exceeded
+
+    assert item.describe().endswith(
+        "; input tokens: 90 uncached, 4,000 read from the prompt cache, 2,000 written to it; "
+        "60 output"
+    )
+
+
+def test_a_cost_over_budget_without_cache_figures_shows_no_breakdown() -> None:
+    (item,) = Budget(max_cost_usd=0.005).check(runs(RunStats(runs=1, cost_usd=0.01))).exceeded
+
+    assert item.detail == ""
