@@ -151,6 +151,19 @@ class _Page:
         models = [str(model) for model in as_seq(stats.get("models"))]
         if models:
             w(f'<div class="facts">models: {esc(", ".join(models))}</div>\n')
+        read, written = stats.get("cache_read_tokens"), stats.get("cache_write_tokens")
+        if read or written:
+            w(
+                f'<div class="facts">prompt cache: {fmt_count(read or 0)} input tokens read, '
+                f"{fmt_count(written or 0)} written</div>\n"
+            )
+        priced = as_map(summary.get("price_data"))
+        if priced:
+            pinned = "pinned" if priced.get("pinned") else "not pinned"
+            w(
+                f'<div class="facts">cost priced with genai-prices {esc(priced.get("version"))}, '
+                f"prices of {esc(priced.get('day'))} ({pinned})</div>\n"
+            )
         self.gate(as_map(summary.get("gate")))
         w("</header>\n")
 

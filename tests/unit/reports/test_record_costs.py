@@ -95,3 +95,14 @@ def test_the_html_page_shows_which_calls_read_the_cache() -> None:
     html = render_html(assemble_report([entry]))
 
     assert html.count("cache read 90,000 / written 0") == 1
+
+
+def test_the_html_page_sums_the_cache_and_names_the_price_data() -> None:
+    record = build_record(runs=[_run(WARM)], prices=PRICES)
+    report = assemble_report([{"nodeid": "t.py::test_warm", "outcome": "passed", **record}])
+    report["summary"]["price_data"] = {"version": "0.2.3", "day": "2026-11-29", "pinned": True}
+
+    html = render_html(report)
+
+    assert "prompt cache: 90,000 input tokens read, 0 written" in html
+    assert "cost priced with genai-prices 0.2.3, prices of 2026-11-29 (pinned)" in html
