@@ -215,7 +215,7 @@ def _priced(
                     genai_request_timestamp=at,
                     price_context=context,
                 )
-            except LookupError:
+            except (LookupError, ValueError):  # no such model, or usage it cannot price
                 continue
         return None
 
