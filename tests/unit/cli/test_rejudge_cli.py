@@ -8,32 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.wire import chat_interaction
 
 from pytest_agentctx import LoopbackProvider
 from pytest_agentctx.cli.main import main
 from pytest_agentctx.reports.record import build_record
 from pytest_agentctx.reports.schema import CassetteEntry
 from pytest_agentctx.reports.session_report import ReportCollector, write_report
-from pytest_agentctx.testing import Interaction, write_cassette
-
-URL = "https://api.openai.com/v1/chat/completions"
-
-
-def model_call(question: str, answer: str) -> Interaction:
-    request = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": question}]}
-    response = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "gpt-4o-mini",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer},
-                "finish_reason": "stop",
-            }
-        ],
-    }
-    return Interaction("POST", URL, {}, {"json": request}, 200, {}, {"json": response})
+from pytest_agentctx.testing import write_cassette
 
 
 @pytest.fixture
@@ -43,7 +25,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("orders", "refunds"):
         write_cassette(
             tmp_path / "cassettes" / f"test_{name}.json",
-            [model_call(f"About my {name}?", f"Your {name} are on their way, order 42.")],
+            [chat_interaction(f"About my {name}?", f"Your {name} are on their way, order 42.")],
         )
     return tmp_path
 

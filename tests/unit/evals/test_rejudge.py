@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from support.wire import chat_interaction
 
 from pytest_agentctx.evals.rejudge import (
     JudgeSpec,
@@ -15,30 +16,10 @@ from pytest_agentctx.evals.rejudge import (
     rejudge,
     runs_of,
 )
-from pytest_agentctx.testing import Interaction
 from pytest_agentctx.traffic.codecs.base import Completion, get_codec
 from pytest_agentctx.traffic.roles import current_role
 
-URL = "https://api.openai.com/v1/chat/completions"
 JUDGE = JudgeSpec("polite", "The answer is polite.", "openai:gpt-4o-mini", 0.7)
-
-
-def model_call(question: str, answer: str, *, role: str = "agent") -> Interaction:
-    request = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": question}]}
-    response = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "gpt-4o-mini",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-    }
-    return Interaction("POST", URL, {}, {"json": request}, 200, {}, {"json": response}, role=role)
 
 
 class CountingJudge:
@@ -99,7 +80,7 @@ def test_the_rubric_id_changes_with_the_rubric():
 
 
 def test_a_reply_that_is_not_a_verdict_fails_loudly_naming_the_run():
-    runs = runs_of("a.json", [model_call("Hi", "Hello")])
+    runs = runs_of("a.json", [chat_interaction("Hi", "Hello")])
     judge = CountingJudge(reply="I think it is fine.")
 
     with pytest.raises(RejudgeError, match=r"'polite' on a.json#1: .* did not give a verdict"):
@@ -107,7 +88,7 @@ def test_a_reply_that_is_not_a_verdict_fails_loudly_naming_the_run():
 
 
 def test_a_score_below_the_threshold_fails_the_verdict():
-    runs = runs_of("a.json", [model_call("Hi", "Go away")])
+    runs = runs_of("a.json", [chat_interaction("Hi", "Go away")])
     judge = CountingJudge(reply='```json\n{"score": 0.2, "rationale": "Rude."}\n```')
 
     [given] = rejudge(runs, [JUDGE], providers={"openai": judge})
@@ -121,8 +102,8 @@ def test_a_score_below_the_threshold_fails_the_verdict():
 
 def test_the_runs_of_a_cassette_leave_the_judges_calls_out():
     interactions = [
-        model_call("Where is my order?", "It ships today, order 42."),
-        model_call("Judge this.", '{"score": 1, "rationale": "ok"}', role="judge"),
+        chat_interaction("Where is my order?", "It ships today, order 42."),
+        chat_interaction("Judge this.", '{"score": 1, "rationale": "ok"}', role="judge"),
     ]
 
     runs = runs_of("a.json", interactions)
@@ -131,7 +112,7 @@ def test_the_runs_of_a_cassette_leave_the_judges_calls_out():
 
 
 def test_each_run_is_judged_once_by_each_judge_with_the_judge_role():
-    runs = [runs_of(f"r{i}.json", [model_call(f"Q{i}", f"A{i}")])[0] for i in range(3)]
+    runs = [runs_of(f"r{i}.json", [chat_interaction(f"Q{i}", f"A{i}")])[0] for i in range(3)]
     strict = JudgeSpec("strict", "Perfect.", "openai:gpt-4o-mini", 0.95)
     judge = CountingJudge(score=0.9)
 
