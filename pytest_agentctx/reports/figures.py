@@ -153,6 +153,13 @@ class PriceTable:
         )
 
 
+def cache_read_share(uncached: int, read: int, written: int) -> float | None:
+    """The share of input tokens read from the prompt cache, of ``uncached`` + ``read`` +
+    ``written``; ``None`` when that is 0 (no input counted)."""
+    total = uncached + read + written
+    return read / total if total else None
+
+
 #: The counts :class:`RunStats` adds up, run by run.
 _SUMMED = (
     "runs",
@@ -205,8 +212,9 @@ class RunStats:
     def cache_read_share(self) -> float | None:
         """The share of the input tokens read from the prompt cache; ``None`` when the runs
         counted no input."""
-        total = self.uncached_input_tokens + self.cache_read_tokens + self.cache_write_tokens
-        return self.cache_read_tokens / total if total else None
+        return cache_read_share(
+            self.uncached_input_tokens, self.cache_read_tokens, self.cache_write_tokens
+        )
 
     def __add__(self, other: RunStats) -> RunStats:
         return RunStats.total((self, other))
@@ -277,6 +285,18 @@ def _mcp_calls_of(metadata: Mapping[str, object]) -> tuple[int, int]:
     return len(calls), unjoined
 
 
+def _model_price(
+    metadata: Mapping[str, object], usage: Mapping[str, object], prices: PriceTable
+) -> tuple[str | None, CallPrice | None]:
+    """An iteration's model (``None`` when it names none) and the price of its call that
+    used ``usage`` (``None`` when no price knows the model)."""
+    model = metadata.get("model")
+    if not (isinstance(model, str) and model):
+        return None, None
+    provider = metadata.get("provider")
+    return model, prices.price(model, provider if isinstance(provider, str) else None, usage)
+
+
 def _call_figures(
     metadata: Mapping[str, object], prices: PriceTable
 ) -> tuple[TokenBreakdown, int, float | None, str | None]:
@@ -286,17 +306,11 @@ def _call_figures(
     usage = usage if isinstance(usage, Mapping) else {}
     tokens = TokenBreakdown.from_usage(usage)
     counted = int(usage.get("input_tokens") or 0)
-    model = metadata.get("model")
-    model = model if isinstance(model, str) and model else None
     if not (counted or tokens.input or tokens.output):
-        return tokens, counted, 0.0, model
-    provider = metadata.get("provider")
-    cost = (
-        None
-        if model is None
-        else prices.cost(model, provider if isinstance(provider, str) else None, usage)
-    )
-    return tokens, counted, cost, model
+        model = metadata.get("model")
+        return tokens, counted, 0.0, model if isinstance(model, str) and model else None
+    model, priced = _model_price(metadata, usage, prices)
+    return tokens, counted, None if priced is None else priced.total, model
 
 
 def _own_stats(context: AgentContext, prices: PriceTable) -> RunStats:
@@ -353,14 +367,7 @@ def call_entries(context: AgentContext, prices: PriceTable | None = None) -> lis
         usage = iteration.metadata.get("usage")
         if not isinstance(usage, Mapping):
             continue
-        model = iteration.metadata.get("model")
-        model = model if isinstance(model, str) and model else None
-        provider = iteration.metadata.get("provider")
-        priced = (
-            None
-            if model is None
-            else table.price(model, provider if isinstance(provider, str) else None, usage)
-        )
+        model, priced = _model_price(iteration.metadata, usage, table)
         entry: CallEntry = {
             "iteration": index,
             "model": model,

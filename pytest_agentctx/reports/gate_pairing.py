@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from pytest_agentctx.reports.figures import cache_read_share
 from pytest_agentctx.reports.gate_records import GateRecord
 from pytest_agentctx.reports.pairing import (
     check_drop,
@@ -210,8 +211,7 @@ def _cache_read_share(stats: Mapping[str, Any]) -> float | None:
     if counts[0] is None or not all(isinstance(c, int | None) for c in counts):
         return None
     read, written = stats.get("cache_read_tokens") or 0, stats.get("cache_write_tokens") or 0
-    total = counts[0] + read + written
-    return float(read) / total if total else None
+    return cache_read_share(counts[0], read, written)
 
 
 def _per_run(test: Mapping[str, Any], name: str) -> float | None:

@@ -159,15 +159,6 @@ class PriceData:
         """The ``agent_price_data`` value that pins this data."""
         return f"genai-prices=={self.version} {self.day.isoformat()}"
 
-    def describe(self) -> str:
-        """``genai-prices 0.2.3, prices of 2026-11-29 (pinned)``."""
-        how = (
-            "pinned"
-            if self.pinned
-            else "not pinned: pin it with the line `pytest-agentctx prices pin` prints"
-        )
-        return f"genai-prices {self.version}, prices of {self.day.isoformat()} ({how})"
-
 
 def _installed_version() -> str:
     from importlib import metadata as importlib_metadata

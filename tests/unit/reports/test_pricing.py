@@ -204,12 +204,3 @@ def test_a_malformed_pin_says_the_expected_form(text: str) -> None:
 def test_a_pin_of_a_day_that_does_not_exist_is_refused() -> None:
     with pytest.raises(AgentCtxError, match=r"'2026-02-30' is not a date"):
         PriceData.parse(f"genai-prices=={INSTALLED} 2026-02-30")
-
-
-def test_the_installed_data_without_a_pin_says_so() -> None:
-    data = PriceData.installed(DAY)
-
-    assert data.describe() == (
-        f"genai-prices {INSTALLED}, prices of 2026-11-29 (not pinned: pin it with the line "
-        "`pytest-agentctx prices pin` prints)"
-    )
