@@ -49,6 +49,10 @@ class RequestKeys:
         #: The URL of the last request and its text: the clients that parse each URL once
         #: give requests to it the same (immutable) URL, whose text is made anew each time.
         self._url_text: tuple[object, str] = (None, "")
+        #: What the key of the last live request was made of, and that key (see
+        #: :meth:`known_key`): the redactor's generation, the method, URL text, body,
+        #: ``content-encoding`` and ``content-type``.
+        self._last: tuple[tuple[int, str, str, str | None, str], bytes, RequestKey] | None = None
 
     def of_interaction(self, interaction: Interaction) -> RequestKey:
         """The key of a recorded interaction, redacted like a live request."""
@@ -108,17 +112,12 @@ class RequestKeys:
 
         A body with a ``content-encoding`` is decoded first; raises
         :class:`~.body.UndecodableBody` when it cannot be."""
-        self.redactor.refresh()
-        url_text = self._text_of(request.url)
-        headers = request.headers
-        scan = _scan(headers, self.redactor.headers)
-        if scan is None:
-            signature = None
-            encoding, kind = headers.get("content-encoding"), headers.get("content-type", "")
-        else:
-            signature = (scan[0], url_text)
-            encoding, kind = scan[1], scan[2]
-        self.redactor.learn(_items(headers), url_text, signature=signature)
+        return self._redact(request, *self._learn(request))
+
+    def _redact(
+        self, request: WireRequest, url_text: str, encoding: str | None, kind: str
+    ) -> tuple[str, object, bytes, bool, str]:
+        """:meth:`_redacted` of a request whose secrets were learned (:meth:`_learn`)."""
         url = self.redactor.url(url_text)
         raw = bytes(request.content or b"")
         if encoding and raw:  # stored, scrubbed and matched decoded, like a response body
@@ -130,6 +129,40 @@ class RequestKeys:
         else:
             raw = self.redacted_raw(raw, kind)
         return url, body_json, raw, finite, kind
+
+    def _learn(self, request: WireRequest) -> tuple[str, str | None, str]:
+        """What every key of a live request starts with: the secret variables read again,
+        the request's secrets learned (see :func:`_scan`); its URL's text and its
+        ``content-encoding`` and ``content-type``."""
+        self.redactor.refresh()
+        url_text = self._text_of(request.url)
+        headers = request.headers
+        scan = _scan(headers, self.redactor.headers)
+        if scan is None:
+            signature = None
+            encoding, kind = headers.get("content-encoding"), headers.get("content-type", "")
+        else:
+            signature = (scan[0], url_text)
+            encoding, kind = scan[1], scan[2]
+        self.redactor.learn(_items(headers), url_text, signature=signature)
+        return url_text, encoding, kind
+
+    def known_key(self, request: WireRequest) -> RequestKey | None:
+        """The key of a live request that is the last one :meth:`of_request` keyed again
+        (the same method, URL, body and body headers, its other headers free to differ, as
+        SigV4's differ on every call) while the redactor's secrets have not changed since:
+        the key made then, without redacting and reading the body again. ``None`` for any
+        other request, and with a body hook (user code, called for every request). The
+        request's secrets are learned as :meth:`of_request` learns them."""
+        last = self._last
+        if last is None or self.body_hook is not None:
+            return None
+        url_text, encoding, kind = self._learn(request)
+        made_of, content, key = last
+        now = (self.redactor.generation, request.method, url_text, encoding, kind)
+        if now != made_of or (request.content or b"") != content:
+            return None
+        return _with_role(key)
 
     def _text_of(self, url: object) -> str:
         seen, text = self._url_text
@@ -153,7 +186,9 @@ class RequestKeys:
 
     def of_request(self, request: WireRequest) -> tuple[RequestKey, str, object, bytes]:
         """The key of a live request, with its redacted URL, JSON body and raw body."""
-        url, body_json, raw, finite, kind = self._redacted(request)
+        url_text, encoding, kind = self._learn(request)
+        generation = self.redactor.generation
+        url, body_json, raw, finite, _ = self._redact(request, url_text, encoding, kind)
         key = make_key(
             request.method,
             url,
@@ -164,10 +199,12 @@ class RequestKeys:
             finite=finite,
             content_type=kind if raw else "",
         )
-        role = current_role()
-        if role != DEFAULT_ROLE:  # matched only against recordings made under its role
-            key = replace(key, role=role)
-        return key, url, body_json, raw
+        # Kept for known_key() unless the secrets changed while it was made (a body's
+        # filtered parameters learned, another thread's request): then made again next time.
+        if self.redactor.generation == generation:
+            made_of = (generation, request.method, url_text, encoding, kind)
+            self._last = made_of, bytes(request.content or b""), key
+        return _with_role(key), url, body_json, raw
 
 
 #: SigV4's headers made anew for every call that say nothing the redactor learns (unless it
@@ -210,6 +247,13 @@ def _scan(
         pairs.append((name, value))
     read = {name: b", ".join(values).decode(encoding) for name, values in found.items()}
     return tuple(pairs), read.get(b"content-encoding"), read.get(b"content-type", "")
+
+
+def _with_role(key: RequestKey) -> RequestKey:
+    """``key`` under the role the request is made in: matched only against recordings made
+    under it."""
+    role = current_role()
+    return key if role == DEFAULT_ROLE else replace(key, role=role)
 
 
 #: The headers :meth:`RequestKeys.of_request` reads of a request.

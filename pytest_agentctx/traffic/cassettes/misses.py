@@ -570,3 +570,20 @@ def _refusal_lines(
         lines.append(f"  {name}: {first}" if not first.startswith(f"{name}:") else f"  {first}")
         lines.extend(f"    {line}" for line in rest)
     return lines
+
+
+def period_ended(until: str, migrating: bool, command: str, *, misses: bool) -> str:
+    """What the failure of a suite whose migration period (``agent_migration_until``:
+    ``until``) ended adds: that it ended, and what to do (``command`` re-records the test)."""
+    if not until or migrating:
+        return ""
+    fix = (
+        f"re-record the test ({command})"
+        if misses
+        else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
+        "pytest-agentctx cassettes prune agentctx-report.json)"
+    )
+    return (
+        f"\nThe migration period of agent_migration_until ended on {until}, so this fails "
+        f"again: {fix}, or move agent_migration_until to a later date in your pytest ini file."
+    )

@@ -243,3 +243,25 @@ def request_body_of(raw: bytes, content_type: str | None) -> Body:
     bodies as :func:`~.body.encode_body` stores them."""
     stored = stored_multipart(raw, content_type)
     return {"multipart": stored} if stored is not None else encode_body(raw, content_type)
+
+
+def missed_interaction(
+    request: WireRequest, url: str, body_json: object, raw: bytes, content: bytes, origin: str
+) -> Interaction:
+    """A missed request (its ``url``, ``body_json`` and ``raw`` body redacted) with the error
+    ``content`` it was answered (status 599), kept for a test's seen log, never saved."""
+    request_body: Body = (
+        {"json": body_json}
+        if body_json is not NO_JSON
+        else encode_body(raw, request.headers.get("content-type"))
+    )
+    return Interaction(
+        method=request.method.upper(),
+        url=url,
+        request_headers={},
+        request_body=request_body,
+        status=599,
+        response_headers={"content-type": "application/json"},
+        response_body=encode_body(content, "application/json"),
+        origin=origin,
+    )

@@ -45,16 +45,15 @@ with the old version in place.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pytest_agentctx.traffic.cassettes.body import (
-    Body,
     UndecodableBody,
-    encode_body,
 )
 from pytest_agentctx.traffic.cassettes.defaults import (
     RecordMode as RecordMode,
@@ -77,11 +76,12 @@ from pytest_agentctx.traffic.cassettes.misses import (
     miss_message,
     miss_reason,
     partial_message,
+    period_ended,
     response_message,
     stale_message,
     unreadable_message,
 )
-from pytest_agentctx.traffic.cassettes.recording import Recorder
+from pytest_agentctx.traffic.cassettes.recording import Recorder, missed_interaction
 from pytest_agentctx.traffic.cassettes.redact import (
     Redactor,
     unscrubbable,
@@ -109,6 +109,10 @@ from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, Answer, Wir
 
 if TYPE_CHECKING:
     from pytest_agentctx.traffic.cassettes.vcr_matchers import Matcher, VcrMatching, VcrRequest
+
+
+#: What a recording is found by: a request key, or vcrpy's request (``match_on``).
+_Found = TypeVar("_Found")
 
 
 class Cassette:
@@ -260,22 +264,41 @@ class Cassette:
         self._mcp.sent(request)
         if not self.replays:  # rewrite: every request is recorded, none is matched
             return self._recorder.record(request, *self._keys.redacted_request(request))
+        replayed = self._replay_known(request)
+        if replayed is not None:
+            return replayed
         key, url, body_json, raw = self._keys.of_request(request)
         if self.mode is RecordMode.JUDGE and key.role == "judge":  # recorded again, never replayed
             return self._recorder.record(request, url, body_json, raw)
         if self._matching is not None:
             return self._handle_match_on(request, key, url, body_json, raw)
-        with self._lock:
-            position = self._replays.take(key)
-            if position is not None:
-                self.played.append(position)
-                self._log.append((False, position))
+        position = self._taken(self._replays.take, key)
         if position is not None:
             return self._replay(position, request)
         if records_unmatched(self.mode, key.role):
             return self._recorder.record(request, url, body_json, raw)
         reason = miss_reason(self._replays, key, path=self.path, existed=self.existed)
         return self._miss(request, key, url, body_json, raw, reason)
+
+    def _replay_known(self, request: WireRequest) -> Answer:
+        """The replay of the request keyed last time, repeated, by that key
+        (:meth:`.RequestKeys.known_key`); ``None`` for another request, when its recordings
+        are used up (it is then keyed again and handled in full), with vcrpy's matching and
+        in ``judge``."""
+        if self._matching is not None or self.mode is RecordMode.JUDGE:
+            return None
+        key = self._keys.known_key(request)
+        position = None if key is None else self._taken(self._replays.take, key)
+        return None if position is None else self._replay(position, request)
+
+    def _taken(self, take: Callable[[_Found], int | None], found: _Found) -> int | None:
+        """The position ``take(found)`` gives, noted as played (under the lock)."""
+        with self._lock:
+            position = take(found)
+            if position is not None:
+                self.played.append(position)
+                self._log.append((False, position))
+        return position
 
     def _handle_match_on(
         self, request: WireRequest, key: RequestKey, url: str, body_json: object, raw: bytes
@@ -284,11 +307,7 @@ class Cassette:
         matching = self._matching
         assert matching is not None
         now = matching.request_of(request, url, body_json, raw)
-        with self._lock:
-            position = matching.take(self._replays, now)
-            if position is not None:
-                self.played.append(position)
-                self._log.append((False, position))
+        position = self._taken(functools.partial(matching.take, self._replays), now)
         if position is not None:
             return self._replay(position, request)
         if records_unmatched(self.mode, key.role):
@@ -346,21 +365,8 @@ class Cassette:
         """Keep a missed request, with the error it was answered, for :attr:`seen_log`
         (never saved): the captured run of a test that stopped on a miss then ends with the
         iteration whose request missed, so its reports show how far the agent got."""
-        request_body: Body = (
-            {"json": body_json}
-            if body_json is not NO_JSON
-            else encode_body(raw, request.headers.get("content-type"))
-        )
-        interaction = Interaction(
-            method=request.method.upper(),
-            url=url,
-            request_headers={},
-            request_body=request_body,
-            status=599,
-            response_headers={"content-type": "application/json"},
-            response_body=encode_body(content, "application/json"),
-            origin=f"missed#{len(self.misses) - 1}",
-        )
+        origin = f"missed#{len(self.misses) - 1}"
+        interaction = missed_interaction(request, url, body_json, raw, content, origin)
         with self._lock:
             self._missed.append((len(self._log), interaction))
 
@@ -487,20 +493,8 @@ class Cassette:
             raise StaleCassette(message + self._period_ended(misses=False))
 
     def _period_ended(self, *, misses: bool) -> str:
-        """What the failure of a suite whose migration period ended adds: that it ended,
-        and what to do."""
-        if not self.migration_until or self.migrating:
-            return ""
-        fix = (
-            f"re-record the test ({self.record_command()})"
-            if misses
-            else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
-            "pytest-agentctx cassettes prune agentctx-report.json)"
-        )
-        return (
-            f"\nThe migration period of agent_migration_until ended on "
-            f"{self.migration_until}, so this fails again: {fix}, or move "
-            "agent_migration_until to a later date in your pytest ini file."
+        return period_ended(
+            self.migration_until, self.migrating, self.record_command(), misses=misses
         )
 
     # -- lifecycle -------------------------------------------------------------------
