@@ -151,18 +151,22 @@ def prebuilt_request(
 
     The headers' list is the one ``httpx2.Headers`` keeps for byte pairs (name, lower-case
     name, value: it checks nothing else of bytes), and the body is set as ``read()`` sets
-    it: both made here in one step, as a request is built on every call a client makes.
-    The request's URL is ``url`` itself, not a copy."""
-    import httpx2
+    it: both made here in one step, as a request is built on every call a client makes,
+    and so are the request and its headers (the attributes ``httpx2.Request(method, url,
+    stream=...)`` and ``httpx2.Headers(encoding=...)`` set, without their checks of what
+    they are given). The request's URL is ``url`` itself, not a copy."""
+    from httpx2 import ByteStream, Headers, Request
 
-    request = httpx2.Request(
-        method, url, stream=httpx2.ByteStream(content), extensions=extensions or {}
-    )
-    headers = httpx2.Headers(encoding=encoding or header_encoding(pairs))
+    headers = Headers.__new__(Headers)
     headers._list = [(name, name.lower(), value) for name, value in pairs]
-    request.headers = headers
-    request._content = content
+    headers._encoding = encoding or header_encoding(pairs)
+    request = Request.__new__(Request)
+    request.method = method.upper()
     request.url = url  # the caller's (immutable) URL itself: one serves every request to it
+    request.headers = headers
+    request.extensions = {} if extensions is None else dict(extensions)
+    request.stream = ByteStream(content)
+    request._content = content
     return request
 
 

@@ -59,3 +59,21 @@ def test_its_url_is_the_callers_own():
     url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
 
     assert prebuilt_request("POST", url, [], b"").url is url
+
+
+@given(_PAIRS, st.binary(max_size=40), st.sampled_from(["POST", "get"]))
+def test_it_has_the_attributes_httpx2s_has(
+    pairs: list[tuple[bytes, bytes]], content: bytes, method: str
+):
+    url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
+    extensions = {"agentctx_client": "botocore"}
+    built = httpx2.Request(method, url, headers=pairs, content=content, extensions=extensions)
+
+    cheap = prebuilt_request(method, url, list(built.headers.raw), content, extensions=extensions)
+
+    assert vars(cheap).keys() == vars(built).keys()
+    assert vars(cheap.headers).keys() == vars(built.headers).keys()
+    assert (cheap.method, cheap.extensions) == (built.method, built.extensions)
+    assert cheap.extensions is not extensions
+    assert type(cheap.stream) is type(built.stream)
+    assert cheap.headers == built.headers
