@@ -40,6 +40,7 @@ from pytest_agentctx.traffic.cassettes.body import (
     body_bytes,
     body_chunks,
     decode_content,
+    not_json,
 )
 from pytest_agentctx.traffic.errors import CassetteFormatError
 from pytest_agentctx.traffic.roles import DEFAULT_ROLE, ROLES
@@ -176,6 +177,24 @@ class Interaction:
         if cached is None or cached[0] is not body:
             cached = self._chunks = (body, body_chunks(body))
         return list(cached[1])
+
+    #: Why the client cannot read the response, with the body, headers and status it was
+    #: found of (see :meth:`unreadable`).
+    _unreadable: tuple[Body, dict[str, str], int, str | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def unreadable(self) -> str | None:
+        """Why a client cannot read the response (a successful one that is not the JSON it
+        says it is, see :func:`~.body.not_json`), else ``None``; found once while its
+        body, headers and status stay the same (a cassette replayed again in the process)."""
+        body, headers, status = self.response_body, self.response_headers, self.status
+        known = self._unreadable
+        if known is None or known[0] is not body or known[1] is not headers or known[2] != status:
+            kind = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+            found = not_json(body, kind) if 200 <= status < 300 else None
+            known = self._unreadable = (body, headers, status, found)
+        return known[3]
 
 
 def native_document(interactions: list[Interaction]) -> NativeDocument:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pytest_agentctx.traffic.cassettes.body import body_bytes, not_json
+from pytest_agentctx.traffic.cassettes.body import body_bytes
 from pytest_agentctx.traffic.cassettes.diffs import (
     FieldDiff,
     body_diffs,
@@ -418,20 +418,9 @@ def unreadable_message(
 ) -> str | None:
     """The message of the recorded response at ``position`` when its client cannot read it
     (a successful response that is not the JSON it says it is, see :func:`.body.not_json`),
-    else ``None``. Whether it can is found once per response (kept in
-    :attr:`Replays.problems`); ``command`` makes the command to record it again."""
-    interaction = replays.loaded[position]
-    body, headers, status = (
-        interaction.response_body,
-        interaction.response_headers,
-        interaction.status,
-    )
-    known = replays.problems.get(position)
-    if known is None or known[0] is not body or known[1] is not headers or known[2] != status:
-        kind = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
-        found = not_json(body, kind) if 200 <= status < 300 else None
-        known = replays.problems[position] = (body, headers, status, found)
-    problem = known[3]
+    else ``None``. Whether it can is found once per response (see
+    :meth:`.Interaction.unreadable`); ``command`` makes the command to record it again."""
+    problem = replays.loaded[position].unreadable()
     if problem is None:
         return None
     return (

@@ -46,10 +46,6 @@ class Replays:
             self.index.setdefault(self.keys[position], deque()).append(position)
         #: Positions :meth:`take_first` gave (vcrpy's matching, ``match_on``).
         self.taken: set[int] = set()
-        #: Why the client cannot read the recorded response at a position (``None``: it
-        #: can), with the body, headers and status it was found of (see
-        #: :func:`.misses.unreadable_message`).
-        self.problems: dict[int, tuple[object, object, int, str | None]] = {}
 
     def take(self, key: RequestKey) -> int | None:
         """The position of the next unused recording of ``key``, now used; ``None`` when

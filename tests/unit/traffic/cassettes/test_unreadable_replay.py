@@ -51,3 +51,23 @@ def test_a_response_edited_after_it_was_read_is_looked_at_again():
     replays.loaded[0].response_body = {"text": "<html>"}
 
     assert unreadable_message(replays, 0, path=PATH, command=lambda: "rec") is not None
+
+
+def test_a_response_replayed_by_another_cassette_is_found_unreadable_again():
+    first = _replays("<html>")
+    unreadable_message(first, 0, path=PATH, command=lambda: "rec")
+    again = Replays(first.loaded, first.keys, test_id="", shared=False, mode=RecordMode.NONE)
+
+    message = unreadable_message(again, 0, path=Path("other.json"), command=lambda: "rec")
+
+    assert message is not None
+    assert "other.json" in message
+
+
+def test_a_response_whose_status_changed_is_looked_at_again():
+    replays = _replays("<html>")
+    unreadable_message(replays, 0, path=PATH, command=lambda: "rec")
+
+    replays.loaded[0].status = 500
+
+    assert unreadable_message(replays, 0, path=PATH, command=lambda: "rec") is None
