@@ -214,7 +214,7 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
         if whole is None
         else io.BytesIO(whole)
     )
-    version = response.http_version
+    version = _version(response)
     raw = HTTPResponse(
         body=body,
         headers=_aws_headers(response, method=method, live=live),  # type: ignore[arg-type]
@@ -257,6 +257,16 @@ def _aws_headers(
             _HEADERS.clear()
         _HEADERS[key] = known
     return known
+
+
+def _version(response: httpx2.Response) -> str:
+    """``response.http_version``, read without the ``KeyError`` that property catches for
+    a response made without one (every replayed response)."""
+    extensions = response.extensions
+    if "http_version" not in extensions:
+        return "HTTP/1.1"
+    version: bytes = extensions["http_version"]
+    return version.decode("ascii", errors="ignore")
 
 
 #: The reason phrase ``httpx2`` gives each status of a response that has none of its own.

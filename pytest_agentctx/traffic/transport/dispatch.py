@@ -49,7 +49,7 @@ AsyncSend = Callable[[WireRequest], Awaitable[WireResponse]]
 Refuse = Callable[[WireRequest, NetworkBlocked], BaseException]
 
 
-@dataclass
+@dataclass(slots=True)
 class Handling:
     """The request being handled: the library whose objects its handlers take and give,
     and how it goes on to the network (one of the two sends, by the kind of client)."""

@@ -387,3 +387,15 @@ def test_a_response_keeps_the_reason_it_came_with() -> None:
     answer = client.to_aws(response, method="GET", url=UNREACHABLE, live=False)
 
     assert answer.raw.reason == "Fine"
+
+
+@pytest.mark.parametrize(
+    "extensions", [{}, {"http_version": b"HTTP/1.0"}, {"http_version": b"HTTP/1.1"}]
+)
+def test_a_response_has_the_http_version_httpx2_gives_it(extensions: dict[str, bytes]) -> None:
+    response = httpx2.Response(200, content=b"", extensions=extensions)
+
+    raw = client.to_aws(response, method="GET", url=UNREACHABLE, live=False).raw
+
+    assert raw.version_string == response.http_version
+    assert raw.version == (10 if response.http_version == "HTTP/1.0" else 11)
