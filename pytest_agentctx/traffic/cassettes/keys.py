@@ -8,6 +8,7 @@ what this package redacts) matches too.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
@@ -217,14 +218,14 @@ _SIGNED_ANEW = frozenset(
 
 def _scan(
     headers: WireHeaders, secret_headers: Collection[str]
-) -> tuple[tuple[tuple[bytes, bytes], ...], str | None, str] | None:
+) -> tuple[tuple[tuple[bytes, bytes, bytes], ...], str | None, str] | None:
     """In one pass over the byte pairs of ``headers``: what the redactor learns of them
-    depends on (the pairs without those signed anew for each call, and a SigV4
-    ``Authorization`` without its signature: only its credential's key id is learned),
-    and their ``content-encoding`` (``None`` without one) and ``content-type`` (``""``),
-    read as ``headers.get`` reads them. ``None`` for headers without byte pairs or a
-    known encoding."""
-    # httpx's (name, lower-case name, value) triples; its byte pairs, cheap to compare
+    depends on (their (name, lower-case name, value) triples without those signed anew for
+    each call, and a SigV4 ``Authorization`` without its signature: only its credential's
+    key id is learned), and their ``content-encoding`` (``None`` without one) and
+    ``content-type`` (``""``), read as ``headers.get`` reads them. ``None`` for headers
+    without byte pairs or a known encoding."""
+    # httpx's (name, lower-case name, value) triples, kept as they are: cheap to compare
     kept = getattr(headers, "_list", None)
     if kept is None:
         raw = getattr(headers, "raw", None)
@@ -232,21 +233,31 @@ def _scan(
     encoding = getattr(headers, "encoding", None)
     if kept is None or not isinstance(encoding, str):
         return None
-    pairs = []
+    anew = _signed_anew(frozenset(secret_headers))  # a redactor's own, as it is
+    triples = []
     found: dict[bytes, list[bytes]] = {}
-    for name, lowered, value in kept:
+    for triple in kept:
+        lowered = triple[1]
         if lowered not in _SEEN:  # most headers: kept as they are
-            pairs.append((name, value))
+            triples.append(triple)
             continue
         if lowered in _READ:
-            found.setdefault(lowered, []).append(value)
-        if lowered in _SIGNED_ANEW and lowered.decode("latin-1") not in secret_headers:
+            found.setdefault(lowered, []).append(triple[2])
+        if lowered in anew:
             continue
+        name, _, value = triple
         if lowered == b"authorization" and value.startswith(b"AWS4-"):
-            value = value.partition(b"Signature=")[0]
-        pairs.append((name, value))
+            triple = (name, lowered, value.partition(b"Signature=")[0])
+        triples.append(triple)
     read = {name: b", ".join(values).decode(encoding) for name, values in found.items()}
-    return tuple(pairs), read.get(b"content-encoding"), read.get(b"content-type", "")
+    return tuple(triples), read.get(b"content-encoding"), read.get(b"content-type", "")
+
+
+@functools.lru_cache(maxsize=16)
+def _signed_anew(secret_headers: frozenset[str]) -> frozenset[bytes]:
+    """The headers of :data:`_SIGNED_ANEW` not among ``secret_headers`` (a redactor's:
+    one of a few frozensets, found once each)."""
+    return frozenset(name for name in _SIGNED_ANEW if name.decode("latin-1") not in secret_headers)
 
 
 def _with_role(key: RequestKey) -> RequestKey:

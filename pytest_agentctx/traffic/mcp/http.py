@@ -55,6 +55,7 @@ import httpx2
 from pytest_agentctx.traffic.cassettes.body import format_sse_event
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction, McpStream
 from pytest_agentctx.traffic.mcp.httpwire import (
+    JSONRPC_MARK,
     SESSION_HEADER,
     Ids,
     Sent,
@@ -99,9 +100,11 @@ class McpHttp:
     def sent(self, request: WireRequest) -> None:
         """Note a request the cassette is offered, replayed or recorded: a JSON-RPC message
         the client sends, or the ``DELETE`` that ends an MCP session."""
+        method = request.method.upper()
+        if method == "POST" and JSONRPC_MARK not in request.content:
+            return  # no JSON-RPC message (a model's request): nothing to note
         if not is_http(request):
             return  # stdio's session keeps its own order (see .stdio)
-        method = request.method.upper()
         if method == "DELETE":
             session = request.headers.get(SESSION_HEADER)
             if session:
@@ -215,6 +218,10 @@ class McpHttp:
         """The answer to ``request`` from the MCP recording ``interaction``: its events in
         their recorded order, with the live ids; ``None`` when the cassette replays it as
         any other (no MCP stream, no id to change)."""
+        if interaction.mcp_stream is None and (
+            request.method.upper() != "POST" or JSONRPC_MARK not in request.content
+        ):
+            return None  # no MCP recording, no JSON-RPC message: replayed as any other
         if not is_http(request):
             return None
         order = interaction.mcp_stream

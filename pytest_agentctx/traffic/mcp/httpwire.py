@@ -72,9 +72,13 @@ def endpoint_session(events: Iterable[object]) -> str | None:
     return None
 
 
+#: What every JSON-RPC message's text holds: a body without it is no MCP request.
+JSONRPC_MARK = b'"jsonrpc"'
+
+
 def json_body(content: bytes) -> object:
     """A request's body as JSON when it is a JSON-RPC message or batch, else ``None``."""
-    if b'"jsonrpc"' not in content:  # cheap: a model's request is never parsed again
+    if JSONRPC_MARK not in content:  # cheap: a model's request is never parsed again
         return None
     try:
         body = json.loads(content)
