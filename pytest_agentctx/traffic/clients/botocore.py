@@ -59,7 +59,8 @@ from pytest_agentctx.traffic.transport.wire import (
     CLIENT_EXTENSION,
     WireRequest,
     WireResponse,
-    prebuilt_request,
+    header_encoding,
+    prebuilt_request_of_triples,
     raw_headers,
 )
 
@@ -126,14 +127,13 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
     the request :func:`pytest_agentctx.traffic.clients.urllib3.request_of` makes of it,
     with the headers ``httpx2`` adds (``Host``, a ``Content-Length``) added here, so that
     ``httpx2`` neither encodes the body again nor scans the headers twice."""
-    pairs = _raw_pairs(headers)
+    triples = _triples(headers)
     wire_url = parsed_url(url)
     method = method.upper()
     names = set()
     agent = None  # the first User-Agent's (client_of's)
     ascii = True  # whether httpx2 reads the headers as ASCII (see .wire.header_encoding)
-    for name, value in pairs:
-        lowered = name.lower()
+    for name, lowered, value in triples:
         names.add(lowered)
         if agent is None and lowered == b"user-agent":
             agent = value
@@ -141,23 +141,22 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
             ascii = False
     framed = b"content-length" in names or b"transfer-encoding" in names
     if content and not framed:
-        pairs.append((b"Content-Length", str(len(content)).encode("ascii")))
+        triples.append((b"Content-Length", b"content-length", str(len(content)).encode("ascii")))
         framed = True
-    added: list[tuple[bytes, bytes]] = []
+    added: list[tuple[bytes, bytes, bytes]] = []
     if b"host" not in names and wire_url.host:
-        added.append((b"Host", wire_url.netloc))
+        added.append((b"Host", b"host", wire_url.netloc))
         ascii = ascii and wire_url.netloc.isascii()
     if not framed and method in _FRAMED_METHODS:
-        added.append((b"Content-Length", b"0"))
-    pairs = added + pairs
-    client = client_of_agent(agent or b"")
-    return prebuilt_request(
+        added.append((b"Content-Length", b"content-length", b"0"))
+    triples = added + triples if added else triples
+    return prebuilt_request_of_triples(
         method,
         wire_url,
-        pairs,
+        triples,
         content or b"",
-        encoding="ascii" if ascii else None,
-        extensions={CLIENT_EXTENSION: client},
+        encoding="ascii" if ascii else header_encoding((name, value) for name, _, value in triples),
+        extensions={CLIENT_EXTENSION: client_of_agent(agent or b"")},
     )
 
 
@@ -165,21 +164,24 @@ def request_of(method: str, url: str, headers: Any, content: bytes | None) -> ht
 _FRAMED_METHODS = ("POST", "PUT", "PATCH", "QUERY")
 
 
-def _raw_pairs(headers: Any) -> list[tuple[bytes, bytes]]:
-    """A botocore request's headers as the byte pairs of the wire (:func:`.wire.raw_headers`),
-    read from the dictionary a ``HeadersDict`` keeps them in: its ``items()`` makes and
-    hashes a case-insensitive key for each (a stored key's name is read as ``str()`` reads
-    it, without the call)."""
+def _triples(headers: Any) -> list[tuple[bytes, bytes, bytes]]:
+    """A botocore request's headers as the byte pairs of the wire (:func:`.wire.raw_headers`)
+    with their lower-case names, as ``httpx2.Headers`` keeps them, read from the dictionary
+    a ``HeadersDict`` keeps them in: its ``items()`` makes and hashes a case-insensitive key
+    for each (a stored key's name is read as ``str()`` reads it, without the call)."""
     stored = getattr(headers, "_dict", None)
-    if type(stored) is not dict:
-        return raw_headers(headers)
-    return [
-        (
-            (name._key if type(name) is _HeaderKey else str(name)).encode("latin-1"),
-            value if isinstance(value, bytes) else value.encode("latin-1"),
-        )
-        for name, value in stored.items()
-    ]
+    pairs = (
+        raw_headers(headers)
+        if type(stored) is not dict
+        else [
+            (
+                (name._key if type(name) is _HeaderKey else str(name)).encode("latin-1"),
+                value if isinstance(value, bytes) else value.encode("latin-1"),
+            )
+            for name, value in stored.items()
+        ]
+    )
+    return [(name, name.lower(), value) for name, value in pairs]
 
 
 def _from_aws(response: AWSResponse, *, streamed: bool) -> httpx2.Response:

@@ -155,11 +155,30 @@ def prebuilt_request(
     and so are the request and its headers (the attributes ``httpx2.Request(method, url,
     stream=...)`` and ``httpx2.Headers(encoding=...)`` set, without their checks of what
     they are given). The request's URL is ``url`` itself, not a copy."""
+    triples = [(name, name.lower(), value) for name, value in pairs]
+    encoding = encoding or header_encoding(pairs)
+    return prebuilt_request_of_triples(
+        method, url, triples, content, encoding=encoding, extensions=extensions
+    )
+
+
+def prebuilt_request_of_triples(
+    method: str,
+    url: httpx2.URL,
+    triples: list[tuple[bytes, bytes, bytes]],
+    content: bytes,
+    *,
+    encoding: str,
+    extensions: dict[str, object] | None = None,
+) -> httpx2.Request:
+    """:func:`prebuilt_request` of the headers' (name, lower-case name, value) ``triples``,
+    as ``httpx2.Headers`` keeps them (the list itself becomes theirs), whose ``encoding``
+    the caller found."""
     from httpx2 import ByteStream, Headers, Request
 
     headers = Headers.__new__(Headers)
-    headers._list = [(name, name.lower(), value) for name, value in pairs]
-    headers._encoding = encoding or header_encoding(pairs)
+    headers._list = triples
+    headers._encoding = encoding
     request = Request.__new__(Request)
     request.method = method.upper()
     request.url = url  # the caller's (immutable) URL itself: one serves every request to it

@@ -23,6 +23,7 @@ from botocore.awsrequest import AWSRequest, HeadersDict
 from botocore.config import Config
 from botocore.exceptions import EndpointConnectionError
 from botocore.httpsession import URLLib3Session
+from hypothesis import given, strategies as st
 from urllib3.connectionpool import HTTPConnectionPool
 
 from pytest_agentctx.traffic import ignore
@@ -104,6 +105,40 @@ def test_a_request_is_the_httpx2_request_the_urllib3_interceptor_makes(
     assert request.headers.raw == expected.headers.raw
     assert request.headers.encoding == expected.headers.encoding
     assert list(request.headers.items()) == list(expected.headers.items())
+    assert request.extensions == expected.extensions
+
+
+_HEADER_NAMES = st.sampled_from(
+    ["Content-Type", "User-Agent", "X-Amz-Date", "Host", "Content-Length", "X-Meta"]
+)
+_HEADER_VALUES = st.one_of(
+    st.binary(max_size=8).filter(lambda value: b"\r" not in value and b"\n" not in value),
+    st.sampled_from(["3", "Boto3/1.44 Botocore/1.44", "text/plain"]),
+)
+
+
+@given(
+    st.sampled_from(["post", "GET", "PUT", "DELETE"]),
+    st.dictionaries(_HEADER_NAMES, _HEADER_VALUES, max_size=4),
+    st.one_of(st.none(), st.binary(max_size=8)),
+)
+def test_any_request_is_the_httpx2_request_the_urllib3_interceptor_makes(
+    method: str, headers: dict[str, Any], content: bytes | None
+) -> None:
+    from pytest_agentctx.traffic.clients.urllib3 import request_of
+
+    url = "http://127.0.0.1:9/model/m/converse"
+    expected = request_of(None, method.upper(), url, list(headers.items()), content)
+
+    request = client.request_of(method, url, HeadersDict(headers), content)
+
+    assert (request.method, request.url, request.content) == (
+        expected.method,
+        expected.url,
+        expected.content,
+    )
+    assert request.headers._list == expected.headers._list
+    assert request.headers.encoding == expected.headers.encoding
     assert request.extensions == expected.extensions
 
 
