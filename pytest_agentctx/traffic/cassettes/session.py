@@ -105,6 +105,7 @@ from pytest_agentctx.traffic.transport import (
     answered_by_another_tool,
     make_response,
 )
+from pytest_agentctx.traffic.transport.responses import recorded_response
 from pytest_agentctx.traffic.transport.wire import CLIENT_EXTENSION, Answer, WireRequest
 
 if TYPE_CHECKING:
@@ -381,13 +382,15 @@ class Cassette:
             return mcp
         headers = dict(interaction.response_headers)
         chunks = interaction.response_chunks()
-        if not interaction.is_stream:
-            if interaction.method != "HEAD" or "content-length" not in headers:
-                headers["content-length"] = str(sum(len(c) for c in chunks))
-            if not interaction.partial:  # in one piece: the client reads it at once
-                whole = b"".join(chunks)
-                answer = make_response(interaction.status, headers=headers, content=whole)
-                return with_recorded(answer, interaction)
+        stream = interaction.is_stream
+        if not stream and (interaction.method != "HEAD" or "content-length" not in headers):
+            headers["content-length"] = str(sum(len(c) for c in chunks))
+        if not interaction.partial:  # all of it known: botocore may take it as it is
+            handler = self._interceptor.handler
+            answer = recorded_response(
+                interaction.status, headers=headers, chunks=chunks, streamed=stream, handler=handler
+            )
+            return with_recorded(answer, interaction)
 
         def read_past() -> None:
             with self._lock:

@@ -50,11 +50,12 @@ from pytest_agentctx.traffic.clients.urllib3 import (
     body_bytes,
     chunked_pairs,
     client_of_agent,
+    framed_pairs,
     parsed_url,
 )
 from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.transport.dispatch import dispatch_sync, sent_below
-from pytest_agentctx.traffic.transport.responses import as_httpx2, whole_body
+from pytest_agentctx.traffic.transport.responses import Recorded, as_httpx2, whole_body
 from pytest_agentctx.traffic.transport.wire import (
     CLIENT_EXTENSION,
     WireRequest,
@@ -115,8 +116,11 @@ def _send(session: URLLib3Session, request: AWSPreparedRequest) -> AWSResponse:
         error: BaseException = EndpointConnectionError(endpoint_url=request.url, error=blocked)
         return error
 
-    response = as_httpx2(dispatch_sync(wire, send, refuse=refuse))
-    answer = to_aws(response, method=request.method, url=request.url, live=live)
+    response = dispatch_sync(wire, send, refuse=refuse, takes_recorded=True)
+    if type(response) is Recorded:  # a replay in one piece: no httpx2 response to convert
+        answer = recorded_aws(response, method=request.method, url=request.url)
+    else:
+        answer = to_aws(as_httpx2(response), method=request.method, url=request.url, live=live)
     if not request.stream_output:
         answer.content  # noqa: B018  # read at once, as botocore's own send does
     return answer
@@ -233,6 +237,48 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
     return AWSResponse(url, response.status_code, raw.headers, raw)
 
 
+def recorded_aws(response: Recorded, *, method: str, url: str) -> AWSResponse:
+    """:func:`to_aws` of the ``httpx2`` response :func:`.responses.recorded_response` makes
+    when its client does not take a :class:`~.responses.Recorded` (the same status,
+    headers, reason, version and bytes), made of the recorded one directly."""
+    raw = HTTPResponse(
+        body=io.BytesIO(response.body),
+        headers=_recorded_headers(response, method=method),  # type: ignore[arg-type]
+        status=response.status_code,
+        version=11,
+        version_string="HTTP/1.1",
+        reason=_status_reason(response.status_code),
+        preload_content=False,
+        decode_content=False,
+        enforce_content_length=False,
+        request_method=method,
+        request_url=url,
+    )
+    return AWSResponse(url, response.status_code, raw.headers, raw)
+
+
+def _recorded_headers(response: Recorded, *, method: str) -> dict[str, str] | list[tuple[str, str]]:
+    """:func:`_aws_headers` of a recorded response (its ASCII pairs read as urllib3's are)."""
+    key = (response.pairs, response.status_code, method.upper() == "HEAD")
+    known = _RECORDED_HEADERS.get(key)
+    if known is None:
+        pairs, _ = framed_pairs(
+            list(response.pairs), response.status_code, method=method, live=False
+        )
+        unique = len({name.lower() for name, _ in pairs}) == len(pairs)
+        known = dict(pairs) if unique else pairs
+        if len(_RECORDED_HEADERS) >= _HEADERS_KEPT:
+            _RECORDED_HEADERS.clear()
+        _RECORDED_HEADERS[key] = known
+    return known
+
+
+#: :func:`_recorded_headers`, by the recorded pairs, status and whether it answers a ``HEAD``.
+_RECORDED_HEADERS: dict[
+    tuple[tuple[tuple[str, str], ...], int, bool], dict[str, str] | list[tuple[str, str]]
+] = {}
+
+
 #: The headers urllib3 is given for a response, by its byte pairs, status, whether it
 #: answers a ``HEAD`` and is live: a replayed response's are the same on every call, and
 #: making them cost more than the rest of the response. Read only (urllib3 copies them);
@@ -280,7 +326,12 @@ def _reason(response: httpx2.Response) -> str:
     status (``httpx2`` looks it up in its status enumeration for every response)."""
     if "reason_phrase" in response.extensions:
         return response.reason_phrase
-    known = _REASONS.get(response.status_code)
+    return _status_reason(response.status_code)
+
+
+def _status_reason(status: int) -> str:
+    """The reason phrase ``httpx2`` gives ``status`` (found once per status)."""
+    known = _REASONS.get(status)
     if known is None:
-        known = _REASONS[response.status_code] = response.reason_phrase
+        known = _REASONS[status] = httpx2.codes.get_reason_phrase(status)
     return known

@@ -366,8 +366,15 @@ def chunked_pairs(
     pairs = [
         (name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers.raw
     ]
+    return framed_pairs(pairs, response.status_code, method=method, live=live)
+
+
+def framed_pairs(
+    pairs: list[tuple[str, str]], status: int, *, method: str, live: bool
+) -> tuple[list[tuple[str, str]], bool]:
+    """:func:`chunked_pairs` of a response of ``status`` whose headers are ``pairs`` (extended
+    in place)."""
     names = {name.lower() for name, _ in pairs}
-    status = response.status_code
     chunked = "transfer-encoding" in names and any(
         name.lower() == "transfer-encoding" and "chunked" in value.lower() for name, value in pairs
     )

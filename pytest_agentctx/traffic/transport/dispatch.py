@@ -63,6 +63,12 @@ class Handling:
     forwarded: bool = False
     #: The interceptors of the context that made it, newest first (see :func:`_offered`).
     scoped: tuple[scopes.Member, ...] = ()
+    #: Whether the client takes a recorded response in one piece as it was stored
+    #: (:class:`.responses.Recorded`, botocore's), from the handler it offers the request
+    #: to itself (:attr:`offered_to`), never from one a handler asks.
+    takes_recorded: bool = False
+    #: The handler the request is offered to now by the dispatch itself.
+    offered_to: Handler | None = None
 
     @property
     def is_async(self) -> bool:
@@ -203,8 +209,11 @@ def _answered(current: Handling, response: WireResponse | None) -> WireResponse 
     return response
 
 
-def _dispatch_sync(request: WireRequest, handlers: list[Handler]) -> WireResponse | None:
+def _dispatch_sync(
+    current: Handling, request: WireRequest, handlers: list[Handler]
+) -> WireResponse | None:
     for handler in handlers:
+        current.offered_to = handler
         response = handler(request)
         # (an httpx2 response, the usual answer, is known not to be awaitable at once)
         if type(response) is not httpx2.Response and inspect.isawaitable(response):
@@ -283,6 +292,7 @@ def dispatch_sync(
     library: ModuleType = httpx2,
     route: RespxRoute | None = None,
     refuse: Refuse | None = None,
+    takes_recorded: bool = False,
 ) -> WireResponse:
     """Handle a request of a sync client, its body read: the active handlers are offered
     it, as an object of ``library`` (``httpx2``, or ``httpx`` for its own requests), and
@@ -291,16 +301,19 @@ def dispatch_sync(
     response to an ``httpx2`` one, streamed); it is used when a handler forwards the request
     (:func:`forward_sync`) or none answers it. ``route`` is the respx route it matched.
     ``refuse`` makes the client's connection error for an ignored request that may not
-    reach the network (by default the :class:`NetworkBlocked` itself is raised)."""
+    reach the network (by default the :class:`NetworkBlocked` itself is raised).
+    ``takes_recorded``: the client reads a :class:`.responses.Recorded` too (see
+    :func:`.responses.recorded_response`)."""
     ignored = _ignored(request, route)
     if ignored is True:
         return send(request)
     if isinstance(ignored, NetworkBlocked):
         raise _refusal(request, ignored, refuse)
-    current = Handling(library, sync_send=send, route=route)
+    current = Handling(library, sync_send=send, route=route, takes_recorded=takes_recorded)
     token = _current.set(current)
     try:
-        response = _answered(current, _dispatch_sync(request, _offered(current, request)))
+        handlers = _offered(current, request)
+        response = _answered(current, _dispatch_sync(current, request, handlers))
     finally:
         _current.reset(token)
     return response if response is not None else send(request)

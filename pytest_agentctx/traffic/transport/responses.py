@@ -13,12 +13,13 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from types import ModuleType
 
 import httpx2
 
 from pytest_agentctx.traffic.transport.dispatch import current_handling
-from pytest_agentctx.traffic.transport.wire import WireResponse
+from pytest_agentctx.traffic.transport.wire import Handler, WireResponse
 
 
 class _Chunks:
@@ -200,6 +201,56 @@ def make_response(
     else:
         response = module.Response(status, headers=_pairs(headers), content=content or b"")
     return response
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A recorded response in one piece, as stored: what :func:`recorded_response` gives a
+    client that reads it so (botocore's, which reads a response whole), in place of the
+    ``httpx2`` response it would convert. A :class:`~.wire.WireResponse` all the same:
+    its headers and stream are made when asked for."""
+
+    status_code: int
+    pairs: tuple[tuple[str, str], ...]
+    body: bytes
+    extensions: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def headers(self) -> httpx2.Headers:
+        return httpx2.Headers(list(self.pairs))
+
+    @property
+    def stream(self) -> httpx2.ByteStream:
+        return httpx2.ByteStream(self.body)
+
+
+def recorded_response(
+    status: int,
+    *,
+    headers: Mapping[str, str],
+    chunks: list[bytes],
+    streamed: bool,
+    handler: Handler,
+) -> WireResponse:
+    """The replay of a recorded response whose body is ``chunks``, all of it known: a
+    :class:`Recorded` when the client of the request being handled takes one and offered
+    the request to ``handler`` itself (a handler that asks other handlers gets the
+    library's response, as ever) and the headers are ASCII (``httpx2`` refuses others);
+    else :func:`make_response`'s, of ``chunks`` when ``streamed``, else in one piece."""
+    current = current_handling()
+    if (
+        current is not None
+        and current.takes_recorded
+        and current.offered_to is handler
+        and all(name.isascii() and value.isascii() for name, value in headers.items())
+    ):
+        body, pairs = b"".join(chunks), tuple(headers.items())
+        if body and not streamed and not any(n.lower() == "content-length" for n, _ in pairs):
+            pairs += (("Content-Length", str(len(body))),)  # as httpx2 adds it to content
+        return Recorded(status, pairs, body)
+    if streamed:
+        return make_response(status, headers=headers, chunks=chunks)
+    return make_response(status, headers=headers, content=b"".join(chunks))
 
 
 def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
