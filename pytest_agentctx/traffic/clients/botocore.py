@@ -55,9 +55,10 @@ from pytest_agentctx.traffic.clients.urllib3 import (
 )
 from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.transport.dispatch import dispatch_sync, sent_below
-from pytest_agentctx.traffic.transport.responses import Recorded, as_httpx2, whole_body
+from pytest_agentctx.traffic.transport.responses import as_httpx2, whole_body
 from pytest_agentctx.traffic.transport.wire import (
     CLIENT_EXTENSION,
+    Recorded,
     WireRequest,
     WireResponse,
     header_encoding,

@@ -33,13 +33,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
+from typing import cast
 
 import httpx2
 
 from pytest_agentctx.traffic import ignore, scopes
 from pytest_agentctx.traffic.errors import NetworkBlocked
 from pytest_agentctx.traffic.respx_routes import RespxRoute
-from pytest_agentctx.traffic.transport.wire import Handler, WireRequest, WireResponse
+from pytest_agentctx.traffic.transport.wire import Handler, Recorded, WireRequest, WireResponse
 
 #: How a client sends a request to the network through its own code.
 SyncSend = Callable[[WireRequest], WireResponse]
@@ -209,14 +210,18 @@ def _answered(current: Handling, response: WireResponse | None) -> WireResponse 
     return response
 
 
+#: The answers known not to be awaitable, found so without asking.
+_NOT_AWAITABLE = (httpx2.Response, Recorded)
+
+
 def _dispatch_sync(
     current: Handling, request: WireRequest, handlers: list[Handler]
 ) -> WireResponse | None:
     for handler in handlers:
         current.offered_to = handler
         response = handler(request)
-        # (an httpx2 response, the usual answer, is known not to be awaitable at once)
-        if type(response) is not httpx2.Response and inspect.isawaitable(response):
+        # (an httpx2 response, the usual answer, or a recording is known not to be awaitable)
+        if type(response) not in _NOT_AWAITABLE and inspect.isawaitable(response):
             close = getattr(response, "close", None)
             if close is not None:
                 close()
@@ -225,7 +230,7 @@ def _dispatch_sync(
                 "made by a sync client; give sync clients a handler that returns a response."
             )
         if response is not None:
-            return response
+            return cast("WireResponse", response)
     return None
 
 

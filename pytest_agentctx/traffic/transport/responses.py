@@ -13,13 +13,13 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from itertools import chain
 from types import ModuleType
 
 import httpx2
 
 from pytest_agentctx.traffic.transport.dispatch import current_handling
-from pytest_agentctx.traffic.transport.wire import Handler, WireResponse
+from pytest_agentctx.traffic.transport.wire import Handler, Recorded, WireResponse
 
 
 class _Chunks:
@@ -203,27 +203,6 @@ def make_response(
     return response
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A recorded response in one piece, as stored: what :func:`recorded_response` gives a
-    client that reads it so (botocore's, which reads a response whole), in place of the
-    ``httpx2`` response it would convert. A :class:`~.wire.WireResponse` all the same:
-    its headers and stream are made when asked for."""
-
-    status_code: int
-    pairs: tuple[tuple[str, str], ...]
-    body: bytes
-    extensions: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def headers(self) -> httpx2.Headers:
-        return httpx2.Headers(list(self.pairs))
-
-    @property
-    def stream(self) -> httpx2.ByteStream:
-        return httpx2.ByteStream(self.body)
-
-
 def recorded_response(
     status: int,
     *,
@@ -242,7 +221,7 @@ def recorded_response(
         current is not None
         and current.takes_recorded
         and current.offered_to is handler
-        and all(name.isascii() and value.isascii() for name, value in headers.items())
+        and _ascii(headers)
     ):
         body, pairs = b"".join(chunks), tuple(headers.items())
         if body and not streamed and not any(n.lower() == "content-length" for n, _ in pairs):
@@ -251,6 +230,10 @@ def recorded_response(
     if streamed:
         return make_response(status, headers=headers, chunks=chunks)
     return make_response(status, headers=headers, content=b"".join(chunks))
+
+
+def _ascii(headers: Mapping[str, str]) -> bool:
+    return "".join(chain.from_iterable(headers.items())).isascii()
 
 
 def _pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

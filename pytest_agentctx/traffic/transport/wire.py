@@ -10,6 +10,7 @@ capture use of them, which both libraries' objects have.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
 
@@ -187,6 +188,31 @@ def prebuilt_request_of_triples(
     request.stream = ByteStream(content)
     request._content = content
     return request
+
+
+@dataclass(slots=True)
+class Recorded:
+    """A recorded response in one piece, as stored: what
+    :func:`~.responses.recorded_response` gives a client that reads it so (botocore's, which
+    reads a response whole), in place of the ``httpx2`` response it would convert. A
+    :class:`WireResponse` all the same: its headers and stream are made when asked for."""
+
+    status_code: int
+    pairs: tuple[tuple[str, str], ...]
+    body: bytes
+    extensions: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def headers(self) -> httpx2.Headers:
+        import httpx2
+
+        return httpx2.Headers(list(self.pairs))
+
+    @property
+    def stream(self) -> httpx2.ByteStream:
+        import httpx2
+
+        return httpx2.ByteStream(self.body)
 
 
 #: What a handler gives for a request: a response, or ``None`` to let it pass; one offered

@@ -14,7 +14,8 @@ from hypothesis import given, strategies as st
 from pytest_agentctx.traffic.clients import botocore as client
 from pytest_agentctx.traffic.transport import Interceptor, WireRequest, handlers_before
 from pytest_agentctx.traffic.transport.dispatch import dispatch_sync
-from pytest_agentctx.traffic.transport.responses import Recorded, as_httpx2, recorded_response
+from pytest_agentctx.traffic.transport.responses import as_httpx2, recorded_response
+from pytest_agentctx.traffic.transport.wire import Recorded
 
 URL = "http://127.0.0.1:9/model/m/converse-stream"
 _NAMES = st.sampled_from(
