@@ -175,18 +175,14 @@ def _triples(headers: Any) -> list[tuple[bytes, bytes, bytes]]:
     a ``HeadersDict`` keeps them in: its ``items()`` makes and hashes a case-insensitive key
     for each (a stored key's name is read as ``str()`` reads it, without the call)."""
     stored = getattr(headers, "_dict", None)
-    pairs = (
-        raw_headers(headers)
-        if type(stored) is not dict
-        else [
-            (
-                (name._key if type(name) is _HeaderKey else str(name)).encode("latin-1"),
-                value if isinstance(value, bytes) else value.encode("latin-1"),
-            )
-            for name, value in stored.items()
-        ]
-    )
-    return [(name, name.lower(), value) for name, value in pairs]
+    if type(stored) is not dict:
+        return [(name, name.lower(), value) for name, value in raw_headers(headers)]
+    triples = []
+    for key, value in stored.items():
+        name = (key._key if type(key) is _HeaderKey else str(key)).encode("latin-1")
+        raw = value if isinstance(value, bytes) else value.encode("latin-1")
+        triples.append((name, name.lower(), raw))
+    return triples
 
 
 def _from_aws(response: AWSResponse, *, streamed: bool) -> httpx2.Response:
