@@ -29,7 +29,12 @@ imported later sends through the urllib3 interceptor until the next start.
 Replay is kept cheap, as a Bedrock stream replayed through botocore is compared with
 botocore answered in ``before-send``: the ``httpx2`` request is built from the bytes already
 read (:func:`request_of`), and a replayed stream whose chunks are all known is handed to
-urllib3 as one in-memory body (botocore reads it at once anyway).
+urllib3 as one in-memory body (botocore reads it at once anyway). A handler the dispatch
+offers the request to may answer with the recording as it is
+(:class:`~pytest_agentctx.traffic.transport.wire.Recorded`, see
+:func:`~pytest_agentctx.traffic.transport.responses.recorded_response`): botocore's
+response is made of it directly (:func:`recorded_aws`), the one it would get of the
+``httpx2`` response.
 """
 
 from __future__ import annotations
