@@ -12,7 +12,12 @@ from botocore.httpsession import URLLib3Session
 from hypothesis import given, strategies as st
 
 from pytest_agentctx.traffic.clients import botocore as client
-from pytest_agentctx.traffic.transport import Interceptor, WireRequest, handlers_before
+from pytest_agentctx.traffic.transport import (
+    Interceptor,
+    WireRequest,
+    WireResponse,
+    handlers_before,
+)
 from pytest_agentctx.traffic.transport.dispatch import dispatch_sync
 from pytest_agentctx.traffic.transport.responses import as_httpx2, recorded_response
 from pytest_agentctx.traffic.transport.wire import Recorded
@@ -26,11 +31,11 @@ _VALUES = st.sampled_from(["application/json", "chunked", "3", "gzip", "BaseHTTP
 
 def _answered_both_ways(
     status: int, headers: dict[str, str], chunks: list[bytes], streamed: bool
-) -> tuple[object, object]:
+) -> tuple[WireResponse, WireResponse]:
     """The answer of a handler replaying a response, to a client that takes a recorded one
     (botocore's) and to one that does not."""
 
-    def handler(_: WireRequest) -> object:
+    def handler(_: WireRequest) -> WireResponse:
         return recorded_response(
             status, headers=headers, chunks=chunks, streamed=streamed, handler=handler
         )
@@ -39,7 +44,7 @@ def _answered_both_ways(
         raise AssertionError("sent")
 
     request = httpx2.Request("POST", URL, content=b"{}")
-    with Interceptor(handler):  # type: ignore[arg-type]
+    with Interceptor(handler):
         return (
             dispatch_sync(request, never, takes_recorded=True),
             dispatch_sync(request, never),
@@ -100,7 +105,7 @@ def _prepared() -> object:
 def test_only_the_handler_botocore_offers_its_request_gives_a_recorded_response():
     given_back: list[object] = []
 
-    def older(_: WireRequest) -> object:
+    def older(_: WireRequest) -> WireResponse:
         answer = recorded_response(
             200,
             headers={"content-type": "text/plain"},
@@ -115,8 +120,8 @@ def test_only_the_handler_botocore_offers_its_request_gives_a_recorded_response(
         for handler in handlers_before(newer):  # a recorder asking the handlers below it
             handler(request)
 
-    with Interceptor(older), Interceptor(newer):  # type: ignore[arg-type]
-        response = URLLib3Session().send(_prepared())  # type: ignore[arg-type]
+    with Interceptor(older), Interceptor(newer):
+        response = URLLib3Session().send(_prepared())
 
     assert given_back == [httpx2.Response, Recorded]
     assert (response.status_code, response.content) == (200, b"ok")
@@ -125,7 +130,7 @@ def test_only_the_handler_botocore_offers_its_request_gives_a_recorded_response(
 def test_a_client_other_than_botocore_gets_the_librarys_response():
     given_back: list[object] = []
 
-    def handler(_: WireRequest) -> object:
+    def handler(_: WireRequest) -> WireResponse:
         answer = recorded_response(
             200,
             headers={"content-type": "text/plain"},
@@ -136,7 +141,7 @@ def test_a_client_other_than_botocore_gets_the_librarys_response():
         given_back.append(type(answer))
         return answer
 
-    with Interceptor(handler), httpx2.Client() as http:  # type: ignore[arg-type]
+    with Interceptor(handler), httpx2.Client() as http:
         response = http.post(URL, content=b"{}")
 
     assert given_back == [httpx2.Response]
@@ -144,14 +149,14 @@ def test_a_client_other_than_botocore_gets_the_librarys_response():
 
 
 def test_non_ascii_headers_give_the_librarys_response_and_its_error():
-    def handler(_: WireRequest) -> object:
+    def handler(_: WireRequest) -> WireResponse:
         return recorded_response(
             200, headers={"x-note": "caf\u00e9"}, chunks=[b"ok"], streamed=False, handler=handler
         )
 
-    with Interceptor(handler):  # type: ignore[arg-type]
+    with Interceptor(handler):
         try:
-            URLLib3Session().send(_prepared())  # type: ignore[arg-type]
+            URLLib3Session().send(_prepared())
         except UnicodeEncodeError:
             raised = True
         else:

@@ -66,7 +66,7 @@ def test_it_has_the_attributes_httpx2s_has(
     pairs: list[tuple[bytes, bytes]], content: bytes, method: str
 ):
     url = httpx2.URL("https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse")
-    extensions = {"agentctx_client": "botocore"}
+    extensions: dict[str, object] = {"agentctx_client": "botocore"}
     built = httpx2.Request(method, url, headers=pairs, content=content, extensions=extensions)
 
     cheap = prebuilt_request(method, url, list(built.headers.raw), content, extensions=extensions)
