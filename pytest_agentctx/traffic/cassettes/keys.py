@@ -54,6 +54,9 @@ class RequestKeys:
         #: :meth:`known_key`): the redactor's generation, the method, URL text, body,
         #: ``content-encoding`` and ``content-type``.
         self._last: tuple[tuple[int, str, str, str | None, str], bytes, RequestKey] | None = None
+        #: The request :meth:`known_key` last found unknown, and what :meth:`_learn` gave:
+        #: :meth:`of_request` keys it next, without reading its headers again.
+        self._unknown: tuple[object, tuple[str, str | None, str]] | None = None
 
     def of_interaction(self, interaction: Interaction) -> RequestKey:
         """The key of a recorded interaction, redacted like a live request."""
@@ -158,10 +161,11 @@ class RequestKeys:
         last = self._last
         if last is None or self.body_hook is not None:
             return None
-        url_text, encoding, kind = self._learn(request)
+        learned = self._learn(request)
         made_of, content, key = last
-        now = (self.redactor.generation, request.method, url_text, encoding, kind)
+        now = (self.redactor.generation, request.method, *learned)
         if now != made_of or (request.content or b"") != content:
+            self._unknown = request, learned
             return None
         return _with_role(key)
 
@@ -187,7 +191,9 @@ class RequestKeys:
 
     def of_request(self, request: WireRequest) -> tuple[RequestKey, str, object, bytes]:
         """The key of a live request, with its redacted URL, JSON body and raw body."""
-        url_text, encoding, kind = self._learn(request)
+        unknown, self._unknown = self._unknown, None
+        learned = unknown[1] if unknown is not None and unknown[0] is request else None
+        url_text, encoding, kind = learned or self._learn(request)
         generation = self.redactor.generation
         url, body_json, raw, finite, _ = self._redact(request, url_text, encoding, kind)
         key = make_key(

@@ -78,6 +78,28 @@ def test_the_known_key_of_a_request_is_its_full_key(requests):
         assert known is None or known == full
 
 
+#: How a cassette keys a request: by its known key (keyed in full when it has none), in
+#: full only (``rewrite``, vcrpy's matching), or in full after its known key (its
+#: recordings used up).
+WAYS = st.sampled_from(["known", "full", "both"])
+
+
+@given(st.lists(st.tuples(REQUESTS, WAYS), min_size=1, max_size=8))
+def test_keys_found_known_first_are_the_keys_found_in_full(requests):
+    asked = RequestKeys(Redactor(env=()), [], None)
+    full = RequestKeys(Redactor(env=()), [], None)  # of_request only
+
+    for (method, url, pairs, body, judge), way in requests:
+        request = _request(method, url, pairs, body)
+        with model_role("judge") if judge else contextlib.nullcontext():
+            known = asked.known_key(request) if way != "full" else None
+            if known is None or way == "both":
+                known = asked.of_request(request)[0]
+
+            assert known == full.of_request(request)[0]
+        assert asked.redactor.secret_values == full.redactor.secret_values
+
+
 @given(REQUESTS, st.sampled_from([b"20260101T000002Z", b"20260101T000003Z"]))
 def test_a_request_repeated_with_another_signing_time_is_known(first, stamp):
     method, url, pairs, body, _ = first
