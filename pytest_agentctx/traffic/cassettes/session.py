@@ -77,6 +77,7 @@ from pytest_agentctx.traffic.cassettes.misses import (
     miss_message,
     miss_reason,
     partial_message,
+    record_command,
     response_message,
     stale_message,
     unreadable_message,
@@ -400,8 +401,8 @@ class Cassette:
     # -- reporting -------------------------------------------------------------------
 
     def record_command(self) -> str:
-        target = self.test_id or "<test id>"
-        return f'pytest --agent-record "{target}"'
+        """The command that re-records this cassette's test."""
+        return record_command(self.test_id)
 
     def miss_message(self, miss: Miss) -> str:
         """What the test is told of ``miss`` (see :func:`.misses.miss_message`), as much as
@@ -424,7 +425,7 @@ class Cassette:
             path=self.path,
             ignored=self.ignored,
             played=self.played,
-            command=self.record_command(),
+            test_id=self.test_id,
             verbosity=self.verbosity,
             compare=self._compared,
         )
