@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
-from datetime import UTC, datetime
+from datetime import date
 from typing import TYPE_CHECKING
 
 import pytest
@@ -29,13 +29,15 @@ from .keys import (
     BUDGET_DEFAULTS_KEY,
     BUDGET_KEY,
     BUDGET_SPEC_KEY,
+    CASSETTE_ENTRY_KEY,
+    CASSETTE_KEY,
     PRICE_DATA_KEY,
-    PRICE_DAY_KEY,
     PRICES_KEY,
     PRICES_REQUEST_KEY,
     REPEAT_ERROR_KEY,
     REPEAT_INDEX_KEY,
     RUNS_KEY,
+    session_day,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +66,7 @@ def configure(config: pytest.Config) -> None:
 
             config.stash[PRICE_DATA_KEY] = PriceData.parse(pin)
         else:  # today, read before any test freezes the clock
-            config.stash[PRICE_DAY_KEY] = datetime.now(UTC).date()
+            session_day(config)
         lines = [str(line) for line in config.getini("agent_prices")]
         if any(line.strip() for line in lines):
             from pytest_agentctx.reports.figures import PriceTable
@@ -89,8 +91,7 @@ def price_data(config: pytest.Config) -> PriceData:
     if data is None:
         from pytest_agentctx.reports.pricing import PriceData
 
-        day = config.stash.get(PRICE_DAY_KEY, None)
-        data = config.stash[PRICE_DATA_KEY] = PriceData.installed(day)
+        data = config.stash[PRICE_DATA_KEY] = PriceData.installed(session_day(config))
     return data
 
 
@@ -104,8 +105,16 @@ def session_prices(config: pytest.Config) -> PriceTable:
 
 def prices_of(item: pytest.Item) -> PriceTable:
     """The prices of ``item``'s runs: its own ``agent_prices`` fixture's (:func:`_test_prices`),
-    else the session's."""
-    return item.stash.get(PRICES_KEY, None) or session_prices(item.config)
+    else the session's; at the day its recordings were made, when its cassette dates them
+    (:meth:`~pytest_agentctx.traffic.cassettes.Cassette.recording_day`)."""
+    table = item.stash.get(PRICES_KEY, None) or session_prices(item.config)
+    cassette = item.stash.get(CASSETTE_KEY, None)  # while the test runs
+    if cassette is not None:
+        day = cassette.recording_day()
+    else:  # once it ended, its report entry
+        entry = item.stash.get(CASSETTE_ENTRY_KEY, None)
+        day = entry.get("recorded_on") if entry is not None else None
+    return table if day is None else table.on_day(date.fromisoformat(day))
 
 
 @pytest.fixture(scope="session")

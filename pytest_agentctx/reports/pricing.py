@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -237,3 +237,22 @@ def _priced(
         model=str(whole.model.id),
         provider=str(whole.provider.id),
     )
+
+
+def dated_cassettes(tests: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any of ``tests`` was priced at the day its cassette's recordings were made."""
+    cassettes = (test.get("cassette") for test in tests)
+    return any(isinstance(c, Mapping) and c.get("recorded_on") for c in cassettes)
+
+
+def price_data_words(priced: Mapping[str, object], dated: bool, *, hint: bool = False) -> str:
+    """What priced a session, in words (``priced``: its report's ``summary.price_data``;
+    ``dated``: some tests were priced at their recording's day; ``hint``: an unpinned one
+    says how to pin it): ``genai-prices 0.2.3, prices of 2026-11-29, pinned``."""
+    day = f"prices of {priced.get('day')}"
+    if dated:
+        day = f"prices of the day each cassette was recorded, else of {priced.get('day')}"
+    pin = "pinned" if priced.get("pinned") else "not pinned"
+    if hint and not priced.get("pinned"):
+        pin += ": pytest-agentctx prices pin"
+    return f"genai-prices {priced.get('version')}, {day}, {pin}"

@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,8 +133,12 @@ class Cassette:
         match_on: Sequence[tuple[str, Matcher]] | None = None,
         migration_until: str = "",
         migrating: bool = False,
+        day: str = "",
     ) -> None:
         self.path = path
+        #: The UTC day (``YYYY-MM-DD``) this test's recordings are dated (by default, the
+        #: day the cassette was made).
+        self.day = day or datetime.now(UTC).date().isoformat()
         #: vcrpy's matchers, with their names, when they replace the package's matching
         #: (``match_on``, see :mod:`.vcr_matchers`).
         self.match_on = tuple(match_on) if match_on is not None else None
@@ -400,6 +405,14 @@ class Cassette:
 
     # -- reporting -------------------------------------------------------------------
 
+    def recording_day(self) -> str | None:
+        """The day of the recordings this test used (the latest, if several): those it
+        replayed, and its own :attr:`day` when it recorded; ``None`` when none is dated."""
+        days = [self._replays.loaded[position].recorded_on for position in self.played]
+        if any(interaction is not None for interaction in self.recorded_interactions):
+            days.append(self.day)
+        return max(filter(None, days), default=None)
+
     def record_command(self) -> str:
         """The command that re-records this cassette's test."""
         return record_command(self.test_id)
@@ -594,6 +607,7 @@ class Cassette:
                 key_of=self._keys.of_interaction,
                 run_id=run_id,
                 style=self.style,
+                day=self.day,
             )
         except OSError as exc:
             raise write_error(
