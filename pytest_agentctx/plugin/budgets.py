@@ -13,6 +13,7 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Generator
 from datetime import date
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ from .keys import (
     CASSETTE_ENTRY_KEY,
     CASSETTE_KEY,
     PRICE_DATA_KEY,
+    PRICE_STORE_KEY,
     PRICES_KEY,
     PRICES_REQUEST_KEY,
     REPEAT_ERROR_KEY,
@@ -86,13 +88,43 @@ def _base_table(config: pytest.Config) -> PriceTable:
 
 def price_data(config: pytest.Config) -> PriceData:
     """The price data of the session (``agent_price_data``, else the installed data at the
-    day the session started)."""
+    day the session started). Once asked, the prices of that data are kept between
+    sessions (:mod:`~pytest_agentctx.reports.pricestore`)."""
     data = config.stash.get(PRICE_DATA_KEY, None)
     if data is None:
         from pytest_agentctx.reports.pricing import PriceData
 
         data = config.stash[PRICE_DATA_KEY] = PriceData.installed(session_day(config))
+    if PRICE_STORE_KEY not in config.stash:
+        _use_price_store(config, data.version)
     return data
+
+
+def _use_price_store(config: pytest.Config, release: str) -> None:
+    """Keep the prices of ``release``'s data in pytest's cache folder (none under ``-p
+    no:cacheprovider``); the store before (an outer session's) is kept for
+    :func:`pytest_unconfigure` to put back."""
+    from pytest_agentctx.reports.pricing import use_store
+
+    cache = getattr(config, "cache", None)
+    store = None
+    if cache is not None:
+        from pytest_agentctx.reports.pricestore import FOLDER_NAME, PriceStore
+
+        store = PriceStore(functools.partial(cache.mkdir, FOLDER_NAME), release)
+    config.stash[PRICE_STORE_KEY] = (store, use_store(store))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The prices the session added are kept; an outer session's store is in use again."""
+    stores = config.stash.get(PRICE_STORE_KEY, None)
+    if stores is not None:
+        from pytest_agentctx.reports.pricing import use_store
+
+        store, outer = stores
+        if store is not None:
+            store.save()
+        use_store(outer)
 
 
 def session_prices(config: pytest.Config) -> PriceTable:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
     from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.pricestore import PriceStore
     from pytest_agentctx.reports.pricing import PriceData
     from pytest_agentctx.reports.repeats import RepeatTally
     from pytest_agentctx.reports.schema import (
@@ -128,6 +129,9 @@ CACHE_SPEC_KEY = _test_key(pytest.StashKey[tuple[bool, tuple[str, ...]]]())
 PRICES_KEY: pytest.StashKey[PriceTable] = _test_key(pytest.StashKey())
 #: The session's price data (agent_price_data, else the installed genai-prices' data).
 PRICE_DATA_KEY: pytest.StashKey[PriceData] = pytest.StashKey()
+#: The session's store of prices kept between sessions (``None`` without pytest's cache),
+#: and the one in use before it (an outer session's).
+PRICE_STORE_KEY: pytest.StashKey[tuple[PriceStore | None, PriceStore | None]] = pytest.StashKey()
 #: The day the session started (UTC): see :func:`session_day`.
 SESSION_DAY_KEY: pytest.StashKey[date] = pytest.StashKey()
 #: The test's fixture request, kept to ask its agent_prices fixture once it made runs.

@@ -24,9 +24,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx.exceptions import AgentCtxError
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.pricestore import PriceStore
 
 #: genai-prices' provider for each of capture's providers (``metadata["provider"]``);
 #: a provider not here is found by the model's name alone.
@@ -181,8 +184,30 @@ def price_call(
 ) -> CallPrice | None:
     """The price of a call of ``model`` (capture's ``provider``, or ``None``) that used
     ``breakdown``, by ``data``'s prices; ``None`` when genai-prices knows no such model.
-    A ``service_tier`` (``flex``, ``priority``) prices the tier's variant."""
-    return _priced(model.lower(), provider, breakdown, data.day, service_tier)
+    A ``service_tier`` (``flex``, ``priority``) prices the tier's variant. A price kept
+    by the session's :class:`~.pricestore.PriceStore` (:func:`use_store`) is not computed
+    again."""
+    key = (model.lower(), provider, breakdown, data.day, service_tier)
+    store = _store
+    if store is None or store.release != data.version:
+        return _priced(*key)
+    known, price = store.get(key)
+    if not known:
+        price = _priced(*key)
+        store.add(key, price)
+    return price
+
+
+#: The prices kept between sessions (:mod:`.pricestore`), or ``None``.
+_store: PriceStore | None = None
+
+
+def use_store(store: PriceStore | None) -> PriceStore | None:
+    """Price with ``store``'s kept prices from now on (``None``: compute every price);
+    returns the store it replaces."""
+    global _store
+    previous, _store = _store, store
+    return previous
 
 
 @functools.lru_cache(maxsize=8192)

@@ -246,3 +246,29 @@ def test_cache_reads_are_priced_below_fresh_input(agent_pytester: pytest.Pyteste
         90_000,
         10_000,
     )
+
+
+#: Says at the session's end whether genai-prices' data was loaded in its process.
+LOADED_PLUGIN = """
+import sys
+
+
+def pytest_unconfigure(config):
+    print(f"genai-prices loaded: {'genai_prices' in sys.modules}")
+"""
+
+
+def test_a_session_whose_prices_were_kept_never_loads_the_price_data(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(LOADED_PLUGIN)
+    _pin(project, f"genai-prices=={INSTALLED} 2026-11-29")
+    loaded, costs = [], []
+    for _ in range(2):
+        run = project.runpytest_subprocess("--agent-report=report.json")
+        run.assert_outcomes(passed=1)
+        loaded.append("genai-prices loaded: True" in run.stdout.str())
+        costs.append(_cost(project)[0])
+
+    assert loaded == [True, False]
+    assert costs[0] == costs[1] == 0.75

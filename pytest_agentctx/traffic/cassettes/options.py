@@ -261,3 +261,22 @@ def is_agent_test(fixturenames: Iterable[str], *, marked: bool, settings: Casset
     if "fake_llm" in fixtures:
         return False
     return settings.all_tests or marked or bool(fixtures & AGENT_FIXTURES)
+
+
+def period_ended(until: str, migrating: bool, command: str | None) -> str:
+    """What the failure of a suite whose migration period (``agent_migration_until``:
+    ``until``, still running when ``migrating``) ended adds: that it ended, and what to do:
+    re-record the test with ``command`` (a miss), or, with ``None``, drop the unused
+    recordings."""
+    if not until or migrating:
+        return ""
+    fix = (
+        f"re-record the test ({command})"
+        if command is not None
+        else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
+        "pytest-agentctx cassettes prune agentctx-report.json)"
+    )
+    return (
+        f"\nThe migration period of agent_migration_until ended on {until}, so this fails "
+        f"again: {fix}, or move agent_migration_until to a later date in your pytest ini file."
+    )

@@ -82,6 +82,31 @@ def save_recorded(
     return True
 
 
+def missing_mode(
+    path: Path,
+    loaded: list[Interaction],
+    *,
+    existed: bool,
+    shared: bool,
+    test_id: str,
+    run_id: str,
+) -> RecordMode:
+    """What ``missing`` means for the test ``test_id`` of the cassette at ``path`` (which
+    ``existed``, holding ``loaded``): record when it has no recording."""
+    if not existed:
+        return RecordMode.REWRITE
+    if shared:
+        # Record unless the shared cassette holds this test's interactions, or ones of
+        # no known test (an older cassette, which every test replays).
+        mine = {"", test_id}
+        return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
+    if run_id and run_wrote(path, run_id):
+        # Another test of this run wrote this file (two tests whose cassettes have the
+        # same path): keep what it recorded, add what this test needs.
+        return RecordMode.NEW
+    return RecordMode.NONE
+
+
 def dated(recorded: list[Interaction], earlier: list[Interaction], day: str) -> list[Interaction]:
     """``recorded`` with each interaction dated: the day of the same interaction (request,
     response and all, but its day) in ``earlier`` (the file before), so that traffic

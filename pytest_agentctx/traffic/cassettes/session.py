@@ -83,6 +83,7 @@ from pytest_agentctx.traffic.cassettes.misses import (
     stale_message,
     unreadable_message,
 )
+from pytest_agentctx.traffic.cassettes.options import period_ended
 from pytest_agentctx.traffic.cassettes.recording import Recorder
 from pytest_agentctx.traffic.cassettes.redact import (
     Redactor,
@@ -90,7 +91,7 @@ from pytest_agentctx.traffic.cassettes.redact import (
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.runs import sweep_folder
-from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
+from pytest_agentctx.traffic.cassettes.saving import missing_mode, save_recorded, write_error
 from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
 from pytest_agentctx.traffic.errors import (
     CassetteError,
@@ -165,7 +166,14 @@ class Cassette:
         # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
         loaded = [] if mode is RecordMode.REWRITE else load_cassette(path, redactor=self.redactor)
         if mode is RecordMode.MISSING:
-            mode = self._missing_mode(loaded, run_id)
+            mode = missing_mode(
+                self.path,
+                loaded,
+                existed=self.existed,
+                shared=self.shared,
+                test_id=test_id,
+                run_id=run_id,
+            )
         self.mode = mode
         self.misses: list[Miss] = []
         #: Responses not recorded because their body cannot be scrubbed of secrets.
@@ -208,21 +216,6 @@ class Cassette:
             from pytest_agentctx.traffic.cassettes.vcr_matchers import VcrMatching
 
             self._matching = VcrMatching(self.match_on, self._keys, self.loaded)
-
-    def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
-        """What ``missing`` means for this test: record when it has no recording."""
-        if not self.existed:
-            return RecordMode.REWRITE
-        if self.shared:
-            # Record unless the shared cassette holds this test's interactions, or ones of
-            # no known test (an older cassette, which every test replays).
-            mine = {"", self.test_id}
-            return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
-        if run_id and run_wrote(self.path, run_id):
-            # Another test of this run wrote this file (two tests whose cassettes have the
-            # same path): keep what it recorded, add what this test needs.
-            return RecordMode.NEW
-        return RecordMode.NONE
 
     # -- interception ----------------------------------------------------------------
 
@@ -488,7 +481,11 @@ class Cassette:
                 if len(self.misses) > 1
                 else ""
             )
-            raise CassetteMiss(first + more + self._period_ended(misses=True))
+            raise CassetteMiss(
+                first
+                + more
+                + period_ended(self.migration_until, self.migrating, self.record_command())
+            )
         if self.mode is not RecordMode.NONE or self.allow_unused or self.shared:
             return
         unused = self.unused()
@@ -498,24 +495,7 @@ class Cassette:
             message = stale_message(
                 self._replays, unused, path=self.path, command=self.record_command()
             )
-            raise StaleCassette(message + self._period_ended(misses=False))
-
-    def _period_ended(self, *, misses: bool) -> str:
-        """What the failure of a suite whose migration period ended adds: that it ended,
-        and what to do."""
-        if not self.migration_until or self.migrating:
-            return ""
-        fix = (
-            f"re-record the test ({self.record_command()})"
-            if misses
-            else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
-            "pytest-agentctx cassettes prune agentctx-report.json)"
-        )
-        return (
-            f"\nThe migration period of agent_migration_until ended on "
-            f"{self.migration_until}, so this fails again: {fix}, or move "
-            "agent_migration_until to a later date in your pytest ini file."
-        )
+            raise StaleCassette(message + period_ended(self.migration_until, self.migrating, None))
 
     # -- lifecycle -------------------------------------------------------------------
 
