@@ -103,6 +103,7 @@ from pytest_agentctx.traffic.errors import (
 )
 from pytest_agentctx.traffic.mcp.http import McpHttp
 from pytest_agentctx.traffic.mcp.wire import with_recorded
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE
 from pytest_agentctx.traffic.transport import (
     Interceptor,
     answered_by_another_tool,
@@ -399,12 +400,14 @@ class Cassette:
     # -- reporting -------------------------------------------------------------------
 
     def recording_day(self) -> str | None:
-        """The day of the recordings this test used (the latest, if several): those it
-        replayed, and its own :attr:`day` when it recorded; ``None`` when none is dated."""
-        days = [self._replays.loaded[position].recorded_on for position in self.played]
-        if any(interaction is not None for interaction in self.recorded_interactions):
-            days.append(self.day)
-        return max(filter(None, days), default=None)
+        """The day of the agent's recordings this test used (the latest, if several; of
+        the other roles' when it used none of the agent's): those it replayed, and its own
+        :attr:`day` for those it recorded; ``None`` when none is dated."""
+        loaded = self._replays.loaded
+        used = [(loaded[position].role, loaded[position].recorded_on) for position in self.played]
+        used += [(i.role, self.day) for i in self.recorded_interactions if i is not None]
+        agent = [day for role, day in used if role == DEFAULT_ROLE and day]
+        return max(agent or [day for _, day in used if day], default=None)
 
     def record_command(self) -> str:
         """The command that re-records this cassette's test."""

@@ -18,12 +18,15 @@ from pytest_agentctx.traffic.cassettes import Cassette, Interaction, RecordMode
 from pytest_agentctx.traffic.cassettes.saving import dated
 from pytest_agentctx.traffic.cassettes.store import load_cassette, write_cassette
 from pytest_agentctx.traffic.errors import CassetteFormatError
+from pytest_agentctx.traffic.roles import model_role
 
 REPLAY_BASE = "http://127.0.0.1:9/v1"
 MODEL = "gpt-4o-mini"
 
 
-def _interaction(content: str, answer: str, day: str = "", url: str = "") -> Interaction:
+def _interaction(
+    content: str, answer: str, day: str = "", url: str = "", role: str = "agent"
+) -> Interaction:
     return Interaction(
         method="POST",
         url=url or f"{REPLAY_BASE}/chat/completions",
@@ -33,6 +36,7 @@ def _interaction(content: str, answer: str, day: str = "", url: str = "") -> Int
         response_headers={"content-type": "application/json"},
         response_body={"json": chat_completion(answer)},
         recorded_on=day,
+        role=role,
     )
 
 
@@ -211,3 +215,31 @@ async def test_undated_recordings_give_no_day(tmp_path: Path):
         await _ask(REPLAY_BASE, "Hi")
 
     assert cassette.recording_day() is None
+
+
+async def test_the_judges_recorded_later_leave_the_day_of_the_agents_recordings(
+    tmp_path: Path, loopback: Loopback
+):
+    loopback.answer_json(chat_completion("0.9"))
+    path = tmp_path / "c.json"
+    url = f"{loopback.url}/v1/chat/completions"
+    write_cassette(path, [_interaction("Hi", "Hello", "2026-03-01", url=url)])
+    cassette = Cassette(path, mode=RecordMode.JUDGE, day="2027-01-01")
+
+    with _active(cassette):
+        await _ask(f"{loopback.url}/v1", "Hi")
+        with model_role("judge"):
+            await _ask(f"{loopback.url}/v1", "Grade it")
+
+    assert cassette.recording_day() == "2026-03-01"
+
+
+async def test_a_judges_recordings_alone_give_their_day(tmp_path: Path):
+    path = tmp_path / "c.json"
+    write_cassette(path, [_interaction("Grade it", "0.9", "2026-04-01", role="judge")])
+    cassette = Cassette(path, day="2027-01-01")
+
+    with _active(cassette), model_role("judge"):
+        await _ask(REPLAY_BASE, "Grade it")
+
+    assert cassette.recording_day() == "2026-04-01"
