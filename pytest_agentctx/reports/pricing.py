@@ -210,8 +210,29 @@ def use_store(store: PriceStore | None) -> PriceStore | None:
     return previous
 
 
+#: Whether genai-prices' data is still to be loaded (by the first price computed).
+_DATA_UNLOADED = [True]
+
+
 @functools.lru_cache(maxsize=8192)
 def _priced(
+    model: str, provider: str | None, breakdown: TokenBreakdown, day: date, tier: str | None
+) -> CallPrice | None:
+    """:func:`price_call` computed by genai-prices. The first one loads its data, a module
+    that builds tens of thousands of objects that all stay alive: the garbage collector is
+    paused meanwhile, as each collection those allocations start would scan the whole
+    heap of a long session for nothing (five times the load in a session of 500 tests)."""
+    if _DATA_UNLOADED[0]:
+        from pytest_agentctx.traffic.cassettes.store import paused_gc
+
+        with paused_gc():
+            price = _computed(model, provider, breakdown, day, tier)
+        _DATA_UNLOADED[0] = False
+        return price
+    return _computed(model, provider, breakdown, day, tier)
+
+
+def _computed(
     model: str, provider: str | None, breakdown: TokenBreakdown, day: date, tier: str | None
 ) -> CallPrice | None:
     import genai_prices
