@@ -69,17 +69,25 @@ async def test_recorded(agent_runtime):
 """
 
 
+def _record(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, on: tuple[int, int, int]
+) -> None:
+    """Record the project's test against a provider that answers a million input tokens,
+    in a session that starts on the day ``on``."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    _session_day(monkeypatch, *on)
+    with LoopbackProvider() as provider:
+        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
+        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+        project.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(passed=1)
+
+
 def test_a_pinned_cassette_priced_on_two_days_gives_the_same_dollars(
     agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent_pytester.makepyfile(test_recorded=RECORDED_TEST)
     _pin(agent_pytester, f"genai-prices=={INSTALLED} 2026-11-29")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with LoopbackProvider() as provider:
-        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
-        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
-        recorded = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record")
-    recorded.assert_outcomes(passed=1)
+    _record(agent_pytester, monkeypatch, on=(2026, 11, 29))
     costs = []
     for day in ((2026, 11, 29), (2027, 6, 1)):
         _session_day(monkeypatch, *day)
@@ -96,14 +104,7 @@ def test_a_recording_is_priced_at_the_day_it_was_recorded(
     agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent_pytester.makepyfile(test_recorded=RECORDED_TEST)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    _session_day(monkeypatch, 2026, 11, 29)
-    with LoopbackProvider() as provider:
-        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
-        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
-        agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(
-            passed=1
-        )
+    _record(agent_pytester, monkeypatch, on=(2026, 11, 29))
     _session_day(monkeypatch, 2027, 6, 1)
 
     result = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-report=report.json")
@@ -134,14 +135,7 @@ def test_a_dollar_budget_holds_a_recording_at_the_day_it_was_recorded(
             "async def", "import pytest\n\n@pytest.mark.agent_budget(max_cost_usd=1.0)\nasync def"
         )
     )
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    _session_day(monkeypatch, 2026, 11, 29)
-    with LoopbackProvider() as provider:
-        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
-        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
-        agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(
-            passed=1
-        )
+    _record(agent_pytester, monkeypatch, on=(2026, 11, 29))
     _session_day(monkeypatch, 2027, 6, 1)
 
     result = agent_pytester.runpytest("-p", "no:cacheprovider")

@@ -4,15 +4,13 @@ recordings a test used (which prices its calls)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import openai
 import pytest
-from cassette_support import TLS, Loopback, chat_completion
+from cassette_support import TLS, Loopback, active, chat_completion
 
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction, RecordMode
 from pytest_agentctx.traffic.cassettes.saving import dated
@@ -38,15 +36,6 @@ def _interaction(
         recorded_on=day,
         role=role,
     )
-
-
-@contextlib.contextmanager
-def _active(cassette: Cassette) -> Iterator[Cassette]:
-    cassette.start()
-    try:
-        yield cassette
-    finally:
-        cassette.stop()
 
 
 async def _ask(base_url: str, *contents: str) -> None:
@@ -137,7 +126,7 @@ async def test_a_recording_is_dated_the_cassettes_day(tmp_path: Path, loopback: 
     path = tmp_path / "c.json"
     cassette = Cassette(path, mode=RecordMode.REWRITE, day="2026-11-30")
 
-    with _active(cassette):
+    with active(cassette):
         await _ask(f"{loopback.url}/v1", "Hi")
     cassette.save("run-1")
 
@@ -152,7 +141,7 @@ async def test_the_same_traffic_recorded_again_leaves_the_file_unchanged(
     path = tmp_path / "c.json"
     for day, run in (("2026-11-29", "run-1"), ("2026-11-30", "run-2")):
         cassette = Cassette(path, mode=RecordMode.REWRITE, day=day)
-        with _active(cassette):
+        with active(cassette):
             await _ask(f"{loopback.url}/v1", "Hi")
         cassette.save(run)
         if run == "run-1":
@@ -168,7 +157,7 @@ async def test_a_cassette_that_cannot_be_read_is_recorded_over(tmp_path: Path, l
     path.write_text("{not json")
     cassette = Cassette(path, mode=RecordMode.REWRITE, day="2026-11-30")
 
-    with _active(cassette):
+    with active(cassette):
         await _ask(f"{loopback.url}/v1", "Hi")
     cassette.save("run-1")
 
@@ -186,7 +175,7 @@ async def test_a_replay_gives_the_latest_day_of_the_recordings_it_used(tmp_path:
     )
     cassette = Cassette(path, day="2027-01-01")
 
-    with _active(cassette):
+    with active(cassette):
         await _ask(REPLAY_BASE, "Hi", "Bye")
 
     assert cassette.recording_day() == "2026-05-02"
@@ -200,7 +189,7 @@ async def test_a_recording_the_test_did_not_use_does_not_count(tmp_path: Path):
     )
     cassette = Cassette(path, day="2027-01-01", allow_unused=True)
 
-    with _active(cassette):
+    with active(cassette):
         await _ask(REPLAY_BASE, "Hi")
 
     assert cassette.recording_day() == "2026-03-01"
@@ -211,7 +200,7 @@ async def test_undated_recordings_give_no_day(tmp_path: Path):
     write_cassette(path, [_interaction("Hi", "Hello")])
     cassette = Cassette(path, day="2027-01-01")
 
-    with _active(cassette):
+    with active(cassette):
         await _ask(REPLAY_BASE, "Hi")
 
     assert cassette.recording_day() is None
@@ -226,7 +215,7 @@ async def test_the_judges_recorded_later_leave_the_day_of_the_agents_recordings(
     write_cassette(path, [_interaction("Hi", "Hello", "2026-03-01", url=url)])
     cassette = Cassette(path, mode=RecordMode.JUDGE, day="2027-01-01")
 
-    with _active(cassette):
+    with active(cassette):
         await _ask(f"{loopback.url}/v1", "Hi")
         with model_role("judge"):
             await _ask(f"{loopback.url}/v1", "Grade it")
@@ -239,7 +228,7 @@ async def test_a_judges_recordings_alone_give_their_day(tmp_path: Path):
     write_cassette(path, [_interaction("Grade it", "0.9", "2026-04-01", role="judge")])
     cassette = Cassette(path, day="2027-01-01")
 
-    with _active(cassette), model_role("judge"):
+    with active(cassette), model_role("judge"):
         await _ask(REPLAY_BASE, "Grade it")
 
     assert cassette.recording_day() == "2026-04-01"
