@@ -14,9 +14,13 @@ Reported: the pricing and the prefix check as a share of the tests' time (target
 5%), and each time; and the same share without the first call of each (which imports
 their modules and loads genai-prices' data: once per session, whatever its size). The
 share is a ratio inside one process, so the machine's speed cancels out; the absolute
-times are the machine's.
+times are the machine's. By default the replay has no pytest cache folder (a fresh CI job:
+every price computed); with ``--kept`` it has the one the recording session wrote, where
+that session kept the prices it computed, as a developer's machine or a CI job that keeps
+``.pytest_cache`` has.
 
     .venv/bin/python benchmarks/bench_pricing.py               # 100 tests
+    .venv/bin/python benchmarks/bench_pricing.py --kept        # prices kept from the recording
     .venv/bin/python benchmarks/bench_pricing.py --tests 20    # quick
     .venv/bin/python benchmarks/bench_pricing.py --json
 """
@@ -178,8 +182,11 @@ def make_project(root: Path, tests: int) -> None:
     (root / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
 
 
-def run(tests: int) -> dict[str, float]:
-    """Record the project against the loopback server, then time its replay."""
+def run(tests: int, kept: bool = False) -> dict[str, float]:
+    """Record the project against the loopback server, then time its replay: with pytest's
+    cache folder (``kept``: the prices the recording session computed are kept there, as on
+    a developer's machine or a CI job that keeps ``.pytest_cache``), or without one (a
+    fresh CI job: every price computed, genai-prices' data loaded)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Anthropic)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -195,12 +202,16 @@ def run(tests: int) -> dict[str, float]:
                 "BENCH_OUT": str(out),
                 "PYTHONPATH": path,
                 "BENCH_URL": f"http://127.0.0.1:{server.server_port}",
+                # the key of the kept prices' MAC, made in the project, not in the home
+                "XDG_CONFIG_HOME": str(root / "config"),
             }
             env.pop("PYTEST_ADDOPTS", None)
             command = [
-                sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                sys.executable, "-m", "pytest", "-q",
                 "-p", "no:randomly", "-p", "no:deepeval", "-p", "no:rerunfailures",
             ]  # fmt: skip
+            if not kept:
+                command[3:3] = ["-p", "no:cacheprovider"]
             recorded = subprocess.run(
                 [*command, "--agent-record"],
                 cwd=root,
@@ -236,8 +247,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=100)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--kept",
+        action="store_true",
+        help="replay with pytest's cache folder, where the recording kept the prices",
+    )
     options = parser.parse_args()
-    times = run(options.tests)
+    times = run(options.tests, kept=options.kept)
     added = times["pricing"] + times["prefix"]
     first = times["pricing_first"] + times["prefix_first"]
     times["share_of_tests"] = added / times["tests"] if times["tests"] else 0.0
@@ -247,7 +263,8 @@ def main() -> None:
         return
     print(
         f"{times['tests_run']:.0f} replayed tests with a budget, 3 calls each "
-        f"(cost {times['cost_usd']} USD in all)\n"
+        f"(cost {times['cost_usd']} USD in all), "
+        f"{'prices kept in' if options.kept else 'no'} pytest cache folder\n"
         f"pricing:      {times['pricing'] * 1000:8.1f} ms in {times['priced']:.0f} calls "
         f"(the first {times['pricing_first'] * 1000:.1f} ms)\n"
         f"prefix check: {times['prefix'] * 1000:8.1f} ms in {times['checked']:.0f} calls "

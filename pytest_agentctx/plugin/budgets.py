@@ -13,8 +13,9 @@ Imported as Python compiles it, not rewritten by pytest (``PYTEST_DONT_REWRITE``
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Generator
-from datetime import UTC, datetime
+from datetime import date
 from typing import TYPE_CHECKING
 
 import pytest
@@ -29,13 +30,16 @@ from .keys import (
     BUDGET_DEFAULTS_KEY,
     BUDGET_KEY,
     BUDGET_SPEC_KEY,
+    CASSETTE_ENTRY_KEY,
+    CASSETTE_KEY,
     PRICE_DATA_KEY,
-    PRICE_DAY_KEY,
+    PRICE_STORE_KEY,
     PRICES_KEY,
     PRICES_REQUEST_KEY,
     REPEAT_ERROR_KEY,
     REPEAT_INDEX_KEY,
     RUNS_KEY,
+    session_day,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +68,7 @@ def configure(config: pytest.Config) -> None:
 
             config.stash[PRICE_DATA_KEY] = PriceData.parse(pin)
         else:  # today, read before any test freezes the clock
-            config.stash[PRICE_DAY_KEY] = datetime.now(UTC).date()
+            session_day(config)
         lines = [str(line) for line in config.getini("agent_prices")]
         if any(line.strip() for line in lines):
             from pytest_agentctx.reports.figures import PriceTable
@@ -84,14 +88,43 @@ def _base_table(config: pytest.Config) -> PriceTable:
 
 def price_data(config: pytest.Config) -> PriceData:
     """The price data of the session (``agent_price_data``, else the installed data at the
-    day the session started)."""
+    day the session started). Once asked, the prices of that data are kept between
+    sessions (:mod:`~pytest_agentctx.reports.pricestore`)."""
     data = config.stash.get(PRICE_DATA_KEY, None)
     if data is None:
         from pytest_agentctx.reports.pricing import PriceData
 
-        day = config.stash.get(PRICE_DAY_KEY, None)
-        data = config.stash[PRICE_DATA_KEY] = PriceData.installed(day)
+        data = config.stash[PRICE_DATA_KEY] = PriceData.installed(session_day(config))
+    if PRICE_STORE_KEY not in config.stash:
+        _use_price_store(config, data.version)
     return data
+
+
+def _use_price_store(config: pytest.Config, release: str) -> None:
+    """Keep the prices of ``release``'s data in pytest's cache folder (none under ``-p
+    no:cacheprovider``); the store before (an outer session's) is kept for
+    :func:`pytest_unconfigure` to put back."""
+    from pytest_agentctx.reports.pricing import use_store
+
+    cache = getattr(config, "cache", None)
+    store = None
+    if cache is not None:
+        from pytest_agentctx.reports.pricestore import FOLDER_NAME, PriceStore
+
+        store = PriceStore(functools.partial(cache.mkdir, FOLDER_NAME), release)
+    config.stash[PRICE_STORE_KEY] = (store, use_store(store))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The prices the session added are kept; an outer session's store is in use again."""
+    stores = config.stash.get(PRICE_STORE_KEY, None)
+    if stores is not None:
+        from pytest_agentctx.reports.pricing import use_store
+
+        store, outer = stores
+        if store is not None:
+            store.save()
+        use_store(outer)
 
 
 def session_prices(config: pytest.Config) -> PriceTable:
@@ -104,8 +137,16 @@ def session_prices(config: pytest.Config) -> PriceTable:
 
 def prices_of(item: pytest.Item) -> PriceTable:
     """The prices of ``item``'s runs: its own ``agent_prices`` fixture's (:func:`_test_prices`),
-    else the session's."""
-    return item.stash.get(PRICES_KEY, None) or session_prices(item.config)
+    else the session's; at the day its recordings were made, when its cassette dates them
+    (:meth:`~pytest_agentctx.traffic.cassettes.Cassette.recording_day`)."""
+    table = item.stash.get(PRICES_KEY, None) or session_prices(item.config)
+    cassette = item.stash.get(CASSETTE_KEY, None)  # while the test runs
+    if cassette is not None:
+        day = cassette.recording_day()
+    else:  # once it ended, its report entry
+        entry = item.stash.get(CASSETTE_ENTRY_KEY, None)
+        day = entry.get("recorded_on") if entry is not None else None
+    return table if day is None else table.on_day(date.fromisoformat(day))
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Generator
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 if TYPE_CHECKING:
-    from datetime import date
-
     from pytest_agentctx.context.clock import ClockSettings
     from pytest_agentctx.evals.verdict import Verdict
     from pytest_agentctx.redaction.active import SessionSecrets
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_agentctx.reports.budgets import Budget, BudgetCheck
     from pytest_agentctx.reports.errors import RepeatError
     from pytest_agentctx.reports.figures import PriceTable
+    from pytest_agentctx.reports.pricestore import PriceStore
     from pytest_agentctx.reports.pricing import PriceData
     from pytest_agentctx.reports.repeats import RepeatTally
     from pytest_agentctx.reports.schema import (
@@ -129,9 +129,11 @@ CACHE_SPEC_KEY = _test_key(pytest.StashKey[tuple[bool, tuple[str, ...]]]())
 PRICES_KEY: pytest.StashKey[PriceTable] = _test_key(pytest.StashKey())
 #: The session's price data (agent_price_data, else the installed genai-prices' data).
 PRICE_DATA_KEY: pytest.StashKey[PriceData] = pytest.StashKey()
-#: The day the session started (UTC), read before any test froze the clock: the day of
-#: the prices when agent_price_data pins none.
-PRICE_DAY_KEY: pytest.StashKey[date] = pytest.StashKey()
+#: The session's store of prices kept between sessions (``None`` without pytest's cache),
+#: and the one in use before it (an outer session's).
+PRICE_STORE_KEY: pytest.StashKey[tuple[PriceStore | None, PriceStore | None]] = pytest.StashKey()
+#: The day the session started (UTC): see :func:`session_day`.
+SESSION_DAY_KEY: pytest.StashKey[date] = pytest.StashKey()
 #: The test's fixture request, kept to ask its agent_prices fixture once it made runs.
 PRICES_REQUEST_KEY: pytest.StashKey[pytest.FixtureRequest] = _test_key(pytest.StashKey())
 #: The pass rate of an agent_repeat test: {"runs", "passed", "pass_rate", "min_pass_rate"}.
@@ -168,3 +170,13 @@ def release(item: pytest.Item) -> None:
     from pytest_agentctx.redaction.active import set_active
 
     set_active(item.config.stash[SECRETS_KEY])
+
+
+def session_day(config: pytest.Config) -> date:
+    """The day the session started (UTC), read once, at start-up, before any test freezes
+    the clock: the day its recordings are dated, and the day of its prices when
+    ``agent_price_data`` pins none."""
+    day = config.stash.get(SESSION_DAY_KEY, None)
+    if day is None:
+        day = config.stash[SESSION_DAY_KEY] = datetime.now(UTC).date()
+    return day

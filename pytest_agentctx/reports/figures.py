@@ -23,6 +23,8 @@ from pytest_agentctx.exceptions import AgentCtxError
 from pytest_agentctx.reports.pricing import CallPrice, PriceData, TokenBreakdown, price_call
 
 if TYPE_CHECKING:
+    from datetime import date
+
     from pytest_agentctx.context.model import AgentContext
     from pytest_agentctx.reports.schema import CallEntry, StatsEntry
 
@@ -95,6 +97,12 @@ class PriceTable:
     def with_data(self, data: PriceData) -> PriceTable:
         """This table, pricing with ``data``."""
         return PriceTable(self.prices, data)
+
+    def on_day(self, day: date) -> PriceTable:
+        """This table, with its price data at ``day``'s prices (the day the calls it prices
+        were recorded); the release stays the same, pinned or not."""
+        data = self.data or PriceData.installed(day)
+        return self if data.day == day else PriceTable(self.prices, replace(data, day=day))
 
     @classmethod
     def parse_lines(cls, lines: Iterable[str], base: PriceTable | None = None) -> PriceTable:

@@ -38,6 +38,7 @@ from pytest_agentctx.reports.html_text import (
     fmt_seconds,
 )
 from pytest_agentctx.reports.html_transcripts import transcripts_html
+from pytest_agentctx.reports.pricing import dated_cassettes, price_data_words
 from pytest_agentctx.reports.repeats import entry_met
 
 #: The folder of the page's stylesheet and script, inlined into every page.
@@ -159,11 +160,8 @@ class _Page:
             )
         priced = as_map(summary.get("price_data"))
         if priced:
-            pinned = "pinned" if priced.get("pinned") else "not pinned"
-            w(
-                f'<div class="facts">cost priced with genai-prices {esc(priced.get("version"))}, '
-                f"prices of {esc(priced.get('day'))} ({pinned})</div>\n"
-            )
+            words = price_data_words(priced, dated_cassettes(tests))
+            w(f'<div class="facts">cost priced with {esc(words)}</div>\n')
         self.gate(as_map(summary.get("gate")))
         w("</header>\n")
 

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentctx.exceptions import AgentCtxError
+
+if TYPE_CHECKING:
+    from pytest_agentctx.reports.pricestore import PriceStore
 
 #: genai-prices' provider for each of capture's providers (``metadata["provider"]``);
 #: a provider not here is found by the model's name alone.
@@ -181,12 +184,55 @@ def price_call(
 ) -> CallPrice | None:
     """The price of a call of ``model`` (capture's ``provider``, or ``None``) that used
     ``breakdown``, by ``data``'s prices; ``None`` when genai-prices knows no such model.
-    A ``service_tier`` (``flex``, ``priority``) prices the tier's variant."""
-    return _priced(model.lower(), provider, breakdown, data.day, service_tier)
+    A ``service_tier`` (``flex``, ``priority``) prices the tier's variant. A price kept
+    by the session's :class:`~.pricestore.PriceStore` (:func:`use_store`) is not computed
+    again."""
+    key = (model.lower(), provider, breakdown, data.day, service_tier)
+    store = _store
+    if store is None or store.release != data.version:
+        return _priced(*key)
+    known, price = store.get(key)
+    if not known:
+        price = _priced(*key)
+        store.add(key, price)
+    return price
+
+
+#: The prices kept between sessions (:mod:`.pricestore`), or ``None``.
+_store: PriceStore | None = None
+
+
+def use_store(store: PriceStore | None) -> PriceStore | None:
+    """Price with ``store``'s kept prices from now on (``None``: compute every price);
+    returns the store it replaces."""
+    global _store
+    previous, _store = _store, store
+    return previous
+
+
+#: Whether genai-prices' data is still to be loaded (by the first price computed).
+_DATA_UNLOADED = [True]
 
 
 @functools.lru_cache(maxsize=8192)
 def _priced(
+    model: str, provider: str | None, breakdown: TokenBreakdown, day: date, tier: str | None
+) -> CallPrice | None:
+    """:func:`price_call` computed by genai-prices. The first one loads its data, a module
+    that builds tens of thousands of objects that all stay alive: the garbage collector is
+    paused meanwhile, as each collection those allocations start would scan the whole
+    heap of a long session for nothing (five times the load in a session of 500 tests)."""
+    if _DATA_UNLOADED[0]:
+        from pytest_agentctx.traffic.cassettes.store import paused_gc
+
+        with paused_gc():
+            price = _computed(model, provider, breakdown, day, tier)
+        _DATA_UNLOADED[0] = False
+        return price
+    return _computed(model, provider, breakdown, day, tier)
+
+
+def _computed(
     model: str, provider: str | None, breakdown: TokenBreakdown, day: date, tier: str | None
 ) -> CallPrice | None:
     import genai_prices
@@ -237,3 +283,22 @@ def _priced(
         model=str(whole.model.id),
         provider=str(whole.provider.id),
     )
+
+
+def dated_cassettes(tests: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any of ``tests`` was priced at the day its cassette's recordings were made."""
+    cassettes = (test.get("cassette") for test in tests)
+    return any(isinstance(c, Mapping) and c.get("recorded_on") for c in cassettes)
+
+
+def price_data_words(priced: Mapping[str, object], dated: bool, *, hint: bool = False) -> str:
+    """What priced a session, in words (``priced``: its report's ``summary.price_data``;
+    ``dated``: some tests were priced at their recording's day; ``hint``: an unpinned one
+    says how to pin it): ``genai-prices 0.2.3, prices of 2026-11-29, pinned``."""
+    day = f"prices of {priced.get('day')}"
+    if dated:
+        day = f"prices of the day each cassette was recorded, else of {priced.get('day')}"
+    pin = "pinned" if priced.get("pinned") else "not pinned"
+    if hint and not priced.get("pinned"):
+        pin += ": pytest-agentctx prices pin"
+    return f"genai-prices {priced.get('version')}, {day}, {pin}"

@@ -126,7 +126,9 @@ class CassetteEntry(TypedDict):
     """A test's cassette after the test ran (``shared``: used by several tests, dropped
     from the report once the collector judged it). ``digests``: a digest of the request of
     each unused recording, by its index (as a string), that ``pytest-agentctx cassettes
-    prune`` checks the file against; ``eased``: what the migration period let pass."""
+    prune`` checks the file against; ``eased``: what the migration period let pass;
+    ``recorded_on``: the day its recordings the test used were made (the latest), whose
+    prices priced the test's calls."""
 
     path: str
     mode: str
@@ -136,6 +138,7 @@ class CassetteEntry(TypedDict):
     shared: NotRequired[bool]
     digests: NotRequired[dict[str, str]]
     eased: NotRequired[EasedEntry]
+    recorded_on: NotRequired[str]
 
 
 class ExceededEntry(TypedDict):

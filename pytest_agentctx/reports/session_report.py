@@ -31,6 +31,7 @@ from pytest_agentctx._untrusted import LimitExceeded, load_json, read_untrusted
 from pytest_agentctx.context.runs import RunRecord
 from pytest_agentctx.reports.errors import ReportError
 from pytest_agentctx.reports.figures import PriceTable, RunStats, run_stats
+from pytest_agentctx.reports.pricing import dated_cassettes, price_data_words
 from pytest_agentctx.reports.record import (
     build_record,
     is_agent_test,
@@ -144,6 +145,9 @@ def cassette_entry(
         from pytest_agentctx.traffic.cassettes.prune import request_digest
 
         entry["digests"] = {str(i): request_digest(cassette.loaded[i]) for i in unused}
+    day = cassette.recording_day()
+    if day is not None:
+        entry["recorded_on"] = day
     if cassette.eased_misses or cassette.eased_unused:
         entry["eased"] = {
             "until": cassette.migration_until,
@@ -462,8 +466,7 @@ def summary_line(report: Mapping[str, Any]) -> str | None:
     )
     priced = report.get("summary", {}).get("price_data")
     if isinstance(priced, Mapping) and stats.cost_usd:
-        pin = "pinned" if priced.get("pinned") else "not pinned: pytest-agentctx prices pin"
-        line += f" (genai-prices {priced.get('version')}, prices of {priced.get('day')}, {pin})"
+        line += f" ({price_data_words(priced, dated_cassettes(agents), hint=True)})"
     statuses = _statuses(agents)
     if statuses:
         line = f"{line}; cassettes: {statuses}"

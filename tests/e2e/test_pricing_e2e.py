@@ -1,5 +1,6 @@
 """End-to-end tests of pricing: the same run priced on two days gives the same dollars
-when the price data is pinned (and the day's prices when not), the report and the
+when the price data is pinned, a recording is priced at the day it was recorded (and a
+run with no recording at the session's day when not pinned), the report and the
 terminal say which price data priced the session, and a pin of another release stops the
 session."""
 
@@ -38,7 +39,7 @@ def _session_day(monkeypatch: pytest.MonkeyPatch, year: int, month: int, day: in
         def now(cls, tz: tzinfo | None = None) -> Day:
             return cls(year, month, day, 12, tzinfo=tz or UTC)
 
-    monkeypatch.setattr("pytest_agentctx.plugin.budgets.datetime", Day)
+    monkeypatch.setattr("pytest_agentctx.plugin.keys.datetime", Day)
 
 
 def _cost(project: pytest.Pytester) -> tuple[object, object]:
@@ -68,17 +69,25 @@ async def test_recorded(agent_runtime):
 """
 
 
+def _record(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, on: tuple[int, int, int]
+) -> None:
+    """Record the project's test against a provider that answers a million input tokens,
+    in a session that starts on the day ``on``."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    _session_day(monkeypatch, *on)
+    with LoopbackProvider() as provider:
+        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
+        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
+        project.runpytest("-p", "no:cacheprovider", "--agent-record").assert_outcomes(passed=1)
+
+
 def test_a_pinned_cassette_priced_on_two_days_gives_the_same_dollars(
     agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent_pytester.makepyfile(test_recorded=RECORDED_TEST)
     _pin(agent_pytester, f"genai-prices=={INSTALLED} 2026-11-29")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    with LoopbackProvider() as provider:
-        provider.reply("ok", usage={"input_tokens": 1_000_000, "output_tokens": 0})
-        monkeypatch.setenv("OPENAI_BASE_URL", provider.base_url)
-        recorded = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-record")
-    recorded.assert_outcomes(passed=1)
+    _record(agent_pytester, monkeypatch, on=(2026, 11, 29))
     costs = []
     for day in ((2026, 11, 29), (2027, 6, 1)):
         _session_day(monkeypatch, *day)
@@ -89,6 +98,50 @@ def test_a_pinned_cassette_priced_on_two_days_gives_the_same_dollars(
     pinned = {"source": "genai-prices", "version": INSTALLED, "day": "2026-11-29", "pinned": True}
     # genai-prices doubles this model's price from 2027-01-01: the pin keeps the dollars
     assert costs == [(0.75, pinned), (0.75, pinned)]
+
+
+def test_a_recording_is_priced_at_the_day_it_was_recorded(
+    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_pytester.makepyfile(test_recorded=RECORDED_TEST)
+    _record(agent_pytester, monkeypatch, on=(2026, 11, 29))
+    _session_day(monkeypatch, 2027, 6, 1)
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider", "--agent-report=report.json")
+
+    (cassette,) = (agent_pytester.path / "cassettes").rglob("*.json")
+    (stored,) = json.loads(cassette.read_text())["interactions"]
+    (test,) = json.loads((agent_pytester.path / "report.json").read_text())["tests"]
+    # genai-prices doubles this model's price from 2027-01-01: the recording's day applies
+    assert (stored["recorded_on"], test["cassette"]["recorded_on"]) == ("2026-11-29",) * 2
+    assert _cost(agent_pytester) == (
+        0.75,
+        {"source": "genai-prices", "version": INSTALLED, "day": "2027-06-01", "pinned": False},
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"agentctx: 1 agent test, *, cost $0.750000 (genai-prices {INSTALLED}, prices of "
+            "the day each cassette was recorded, else of 2027-06-01, not pinned: "
+            "pytest-agentctx prices pin)*"
+        ]
+    )
+
+
+def test_a_dollar_budget_holds_a_recording_at_the_day_it_was_recorded(
+    agent_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_pytester.makepyfile(
+        test_recorded=RECORDED_TEST.replace(
+            "async def", "import pytest\n\n@pytest.mark.agent_budget(max_cost_usd=1.0)\nasync def"
+        )
+    )
+    _record(agent_pytester, monkeypatch, on=(2026, 11, 29))
+    _session_day(monkeypatch, 2027, 6, 1)
+
+    result = agent_pytester.runpytest("-p", "no:cacheprovider")
+
+    # $0.75 at the recording's prices; $1.50 at the session's day would break the budget
+    result.assert_outcomes(passed=1)
 
 
 def test_without_a_pin_a_run_is_priced_at_the_sessions_day(
@@ -187,3 +240,29 @@ def test_cache_reads_are_priced_below_fresh_input(agent_pytester: pytest.Pyteste
         90_000,
         10_000,
     )
+
+
+#: Says at the session's end whether genai-prices' data was loaded in its process.
+LOADED_PLUGIN = """
+import sys
+
+
+def pytest_unconfigure(config):
+    print(f"genai-prices loaded: {'genai_prices' in sys.modules}")
+"""
+
+
+def test_a_session_whose_prices_were_kept_never_loads_the_price_data(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(LOADED_PLUGIN)
+    _pin(project, f"genai-prices=={INSTALLED} 2026-11-29")
+    loaded, costs = [], []
+    for _ in range(2):
+        run = project.runpytest_subprocess("--agent-report=report.json")
+        run.assert_outcomes(passed=1)
+        loaded.append("genai-prices loaded: True" in run.stdout.str())
+        costs.append(_cost(project)[0])
+
+    assert loaded == [True, False]
+    assert costs[0] == costs[1] == 0.75

@@ -263,6 +263,7 @@ PLUGIN_HOOKS = [
     ("async_tests", "pytest_pycollect_makeitem"),
     ("budgets", "pytest_runtest_call"),
     ("budgets", "pytest_runtest_setup"),
+    ("budgets", "pytest_unconfigure"),
     ("caches", "pytest_runtest_call"),
     ("caches", "pytest_runtest_setup"),
     ("cassettes", "pytest_runtest_call"),

@@ -35,6 +35,7 @@ from ..keys import (
     READ_CACHE_KEY,
     SECRETS_KEY,
     VCR_LEFTOVERS_KEY,
+    session_day,
 )
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ def cassette_settings(config: pytest.Config) -> CassetteSettings:
         names=str(config.getini("agent_cassette_names")),
         ignore_hosts=[str(h) for h in config.getini("agent_ignore_hosts")],
         migration_until=str(config.getini("agent_migration_until")),
+        day=session_day(config).isoformat(),
     )
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pytest_agentctx.traffic.capture.exchange import Exchange
 from pytest_agentctx.traffic.capture.items import without_annotations
@@ -62,8 +62,7 @@ _REPLY_TYPES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """One cacheable block of a request: where it is in the body (``tools[2] `search```,
     ``system[0]``, ``messages[3]``) and its value without cache markers."""
 
@@ -71,8 +70,7 @@ class Block:
     value: object
 
 
-@dataclass(frozen=True)
-class CallBlocks:
+class CallBlocks(NamedTuple):
     """A model call's cacheable prefix, split into blocks per part."""
 
     #: The call's exchange: its position among the test's exchanges (0, 1...) and origin
@@ -95,8 +93,7 @@ class CallBlocks:
         return f"request #{self.position + 1}{origin}"
 
 
-@dataclass(frozen=True)
-class PrefixBreak:
+class PrefixBreak(NamedTuple):
     """A call that does not start with the blocks of the call before it in its conversation."""
 
     conversation: int
@@ -119,11 +116,15 @@ class PrefixBreak:
         )
 
 
-@dataclass
 class _Chain:
-    number: int
-    tail: CallBlocks
-    calls: list[CallBlocks] = field(default_factory=list)
+    """The calls of one conversation so far (``tail``: the last)."""
+
+    __slots__ = ("calls", "number", "tail")
+
+    def __init__(self, number: int, tail: CallBlocks, calls: list[CallBlocks]) -> None:
+        self.number = number
+        self.tail = tail
+        self.calls = calls
 
 
 # -- a request split into blocks -----------------------------------------------------

@@ -20,7 +20,11 @@ could not be read when the test ended (see :class:`~.session.Cassette`). ``mcp_s
 gives the order of an MCP server's streamed events over HTTP (see :class:`McpStream`).
 ``role`` is the role the request was made under (``"judge"``, ``"user_sim"``, see
 :mod:`pytest_agentctx.traffic.roles`); absent for the agent's own calls, and so in
-cassettes written before roles, which read as the agent's.
+cassettes written before roles, which read as the agent's. ``recorded_on`` is the UTC day
+(``YYYY-MM-DD``) the interaction was recorded, which prices its model call at that day's
+prices; absent in cassettes written before it and by other tools. A re-recorded
+interaction whose request and response did not change keeps its day, so a file re-recorded
+to the same traffic stays the same.
 
 The field readers here (:func:`read_headers`, :func:`read_test_id`, :func:`read_partial`,
 :func:`read_role`, :func:`check_encoded`) serve vcrpy's format too (:mod:`.vcr`).
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import NotRequired, TypedDict
 
 from pytest_agentctx._untrusted import LimitExceeded
@@ -97,6 +102,7 @@ class StoredInteraction(TypedDict):
     partial: NotRequired[bool]
     mcp_stream: NotRequired[McpStream]
     role: NotRequired[str]
+    recorded_on: NotRequired[str]
 
 
 class NativeDocument(TypedDict):
@@ -132,6 +138,9 @@ class Interaction:
     #: The role the request was made under (:data:`~pytest_agentctx.traffic.roles.ROLES`):
     #: ``"agent"`` unless made inside ``model_role("judge")`` or ``model_role("user_sim")``.
     role: str = DEFAULT_ROLE
+    #: The UTC day it was recorded (``YYYY-MM-DD``); ``""`` when not known (a cassette
+    #: written before the day was kept, or by another tool).
+    recorded_on: str = ""
 
     def to_dict(self) -> StoredInteraction:
         data: StoredInteraction = {
@@ -155,6 +164,8 @@ class Interaction:
             data["mcp_stream"] = self.mcp_stream
         if self.role != DEFAULT_ROLE:
             data["role"] = self.role
+        if self.recorded_on:
+            data["recorded_on"] = self.recorded_on
         return data
 
     #: The wire chunks of :attr:`response_body`, with the body they were made of (see
@@ -277,6 +288,21 @@ def read_role(value: object) -> str:
     return value
 
 
+def read_recorded_on(value: object) -> str:
+    """A stored ``recorded_on``: a UTC day ``YYYY-MM-DD``, or ``""`` when absent."""
+    if value is None:
+        return ""
+    if isinstance(value, date) and not isinstance(value, datetime):  # a YAML date
+        return value.isoformat()
+    try:
+        if not isinstance(value, str) or len(value) != 10:
+            raise ValueError
+        date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"recorded_on is {value!r}; expected a day YYYY-MM-DD") from None
+    return value
+
+
 def read_partial(value: object) -> bool:
     """A stored ``partial`` flag: ``true``, or absent for a whole response."""
     if value is None:
@@ -383,6 +409,7 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
                     partial=read_partial(optional_field(item, "partial")),
                     mcp_stream=read_mcp_stream(optional_field(item, "mcp_stream")),
                     role=read_role(optional_field(item, "role")),
+                    recorded_on=read_recorded_on(optional_field(item, "recorded_on")),
                 )
             )
             check_encoded(out[-1])
@@ -393,8 +420,9 @@ def from_native(data: Mapping[str, object], where: str) -> list[Interaction]:
                 "the form {'json': ...}, {'sse': [...]}, {'text': ...}, {'base64': ...} or "
                 "{'multipart': {'boundary': ..., 'parts': [...]}}, "
                 "and, if it has one, a test_id that is a test's node id (a string), a "
-                "partial flag that is true or false and an mcp_stream of the form "
-                "{'after': [counts], 'open': true} and a role that is judge or user_sim. "
+                "partial flag that is true or false, an mcp_stream of the form "
+                "{'after': [counts], 'open': true}, a role that is judge or user_sim and a "
+                "recorded_on day YYYY-MM-DD. "
                 "Fix the file or re-record it with pytest --agent-record."
             ) from None
     return out

@@ -214,14 +214,14 @@ def miss_message(
     path: Path,
     ignored: Sequence[Sequence[str]],
     played: Sequence[int],
-    command: str,
+    test_id: str | None,
     verbosity: int = 0,
     comparable: Callable[[object], object] | None = None,
     compare: Compare | None = None,
 ) -> str:
     """The message of ``miss``: the request, the reason, the one recording closest to it
     that the test may replay (:func:`closest`; ``played``: the positions used so far) and
-    how they differ, and the ``command`` that re-records the test.
+    how they differ, and the command that re-records the test ``test_id``.
 
     By default a few lines: which fields differ, and each (the first
     :data:`FIELDS_SHOWN`) whole when short, as a window around its first difference when
@@ -238,13 +238,13 @@ def miss_message(
         compare = plain_compare(comparable)
     explained = explain(miss.key.role, miss.key.path, miss.body, replays.loaded)
     if explained is not None:  # a layer above knows why (a simulated user's turn)
-        return f"{explained}\n{_advice(replays, command)}"
+        return f"{explained}\n{_advice(replays, test_id)}"
     lines = [first_line(miss, path=path)]
     found = closest(replays, miss, played=played, compare=compare) if replays.loaded else None
     if found is not None:
         lines.extend(rubric_lines(replays, miss, found.position))
         lines.extend(_closest_lines(replays, miss, found, verbosity, compare, path))
-    lines.append(_advice(replays, command, miss.key.role))
+    lines.append(_advice(replays, test_id, miss.key.role))
     return "\n".join(lines)
 
 
@@ -307,20 +307,30 @@ def response_message(miss: Miss, *, path: Path) -> str:
     )
 
 
-def _advice(replays: Replays, command: str, role: str = DEFAULT_ROLE) -> str:
-    """How to re-record: the test, or, for a judge's request, the judges' calls alone
-    (``--agent-record=judge``, which keeps the agent's recordings as they are)."""
+def record_command(test_id: str | None, mode: str | None = None) -> str:
+    """The command that re-records the test ``test_id``: all its calls, or with ``mode``
+    (``judge``) only the calls that mode records again."""
+    option = "--agent-record" if mode is None else f"--agent-record={mode}"
+    return f'pytest {option} "{test_id or "<test id>"}"'
+
+
+def _advice(replays: Replays, test_id: str | None, role: str = DEFAULT_ROLE) -> str:
+    """How to re-record the test ``test_id``: all of it, or, for a judge's request, the
+    judges' calls alone (``--agent-record=judge``, which keeps the agent's recordings as
+    they are)."""
     kept = (
         " (the other tests' interactions in the shared cassette are kept)" if replays.shared else ""
     )
     if role == "judge":
-        judged = command.replace("--agent-record ", "--agent-record=judge ", 1)
         return (
             "If the judge's requests changed on purpose, re-record the judges' calls alone "
-            f"(the agent's are replayed and kept): {judged}{kept}"
+            f"(the agent's are replayed and kept): {record_command(test_id, 'judge')}{kept}"
         )
     whose = "the simulated user's" if role == "user_sim" else "the agent's"
-    return f"If {whose} requests changed on purpose, re-record this test: {command}{kept}"
+    return (
+        f"If {whose} requests changed on purpose, re-record this test: "
+        f"{record_command(test_id)}{kept}"
+    )
 
 
 def _closest_lines(
@@ -559,20 +569,3 @@ def _refusal_lines(
         lines.append(f"  {name}: {first}" if not first.startswith(f"{name}:") else f"  {first}")
         lines.extend(f"    {line}" for line in rest)
     return lines
-
-
-def period_ended(until: str, migrating: bool, command: str, *, misses: bool) -> str:
-    """What the failure of a suite whose migration period (``agent_migration_until``:
-    ``until``) ended adds: that it ended, and what to do (``command`` re-records the test)."""
-    if not until or migrating:
-        return ""
-    fix = (
-        f"re-record the test ({command})"
-        if misses
-        else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
-        "pytest-agentctx cassettes prune agentctx-report.json)"
-    )
-    return (
-        f"\nThe migration period of agent_migration_until ended on {until}, so this fails "
-        f"again: {fix}, or move agent_migration_until to a later date in your pytest ini file."
-    )

@@ -78,6 +78,9 @@ class CassetteSettings(NamedTuple):
     #: Whether the run's local date is on or before :attr:`migration_until`: unused
     #: recordings and misses the code caught are then reported, not failed on.
     migrating: bool = False
+    #: The UTC day (``YYYY-MM-DD``) the session started: the day its recordings are dated,
+    #: read before any test freezes the clock (``""``: each cassette's own day).
+    day: str = ""
 
     @classmethod
     def build(
@@ -102,9 +105,11 @@ class CassetteSettings(NamedTuple):
         ignore_hosts: Iterable[str] = (),
         migration_until: str = "",
         today: date | None = None,
+        day: str = "",
     ) -> CassetteSettings:
-        """The settings from the option values; a bad value raises :class:`CassetteError`
-        naming the option, the value and a right one."""
+        """The settings from the option values (``day``: the session's, by default today's
+        in UTC); a bad value raises :class:`CassetteError` naming the option, the value and
+        a right one."""
         fmt = cassette_format.strip().lower()
         if fmt not in ("json", "yaml", "vcr"):
             raise CassetteConfigError(
@@ -138,6 +143,10 @@ class CassetteSettings(NamedTuple):
 
             naming = parse_naming(names)
         until, migrating = migration_period(migration_until, today=today)
+        if not day:
+            import datetime
+
+            day = datetime.datetime.now(datetime.UTC).date().isoformat()
         return cls(
             directory=path if path.is_absolute() else rootpath / path,
             mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
@@ -147,6 +156,7 @@ class CassetteSettings(NamedTuple):
             allow_unused=allow_unused,
             allowed_hosts=hosts,
             ignore_fields=(*DEFAULT_IGNORED_FIELDS, *ignore_fields),
+            day=day,
             extension=".yaml" if fmt == "vcr" else f".{fmt}",
             style="vcr" if fmt == "vcr" else "native",
             secret_env=_secret_env(secret_env),
@@ -251,3 +261,22 @@ def is_agent_test(fixturenames: Iterable[str], *, marked: bool, settings: Casset
     if "fake_llm" in fixtures:
         return False
     return settings.all_tests or marked or bool(fixtures & AGENT_FIXTURES)
+
+
+def period_ended(until: str, migrating: bool, command: str | None) -> str:
+    """What the failure of a suite whose migration period (``agent_migration_until``:
+    ``until``, still running when ``migrating``) ended adds: that it ended, and what to do:
+    re-record the test with ``command`` (a miss), or, with ``None``, drop the unused
+    recordings."""
+    if not until or migrating:
+        return ""
+    fix = (
+        f"re-record the test ({command})"
+        if command is not None
+        else "drop the unused recordings (pytest --agent-report=agentctx-report.json, then "
+        "pytest-agentctx cassettes prune agentctx-report.json)"
+    )
+    return (
+        f"\nThe migration period of agent_migration_until ended on {until}, so this fails "
+        f"again: {fix}, or move agent_migration_until to a later date in your pytest ini file."
+    )

@@ -498,6 +498,7 @@ def build_cassette(
         match_on=resolved if match_on is not None else None,
         migration_until=settings.migration_until,
         migrating=settings.migrating,
+        day=settings.day,
     )
     guard = (
         NetworkGuard(

@@ -218,6 +218,13 @@ def _mac(source: str, payload: bytes, refs: bytes = b"[]") -> str | None:
     return mac.hexdigest()
 
 
+def mac(source: str, payload: bytes) -> str | None:
+    """The MAC binding ``payload`` to ``source`` under this machine's key (see the module
+    docstring), for other entries of pytest's cache folder the package must trust (the
+    prices of :mod:`pytest_agentctx.reports.pricestore`); ``None`` when there is no key."""
+    return _mac(source, payload)
+
+
 #: A secret header kept by reference: the interaction's index, its side ("request" or
 #: "response"), the header's name, and its value's parts: each word a place in the
 #: cassette's bytes (``[start, length]`` of its UTF-8), the text between words as it is

@@ -2,10 +2,18 @@
 
 A request the cassette does not replay is sent on (:meth:`Recorder.record`); its response
 streams through to the agent, a copy teed aside, and the interaction is kept, scrubbed of
-secrets, once the agent read the response to its end or closed it. One the agent stops
-reading without closing is finished when the test ends (:meth:`Recorder.finish_streams`,
-see :mod:`.session`). A request another tool in the test answers (a respx route) is
-witnessed the same way (:meth:`Recorder.witness`), for the exchange log only, never saved.
+secrets, once the agent read the response to its end or closed it. A request another
+tool in the test answers (a respx route) is witnessed the same way
+(:meth:`Recorder.witness`), for the exchange log only, never saved.
+
+A response the agent stops reading without closing (``break`` out of ``for chunk in stream``) is
+finished when the test ends (:meth:`Recorder.finish_streams`): a sync stream is read on to
+its end (within :data:`STREAM_FINISH_SECONDS` and :data:`STREAM_FINISH_BYTES`), so the
+cassette holds the whole response; an async stream, whose event loop has ended by then, a
+sync one whose client was closed before the rest arrived, or one that does not end within
+those bounds, keeps what was read, up to its last whole event, marked ``partial``. Replay
+serves a partial recording's events, and fails with
+:class:`~pytest_agentctx.traffic.errors.PartialRecording` if the agent reads past them.
 """
 
 from __future__ import annotations

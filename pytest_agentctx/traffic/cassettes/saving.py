@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pytest_agentctx.exceptions import UsageError
 from pytest_agentctx.traffic.cassettes.body import Body
 from pytest_agentctx.traffic.cassettes.defaults import RecordMode
 from pytest_agentctx.traffic.cassettes.fileformat import Interaction
@@ -24,6 +26,7 @@ from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.runs import locked, mark_written, written_in_run
 from pytest_agentctx.traffic.cassettes.store import forget, load_cassette, write_cassette
 from pytest_agentctx.traffic.errors import CassetteWriteError
+from pytest_agentctx.traffic.roles import DEFAULT_ROLE
 
 KeyOf = Callable[[Interaction], RequestKey]
 
@@ -39,10 +42,13 @@ def save_recorded(
     key_of: KeyOf,
     run_id: str,
     style: str = "native",
+    day: str = "",
 ) -> bool:
     """Write the interactions the test ``test_id`` ``recorded`` into the cassette at
     ``path``; returns whether the file was written. ``key_of`` gives an interaction's
-    request key (to find the ones of no known test that a re-recording replaces)."""
+    request key (to find the ones of no known test that a re-recording replaces). Each
+    recorded interaction is dated ``day`` (``YYYY-MM-DD``), or the day of the same
+    interaction in the file before (see :func:`dated`)."""
 
     if (
         not shared
@@ -57,20 +63,95 @@ def save_recorded(
     with locked(path):
         # What was loaded (maybe another tool's cassette) is scrubbed like the rest.
         if shared:
-            new = merged(_fresh_load(path), recorded, mode=mode, test_id=test_id, key_of=key_of)
+            current = _fresh_load(path)
+            recorded = dated(recorded, current, day)
+            new = merged(current, recorded, mode=mode, test_id=test_id, key_of=key_of)
             if new is None:
                 return False
             written = [_scrubbed(i, redactor) for i in new]
         else:
             same_run = written_in_run(path, run_id)
-            base = _fresh_load(path) if mode is RecordMode.NEW or same_run else []
+            kept = mode is RecordMode.NEW or same_run or mode is RecordMode.JUDGE
+            current = _fresh_load(path) if kept else _earlier(path)
+            base = current if kept else []
             if mode is RecordMode.JUDGE:  # the agent's kept as they are, the judge's anew
-                base = [i for i in _fresh_load(path) if i.role != "judge"]
-            written = [_scrubbed(i, redactor) for i in base] + recorded
+                base = [i for i in current if i.role != "judge"]
+            written = [_scrubbed(i, redactor) for i in base] + dated(recorded, current, day)
         # Marked first: a marker that cannot be written leaves the cassette as it was.
         mark_written(path, run_id)
         write_cassette(path, written, style=style)
     return True
+
+
+def missing_mode(
+    path: Path,
+    loaded: list[Interaction],
+    *,
+    existed: bool,
+    shared: bool,
+    test_id: str,
+    run_id: str,
+) -> RecordMode:
+    """What ``missing`` means for the test ``test_id`` of the cassette at ``path`` (which
+    ``existed``, holding ``loaded``): record when it has no recording."""
+    if not existed:
+        return RecordMode.REWRITE
+    if shared:
+        # Record unless the shared cassette holds this test's interactions, or ones of
+        # no known test (an older cassette, which every test replays).
+        mine = {"", test_id}
+        return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
+    if run_id and run_wrote(path, run_id):
+        # Another test of this run wrote this file (two tests whose cassettes have the
+        # same path): keep what it recorded, add what this test needs.
+        return RecordMode.NEW
+    return RecordMode.NONE
+
+
+def dated(recorded: list[Interaction], earlier: list[Interaction], day: str) -> list[Interaction]:
+    """``recorded`` with each interaction dated: the day of the same interaction (request,
+    response and all, but its day) in ``earlier`` (the file before), so that traffic
+    recorded again unchanged leaves the file unchanged, else ``day``. One already dated
+    keeps its day; with ``day`` ``""`` none is dated anew."""
+    days: dict[str, str] = {}
+    for interaction in earlier:
+        if interaction.recorded_on:
+            days.setdefault(_undated_text(interaction), interaction.recorded_on)
+    out = []
+    for interaction in recorded:
+        if not interaction.recorded_on:
+            known = days.get(_undated_text(interaction), day) if days else day
+            interaction = dataclasses.replace(interaction, recorded_on=known)
+        out.append(interaction)
+    return out
+
+
+def recording_day(
+    replayed: Sequence[Interaction], recorded: Sequence[Interaction], day: str
+) -> str | None:
+    """The day of the agent's recordings a test used (the latest, if several; of the
+    other roles' when it used none of the agent's): those it ``replayed``, and ``day`` for
+    those it ``recorded``; ``None`` when none is dated."""
+    used = [(i.role, i.recorded_on) for i in replayed] + [(i.role, day) for i in recorded]
+    agent = [on for role, on in used if role == DEFAULT_ROLE and on]
+    return max(agent or [on for _, on in used if on], default=None)
+
+
+def _undated_text(interaction: Interaction) -> str:
+    """The stored form of ``interaction`` without its day, as one text."""
+    data = dict(interaction.to_dict())
+    data.pop("recorded_on", None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def _earlier(path: Path) -> list[Interaction]:
+    """The interactions of the cassette at ``path`` before it is re-recorded (for their
+    days): none when there is no file, or one that cannot be read (re-recording replaces
+    it whole)."""
+    try:
+        return _fresh_load(path) if path.exists() else []
+    except (UsageError, OSError):  # malformed, or past a limit of untrusted files
+        return []
 
 
 def merged(

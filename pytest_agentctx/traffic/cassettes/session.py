@@ -27,15 +27,8 @@ interaction the node id of the test that recorded it (``test_id``):
 * ``missing`` records a test that has no interaction of its own in the cassette (and no
   interaction of no known test to replay); the others replay.
 
-A streamed response is recorded when the agent closes it. One the agent stops reading
-without closing (``break`` out of ``for chunk in stream``) is finished when the test ends
-(:meth:`Cassette.finish_streams`): a sync stream is read on to its end (within
-:data:`~.recording.STREAM_FINISH_SECONDS` and :data:`~.recording.STREAM_FINISH_BYTES`), so
-the cassette holds the whole response; an async stream, whose event loop has ended by then,
-a sync one whose client was closed before the rest arrived, or one that does not end within
-those bounds, keeps what was read, up to its last whole event, marked ``partial``. Replay serves a
-partial recording's events, and fails with
-:class:`~pytest_agentctx.traffic.errors.PartialRecording` if the agent reads past them.
+A streamed response the agent stops reading without closing is finished when the test
+ends (:meth:`Cassette.finish_streams`; see :mod:`.recording` for what is kept).
 
 Saving never loses the cassette: the new version replaces the old one in one rename, and a
 save that fails (a read-only folder, a full disk) raises
@@ -49,6 +42,7 @@ import functools
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -76,11 +70,12 @@ from pytest_agentctx.traffic.cassettes.misses import (
     miss_message,
     miss_reason,
     partial_message,
-    period_ended,
+    record_command,
     response_message,
     stale_message,
     unreadable_message,
 )
+from pytest_agentctx.traffic.cassettes.options import period_ended
 from pytest_agentctx.traffic.cassettes.recording import Recorder, missed_interaction
 from pytest_agentctx.traffic.cassettes.redact import (
     Redactor,
@@ -88,7 +83,12 @@ from pytest_agentctx.traffic.cassettes.redact import (
 )
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.runs import sweep_folder
-from pytest_agentctx.traffic.cassettes.saving import run_wrote, save_recorded, write_error
+from pytest_agentctx.traffic.cassettes.saving import (
+    missing_mode,
+    recording_day,
+    save_recorded,
+    write_error,
+)
 from pytest_agentctx.traffic.cassettes.store import load_cassette, paused_gc
 from pytest_agentctx.traffic.errors import (
     CassetteError,
@@ -136,8 +136,12 @@ class Cassette:
         match_on: Sequence[tuple[str, Matcher]] | None = None,
         migration_until: str = "",
         migrating: bool = False,
+        day: str = "",
     ) -> None:
         self.path = path
+        #: The UTC day (``YYYY-MM-DD``) this test's recordings are dated (by default, the
+        #: day the cassette was made).
+        self.day = day or datetime.now(UTC).date().isoformat()
         #: vcrpy's matchers, with their names, when they replace the package's matching
         #: (``match_on``, see :mod:`.vcr_matchers`).
         self.match_on = tuple(match_on) if match_on is not None else None
@@ -164,7 +168,14 @@ class Cassette:
         # What a rewrite replays: nothing (a shared cassette is read again when it is saved).
         loaded = [] if mode is RecordMode.REWRITE else load_cassette(path, redactor=self.redactor)
         if mode is RecordMode.MISSING:
-            mode = self._missing_mode(loaded, run_id)
+            mode = missing_mode(
+                self.path,
+                loaded,
+                existed=self.existed,
+                shared=self.shared,
+                test_id=test_id,
+                run_id=run_id,
+            )
         self.mode = mode
         self.misses: list[Miss] = []
         #: Responses not recorded because their body cannot be scrubbed of secrets.
@@ -207,21 +218,6 @@ class Cassette:
             from pytest_agentctx.traffic.cassettes.vcr_matchers import VcrMatching
 
             self._matching = VcrMatching(self.match_on, self._keys, self.loaded)
-
-    def _missing_mode(self, loaded: list[Interaction], run_id: str) -> RecordMode:
-        """What ``missing`` means for this test: record when it has no recording."""
-        if not self.existed:
-            return RecordMode.REWRITE
-        if self.shared:
-            # Record unless the shared cassette holds this test's interactions, or ones of
-            # no known test (an older cassette, which every test replays).
-            mine = {"", self.test_id}
-            return RecordMode.NONE if any(i.test_id in mine for i in loaded) else RecordMode.REWRITE
-        if run_id and run_wrote(self.path, run_id):
-            # Another test of this run wrote this file (two tests whose cassettes have the
-            # same path): keep what it recorded, add what this test needs.
-            return RecordMode.NEW
-        return RecordMode.NONE
 
     # -- interception ----------------------------------------------------------------
 
@@ -408,9 +404,15 @@ class Cassette:
 
     # -- reporting -------------------------------------------------------------------
 
+    def recording_day(self) -> str | None:
+        """The day of the recordings this test used (see :func:`.saving.recording_day`)."""
+        used = [self._replays.loaded[position] for position in self.played]
+        recorded = [i for i in self.recorded_interactions if i is not None]
+        return recording_day(used, recorded, self.day)
+
     def record_command(self) -> str:
-        target = self.test_id or "<test id>"
-        return f'pytest --agent-record "{target}"'
+        """The command that re-records this cassette's test."""
+        return record_command(self.test_id)
 
     def miss_message(self, miss: Miss) -> str:
         """What the test is told of ``miss`` (see :func:`.misses.miss_message`), as much as
@@ -433,7 +435,7 @@ class Cassette:
             path=self.path,
             ignored=self.ignored,
             played=self.played,
-            command=self.record_command(),
+            test_id=self.test_id,
             verbosity=self.verbosity,
             compare=self._compared,
         )
@@ -483,7 +485,11 @@ class Cassette:
                 if len(self.misses) > 1
                 else ""
             )
-            raise CassetteMiss(first + more + self._period_ended(misses=True))
+            raise CassetteMiss(
+                first
+                + more
+                + period_ended(self.migration_until, self.migrating, self.record_command())
+            )
         if self.mode is not RecordMode.NONE or self.allow_unused or self.shared:
             return
         unused = self.unused()
@@ -493,12 +499,7 @@ class Cassette:
             message = stale_message(
                 self._replays, unused, path=self.path, command=self.record_command()
             )
-            raise StaleCassette(message + self._period_ended(misses=False))
-
-    def _period_ended(self, *, misses: bool) -> str:
-        return period_ended(
-            self.migration_until, self.migrating, self.record_command(), misses=misses
-        )
+            raise StaleCassette(message + period_ended(self.migration_until, self.migrating, None))
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -590,6 +591,7 @@ class Cassette:
                 key_of=self._keys.of_interaction,
                 run_id=run_id,
                 style=self.style,
+                day=self.day,
             )
         except OSError as exc:
             raise write_error(

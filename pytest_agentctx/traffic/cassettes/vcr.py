@@ -43,6 +43,7 @@ from pytest_agentctx.traffic.cassettes.fileformat import (
     read_headers,
     read_mcp_stream,
     read_partial,
+    read_recorded_on,
     read_role,
     read_status,
     read_test_id,
@@ -115,6 +116,7 @@ if TYPE_CHECKING:  # the shapes written, for type checkers only: reading imports
         partial: NotRequired[bool]
         mcp_stream: NotRequired[McpStream]
         role: NotRequired[str]
+        recorded_on: NotRequired[str]
 
 
 def vcr_interaction(interaction: Interaction) -> VcrInteraction:
@@ -140,6 +142,8 @@ def vcr_interaction(interaction: Interaction) -> VcrInteraction:
         data["mcp_stream"] = interaction.mcp_stream
     if interaction.role != DEFAULT_ROLE:
         data["role"] = interaction.role
+    if interaction.recorded_on:
+        data["recorded_on"] = interaction.recorded_on
     return data
 
 
@@ -226,6 +230,7 @@ def from_vcr(data: Mapping[str, object], where: str) -> list[Interaction]:
                 partial=read_partial(optional_field(item, "partial")),
                 mcp_stream=read_mcp_stream(optional_field(item, "mcp_stream")),
                 role=read_role(optional_field(item, "role")),
+                recorded_on=read_recorded_on(optional_field(item, "recorded_on")),
             )
         except BodyTooLarge as exc:
             raise CassetteFormatError(

@@ -53,6 +53,7 @@ import anyio.abc
 import httpx2
 
 from pytest_agentctx.traffic import scopes
+from pytest_agentctx.traffic.cassettes.misses import record_command
 from pytest_agentctx.traffic.mcp.jsonrpc import describe, is_message, progress_token, with_id
 from pytest_agentctx.traffic.mcp.process import LiveChild, McpProcess
 from pytest_agentctx.traffic.mcp.wire import (
@@ -529,8 +530,7 @@ class StdioSession:
 
 def _record_command() -> str:
     """The command that re-records the running test."""
-    current = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
-    return f'pytest --agent-record "{current or "<test id>"}"'
+    return record_command(os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0] or None)
 
 
 def _rewrite(

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pytest_agentctx import AgentCtxError
-from pytest_agentctx.reports.pricing import CallPrice, PriceData, TokenBreakdown, price_call
+from pytest_agentctx.reports.figures import PriceTable
+from pytest_agentctx.reports.pricing import (
+    CallPrice,
+    PriceData,
+    TokenBreakdown,
+    dated_cassettes,
+    price_call,
+    price_data_words,
+)
 
 INSTALLED = metadata.version("genai-prices")
 DAY = date(2026, 11, 29)
@@ -204,3 +212,48 @@ def test_a_malformed_pin_says_the_expected_form(text: str) -> None:
 def test_a_pin_of_a_day_that_does_not_exist_is_refused() -> None:
     with pytest.raises(AgentCtxError, match=r"'2026-02-30' is not a date"):
         PriceData.parse(f"genai-prices=={INSTALLED} 2026-02-30")
+
+
+# -- a test priced at its recording's day ------------------------------------------------
+
+
+def test_a_table_on_a_recording_day_prices_at_that_days_prices() -> None:
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0}
+    table = PriceTable(data=PriceData(INSTALLED, date(2027, 6, 1), pinned=True))
+
+    recorded = table.on_day(date(2026, 11, 29)).cost("gemini-3.8-flash", "google", usage)
+
+    assert (recorded, table.cost("gemini-3.8-flash", "google", usage)) == (0.75, 1.5)
+
+
+def test_a_table_on_a_recording_day_keeps_its_release_and_pin() -> None:
+    table = PriceTable(data=DATA)
+
+    assert table.on_day(date(2027, 6, 1)).data == PriceData(INSTALLED, date(2027, 6, 1), True)
+
+
+def test_the_price_data_in_words_names_release_day_and_pin() -> None:
+    priced = DATA.to_dict()
+
+    assert (
+        price_data_words(priced, False) == f"genai-prices {INSTALLED}, prices of 2026-11-29, pinned"
+    )
+
+
+def test_an_unpinned_price_data_in_words_says_how_to_pin_when_asked() -> None:
+    priced = PriceData(INSTALLED, DAY, pinned=False).to_dict()
+
+    assert price_data_words(priced, False, hint=True).endswith(
+        "not pinned: pytest-agentctx prices pin"
+    )
+
+
+def test_tests_priced_at_their_recording_day_are_said_to_be() -> None:
+    words = price_data_words(DATA.to_dict(), dated_cassettes([{"cassette": {"recorded_on": "x"}}]))
+
+    assert "prices of the day each cassette was recorded, else of 2026-11-29" in words
+
+
+@pytest.mark.parametrize("cassette", [None, "c.json", {"path": "c.json"}])
+def test_a_test_without_a_dated_cassette_is_not_priced_at_a_recording_day(cassette: object) -> None:
+    assert dated_cassettes([{"cassette": cassette}]) is False

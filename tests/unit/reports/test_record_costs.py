@@ -105,4 +105,4 @@ def test_the_html_page_sums_the_cache_and_names_the_price_data() -> None:
     html = render_html(report)
 
     assert "prompt cache: 90,000 input tokens read, 0 written" in html
-    assert "cost priced with genai-prices 0.2.3, prices of 2026-11-29 (pinned)" in html
+    assert "cost priced with genai-prices 0.2.3, prices of 2026-11-29, pinned" in html

@@ -10,17 +10,20 @@ wait until the test sets it (proving a recording passes the stream through as it
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import ssl
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from support.http_server import ServerThread
+
+from pytest_agentctx.traffic.cassettes import Cassette
 
 #: One TLS context for every client: building one per client costs ~80 ms.
 TLS = ssl.create_default_context()
@@ -143,3 +146,13 @@ def chat_chunk(content: str) -> bytes:
         "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
     }
     return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+@contextlib.contextmanager
+def active(cassette: Cassette) -> Iterator[Cassette]:
+    """``cassette`` answering requests, and stopped after, whatever happened."""
+    cassette.start()
+    try:
+        yield cassette
+    finally:
+        cassette.stop()

@@ -22,7 +22,7 @@ from cassette_support import TLS, chat_completion
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction, RecordMode
 from pytest_agentctx.traffic.cassettes.matcher import make_key
-from pytest_agentctx.traffic.cassettes.misses import Miss, miss_message
+from pytest_agentctx.traffic.cassettes.misses import Miss, miss_message, record_command
 from pytest_agentctx.traffic.cassettes.redact import Redactor
 from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.cassettes.store import write_cassette
@@ -82,7 +82,7 @@ def _message(
         path=Path("cassettes/test_weather.json"),
         ignored=[],
         played=played,
-        command=COMMAND,
+        test_id="tests/test_agent.py::test_weather",
         verbosity=verbosity,
     )
     return message.splitlines()
@@ -326,3 +326,11 @@ async def test_check_raises_the_message_of_the_first_miss(path: Path) -> None:
         cassette.check()
 
     assert str(caught.value) == cassette.miss_message(cassette.misses[0])
+
+
+def test_the_record_command_names_a_placeholder_when_the_test_is_unknown() -> None:
+    assert record_command(None) == 'pytest --agent-record "<test id>"'
+
+
+def test_the_record_command_of_a_mode_records_only_what_that_mode_records() -> None:
+    assert record_command("t.py::t", "judge") == 'pytest --agent-record=judge "t.py::t"'

@@ -9,10 +9,8 @@ Recordings go to a loopback server the test starts (``loopback`` fixture), throu
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ import httpx2
 import openai
 import pytest
 import zstandard
-from cassette_support import TLS, Loopback, chat_completion
+from cassette_support import TLS, Loopback, active, chat_completion
 
 from pytest_agentctx.exceptions import RunError
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
@@ -91,15 +89,6 @@ def test_decompress_still_reports_what_it_cannot_decode():
 # -- recording -------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _active(cassette: Cassette) -> Iterator[Cassette]:
-    cassette.start()
-    try:
-        yield cassette
-    finally:
-        cassette.stop()
-
-
 def _client(loopback: Loopback) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(
         api_key=CANARY,
@@ -112,7 +101,7 @@ def _client(loopback: Loopback) -> openai.AsyncOpenAI:
 async def _record(path: Path, loopback: Loopback) -> tuple[Cassette, str | None]:
     """Record one chat completion through the openai SDK."""
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID, redactor=Redactor())
-    with _active(cassette):
+    with active(cassette):
         async with _client(loopback) as client:
             reply = await client.chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}]
@@ -124,7 +113,7 @@ async def _record_raw(path: Path, loopback: Loopback) -> tuple[Cassette, bytes]:
     """Record one GET through a plain httpx2 client, which reads any body as bytes (the
     SDKs' httpx2 cannot read zstd without the standard library's zstd module)."""
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID, redactor=Redactor())
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
             response = await client.get(
                 f"{loopback.url}/v1/files/1/content",
@@ -229,7 +218,7 @@ async def test_a_secret_in_a_binary_upload_is_overwritten_and_the_upload_still_r
     async def send(cassette: Cassette) -> str:
         # A raw upload (a multipart one has a new boundary on every request, and matches no
         # recording whatever the redactor does).
-        with _active(cassette):
+        with active(cassette):
             async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
                 response = await client.post(
                     f"{loopback.url}/v1/uploads/1/parts",

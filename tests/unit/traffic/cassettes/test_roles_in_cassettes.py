@@ -3,10 +3,8 @@ calls made under :func:`model_role`, and matched only against requests of the sa
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import httpx2
 import openai
 import pytest
 import yaml
-from cassette_support import TLS, Loopback, chat_completion
+from cassette_support import TLS, Loopback, active, chat_completion
 
 from pytest_agentctx.traffic.cassettes import Cassette, Interaction, RecordMode
 from pytest_agentctx.traffic.cassettes.store import load_cassette, write_cassette
@@ -39,15 +37,6 @@ def _interaction(content: str, answer: str, role: str = "agent") -> Interaction:
         response_body={"json": chat_completion(answer)},
         role=role,
     )
-
-
-@contextlib.contextmanager
-def _active(cassette: Cassette) -> Iterator[Cassette]:
-    cassette.start()
-    try:
-        yield cassette
-    finally:
-        cassette.stop()
 
 
 def _client(base_url: str = REPLAY_BASE) -> openai.AsyncOpenAI:
@@ -116,7 +105,7 @@ async def test_a_call_made_under_a_role_is_recorded_with_it(tmp_path: Path, loop
     loopback.answer_json(chat_completion("0.8"))
     cassette = Cassette(tmp_path / "c.json", mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             with model_role("judge"):
                 await _ask(client, "Grade it")
@@ -129,7 +118,7 @@ async def test_a_judges_request_never_replays_the_agents_recording(tmp_path: Pat
     write_cassette(path, [_interaction("Same words", "agent answer")])
     cassette = Cassette(path, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with model_role("judge"), pytest.raises(openai.APIStatusError):
                 await _ask(client, "Same words")
@@ -145,7 +134,7 @@ async def test_each_role_replays_its_own_recording_of_the_same_request(tmp_path:
         [_interaction("Same words", "judge answer", "judge"), _interaction("Same words", "agent")],
     )
 
-    with _active(Cassette(path, test_id=TEST_ID)):
+    with active(Cassette(path, test_id=TEST_ID)):
         async with _client() as client:
             agent = await _ask(client, "Same words")
             with model_role("judge"):
@@ -161,7 +150,7 @@ async def test_vcrpy_matching_keeps_to_the_role_of_the_request(tmp_path: Path):
         [_interaction("Same words", "judge answer", "judge"), _interaction("Same words", "agent")],
     )
 
-    with _active(Cassette(path, test_id=TEST_ID, match_on=resolve(("method", "uri")))):
+    with active(Cassette(path, test_id=TEST_ID, match_on=resolve(("method", "uri")))):
         async with _client() as client:
             agent = await _ask(client, "Same words")
 
@@ -183,7 +172,7 @@ async def test_judge_mode_records_the_judge_again_and_replays_the_agent(
     loopback.answer_json(chat_completion("0.9"))
     cassette = Cassette(path, mode=RecordMode.JUDGE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             answers = [await _ask(client, "Weather?")]
             with model_role("judge"):
@@ -203,7 +192,7 @@ async def test_judge_mode_never_records_an_agents_request(tmp_path: Path, loopba
     write_cassette(path, [_interaction("Weather?", "Sunny.")])
     cassette = Cassette(path, mode=RecordMode.JUDGE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             with pytest.raises(openai.APIStatusError):
                 await _ask(client, "Something new")
@@ -216,7 +205,7 @@ async def test_a_judge_miss_names_the_rubric_that_changed(tmp_path: Path):
     write_cassette(path, [_interaction("<rubric>\nBe brief.\n</rubric> Hi", "0.9", "judge")])
     cassette = Cassette(path, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with model_role("judge"), pytest.raises(openai.APIStatusError):
                 await _ask(client, "<rubric>\nBe kind.\n</rubric> Hi")
@@ -231,7 +220,7 @@ async def test_a_judge_miss_advises_recording_the_judges_alone(tmp_path: Path):
     write_cassette(path, [_interaction("Grade: Hi", "0.9", "judge")])
     cassette = Cassette(path, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with model_role("judge"), pytest.raises(openai.APIStatusError):
                 await _ask(client, "Grade: Hello")
@@ -249,7 +238,7 @@ async def test_a_rubric_tagged_in_another_case_is_found(tmp_path: Path):
     write_cassette(path, [_interaction("<Rubric>\nBe brief.\n</Rubric> Hi", "0.9", "judge")])
     cassette = Cassette(path, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with model_role("judge"), pytest.raises(openai.APIStatusError):
                 await _ask(client, "<Rubric>\nBe kind.\n</Rubric> Hi")

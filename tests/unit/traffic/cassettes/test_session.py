@@ -16,7 +16,6 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import httpx
 import httpx2
 import openai
 import pytest
-from cassette_support import TLS, Loopback, chat_chunk, chat_completion
+from cassette_support import TLS, Loopback, active, chat_chunk, chat_completion
 
 from pytest_agentctx.redaction.redactor import DEFAULT_SECRET_ENV, REDACTED
 from pytest_agentctx.traffic.cassettes import (
@@ -93,15 +92,6 @@ def no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@contextlib.contextmanager
-def _active(cassette: Cassette) -> Iterator[Cassette]:
-    cassette.start()
-    try:
-        yield cassette
-    finally:
-        cassette.stop()
-
-
 def _client(base_url: str = REPLAY_BASE) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(
         api_key="sk-unit-test-key-000",
@@ -136,7 +126,7 @@ def _replaying(path: Path, *interactions: Interaction, **options: Any) -> Casset
 async def test_replay_answers_the_sdk_from_the_cassette(path):
     cassette = _replaying(path, _interaction(_request("Hi"), chat_completion("Hello!")))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             answer = await _ask(client, "Hi")
 
@@ -152,7 +142,7 @@ async def test_identical_requests_replay_their_recordings_in_order(path):
         _interaction(_request("Poll"), chat_completion("done")),
     )
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             answers = [await _ask(client, "Poll"), await _ask(client, "Poll")]
 
@@ -165,7 +155,7 @@ async def test_replay_matches_whatever_the_key_order_of_the_body(path):
         path, _interaction({"messages": [{"content": "Hi", "role": "user"}], "model": MODEL})
     )
 
-    with _active(cassette), httpx2.Client(verify=TLS) as client:
+    with active(cassette), httpx2.Client(verify=TLS) as client:
         body = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}'
         response = await asyncio.to_thread(
             client.post, CHAT_URL, content=body, headers={"content-type": "application/json"}
@@ -177,7 +167,7 @@ async def test_replay_matches_whatever_the_key_order_of_the_body(path):
 async def test_replay_ignores_volatile_fields(path):
     cassette = _replaying(path, _interaction(_request("Hi", user="run-1")))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             await _ask(client, "Hi", user="run-2")
 
@@ -187,7 +177,7 @@ async def test_replay_ignores_volatile_fields(path):
 async def test_replay_ignores_a_users_field(path):
     cassette = _replaying(path, _interaction(_request("Hi", seed=1)), ignored_fields=["seed"])
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             await _ask(client, "Hi", seed=2)
 
@@ -197,7 +187,7 @@ async def test_replay_ignores_a_users_field(path):
 async def test_replayed_stream_works_with_the_sdk_stream_api(path):
     cassette = _replaying(path, _stream_interaction(_request("Hi"), "Hel", "lo"))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             deltas = await _ask_streaming(client, "Hi")
 
@@ -207,7 +197,7 @@ async def test_replayed_stream_works_with_the_sdk_stream_api(path):
 async def test_replayed_stream_arrives_one_chunk_per_event(path):
     cassette = _replaying(path, _stream_interaction(_request("Hi"), "Hel", "lo"))
 
-    with _active(cassette):
+    with active(cassette):
         async with (
             httpx2.AsyncClient(verify=TLS) as client,
             client.stream("POST", CHAT_URL, json=_request("Hi", stream=True)) as response,
@@ -224,7 +214,7 @@ async def test_replayed_stream_arrives_one_chunk_per_event(path):
 async def test_replayed_json_response_has_its_content_length(path):
     cassette = _replaying(path, _interaction(_request("Hi")))
 
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS) as client:
             response = await client.post(CHAT_URL, json=_request("Hi"))
 
@@ -237,7 +227,7 @@ async def test_replayed_json_response_has_its_content_length(path):
 async def test_miss_fails_the_sdk_call_without_retries(path):
     cassette = _replaying(path, _interaction(_request("Weather in Paris?")))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with pytest.raises(
                 openai.InternalServerError, match=r"599 - Cassette .* cannot answer"
@@ -249,7 +239,7 @@ async def test_miss_fails_the_sdk_call_without_retries(path):
 
 async def test_miss_is_raised_by_check(path):
     cassette = _replaying(path, _interaction(_request("Weather in Paris?")))
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS) as client:
             await client.post(CHAT_URL, json=_request("Weather in Rome?"))
 
@@ -263,7 +253,7 @@ async def test_miss_message_names_the_cassette_request_closest_diff_and_command(
         _interaction(_request("Weather in Paris?", temperature=0)),
         _interaction({"model": "other", "messages": []}),
     )
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with contextlib.suppress(openai.InternalServerError):
                 await _ask(client, "Weather in Rome?", temperature=0)
@@ -281,7 +271,7 @@ async def test_miss_message_names_the_cassette_request_closest_diff_and_command(
 
 async def test_miss_message_shows_a_changed_request_line(path):
     cassette = _replaying(path, _interaction(_request("Hi")))
-    with _active(cassette), httpx2.Client(verify=TLS) as client:
+    with active(cassette), httpx2.Client(verify=TLS) as client:
         await asyncio.to_thread(client.post, f"{CHAT_URL}?api-version=2", json=_request("Hi"))
 
     message = cassette.miss_message(cassette.misses[0])
@@ -293,7 +283,7 @@ async def test_miss_message_shows_a_changed_request_line(path):
 
 async def test_miss_message_leaves_ignored_fields_out_of_the_diff(path):
     cassette = _replaying(path, _interaction(_request("Paris?", user="run-1")))
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with contextlib.suppress(openai.InternalServerError):
                 await _ask(client, "Rome?", user="run-2")
@@ -306,7 +296,7 @@ async def test_miss_message_leaves_ignored_fields_out_of_the_diff(path):
 
 async def test_miss_of_a_request_whose_recordings_were_all_used_says_so(path):
     cassette = _replaying(path, _interaction(_request("Hi")))
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             await _ask(client, "Hi")
             with pytest.raises(openai.InternalServerError):
@@ -321,7 +311,7 @@ async def test_miss_of_a_request_whose_recordings_were_all_used_says_so(path):
 
 async def test_miss_without_a_cassette_says_there_is_none(path):
     cassette = Cassette(path, test_id=TEST_ID)
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with contextlib.suppress(openai.InternalServerError):
                 await _ask(client, "Hi")
@@ -337,7 +327,7 @@ async def test_miss_without_a_cassette_says_there_is_none(path):
 
 async def test_unused_recordings_make_the_cassette_stale(path):
     cassette = _replaying(path, _interaction(_request("Hi")), _interaction(_request("Bye")))
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             await _ask(client, "Hi")
 
@@ -367,7 +357,7 @@ def test_unused_recordings_of_a_shared_cassette_are_not_stale(path):
 
 async def test_a_miss_is_reported_before_staleness(path):
     cassette = _replaying(path, _interaction(_request("Hi")))
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with contextlib.suppress(openai.InternalServerError):
                 await _ask(client, "Bye")
@@ -383,7 +373,7 @@ async def test_recording_stores_a_gzip_response_decoded(path, loopback: Loopback
     loopback.answer_json(chat_completion("Hello!"), gzipped=True)
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             answer = await _ask(client, "Hi")
 
@@ -405,12 +395,12 @@ async def test_recorded_gzip_response_replays_without_the_server(path, loopback:
     loopback.answer_json(chat_completion("Hello!"), gzipped=True)
     url = f"{loopback.url}/v1"
     recording = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
-    with _active(recording):
+    with active(recording):
         async with _client(url) as client:
             await _ask(client, "Hi")
     recording.save("run-1")
 
-    with _active(Cassette(path, test_id=TEST_ID)):
+    with active(Cassette(path, test_id=TEST_ID)):
         async with _client(url) as client:
             answer = await _ask(client, "Hi")
 
@@ -422,7 +412,7 @@ async def test_recording_stores_a_stream_event_by_event(path, loopback: Loopback
     loopback.answer_sse(chat_chunk("Hel"), chat_chunk("lo"), b"data: [DONE]\n\n")
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             deltas = await _ask_streaming(client, "Hi")
 
@@ -449,12 +439,12 @@ async def test_recorded_stream_replays_with_the_sdk_stream_api(path, loopback: L
     loopback.answer_sse(chat_chunk("Hel"), chat_chunk("lo"), b"data: [DONE]\n\n")
     url = f"{loopback.url}/v1"
     recording = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
-    with _active(recording):
+    with active(recording):
         async with _client(url) as client:
             live = await _ask_streaming(client, "Hi")
     recording.save("run-1")
 
-    with _active(Cassette(path, test_id=TEST_ID)):
+    with active(Cassette(path, test_id=TEST_ID)):
         async with _client(url) as client:
             replayed = await _ask_streaming(client, "Hi")
 
@@ -468,7 +458,7 @@ async def test_recording_passes_a_stream_through_as_it_arrives(path, loopback: L
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
     deltas: list[str | None] = []
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             stream = await client.chat.completions.create(
                 model=MODEL, messages=[{"role": "user", "content": "Hi"}], stream=True
@@ -486,7 +476,7 @@ async def test_recording_through_a_sync_client_works(path, loopback: Loopback):
     loopback.answer_json({"ok": True})
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette), httpx2.Client(verify=TLS, trust_env=False) as client:
+    with active(cassette), httpx2.Client(verify=TLS, trust_env=False) as client:
         response = await asyncio.to_thread(client.post, f"{loopback.url}/v1/x", json={"a": 1})
 
     assert response.json() == {"ok": True}
@@ -497,7 +487,7 @@ async def test_recording_through_httpx_works(path, loopback: Loopback):
     loopback.answer_json({"ok": True})
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with httpx.AsyncClient(verify=TLS, trust_env=False) as client:
             response = await client.post(f"{loopback.url}/v1/x", json={"a": 1})
 
@@ -509,7 +499,7 @@ async def test_recording_keeps_meaningful_request_headers_only(path, loopback: L
     loopback.answer_json(chat_completion("ok"))
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             await _ask(client, "Hi")
 
@@ -525,7 +515,7 @@ async def test_recording_keeps_a_binary_request_body_byte_for_byte(path, loopbac
     upload = bytes(range(256))
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
             await client.post(f"{loopback.url}/v1/files", content=upload)
 
@@ -546,7 +536,7 @@ async def test_recording_redacts_secrets_the_server_echoes(path, loopback: Loopb
     )
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID, redactor=Redactor())
 
-    with _active(cassette):
+    with active(cassette):
         async with openai.AsyncOpenAI(
             base_url=f"{loopback.url}/v1",
             max_retries=0,
@@ -566,7 +556,7 @@ async def test_recording_redacts_a_key_set_after_the_cassette_started(
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
 
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
             await client.post(f"{loopback.url}/v1/x", json={"key": CANARY})
     cassette.save("run-1")
@@ -579,7 +569,7 @@ async def test_interactions_are_the_loaded_then_the_recorded_ones(path, loopback
     write_cassette(path, [_interaction(_request("Old"))])
     cassette = Cassette(path, mode=RecordMode.NEW, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             await _ask(client, "New")
 
@@ -600,7 +590,7 @@ async def test_new_mode_replays_what_matches_and_records_the_rest(path, loopback
     write_cassette(path, [old])
     cassette = Cassette(path, mode=RecordMode.NEW, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(url) as client:
             answers = [await _ask(client, "Old"), await _ask(client, "New")]
     cassette.save("run-1")
@@ -673,7 +663,7 @@ async def test_every_recorded_gzip_byte_ends_up_decoded_on_disk(path, loopback: 
     loopback.answer_json(payload, gzipped=True)
     cassette = Cassette(path, mode=RecordMode.REWRITE)
 
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
             await client.get(f"{loopback.url}/v1/big")
     cassette.save("run-1")
@@ -688,7 +678,7 @@ async def test_recording_with_a_key_in_the_query_matches_a_live_request_with_ano
     recorded = _interaction(_request("Hi"), url=f"{CHAT_URL}?key=recorded-key-123")
     cassette = _replaying(path, recorded)
 
-    with _active(cassette), httpx2.Client(verify=TLS) as client:
+    with active(cassette), httpx2.Client(verify=TLS) as client:
         await asyncio.to_thread(client.post, f"{CHAT_URL}?key=live-key-45678", json=_request("Hi"))
 
     assert (cassette.misses, cassette.replayed) == ([], 1)
@@ -701,7 +691,7 @@ async def test_saving_in_new_mode_scrubs_the_loaded_interactions_too(path, loopb
     loopback.answer_json({"ok": True})
     cassette = Cassette(path, mode=RecordMode.NEW)
 
-    with _active(cassette):
+    with active(cassette):
         async with httpx2.AsyncClient(verify=TLS, trust_env=False) as client:
             await client.post(f"{loopback.url}/v1/y", json={"new": 1})
     cassette.save("run-1")
@@ -741,7 +731,7 @@ def _question(interaction: Interaction) -> str:
 
 
 async def _answers(cassette: Cassette, *questions: str) -> list[str | None]:
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             return [await _ask(client, question) for question in questions]
 
@@ -828,7 +818,7 @@ async def test_recording_into_a_shared_cassette_names_the_test(path, loopback: L
     loopback.answer_json(chat_completion("live"))
     cassette = _shared(path, ONE, mode=RecordMode.REWRITE)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             await _ask(client, "Weather?")
     cassette.save("run-1")
@@ -840,7 +830,7 @@ async def test_recording_into_a_tests_own_cassette_names_no_test(path, loopback:
     loopback.answer_json(chat_completion("live"))
     cassette = Cassette(path, test_id=ONE, mode=RecordMode.REWRITE)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             await _ask(client, "Weather?")
     cassette.save("run-1")
@@ -927,7 +917,7 @@ async def test_new_mode_records_what_only_another_test_recorded(path, loopback: 
     write_cassette(path, [recorded])
     cassette = _shared(path, TWO, mode=RecordMode.NEW)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(url) as client:
             answer = await _ask(client, "Weather?")
 
@@ -963,7 +953,7 @@ async def test_exchange_log_lists_replayed_interactions_in_request_order(path):
         _interaction(_request("Poll"), chat_completion("done")),
     )
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             for content in ("Poll", "Poll", "Other"):
                 await _ask(client, content)
@@ -982,7 +972,7 @@ async def test_exchange_log_interleaves_replayed_and_recorded_interactions(
         mode=RecordMode.NEW,
     )
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(url) as client:
             await _ask(client, "New")
             await _ask(client, "Old")
@@ -1002,7 +992,7 @@ async def test_exchange_log_interleaves_replayed_and_recorded_interactions(
 async def test_exchange_log_leaves_out_a_miss(path):
     cassette = _replaying(path, _interaction(_request("Hi"), chat_completion("Hello!")))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             await _ask(client, "Hi")
             with pytest.raises(openai.APIStatusError):
@@ -1050,7 +1040,7 @@ async def test_a_sync_stream_the_agent_stops_reading_is_recorded_whole(path, loo
     loopback.answer_sse(chat_chunk("Hel"), chat_chunk("lo"), chat_chunk("!"), b"data: [DONE]\n\n")
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette), _sync_client(f"{loopback.url}/v1") as client:
+    with active(cassette), _sync_client(f"{loopback.url}/v1") as client:
         stream, word = await asyncio.to_thread(_first_delta_then_break, client)
         cassette.finish_streams()  # as the plugin does when the test function returns
 
@@ -1068,7 +1058,7 @@ async def test_a_sync_stream_that_does_not_end_in_time_keeps_its_whole_events(
     loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b'data: {"choices": [{"de')
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette), _sync_client(f"{loopback.url}/v1") as client:
+    with active(cassette), _sync_client(f"{loopback.url}/v1") as client:
         stream, word = await asyncio.to_thread(_first_delta_then_break, client)
         go_on.set()
         cassette.finish_streams()
@@ -1083,7 +1073,7 @@ async def test_a_sync_stream_whose_client_was_closed_keeps_what_arrived(path, lo
     loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b"data: [DONE]\n\n")
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         with _sync_client(f"{loopback.url}/v1") as client:
             stream, word = await asyncio.to_thread(_first_delta_then_break, client)
         go_on.set()
@@ -1099,7 +1089,7 @@ async def test_an_async_stream_the_agent_stops_reading_keeps_what_it_read(path, 
     loopback.answer_sse(chat_chunk("Hel"), go_on, chat_chunk("lo"), b"data: [DONE]\n\n")
     cassette = Cassette(path, mode=RecordMode.REWRITE, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client(f"{loopback.url}/v1") as client:
             stream = await client.chat.completions.create(
                 model=MODEL, messages=_request("Hi")["messages"], stream=True
@@ -1123,7 +1113,7 @@ def _partial(*words: str) -> Interaction:
 async def test_a_partial_recording_replays_what_the_agent_read(path):
     cassette = _replaying(path, _partial("Hel", "lo"))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             stream = await client.chat.completions.create(
                 model=MODEL, messages=_request("Hi")["messages"], stream=True
@@ -1141,7 +1131,7 @@ async def test_a_partial_recording_replays_what_the_agent_read(path):
 async def test_reading_past_a_partial_recording_fails_and_says_to_re_record(path):
     cassette = _replaying(path, _partial("Hel", "lo"))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with pytest.raises(PartialRecording) as raised:
                 await _ask_streaming(client, "Hi")
@@ -1229,7 +1219,7 @@ async def test_a_replay_under_a_file_says_which_file_is_in_the_way(path):
     blocking.write_text("not a folder")
     cassette = Cassette(path, test_id=TEST_ID)
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             with contextlib.suppress(openai.APIStatusError):
                 await _ask(client, "Hi")
@@ -1254,7 +1244,7 @@ def test_a_replay_removes_what_a_killed_write_left_in_the_cassette_folder(path, 
 async def test_seen_log_keeps_a_miss_with_the_error_it_was_answered(path):
     cassette = _replaying(path, _interaction(_request("Hi"), chat_completion("Hello!")))
 
-    with _active(cassette):
+    with active(cassette):
         async with _client() as client:
             await _ask(client, "Hi")
             with pytest.raises(openai.APIStatusError):

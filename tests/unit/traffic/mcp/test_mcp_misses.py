@@ -13,7 +13,8 @@ from pytest_agentctx.traffic.cassettes.replay import Replays
 from pytest_agentctx.traffic.mcp.wire import stdio_url
 
 URL = stdio_url("orders")
-COMMAND = 'pytest --agent-record "tests/test_orders.py::test_order"'
+TEST_ID = "tests/test_orders.py::test_order"
+COMMAND = f'pytest --agent-record "{TEST_ID}"'
 
 
 def _call(order_id: int, request_id: int = 3) -> dict[str, Any]:
@@ -35,7 +36,7 @@ def _message(recorded: dict[str, Any], sent: dict[str, Any]) -> str:
     replays = Replays([interaction], keys, test_id="", shared=False, mode=RecordMode.NONE)
     key = make_key("POST", URL, sent, None, ignored=[])
     miss = Miss(key, sent, "the cassette has no such request")
-    return miss_message(replays, miss, path=Path("c.json"), ignored=[], played=[], command=COMMAND)
+    return miss_message(replays, miss, path=Path("c.json"), ignored=[], played=[], test_id=TEST_ID)
 
 
 def test_the_miss_names_the_mcp_method_tool_and_server() -> None:
