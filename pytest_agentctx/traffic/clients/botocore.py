@@ -222,41 +222,46 @@ def to_aws(response: httpx2.Response, *, method: str, url: str, live: bool) -> A
         if whole is None
         else io.BytesIO(whole)
     )
-    version = _version(response)
-    raw = HTTPResponse(
-        body=body,
-        headers=_aws_headers(response, method=method, live=live),  # type: ignore[arg-type]
-        status=response.status_code,
-        version=10 if version == "HTTP/1.0" else 11,
-        version_string=version,
-        reason=_reason(response),
-        preload_content=False,
-        decode_content=False,
-        enforce_content_length=False,
-        request_method=method,
-        request_url=url,
+    headers = _aws_headers(response, method=method, live=live)
+    return _aws(
+        body, headers, response.status_code, _version(response), _reason(response), method, url
     )
-    return AWSResponse(url, response.status_code, raw.headers, raw)
 
 
 def recorded_aws(response: Recorded, *, method: str, url: str) -> AWSResponse:
     """:func:`to_aws` of the ``httpx2`` response :func:`.responses.recorded_response` makes
     when its client does not take a :class:`~.responses.Recorded` (the same status,
     headers, reason, version and bytes), made of the recorded one directly."""
+    headers = _recorded_headers(response, method=method)
+    status, reason = response.status_code, _status_reason(response.status_code)
+    return _aws(io.BytesIO(response.body), headers, status, "HTTP/1.1", reason, method, url)
+
+
+def _aws(
+    body: io.IOBase,
+    headers: object,
+    status: int,
+    version: str,
+    reason: str,
+    method: str,
+    url: str,
+) -> AWSResponse:
+    """botocore's response over a urllib3 response of ``body``, unread and undecoded as
+    botocore asks urllib3 for one."""
     raw = HTTPResponse(
-        body=io.BytesIO(response.body),
-        headers=_recorded_headers(response, method=method),  # type: ignore[arg-type]
-        status=response.status_code,
-        version=11,
-        version_string="HTTP/1.1",
-        reason=_status_reason(response.status_code),
+        body=body,
+        headers=headers,  # type: ignore[arg-type]
+        status=status,
+        version=10 if version == "HTTP/1.0" else 11,
+        version_string=version,
+        reason=reason,
         preload_content=False,
         decode_content=False,
         enforce_content_length=False,
         request_method=method,
         request_url=url,
     )
-    return AWSResponse(url, response.status_code, raw.headers, raw)
+    return AWSResponse(url, status, raw.headers, raw)
 
 
 def _recorded_headers(response: Recorded, *, method: str) -> dict[str, str] | list[tuple[str, str]]:
