@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse, _HeaderKey
@@ -272,11 +272,7 @@ def _recorded_headers(response: Recorded, *, method: str) -> dict[str, str] | li
         pairs, _ = framed_pairs(
             list(response.pairs), response.status_code, method=method, live=False
         )
-        unique = len({name.lower() for name, _ in pairs}) == len(pairs)
-        known = dict(pairs) if unique else pairs
-        if len(_RECORDED_HEADERS) >= _HEADERS_KEPT:
-            _RECORDED_HEADERS.clear()
-        _RECORDED_HEADERS[key] = known
+        known = _kept(_RECORDED_HEADERS, key, pairs)
     return known
 
 
@@ -306,11 +302,23 @@ def _aws_headers(
     known = _HEADERS.get(key)
     if known is None:
         pairs, _ = chunked_pairs(response, method=method, live=live)
-        unique = len({name.lower() for name, _ in pairs}) == len(pairs)
-        known = dict(pairs) if unique else pairs
-        if len(_HEADERS) >= _HEADERS_KEPT:
-            _HEADERS.clear()
-        _HEADERS[key] = known
+        known = _kept(_HEADERS, key, pairs)
+    return known
+
+
+_K = TypeVar("_K")
+
+
+def _kept(
+    kept: dict[_K, dict[str, str] | list[tuple[str, str]]], key: _K, pairs: list[tuple[str, str]]
+) -> dict[str, str] | list[tuple[str, str]]:
+    """The headers ``pairs`` as urllib3 is given them (a dict when no name repeats, which
+    urllib3 reads faster than pairs), kept in ``kept`` under ``key`` (emptied when full)."""
+    unique = len({name.lower() for name, _ in pairs}) == len(pairs)
+    known: dict[str, str] | list[tuple[str, str]] = dict(pairs) if unique else pairs
+    if len(kept) >= _HEADERS_KEPT:
+        kept.clear()
+    kept[key] = known
     return known
 
 
