@@ -163,7 +163,10 @@ class PriceData:
         return f"genai-prices=={self.version} {self.day.isoformat()}"
 
 
+@functools.cache
 def _installed_version() -> str:
+    """The installed genai-prices' version, read from its metadata once per process (a
+    table without price data prices each call with the installed data)."""
     from importlib import metadata as importlib_metadata
 
     try:

@@ -107,9 +107,9 @@ class CassetteSettings(NamedTuple):
         today: date | None = None,
         day: str = "",
     ) -> CassetteSettings:
-        """The settings from the option values (``day``: the session's, by default today's
-        in UTC); a bad value raises :class:`CassetteError` naming the option, the value and
-        a right one."""
+        """The settings from the option values (``day``: the session's; ``""``: each
+        cassette's own); a bad value raises :class:`CassetteError` naming the option, the
+        value and a right one."""
         fmt = cassette_format.strip().lower()
         if fmt not in ("json", "yaml", "vcr"):
             raise CassetteConfigError(
@@ -143,10 +143,6 @@ class CassetteSettings(NamedTuple):
 
             naming = parse_naming(names)
         until, migrating = migration_period(migration_until, today=today)
-        if not day:
-            import datetime
-
-            day = datetime.datetime.now(datetime.UTC).date().isoformat()
         return cls(
             directory=path if path.is_absolute() else rootpath / path,
             mode=mode or parse_mode(ini_mode or "none", where="agent_record_mode"),
